@@ -1,0 +1,121 @@
+"""Results database: per-trace analysis results, keyed by the trace file's content.
+
+`<out>/results.db` (SQLite, written with sqlite-utils) holds the whole JSON of each analyzed trace
+and flat tables to query with SQL:
+
+- `traces`: key, trace, gpu, nsys_version, measured_passes (JSON), analyzed_at (UTC, ISO 8601);
+- `phases`: key, trace, phase, kernels_per_pass, kernel_ms_per_pass, gpu_span_ms_per_pass,
+  cpu_span_ms_per_pass;
+- `categories`: key, trace, phase, category, ms_per_pass;
+- `summaries`: key, summary_json (what `get` returns).
+
+The key is the sha256 of the file's bytes plus `analysis.__version__`: a changed file or a new
+analyzer misses the cache, a renamed or copied file hits it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+import sqlite_utils
+
+from analysis import __version__
+
+HASH_CHUNK_BYTES = 1 << 20
+LOCK_TIMEOUT_S = 60.0  # several analyzer processes may write the same database at once
+
+TRACES_COLUMNS = {
+    "key": str,
+    "trace": str,
+    "gpu": str,
+    "nsys_version": str,
+    "measured_passes": str,
+    "analyzed_at": str,
+}
+PHASE_FIGURES = ("kernels_per_pass", "kernel_ms_per_pass", "gpu_span_ms_per_pass", "cpu_span_ms_per_pass")
+PHASES_COLUMNS = {"key": str, "trace": str, "phase": str, **{name: float for name in PHASE_FIGURES}}
+CATEGORIES_COLUMNS = {"key": str, "trace": str, "phase": str, "category": str, "ms_per_pass": float}
+SUMMARIES_COLUMNS = {"key": str, "summary_json": str}
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read in chunks (memory stays flat for multi-GB traces)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(HASH_CHUNK_BYTES), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class ResultsCache:
+    """Per-trace summaries in a SQLite results database, looked up by file content."""
+
+    def __init__(self, db_path: Path):
+        self.db_path = Path(db_path)
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite_utils.Database(sqlite3.connect(self.db_path, timeout=LOCK_TIMEOUT_S))
+        self._create_tables()
+
+    def _create_tables(self) -> None:
+        child_key = [("key", "traces", "key")]
+        with self.db.atomic():
+            self.db["traces"].create(TRACES_COLUMNS, pk="key", if_not_exists=True)
+            self.db["summaries"].create(SUMMARIES_COLUMNS, pk="key", foreign_keys=child_key, if_not_exists=True)
+            self.db["phases"].create(PHASES_COLUMNS, pk=("key", "phase"), foreign_keys=child_key, if_not_exists=True)
+            self.db["categories"].create(
+                CATEGORIES_COLUMNS, pk=("key", "phase", "category"), foreign_keys=child_key, if_not_exists=True
+            )
+
+    def key_for(self, path: Path) -> str:
+        """Cache key of a trace file: `<sha256 of its bytes>@<analyzer version>`."""
+        return f"{file_sha256(Path(path))}@{__version__}"
+
+    def get(self, path: Path) -> dict | None:
+        """The stored summary of this file's content, or None when it was never analyzed."""
+        rows = list(self.db["summaries"].rows_where("key = ?", [self.key_for(path)], select="summary_json"))
+        return json.loads(rows[0]["summary_json"]) if rows else None
+
+    def put(self, path: Path, summary: dict) -> None:
+        """Store (or replace) the summary of this file's content and its flat rows."""
+        key = self.key_for(path)
+        trace = summary["trace"]
+        phases = summary.get("phases", {})
+        with self.db.atomic():
+            self._delete(key)
+            self.db["traces"].insert(
+                {
+                    "key": key,
+                    "trace": trace,
+                    "gpu": summary.get("gpu"),
+                    "nsys_version": summary.get("nsys_version"),
+                    "measured_passes": json.dumps(summary.get("measured_passes")),
+                    "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                }
+            )
+            self.db["summaries"].insert({"key": key, "summary_json": json.dumps(summary)})
+            self.db["phases"].insert_all(
+                {"key": key, "trace": trace, "phase": phase, **{name: figures.get(name) for name in PHASE_FIGURES}}
+                for phase, figures in phases.items()
+            )
+            self.db["categories"].insert_all(
+                {"key": key, "trace": trace, "phase": phase, "category": category, "ms_per_pass": ms}
+                for phase, figures in phases.items()
+                for category, ms in figures.get("by_category_ms_per_pass", {}).items()
+            )
+
+    def _delete(self, key: str) -> None:
+        for table in ("categories", "phases", "summaries", "traces"):
+            self.db[table].delete_where("key = ?", [key])
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.db.close()
+
+    def __enter__(self) -> ResultsCache:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()

@@ -1,0 +1,127 @@
+"""The results database: content keys, round trips, flat SQL tables, replacement."""
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+import sqlite_utils
+
+import analysis
+from analysis import cache as cache_module
+from analysis.cache import HASH_CHUNK_BYTES, ResultsCache, file_sha256
+
+
+def _summary(trace: str, forward_ms: float, phases=("forward", "backward")) -> dict:
+    """A summary shaped like analyze_trace's JSON (only the keys the cache reads, plus a question)."""
+    figures = {
+        "forward": {
+            "kernels_per_pass": 1198.0,
+            "kernel_ms_per_pass": forward_ms,
+            "gpu_span_ms_per_pass": 37.9,
+            "cpu_span_ms_per_pass": 38.3,
+            "by_category_ms_per_pass": {"gemm": 20.5, "elementwise": 9.25},
+        },
+        "backward": {
+            "kernels_per_pass": 1463.0,
+            "kernel_ms_per_pass": 36.0,
+            "gpu_span_ms_per_pass": 38.1,
+            "cpu_span_ms_per_pass": 38.5,
+            "by_category_ms_per_pass": {"gemm": 25.0},
+        },
+    }
+    return {
+        "trace": trace,
+        "gpu": "NVIDIA H200",
+        "nsys_version": "2025.3.1",
+        "measured_passes": {phase: 3 for phase in phases},
+        "phases": {phase: figures[phase] for phase in phases},
+        "questions": {"a": {"forward_ms": forward_ms}},
+    }
+
+
+@pytest.fixture
+def trace_file(tmp_path):
+    path = tmp_path / "run.sqlite"
+    path.write_bytes(b"SQLite format 3\0" + bytes(range(256)) * 64)
+    return path
+
+
+@pytest.fixture
+def results(tmp_path):
+    with ResultsCache(tmp_path / "report" / "results.db") as cache:
+        yield cache
+
+
+def test_file_hash_streams_large_files(tmp_path):
+    path = tmp_path / "big.bin"
+    content = os.urandom(3 * HASH_CHUNK_BYTES + 12345)
+    path.write_bytes(content)
+    assert file_sha256(path) == hashlib.sha256(content).hexdigest()
+
+
+def test_key_is_content_hash_plus_analyzer_version(results, trace_file, tmp_path):
+    digest = hashlib.sha256(trace_file.read_bytes()).hexdigest()
+    assert results.key_for(trace_file) == f"{digest}@{analysis.__version__}"
+    renamed = tmp_path / "renamed.sqlite"
+    renamed.write_bytes(trace_file.read_bytes())
+    assert results.key_for(renamed) == results.key_for(trace_file)
+    changed = tmp_path / "changed.sqlite"
+    changed.write_bytes(trace_file.read_bytes() + b"\0")
+    assert results.key_for(changed) != results.key_for(trace_file)
+
+
+def test_round_trip_and_persistence(results, trace_file):
+    assert results.get(trace_file) is None
+    summary = _summary("run.sqlite", 30.5)
+    results.put(trace_file, summary)
+    assert results.get(trace_file) == summary
+    with ResultsCache(results.db_path) as reopened:
+        assert reopened.get(trace_file) == summary
+
+
+def test_new_analyzer_version_misses_old_entries(results, trace_file, monkeypatch):
+    results.put(trace_file, _summary("run.sqlite", 30.5))
+    monkeypatch.setattr(cache_module, "__version__", analysis.__version__ + ".post1")
+    assert results.get(trace_file) is None
+
+
+def test_flat_tables_answer_sql(results, trace_file):
+    results.put(trace_file, _summary("run.sqlite", 30.5))
+    key = results.key_for(trace_file)
+    db = sqlite_utils.Database(results.db_path)
+    (trace_row,) = db["traces"].rows
+    assert {name: trace_row[name] for name in ("key", "trace", "gpu", "nsys_version", "measured_passes")} == {
+        "key": key,
+        "trace": "run.sqlite",
+        "gpu": "NVIDIA H200",
+        "nsys_version": "2025.3.1",
+        "measured_passes": '{"forward": 3, "backward": 3}',
+    }
+    assert trace_row["analyzed_at"].endswith("+00:00")
+    assert list(db.query("SELECT phase, kernels_per_pass, kernel_ms_per_pass FROM phases ORDER BY phase")) == [
+        {"phase": "backward", "kernels_per_pass": 1463.0, "kernel_ms_per_pass": 36.0},
+        {"phase": "forward", "kernels_per_pass": 1198.0, "kernel_ms_per_pass": 30.5},
+    ]
+    assert list(db.query("SELECT trace, phase, category, ms_per_pass FROM categories ORDER BY phase, category")) == [
+        {"trace": "run.sqlite", "phase": "backward", "category": "gemm", "ms_per_pass": 25.0},
+        {"trace": "run.sqlite", "phase": "forward", "category": "elementwise", "ms_per_pass": 9.25},
+        {"trace": "run.sqlite", "phase": "forward", "category": "gemm", "ms_per_pass": 20.5},
+    ]
+
+
+def test_replacing_an_entry_replaces_its_rows(results, trace_file, tmp_path):
+    other = tmp_path / "other.sqlite"
+    other.write_bytes(b"another trace")
+    results.put(other, _summary("other.sqlite", 12.0))
+    results.put(trace_file, _summary("run.sqlite", 30.5))
+    results.put(trace_file, _summary("run.sqlite", 31.0, phases=("forward",)))
+    db = sqlite_utils.Database(results.db_path)
+    assert db["traces"].count == 2
+    assert list(db.query("SELECT trace, phase, kernel_ms_per_pass FROM phases ORDER BY trace, phase")) == [
+        {"trace": "other.sqlite", "phase": "backward", "kernel_ms_per_pass": 36.0},
+        {"trace": "other.sqlite", "phase": "forward", "kernel_ms_per_pass": 12.0},
+        {"trace": "run.sqlite", "phase": "forward", "kernel_ms_per_pass": 31.0},
+    ]
+    assert list(db.query("SELECT count(*) AS n FROM categories WHERE trace = 'run.sqlite'")) == [{"n": 2}]
+    assert results.get(trace_file)["questions"]["a"]["forward_ms"] == 31.0
