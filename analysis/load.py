@@ -1,0 +1,515 @@
+"""Open an nsys SQLite export read-only and turn it into a few tidy tables (:class:`Trace`).
+
+What the rest of the analyzer may rely on (see docs/architecture.md for the column lists):
+
+* every table is sorted by time here, because nsys does not promise any row order;
+* columns that an export lacks are checked for before any query is written, so old and new
+  schemas load through the same code;
+* process and thread ids are masked out of nsys's ``globalTid`` (``<HW:8><VM:8><PID:24><TID:24>``);
+* the input file is never written: SQLite opens it with ``mode=ro&immutable=1`` and compressed
+  inputs are decompressed into a cache folder, not beside the input.
+"""
+from __future__ import annotations
+
+import hashlib
+import lzma
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.request import pathname2url
+
+import numpy as np
+import pandas as pd
+
+from analysis.errors import (
+    NoKernels,
+    NotATraceFile,
+    NotNsysExport,
+    NotSQLite,
+    NsysReportGiven,
+    TraceBeingWritten,
+    TruncatedTrace,
+    UnsupportedSchema,
+)
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
+
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+NVTX_TABLE = "NVTX_EVENTS"
+GRAPH_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+NSYS_TABLE_MARKERS = ("StringIds", KERNEL_TABLE, RUNTIME_TABLE, NVTX_TABLE, "TARGET_INFO_GPU",
+                      "TARGET_INFO_CUDA_GPU", "META_DATA_EXPORT", "EXPORT_META_DATA")
+
+# NVTX event types (ENUM_NSYS_EVENT_TYPE). 70/71 are the older "Nvtxt" spellings of 59/60.
+NVTX_MARK = (34,)
+NVTX_PUSH_POP = (59, 70)
+NVTX_START_END = (60, 71)
+NVTX_DOMAIN_CREATE = 75
+
+KERNEL_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid",
+                  "shortName", "demangledName")
+MEMOP_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes")
+RUNTIME_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
+ID_MASK = 0xFFFFFF
+
+
+@dataclass
+class Trace:
+    """One nsys export as tidy tables; units are in the column names."""
+
+    path: Path
+    nsys_version: str | None
+    schema_version: str | None
+    kernels: pd.DataFrame
+    memops: pd.DataFrame
+    ranges: pd.DataFrame
+    marks: pd.DataFrame
+    gpus: pd.DataFrame
+    capture_start_ns: int
+    capture_end_ns: int
+    cuda_graph_launches: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gpu_name(self) -> str | None:
+        """The GPU's name when the trace used one kind of GPU, else None."""
+        names = self.gpus["name"].dropna().unique() if len(self.gpus) else []
+        return str(names[0]) if len(names) == 1 else None
+
+
+def load_trace(path: str | os.PathLike) -> Trace:
+    """Load an nsys export (``.sqlite``, ``.sqlite.xz`` or ``.nsys-rep`` with nsys on PATH).
+
+    Raises a :class:`~analysis.errors.TraceError` subclass, whose message is one line, for
+    anything that is not a usable nsys export.
+    """
+    path = Path(path)
+    database = resolve_export(path)
+    try:
+        with _connect_readonly(database) as conn:
+            return _read_trace(conn, path)
+    except sqlite3.DatabaseError as err:
+        raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
+
+
+# --------------------------------------------------------------------------- finding the file
+
+def resolve_export(path: Path) -> Path:
+    """Return the path of a readable SQLite export for ``path``, checking it on the way."""
+    if not path.exists():
+        raise NotATraceFile("no such file")
+    if path.is_dir():
+        raise NotATraceFile("is a directory, not a trace file")
+    if path.suffix in NSYS_REPORT_SUFFIXES:
+        return _export_report(path)
+    header = _read_header(path)
+    if header.startswith(XZ_MAGIC):
+        path = _decompress_xz(path)
+        header = _read_header(path)
+    if not header:
+        raise NotSQLite("is empty")
+    if not header.startswith(SQLITE_MAGIC):
+        raise NotSQLite("is not an SQLite database (an nsys export is made with "
+                        "`nsys export --type sqlite`)")
+    _check_complete(path, header)
+    return path
+
+
+def cache_dir() -> Path:
+    """Folder for decompressed and exported inputs (``$CS336_PROFILE_CACHE`` overrides)."""
+    base = os.environ.get("CS336_PROFILE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "cs336-profile")
+    folder = Path(base)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _read_header(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(100)
+    except OSError as err:
+        raise NotATraceFile(f"cannot be read ({err.strerror or err})") from err
+
+
+def _decompress_xz(path: Path) -> Path:
+    target = cache_dir() / f"{file_sha256(path)}.sqlite"
+    if target.exists():
+        return target
+    with tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".part") as out:
+        try:
+            with lzma.open(path) as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+        except (lzma.LZMAError, EOFError) as err:
+            os.unlink(out.name)
+            raise TruncatedTrace(f"the xz stream is damaged or cut short ({err})") from err
+    os.replace(out.name, target)
+    return target
+
+
+def _export_report(path: Path) -> Path:
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        raise NsysReportGiven(
+            f"is an nsys report, not an SQLite export; export it with "
+            f"`nsys export --type sqlite --output {path.with_suffix('.sqlite').name} {path.name}`")
+    target = cache_dir() / f"{file_sha256(path)}.sqlite"
+    if not target.exists():
+        result = subprocess.run(
+            [nsys, "export", "--type", "sqlite", "--force-overwrite", "true",
+             "--output", str(target), str(path)], capture_output=True, text=True)
+        if result.returncode != 0 or not target.exists():
+            last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise NsysReportGiven(f"is an nsys report and `nsys export` failed: {last[0]}")
+    return target
+
+
+def _check_complete(path: Path, header: bytes) -> None:
+    for suffix in ("-journal", "-wal"):
+        if Path(f"{path}{suffix}").exists():
+            raise TraceBeingWritten(
+                f"is still being written (a {suffix[1:]} file lies beside it); "
+                "wait for nsys to finish and try again")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    header_count_valid = header[24:28] == header[92:96]
+    expected = page_size * pages
+    size = path.stat().st_size
+    if header_count_valid and pages and size < expected:
+        raise TruncatedTrace(f"is cut short: {size:,} bytes of the {expected:,} its header announces")
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1",
+                           uri=True)
+    # Exports made on Windows can hold strings in the machine's code page, not UTF-8.
+    conn.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
+    return conn
+
+
+# --------------------------------------------------------------------------- reading tables
+
+def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
+    schema = _schema(conn)
+    if not any(table in schema for table in NSYS_TABLE_MARKERS):
+        listed = ", ".join(sorted(schema)[:4]) or "none"
+        raise NotNsysExport(f"is an SQLite database but not an nsys export (tables: {listed})")
+    meta = _export_metadata(conn, schema)
+    version = meta.get("EXPORT_PRODUCT_VERSION")
+    graph_launches = _count(conn, schema, GRAPH_TABLE)
+    if not _count(conn, schema, KERNEL_TABLE):
+        if graph_launches:
+            raise NoKernels(f"has no per-kernel records, only {graph_launches} whole CUDA-graph "
+                            "launches; profile again with --cuda-graph-trace=node")
+        raise NoKernels("has no CUDA kernel records (was it captured with `-t cuda`, and did "
+                        "the program launch kernels?)")
+    _require_columns(schema, KERNEL_TABLE, KERNEL_COLUMNS, version)
+    strings = _StringTable(conn)
+
+    notes: list[str] = []
+    kernels = _read_kernels(conn, strings)
+    memops = _read_memops(conn, schema)
+    launches = _read_launches(conn, schema, strings, version)
+    kernels = _join_launches(kernels, launches)
+    memops = _join_launches(memops, launches)
+    unlinked = int((kernels["launch_start_ns"] < 0).sum())
+    if unlinked:
+        notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "
+                     "(launched before the capture began?); no NVTX range can claim them")
+
+    events = _read_nvtx(conn, schema, strings)
+    start_ns, end_ns = _capture_window(kernels, memops, launches, events)
+    ranges = _ranges(events, end_ns, notes)
+    marks = _marks(events)
+    if graph_launches:
+        notes.append(f"{graph_launches:,} CUDA-graph launches were traced as whole graphs; the "
+                     "kernels inside them are not listed one by one")
+    return Trace(
+        path=path, nsys_version=version, schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
+        kernels=kernels, memops=memops, ranges=ranges, marks=marks,
+        gpus=_read_gpus(conn, schema), capture_start_ns=start_ns,
+        capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes)
+
+
+def _schema(conn: sqlite3.Connection) -> dict[str, list[str]]:
+    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    return {t: [row[1] for row in conn.execute(f'PRAGMA table_info("{t}")')] for t in tables}
+
+
+def _count(conn: sqlite3.Connection, schema: dict, table: str) -> int:
+    if table not in schema:
+        return 0
+    return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def _require_columns(schema: dict, table: str, columns: tuple[str, ...], version: str | None):
+    missing = [c for c in columns if c not in schema[table]]
+    if missing:
+        made_by = f"nsys {version}" if version else "an old nsys"
+        raise UnsupportedSchema(
+            f"its {table} table lacks {', '.join(missing)} (exported by {made_by}); "
+            "export the report again with nsys 2021.1 or newer")
+
+
+def _select(schema: dict, table: str, columns: tuple[str, ...]) -> str:
+    """SELECT list that reads NULL for the columns this export's table lacks."""
+    present = set(schema[table])
+    return ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"' for c in columns)
+
+
+def _export_metadata(conn: sqlite3.Connection, schema: dict) -> dict[str, str]:
+    for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+        if table in schema and {"name", "value"} <= set(schema[table]):
+            return dict(conn.execute(f"SELECT name, value FROM {table}").fetchall())
+    return {}
+
+
+class _StringTable:
+    """nsys's interned strings (``StringIds``), looked up for whole columns at once."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        rows = conn.execute("SELECT id, value FROM StringIds").fetchall()
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        self.values = np.array([r[1] for r in rows] + [None], dtype=object)
+        self.position = np.full(int(ids.max(initial=-1)) + 2, len(rows), dtype=np.int64)
+        self.position[ids] = np.arange(len(rows))
+
+    def lookup(self, ids: pd.Series) -> np.ndarray:
+        """Strings for an integer id column; None where the id is null or unknown."""
+        raw = pd.to_numeric(ids, errors="coerce").to_numpy(dtype=float, na_value=-1)
+        as_int = raw.astype(np.int64)
+        inside = (as_int >= 0) & (as_int < len(self.position))
+        return self.values[np.where(inside, self.position[np.where(inside, as_int, 0)],
+                                    len(self.values) - 1)]
+
+    def categorical(self, ids: pd.Series) -> pd.Categorical:
+        """Like :meth:`lookup`, as a categorical of the strings actually used."""
+        return pd.Categorical(self.lookup(ids))
+
+
+def _pid(global_id: pd.Series) -> np.ndarray:
+    return ((global_id.to_numpy(dtype=np.int64) >> 24) & ID_MASK).astype(np.int64)
+
+
+def _tid(global_id: pd.Series) -> np.ndarray:
+    return (global_id.to_numpy(dtype=np.int64) & ID_MASK).astype(np.int64)
+
+
+def _read_kernels(conn: sqlite3.Connection, strings: _StringTable) -> pd.DataFrame:
+    raw = pd.read_sql_query(f"SELECT {', '.join(KERNEL_COLUMNS)} FROM {KERNEL_TABLE}", conn)
+    kernels = pd.DataFrame({
+        "start_ns": raw["start"].astype(np.int64),
+        "end_ns": raw["end"].astype(np.int64),
+        "device_id": raw["deviceId"].astype(np.int64),
+        "stream_id": raw["streamId"].astype(np.int64),
+        "correlation_id": raw["correlationId"].astype(np.int64),
+        "pid": _pid(raw["globalPid"]),
+        "name": strings.categorical(raw["shortName"]),
+        "demangled_name": strings.categorical(raw["demangledName"]),
+    })
+    kernels.insert(2, "dur_ns", kernels["end_ns"] - kernels["start_ns"])
+    return kernels
+
+
+def _read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
+    frames = []
+    for table, kind in ((MEMCPY_TABLE, "memcpy"), (MEMSET_TABLE, "memset")):
+        if table not in schema:
+            continue
+        raw = pd.read_sql_query(f"SELECT {_select(schema, table, MEMOP_COLUMNS)} FROM {table}", conn)
+        frames.append(pd.DataFrame({
+            "kind": kind,
+            "start_ns": raw["start"].astype(np.int64),
+            "end_ns": raw["end"].astype(np.int64),
+            "device_id": raw["deviceId"].astype(np.int64),
+            "stream_id": raw["streamId"].astype(np.int64),
+            "correlation_id": raw["correlationId"].astype(np.int64),
+            "pid": _pid(raw["globalPid"]),
+            "bytes": pd.to_numeric(raw["bytes"]).fillna(0).astype(np.int64),
+        }))
+    if not frames:
+        frames.append(pd.DataFrame({c: pd.Series(dtype=np.int64) for c in
+                                    ("start_ns", "end_ns", "device_id", "stream_id",
+                                     "correlation_id", "pid", "bytes")}).assign(kind=""))
+    memops = pd.concat(frames, ignore_index=True)
+    memops.insert(3, "dur_ns", memops["end_ns"] - memops["start_ns"])
+    return memops
+
+
+def _read_launches(conn: sqlite3.Connection, schema: dict, strings: _StringTable,
+                   version: str | None) -> pd.DataFrame:
+    """Runtime and driver API calls: start, end, pid, tid, correlation id, API name."""
+    if RUNTIME_TABLE not in schema:
+        return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in
+                             ("start_ns", "end_ns", "pid", "tid", "correlation_id")})
+    _require_columns(schema, RUNTIME_TABLE, RUNTIME_COLUMNS, version)
+    raw = pd.read_sql_query(f"SELECT {', '.join(RUNTIME_COLUMNS)} FROM {RUNTIME_TABLE}", conn)
+    return pd.DataFrame({
+        "start_ns": raw["start"].astype(np.int64),
+        "end_ns": raw["end"].astype(np.int64),
+        "pid": _pid(raw["globalTid"]),
+        "tid": _tid(raw["globalTid"]),
+        "correlation_id": raw["correlationId"].astype(np.int64),
+        "api": strings.categorical(raw["nameId"]),
+    })
+
+
+def _join_launches(ops: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+    """Add the launching API call (same correlationId in the same process) and sort by start."""
+    key_ops = (ops["pid"].to_numpy() << 40) | ops["correlation_id"].to_numpy()
+    key_calls = (launches["pid"].to_numpy() << 40) | launches["correlation_id"].to_numpy()
+    index = pd.Index(key_calls)
+    if not index.is_unique:
+        keep = ~index.duplicated()
+        launches, index = launches[keep], index[keep]
+    found = index.get_indexer(key_ops)
+    hit = found >= 0
+    rows = np.where(hit, found, 0)
+
+    def take(column: str, missing):
+        values = launches[column].to_numpy()[rows] if len(launches) else np.zeros(len(ops), int)
+        return np.where(hit, values, missing)
+
+    ops = ops.assign(
+        launch_start_ns=take("start_ns", -1).astype(np.int64),
+        launch_end_ns=take("end_ns", -1).astype(np.int64),
+        launch_tid=take("tid", -1).astype(np.int64),
+        launch_api=pd.Categorical(take("api", None) if len(launches) else [None] * len(ops)),
+    )
+    return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+
+
+NVTX_COLUMNS = ("start", "end", "eventType", "text", "textId", "globalTid", "endGlobalTid",
+                "domainId")
+
+
+def _read_nvtx(conn: sqlite3.Connection, schema: dict, strings: _StringTable) -> pd.DataFrame:
+    if NVTX_TABLE not in schema:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in
+                             ("start_ns", "end_ns", "event_type", "name", "domain", "pid", "tid",
+                              "end_tid")})
+    _require_columns(schema, NVTX_TABLE, ("start", "end", "eventType", "globalTid"), None)
+    types = NVTX_MARK + NVTX_PUSH_POP + NVTX_START_END + (NVTX_DOMAIN_CREATE,)
+    raw = pd.read_sql_query(
+        f"SELECT {_select(schema, NVTX_TABLE, NVTX_COLUMNS)} FROM {NVTX_TABLE} "
+        f"WHERE eventType IN ({', '.join(map(str, types))})", conn)
+    text = raw["text"].to_numpy(dtype=object)
+    name = np.where(pd.isna(text), strings.lookup(raw["textId"]), text)
+    global_tid = raw["globalTid"].fillna(0).astype(np.int64)
+    end_tid = raw["endGlobalTid"].fillna(raw["globalTid"]).fillna(0).astype(np.int64)
+    events = pd.DataFrame({
+        "start_ns": raw["start"].astype(np.int64),
+        "end_ns": pd.to_numeric(raw["end"]).astype("Int64"),
+        "event_type": raw["eventType"].astype(np.int64),
+        "name": name,
+        "domain_id": pd.to_numeric(raw["domainId"]).fillna(0).astype(np.int64),
+        "pid": _pid(global_tid),
+        "tid": _tid(global_tid),
+        "end_tid": _tid(end_tid),
+    })
+    creates = events[events["event_type"] == NVTX_DOMAIN_CREATE]
+    domains = {(p, d): n for p, d, n in zip(creates["pid"], creates["domain_id"], creates["name"])}
+    events = events[events["event_type"] != NVTX_DOMAIN_CREATE]
+    events = events.assign(domain=[domains.get((p, d), "") if d else ""
+                                   for p, d in zip(events["pid"], events["domain_id"])])
+    return events.drop(columns="domain_id")
+
+
+def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:
+    starts = [int(t["start_ns"].min()) for t in tables if len(t)]
+    ends = [int(pd.to_numeric(t[c]).max()) for t in tables if len(t)
+            for c in ("start_ns", "end_ns") if pd.to_numeric(t[c]).notna().any()]
+    return min(starts), max(ends)
+
+
+def _ranges(events: pd.DataFrame, capture_end_ns: int, notes: list[str]) -> pd.DataFrame:
+    """NVTX ranges sorted by start, ``range_id`` = row, with depth and parent (push/pop nest per thread)."""
+    is_range = events["event_type"].isin(NVTX_PUSH_POP + NVTX_START_END)
+    ranges = events[is_range].copy()
+    ranges["kind"] = np.where(ranges["event_type"].isin(NVTX_PUSH_POP), "push_pop", "start_end")
+    ranges["is_open"] = ranges["end_ns"].isna().to_numpy()
+    ranges["end_ns"] = ranges["end_ns"].fillna(capture_end_ns).astype(np.int64)
+    ranges["name"] = ranges["name"].fillna("").astype(str)
+    ranges = ranges.sort_values(["start_ns", "end_ns"], ascending=[True, False], kind="stable")
+    ranges = ranges.reset_index(drop=True)
+    ranges.insert(0, "range_id", np.arange(len(ranges), dtype=np.int64))
+    depth, parent = _nesting(ranges)
+    ranges["depth"], ranges["parent_id"] = depth, parent
+    open_count = int(ranges["is_open"].sum())
+    if open_count:
+        notes.append(f"{open_count} NVTX ranges were never closed; they are taken to end with "
+                     "the capture")
+    columns = ["range_id", "name", "domain", "kind", "start_ns", "end_ns", "is_open", "pid",
+               "tid", "end_tid", "depth", "parent_id"]
+    return ranges[columns]
+
+
+def _nesting(ranges: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and parent range_id of push/pop ranges; start/end ranges stay at depth 0.
+
+    ``ranges`` is sorted by (start, -end) and ``range_id`` is the row number. Within a thread
+    push/pop ranges nest, so a range's depth is the number of ranges started before it minus
+    those ended by its start, and its parent is the latest earlier range one level up.
+    """
+    depth = np.zeros(len(ranges), dtype=np.int64)
+    parent = np.full(len(ranges), -1, dtype=np.int64)
+    nested = ranges["kind"].to_numpy() == "push_pop"
+    for _, rows in ranges[nested].groupby(["pid", "tid"], sort=False).indices.items():
+        rows = np.flatnonzero(nested)[rows]
+        starts = ranges["start_ns"].to_numpy()[rows]
+        ends = np.sort(ranges["end_ns"].to_numpy()[rows])
+        level = np.arange(len(rows)) - np.searchsorted(ends, starts, side="right")
+        level = np.maximum(level, 0)
+        depth[rows] = level
+        for d in range(1, int(level.max(initial=0)) + 1):
+            above = np.flatnonzero(level == d - 1)
+            here = np.flatnonzero(level == d)
+            pick = np.searchsorted(above, here) - 1
+            parent[rows[here]] = np.where(pick >= 0, rows[above[np.maximum(pick, 0)]], -1)
+    return depth, parent
+
+
+def _marks(events: pd.DataFrame) -> pd.DataFrame:
+    marks = events[events["event_type"].isin(NVTX_MARK)]
+    marks = pd.DataFrame({"name": marks["name"].fillna("").astype(str),
+                          "domain": marks["domain"], "time_ns": marks["start_ns"],
+                          "pid": marks["pid"], "tid": marks["tid"]})
+    return marks.sort_values("time_ns", kind="stable").reset_index(drop=True)
+
+
+def _read_gpus(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
+    """One row per GPU: device_id (CUDA ordinal), name, sm_count, memory_bytes, clock_hz."""
+    columns = ["device_id", "name", "sm_count", "memory_bytes", "clock_hz"]
+    if "TARGET_INFO_CUDA_GPU" in schema:
+        sql = ("SELECT deviceId, name, numMultiprocessors, globalMemorySize, coreClockRate * 1000 "
+               "FROM TARGET_INFO_CUDA_GPU")
+    elif "TARGET_INFO_GPU" in schema:
+        cols = set(schema["TARGET_INFO_GPU"])
+        device = next((c for c in ("cuDevice", "deviceId", "id") if c in cols), None)
+        picks = [device, "name", "smCount", "totalMemory", "clockRate"]
+        sql = "SELECT " + ", ".join(c if c in cols else "NULL" for c in picks) + \
+              " FROM TARGET_INFO_GPU"
+    else:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+    gpus = pd.DataFrame(conn.execute(sql).fetchall(), columns=columns)
+    gpus["device_id"] = pd.to_numeric(gpus["device_id"]).fillna(0).astype(np.int64)
+    return gpus.drop_duplicates("device_id").sort_values("device_id").reset_index(drop=True)

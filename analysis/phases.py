@@ -1,0 +1,149 @@
+"""Label every GPU operation with its step, phase and fine-grained region.
+
+Steps are the ``warmup_<i>`` / ``step_<i>`` ranges: only operations launched inside ``step_<i>``
+ranges are *measured*. Phases (``forward``, ``loss``, ``backward``, ``optimizer_step``) and steps
+collect launches from every thread of their process; regions (attention sub-ranges, per-op
+ranges) are the innermost ranges on the launching thread. The rule itself lives in
+:mod:`analysis.attribution`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analysis.attribution import innermost_ranges, ops_in_windows
+from analysis.load import Trace
+
+
+@dataclass(frozen=True)
+class RangeNames:
+    """NVTX range names the analysis looks for; the defaults match the runner and the handout."""
+
+    warmup_prefix: str = "warmup_"
+    step_prefix: str = "step_"
+    phases: tuple[str, ...] = ("forward", "loss", "backward", "optimizer_step")
+    attention: str = "attention"
+    attention_scores: str = "computing attention scores"
+    softmax: str = "computing softmax"
+    final_matmul: str = "final matmul"
+
+    def step_pattern(self) -> re.Pattern:
+        """Matches warm-up and measured step range names, capturing the prefix."""
+        prefixes = "|".join(re.escape(p) for p in (self.warmup_prefix, self.step_prefix))
+        return re.compile(rf"^({prefixes})\d+$")
+
+
+@dataclass
+class LabelledOps:
+    """GPU operations with their labels; see docs/architecture.md for the columns."""
+
+    ops: pd.DataFrame
+    phase_ranges: pd.DataFrame
+    measured_passes: dict[str, int]
+    has_steps: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def gpu_ops(trace: Trace) -> pd.DataFrame:
+    """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``."""
+    kernels = trace.kernels.assign(op_kind="kernel", bytes=0)
+    labels = "[CUDA " + trace.memops["kind"].astype(str) + "]"
+    memops = trace.memops.drop(columns="kind").assign(
+        op_kind=trace.memops["kind"].astype(str), name=labels, demangled_name=labels)
+    ops = pd.concat([kernels, memops[kernels.columns]], ignore_index=True)
+    for column in ("name", "demangled_name", "launch_api"):
+        ops[column] = ops[column].astype("category")
+    return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+
+
+def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
+    """Apply the attribution rule and return the labelled operations of ``trace``."""
+    ops = gpu_ops(trace)
+    ranges = trace.ranges
+    notes: list[str] = []
+
+    step_match = ranges["name"].str.extract(names.step_pattern(), expand=False)
+    step_windows = ranges[step_match.notna()]
+    in_step = ops_in_windows(ops, step_windows)
+    step_names = step_windows["name"].to_numpy(dtype=object)
+    ops["step"] = np.where(in_step >= 0, step_names[np.maximum(in_step, 0)], "") \
+        if len(step_windows) else ""
+    has_steps = bool((step_match == names.step_prefix).any())
+    warmup = ops["step"].str.startswith(names.warmup_prefix)
+    if has_steps:
+        ops["measured"] = ops["step"].str.startswith(names.step_prefix)
+    else:
+        ops["measured"] = ~warmup
+        notes.append(f"no `{names.step_prefix}<i>` ranges: the whole capture"
+                     + (" less its warm-up ranges" if warmup.any() else "") + " is analyzed")
+
+    phase_windows = ranges[ranges["name"].isin(names.phases)]
+    in_phase = ops_in_windows(ops, phase_windows)
+    has_phase = in_phase >= 0
+    ops["phase"] = np.where(has_phase, phase_windows["name"].to_numpy(dtype=object)[
+        np.maximum(in_phase, 0)], "") if len(phase_windows) else ""
+    ops["phase_range_id"] = np.where(
+        has_phase, phase_windows["range_id"].to_numpy()[np.maximum(in_phase, 0)], -1) \
+        if len(phase_windows) else -1
+
+    ops["region"], ops["region_path"] = _regions(ops, ranges, names)
+    phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps, names)
+    measured = phase_ranges[phase_ranges["measured"]]
+    passes = {p: int((measured["phase"] == p).sum()) for p in names.phases
+              if (measured["phase"] == p).any()}
+    if not len(phase_windows):
+        notes.append("no phase ranges (" + ", ".join(names.phases) + ") in the trace")
+    return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,
+                       has_steps=has_steps, notes=notes)
+
+
+def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, names: RangeNames
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Innermost same-thread range name and the path of enclosing ranges, steps/phases left out."""
+    innermost = innermost_ranges(ops, ranges)
+    if not len(ranges):
+        return np.full(len(ops), "", dtype=object), np.full(len(ops), "", dtype=object)
+    label = ranges["name"].to_numpy(dtype=object).copy()
+    skip = ranges["name"].isin(names.phases).to_numpy() | \
+        ranges["name"].str.match(names.step_pattern()).to_numpy()
+    label[skip] = ""
+    paths, region = _range_paths(label, ranges["parent_id"].to_numpy())
+    pick = np.maximum(innermost, 0)
+    found = innermost >= 0
+    return (np.where(found, region[pick], ""), np.where(found, paths[pick], ""))
+
+
+def _range_paths(label: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each range: the '/'-joined labels from outermost to itself, and its nearest label."""
+    paths = label.copy()
+    nearest = label.copy()
+    ancestor = parent.copy()
+    while (ancestor >= 0).any():
+        has = ancestor >= 0
+        above = label[ancestor[has]]
+        joined = np.where(above == "", paths[has], above + "/" + paths[has])
+        paths[has] = np.where(paths[has] == "", above, joined)
+        nearest[has] = np.where(nearest[has] == "", above, nearest[has])
+        ancestor[has] = parent[ancestor[has]]
+    return paths, nearest
+
+
+def _phase_ranges(phase_windows: pd.DataFrame, step_windows: pd.DataFrame, has_steps: bool,
+                  names: RangeNames) -> pd.DataFrame:
+    """One row per phase-range instance, with its step and whether it was measured."""
+    starts = phase_windows.rename(columns={"start_ns": "launch_start_ns", "tid": "launch_tid"})
+    in_step = ops_in_windows(starts, step_windows)
+    step = np.where(in_step >= 0, step_windows["name"].to_numpy(dtype=object)[
+        np.maximum(in_step, 0)], "") if len(step_windows) else np.full(len(starts), "", object)
+    step = pd.Series(step, index=phase_windows.index, dtype=object)
+    measured = step.str.startswith(names.step_prefix) if has_steps else \
+        ~step.str.startswith(names.warmup_prefix)
+    return pd.DataFrame({
+        "range_id": phase_windows["range_id"], "phase": phase_windows["name"], "step": step,
+        "measured": measured.astype(bool), "pid": phase_windows["pid"],
+        "start_ns": phase_windows["start_ns"], "end_ns": phase_windows["end_ns"],
+        "cpu_dur_ns": phase_windows["end_ns"] - phase_windows["start_ns"],
+    }).reset_index(drop=True)
