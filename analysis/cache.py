@@ -14,7 +14,6 @@ analyzer misses the cache, a renamed or copied file hits it.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from datetime import datetime, timezone
@@ -23,8 +22,8 @@ from pathlib import Path
 import sqlite_utils
 
 from analysis import __version__
+from analysis.load import file_sha256
 
-HASH_CHUNK_BYTES = 1 << 20
 LOCK_TIMEOUT_S = 60.0  # several analyzer processes may write the same database at once
 
 TRACES_COLUMNS = {
@@ -39,15 +38,6 @@ PHASE_FIGURES = ("kernels_per_pass", "kernel_ms_per_pass", "gpu_span_ms_per_pass
 PHASES_COLUMNS = {"key": str, "trace": str, "phase": str, **{name: float for name in PHASE_FIGURES}}
 CATEGORIES_COLUMNS = {"key": str, "trace": str, "phase": str, "category": str, "ms_per_pass": float}
 SUMMARIES_COLUMNS = {"key": str, "summary_json": str}
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in chunks (memory stays flat for multi-GB traces)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for chunk in iter(lambda: stream.read(HASH_CHUNK_BYTES), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class ResultsCache:

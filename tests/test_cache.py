@@ -9,7 +9,7 @@ import sqlite_utils
 
 import analysis
 from analysis import cache as cache_module
-from analysis.cache import HASH_CHUNK_BYTES, ResultsCache, file_sha256
+from analysis.cache import ResultsCache
 
 
 def _summary(trace: str, forward_ms: float, phases=("forward", "backward")) -> dict:
@@ -53,11 +53,11 @@ def results(tmp_path):
         yield cache
 
 
-def test_file_hash_streams_large_files(tmp_path):
-    path = tmp_path / "big.bin"
-    content = os.urandom(3 * HASH_CHUNK_BYTES + 12345)
+def test_key_of_a_file_larger_than_one_read_chunk(results, tmp_path):
+    path = tmp_path / "big.sqlite"
+    content = os.urandom(3 * (1 << 20) + 12345)
     path.write_bytes(content)
-    assert file_sha256(path) == hashlib.sha256(content).hexdigest()
+    assert results.key_for(path) == f"{hashlib.sha256(content).hexdigest()}@{analysis.__version__}"
 
 
 def test_key_is_content_hash_plus_analyzer_version(results, trace_file, tmp_path):
