@@ -1,0 +1,77 @@
+"""The kernel-to-range rule on the reference training trace and on hand-made edge cases."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.attribution import innermost_ranges, ops_in_windows
+from analysis.load import load_trace
+from analysis.phases import RangeNames, gpu_ops, label_ops
+
+TRAIN = "small_ctx128_train_fp32.sqlite"
+
+
+def test_backward_collects_autograd_launches(fixture_trace):
+    labelled = label_ops(load_trace(fixture_trace(TRAIN)))
+    kernels = labelled.ops[(labelled.ops["op_kind"] == "kernel") & labelled.ops["measured"]]
+    per_pass = kernels.groupby("phase").size() / 3
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    assert per_pass["backward"] == 1463
+    main_tid = kernels.loc[kernels["phase"] == "forward", "launch_tid"].iloc[0]
+    backward = kernels[kernels["phase"] == "backward"]
+    assert (backward["launch_tid"] != main_tid).sum() == 1462 * 3
+
+
+def test_same_thread_rule_reproduces_nsys_gpu_projection(fixture_trace):
+    """nsys's nvtx_gpu_proj_sum: `:forward` projects to 790,869,607 ns over 5 passes and
+    `:backward` holds 5 GPU ops in all, because it only counts the range's own thread."""
+    trace = load_trace(fixture_trace(TRAIN))
+    ops = gpu_ops(trace)
+    forward = trace.ranges[trace.ranges["name"] == "forward"]
+    owner = ops_in_windows(ops, forward, same_thread=True)
+    spans = ops[owner >= 0].groupby(owner[owner >= 0]).agg(first=("start_ns", "min"),
+                                                             last=("end_ns", "max"))
+    assert len(spans) == 5
+    assert int((spans["last"] - spans["first"]).sum()) == 790_869_607
+    backward = trace.ranges[trace.ranges["name"] == "backward"]
+    assert (ops_in_windows(ops, backward, same_thread=True) >= 0).sum() == 5
+
+
+def test_attention_regions_in_forward(fixture_trace):
+    ops = label_ops(load_trace(fixture_trace(TRAIN))).ops
+    forward = ops[ops["measured"] & (ops["phase"] == "forward") & (ops["op_kind"] == "kernel")]
+    per_pass = forward.groupby("region").size() / 3
+    assert per_pass.to_dict() == {"": 824, "computing attention scores": 48,
+                                  "computing softmax": 60, "final matmul": 24}
+
+
+def _ops(launches, tids, pid=1):
+    return pd.DataFrame({"pid": pid, "launch_start_ns": launches, "launch_tid": tids})
+
+
+def test_windows_edges_other_processes_and_unlinked_ops():
+    windows = pd.DataFrame({"pid": [1, 1, 2], "tid": [10, 10, 20],
+                            "start_ns": [100, 300, 100], "end_ns": [200, 400, 500]})
+    ops = pd.DataFrame({"pid": [1, 1, 1, 1, 1, 2, 3],
+                        "launch_start_ns": [100, 200, 250, 350, -1, 450, 150],
+                        "launch_tid": [10, 11, 10, 12, 10, 20, 30]})
+    assert ops_in_windows(ops, windows).tolist() == [0, 0, -1, 1, -1, 2, -1]
+    assert ops_in_windows(ops, windows, same_thread=True).tolist() == [0, -1, -1, -1, -1, 2, -1]
+
+
+def test_innermost_range_walks_up_past_closed_siblings():
+    # outer [0, 100] holds a [10, 20] and b [30, 40]; b holds c [32, 35]
+    ranges = pd.DataFrame({
+        "range_id": [0, 1, 2, 3], "name": ["outer", "a", "b", "c"],
+        "kind": "push_pop", "start_ns": [0, 10, 30, 32], "end_ns": [100, 20, 40, 35],
+        "pid": 1, "tid": 7, "parent_id": [-1, 0, 0, 2]})
+    ops = _ops([5, 15, 25, 33, 37, 90, 33, 150], [7, 7, 7, 7, 7, 7, 8, 7])
+    assert innermost_ranges(ops, ranges).tolist() == [0, 1, 0, 3, 2, 0, -1, -1]
+
+
+def test_no_step_ranges_means_whole_capture(external_trace):
+    labelled = label_ops(load_trace(external_trace("mfu_2gpu_after.sqlite")), RangeNames())
+    assert not labelled.has_steps
+    assert labelled.ops["measured"].all()
+    assert any("whole capture" in note for note in labelled.notes)
+    assert np.array_equal(labelled.ops["phase"].unique(), [""])
