@@ -41,8 +41,8 @@ GPU_ACTIVITY_TABLES = (
     "CUPTI_ACTIVITY_KIND_MEMSET",
     "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
 )
-NVTX_RANGE_AND_MARK_TYPES = (34, 59, 60)  # mark, push/pop range, start/end range
-NVTX_RANGE_TYPES = (59, 60)
+NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop, start/end; 70/71 in older exports
+NVTX_RANGE_AND_MARK_TYPES = (34, *NVTX_RANGE_TYPES)  # 34 = mark
 PID_MASK = 0xFFFFFF
 
 
