@@ -226,7 +226,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
     strings = _StringTable(conn)
 
     notes: list[str] = []
-    kernels = _read_kernels(conn, strings)
+    kernels = _read_kernels(conn, schema, strings)
     memops = _read_memops(conn, schema)
     launches = _read_launches(conn, schema, strings, version)
     kernels = _join_launches(kernels, launches)
@@ -276,6 +276,24 @@ def _select(schema: dict, table: str, columns: tuple[str, ...]) -> str:
     return ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"' for c in columns)
 
 
+def _read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
+               chunk_rows: int = 1 << 16) -> dict[str, np.ndarray]:
+    """Integer columns of a table as numpy arrays, streamed in chunks to bound memory.
+
+    NULLs and columns this export lacks read as -1.
+    """
+    present = set(schema[table])
+    select = ", ".join(f'coalesce("{c}", -1)' if c in present else "-1" for c in columns)
+    rows = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    values = np.empty((rows, len(columns)), dtype=np.int64, order="F")
+    cursor = conn.execute(f"SELECT {select} FROM {table}")
+    filled = 0
+    while chunk := cursor.fetchmany(chunk_rows):
+        values[filled:filled + len(chunk)] = chunk
+        filled += len(chunk)
+    return {c: values[:filled, i] for i, c in enumerate(columns)}
+
+
 def _export_metadata(conn: sqlite3.Connection, schema: dict) -> dict[str, str]:
     for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
         if table in schema and {"name", "value"} <= set(schema[table]):
@@ -293,40 +311,49 @@ class _StringTable:
         self.position = np.full(int(ids.max(initial=-1)) + 2, len(rows), dtype=np.int64)
         self.position[ids] = np.arange(len(rows))
 
-    def lookup(self, ids: pd.Series) -> np.ndarray:
-        """Strings for an integer id column; None where the id is null or unknown."""
-        raw = pd.to_numeric(ids, errors="coerce").to_numpy(dtype=float, na_value=-1)
-        as_int = raw.astype(np.int64)
+    def lookup(self, ids) -> np.ndarray:
+        """Strings for an integer id column; None where the id is null, negative or unknown."""
+        as_int = pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64)
         inside = (as_int >= 0) & (as_int < len(self.position))
         return self.values[np.where(inside, self.position[np.where(inside, as_int, 0)],
                                     len(self.values) - 1)]
 
-    def categorical(self, ids: pd.Series) -> pd.Categorical:
-        """Like :meth:`lookup`, as a categorical of the strings actually used."""
-        return pd.Categorical(self.lookup(ids))
+    def categorical(self, ids) -> pd.Categorical:
+        """Like :meth:`lookup`, as a categorical; each distinct id is looked up once."""
+        distinct, codes = np.unique(pd.to_numeric(pd.Series(ids), errors="coerce")
+                                    .fillna(-1).to_numpy(np.int64), return_inverse=True)
+        labels = self.lookup(distinct)
+        known = np.array([label is not None for label in labels], dtype=bool)
+        categories = pd.Index(labels[known])
+        if categories.has_duplicates:
+            return pd.Categorical(labels[codes])
+        new_code = np.cumsum(known) - 1
+        return pd.Categorical.from_codes(np.where(known[codes], new_code[codes], -1),
+                                         categories=categories)
 
 
-def _pid(global_id: pd.Series) -> np.ndarray:
-    return ((global_id.to_numpy(dtype=np.int64) >> 24) & ID_MASK).astype(np.int64)
+def _pid(global_id) -> np.ndarray:
+    return (np.asarray(global_id, dtype=np.int64) >> 24) & ID_MASK
 
 
-def _tid(global_id: pd.Series) -> np.ndarray:
-    return (global_id.to_numpy(dtype=np.int64) & ID_MASK).astype(np.int64)
+def _tid(global_id) -> np.ndarray:
+    return np.asarray(global_id, dtype=np.int64) & ID_MASK
 
 
-def _read_kernels(conn: sqlite3.Connection, strings: _StringTable) -> pd.DataFrame:
-    raw = pd.read_sql_query(f"SELECT {', '.join(KERNEL_COLUMNS)} FROM {KERNEL_TABLE}", conn)
+def _read_kernels(conn: sqlite3.Connection, schema: dict, strings: _StringTable
+                  ) -> pd.DataFrame:
+    raw = _read_ints(conn, schema, KERNEL_TABLE, KERNEL_COLUMNS)
     kernels = pd.DataFrame({
-        "start_ns": raw["start"].astype(np.int64),
-        "end_ns": raw["end"].astype(np.int64),
-        "device_id": raw["deviceId"].astype(np.int64),
-        "stream_id": raw["streamId"].astype(np.int64),
-        "correlation_id": raw["correlationId"].astype(np.int64),
+        "start_ns": raw["start"],
+        "end_ns": raw["end"],
+        "dur_ns": raw["end"] - raw["start"],
+        "device_id": raw["deviceId"],
+        "stream_id": raw["streamId"],
+        "correlation_id": raw["correlationId"],
         "pid": _pid(raw["globalPid"]),
         "name": strings.categorical(raw["shortName"]),
         "demangled_name": strings.categorical(raw["demangledName"]),
     })
-    kernels.insert(2, "dur_ns", kernels["end_ns"] - kernels["start_ns"])
     return kernels
 
 
@@ -335,24 +362,24 @@ def _read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
     for table, kind in ((MEMCPY_TABLE, "memcpy"), (MEMSET_TABLE, "memset")):
         if table not in schema:
             continue
-        raw = pd.read_sql_query(f"SELECT {_select(schema, table, MEMOP_COLUMNS)} FROM {table}", conn)
+        raw = _read_ints(conn, schema, table, MEMOP_COLUMNS)
         frames.append(pd.DataFrame({
             "kind": kind,
-            "start_ns": raw["start"].astype(np.int64),
-            "end_ns": raw["end"].astype(np.int64),
-            "device_id": raw["deviceId"].astype(np.int64),
-            "stream_id": raw["streamId"].astype(np.int64),
-            "correlation_id": raw["correlationId"].astype(np.int64),
+            "start_ns": raw["start"],
+            "end_ns": raw["end"],
+            "dur_ns": raw["end"] - raw["start"],
+            "device_id": raw["deviceId"],
+            "stream_id": raw["streamId"],
+            "correlation_id": raw["correlationId"],
             "pid": _pid(raw["globalPid"]),
-            "bytes": pd.to_numeric(raw["bytes"]).fillna(0).astype(np.int64),
+            "bytes": np.maximum(raw["bytes"], 0),
         }))
     if not frames:
-        frames.append(pd.DataFrame({c: pd.Series(dtype=np.int64) for c in
-                                    ("start_ns", "end_ns", "device_id", "stream_id",
-                                     "correlation_id", "pid", "bytes")}).assign(kind=""))
-    memops = pd.concat(frames, ignore_index=True)
-    memops.insert(3, "dur_ns", memops["end_ns"] - memops["start_ns"])
-    return memops
+        empty = {c: np.zeros(0, dtype=np.int64) for c in MEMOP_COLUMNS}
+        frames.append(pd.DataFrame({"kind": pd.Series(dtype=object), **{
+            k: empty["start"] for k in ("start_ns", "end_ns", "dur_ns", "device_id", "stream_id",
+                                        "correlation_id", "pid", "bytes")}}))
+    return pd.concat(frames, ignore_index=True)
 
 
 def _read_launches(conn: sqlite3.Connection, schema: dict, strings: _StringTable,
@@ -362,13 +389,13 @@ def _read_launches(conn: sqlite3.Connection, schema: dict, strings: _StringTable
         return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in
                              ("start_ns", "end_ns", "pid", "tid", "correlation_id")})
     _require_columns(schema, RUNTIME_TABLE, RUNTIME_COLUMNS, version)
-    raw = pd.read_sql_query(f"SELECT {', '.join(RUNTIME_COLUMNS)} FROM {RUNTIME_TABLE}", conn)
+    raw = _read_ints(conn, schema, RUNTIME_TABLE, RUNTIME_COLUMNS)
     return pd.DataFrame({
-        "start_ns": raw["start"].astype(np.int64),
-        "end_ns": raw["end"].astype(np.int64),
+        "start_ns": raw["start"],
+        "end_ns": raw["end"],
         "pid": _pid(raw["globalTid"]),
         "tid": _tid(raw["globalTid"]),
-        "correlation_id": raw["correlationId"].astype(np.int64),
+        "correlation_id": raw["correlationId"],
         "api": strings.categorical(raw["nameId"]),
     })
 
