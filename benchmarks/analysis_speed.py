@@ -1,0 +1,131 @@
+"""How long the analysis of a trace takes, against the floor of merely reading its tables.
+
+    python -m benchmarks.analysis_speed TRACE.sqlite [TRACE.sqlite ...]
+
+For each trace: the floor (sqlite3 `fetchall` of the columns the loader reads from the kernel,
+runtime API, NVTX and StringIds tables; best of a few runs, the file warm in the page cache), then
+`analysis.summary.analyze_trace` in a fresh Python process, timed inside that process around the
+call, with the process's peak resident memory (`getrusage` ru_maxrss) and its resident memory
+before the call (interpreter plus imports). Prints one table row per trace.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.request import pathname2url
+
+from analysis.load import KERNEL_COLUMNS, KERNEL_TABLE, NVTX_COLUMNS, NVTX_TABLE, RUNTIME_COLUMNS, RUNTIME_TABLE
+
+REPO = Path(__file__).resolve().parents[1]
+FLOOR_RUNS = 3
+FLOOR_TABLES = ((KERNEL_TABLE, KERNEL_COLUMNS), (RUNTIME_TABLE, RUNTIME_COLUMNS), (NVTX_TABLE, NVTX_COLUMNS),
+                ("StringIds", ("id", "value")))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One trace: its size, the read floor and the full analysis."""
+
+    trace: Path
+    kernels: int
+    floor_s: float
+    analysis_s: float
+    peak_rss_bytes: int
+    baseline_rss_bytes: int  # before analyze_trace: interpreter and imports
+
+    @property
+    def ratio_to_floor(self) -> float:
+        return self.analysis_s / self.floor_s
+
+
+def _rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def read_floor_s(trace: Path) -> tuple[float, int]:
+    """Best time of `FLOOR_RUNS` plain reads of the needed columns, and the kernel count."""
+    conn = sqlite3.connect(f"file:{pathname2url(str(trace.resolve()))}?mode=ro&immutable=1", uri=True)
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        queries = []
+        for table, wanted in FLOOR_TABLES:
+            if table in tables:
+                present = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+                columns = ", ".join(f'"{column}"' for column in wanted if column in present)
+                queries.append(f"SELECT {columns} FROM {table}")
+        best_s, kernels = float("inf"), 0
+        for _ in range(FLOOR_RUNS):
+            started = time.perf_counter()
+            rows = [conn.execute(sql).fetchall() for sql in queries]
+            best_s = min(best_s, time.perf_counter() - started)
+            kernels = len(rows[0]) if KERNEL_TABLE in tables else 0
+            del rows
+        return best_s, kernels
+    finally:
+        conn.close()
+
+
+def _analyze_here(trace: Path) -> dict:
+    """Child-process side: run the analysis once and report its time and memory."""
+    from analysis.summary import analyze_trace
+
+    baseline_rss_bytes = _rss_bytes()
+    started = time.perf_counter()
+    analyze_trace(trace)
+    return {
+        "analysis_s": time.perf_counter() - started,
+        "peak_rss_bytes": _rss_bytes(),
+        "baseline_rss_bytes": baseline_rss_bytes,
+    }
+
+
+def analyze_in_subprocess(trace: Path) -> dict:
+    """Run `analyze_trace(trace)` in a fresh interpreter; its time and memory figures."""
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.analysis_speed", "--child", str(trace)],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"analysis of {trace} failed:\n{result.stderr.strip()}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def measure(trace: Path) -> Measurement:
+    """Floor first (it also warms the page cache), then the full analysis."""
+    floor_s, kernels = read_floor_s(trace)
+    return Measurement(trace, kernels, floor_s, **analyze_in_subprocess(trace))
+
+
+def format_table(measurements: list[Measurement]) -> str:
+    """The figures as a fixed-width text table."""
+    header = f"{'trace':<40} {'kernels':>10} {'floor s':>8} {'analysis s':>10} {'ratio':>6} {'peak MiB':>9} {'base MiB':>9}"
+    lines = [header, "-" * len(header)]
+    for m in measurements:
+        lines.append(
+            f"{m.trace.name:<40} {m.kernels:>10,} {m.floor_s:>8.2f} {m.analysis_s:>10.2f} {m.ratio_to_floor:>6.1f} "
+            f"{m.peak_rss_bytes / 2**20:>9.0f} {m.baseline_rss_bytes / 2**20:>9.0f}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.analysis_speed", description=__doc__.splitlines()[0])
+    parser.add_argument("traces", nargs="+", type=Path, help="nsys SQLite exports")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(_analyze_here(args.traces[0])))
+        return 0
+    print(format_table([measure(trace) for trace in args.traces]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
