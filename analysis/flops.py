@@ -1,0 +1,122 @@
+"""Model FLOPs of the CS336 Transformer LM from its shapes, per pass and per phase.
+
+`config` is the run config of the runner's `config` mark (keys `batch_size, context_length,
+vocab_size, d_model, d_ff, num_layers, num_heads`, and `mode` for `phase_flops`). All counts are
+for the full batch. Conventions:
+
+- a matmul (m x k) @ (k x n) counts 2*m*n*k FLOPs (one multiply and one add per term);
+- attention is the model's naive attention: full T x T scores per head, the causal mask does
+  not halve them;
+- the hand-written softmax counts `SOFTMAX_FLOPS_PER_SCORE` = 5 FLOPs per score element (max,
+  subtract, exp, sum, divide); the scaling by 1/sqrt(d_head) and the mask are not counted;
+- other elementwise work (RMSNorm, RoPE, SiLU and gating, residual adds, the loss) is left out:
+  it is O(batch * context * d_model) against the matmuls' O(batch * context * d_model^2).
+"""
+from __future__ import annotations
+
+from typing import Mapping, NamedTuple
+
+SOFTMAX_FLOPS_PER_SCORE = 5  # max, subtract, exp, sum, divide
+
+# The backward pass of a matmul computes two matmuls of the forward's size: the gradient with
+# respect to its input and the one with respect to its weight (or other operand).
+BACKWARD_MATMUL_FACTOR = 2
+
+# Per-parameter AdamW, as the course writes it:
+#   m = b1*m + (1-b1)*g                      3 (mul, mul, add)
+#   v = b2*v + (1-b2)*g*g                    4 (square, mul, mul, add)
+#   p = p - lr_t * m / (sqrt(v) + eps)       5 (sqrt, add, div, mul, sub)
+#   p = p - lr*wd * p                        2 (mul, sub)
+# The step-dependent bias corrections are scalars computed once per step, not per parameter.
+ADAMW_FLOPS_PER_PARAM = 14
+
+MODE_PHASES = {
+    "forward": ("forward",),
+    "forward-backward": ("forward", "backward"),
+    "train": ("forward", "backward", "optimizer_step"),
+}
+
+_SHAPE_KEYS = ("batch_size", "context_length", "vocab_size", "d_model", "d_ff", "num_layers",
+               "num_heads")
+
+
+class _Shapes(NamedTuple):
+    batch: int
+    context: int
+    vocab: int
+    d_model: int
+    d_ff: int
+    layers: int
+    heads: int
+
+
+def _shapes(config: Mapping) -> _Shapes:
+    missing = [key for key in _SHAPE_KEYS if key not in config]
+    if missing:
+        raise ValueError(f"run config lacks {', '.join(missing)}")
+    shapes = _Shapes(*(int(config[key]) for key in _SHAPE_KEYS))
+    if shapes.d_model % shapes.heads:
+        raise ValueError(f"d_model {shapes.d_model} is not divisible by num_heads {shapes.heads}")
+    return shapes
+
+
+def forward_flops(config: Mapping) -> dict[str, int]:
+    """FLOPs of one forward pass of the full batch, by part, summed over all layers.
+
+    Keys: `qkv_proj`, `attention_scores` (Q @ K^T), `attention_softmax`, `attention_value`
+    (softmax(...) @ V), `output_proj`, `ffn` (SwiGLU's three matmuls), `lm_head`, `total`, and
+    `matmul_total` (everything but the softmax).
+    """
+    s = _shapes(config)
+    tokens = s.batch * s.context
+    score_elements = s.batch * s.heads * s.context * s.context
+    d_head = s.d_model // s.heads
+    per_layer = {
+        "qkv_proj": 3 * 2 * tokens * s.d_model * s.d_model,
+        "attention_scores": 2 * score_elements * d_head,
+        "attention_softmax": SOFTMAX_FLOPS_PER_SCORE * score_elements,
+        "attention_value": 2 * score_elements * d_head,
+        "output_proj": 2 * tokens * s.d_model * s.d_model,
+        "ffn": 3 * 2 * tokens * s.d_model * s.d_ff,
+    }
+    parts = {name: s.layers * flops for name, flops in per_layer.items()}
+    parts["lm_head"] = 2 * tokens * s.d_model * s.vocab
+    total = sum(parts.values())
+    return {**parts, "total": total, "matmul_total": total - parts["attention_softmax"]}
+
+
+def param_count(config: Mapping) -> int:
+    """Parameters: token embedding, per layer 4 attention projections + 3 SwiGLU matrices + 2
+    RMSNorm gains, the final RMSNorm, and an untied LM head (no biases)."""
+    s = _shapes(config)
+    per_layer = 4 * s.d_model * s.d_model + 3 * s.d_model * s.d_ff + 2 * s.d_model
+    return s.vocab * s.d_model + s.layers * per_layer + s.d_model + s.d_model * s.vocab
+
+
+def phase_flops(config: Mapping) -> dict[str, int]:
+    """FLOPs per phase of one step for the config's `mode`, plus `step` (their sum).
+
+    `forward` is `forward_flops(config)["total"]`; `backward` is `BACKWARD_MATMUL_FACTOR` times
+    the forward matmul FLOPs (elementwise backward work is not counted); `optimizer_step` is
+    `ADAMW_FLOPS_PER_PARAM` per parameter. Phases the mode does not run are left out.
+    """
+    mode = config.get("mode")
+    if mode not in MODE_PHASES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {sorted(MODE_PHASES)}")
+    forward = forward_flops(config)
+    all_phases = {
+        "forward": forward["total"],
+        "backward": BACKWARD_MATMUL_FACTOR * forward["matmul_total"],
+        "optimizer_step": ADAMW_FLOPS_PER_PARAM * param_count(config),
+    }
+    phases = {phase: all_phases[phase] for phase in MODE_PHASES[mode]}
+    return {**phases, "step": sum(phases.values())}
+
+
+def attention_flops_ratio(config: Mapping) -> float:
+    """Softmax FLOPs over the two attention matmuls' FLOPs (scores + final matmul), forward pass.
+
+    Equals SOFTMAX_FLOPS_PER_SCORE / (4 * d_head), independent of batch and context length.
+    """
+    forward = forward_flops(config)
+    return forward["attention_softmax"] / (forward["attention_scores"] + forward["attention_value"])
