@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import lzma
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -60,6 +61,8 @@ KERNEL_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "glob
 MEMOP_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes")
 RUNTIME_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
 ID_MASK = 0xFFFFFF
+# API calls that put work on the GPU: kernel and graph launches, copies, fills.
+LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
 
 
 @dataclass
@@ -228,7 +231,9 @@ def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
     notes: list[str] = []
     kernels = _read_kernels(conn, schema, strings)
     memops = _read_memops(conn, schema)
-    launches = _read_launches(conn, schema, strings, version)
+    launches = _read_launches(conn, schema, strings, version, launch_calls_only=True)
+    if _unmatched(kernels, launches) or _unmatched(memops, launches):
+        launches = _read_launches(conn, schema, strings, version, launch_calls_only=False)
     kernels = _join_launches(kernels, launches)
     memops = _join_launches(memops, launches)
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
@@ -250,9 +255,11 @@ def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
         capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes)
 
 
-def _schema(conn: sqlite3.Connection) -> dict[str, list[str]]:
+def _schema(conn: sqlite3.Connection) -> dict[str, dict[str, bool]]:
+    """{table: {column: declared NOT NULL}} for every table of the export."""
     tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-    return {t: [row[1] for row in conn.execute(f'PRAGMA table_info("{t}")')] for t in tables}
+    return {t: {row[1]: bool(row[3]) for row in conn.execute(f'PRAGMA table_info("{t}")')}
+            for t in tables}
 
 
 def _count(conn: sqlite3.Connection, schema: dict, table: str) -> int:
@@ -277,16 +284,18 @@ def _select(schema: dict, table: str, columns: tuple[str, ...]) -> str:
 
 
 def _read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
-               chunk_rows: int = 1 << 16) -> dict[str, np.ndarray]:
+               where: str = "", chunk_rows: int = 1 << 16) -> dict[str, np.ndarray]:
     """Integer columns of a table as numpy arrays, streamed in chunks to bound memory.
 
     NULLs and columns this export lacks read as -1.
     """
-    present = set(schema[table])
-    select = ", ".join(f'coalesce("{c}", -1)' if c in present else "-1" for c in columns)
-    rows = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    declared = schema[table]
+    select = ", ".join(
+        f'"{c}"' if declared.get(c) else f'coalesce("{c}", -1)' if c in declared else "-1"
+        for c in columns)
+    rows = conn.execute(f"SELECT count(*) FROM {table} {where}").fetchone()[0]
     values = np.empty((rows, len(columns)), dtype=np.int64, order="F")
-    cursor = conn.execute(f"SELECT {select} FROM {table}")
+    cursor = conn.execute(f"SELECT {select} FROM {table} {where}")
     filled = 0
     while chunk := cursor.fetchmany(chunk_rows):
         values[filled:filled + len(chunk)] = chunk
@@ -317,6 +326,11 @@ class _StringTable:
         inside = (as_int >= 0) & (as_int < len(self.position))
         return self.values[np.where(inside, self.position[np.where(inside, as_int, 0)],
                                     len(self.values) - 1)]
+
+    def ids_matching(self, pattern: re.Pattern) -> list[int]:
+        """Ids of the strings that ``pattern`` finds."""
+        return [int(i) for i in np.flatnonzero(self.position < len(self.values) - 1)
+                if pattern.search(self.values[self.position[i]])]
 
     def categorical(self, ids) -> pd.Categorical:
         """Like :meth:`lookup`, as a categorical; each distinct id is looked up once."""
@@ -383,13 +397,22 @@ def _read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
 
 
 def _read_launches(conn: sqlite3.Connection, schema: dict, strings: _StringTable,
-                   version: str | None) -> pd.DataFrame:
-    """Runtime and driver API calls: start, end, pid, tid, correlation id, API name."""
+                   version: str | None, launch_calls_only: bool) -> pd.DataFrame:
+    """Runtime and driver API calls: start, end, pid, tid, correlation id, API name.
+
+    With ``launch_calls_only`` just the calls whose name says they launch GPU work (about half of
+    a PyTorch trace's calls); the caller reads them all when some operation finds no launch.
+    """
     if RUNTIME_TABLE not in schema:
-        return pd.DataFrame({c: pd.Series(dtype=np.int64) for c in
-                             ("start_ns", "end_ns", "pid", "tid", "correlation_id")})
+        return pd.DataFrame({"start_ns": [], "end_ns": [], "pid": [], "tid": [],
+                             "correlation_id": [], "api": pd.Categorical([])}).astype(
+            {c: np.int64 for c in ("start_ns", "end_ns", "pid", "tid", "correlation_id")})
     _require_columns(schema, RUNTIME_TABLE, RUNTIME_COLUMNS, version)
-    raw = _read_ints(conn, schema, RUNTIME_TABLE, RUNTIME_COLUMNS)
+    where = ""
+    if launch_calls_only:
+        ids = strings.ids_matching(LAUNCH_API)
+        where = f"WHERE nameId IN ({', '.join(map(str, ids)) or 'NULL'})"
+    raw = _read_ints(conn, schema, RUNTIME_TABLE, RUNTIME_COLUMNS, where)
     return pd.DataFrame({
         "start_ns": raw["start"],
         "end_ns": raw["end"],
@@ -400,28 +423,37 @@ def _read_launches(conn: sqlite3.Connection, schema: dict, strings: _StringTable
     })
 
 
-def _join_launches(ops: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
-    """Add the launching API call (same correlationId in the same process) and sort by start."""
+def _launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
+    """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1."""
+    key_calls = pd.Index((launches["pid"].to_numpy() << 40) | launches["correlation_id"].to_numpy())
     key_ops = (ops["pid"].to_numpy() << 40) | ops["correlation_id"].to_numpy()
-    key_calls = (launches["pid"].to_numpy() << 40) | launches["correlation_id"].to_numpy()
-    index = pd.Index(key_calls)
-    if not index.is_unique:
-        keep = ~index.duplicated()
-        launches, index = launches[keep], index[keep]
-    found = index.get_indexer(key_ops)
+    if key_calls.is_unique:
+        return key_calls.get_indexer(key_ops)
+    first = np.flatnonzero(~key_calls.duplicated())
+    found = key_calls[first].get_indexer(key_ops)
+    return np.where(found >= 0, first[np.maximum(found, 0)], -1)
+
+
+def _unmatched(ops: pd.DataFrame, launches: pd.DataFrame) -> bool:
+    return bool(len(ops)) and bool((_launch_rows(ops, launches) < 0).any())
+
+
+def _join_launches(ops: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+    """Add the launching API call's columns and sort by start."""
+    found = _launch_rows(ops, launches)
     hit = found >= 0
     rows = np.where(hit, found, 0)
 
-    def take(column: str, missing):
-        values = launches[column].to_numpy()[rows] if len(launches) else np.zeros(len(ops), int)
-        return np.where(hit, values, missing)
+    def take(column: str) -> np.ndarray:
+        values = launches[column].to_numpy()
+        return np.where(hit, values[rows], -1) if len(values) else np.full(len(ops), -1)
 
+    api = launches["api"].cat
+    codes = np.where(hit, api.codes.to_numpy()[rows], -1) if len(launches) else \
+        np.full(len(ops), -1)
     ops = ops.assign(
-        launch_start_ns=take("start_ns", -1).astype(np.int64),
-        launch_end_ns=take("end_ns", -1).astype(np.int64),
-        launch_tid=take("tid", -1).astype(np.int64),
-        launch_api=pd.Categorical(take("api", None) if len(launches) else [None] * len(ops)),
-    )
+        launch_start_ns=take("start_ns"), launch_end_ns=take("end_ns"), launch_tid=take("tid"),
+        launch_api=pd.Categorical.from_codes(codes, categories=api.categories))
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
 
 
