@@ -14,10 +14,12 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+GEMM = "gemm"  # the category the matrix-multiplication questions compare against
+
 # Display order. `memcpy`/`memset` label rows of the memory-operation tables (callers set them);
 # no kernel name maps to them.
 CATEGORIES = (
-    "gemm",
+    GEMM,
     "convolution",
     "attention",
     "softmax",
@@ -33,7 +35,7 @@ CATEGORIES = (
 )
 
 # Categories whose kernels may run on tensor cores; every other kernel runs on CUDA cores.
-MATRIX_CATEGORIES = frozenset({"gemm", "convolution", "attention"})
+MATRIX_CATEGORIES = frozenset({GEMM, "convolution", "attention"})
 
 
 class Rule(NamedTuple):
@@ -103,7 +105,7 @@ RULES = (
         "Winograd and FFT transforms, im2col): implicit GEMM, Winograd or FFT, not plain GEMMs",
     ),
     _rule(
-        "gemm",
+        GEMM,
         r"gemm|gemv|nvjet|splitKreduce|\btriton_tem_\w*mm",
         "cuBLAS/cuBLASLt and CUTLASS matrix multiplications: *gemm*/*gemv* (sm80_xmma_gemm_*, "
         "ampere_sgemm_*, cutlass_80_*gemm*), Hopper nvjet_* (no 'gemm' in the name), the split-K "
