@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from analysis.attribution import innermost_ranges, ops_in_windows
 from analysis.load import Trace
@@ -50,12 +51,16 @@ class LabelledOps:
 def gpu_ops(trace: Trace) -> pd.DataFrame:
     """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``."""
     kernels = trace.kernels.assign(op_kind="kernel", bytes=0)
-    labels = "[CUDA " + trace.memops["kind"].astype(str) + "]"
+    labels = pd.Categorical("[CUDA " + trace.memops["kind"].astype(str) + "]")
     memops = trace.memops.drop(columns="kind").assign(
         op_kind=trace.memops["kind"].astype(str), name=labels, demangled_name=labels)
-    ops = pd.concat([kernels, memops[kernels.columns]], ignore_index=True)
-    for column in ("name", "demangled_name", "launch_api"):
-        ops[column] = ops[column].astype("category")
+    categorical = ("name", "demangled_name", "launch_api")
+    ops = pd.concat([kernels.drop(columns=list(categorical)),
+                     memops[kernels.columns].drop(columns=list(categorical))], ignore_index=True)
+    for column in categorical:
+        ops[column] = union_categoricals([kernels[column], memops[column].astype("category")],
+                                         ignore_order=True)
+    ops["op_kind"] = ops["op_kind"].astype("category")
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
 
 
@@ -65,16 +70,16 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
     ranges = trace.ranges
     notes: list[str] = []
 
-    step_match = ranges["name"].str.extract(names.step_pattern(), expand=False)
-    step_windows = ranges[step_match.notna()]
+    step_kind = ranges["name"].str.extract(names.step_pattern(), expand=False)
+    step_windows = ranges[step_kind.notna()]
     in_step = ops_in_windows(ops, step_windows)
-    step_names = step_windows["name"].to_numpy(dtype=object)
-    ops["step"] = np.where(in_step >= 0, step_names[np.maximum(in_step, 0)], "") \
-        if len(step_windows) else ""
-    has_steps = bool((step_match == names.step_prefix).any())
-    warmup = ops["step"].str.startswith(names.warmup_prefix)
+    ops["step"] = _labels(in_step, step_windows["name"])
+    has_steps = bool((step_kind == names.step_prefix).any())
+    window_is_warmup = np.append((step_kind[step_kind.notna()] == names.warmup_prefix).to_numpy(),
+                                 False)
+    warmup = window_is_warmup[in_step]
     if has_steps:
-        ops["measured"] = ops["step"].str.startswith(names.step_prefix)
+        ops["measured"] = (in_step >= 0) & ~warmup
     else:
         ops["measured"] = ~warmup
         notes.append(f"no `{names.step_prefix}<i>` ranges: the whole capture"
@@ -82,12 +87,8 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
 
     phase_windows = ranges[ranges["name"].isin(names.phases)]
     in_phase = ops_in_windows(ops, phase_windows)
-    has_phase = in_phase >= 0
-    ops["phase"] = np.where(has_phase, phase_windows["name"].to_numpy(dtype=object)[
-        np.maximum(in_phase, 0)], "") if len(phase_windows) else ""
-    ops["phase_range_id"] = np.where(
-        has_phase, phase_windows["range_id"].to_numpy()[np.maximum(in_phase, 0)], -1) \
-        if len(phase_windows) else -1
+    ops["phase"] = _labels(in_phase, phase_windows["name"])
+    ops["phase_range_id"] = np.append(phase_windows["range_id"].to_numpy(), -1)[in_phase]
 
     ops["region"], ops["region_path"] = _regions(ops, ranges, names)
     phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps, names)
@@ -98,6 +99,13 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
         notes.append("no phase ranges (" + ", ".join(names.phases) + ") in the trace")
     return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,
                        has_steps=has_steps, notes=notes)
+
+
+def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:
+    """Name of the window at each position (``""`` for -1), as a categorical."""
+    categories, codes = np.unique(np.append(window_names.to_numpy(dtype=object).astype(str), ""),
+                                  return_inverse=True)
+    return pd.Categorical.from_codes(codes[position], categories=categories)
 
 
 def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, names: RangeNames
