@@ -1,0 +1,100 @@
+"""How well each phase uses the GPU: achieved model TFLOP/s and MFU, and the idle gaps inside it.
+
+Achieved FLOP/s = the phase's model FLOPs (:func:`analysis.flops.phase_flops`, from the run's
+shapes) / its GPU projection (first op start to last op end, so launch latency before the first
+kernel is not counted). MFU = achieved / the GPU's dense peak at the run's matmul precision
+(:mod:`analysis.gpus`). Idle share = idle time / GPU projection: the fraction of the phase's GPU
+span in which no operation ran; with short kernels, the signature of a launch-bound phase.
+"""
+from __future__ import annotations
+
+from analysis.flops import phase_flops
+from analysis.gpus import peak_flops, precision_for_run
+from analysis.questions import nsys_text as text
+
+# A phase is launch-bound when the GPU idles for more than this share of its span while its
+# kernels are, on average, shorter than the CPU time PyTorch needs to launch one (a few µs of
+# Python dispatch plus the CUDA launch call): the CPU cannot issue work as fast as the GPU ends it.
+LAUNCH_BOUND_IDLE_SHARE = 0.25
+LAUNCH_COST_US = 20.0
+
+def answer(phases: dict[str, dict], config: dict | None, gpu_name: str | None) -> dict:
+    """Per-phase ``model_flops_per_pass``, ``achieved_tflop_per_s``, ``mfu`` and ``idle_share``,
+    the peak used, and a sentence; FLOP figures are null when the trace has no usable config."""
+    flops, flops_problem = _phase_flops(config)
+    peak, peak_problem = _peak(config, gpu_name) if flops else (None, None)
+    per_phase = {}
+    for phase, figures in phases.items():
+        span_ms = figures["gpu_span_ms_per_pass"]
+        phase_flops_per_pass = flops.get(phase)
+        achieved = phase_flops_per_pass / (span_ms / 1e3) if phase_flops_per_pass and span_ms > 0 else None
+        per_phase[phase] = {
+            "model_flops_per_pass": phase_flops_per_pass,
+            "achieved_tflop_per_s": achieved / 1e12 if achieved is not None else None,
+            "mfu": achieved / peak.flops_per_s if achieved is not None and peak else None,
+            "idle_share": figures["idle_ms_per_pass"] / span_ms if span_ms > 0 else None,
+        }
+    return {
+        "precision": peak.precision if peak else None,
+        "peak_gpu": peak.gpu if peak else None,
+        "peak_tflop_per_s": peak.flops_per_s / 1e12 if peak else None,
+        "peak_source": peak.source if peak else None,
+        "phases": per_phase,
+        "answer": _sentence(per_phase, phases, peak, flops_problem or peak_problem),
+    }
+
+
+def _phase_flops(config: dict | None) -> tuple[dict, str | None]:
+    if not config:
+        return {}, "the trace carries no model config, so model FLOPs are unknown"
+    try:
+        return phase_flops(config), None
+    except ValueError as err:
+        return {}, f"model FLOPs are unknown ({err})"
+
+
+def _peak(config: dict, gpu_name: str | None):
+    if not gpu_name:
+        return None, "the GPU is not named in the trace, so its peak and the MFU are unknown"
+    try:
+        precision = precision_for_run(str(config.get("dtype", "")), tf32=bool(config.get("allow_tf32", False)))
+    except ValueError as err:
+        return None, f"the matmul precision is unknown ({err})"
+    peak = peak_flops(gpu_name, precision)
+    if peak is None:
+        return None, f"no {precision} peak is known for {gpu_name}, so MFU is unknown"
+    return peak, None
+
+
+def _sentence(per_phase: dict, phases: dict, peak, problem: str | None) -> str:
+    if not per_phase:
+        return "The trace has no measured phase ranges, so there is no per-phase efficiency to report."
+    parts = []
+    for phase, figures in per_phase.items():
+        if figures["achieved_tflop_per_s"] is None:
+            continue
+        part = f"{phase} {figures['achieved_tflop_per_s']:.1f} TFLOP/s"
+        if figures["mfu"] is not None:
+            part += f" (MFU {text.pct(figures['mfu'])})"
+        parts.append(part)
+    sentences = []
+    if parts:
+        against = f" against the {peak.gpu}'s {peak.flops_per_s / 1e12:.1f} TFLOP/s {peak.precision} peak" if peak else ""
+        sentences.append("Model FLOPs over GPU time: " + ", ".join(parts) + against + ".")
+    if problem:
+        sentences.append(problem[0].upper() + problem[1:] + ".")
+    idle = {p: f["idle_share"] for p, f in per_phase.items() if f["idle_share"] is not None}
+    if idle:
+        worst = max(idle, key=idle.get)
+        mean_kernel_us = 1e3 * phases[worst]["kernel_ms_per_pass"] / max(phases[worst]["kernels_per_pass"], 1)
+        launch_bound = idle[worst] > LAUNCH_BOUND_IDLE_SHARE and mean_kernel_us < LAUNCH_COST_US
+        verdict = (
+            "the phase is launch-bound"
+            if launch_bound
+            else "launches alone do not explain the gaps" if idle[worst] > LAUNCH_BOUND_IDLE_SHARE else "the GPU is kept busy"
+        )
+        sentences.append(
+            f"The GPU is idle for {text.pct(idle[worst])} of the {worst} phase's GPU span "
+            f"with a mean kernel of {mean_kernel_us:.1f} µs: {verdict}."
+        )
+    return " ".join(sentences)

@@ -1,0 +1,66 @@
+"""nsys_profile (a): the forward pass's time as nsys sees it, against the Python timer.
+
+nsys's figure is the mean CPU span of the measured ``forward`` ranges: every phase ends with
+``torch.cuda.synchronize()``, so that span is the time the GPU took. The GPU projection (first
+kernel start to last kernel end) is given beside it. Needs: measured ``forward`` ranges; the
+Python timer's forward time from the run record for the ratio.
+"""
+from __future__ import annotations
+
+from analysis.questions import nsys_text as text
+
+# A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
+# launch latency of the first kernel); below this share the span is not a GPU measurement.
+SYNCHRONIZED_SPAN_SHARE = 0.95
+
+
+def answer(phases: dict[str, dict], python_ms: dict[str, float]) -> dict:
+    """Answer (a) from the ``phases`` section of a summary and the Python timings."""
+    forward = phases.get("forward")
+    python_forward_ms = python_ms.get("forward")
+    if forward is None:
+        return {
+            "nsys_forward_ms": None,
+            "nsys_forward_gpu_ms": None,
+            "python_forward_ms": python_forward_ms,
+            "nsys_to_python_ratio": None,
+            "answer": "This trace has no measured `forward` range, so nsys cannot time a forward pass.",
+        }
+    nsys_ms = forward["cpu_span_ms_per_pass"]
+    gpu_ms = forward["gpu_span_ms_per_pass"]
+    sentence = (
+        f"nsys times the forward pass at {text.ms(nsys_ms)}, the mean CPU span of "
+        f"{forward['passes']} measured `forward` ranges; their GPU projection (first kernel start "
+        f"to last kernel end) is {text.ms(gpu_ms)}"
+    )
+    if gpu_ms < SYNCHRONIZED_SPAN_SHARE * nsys_ms:
+        sentence += (
+            f", only {text.pct(gpu_ms / nsys_ms)} of the span, so the range does not measure GPU time "
+            "alone (host work before the first launch, or no synchronize at its end)."
+        )
+    else:
+        sentence += f", {text.pct(gpu_ms / nsys_ms)} of the span: the range measures GPU time."
+    if python_forward_ms is None:
+        ratio = None
+        sentence += " No Python-timer forward time came with the trace (step_timing marks or timings.json), so there is nothing to compare with."
+    else:
+        ratio = nsys_ms / python_forward_ms
+        sentence += (
+            f" The Python timer measured {text.ms(python_forward_ms)} for the same steps, "
+            f"a ratio nsys/Python of {ratio:.3f} ({_agreement(ratio)})."
+        )
+    return {
+        "nsys_forward_ms": nsys_ms,
+        "nsys_forward_gpu_ms": gpu_ms,
+        "python_forward_ms": python_forward_ms,
+        "nsys_to_python_ratio": ratio,
+        "answer": sentence,
+    }
+
+
+def _agreement(ratio: float) -> str:
+    off = abs(ratio - 1)
+    if off < 0.005:
+        return "they agree to within 0.5%"
+    side = "longer" if ratio > 1 else "shorter"
+    return f"nsys's range is {text.pct(off)} {side}"

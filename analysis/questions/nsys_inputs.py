@@ -1,0 +1,102 @@
+"""What the nsys questions read, built once per trace, and the per-kernel totals they share.
+
+Every nsys question module takes an :class:`NsysInputs`; none reloads or relabels the trace.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.classify import classify_kernels
+from analysis.phases import LabelledOps
+from analysis.timings import RunRecord
+
+PHASES = ("forward", "loss", "backward", "optimizer_step")
+
+
+@dataclass(frozen=True)
+class NsysInputs:
+    """Labelled GPU operations of one trace with their kernel categories, and the run record.
+
+    ``ops`` holds ``LabelledOps.ops`` plus ``category`` and ``tensor_core`` (memcpy/memset rows
+    get their ``op_kind`` as category and ``tensor_core`` False).
+    """
+
+    ops: pd.DataFrame
+    phase_ranges: pd.DataFrame
+    measured_passes: dict[str, int]
+    measured_steps: int  # step ranges measured; 1 when the trace has none (whole capture)
+    has_steps: bool
+    run: RunRecord
+    gpu_name: str | None
+
+    @classmethod
+    def build(cls, labelled: LabelledOps, run: RunRecord, gpu_name: str | None) -> NsysInputs:
+        """Add kernel categories to the labelled ops."""
+        ops = labelled.ops
+        is_kernel = ops["op_kind"] == "kernel"
+        classes = classify_kernels(ops["demangled_name"])
+        ops = ops.assign(
+            category=classes["category"].where(is_kernel, ops["op_kind"]),
+            tensor_core=classes["tensor_core"] & is_kernel,
+        )
+        if labelled.has_steps:
+            measured_steps = int(ops.loc[ops["measured"], "step"].nunique())
+        else:
+            measured_steps = 1
+        return cls(
+            ops=ops,
+            phase_ranges=labelled.phase_ranges,
+            measured_passes=dict(labelled.measured_passes),
+            measured_steps=measured_steps,
+            has_steps=labelled.has_steps,
+            run=run,
+            gpu_name=gpu_name,
+        )
+
+    def measured_kernels(self, phases: tuple[str, ...] | None = None) -> pd.DataFrame:
+        """Kernel rows of measured steps, in the given phases (all, when ``phases`` is None)."""
+        keep = self.ops["measured"] & (self.ops["op_kind"] == "kernel")
+        if phases is not None:
+            keep &= self.ops["phase"].isin(phases)
+        return self.ops[keep]
+
+    def passes(self, phase: str) -> int:
+        """Number of measured instances of a phase (0 when the trace has none)."""
+        return int(self.measured_passes.get(phase, 0))
+
+
+def kernel_totals(kernels: pd.DataFrame, passes: int) -> pd.DataFrame:
+    """One row per kernel (demangled name), most summed time first.
+
+    Columns: ``kernel``, ``category``, ``tensor_core``, ``calls``, ``total_ns``,
+    ``calls_per_pass``, ``ms_per_pass`` (divided by ``passes``) and ``share`` (of the summed
+    time of ``kernels``).
+    """
+    totals = (
+        kernels.groupby("demangled_name", sort=False, observed=True)
+        .agg(
+            category=("category", "first"),
+            tensor_core=("tensor_core", "first"),
+            calls=("dur_ns", "size"),
+            total_ns=("dur_ns", "sum"),
+        )
+        .rename_axis("kernel")
+        .reset_index()
+        .astype({"kernel": str})
+        .sort_values(["total_ns", "kernel"], ascending=[False, True], ignore_index=True)
+    )
+    divisor = max(passes, 1)
+    all_ns = totals["total_ns"].sum()
+    return totals.assign(
+        calls_per_pass=totals["calls"] / divisor,
+        ms_per_pass=totals["total_ns"] / divisor / 1e6,
+        share=totals["total_ns"] / all_ns if all_ns else 0.0,
+    )
+
+
+def category_ms(kernels: pd.DataFrame, passes: int) -> pd.Series:
+    """Summed time per category in ms per pass, largest first."""
+    per_category = kernels.groupby("category", sort=False)["dur_ns"].sum() / max(passes, 1) / 1e6
+    return per_category.sort_values(ascending=False)

@@ -1,0 +1,132 @@
+"""Per-phase figures of the measured steps: kernel time by category, the three views of a phase's
+duration (CPU span, GPU projection, summed kernel time) and the GPU idle time inside it.
+
+- CPU span: the phase range's own duration (GPU time when the phase ends with a synchronize).
+- GPU projection (``gpu_span``): first start to last end of the GPU operations (kernels,
+  memcpy, memset) attributed to the phase instance.
+- Busy time: the union of those operations' intervals over all streams; idle = span - busy.
+- Summed kernel time: kernels only, overlapping kernels counted twice.
+
+Every figure is a mean per measured pass: a sum over measured instances divided by their number.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.questions.nsys_inputs import PHASES, NsysInputs, category_ms, kernel_totals
+
+TOP_KERNELS_PER_PHASE = 10
+TOP_KERNELS_OVERALL = 100
+
+
+def busy_ns(ops: pd.DataFrame, by: str) -> pd.Series:
+    """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``."""
+    if ops.empty:
+        return pd.Series(dtype="int64")
+    ordered = ops.sort_values([by, "start_ns"])
+    prev_end = ordered.groupby(by)["end_ns"].cummax().groupby(ordered[by]).shift()
+    segment = (~(ordered["start_ns"] <= prev_end)).cumsum()
+    segments = ordered.groupby(segment).agg(key=(by, "first"), start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
+    return (segments["end_ns"] - segments["start_ns"]).groupby(segments["key"]).sum()
+
+
+def phase_table(inputs: NsysInputs) -> pd.DataFrame:
+    """One row per phase with measured instances (index ``phase``, in step order).
+
+    Columns: ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``, ``memop_ms_per_pass``,
+    ``cpu_span_ms_per_pass``, ``gpu_span_ms_per_pass``, ``busy_ms_per_pass``, ``idle_ms_per_pass``.
+    """
+    ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
+    ops = inputs.ops[inputs.ops["measured"] & inputs.ops["phase_range_id"].isin(ranges["range_id"])]
+    per_range = ops.groupby("phase_range_id").agg(first_start_ns=("start_ns", "min"), last_end_ns=("end_ns", "max"))
+    per_range["busy_ns"] = busy_ns(ops, "phase_range_id")
+    ranges = ranges.join(per_range, on="range_id")
+    ranges = ranges.assign(
+        gpu_span_ns=(ranges["last_end_ns"] - ranges["first_start_ns"]).fillna(0),
+        busy_ns=ranges["busy_ns"].fillna(0),
+    )
+    is_kernel = ops["op_kind"] == "kernel"
+    table = pd.DataFrame(
+        {
+            "kernels": ops[is_kernel].groupby("phase").size(),
+            "kernel_ns": ops[is_kernel].groupby("phase")["dur_ns"].sum(),
+            "memop_ns": ops[~is_kernel].groupby("phase")["dur_ns"].sum(),
+            "cpu_span_ns": ranges.groupby("phase")["cpu_dur_ns"].sum(),
+            "gpu_span_ns": ranges.groupby("phase")["gpu_span_ns"].sum(),
+            "busy_ns": ranges.groupby("phase")["busy_ns"].sum(),
+        }
+    ).fillna(0)
+    phases = [p for p in PHASES if inputs.passes(p) > 0 and p in table.index]
+    table = table.loc[phases]
+    passes = pd.Series({p: inputs.passes(p) for p in phases}, dtype="int64")
+    out = pd.DataFrame({"passes": passes, "kernels_per_pass": table["kernels"] / passes})
+    for column in ("kernel", "memop", "cpu_span", "gpu_span", "busy"):
+        out[f"{column}_ms_per_pass"] = table[f"{column}_ns"] / passes / 1e6
+    out["idle_ms_per_pass"] = out["gpu_span_ms_per_pass"] - out["busy_ms_per_pass"]
+    return out.rename_axis("phase")
+
+
+def phase_category_ms(inputs: NsysInputs) -> pd.DataFrame:
+    """Kernel ms per pass, phases as rows and categories as columns (0 where a phase has none)."""
+    kernels = inputs.measured_kernels(PHASES)
+    summed = kernels.groupby(["phase", "category"])["dur_ns"].sum().unstack(fill_value=0)
+    passes = pd.Series({p: inputs.passes(p) for p in summed.index}).clip(lower=1)
+    return summed.div(passes, axis=0) / 1e6
+
+
+def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
+    """The ``phases`` section of a trace summary: figures, categories and top kernels per phase."""
+    table = phase_table(inputs)
+    by_category = phase_category_ms(inputs)
+    python_ms = inputs.run.python_ms
+    summaries = {}
+    for phase, row in table.iterrows():
+        kernels = inputs.measured_kernels((phase,))
+        categories = by_category.loc[phase] if phase in by_category.index else pd.Series(dtype=float)
+        summaries[phase] = {
+            "passes": int(row["passes"]),
+            "kernels_per_pass": float(row["kernels_per_pass"]),
+            "kernel_ms_per_pass": float(row["kernel_ms_per_pass"]),
+            "memop_ms_per_pass": float(row["memop_ms_per_pass"]),
+            "gpu_span_ms_per_pass": float(row["gpu_span_ms_per_pass"]),
+            "cpu_span_ms_per_pass": float(row["cpu_span_ms_per_pass"]),
+            "busy_ms_per_pass": float(row["busy_ms_per_pass"]),
+            "idle_ms_per_pass": float(row["idle_ms_per_pass"]),
+            "python_ms_per_pass": python_ms.get(phase),
+            "by_category_ms_per_pass": _nonzero(categories.sort_values(ascending=False)),
+            "top_kernels": kernel_records(kernel_totals(kernels, int(row["passes"])), TOP_KERNELS_PER_PHASE),
+        }
+    return summaries
+
+
+def overall_summary(inputs: NsysInputs) -> dict:
+    """The ``overall`` section: every measured kernel per measured step (the whole capture when
+    the trace has no step ranges), by category and by kernel."""
+    kernels = inputs.measured_kernels()
+    steps = inputs.measured_steps
+    totals = kernel_totals(kernels, steps)
+    return {
+        "scope": "measured steps" if inputs.has_steps else "whole capture",
+        "passes": steps,
+        "kernels_per_pass": len(kernels) / steps,
+        "kernel_ms_per_pass": float(kernels["dur_ns"].sum()) / steps / 1e6,
+        "distinct_kernels": len(totals),
+        "tensor_core_share": _tensor_core_share(kernels),
+        "by_category_ms_per_pass": _nonzero(category_ms(kernels, steps)),
+        "top_kernels": kernel_records(totals, TOP_KERNELS_OVERALL),
+    }
+
+
+def kernel_records(totals: pd.DataFrame, limit: int) -> list[dict]:
+    """The first ``limit`` rows of :func:`analysis.questions.nsys_inputs.kernel_totals` as dicts."""
+    columns = ["kernel", "category", "tensor_core", "calls_per_pass", "ms_per_pass", "share"]
+    return totals.head(limit)[columns].to_dict("records")
+
+
+def _tensor_core_share(kernels: pd.DataFrame) -> float | None:
+    total = kernels["dur_ns"].sum()
+    return float(kernels.loc[kernels["tensor_core"], "dur_ns"].sum() / total) if total else None
+
+
+def _nonzero(per_category: pd.Series) -> dict[str, float]:
+    return {str(k): float(v) for k, v in per_category.items() if v > 0}

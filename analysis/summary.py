@@ -1,0 +1,138 @@
+"""``analyze_trace(path)``: one trace in, its summary out (a JSON-ready dict, the TraceSummary).
+
+Keys of the summary (stable; the report and the results database read them). "Per pass" means
+a mean over the measured instances of a phase; ms are milliseconds; shares are fractions in
+[0, 1]; kernel names are demangled names; every missing number is null, never NaN.
+
+- ``trace`` (file name), ``trace_sha256``, ``gpu`` (name or null), ``nsys_version``,
+  ``analyzer_version``, ``notes`` (one-line caveats: loader, labelling, run record),
+  ``cuda_graph_launches``.
+- ``config`` (the runner's config, keys of its ``config`` mark, or null) and ``config_source``
+  (``marks`` / ``timings.json`` / null); ``python_ms_per_pass`` (phase or ``step`` -> Python
+  timer's mean ms) and ``python_ms_source``.
+- ``has_steps`` (the trace has ``step_<i>`` ranges), ``measured_passes`` (measured steps; the
+  number of measured instances of the most frequent phase when there are no step ranges, 0 when
+  there are no phase ranges either), ``measured_passes_by_phase``.
+- ``phases``: phase -> ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``,
+  ``memop_ms_per_pass``, ``gpu_span_ms_per_pass``, ``cpu_span_ms_per_pass``,
+  ``busy_ms_per_pass``, ``idle_ms_per_pass``, ``python_ms_per_pass``,
+  ``by_category_ms_per_pass`` {category: ms}, ``top_kernels`` [{kernel, category, tensor_core,
+  calls_per_pass, ms_per_pass, share}] (10, by time), and from the efficiency analysis
+  ``model_flops_per_pass``, ``achieved_tflop_per_s``, ``mfu``, ``idle_share``
+  (see :mod:`analysis.questions.phase_breakdown`, :mod:`analysis.questions.efficiency`).
+- ``overall``: every measured kernel per measured step (``scope`` says "measured steps" or
+  "whole capture"): ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``,
+  ``distinct_kernels``, ``tensor_core_share``, ``by_category_ms_per_pass``, ``top_kernels``
+  (100, by time).
+- ``efficiency``: ``precision``, ``peak_gpu``, ``peak_tflop_per_s``, ``peak_source``, ``answer``.
+- ``questions``: ``a``..``e`` as in :mod:`analysis.questions.nsys_a` .. ``nsys_e``, each with its
+  figures and an ``answer`` sentence; a figure a trace cannot give is null and the answer says why.
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis import __version__
+from analysis.load import Trace, file_sha256, load_trace
+from analysis.phases import label_ops
+from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
+from analysis.questions.nsys_inputs import NsysInputs
+from analysis.questions.phase_breakdown import overall_summary, phase_summaries
+from analysis.timings import read_run_record
+
+
+def analyze_trace(path: str | os.PathLike) -> dict:
+    """Load and analyze one trace; raises :class:`analysis.errors.TraceError` on bad input."""
+    return summarize(load_trace(path))
+
+
+def summarize(trace: Trace) -> dict:
+    """The summary of a loaded trace (see the module docstring for its keys)."""
+    labelled = label_ops(trace)
+    run = read_run_record(trace.marks, trace.path)
+    gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
+    inputs = NsysInputs.build(labelled, run, gpu)
+    phases = phase_summaries(inputs)
+    usage = efficiency.answer(phases, run.config, gpu)
+    for phase, figures in usage.pop("phases").items():
+        phases[phase].update(figures)
+    passes = labelled.measured_passes
+    summary = {
+        "trace": Path(trace.path).name,
+        "trace_sha256": file_sha256(Path(trace.path)),
+        "gpu": gpu,
+        "nsys_version": trace.nsys_version,
+        "analyzer_version": __version__,
+        "notes": [*trace.notes, *labelled.notes, *run.notes],
+        "cuda_graph_launches": trace.cuda_graph_launches,
+        "config": run.config,
+        "config_source": run.config_source,
+        "python_ms_per_pass": run.python_ms,
+        "python_ms_source": run.python_ms_source,
+        "has_steps": labelled.has_steps,
+        "measured_passes": inputs.measured_steps if labelled.has_steps else max(passes.values(), default=0),
+        "measured_passes_by_phase": passes,
+        "phases": phases,
+        "overall": overall_summary(inputs),
+        "efficiency": usage,
+        "questions": {
+            "a": nsys_a.answer(phases, run.python_ms),
+            "b": nsys_b.answer(inputs),
+            "c": nsys_c.answer(inputs),
+            "d": nsys_d.answer(inputs),
+            "e": nsys_e.answer(inputs),
+        },
+    }
+    return json_ready(summary)
+
+
+def json_ready(value):
+    """``value`` with numpy/pandas scalars made Python ones and NaN/inf made None, recursively."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+def flat_tables(summaries: list[dict]) -> dict[str, pd.DataFrame]:
+    """Flat tables over many summaries, for CSV: ``phases`` (one row per trace and phase),
+    ``categories`` (trace, phase or ``overall``, category, ms_per_pass) and ``questions`` (one
+    row per trace, a column ``<question>_<key>`` per scalar figure and answer)."""
+    phase_rows, category_rows, question_rows = [], [], []
+    for summary in summaries:
+        trace = summary["trace"]
+        for phase, figures in summary["phases"].items():
+            scalars = {k: v for k, v in figures.items() if not isinstance(v, (dict, list))}
+            phase_rows.append({"trace": trace, "phase": phase, **scalars})
+        sections = {**summary["phases"], "overall": summary["overall"]}
+        for phase, figures in sections.items():
+            category_rows += [
+                {"trace": trace, "phase": phase, "category": category, "ms_per_pass": ms}
+                for category, ms in figures["by_category_ms_per_pass"].items()
+            ]
+        question_rows.append(
+            {"trace": trace}
+            | {
+                f"{question}_{key}": value
+                for question, figures in summary["questions"].items()
+                for key, value in figures.items()
+                if not isinstance(value, (dict, list))
+            }
+        )
+    return {
+        "phases": pd.DataFrame(phase_rows, columns=["trace", "phase"] if not phase_rows else None),
+        "categories": pd.DataFrame(category_rows, columns=["trace", "phase", "category", "ms_per_pass"]),
+        "questions": pd.DataFrame(question_rows),
+    }

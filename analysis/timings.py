@@ -1,0 +1,144 @@
+"""What the runner recorded about a run: its configuration and its Python-timer phase times.
+
+Two sources, read independently for the config and for the timings, first found wins:
+
+1. NVTX marks in the domain ``cs336_profile``: one ``{"event": "config", ...}`` mark and one
+   ``{"event": "step_timing", "phases_ms": {...}}`` mark per measured step;
+2. ``<trace stem>.timings.json`` beside the trace (runs made before the marks existed): the
+   Python timer's mean per measured step in ms under ``forward``, ``loss``, ``backward``,
+   ``optimizer_step``, ``step``, plus the config keys ``size``, ``ctx``, ``batch``, ``mode``,
+   ``dtype``, ``compile``, ``warmup``, ``steps``.
+
+Config dicts use the config mark's keys whichever the source (``context_length``, ``batch_size``,
+...); a timings.json config gets its model dimensions from ``cs336_profile.config.SIZES``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from cs336_profile.config import SIZES
+
+RUN_MARK_DOMAIN = "cs336_profile"
+TIMED_PHASES = ("forward", "loss", "backward", "optimizer_step", "step")
+
+# timings.json key -> config-mark key
+_TIMINGS_JSON_CONFIG_KEYS = {
+    "size": "size",
+    "ctx": "context_length",
+    "batch": "batch_size",
+    "mode": "mode",
+    "dtype": "dtype",
+    "compile": "compile",
+    "warmup": "warmup_steps",
+    "steps": "measured_steps",
+    "emit_nvtx": "emit_nvtx",
+}
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """The runner's own account of a run; empty fields when the trace carries none."""
+
+    config: dict | None = None
+    config_source: str | None = None  # "marks" | "timings.json" | None
+    python_ms: dict[str, float] = field(default_factory=dict)  # phase -> mean ms per measured step
+    python_ms_source: str | None = None  # "marks" | "timings.json" | None
+    notes: tuple[str, ...] = ()
+
+
+def timings_json_path(trace_path: Path) -> Path:
+    """``run.sqlite`` or ``run.sqlite.xz`` -> ``run.timings.json`` in the same folder."""
+    name = Path(trace_path).name
+    for suffix in (".sqlite.xz", ".sqlite"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return Path(trace_path).with_name(name + ".timings.json")
+
+
+def read_run_record(marks: pd.DataFrame, trace_path: Path) -> RunRecord:
+    """Config and Python timings of a trace, from its marks, else from its timings.json."""
+    notes: list[str] = []
+    events = _run_mark_events(marks, notes)
+    config = next((e for e in events if e.get("event") == "config"), None)
+    config_source = "marks" if config is not None else None
+    python_ms = _mean_step_timings(e for e in events if e.get("event") == "step_timing")
+    python_ms_source = "marks" if python_ms else None
+
+    if config is None or not python_ms:
+        sidecar = _read_timings_json(timings_json_path(trace_path), notes)
+        if config is None and sidecar:
+            config = _config_from_timings_json(sidecar)
+            config_source = "timings.json" if config else None
+        if not python_ms and sidecar:
+            python_ms = {p: float(sidecar[p]) for p in TIMED_PHASES if _is_number(sidecar.get(p))}
+            python_ms_source = "timings.json" if python_ms else None
+            if not python_ms:
+                notes.append(f"{timings_json_path(trace_path).name} has no per-phase timings "
+                             f"({', '.join(TIMED_PHASES)}); Python timings unknown")
+    if config is not None:
+        config = {k: v for k, v in config.items() if k != "event"}
+    return RunRecord(config, config_source, python_ms, python_ms_source, tuple(notes))
+
+
+def _run_mark_events(marks: pd.DataFrame, notes: list[str]) -> list[dict]:
+    """The JSON objects of the runner's marks, in time order; unreadable ones become a note."""
+    if marks.empty:
+        return []
+    ours = marks[marks["domain"] == RUN_MARK_DOMAIN].sort_values("time_ns")
+    events = []
+    for message in ours["name"]:
+        try:
+            event = json.loads(message)
+        except (TypeError, ValueError):
+            event = None
+        if isinstance(event, dict):
+            events.append(event)
+        else:
+            notes.append(f"ignored a {RUN_MARK_DOMAIN} mark that is not a JSON object: {message!r:.80}")
+    return events
+
+
+def _mean_step_timings(step_events) -> dict[str, float]:
+    """Mean ms per phase over the ``step_timing`` events (phases absent from a step are skipped)."""
+    rows = [e.get("phases_ms") for e in step_events]
+    frame = pd.DataFrame([r for r in rows if isinstance(r, dict)])
+    if frame.empty:
+        return {}
+    means = frame.apply(pd.to_numeric, errors="coerce").mean()
+    return {phase: float(means[phase]) for phase in TIMED_PHASES if phase in means and pd.notna(means[phase])}
+
+
+def _read_timings_json(path: Path, notes: list[str]) -> dict:
+    if not path.is_file():
+        return {}
+    try:
+        content = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        notes.append(f"{path.name} is unreadable ({err.__class__.__name__}); Python timings unknown")
+        return {}
+    if not isinstance(content, dict):
+        notes.append(f"{path.name} is not a JSON object; Python timings unknown")
+        return {}
+    return content
+
+
+def _config_from_timings_json(sidecar: dict) -> dict | None:
+    config = {ours: sidecar[theirs] for theirs, ours in _TIMINGS_JSON_CONFIG_KEYS.items() if theirs in sidecar}
+    if not config:
+        return None
+    config.update(_model_dims(config.get("size")))
+    return config
+
+
+def _model_dims(size: str | None) -> dict:
+    """d_model, d_ff, num_layers, num_heads, vocab_size, rope_theta of a named size ({} if unknown)."""
+    return asdict(SIZES[size]) if size in SIZES else {}
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
