@@ -1,0 +1,193 @@
+"""Warm-up and measured steps of one configuration: per-phase timings, peak memory, OOM as a result.
+
+Each step runs inside an NVTX range `warmup_<i>` or `step_<i>`; each phase (forward, loss,
+backward, optimizer_step) inside its own range, and ends with `torch.cuda.synchronize()` so that
+its Python time is GPU time. A configuration that runs out of GPU memory gives a row with status
+`OOM` and null measurements; its memory is freed before the next configuration.
+"""
+from __future__ import annotations
+
+import gc
+import time
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from cs336_profile.annotate import annotations, mark, nvtx_range, step_range_name
+from cs336_profile.config import ALL_PHASES, RunConfig
+from cs336_profile.environment import gpu_name
+from cs336_profile.model import TransformerLM, parameter_count
+from cs336_profile.optim import AdamW, cross_entropy
+from cs336_profile.results import STATUS_OK, STATUS_OOM
+
+TIMED_PARTS = (*ALL_PHASES, "step")  # "step" is the whole step, phases included
+# Settings that identify a configuration in per-step rows.
+STEP_ROW_KEYS = ("size", "context_length", "batch_size", "mode", "dtype", "compile", "attention",
+                 "device", "warmup_steps", "measured_steps", "nvtx_annotations")
+
+
+@dataclass
+class ConfigResult:
+    """One configuration's summary row and its per-step rows (warm-up steps included)."""
+
+    summary: dict
+    steps: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class _StepRecord:
+    times_ms: dict[str, float] = field(default_factory=dict)
+    peaks_bytes: dict[str, int] = field(default_factory=dict)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True when the error, or one it was raised from (e.g. inside torch.compile), is a CUDA OOM."""
+    while exc is not None:
+        if isinstance(exc, torch.OutOfMemoryError) or "CUDA out of memory" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def free_device_memory(device: str) -> None:
+    """Drop unreachable tensors and return cached GPU blocks, so the next run starts clean."""
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def build_model(run: RunConfig) -> torch.nn.Module:
+    """The Transformer LM of `run.size`, initialized on the run's device, compiled if asked."""
+    torch.manual_seed(run.seed)
+    with torch.device(run.device):
+        model = TransformerLM(run.model, run.context_length, run.attention, run.layer_ranges)
+    return torch.compile(model) if run.compile else model
+
+
+def _autocast(run: RunConfig) -> AbstractContextManager:
+    return torch.autocast(run.device, dtype=torch.bfloat16, enabled=run.dtype == "bf16")
+
+
+@contextmanager
+def _timed_phase(name: str, device: str, record: _StepRecord) -> Iterator[None]:
+    """NVTX range + wall-clock timer that ends after a device synchronize; peak memory per phase."""
+    with nvtx_range(name):
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        yield
+        if device == "cuda":
+            torch.cuda.synchronize()
+        record.times_ms[name] = (time.perf_counter() - start) * 1e3
+    if device == "cuda":
+        record.peaks_bytes[name] = torch.cuda.max_memory_allocated()
+
+
+def _run_step(run: RunConfig, model, optimizer, tokens, targets, range_name: str) -> _StepRecord:
+    record = _StepRecord()
+    grad_mode = torch.no_grad() if run.mode == "forward" else nullcontext()
+    with nvtx_range(range_name):
+        start = time.perf_counter()
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
+        with _timed_phase("forward", run.device, record), grad_mode, _autocast(run):
+            logits = model(tokens)  # (B, T, vocab)
+        if "loss" in run.phases:
+            with _timed_phase("loss", run.device, record), _autocast(run):
+                loss = cross_entropy(logits, targets)
+            with _timed_phase("backward", run.device, record):
+                loss.backward()
+        if optimizer is not None:
+            with _timed_phase("optimizer_step", run.device, record):
+                optimizer.step()
+        record.times_ms["step"] = (time.perf_counter() - start) * 1e3
+    return record
+
+
+def _step_row(run: RunConfig, config_index: int, measured: bool, index: int, record: _StepRecord) -> dict:
+    settings = run.as_dict()
+    return {
+        **{key: settings[key] for key in STEP_ROW_KEYS},
+        "config_index": config_index,
+        "step_kind": "measured" if measured else "warmup",
+        "step_index": index,
+        **{f"{part}_ms": record.times_ms.get(part) for part in TIMED_PARTS},
+    }
+
+
+def _summary_row(run: RunConfig, config_index: int, status: str, parameters: int | None,
+                 measured: list[_StepRecord]) -> dict:
+    """Mean and sample standard deviation per phase over the measured steps (null when absent)."""
+    row = {**run.as_dict(), "config_index": config_index, "status": status, "parameters": parameters}
+    for part in TIMED_PARTS:
+        samples = np.array([r.times_ms[part] for r in measured if part in r.times_ms])
+        row[f"{part}_ms_mean"] = float(samples.mean()) if samples.size else None
+        row[f"{part}_ms_std"] = float(samples.std(ddof=1)) if samples.size > 1 else None
+    step_mean_ms = row["step_ms_mean"]
+    row["tokens_per_s"] = run.tokens_per_step / (step_mean_ms / 1e3) if step_mean_ms else None
+    peaks = {phase: [r.peaks_bytes[phase] for r in measured if phase in r.peaks_bytes] for phase in ALL_PHASES}
+    row["peak_memory_bytes"] = max((max(p) for p in peaks.values() if p), default=None)
+    for phase, values in peaks.items():
+        row[f"{phase}_peak_bytes"] = max(values) if values else None
+    return row
+
+
+def _measure(run: RunConfig, config_index: int, around_measured_steps: Callable[[], AbstractContextManager],
+             steps: list[dict]) -> tuple[int, list[_StepRecord]]:
+    torch.set_float32_matmul_precision("high" if run.allow_tf32 else "highest")
+    model = build_model(run)
+    optimizer = AdamW(model.parameters()) if run.mode == "train" else None
+    shape = (run.batch_size, run.context_length)
+    tokens = torch.randint(run.model.vocab_size, shape, device=run.device)
+    targets = torch.randint(run.model.vocab_size, shape, device=run.device)
+    mark("config", **run.as_dict(), **asdict(run.model), gpu_name=gpu_name(run.device))
+    for index in range(run.warmup_steps):
+        record = _run_step(run, model, optimizer, tokens, targets, step_range_name(index, measured=False))
+        steps.append(_step_row(run, config_index, False, index, record))
+    measured = []
+    emit_nvtx = torch.autograd.profiler.emit_nvtx() if run.emit_nvtx else nullcontext()
+    with emit_nvtx, around_measured_steps():
+        for index in range(run.measured_steps):
+            record = _run_step(run, model, optimizer, tokens, targets, step_range_name(index, measured=True))
+            mark("step_timing", step=index, phases_ms=record.times_ms)
+            steps.append(_step_row(run, config_index, True, index, record))
+            measured.append(record)
+    return parameter_count(model), measured
+
+
+def run_config(run: RunConfig, config_index: int = 0,
+               around_measured_steps: Callable[[], AbstractContextManager] = nullcontext) -> ConfigResult:
+    """Build, warm up and measure one configuration; an OOM becomes a row with status `OOM`.
+
+    `config_index` is the configuration's position in this process (0 pays the process's one-off
+    costs). `around_measured_steps` returns a context manager entered around the measured steps
+    (the memory experiment records an allocator snapshot there).
+    """
+    steps: list[dict] = []
+    with annotations(run.nvtx_annotations):
+        try:
+            parameters, measured = _measure(run, config_index, around_measured_steps, steps)
+            summary = _summary_row(run, config_index, STATUS_OK, parameters, measured)
+        except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are turned into rows
+            if not is_out_of_memory(exc):
+                raise
+            summary = _summary_row(run, config_index, STATUS_OOM, None, [])
+    if run.compile:
+        torch._dynamo.reset()  # compiled graphs of this model would only count against cache limits
+    free_device_memory(run.device)
+    return ConfigResult(summary, steps)
+
+
+def run_configs(runs: list[RunConfig], progress: bool = True) -> list[ConfigResult]:
+    """Run configurations one after the other, with a progress bar across them."""
+    bar = tqdm(runs, desc="configs", unit="config", disable=not progress)
+    results = []
+    for index, run in enumerate(bar):
+        bar.set_postfix_str(f"{run.size} ctx{run.context_length} {run.mode} {run.dtype}")
+        results.append(run_config(run, config_index=index))
+    return results

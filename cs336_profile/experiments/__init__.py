@@ -1,0 +1,1 @@
+"""Experiments beyond the plain bench: attention grid, mixed precision, memory, compile, overhead."""

@@ -1,0 +1,218 @@
+"""`python -m cs336_profile.run`: the bench (default subcommand) and one subcommand per experiment.
+
+    python -m cs336_profile.run --sizes small medium --context-lengths 128 256 --mode train
+    python -m cs336_profile.run attention | mixed-precision | memory | compile | overhead
+
+Every subcommand prints a table and writes `<results-dir>/<name>.json` and `.csv`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+from cs336_profile.bench import ConfigResult, run_configs
+from cs336_profile.config import ATTENTION_KINDS, DTYPES, MODES, SIZES, RunConfig
+from cs336_profile.environment import environment
+from cs336_profile.experiments.attention import IMPLEMENTATIONS, AttentionGrid, run_attention_grid
+from cs336_profile.experiments.compile import compile_runs
+from cs336_profile.experiments.memory import MemoryStudy, run_memory_study
+from cs336_profile.experiments.mixed_precision import accumulation_loops, toy_model_dtypes
+from cs336_profile.experiments.overhead import overhead_rows, overhead_runs
+from cs336_profile.results import write_results
+from cs336_profile.tables import mean_std, number, plain, print_table
+
+SUBCOMMANDS = ("bench", "attention", "mixed-precision", "memory", "compile", "overhead")
+GIB = 1024**3
+
+BENCH_COLUMNS = {
+    "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "dtype": plain("dtype"),
+    "compiled": plain("compile"), "nvtx": plain("nvtx_annotations"),
+    "forward ms": mean_std("forward_ms"), "loss ms": mean_std("loss_ms"),
+    "backward ms": mean_std("backward_ms"), "optimizer ms": mean_std("optimizer_step_ms"),
+    "step ms": mean_std("step_ms"), "tokens/s": number("tokens_per_s", digits=0),
+    "peak GiB": number("peak_memory_bytes", GIB),
+}
+
+
+# ----------------------------------------------------------------------------- arguments
+def _add_common(parser: argparse.ArgumentParser, default_name: str) -> None:
+    parser.add_argument("--device", choices=("cuda", "cpu"),
+                        default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--results-dir", type=Path, default=Path("results"))
+    parser.add_argument("--name", default=default_name, help="results file name (without extension)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_run_settings(parser: argparse.ArgumentParser, warmup: int, steps: int) -> None:
+    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=["small"])
+    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=warmup, help="warm-up steps")
+    parser.add_argument("--steps", type=int, default=steps, help="measured steps")
+    parser.add_argument("--dtype", choices=DTYPES, default="fp32", help="bf16 = torch.autocast(bfloat16)")
+    parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive")
+    parser.add_argument("--no-nvtx", action="store_true", help="no NVTX ranges or marks")
+    parser.add_argument("--layer-ranges", action="store_true", help="an NVTX range around each block")
+    parser.add_argument("--allow-tf32", action="store_true", help="let fp32 matmuls use TF32")
+
+
+def _run_settings(args: argparse.Namespace) -> dict:
+    return dict(batch_size=args.batch_size, warmup_steps=args.warmup, measured_steps=args.steps,
+                dtype=args.dtype, attention=args.attention, device=args.device,
+                nvtx_annotations=not args.no_nvtx, layer_ranges=args.layer_ranges, allow_tf32=args.allow_tf32)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m cs336_profile.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    bench = commands.add_parser("bench", help="time warm-up and measured steps (default subcommand)")
+    _add_common(bench, "bench")
+    _add_run_settings(bench, warmup=2, steps=3)
+    bench.add_argument("--context-lengths", nargs="+", type=int, default=[128])
+    bench.add_argument("--mode", choices=MODES, default="train")
+    bench.add_argument("--compile", action="store_true", help="torch.compile the model")
+    bench.add_argument("--emit-nvtx", action="store_true",
+                       help="torch.autograd.profiler.emit_nvtx around the measured steps (one range per op)")
+    bench.set_defaults(handler=cmd_bench)
+
+    attention = commands.add_parser("attention", help="attention alone: eager, compiled, SDPA")
+    _add_common(attention, "attention")
+    attention.add_argument("--head-dims", nargs="+", type=int, default=list(AttentionGrid.head_dims))
+    attention.add_argument("--seq-lens", nargs="+", type=int, default=list(AttentionGrid.seq_lens))
+    attention.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS, default=list(IMPLEMENTATIONS))
+    attention.add_argument("--batch-size", type=int, default=AttentionGrid.batch_size)
+    attention.add_argument("--warmup-passes", type=int, default=AttentionGrid.warmup_passes)
+    attention.add_argument("--passes", type=int, default=AttentionGrid.passes)
+    attention.set_defaults(handler=cmd_attention)
+
+    mixed = commands.add_parser("mixed-precision", help="accumulation loops and the ToyModel's dtypes")
+    _add_common(mixed, "mixed_precision")
+    mixed.set_defaults(handler=cmd_mixed_precision)
+
+    memory = commands.add_parser("memory", help="peak memory and allocator snapshots of one size")
+    _add_common(memory, "memory")
+    memory.add_argument("--size", choices=list(SIZES), default=MemoryStudy.size)
+    memory.add_argument("--context-lengths", nargs="+", type=int, default=list(MemoryStudy.context_lengths))
+    memory.add_argument("--modes", nargs="+", choices=MODES, default=list(MemoryStudy.modes))
+    memory.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(MemoryStudy.dtypes))
+    memory.add_argument("--snapshot-context-length", type=int, default=MemoryStudy.snapshot_context_length)
+    memory.add_argument("--snapshot-dir", type=Path, help="where snapshots go (default: <results-dir>/snapshots)")
+    memory.add_argument("--batch-size", type=int, default=MemoryStudy.batch_size)
+    memory.set_defaults(handler=cmd_memory)
+
+    compiled = commands.add_parser("compile", help="whole model compiled vs eager, per size")
+    _add_common(compiled, "compile")
+    _add_run_settings(compiled, warmup=2, steps=5)
+    compiled.add_argument("--context-length", type=int, default=256)
+    compiled.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"])
+    compiled.set_defaults(handler=cmd_compile)
+
+    overhead = commands.add_parser("overhead", help="the same runs with and without NVTX annotations")
+    _add_common(overhead, "overhead")
+    _add_run_settings(overhead, warmup=2, steps=10)
+    overhead.add_argument("--context-lengths", nargs="+", type=int, default=[128])
+    overhead.add_argument("--mode", choices=MODES, default="train")
+    overhead.add_argument("--rounds", type=int, default=3, help="runs of each kind, alternating")
+    overhead.set_defaults(handler=cmd_overhead)
+    return parser
+
+
+def _config(args: argparse.Namespace) -> dict:
+    return {key: (str(value) if isinstance(value, Path) else value)
+            for key, value in vars(args).items() if key != "handler"}
+
+
+def _write(args: argparse.Namespace, experiment: str, rows: list[dict], name: str | None = None) -> Path:
+    return write_results(args.results_dir, experiment, rows, config=_config(args),
+                         environment=environment(args.device), name=name or args.name)
+
+
+# ----------------------------------------------------------------------------- subcommands
+def _write_bench(args: argparse.Namespace, experiment: str, results: list[ConfigResult]) -> None:
+    summaries = [result.summary for result in results]
+    _write(args, experiment, summaries)
+    _write(args, f"{experiment}_steps", [row for result in results for row in result.steps], f"{args.name}_steps")
+    print_table(experiment, summaries, BENCH_COLUMNS)
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    runs = [RunConfig(size=size, context_length=ctx, mode=args.mode, compile=args.compile,
+                      emit_nvtx=args.emit_nvtx, **_run_settings(args))
+            for size in args.sizes for ctx in args.context_lengths]
+    _write_bench(args, "bench", run_configs(runs, progress=not args.no_progress))
+
+
+def cmd_compile(args: argparse.Namespace) -> None:
+    runs = compile_runs(args.sizes, args.context_length, args.modes, **_run_settings(args))
+    _write_bench(args, "compile", run_configs(runs, progress=not args.no_progress))
+
+
+def cmd_overhead(args: argparse.Namespace) -> None:
+    base = [RunConfig(size=size, context_length=ctx, mode=args.mode, **_run_settings(args))
+            for size in args.sizes for ctx in args.context_lengths]
+    rows = overhead_rows(run_configs(overhead_runs(base, args.rounds), progress=not args.no_progress))
+    _write(args, "overhead", rows)
+    print_table("NVTX annotation overhead", rows, {
+        "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "rounds": plain("rounds"),
+        "annotated step ms": number("annotated_step_ms", digits=3), "plain step ms": number("plain_step_ms", digits=3),
+        "step overhead %": number("step_overhead_pct"), "forward overhead %": number("forward_overhead_pct"),
+    })
+
+
+def cmd_attention(args: argparse.Namespace) -> None:
+    grid = AttentionGrid(head_dims=tuple(args.head_dims), seq_lens=tuple(args.seq_lens),
+                         implementations=tuple(args.implementations), batch_size=args.batch_size,
+                         warmup_passes=args.warmup_passes, passes=args.passes, device=args.device)
+    rows = run_attention_grid(grid, progress=not args.no_progress)
+    _write(args, "attention", rows)
+    print_table(f"attention (batch {args.batch_size}, one head)", rows, {
+        "implementation": plain("implementation"), "d": plain("head_dim"), "seq": plain("seq_len"),
+        "forward ms": mean_std("forward_ms"), "backward ms": mean_std("backward_ms"),
+        "before backward GiB": number("memory_before_backward_bytes", GIB),
+    })
+
+
+def cmd_mixed_precision(args: argparse.Namespace) -> None:
+    loops = accumulation_loops(args.device)
+    dtypes = [row for dtype in (torch.float16, torch.bfloat16) for row in toy_model_dtypes(dtype, args.device)]
+    _write(args, "mixed_precision_accumulation", loops, f"{args.name}_accumulation")
+    _write(args, "mixed_precision_toy_model", dtypes, f"{args.name}_toy_model")
+    print_table("accumulation loops (exact sum 10.0)", loops, {
+        "loop": plain("loop"), "printed": plain("printed"), "abs error": number("abs_error", digits=6)})
+    print_table("ToyModel under autocast", dtypes, {
+        "autocast": plain("autocast_dtype"), "quantity": plain("quantity"), "dtype": plain("dtype")})
+
+
+def cmd_memory(args: argparse.Namespace) -> None:
+    study = MemoryStudy(size=args.size, context_lengths=tuple(args.context_lengths), modes=tuple(args.modes),
+                        dtypes=tuple(args.dtypes), snapshot_context_length=args.snapshot_context_length,
+                        batch_size=args.batch_size, device=args.device)
+    tables = run_memory_study(study, args.snapshot_dir or args.results_dir / "snapshots",
+                              progress=not args.no_progress)
+    for experiment, rows in tables.items():
+        _write(args, experiment, rows, experiment.replace("memory", args.name, 1))
+    print_table(f"peak memory, {args.size}", tables["memory"], {
+        "ctx": plain("context_length"), "mode": plain("mode"), "dtype": plain("dtype"),
+        "peak GiB": number("peak_memory_bytes", GIB), "forward GiB": number("forward_peak_bytes", GIB),
+        "backward GiB": number("backward_peak_bytes", GIB), "optimizer GiB": number("optimizer_step_peak_bytes", GIB),
+    })
+    print_table("largest allocations of the forward pass", tables["memory_largest_allocations"], {
+        "MiB": number("size_mib"), "count": plain("count"), "site": plain("site")})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments (bench when no subcommand is named) and run the subcommand."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in SUBCOMMANDS + ("-h", "--help"):
+        argv.insert(0, "bench")
+    args = build_parser().parse_args(argv)
+    args.handler(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

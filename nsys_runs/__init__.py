@@ -1,0 +1,1 @@
+"""Running the CS336 model under Nsight Systems: the sweep driver and its results."""

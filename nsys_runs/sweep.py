@@ -1,0 +1,294 @@
+"""`python -m nsys_runs.sweep`: every configuration of the grid as its own `nsys profile` run.
+
+The grid is sizes × context lengths × modes × variants (fp32, bf16, fp32-compiled, bf16-compiled),
+plus a subset grid for the costlier variants. Each configuration runs
+`nsys profile ... -o <out>/<stem> python -m cs336_profile.run bench ...` and leaves
+
+    <out>/<stem>.sqlite (and .nsys-rep)   the export; <stem> = <size>_ctx<L>_<mode>_<dtype>[_compiled]
+    <out>/<stem>.timings.json             the Python timer's means per phase (ms)
+    <out>/runner/<stem>.json, .csv        the runner's results file (status ok / OOM)
+    <out>/logs/<stem>.log                 the run's output
+    <out>/sweep.json, sweep.csv           one row per configuration: status ok / OOM / failed,
+                                          Python timings, nsys's forward span, GPU name, trace
+
+A configuration whose export and runner results exist is not run again (resume); failed ones are.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from cs336_profile.config import ALL_PHASES, ATTENTION_KINDS, MODES, SIZES
+from cs336_profile.results import STATUS_FAILED, STATUS_OK, STATUS_OOM, read_results, write_results
+from cs336_profile.tables import number, plain, print_table
+from nsys_runs.nvtx_spans import measured_phase_spans_ms
+from nsys_runs.slim import compress_xz, slim_copy
+
+NSYS_PROFILE_OPTIONS = ("-t", "cuda,nvtx,osrt", "--sample=none", "--cpuctxsw=none",
+                        "--cuda-memory-usage=false", "--export=sqlite", "--force-overwrite=true")
+VARIANTS = {"fp32": ("fp32", False), "bf16": ("bf16", False),
+            "fp32-compiled": ("fp32", True), "bf16-compiled": ("bf16", True)}
+ASSIGNMENT_SIZES = ("small", "medium", "large", "xl", "2.7B")
+OOM_MESSAGES = ("OutOfMemoryError", "CUDA out of memory")
+TIMED_PARTS = (*ALL_PHASES, "step")
+
+
+@dataclass(frozen=True)
+class TraceConfig:
+    """One profiled configuration."""
+
+    size: str
+    context_length: int
+    mode: str
+    dtype: str
+    compile: bool = False
+    attention: str = "naive"
+    emit_nvtx: bool = False
+
+    @property
+    def stem(self) -> str:
+        """File name stem: `<size>_ctx<L>_<mode>_<dtype>[_compiled][_<attention>][_emitnvtx]`."""
+        suffixes = ["compiled"] * self.compile + [self.attention] * (self.attention != "naive") + ["emitnvtx"] * self.emit_nvtx
+        return "_".join([self.size, f"ctx{self.context_length}", self.mode, self.dtype, *suffixes])
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """What every profiled runner process gets besides its configuration."""
+
+    python: str = sys.executable
+    warmup: int = 2
+    steps: int = 3
+    batch_size: int = 4
+    device: str = "cuda"
+
+
+def build_grid(sizes, context_lengths, modes, variants, subset_sizes=(), subset_context_lengths=(),
+               subset_variants=(), attention="naive", emit_nvtx=False) -> list[TraceConfig]:
+    """The main grid then the subset grid, without duplicates, in run order."""
+    def grid(sizes_, lengths_, variants_):
+        return [TraceConfig(size, length, mode, *VARIANTS[variant], attention=attention, emit_nvtx=emit_nvtx)
+                for variant in variants_ for size in sizes_ for length in lengths_ for mode in modes]
+    configs = grid(sizes, context_lengths, variants) + grid(subset_sizes, subset_context_lengths, subset_variants)
+    return list(dict.fromkeys(configs))
+
+
+def runner_command(config: TraceConfig, settings: RunnerSettings, results_dir: Path) -> list[str]:
+    """The `python -m cs336_profile.run bench` command line of one configuration."""
+    command = [settings.python, "-m", "cs336_profile.run", "bench",
+               "--sizes", config.size, "--context-lengths", str(config.context_length), "--mode", config.mode,
+               "--dtype", config.dtype, "--attention", config.attention,
+               "--warmup", str(settings.warmup), "--steps", str(settings.steps),
+               "--batch-size", str(settings.batch_size), "--device", settings.device,
+               "--results-dir", str(results_dir), "--name", config.stem, "--no-progress"]
+    return command + ["--compile"] * config.compile + ["--emit-nvtx"] * config.emit_nvtx
+
+
+def nsys_command(nsys: str, out_dir: Path, config: TraceConfig, runner: list[str]) -> list[str]:
+    """`nsys profile <options> -o <out>/<stem> <runner command>`."""
+    return [nsys, "profile", *NSYS_PROFILE_OPTIONS, "-o", str(out_dir / config.stem), *runner]
+
+
+class Sweep:
+    """Runs configurations under nsys into one output folder and keeps the sweep table there."""
+
+    def __init__(self, out_dir: Path, nsys: str, settings: RunnerSettings, timeout_s: float | None = None,
+                 slim: bool = False, compress: bool = False, nsys_version: str | None = None):
+        self.out_dir, self.nsys, self.settings, self.nsys_version = out_dir, nsys, settings, nsys_version
+        self.timeout_s, self.slim, self.compress = timeout_s, slim, compress
+        self.runner_dir, self.log_dir = out_dir / "runner", out_dir / "logs"
+        self.table_path = out_dir / "sweep.json"
+
+    def export_path(self, config: TraceConfig) -> Path:
+        return self.out_dir / f"{config.stem}.sqlite"
+
+    def runner_results_path(self, config: TraceConfig) -> Path:
+        return self.runner_dir / f"{config.stem}.json"
+
+    def is_done(self, config: TraceConfig) -> bool:
+        """The export (plain or compressed) and the runner's results exist."""
+        export = self.export_path(config)
+        has_export = export.exists() or export.with_name(export.name + ".xz").exists()
+        return has_export and self.runner_results_path(config).exists()
+
+    def _profile(self, config: TraceConfig) -> dict:
+        """Run one configuration under nsys; return returncode, wall time and error text."""
+        command = nsys_command(self.nsys, self.out_dir, config,
+                               runner_command(config, self.settings, self.runner_dir))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = self.log_dir / f"{config.stem}.log"
+        start = time.perf_counter()
+        with open(log_path, "w") as log:
+            log.write(" ".join(command) + "\n")
+            log.flush()
+            # Own process group: a timeout stops nsys and the profiled process together.
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                returncode = process.wait(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                returncode = None
+        output = log_path.read_text(errors="replace")
+        error = None
+        if returncode is None:
+            error = f"timed out after {self.timeout_s} s"
+        elif returncode != 0:
+            error = next((line for line in reversed(output.splitlines()) if line.strip()), "")[-500:]
+        return {"returncode": returncode, "wall_s": time.perf_counter() - start, "error": error,
+                "out_of_memory": any(message in output for message in OOM_MESSAGES)}
+
+    def _status(self, config: TraceConfig, runner: dict | None, outcome: dict | None) -> tuple[str, str | None]:
+        """ok / OOM from the runner's results; else OOM or failed from the process's output."""
+        error = outcome["error"] if outcome else None
+        if runner is None:
+            return (STATUS_OOM if outcome and outcome["out_of_memory"] else STATUS_FAILED), error
+        status = runner["rows"][0]["status"]
+        export = self.export_path(config)
+        if status == STATUS_OK and not (export.exists() or export.with_name(export.name + ".xz").exists()):
+            return STATUS_FAILED, error or "nsys wrote no export"
+        return status, error
+
+    def _row(self, config: TraceConfig, outcome: dict | None) -> dict:
+        """The sweep row of a configuration from its runner results, export and process outcome."""
+        runner_path = self.runner_results_path(config)
+        runner = read_results(runner_path) if runner_path.exists() else None
+        result = runner["rows"][0] if runner else {}
+        status, error = self._status(config, runner, outcome)
+        export = self.export_path(config)
+        spans = measured_phase_spans_ms(export) if status == STATUS_OK and export.exists() else {}
+        return {
+            "stem": config.stem, "size": config.size, "context_length": config.context_length,
+            "mode": config.mode, "dtype": config.dtype, "compile": config.compile,
+            "attention": config.attention, "emit_nvtx": config.emit_nvtx,
+            "status": status,
+            "gpu_name": runner["environment"]["gpu_name"] if runner else None,
+            "trace": str(self._kept_trace(config).relative_to(self.out_dir)) if status == STATUS_OK else None,
+            **{f"{part}_ms_mean": result.get(f"{part}_ms_mean") for part in TIMED_PARTS},
+            "tokens_per_s": result.get("tokens_per_s"),
+            "peak_memory_bytes": result.get("peak_memory_bytes"),
+            "nsys_forward_ms": spans.get("forward"),
+            "returncode": outcome["returncode"] if outcome else None,
+            "wall_s": outcome["wall_s"] if outcome else None,
+            "error": error,
+        }
+
+    def _kept_trace(self, config: TraceConfig) -> Path:
+        """The trace file the sweep leaves for the analyzer (slim and/or compressed when asked)."""
+        path = self.out_dir / "slim" / f"{config.stem}.sqlite" if self.slim else self.export_path(config)
+        return path.with_name(path.name + ".xz") if self.compress else path
+
+    def _write_timings(self, row: dict, folder: Path) -> None:
+        """`<stem>.timings.json` beside the trace: the Python timer's means, for traces without marks."""
+        timings = {part: row[f"{part}_ms_mean"] for part in TIMED_PARTS if row[f"{part}_ms_mean"] is not None}
+        timings |= {"size": row["size"], "ctx": row["context_length"], "batch": self.settings.batch_size,
+                    "mode": row["mode"], "dtype": row["dtype"], "compile": row["compile"]}
+        (folder / f"{row['stem']}.timings.json").write_text(json.dumps(timings, indent=1) + "\n")
+
+    def _finish_trace(self, config: TraceConfig, row: dict) -> None:
+        """Timings file, slim copy and compression of a completed configuration (each done once)."""
+        export, kept = self.export_path(config), self._kept_trace(config)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        for folder in {self.out_dir, kept.parent}:
+            self._write_timings(row, folder)
+        if kept.exists():
+            return
+        if self.slim:
+            slim_copy(export, kept.parent / f"{config.stem}.sqlite")
+        if self.compress:
+            compress_xz(kept.with_suffix(""))
+
+    def run(self, configs: list[TraceConfig], progress: bool = True) -> list[dict]:
+        """Profile every configuration not done yet; write and return the sweep table."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        previous = {row["stem"]: row for row in read_results(self.table_path)["rows"]} if self.table_path.exists() else {}
+        rows = []
+        for config in tqdm(configs, desc="sweep", unit="trace", disable=not progress):
+            if self.is_done(config):
+                row = previous.get(config.stem) or self._row(config, outcome=None)
+            else:
+                row = self._row(config, self._profile(config))
+            if row["status"] == STATUS_OK:
+                self._finish_trace(config, row)
+            rows.append(row)
+            self._write_table(rows)
+        return rows
+
+    def _write_table(self, rows: list[dict]) -> None:
+        environment = {"nsys": self.nsys, "nsys_version": self.nsys_version, "python": self.settings.python}
+        config = {"nsys_profile_options": list(NSYS_PROFILE_OPTIONS), "timeout_s": self.timeout_s,
+                  "slim": self.slim, "compress": self.compress, **asdict(self.settings)}
+        write_results(self.out_dir, "sweep", rows, config=config, environment=environment)
+
+
+def nsys_version(nsys: str) -> str:
+    """`nsys --version`'s output, or exit with a one-line message when nsys cannot be run."""
+    if shutil.which(nsys) is None:
+        sys.exit(f"sweep: no nsys executable {nsys!r} on PATH (name one with --nsys)")
+    return subprocess.run([nsys, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m nsys_runs.sweep", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True, help="folder for exports, logs and the sweep table")
+    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(ASSIGNMENT_SIZES))
+    parser.add_argument("--context-lengths", nargs="+", type=int, default=[128, 256, 512, 1024])
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"])
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["fp32"])
+    parser.add_argument("--subset-sizes", nargs="*", choices=list(SIZES), default=["small", "medium"],
+                        help="sizes of the subset grid")
+    parser.add_argument("--subset-context-lengths", nargs="*", type=int, default=[128, 256])
+    parser.add_argument("--subset-variants", nargs="*", choices=list(VARIANTS), default=["bf16", "fp32-compiled"])
+    parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive")
+    parser.add_argument("--emit-nvtx", action="store_true", help="one NVTX range per op (dense traces)")
+    parser.add_argument("--warmup", type=int, default=RunnerSettings.warmup)
+    parser.add_argument("--steps", type=int, default=RunnerSettings.steps)
+    parser.add_argument("--batch-size", type=int, default=RunnerSettings.batch_size)
+    parser.add_argument("--device", choices=("cuda", "cpu"), default=RunnerSettings.device)
+    parser.add_argument("--python", default=sys.executable, help="Python that runs cs336_profile.run")
+    parser.add_argument("--nsys", default="nsys", help="nsys executable")
+    parser.add_argument("--timeout-s", type=float, default=1800, help="per configuration")
+    parser.add_argument("--slim", action="store_true", help="also write <out>/slim/<stem>.sqlite without OSRT tables")
+    parser.add_argument("--compress", action="store_true", help="xz the kept trace (the slim copy with --slim)")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    parser.add_argument("--no-progress", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configs = build_grid(args.sizes, args.context_lengths, args.modes, args.variants, args.subset_sizes,
+                         args.subset_context_lengths, args.subset_variants, args.attention, args.emit_nvtx)
+    settings = RunnerSettings(python=args.python, warmup=args.warmup, steps=args.steps,
+                              batch_size=args.batch_size, device=args.device)
+    if args.dry_run:
+        sweep = Sweep(args.out, args.nsys, settings)
+        for config in configs:
+            done = "done " if sweep.is_done(config) else "run  "
+            print(done + " ".join(nsys_command(args.nsys, args.out, config,
+                                               runner_command(config, settings, sweep.runner_dir))))
+        return 0
+    version = nsys_version(args.nsys)
+    print(version)
+    sweep = Sweep(args.out, args.nsys, settings, args.timeout_s, args.slim, args.compress, version)
+    rows = sweep.run(configs, progress=not args.no_progress)
+    print_table(f"sweep ({len(rows)} configurations)", rows, {
+        "trace": plain("stem"), "status": plain("status"), "gpu": plain("gpu_name"),
+        "python forward ms": number("forward_ms_mean"), "nsys forward ms": number("nsys_forward_ms"),
+        "python step ms": number("step_ms_mean"), "wall s": number("wall_s", digits=1)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
