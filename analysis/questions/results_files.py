@@ -1,0 +1,109 @@
+"""The runner's results files as the results-file questions read them, and what those questions return.
+
+A results folder holds `<name>.json` documents `{"experiment", "created", "environment", "config",
+"rows"}` (docs/architecture.md). :func:`read_results_dir` keeps every document that has that
+shape; :func:`experiment_rows` gathers the rows of one experiment across files, each row tagged
+with the file it came from, so a question can say which inputs it used.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+STATUS_OK = "ok"
+RESULTS_FILE_COLUMN = "results_file"
+
+
+@dataclass(frozen=True)
+class ResultsAnswer:
+    """A question answered from results files.
+
+    ``tables`` maps a table title to a DataFrame whose column names carry their units
+    (``forward_ms_mean``, ``peak_memory_bytes``); a ``status`` column marks rows that ran out of
+    memory (``OOM``), whose measurements are null. ``inputs`` are the results file names read.
+    """
+
+    question: str
+    answer: str
+    tables: dict[str, pd.DataFrame]
+    inputs: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Unanswered:
+    """A question the results files cannot answer, and what it would need."""
+
+    question: str
+    needs: str
+
+
+@dataclass(frozen=True)
+class ResultsSet:
+    """Every results document of a folder, by file name."""
+
+    documents: dict[str, dict] = field(default_factory=dict)
+
+    def experiment_rows(self, experiment: str) -> pd.DataFrame:
+        """Rows of every document of ``experiment``, with a ``results_file`` column (empty if none)."""
+        frames = [
+            pd.DataFrame(doc["rows"]).assign(**{RESULTS_FILE_COLUMN: name})
+            for name, doc in sorted(self.documents.items())
+            if doc["experiment"] == experiment and doc["rows"]
+        ]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def environments(self, experiment: str) -> list[dict]:
+        """The ``environment`` blocks of the documents of ``experiment``."""
+        return [doc.get("environment") or {} for doc in self.documents.values() if doc["experiment"] == experiment]
+
+
+def read_results_dir(results_dir: str | Path | None) -> ResultsSet:
+    """Load every results document (`*.json` with ``experiment`` and ``rows``) in a folder.
+
+    Other JSON files (timings, snapshots' metadata) are skipped; a missing folder gives an empty set.
+    """
+    if results_dir is None or not Path(results_dir).is_dir():
+        return ResultsSet()
+    documents = {}
+    for path in sorted(Path(results_dir).glob("*.json")):
+        try:
+            document = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(document, dict) and isinstance(document.get("experiment"), str) \
+                and isinstance(document.get("rows"), list):
+            documents[path.name] = document
+    return ResultsSet(documents)
+
+
+def used_files(*frames: pd.DataFrame) -> tuple[str, ...]:
+    """Sorted names of the results files the rows of ``frames`` came from."""
+    names = set()
+    for frame in frames:
+        if RESULTS_FILE_COLUMN in frame:
+            names.update(frame[RESULTS_FILE_COLUMN].dropna())
+    return tuple(sorted(names))
+
+
+def ok_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows that completed (status ``ok``)."""
+    return rows[rows["status"] == STATUS_OK] if "status" in rows else rows
+
+
+def size_order(sizes: pd.Series) -> pd.Series:
+    """Position of each model size in the assignment's table (``tiny`` first, unknown sizes last)."""
+    from cs336_profile.config import SIZES
+
+    order = {name: index for index, name in enumerate(SIZES)}
+    return sizes.map(order).fillna(len(order))
+
+
+def sorted_by_size(rows: pd.DataFrame, *then: str) -> pd.DataFrame:
+    """Rows ordered by model size, then by the columns ``then``."""
+    return (rows.assign(_size_order=size_order(rows["size"]))
+            .sort_values(["_size_order", *then], kind="stable")
+            .drop(columns="_size_order").reset_index(drop=True))
