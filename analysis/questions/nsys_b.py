@@ -22,7 +22,7 @@ def answer(inputs: NsysInputs) -> dict:
             "top_forward_backward_kernel": None,
             "top_forward_backward_share": None,
             "same_kernel": None,
-            "answer": "This trace has no kernels in a measured `forward` range, so it cannot say which kernel leads the forward pass.",
+            "answer": inputs.no_kernels_reason("forward") + ", so it cannot say which kernel leads the forward pass.",
         }
     top = forward.iloc[0]
     sentence = (

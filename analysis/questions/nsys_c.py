@@ -23,7 +23,7 @@ def answer(inputs: NsysInputs) -> dict:
             "non_gemm_share": None,
             "top_non_gemm_forward": [],
             "non_gemm_categories_forward": [],
-            "answer": "This trace has no kernels in a measured `forward` range, so it cannot break the forward pass down.",
+            "answer": inputs.no_kernels_reason("forward") + ", so it cannot break the forward pass down.",
         }
     totals = kernel_totals(kernels, passes)
     non_gemm = totals[totals["category"] != GEMM]

@@ -26,18 +26,20 @@ def answer(inputs: NsysInputs) -> dict:
             "gemm_share_forward_backward": None,
             "gemm_share_train_step": None,
             "category_shares": [],
-            "answer": "This trace has no kernels in a measured `forward` range, so it cannot give the forward GEMM share.",
+            "answer": inputs.no_kernels_reason("forward") + ", so it cannot give the forward GEMM share.",
         }
     has_backward = inputs.passes("backward") > 0
     has_train_step = has_backward and inputs.passes("optimizer_step") > 0
     forward_backward = _shares(inputs.measured_kernels(("forward", "backward"))) if has_backward else None
     train = _shares(inputs.measured_kernels()) if has_train_step else None
 
-    table = pd.DataFrame({"forward_share": forward, "train_step_share": train}).fillna(0.0)
-    table["change"] = table["train_step_share"] - table["forward_share"] if has_train_step else None
+    table = forward.rename("forward_share").to_frame()
+    if has_train_step:
+        table = table.join(train.rename("train_step_share"), how="outer").fillna(0.0)
+        table["train_minus_forward_share"] = table["train_step_share"] - table["forward_share"]
+    else:
+        table = table.assign(train_step_share=None, train_minus_forward_share=None)
     table = table.sort_values("forward_share", ascending=False).rename_axis("category").reset_index()
-    if not has_train_step:
-        table["train_step_share"] = None
 
     gemm_forward = float(forward.get(GEMM, 0.0))
     sentence = f"Matrix multiplications take {text.pct(gemm_forward)} of forward kernel time"
@@ -67,11 +69,11 @@ def _shares(kernels: pd.DataFrame) -> pd.Series:
 
 def _movers_sentence(table: pd.DataFrame) -> str:
     others = table[table["category"] != GEMM]
-    movers = others.reindex(others["change"].abs().sort_values(ascending=False).index).head(MOVERS_IN_ANSWER)
+    movers = others.reindex(others["train_minus_forward_share"].abs().sort_values(ascending=False).index).head(MOVERS_IN_ANSWER)
     parts = [
-        f"{row.category} {'rises' if row.change > 0 else 'falls'} from {text.pct(row.forward_share)} to {text.pct(row.train_step_share)}"
+        f"{row.category} {'rises' if row.train_minus_forward_share > 0 else 'falls'} from {text.pct(row.forward_share)} to {text.pct(row.train_step_share)}"
         for row in movers.itertuples()
-        if row.change != 0
+        if row.train_minus_forward_share != 0
     ]
     if not parts:
         return "The other categories keep their shares."

@@ -62,6 +62,12 @@ class NsysInputs:
             keep &= self.ops["phase"].isin(phases)
         return self.ops[keep]
 
+    def no_kernels_reason(self, phase: str) -> str:
+        """Why a phase has no measured kernels to analyze, as the start of an answer sentence."""
+        if self.passes(phase) == 0:
+            return f"This trace has no measured `{phase}` range"
+        return f"This trace launched no kernels inside its measured `{phase}` ranges"
+
     def passes(self, phase: str) -> int:
         """Number of measured instances of a phase (0 when the trace has none)."""
         return int(self.measured_passes.get(phase, 0))

@@ -48,16 +48,16 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     is_kernel = ops["op_kind"] == "kernel"
     table = pd.DataFrame(
         {
-            "kernels": ops[is_kernel].groupby("phase").size(),
-            "kernel_ns": ops[is_kernel].groupby("phase")["dur_ns"].sum(),
-            "memop_ns": ops[~is_kernel].groupby("phase")["dur_ns"].sum(),
-            "cpu_span_ns": ranges.groupby("phase")["cpu_dur_ns"].sum(),
-            "gpu_span_ns": ranges.groupby("phase")["gpu_span_ns"].sum(),
-            "busy_ns": ranges.groupby("phase")["busy_ns"].sum(),
+            "kernels": ops[is_kernel].groupby("phase", observed=True).size(),
+            "kernel_ns": ops[is_kernel].groupby("phase", observed=True)["dur_ns"].sum(),
+            "memop_ns": ops[~is_kernel].groupby("phase", observed=True)["dur_ns"].sum(),
+            "cpu_span_ns": ranges.groupby("phase", observed=True)["cpu_dur_ns"].sum(),
+            "gpu_span_ns": ranges.groupby("phase", observed=True)["gpu_span_ns"].sum(),
+            "busy_ns": ranges.groupby("phase", observed=True)["busy_ns"].sum(),
         }
-    ).fillna(0)
-    phases = [p for p in PHASES if inputs.passes(p) > 0 and p in table.index]
-    table = table.loc[phases]
+    )
+    phases = [p for p in PHASES if inputs.passes(p) > 0]
+    table = table.reindex(phases).fillna(0)
     passes = pd.Series({p: inputs.passes(p) for p in phases}, dtype="int64")
     out = pd.DataFrame({"passes": passes, "kernels_per_pass": table["kernels"] / passes})
     for column in ("kernel", "memop", "cpu_span", "gpu_span", "busy"):
@@ -69,7 +69,7 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
 def phase_category_ms(inputs: NsysInputs) -> pd.DataFrame:
     """Kernel ms per pass, phases as rows and categories as columns (0 where a phase has none)."""
     kernels = inputs.measured_kernels(PHASES)
-    summed = kernels.groupby(["phase", "category"])["dur_ns"].sum().unstack(fill_value=0)
+    summed = kernels.groupby(["phase", "category"], observed=True)["dur_ns"].sum().unstack(fill_value=0)
     passes = pd.Series({p: inputs.passes(p) for p in summed.index}).clip(lower=1)
     return summed.div(passes, axis=0) / 1e6
 

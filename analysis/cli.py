@@ -1,0 +1,201 @@
+"""``analyze-nsys``: analyze nsys SQLite exports and write JSON, CSV, Markdown or HTML results.
+
+A thin layer over :func:`analysis.summary.analyze_trace`: traces are analyzed in parallel, a
+trace that cannot be analyzed costs one line on stderr (``TRACE: why``) and the batch goes on.
+Exit status: 0 when every trace was analyzed, 1 when some failed, 2 for usage errors.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from tqdm import tqdm
+
+from analysis.cache import ResultsCache
+from analysis.errors import TraceError
+from analysis.questions.diff import diff_summaries
+from analysis.summary import analyze_trace, flat_tables
+
+FORMATS = ("json", "md", "csv", "html")
+DEFAULT_OUT = "report"
+RESULTS_DB = "results.db"
+
+EPILOG = """\
+compare two runs:
+  analyze-nsys diff A.sqlite B.sqlite [--out DIR]
+      writes DIR/diff.json and the diff page: per-category deltas, the kernels that moved most,
+      and why.
+
+exit status: 0 every trace analyzed, 1 some traces failed (one line each on stderr), 2 usage error.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status instead of exiting."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        if argv[:1] == ["diff"]:
+            return _diff(_diff_parser().parse_args(argv[1:]))
+        return _analyze(_analyze_parser().parse_args(argv))
+    except SystemExit as stop:  # argparse: --help (0) and usage errors (2)
+        return stop.code if isinstance(stop.code, int) else 2
+
+
+def _analyze_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="analyze-nsys",
+        description="Answer the CS336 profiling questions from nsys SQLite exports (.sqlite or .sqlite.xz).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("traces", nargs="+", type=Path, metavar="TRACE", help="nsys exports to analyze")
+    parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help=f"output folder (default: {DEFAULT_OUT})")
+    parser.add_argument(
+        "--format",
+        type=_formats,
+        default=("json",),
+        help=f"comma-separated outputs among {','.join(FORMATS)} (default: json)",
+    )
+    parser.add_argument("--results", type=Path, help="folder of the runner's results files, for the report's other pages")
+    parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
+    parser.add_argument("--no-cache", action="store_true", help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}")
+    return parser
+
+
+def _diff_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="analyze-nsys diff",
+        description="Compare two nsys exports: per-category deltas, the kernels that moved most, and why.",
+    )
+    parser.add_argument("a", type=Path, metavar="A", help="the baseline trace")
+    parser.add_argument("b", type=Path, metavar="B", help="the trace compared with it")
+    parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help=f"output folder (default: {DEFAULT_OUT})")
+    return parser
+
+
+def _formats(value: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+    unknown = [v for v in chosen if v not in FORMATS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown format {', '.join(unknown) or repr(value)}; choose among {','.join(FORMATS)}")
+    return chosen
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def analyze_one(path: Path) -> tuple[dict | None, str | None]:
+    """(summary, None) for a trace analyzed, (None, one-line reason) for one that failed."""
+    try:
+        return analyze_trace(path), None
+    except TraceError as err:
+        return None, str(err)
+    except Exception as err:  # a defect must not end the batch; the line says it is unexpected
+        return None, f"unexpected {type(err).__name__} while analyzing: {err}"
+
+
+def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None) -> tuple[list[dict], list[dict]]:
+    """Summaries of the traces analyzed (cache hits included) and ``{trace, error}`` failures,
+    both in input order. Failures are also printed to stderr as they come."""
+    results: dict[Path, tuple[dict | None, str | None]] = {}
+    for path in paths:
+        cached = _cached(cache, path)
+        if cached is not None:
+            results[path] = (cached, None)
+    todo = [p for p in dict.fromkeys(paths) if p not in results]
+    with tqdm(total=len(todo), desc="analyzing", unit="trace", file=sys.stderr, disable=None) as progress:
+        for path, outcome in _run(todo, jobs):
+            results[path] = outcome
+            summary, error = outcome
+            if error is not None:
+                progress.write(f"{path}: {error}", file=sys.stderr)
+            elif cache is not None:
+                cache.put(path, summary)
+            progress.update()
+    summaries = [results[p][0] for p in paths if results[p][0] is not None]
+    failures = [{"trace": str(p), "error": results[p][1]} for p in paths if results[p][1] is not None]
+    return summaries, failures
+
+
+def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
+    if cache is None or not path.is_file():
+        return None
+    try:
+        return cache.get(path)
+    except OSError:  # unreadable file: analyze_one reports it
+        return None
+
+
+def _run(paths: list[Path], jobs: int):
+    """Yield (path, outcome) as traces finish: in this process for one job or one trace."""
+    if jobs == 1 or len(paths) <= 1:
+        for path in paths:
+            yield path, analyze_one(path)
+        return
+    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+        futures = {pool.submit(analyze_one, path): path for path in paths}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    args.out.mkdir(parents=True, exist_ok=True)
+    cache = None if args.no_cache else ResultsCache(args.out / RESULTS_DB)
+    try:
+        summaries, failures = analyze_many(args.traces, args.jobs, cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    write_outputs(summaries, failures, args.out, args.format, args.results)
+    return 1 if failures else 0
+
+
+def write_outputs(summaries: list[dict], failures: list[dict], out: Path, formats: tuple[str, ...], results_dir: Path | None) -> None:
+    """Write each requested format into ``out``; the report package is imported only when asked."""
+    if "json" in formats:
+        for summary in summaries:
+            (out / f"{_stem(summary['trace'])}.json").write_text(json.dumps(summary, indent=1))
+    if "csv" in formats:
+        for name, table in flat_tables(summaries).items():
+            table.to_csv(out / f"{name}.csv", index=False)
+    if "html" in formats:
+        from analysis.report import render_html
+
+        render_html(summaries, failures, out, results_dir)
+    if "md" in formats:
+        from analysis.report import render_markdown
+
+        render_markdown(summaries, failures, out, results_dir)
+
+
+def _stem(trace_name: str) -> str:
+    for suffix in (".sqlite.xz", ".sqlite"):
+        if trace_name.endswith(suffix):
+            return trace_name[: -len(suffix)]
+    return Path(trace_name).stem
+
+
+def _diff(args: argparse.Namespace) -> int:
+    args.out.mkdir(parents=True, exist_ok=True)
+    with ResultsCache(args.out / RESULTS_DB) as cache:
+        summaries, failures = analyze_many([args.a, args.b], jobs=2, cache=cache)
+    if failures:
+        return 1
+    summary_a, summary_b = summaries
+    (args.out / "diff.json").write_text(json.dumps(diff_summaries(summary_a, summary_b), indent=1))
+    from analysis.report import render_diff
+
+    render_diff(summary_a, summary_b, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Two trace summaries side by side: what moved from run A to run B, and what the numbers say
+about why (config changes, tensor-core use, kernel counts, kernels that appeared or vanished).
+
+Works on summaries (:mod:`analysis.summary`), so cached results diff without reloading traces.
+Figures are per pass of each summary's ``overall`` scope: per measured step, or per whole
+capture for traces without step ranges.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.questions import nsys_text as text
+
+TOP_MOVED_KERNELS = 10
+# Tensor-core shares that differ by less than this are not worth a sentence.
+TENSOR_CORE_SHIFT = 0.05
+# Kernel counts per pass that differ by less than this fraction are not worth a sentence.
+KERNEL_COUNT_SHIFT = 0.05
+CONFIG_KEYS_IGNORED = frozenset({"gpu_name", "seed", "warmup_steps", "measured_steps"})
+
+
+def diff_summaries(a: dict, b: dict) -> dict:
+    """What changed from summary ``a`` to summary ``b``: overall, per phase, per category, per
+    kernel (the :data:`TOP_MOVED_KERNELS` that moved most), the config keys that differ, and
+    ``why``, a few sentences generated from those numbers."""
+    overall_a, overall_b = a["overall"], b["overall"]
+    categories = _categories(overall_a, overall_b)
+    kernels = _kernels(overall_a, overall_b)
+    config_changes = _config_changes(a.get("config"), b.get("config"))
+    overall = {
+        "scope_a": overall_a["scope"],
+        "scope_b": overall_b["scope"],
+        "a_kernel_ms_per_pass": overall_a["kernel_ms_per_pass"],
+        "b_kernel_ms_per_pass": overall_b["kernel_ms_per_pass"],
+        "delta_ms_per_pass": overall_b["kernel_ms_per_pass"] - overall_a["kernel_ms_per_pass"],
+        "b_over_a_ratio": _ratio(overall_b["kernel_ms_per_pass"], overall_a["kernel_ms_per_pass"]),
+        "a_kernels_per_pass": overall_a["kernels_per_pass"],
+        "b_kernels_per_pass": overall_b["kernels_per_pass"],
+        "a_tensor_core_share": overall_a["tensor_core_share"],
+        "b_tensor_core_share": overall_b["tensor_core_share"],
+    }
+    return {
+        "a": a["trace"],
+        "b": b["trace"],
+        "config_changes": config_changes,
+        "overall": overall,
+        "phases": _phases(a["phases"], b["phases"]),
+        "categories": categories.to_dict("records"),
+        "kernels": kernels.head(TOP_MOVED_KERNELS).to_dict("records"),
+        "why": _why(a, b, overall, categories, kernels, config_changes),
+    }
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _config_changes(config_a: dict | None, config_b: dict | None) -> list[dict]:
+    if not config_a or not config_b:
+        return []
+    keys = sorted((set(config_a) | set(config_b)) - CONFIG_KEYS_IGNORED)
+    return [{"key": k, "a": config_a.get(k), "b": config_b.get(k)} for k in keys if config_a.get(k) != config_b.get(k)]
+
+
+def _phases(phases_a: dict, phases_b: dict) -> list[dict]:
+    rows = []
+    for phase in [p for p in phases_a if p in phases_b]:
+        before, after = phases_a[phase], phases_b[phase]
+        rows.append(
+            {
+                "phase": phase,
+                "a_kernel_ms_per_pass": before["kernel_ms_per_pass"],
+                "b_kernel_ms_per_pass": after["kernel_ms_per_pass"],
+                "delta_ms_per_pass": after["kernel_ms_per_pass"] - before["kernel_ms_per_pass"],
+                "a_gpu_span_ms_per_pass": before["gpu_span_ms_per_pass"],
+                "b_gpu_span_ms_per_pass": after["gpu_span_ms_per_pass"],
+                "a_kernels_per_pass": before["kernels_per_pass"],
+                "b_kernels_per_pass": after["kernels_per_pass"],
+            }
+        )
+    return rows
+
+
+def _categories(overall_a: dict, overall_b: dict) -> pd.DataFrame:
+    """Category ms per pass in A and B (0 where absent), largest absolute change first."""
+    table = pd.DataFrame(
+        {
+            "a_ms_per_pass": pd.Series(overall_a["by_category_ms_per_pass"], dtype=float),
+            "b_ms_per_pass": pd.Series(overall_b["by_category_ms_per_pass"], dtype=float),
+        }
+    ).fillna(0.0)
+    table["delta_ms_per_pass"] = table["b_ms_per_pass"] - table["a_ms_per_pass"]
+    order = table["delta_ms_per_pass"].abs().sort_values(ascending=False, kind="stable").index
+    return table.loc[order].rename_axis("category").reset_index()
+
+
+def _kernels(overall_a: dict, overall_b: dict) -> pd.DataFrame:
+    """Per-kernel ms per pass in A and B, largest absolute change first.
+
+    A kernel missing from one side's ``top_kernels`` counts 0 there when that list holds every
+    distinct kernel of the trace, and is unknown (row left out) when the list was cut.
+    """
+    sides = {}
+    for side, overall in (("a", overall_a), ("b", overall_b)):
+        listed = pd.DataFrame(overall["top_kernels"], columns=["kernel", "category", "calls_per_pass", "ms_per_pass"])
+        complete = len(listed) >= overall["distinct_kernels"]
+        sides[side] = (listed.set_index("kernel"), complete)
+    (a, a_complete), (b, b_complete) = sides["a"], sides["b"]
+    table = pd.DataFrame(
+        {
+            "category": a["category"].combine_first(b["category"]),
+            "a_ms_per_pass": a["ms_per_pass"],
+            "b_ms_per_pass": b["ms_per_pass"],
+            "a_calls_per_pass": a["calls_per_pass"],
+            "b_calls_per_pass": b["calls_per_pass"],
+        }
+    )
+    for side, complete in (("a", a_complete), ("b", b_complete)):
+        if complete:
+            table[[f"{side}_ms_per_pass", f"{side}_calls_per_pass"]] = table[
+                [f"{side}_ms_per_pass", f"{side}_calls_per_pass"]
+            ].fillna(0.0)
+    table = table.dropna()
+    table["delta_ms_per_pass"] = table["b_ms_per_pass"] - table["a_ms_per_pass"]
+    order = table["delta_ms_per_pass"].abs().sort_values(ascending=False, kind="stable").index
+    return table.loc[order].rename_axis("kernel").reset_index()
+
+
+def _why(a: dict, b: dict, overall: dict, categories: pd.DataFrame, kernels: pd.DataFrame, config_changes: list[dict]) -> str:
+    unit = "measured step" if overall["scope_a"] == overall["scope_b"] == "measured steps" else "pass (whole capture)"
+    total_a, total_b = overall["a_kernel_ms_per_pass"], overall["b_kernel_ms_per_pass"]
+    sentences = [
+        f"B ({b['trace']}) spends {text.ms(total_b)} of kernel time per {unit} against {text.ms(total_a)} "
+        f"in A ({a['trace']})" + (f", {_signed_pct(total_b / total_a - 1)}." if total_a else ".")
+    ]
+    if config_changes:
+        listed = ", ".join(f"{c['key']} ({c['a']} → {c['b']})" for c in config_changes)
+        sentences.append(f"The runs differ in {listed}.")
+    delta_total = overall["delta_ms_per_pass"]
+    if len(categories) and delta_total:
+        top = categories.iloc[0]
+        sentences.append(
+            f"The largest change is {top['category']}: {text.ms(top['a_ms_per_pass'])} → "
+            f"{text.ms(top['b_ms_per_pass'])} ({_signed_ms(top['delta_ms_per_pass'])})."
+        )
+    moved = kernels[(kernels["a_calls_per_pass"] > 0) & (kernels["b_calls_per_pass"] > 0)]
+    if len(moved):
+        top = moved.iloc[0]
+        per_call_a = top["a_ms_per_pass"] / top["a_calls_per_pass"]
+        per_call_b = top["b_ms_per_pass"] / top["b_calls_per_pass"]
+        sentences.append(
+            f"The kernel that moved most, {text.kernel_label(top['kernel'])}, runs "
+            f"{text.count(top['a_calls_per_pass'])} → {text.count(top['b_calls_per_pass'])} times per {unit} "
+            f"at {text.ms(per_call_a)} → {text.ms(per_call_b)} per call ({_signed_pct(per_call_b / per_call_a - 1)})."
+        )
+    share_a, share_b = overall["a_tensor_core_share"], overall["b_tensor_core_share"]
+    if share_a is not None and share_b is not None and abs(share_b - share_a) >= TENSOR_CORE_SHIFT:
+        sentences.append(f"Tensor-core kernels go from {text.pct(share_a)} to {text.pct(share_b)} of kernel time.")
+    count_a, count_b = overall["a_kernels_per_pass"], overall["b_kernels_per_pass"]
+    if count_a and abs(count_b / count_a - 1) >= KERNEL_COUNT_SHIFT:
+        sentences.append(
+            f"B launches {text.count(count_b)} kernels per {unit} against {text.count(count_a)} "
+            f"(mean kernel {_mean_us(total_b, count_b)} against {_mean_us(total_a, count_a)})."
+        )
+    appeared = kernels[(kernels["a_ms_per_pass"] == 0) & (kernels["b_ms_per_pass"] > 0)]
+    if len(appeared):
+        new = appeared.iloc[0]
+        sentences.append(
+            f"{text.kernel_label(new['kernel'])} ({new['category']}) appears in B with {text.ms(new['b_ms_per_pass'])}."
+        )
+    return " ".join(sentences)
+
+
+def _signed_pct(fraction: float) -> str:
+    return ("+" if fraction >= 0 else "−") + text.pct(abs(fraction))
+
+
+def _signed_ms(delta_ms: float) -> str:
+    return ("+" if delta_ms >= 0 else "−") + text.ms(abs(delta_ms))
+
+
+def _mean_us(total_ms: float, count: float) -> str:
+    return f"{1e3 * total_ms / count:.1f} µs" if count else "n/a"
