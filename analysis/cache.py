@@ -3,14 +3,14 @@
 `<out>/results.db` (SQLite, written with sqlite-utils) holds the whole JSON of each analyzed trace
 and flat tables to query with SQL:
 
-- `traces`: key, trace, gpu, nsys_version, measured_passes (JSON), analyzed_at (UTC, ISO 8601);
+- `traces`: key, trace, gpu, nsys_version, measured_passes, analyzed_at (UTC, ISO 8601);
 - `phases`: key, trace, phase, kernels_per_pass, kernel_ms_per_pass, gpu_span_ms_per_pass,
   cpu_span_ms_per_pass;
 - `categories`: key, trace, phase, category, ms_per_pass;
 - `summaries`: key, summary_json (what `get` returns).
 
 The key is the sha256 of the file's bytes plus `analysis.__version__`: a changed file or a new
-analyzer misses the cache, a renamed or copied file hits it.
+analyzer misses the cache, a renamed or copied file hits it (and `get` names it as asked).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ TRACES_COLUMNS = {
     "trace": str,
     "gpu": str,
     "nsys_version": str,
-    "measured_passes": str,
+    "measured_passes": int,
     "analyzed_at": str,
 }
 PHASE_FIGURES = ("kernels_per_pass", "kernel_ms_per_pass", "gpu_span_ms_per_pass", "cpu_span_ms_per_pass")
@@ -47,6 +47,7 @@ class ResultsCache:
         self.db_path = Path(db_path)
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite_utils.Database(sqlite3.connect(self.db_path, timeout=LOCK_TIMEOUT_S))
+        self._digests: dict[tuple[Path, int, int], str] = {}  # (path, size, mtime_ns) -> sha256: hash once
         self._create_tables()
 
     def _create_tables(self) -> None:
@@ -61,12 +62,20 @@ class ResultsCache:
 
     def key_for(self, path: Path) -> str:
         """Cache key of a trace file: `<sha256 of its bytes>@<analyzer version>`."""
-        return f"{file_sha256(Path(path))}@{__version__}"
+        path = Path(path).resolve()
+        stat = path.stat()
+        seen = (path, stat.st_size, stat.st_mtime_ns)
+        if seen not in self._digests:
+            self._digests[seen] = file_sha256(path)
+        return f"{self._digests[seen]}@{__version__}"
 
     def get(self, path: Path) -> dict | None:
-        """The stored summary of this file's content, or None when it was never analyzed."""
+        """The stored summary of this file's content, or None when it was never analyzed.
+
+        A copy of an analyzed file gets the stored summary under its own name (`trace`).
+        """
         rows = list(self.db["summaries"].rows_where("key = ?", [self.key_for(path)], select="summary_json"))
-        return json.loads(rows[0]["summary_json"]) if rows else None
+        return {**json.loads(rows[0]["summary_json"]), "trace": Path(path).name} if rows else None
 
     def put(self, path: Path, summary: dict) -> None:
         """Store (or replace) the summary of this file's content and its flat rows."""
@@ -81,7 +90,7 @@ class ResultsCache:
                     "trace": trace,
                     "gpu": summary.get("gpu"),
                     "nsys_version": summary.get("nsys_version"),
-                    "measured_passes": json.dumps(summary.get("measured_passes")),
+                    "measured_passes": summary.get("measured_passes"),
                     "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 }
             )

@@ -34,7 +34,7 @@ def _summary(trace: str, forward_ms: float, phases=("forward", "backward")) -> d
         "trace": trace,
         "gpu": "NVIDIA H200",
         "nsys_version": "2025.3.1",
-        "measured_passes": {phase: 3 for phase in phases},
+        "measured_passes": 3,
         "phases": {phase: figures[phase] for phase in phases},
         "questions": {"a": {"forward_ms": forward_ms}},
     }
@@ -71,6 +71,13 @@ def test_key_is_content_hash_plus_analyzer_version(results, trace_file, tmp_path
     assert results.key_for(changed) != results.key_for(trace_file)
 
 
+def test_a_copy_hits_under_its_own_name(results, trace_file, tmp_path):
+    results.put(trace_file, _summary("run.sqlite", 30.5))
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(trace_file.read_bytes())
+    assert results.get(copy) == _summary("copy.sqlite", 30.5)
+
+
 def test_round_trip_and_persistence(results, trace_file):
     assert results.get(trace_file) is None
     summary = _summary("run.sqlite", 30.5)
@@ -96,7 +103,7 @@ def test_flat_tables_answer_sql(results, trace_file):
         "trace": "run.sqlite",
         "gpu": "NVIDIA H200",
         "nsys_version": "2025.3.1",
-        "measured_passes": '{"forward": 3, "backward": 3}',
+        "measured_passes": 3,
     }
     assert trace_row["analyzed_at"].endswith("+00:00")
     assert list(db.query("SELECT phase, kernels_per_pass, kernel_ms_per_pass FROM phases ORDER BY phase")) == [
@@ -125,3 +132,31 @@ def test_replacing_an_entry_replaces_its_rows(results, trace_file, tmp_path):
     ]
     assert list(db.query("SELECT count(*) AS n FROM categories WHERE trace = 'run.sqlite'")) == [{"n": 2}]
     assert results.get(trace_file)["questions"]["a"]["forward_ms"] == 31.0
+
+
+def test_real_summary_fills_the_flat_tables(results, fixture_trace):
+    from analysis.summary import analyze_trace
+
+    trace = fixture_trace("small_ctx128_train_fp32.sqlite")
+    summary = analyze_trace(trace)
+    results.put(trace, summary)
+    db = sqlite_utils.Database(results.db_path)
+    assert list(db.query("SELECT trace, gpu, measured_passes FROM traces")) == [
+        {"trace": "small_ctx128_train_fp32.sqlite", "gpu": "NVIDIA H200", "measured_passes": 3}
+    ]
+    # 1,463 kernels per backward pass: the reference fact of the fixture's README.
+    assert list(db.query("SELECT phase, kernels_per_pass FROM phases ORDER BY phase")) == [
+        {"phase": "backward", "kernels_per_pass": 1463.0},
+        {"phase": "forward", "kernels_per_pass": 956.0},
+        {"phase": "optimizer_step", "kernels_per_pass": 888.0},
+    ]
+    category_ms = {
+        (row["phase"], row["category"]): row["ms_per_pass"]
+        for row in db.query("SELECT phase, category, ms_per_pass FROM categories")
+    }
+    assert category_ms == {
+        (phase, category): ms
+        for phase, figures in summary["phases"].items()
+        for category, ms in figures["by_category_ms_per_pass"].items()
+    }
+    assert results.get(trace) == summary

@@ -163,3 +163,14 @@ def test_command_line(fixture_trace, tmp_path, capsys):
     assert "1 copies of 3 measured steps, 7,170 kernels" in capsys.readouterr().out
     assert main([str(fixture_trace("attention_bench.sqlite")), "-o", str(out), "--repeat", "1"]) == 1
     assert "no closed NVTX ranges named step_<i>" in capsys.readouterr().err
+
+
+def test_analyzer_sees_nine_identical_measured_steps(fixture_trace, tripled):
+    from analysis.summary import analyze_trace
+
+    source, scaled = analyze_trace(fixture_trace(TRAIN)), analyze_trace(tripled)
+    assert (source["measured_passes"], scaled["measured_passes"]) == (3, 9)
+    assert scaled["phases"]["backward"]["kernels_per_pass"] == 1463
+    for phase, figures in source["phases"].items():
+        for name in ("kernels_per_pass", "kernel_ms_per_pass", "gpu_span_ms_per_pass", "cpu_span_ms_per_pass"):
+            assert scaled["phases"][phase][name] == pytest.approx(figures[name], rel=1e-12), (phase, name)
