@@ -2,12 +2,14 @@
 the two matmuls', and against the ratio of their FLOPs.
 
 Softmax time is the summed time of the kernels launched inside the ``computing softmax`` ranges;
-matmul time is the same for ``computing attention scores`` plus ``final matmul``; both over
-measured forward passes, per pass. Needs: those NVTX sub-ranges inside measured ``forward``
-ranges; the run's config for the FLOPs ratio.
+matmul time is the same for ``computing attention scores`` plus ``final matmul`` (the scaling
+and masking kernels inside those ranges included; ``matmul_gemm_ms_per_pass`` is their GEMMs
+alone); all over measured forward passes, per pass. Needs: those NVTX sub-ranges inside
+measured ``forward`` ranges; the run's config for the FLOPs ratio.
 """
 from __future__ import annotations
 
+from analysis.classify import GEMM
 from analysis.flops import attention_flops_ratio
 from analysis.phases import RangeNames
 from analysis.questions import nsys_text as text
@@ -28,6 +30,7 @@ def answer(inputs: NsysInputs, names: RangeNames = RangeNames()) -> dict:
         return {
             "softmax_ms_per_pass": None,
             "matmul_ms_per_pass": None,
+            "matmul_gemm_ms_per_pass": None,
             "softmax_kernels_per_pass": None,
             "matmul_kernels_per_pass": None,
             "runtime_ratio": None,
@@ -42,29 +45,32 @@ def answer(inputs: NsysInputs, names: RangeNames = RangeNames()) -> dict:
     matmuls = kernels[kernels["region"].isin((names.attention_scores, names.final_matmul))]
     softmax_ms = softmax["dur_ns"].sum() / passes / 1e6
     matmul_ms = matmuls["dur_ns"].sum() / passes / 1e6
+    matmul_gemm_ms = matmuls.loc[matmuls["category"] == GEMM, "dur_ns"].sum() / passes / 1e6
     runtime_ratio = softmax_ms / matmul_ms
     sentence = (
         f"Inside attention, the softmax takes {text.ms(softmax_ms)} of GPU time per forward pass "
-        f"({text.count(len(softmax) / passes)} kernels) against {text.ms(matmul_ms)} for the two matmuls "
-        f"({text.count(len(matmuls) / passes)} kernels): {runtime_ratio:.2f}× their time."
+        f"({text.plural(len(softmax) / passes, 'kernel')}) against {text.ms(matmul_ms)} for the two matmul ranges "
+        f"({text.plural(len(matmuls) / passes, 'kernel')}, of which GEMMs {text.ms(matmul_gemm_ms)}): "
+        f"{runtime_ratio:.2f}× their time."
     )
     if flops_ratio is None:
         sentence += " The trace carries no model shapes, so the FLOPs ratio is unknown."
     else:
+        per_flop = runtime_ratio / flops_ratio
         sentence += (
-            f" By FLOPs the softmax is only {flops_ratio:.3f}× the matmuls, so per FLOP it is "
-            f"{runtime_ratio / flops_ratio:.0f}× slower."
+            f" By FLOPs the softmax is {flops_ratio:.3g}× the matmuls, so per FLOP it is "
+            + (f"{per_flop:.0f}× slower." if per_flop >= 1 else f"{1 / per_flop:.0f}× faster.")
         )
     return {
         "softmax_ms_per_pass": softmax_ms,
         "matmul_ms_per_pass": matmul_ms,
+        "matmul_gemm_ms_per_pass": matmul_gemm_ms,
         "softmax_kernels_per_pass": len(softmax) / passes,
         "matmul_kernels_per_pass": len(matmuls) / passes,
         "runtime_ratio": runtime_ratio,
         "flops_ratio": flops_ratio,
         "answer": sentence,
     }
-
 
 def _flops_ratio(config: dict | None) -> float | None:
     """Softmax / matmul FLOPs from the config's shapes; None when the config lacks them."""

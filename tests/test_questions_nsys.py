@@ -1,0 +1,349 @@
+"""The nsys questions a-e and their extras on the reference traces, checked against nsys's own
+reports where it has one and against the raw SQLite where it has none."""
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from analysis.attribution import ops_in_windows
+from analysis.flops import phase_flops
+from analysis.load import load_trace
+from analysis.phases import gpu_ops, label_ops
+from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
+from analysis.questions.diff import diff_summaries
+from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
+from analysis.questions.nsys_text import kernel_label
+from analysis.questions.phase_breakdown import busy_ns, phase_summaries
+from analysis.summary import summarize
+from analysis.timings import RunRecord, read_run_record, timings_json_path
+
+TRAIN = "small_ctx128_train_fp32.sqlite"
+FORWARD = "small_ctx256_forward_fp32.sqlite"
+TOP_FORWARD_GEMM = (
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_"
+    "execute_kernel__5x_cublas"
+)
+
+
+@pytest.fixture(scope="module")
+def train_trace():
+    from tests.conftest import FIXTURES
+
+    path = FIXTURES / TRAIN
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the shared trace folder sits beside the repository)")
+    return load_trace(path)
+
+
+@pytest.fixture(scope="module")
+def train_inputs(train_trace):
+    run = read_run_record(train_trace.marks, train_trace.path)
+    return NsysInputs.build(label_ops(train_trace), run, train_trace.gpu_name)
+
+
+@pytest.fixture(scope="module")
+def train_summary(train_trace):
+    return summarize(train_trace)
+
+
+def _nsys_csv(fixture_trace, report: str) -> list[dict]:
+    path = fixture_trace(TRAIN).with_name(TRAIN.replace(".sqlite", f".{report}.csv"))
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _nvtx_kernel_instances(fixture_trace, range_name: str) -> int:
+    """Kernel launches nsys's nvtx_kern_sum counts in all instances of a range (same-thread rule)."""
+    return sum(int(r["Kern Inst"]) for r in _nsys_csv(fixture_trace, "nvtx_kern_sum") if r["NVTX Range"] == range_name)
+
+
+# ---------------------------------------------------------------- against nsys's own reports
+
+
+def test_kernel_totals_over_the_whole_trace_equal_nsys_cuda_gpu_kern_sum(fixture_trace, train_inputs):
+    kernels = train_inputs.ops[train_inputs.ops["op_kind"] == "kernel"]
+    ours = kernel_totals(kernels, passes=1).set_index("kernel")
+    nsys = pd.DataFrame(_nsys_csv(fixture_trace, "cuda_gpu_kern_sum")).set_index("Name")
+    assert len(ours) == len(nsys) == 66
+    assert (ours.loc[nsys.index, "total_ns"] == nsys["Total Time (ns)"].astype(int)).all()
+    assert (ours.loc[nsys.index, "calls"] == nsys["Instances"].astype(int)).all()
+
+
+def test_same_thread_forward_projections_add_up_to_nsys_nvtx_gpu_proj_sum(fixture_trace, train_trace):
+    ops = gpu_ops(train_trace)
+    forward = train_trace.ranges[train_trace.ranges["name"] == "forward"].reset_index(drop=True)
+    window = ops_in_windows(ops, forward, same_thread=True)
+    held = ops[window >= 0].assign(window=window[window >= 0])
+    spans = held.groupby("window").agg(first_ns=("start_ns", "min"), last_ns=("end_ns", "max"))
+    nsys = {r["Range"]: r for r in _nsys_csv(fixture_trace, "nvtx_gpu_proj_sum")}[":forward"]
+    assert len(forward) == int(nsys["Range Instances"]) == 5
+    assert int((spans["last_ns"] - spans["first_ns"]).sum()) == int(nsys["Total Proj Time (ns)"]) == 790_869_607
+    assert len(held) == int(nsys["Total GPU Ops"]) == 4840
+
+
+def test_backward_gets_its_kernels_from_the_autograd_thread(fixture_trace, train_trace, train_summary):
+    ops = gpu_ops(train_trace)
+    backward = train_trace.ranges[train_trace.ranges["name"] == "backward"].reset_index(drop=True)
+    same_thread_ops = int((ops_in_windows(ops, backward, same_thread=True) >= 0).sum())
+    nsys = {r["Range"]: r for r in _nsys_csv(fixture_trace, "nvtx_gpu_proj_sum")}[":backward"]
+    assert same_thread_ops == int(nsys["Total GPU Ops"]) == 5  # what the same-thread rule sees
+    assert train_summary["phases"]["backward"]["kernels_per_pass"] == 1463
+
+
+def test_per_pass_counts_match_nsys_range_instances(fixture_trace, train_summary):
+    # Every forward pass launches the same kernels, so nsys's totals over 5 passes / 5 = one pass.
+    questions = train_summary["questions"]
+    assert train_summary["phases"]["forward"]["kernels_per_pass"] == _nvtx_kernel_instances(fixture_trace, ":forward") / 5 == 956
+    top_calls = {
+        r["Kernel Name"]: int(r["Kern Inst"]) for r in _nsys_csv(fixture_trace, "nvtx_kern_sum") if r["NVTX Range"] == ":forward"
+    }
+    assert questions["b"]["top_forward_kernel"] == TOP_FORWARD_GEMM
+    assert questions["b"]["calls_per_forward_pass"] == top_calls[TOP_FORWARD_GEMM] / 5 == 73
+    assert questions["e"]["softmax_kernels_per_pass"] == _nvtx_kernel_instances(fixture_trace, ":computing softmax") / 5 == 60
+    matmul_launches = _nvtx_kernel_instances(fixture_trace, ":computing attention scores") + _nvtx_kernel_instances(
+        fixture_trace, ":final matmul"
+    )
+    assert questions["e"]["matmul_kernels_per_pass"] == matmul_launches / 5 == 72
+
+
+def test_forward_cpu_span_is_the_mean_of_the_measured_forward_ranges_in_the_sqlite(fixture_trace, train_summary):
+    with sqlite3.connect(f"file:{fixture_trace(TRAIN)}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT start, end FROM NVTX_EVENTS WHERE text = 'forward' ORDER BY start").fetchall()
+    measured = rows[2:]  # two warm-up steps, then three measured ones
+    assert len(measured) == 3
+    answer = train_summary["questions"]["a"]
+    assert answer["nsys_forward_ms"] * 3e6 == pytest.approx(sum(end - start for start, end in measured), abs=1e-3)
+    assert sum(end - start for start, end in measured) == 114_756_718
+
+
+# ---------------------------------------------------------------- exact figures of the reference trace
+
+
+def test_phase_figures_of_the_training_trace(train_summary):
+    phases = train_summary["phases"]
+    assert list(phases) == ["forward", "backward", "optimizer_step"]
+    assert train_summary["measured_passes"] == 3
+    summed_ns = {p: round(f["kernel_ms_per_pass"] * 3e6) for p, f in phases.items()}
+    assert summed_ns == {"forward": 16_332_083, "backward": 33_885_885, "optimizer_step": 8_690_070}
+    assert round(phases["forward"]["gpu_span_ms_per_pass"] * 3e6) == 113_957_518
+    assert [f["kernels_per_pass"] for f in phases.values()] == [956, 1463, 888]
+    for figures in phases.values():
+        assert sum(figures["by_category_ms_per_pass"].values()) == pytest.approx(figures["kernel_ms_per_pass"])
+        assert figures["busy_ms_per_pass"] <= figures["gpu_span_ms_per_pass"] <= figures["cpu_span_ms_per_pass"]
+        assert figures["idle_ms_per_pass"] == pytest.approx(figures["gpu_span_ms_per_pass"] - figures["busy_ms_per_pass"])
+    # The optimizer's kernels never overlap, and it launches no copies: busy time is kernel time.
+    assert phases["optimizer_step"]["busy_ms_per_pass"] == phases["optimizer_step"]["kernel_ms_per_pass"]
+
+
+def test_question_a_compares_with_the_python_timer_from_timings_json(train_summary):
+    answer = train_summary["questions"]["a"]
+    assert round(answer["python_forward_ms"], 2) == 38.26
+    assert answer["nsys_to_python_ratio"] == pytest.approx(answer["nsys_forward_ms"] / answer["python_forward_ms"])
+    assert "38.25 ms" in answer["answer"] and "38.26 ms" in answer["answer"]
+    assert train_summary["python_ms_source"] == "timings.json"
+
+
+def test_question_b_same_kernel_leads_forward_and_backward(train_summary):
+    answer = train_summary["questions"]["b"]
+    assert answer["same_kernel"] is True
+    assert answer["top_forward_backward_kernel"] == TOP_FORWARD_GEMM
+    assert round(answer["top_forward_ms_per_pass"] * 3e6) == 8_208_818
+    assert "73 calls" in answer["answer"]
+
+
+def test_question_c_lists_non_gemm_kernels_above_one_percent(train_summary):
+    answer = train_summary["questions"]["c"]
+    rows = answer["top_non_gemm_forward"]
+    assert [r["calls_per_pass"] for r in rows] == [145, 72, 74, 37, 26, 24, 12, 13]
+    assert all(r["category"] != "gemm" and r["share"] > 0.01 for r in rows)
+    assert {r["category"] for r in answer["non_gemm_categories_forward"]} == {"elementwise", "reduction", "copy_cast"}
+    assert answer["non_gemm_share"] == pytest.approx(1 - train_summary["questions"]["d"]["gemm_share_forward"])
+
+
+def test_question_d_gemm_share_falls_from_forward_to_training_step(train_summary):
+    answer = train_summary["questions"]["d"]
+    overall = train_summary["overall"]
+    forward = train_summary["phases"]["forward"]
+    assert answer["gemm_share_forward"] == pytest.approx(forward["by_category_ms_per_pass"]["gemm"] / forward["kernel_ms_per_pass"])
+    assert answer["gemm_share_train_step"] == pytest.approx(overall["by_category_ms_per_pass"]["gemm"] / overall["kernel_ms_per_pass"])
+    assert answer["gemm_share_train_step"] < answer["gemm_share_forward"]
+    shares = {r["category"]: r for r in answer["category_shares"]}
+    assert sum(r["train_step_share"] for r in shares.values()) == pytest.approx(1)
+    assert "71.1%" in answer["answer"] and "58.0%" in answer["answer"]
+
+
+def test_question_e_softmax_against_matmuls(train_summary):
+    answer = train_summary["questions"]["e"]
+    assert round(answer["softmax_ms_per_pass"] * 3e6) == 661_534
+    assert round(answer["matmul_ms_per_pass"] * 3e6) == 863_933
+    assert answer["runtime_ratio"] == pytest.approx(661_534 / 863_933)
+    assert answer["flops_ratio"] == pytest.approx(5 / (4 * 64))  # 5 FLOPs per score, d_head 64
+    assert answer["matmul_gemm_ms_per_pass"] < answer["matmul_ms_per_pass"]
+
+
+def test_mfu_is_model_flops_over_gpu_span_against_the_h200_fp32_peak(train_summary):
+    forward = train_summary["phases"]["forward"]
+    flops = phase_flops(train_summary["config"])["forward"]
+    assert forward["model_flops_per_pass"] == flops
+    achieved = flops / (forward["gpu_span_ms_per_pass"] / 1e3)
+    assert forward["achieved_tflop_per_s"] == pytest.approx(achieved / 1e12)
+    assert forward["mfu"] == pytest.approx(achieved / 67e12)
+    assert train_summary["efficiency"]["precision"] == "fp32"
+    assert "launch-bound" in train_summary["efficiency"]["answer"]
+
+
+# ---------------------------------------------------------------- traces that cannot answer
+
+
+def test_forward_only_trace_says_what_it_cannot_answer(fixture_trace):
+    summary = summarize(load_trace(fixture_trace(FORWARD)))
+    questions = summary["questions"]
+    assert list(summary["phases"]) == ["forward"]
+    assert questions["b"]["same_kernel"] is None and questions["b"]["calls_per_forward_pass"] == 84
+    assert "no measured backward pass" in questions["b"]["answer"]
+    assert questions["d"]["gemm_share_train_step"] is None
+    assert "no measured backward pass or optimizer step" in questions["d"]["answer"]
+    assert round(questions["a"]["python_forward_ms"], 2) == 20.89
+
+
+def test_trace_without_attention_ranges_cannot_answer_e(fixture_trace):
+    summary = summarize(load_trace(fixture_trace("attention_bench.sqlite")))
+    answer = summary["questions"]["e"]
+    assert answer["softmax_ms_per_pass"] is None and answer["runtime_ratio"] is None
+    assert "`computing softmax`" in answer["answer"] and "cannot" in answer["answer"]
+    assert any("timings.json has no per-phase timings" in note for note in summary["notes"])
+    assert summary["questions"]["a"]["python_forward_ms"] is None
+
+
+def test_trace_without_phase_ranges_answers_nothing_but_the_overall_mix(external_trace):
+    summary = summarize(load_trace(external_trace("mock.sqlite")))
+    assert summary["phases"] == {} and summary["measured_passes"] == 0
+    for question in ("a", "b", "c", "d", "e"):
+        assert "cannot" in summary["questions"][question]["answer"]
+    assert summary["questions"]["a"]["nsys_forward_ms"] is None
+    assert summary["overall"]["kernels_per_pass"] == 2
+    assert "no measured `forward` range" in summary["questions"]["b"]["answer"]
+
+
+# ---------------------------------------------------------------- answers follow the numbers
+
+
+def test_answers_change_when_the_numbers_change(train_inputs, train_summary):
+    phases = train_summary["phases"]
+    slower = nsys_a.answer(phases, {"forward": 50.0})
+    assert "50.00 ms" in slower["answer"] and slower["answer"] != train_summary["questions"]["a"]["answer"]
+    assert "longer" not in slower["answer"] and "shorter" in slower["answer"]
+    assert "nothing to compare" in nsys_a.answer(phases, {})["answer"]
+    without_config = replace(train_inputs, run=RunRecord())
+    assert nsys_e.answer(without_config)["flops_ratio"] is None
+    assert "FLOPs ratio is unknown" in nsys_e.answer(without_config)["answer"]
+    unknown_gpu = efficiency.answer(phases, train_summary["config"], "Some Future GPU")
+    assert unknown_gpu["phases"]["forward"]["mfu"] is None
+    assert unknown_gpu["phases"]["forward"]["achieved_tflop_per_s"] is not None
+    assert "No fp32 peak is known for Some Future GPU" in unknown_gpu["answer"]
+
+
+def test_questions_read_only_measured_passes(train_inputs):
+    # Relabel the warm-up steps as measured: the per-pass figures must move (warm-up 0 is slow).
+    all_steps = replace(
+        train_inputs,
+        ops=train_inputs.ops.assign(measured=True),
+        measured_passes={p: 5 for p in train_inputs.measured_passes},
+    )
+    assert nsys_b.answer(all_steps)["top_forward_ms_per_pass"] != nsys_b.answer(train_inputs)["top_forward_ms_per_pass"]
+    assert nsys_c.answer(all_steps)["answer"] != nsys_c.answer(train_inputs)["answer"]
+    assert nsys_d.answer(all_steps)["gemm_share_forward"] != nsys_d.answer(train_inputs)["gemm_share_forward"]
+
+
+# ---------------------------------------------------------------- building blocks
+
+
+def test_busy_time_is_the_union_of_intervals_per_group():
+    ops = pd.DataFrame(
+        {
+            "group": [1, 1, 1, 1, 2, 2],
+            "start_ns": [0, 5, 20, 22, 100, 100],
+            "end_ns": [10, 12, 30, 25, 150, 110],
+        }
+    )
+    # group 1: [0, 12) and [20, 30) -> 12 + 10; group 2: [100, 150) -> 50
+    assert busy_ns(ops, "group").to_dict() == {1: 22, 2: 50}
+    assert busy_ns(ops.iloc[::-1], "group").to_dict() == {1: 22, 2: 50}
+
+
+def test_phase_summaries_survive_a_phase_with_no_operations(train_inputs):
+    no_optimizer_ops = replace(train_inputs, ops=train_inputs.ops[train_inputs.ops["phase"] != "optimizer_step"])
+    optimizer = phase_summaries(no_optimizer_ops)["optimizer_step"]
+    assert optimizer["kernels_per_pass"] == 0 and optimizer["gpu_span_ms_per_pass"] == 0
+    assert optimizer["cpu_span_ms_per_pass"] > 15
+
+
+def test_kernel_labels_name_the_operation_of_generic_templates():
+    assert kernel_label(
+        "void at::native::vectorized_elementwise_kernel<(int)4, at::native::BinaryFunctor<float, float, float, "
+        "at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)3>>(int, T2, T3)"
+    ) == "`vectorized_elementwise_kernel (MulFunctor)`"
+    assert kernel_label("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)") == (
+        "`Kernel2 (cutlass_80_simt_sgemm_256x128_8x4_nn_align1)`"
+    )
+    assert kernel_label("void <unnamed>::elementwise_kernel_with_index<int, float>(int, T2)") == "`elementwise_kernel_with_index`"
+    assert kernel_label("nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN") == "`nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN`"
+
+
+def test_run_record_prefers_the_runners_marks(tmp_path):
+    config = {"event": "config", "size": "tiny", "mode": "train", "d_model": 64}
+    steps = [{"event": "step_timing", "step": i, "phases_ms": {"forward": f, "backward": 2 * f}} for i, f in enumerate((1.0, 3.0))]
+    marks = pd.DataFrame(
+        {
+            "name": [json.dumps(config), "not json", *map(json.dumps, steps), json.dumps({"event": "config"})],
+            "domain": ["cs336_profile"] * 5,
+            "time_ns": [1, 2, 3, 4, 5],
+        }
+    )
+    trace_path = tmp_path / "run.sqlite.xz"
+    timings_json_path(trace_path).write_text(json.dumps({"forward": 99.0, "size": "small"}))
+    record = read_run_record(marks, trace_path)
+    assert record.config == {"size": "tiny", "mode": "train", "d_model": 64}
+    assert record.python_ms == {"forward": 2.0, "backward": 4.0}
+    assert (record.config_source, record.python_ms_source) == ("marks", "marks")
+    assert len(record.notes) == 1 and "not a JSON object" in record.notes[0]
+
+
+def test_run_record_falls_back_to_timings_json_with_model_shapes(tmp_path):
+    trace_path = tmp_path / "run.sqlite"
+    assert timings_json_path(tmp_path / "run.sqlite.xz") == timings_json_path(trace_path) == tmp_path / "run.timings.json"
+    timings_json_path(trace_path).write_text(json.dumps({"forward": 5.5, "step": 9.0, "size": "small", "ctx": 256, "batch": 4}))
+    record = read_run_record(pd.DataFrame(columns=["name", "domain", "time_ns"]), trace_path)
+    assert record.python_ms == {"forward": 5.5, "step": 9.0}
+    assert record.config["context_length"] == 256 and record.config["d_model"] == 768 and record.config["num_layers"] == 12
+    assert read_run_record(pd.DataFrame(columns=["name", "domain", "time_ns"]), tmp_path / "other.sqlite") == RunRecord()
+
+
+# ---------------------------------------------------------------- diff
+
+
+def test_diff_of_external_before_and_after_traces(external_trace):
+    before = summarize(load_trace(external_trace("mfu_2gpu_before.sqlite")))
+    after = summarize(load_trace(external_trace("mfu_2gpu_after.sqlite")))
+    diff = diff_summaries(before, after)
+    categories = {r["category"]: r for r in diff["categories"]}
+    for category, row in categories.items():
+        assert row["delta_ms_per_pass"] == pytest.approx(
+            after["overall"]["by_category_ms_per_pass"].get(category, 0) - before["overall"]["by_category_ms_per_pass"].get(category, 0)
+        )
+    assert diff["categories"][0]["category"] == "attention"  # flash attention moved most
+    assert diff["kernels"][0]["kernel"].startswith("void flash::flash_fwd_kernel")
+    assert diff["kernels"][0]["a_calls_per_pass"] == 68 and diff["kernels"][0]["b_calls_per_pass"] == 60
+    assert "`flash_fwd_kernel`" in diff["why"] and "68 → 60" in diff["why"]
+
+
+def test_diff_of_a_summary_with_itself_reports_no_change(train_summary):
+    diff = diff_summaries(train_summary, train_summary)
+    assert all(r["delta_ms_per_pass"] == 0 for r in diff["categories"] + diff["kernels"] + diff["phases"])
+    assert diff["config_changes"] == []
+    assert "largest change" not in diff["why"] and "+0.0%" in diff["why"]
