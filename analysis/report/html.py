@@ -1,0 +1,62 @@
+"""The HTML site: index, one page per answered question, one per trace, one per diff pair.
+
+Pages are flat files in the output folder with relative links, figures under ``figures/`` and
+the stylesheet beside them, so the site opens from the file system.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from analysis.report.render import (diff_content, environment, question_figures, templates_dir, trace_figures,
+                                    trace_tables)
+from analysis.report.site import DiffPage, Site, build_site, diff_page
+from analysis.report.tables import display_table
+
+STYLESHEET = "style.css"
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def render_site(site: Site, out_dir: Path) -> Path:
+    """Write every page of ``site`` into ``out_dir``; return the index's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
+    env = environment()
+    for page in site.questions:
+        tables = [display_table(title, table) for title, table in page.answer.tables.items()]
+        _write(out_dir / f"{page.question.page}.html", env.get_template("question.html").render(
+            page=page, tables=tables, figures=question_figures(page, out_dir), home=True))
+    for page in site.traces:
+        trace_path = site.trace_paths.get(page.summary["trace"])
+        diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
+        _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(
+            page=page, tables=trace_tables(page.summary), figures=trace_figures(page, out_dir, trace_path),
+            has_timeline=trace_path is not None, diffs=diffs, home=True))
+    for page in site.diffs:
+        _render_diff_page(page, out_dir, home=True)
+    return _write(out_dir / "index.html", env.get_template("index.html").render(site=site, home=False))
+
+
+def _render_diff_page(page: DiffPage, out_dir: Path, home: bool) -> Path:
+    diff, tables, figure_files = diff_content(page, out_dir)
+    return _write(out_dir / f"{page.page}.html", environment().get_template("diff.html").render(
+        page=page, diff=diff, tables=tables, figures=figure_files, home=home))
+
+
+def render_html(summaries: list[dict], failures: list[dict], out_dir: Path, results_dir: Path | None,
+                trace_paths: dict[str, Path] | None = None) -> Path:
+    """Render the whole site; ``trace_paths`` (trace file name → path) enables step timelines."""
+    return render_site(build_site(summaries, failures, results_dir, trace_paths), Path(out_dir))
+
+
+def render_diff(summary_a: dict, summary_b: dict, out_dir: Path) -> Path:
+    """The diff page of two traces (with its stylesheet), for ``analyze-nsys diff A B``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
+    page = DiffPage(summary_a, summary_b, "", diff_page(summary_a, summary_b))
+    return _render_diff_page(page, out_dir, home=False)

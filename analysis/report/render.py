@@ -1,0 +1,118 @@
+"""What the HTML and Markdown renderers share: the jinja2 environment over ``templates/``, the
+figure files of each page, and the display tables of a trace page and a diff page."""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
+
+from analysis.questions import nsys_text
+from analysis.questions.diff import diff_summaries
+from analysis.report import figures
+from analysis.report.site import DiffPage, QuestionPage, TracePage
+from analysis.report.tables import DisplayTable, display_table
+
+FIGURES_DIR = "figures"
+PACKAGE_NAME = "cs336-profile"
+PHASE_COLUMNS = ("passes", "kernels_per_pass", "kernel_ms_per_pass", "python_ms_per_pass", "cpu_span_ms_per_pass",
+                 "gpu_span_ms_per_pass", "busy_ms_per_pass", "idle_ms_per_pass", "idle_share", "achieved_tflop_per_s",
+                 "mfu")
+KERNEL_COLUMNS = ("kernel", "category", "tensor_core", "calls_per_pass", "ms_per_pass", "share")
+INLINE_CODE = re.compile(r"`([^`]+)`")
+
+
+def templates_dir() -> Path:
+    """``templates/`` of a checkout (or editable install), else the copy an install put under
+    ``<prefix>/share/cs336-profile/templates``."""
+    candidates = (Path(__file__).resolve().parents[2] / "templates",
+                  Path(sys.prefix) / "share" / PACKAGE_NAME / "templates")
+    for candidate in candidates:
+        if (candidate / "base.html").is_file():
+            return candidate
+    raise FileNotFoundError(f"report templates not found in {' or '.join(str(c) for c in candidates)}")
+
+
+def _inline_code(text: str) -> Markup:
+    """Escape text for HTML and turn `code` spans into <code> elements."""
+    return Markup(INLINE_CODE.sub(r"<code>\1</code>", str(escape(text))))
+
+
+def environment(markdown: bool = False) -> Environment:
+    """jinja2 environment: StrictUndefined (a missing value fails loudly), HTML autoescaped."""
+    env = Environment(loader=FileSystemLoader(templates_dir()), undefined=StrictUndefined,
+                      autoescape=select_autoescape(["html"]) if not markdown else False,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["code"] = _inline_code
+    env.filters["md_cell"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
+    return env
+
+
+@dataclass(frozen=True)
+class FigureFile:
+    """A saved figure: ``path`` relative to the output folder, and its alt text."""
+
+    path: str
+    alt: str
+
+
+def _save(figure, out_dir: Path, name: str, alt: str) -> FigureFile:
+    relative = f"{FIGURES_DIR}/{name}"
+    figures.save(figure, out_dir / relative)
+    return FigureFile(relative, alt)
+
+
+def question_figures(page: QuestionPage, out_dir: Path) -> list[FigureFile]:
+    """The question's figure, drawn from its answer's tables."""
+    draw = figures.QUESTION_FIGURES[page.question.id]
+    return [_save(draw(page.answer), out_dir, f"{page.question.page}.svg", page.question.title)]
+
+
+def trace_figures(page: TracePage, out_dir: Path, trace_path: Path | None) -> list[FigureFile]:
+    """Per-phase categories and spans; the step timeline when the trace file is at hand."""
+    phases = page.summary["phases"]
+    if not phases:
+        return []
+    saved = [_save(figures.phase_categories(phases), out_dir, f"{page.page}-categories.svg",
+                   "Kernel time by category per phase"),
+             _save(figures.phase_spans(phases), out_dir, f"{page.page}-spans.svg",
+                   "Python timer, CPU span, GPU projection and busy time per phase")]
+    if trace_path is not None:
+        from analysis.report.timeline import step_timeline
+
+        saved.append(_save(step_timeline(trace_path), out_dir, f"{page.page}-timeline.png",
+                           "Timeline of one measured step"))
+    return saved
+
+
+def _label_kernels(table: pd.DataFrame) -> pd.DataFrame:
+    return table.assign(kernel=table["kernel"].map(lambda k: nsys_text.kernel_label(k).strip("`")))
+
+
+def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
+    """``phases``: the per-phase figures; ``kernels``: the top kernels of each phase."""
+    phases = summary["phases"]
+    per_phase = pd.DataFrame([{"phase": name, **{c: figures_.get(c) for c in PHASE_COLUMNS}}
+                              for name, figures_ in phases.items()])
+    kernels = [display_table(f"Top kernels of {name} (per pass)",
+                             _label_kernels(pd.DataFrame(figures_["top_kernels"], columns=KERNEL_COLUMNS)))
+               for name, figures_ in phases.items() if figures_["top_kernels"]]
+    return {"phases": [display_table("Per phase, mean per measured pass", per_phase)] if phases else [],
+            "kernels": kernels}
+
+
+def diff_content(page: DiffPage, out_dir: Path) -> tuple[dict, list[DisplayTable], list[FigureFile]]:
+    """The diff numbers, their tables and the category figure."""
+    diff = diff_summaries(page.a, page.b)
+    categories = pd.DataFrame(diff["categories"])
+    tables = [display_table("Kernel time by category, per pass", categories),
+              display_table("Per phase", pd.DataFrame(diff["phases"])),
+              display_table("Kernels that moved most, per pass", _label_kernels(pd.DataFrame(diff["kernels"])))]
+    if diff["config_changes"]:
+        tables.insert(0, display_table("Settings that differ", pd.DataFrame(diff["config_changes"])))
+    figure = figures.category_diff(categories, f"A: {page.a['trace']}", f"B: {page.b['trace']}")
+    return diff, [t for t in tables if t.rows], [_save(figure, out_dir, f"{page.page}.svg", "Kernel time by category, A and B")]
