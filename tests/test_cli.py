@@ -1,0 +1,136 @@
+"""``analyze-nsys`` run in-process: exit codes, one line per bad trace, the cache, the outputs."""
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pandas as pd
+import pytest
+
+import analysis.cli as cli
+from analysis.load import file_sha256
+
+TRAIN = "small_ctx128_train_fp32.sqlite"
+FORWARD = "small_ctx256_forward_fp32.sqlite"
+
+
+@pytest.fixture
+def fake_report(monkeypatch):
+    """A stand-in ``analysis.report`` that records what the CLI hands it."""
+    calls = {}
+    module = types.ModuleType("analysis.report")
+    module.render_html = lambda *args: calls.setdefault("html", args)
+    module.render_markdown = lambda *args: calls.setdefault("md", args)
+    module.render_diff = lambda *args: calls.setdefault("diff", args)
+    monkeypatch.setitem(sys.modules, "analysis.report", module)
+    return calls
+
+
+def test_help_describes_both_commands(capsys):
+    assert cli.main(["--help"]) == 0
+    text = capsys.readouterr().out
+    assert "analyze-nsys" in text and "--format" in text and "--no-cache" in text
+    assert "analyze-nsys diff A.sqlite B.sqlite" in text and "exit status" in text
+    assert cli.main(["diff", "--help"]) == 0
+    assert "kernels that moved most" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["--format", "pdf", "x.sqlite"], ["--jobs", "0", "x.sqlite"], ["diff", "only_one.sqlite"]],
+)
+def test_usage_errors_exit_with_2(argv, capsys):
+    assert cli.main(argv) == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_a_good_trace_writes_its_json_and_exits_0(fixture_trace, tmp_path, capsys):
+    assert cli.main([str(fixture_trace(TRAIN)), "--out", str(tmp_path), "--jobs", "1"]) == 0
+    summary = json.loads((tmp_path / "small_ctx128_train_fp32.json").read_text())
+    assert summary["phases"]["backward"]["kernels_per_pass"] == 1463
+    assert (tmp_path / "results.db").exists()
+    assert capsys.readouterr().err == ""
+
+
+def test_a_bad_trace_costs_one_line_and_the_batch_goes_on(fixture_trace, tmp_path, capsys):
+    bad = tmp_path / "notes.sqlite"
+    bad.write_text("not a database")
+    missing = tmp_path / "missing.sqlite"
+    good = fixture_trace(FORWARD)
+    out = tmp_path / "out"
+    assert cli.main([str(bad), str(good), str(missing), "--out", str(out), "--jobs", "1"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"{bad}: is not an SQLite database (an nsys export is made with `nsys export --type sqlite`)", f"{missing}: no such file"]
+    assert [p.name for p in out.glob("*.json")] == ["small_ctx256_forward_fp32.json"]
+
+
+def test_second_run_is_served_from_the_cache(fixture_trace, tmp_path, monkeypatch):
+    trace = str(fixture_trace(FORWARD))
+    assert cli.main([trace, "--out", str(tmp_path), "--jobs", "1"]) == 0
+    first = (tmp_path / "small_ctx256_forward_fp32.json").read_text()
+
+    def must_not_run(path):
+        raise AssertionError("analyzed again despite the cache")
+
+    monkeypatch.setattr(cli, "analyze_trace", must_not_run)
+    assert cli.main([trace, "--out", str(tmp_path), "--jobs", "1"]) == 0
+    assert (tmp_path / "small_ctx256_forward_fp32.json").read_text() == first
+    # --no-cache analyzes again: here that reaches the stand-in and fails, as it must.
+    assert cli.main([trace, "--out", str(tmp_path), "--jobs", "1", "--no-cache"]) == 1
+
+
+def test_parallel_batch_writes_csv_tables_over_all_traces(fixture_trace, tmp_path):
+    traces = [str(fixture_trace(TRAIN)), str(fixture_trace(FORWARD))]
+    assert cli.main([*traces, "--out", str(tmp_path), "--format", "csv,json", "--jobs", "2", "--no-cache"]) == 0
+    phases = pd.read_csv(tmp_path / "phases.csv")
+    assert list(zip(phases["trace"], phases["phase"])) == [
+        (TRAIN, "forward"),
+        (TRAIN, "backward"),
+        (TRAIN, "optimizer_step"),
+        (FORWARD, "forward"),
+    ]
+    questions = pd.read_csv(tmp_path / "questions.csv")
+    assert list(questions["b_calls_per_forward_pass"]) == [73, 84]
+    assert set(pd.read_csv(tmp_path / "categories.csv")["phase"]) == {"forward", "backward", "optimizer_step", "overall"}
+    assert not (tmp_path / "results.db").exists()
+
+
+def test_every_external_trace_is_analyzed_or_refused_in_one_line(external_trace, tmp_path, capsys):
+    folder = external_trace("mock.sqlite").parent
+    traces = sorted(folder.glob("*.sqlite"))
+    digests = {path: file_sha256(path) for path in traces}
+    assert cli.main([*map(str, traces), "--out", str(tmp_path), "--jobs", "2"]) == 1
+    errors = capsys.readouterr().err.splitlines()
+    assert errors == [f"{folder / 'uvmtorch_runtime_only_2025.sqlite'}: has no CUDA kernel records (was it captured with `-t cuda`, and did the program launch kernels?)"]
+    assert len(list(tmp_path.glob("*.json"))) == len(traces) - 1
+    assert {path: file_sha256(path) for path in traces} == digests
+
+
+def test_html_and_markdown_go_to_the_report_package(fixture_trace, tmp_path, fake_report):
+    bad = tmp_path / "empty.sqlite"
+    bad.touch()
+    argv = [str(fixture_trace(FORWARD)), str(bad), "--out", str(tmp_path), "--format", "html,md", "--results", "res", "--jobs", "1"]
+    assert cli.main(argv) == 1
+    summaries, failures, out_dir, results_dir = fake_report["html"]
+    assert [s["trace"] for s in summaries] == [FORWARD]
+    assert failures == [{"trace": str(bad), "error": "is empty"}]
+    assert (out_dir, str(results_dir)) == (tmp_path, "res")
+    assert fake_report["md"] == fake_report["html"]
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_diff_writes_its_numbers_and_calls_the_renderer(fixture_trace, tmp_path, fake_report):
+    a, b = fixture_trace(TRAIN), fixture_trace(FORWARD)
+    assert cli.main(["diff", str(a), str(b), "--out", str(tmp_path)]) == 0
+    diff = json.loads((tmp_path / "diff.json").read_text())
+    assert (diff["a"], diff["b"]) == (TRAIN, FORWARD)
+    assert {"key": "mode", "a": "train", "b": "forward"} in diff["config_changes"]
+    summary_a, summary_b, out_dir = fake_report["diff"]
+    assert (summary_a["trace"], summary_b["trace"], out_dir) == (TRAIN, FORWARD, tmp_path)
+
+
+def test_diff_of_a_bad_trace_exits_1(fixture_trace, tmp_path, capsys, fake_report):
+    assert cli.main(["diff", str(fixture_trace(TRAIN)), str(tmp_path / "nope.sqlite"), "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.strip() == f"{tmp_path / 'nope.sqlite'}: no such file"
+    assert "diff" not in fake_report

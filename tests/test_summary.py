@@ -1,0 +1,126 @@
+"""The trace summary: required keys and types, JSON without NaN, every real trace analyzed or
+refused with a one-line TraceError, inputs untouched, and the flat CSV tables."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.errors import NoKernels, TraceError
+from analysis.load import file_sha256
+from analysis.summary import analyze_trace, flat_tables, json_ready
+
+EXTERNAL_TRACES = (
+    "dlprof_pytorch_cnn_2022.sqlite",
+    "extrap_ex-gpu_2021.sqlite",
+    "extrap_profile1_2022win.sqlite",
+    "h100_2gpu_1s.sqlite",
+    "mfu_2gpu_after.sqlite",
+    "mfu_2gpu_before.sqlite",
+    "mock.sqlite",
+)
+FIXTURE_TRACES = ("small_ctx128_train_fp32.sqlite", "small_ctx256_forward_fp32.sqlite", "attention_bench.sqlite")
+PHASE_KEYS = {
+    "kernels_per_pass": float,
+    "kernel_ms_per_pass": float,
+    "gpu_span_ms_per_pass": float,
+    "cpu_span_ms_per_pass": float,
+    "by_category_ms_per_pass": dict,
+}
+QUESTION_KEYS = {
+    "a": ("nsys_forward_ms", "python_forward_ms", "answer"),
+    "b": ("top_forward_kernel", "calls_per_forward_pass", "top_forward_backward_kernel", "same_kernel", "answer"),
+    "c": ("top_non_gemm_forward", "answer"),
+    "d": ("gemm_share_forward", "gemm_share_train_step", "answer"),
+    "e": ("softmax_ms_per_pass", "matmul_ms_per_pass", "runtime_ratio", "flops_ratio", "answer"),
+}
+
+
+@pytest.fixture(scope="module")
+def train_summary():
+    from tests.conftest import FIXTURES
+
+    path = FIXTURES / "small_ctx128_train_fp32.sqlite"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the shared trace folder sits beside the repository)")
+    return analyze_trace(path)
+
+
+def _assert_json_clean(summary: dict) -> None:
+    text = json.dumps(summary, allow_nan=False)  # raises on NaN or inf
+    assert json.loads(text) == summary
+
+
+def test_required_keys_and_types(train_summary):
+    assert train_summary["trace"] == "small_ctx128_train_fp32.sqlite"
+    assert train_summary["gpu"] == "NVIDIA H200"
+    assert train_summary["nsys_version"] == "2025.3.2.0"
+    assert train_summary["measured_passes"] == 3
+    for figures in train_summary["phases"].values():
+        for key, kind in PHASE_KEYS.items():
+            assert isinstance(figures[key], kind), key
+    for question, keys in QUESTION_KEYS.items():
+        answer = train_summary["questions"][question]
+        assert set(keys) <= set(answer), question
+        assert isinstance(answer["answer"], str) and answer["answer"].endswith(".")
+    assert isinstance(train_summary["questions"]["c"]["top_non_gemm_forward"][0]["kernel"], str)
+    for share in ("gemm_share_forward", "gemm_share_train_step"):
+        assert 0 <= train_summary["questions"]["d"][share] <= 1
+
+
+@pytest.mark.parametrize("name", FIXTURE_TRACES)
+def test_fixture_traces_summarize_to_clean_json(fixture_trace, name):
+    path = fixture_trace(name)
+    digest = file_sha256(path)
+    summary = analyze_trace(path)
+    _assert_json_clean(summary)
+    assert summary["trace_sha256"] == digest == file_sha256(path)
+
+
+@pytest.mark.parametrize("name", EXTERNAL_TRACES)
+def test_external_traces_are_analyzed_and_left_untouched(external_trace, name):
+    path = external_trace(name)
+    digest = file_sha256(path)
+    summary = analyze_trace(path)
+    _assert_json_clean(summary)
+    assert summary["overall"]["kernels_per_pass"] > 0
+    assert file_sha256(path) == digest
+
+
+def test_trace_without_kernels_is_refused_in_one_line(external_trace):
+    path = external_trace("uvmtorch_runtime_only_2025.sqlite")
+    with pytest.raises(NoKernels) as refused:
+        analyze_trace(path)
+    assert isinstance(refused.value, TraceError) and "\n" not in str(refused.value)
+    assert "no CUDA kernel records" in str(refused.value)
+
+
+def test_json_ready_turns_numpy_and_nan_into_json_values():
+    cleaned = json_ready({"a": np.int64(3), "b": [np.float64("nan"), math.inf, 1.5], 4: (np.bool_(True),)})
+    assert cleaned == {"a": 3, "b": [None, None, 1.5], "4": [True]}
+    assert type(cleaned["a"]) is int
+
+
+def test_flat_tables_have_one_row_per_trace_phase_and_category(train_summary, fixture_trace):
+    forward_only = analyze_trace(fixture_trace("small_ctx256_forward_fp32.sqlite"))
+    tables = flat_tables([train_summary, forward_only])
+    assert list(tables["phases"]["phase"]) == ["forward", "backward", "optimizer_step", "forward"]
+    assert tables["phases"].loc[1, "kernels_per_pass"] == 1463
+    assert len(tables["questions"]) == 2
+    assert tables["questions"].loc[0, "b_calls_per_forward_pass"] == 73
+    assert pd.isna(tables["questions"].loc[1, "d_gemm_share_train_step"])
+    expected_rows = sum(
+        len(section["by_category_ms_per_pass"])
+        for summary in (train_summary, forward_only)
+        for section in [*summary["phases"].values(), summary["overall"]]
+    )
+    assert len(tables["categories"]) == expected_rows
+    assert set(tables["categories"]["phase"]) == {"forward", "backward", "optimizer_step", "overall"}
+
+
+def test_flat_tables_of_no_summaries_are_empty():
+    tables = flat_tables([])
+    assert all(table.empty for table in tables.values())
