@@ -18,7 +18,11 @@ MOVERS_IN_ANSWER = 2
 
 
 def answer(inputs: NsysInputs) -> dict:
-    """Answer (d): GEMM share forward vs training step, and every category's share in both."""
+    """Answer (d): GEMM share forward vs training step, and every category's share in both.
+
+    ``category_shares`` rows: ``category``, ``forward_share``, ``train_step_share`` and ``change``
+    (train-step share minus forward share); the last two null when there is no training step.
+    """
     forward = _shares(inputs.measured_kernels(("forward",)))
     if forward.empty:
         return {
@@ -36,9 +40,9 @@ def answer(inputs: NsysInputs) -> dict:
     table = forward.rename("forward_share").to_frame()
     if has_train_step:
         table = table.join(train.rename("train_step_share"), how="outer").fillna(0.0)
-        table["train_minus_forward_share"] = table["train_step_share"] - table["forward_share"]
+        table["change"] = table["train_step_share"] - table["forward_share"]
     else:
-        table = table.assign(train_step_share=None, train_minus_forward_share=None)
+        table = table.assign(train_step_share=None, change=None)
     table = table.sort_values("forward_share", ascending=False).rename_axis("category").reset_index()
 
     gemm_forward = float(forward.get(GEMM, 0.0))
@@ -69,11 +73,11 @@ def _shares(kernels: pd.DataFrame) -> pd.Series:
 
 def _movers_sentence(table: pd.DataFrame) -> str:
     others = table[table["category"] != GEMM]
-    movers = others.reindex(others["train_minus_forward_share"].abs().sort_values(ascending=False).index).head(MOVERS_IN_ANSWER)
+    movers = others.reindex(others["change"].abs().sort_values(ascending=False).index).head(MOVERS_IN_ANSWER)
     parts = [
-        f"{row.category} {'rises' if row.train_minus_forward_share > 0 else 'falls'} from {text.pct(row.forward_share)} to {text.pct(row.train_step_share)}"
+        f"{row.category} {'rises' if row.change > 0 else 'falls'} from {text.pct(row.forward_share)} to {text.pct(row.train_step_share)}"
         for row in movers.itertuples()
-        if row.train_minus_forward_share != 0
+        if row.change != 0
     ]
     if not parts:
         return "The other categories keep their shares."
