@@ -6,6 +6,7 @@ Reads the ``mixed_precision_accumulation`` and ``mixed_precision_toy_model`` res
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from analysis.questions.bench import BENCH, CONFIG_KEYS, TIMED
@@ -16,6 +17,8 @@ ACCUMULATION = "mixed_precision_accumulation"
 TOY_MODEL = "mixed_precision_toy_model"
 RUN_MIXED_PRECISION = "python -m cs336_profile.run mixed-precision"
 FULL_PRECISION = "float32"
+ADDEND = 0.01  # the assignment's loops add 0.01 a thousand times
+ADDITIONS = 1000
 
 
 def answer_mp_accum(results: ResultsSet) -> ResultsAnswer | Unanswered:
@@ -24,27 +27,28 @@ def answer_mp_accum(results: ResultsSet) -> ResultsAnswer | Unanswered:
     if rows.empty:
         return Unanswered("mp-accum", f"a `{ACCUMULATION}` results file ({RUN_MIXED_PRECISION})")
     table = rows[["loop", "accumulator_dtype", "value_dtype", "upcast", "device", "printed", "abs_error"]]
+    sentences = []
     reference = rows[(rows["accumulator_dtype"] == FULL_PRECISION) & (rows["value_dtype"] == FULL_PRECISION)]
-    worst = rows.loc[rows["abs_error"].idxmax()]
-    text = ""
-    if not reference.empty:
-        ref = reference.iloc[0]
-        text = f"Adding 0.01 a thousand times (exactly 10.0), the fp32 loop prints {ref['printed']} " \
-               f"(error {ref['abs_error']:.2g}); "
-    text += f"the worst is the {worst['loop']} loop, which prints {worst['printed']} (error {worst['abs_error']:.2g}" \
-            + (f", {worst['abs_error'] / ref['abs_error']:,.0f}× the fp32 error)." if not reference.empty
-               and ref["abs_error"] > 0 else ").")
-    mixed = rows[(rows["accumulator_dtype"] == FULL_PRECISION) & (rows["value_dtype"] != FULL_PRECISION)]
-    if not mixed.empty:
-        if mixed["printed"].nunique() == 1:
-            text += f" Accumulating {mixed['value_dtype'].iloc[0]} values in a float32 sum prints " \
-                    f"{mixed['printed'].iloc[0]} with or without the explicit upcast (error " \
-                    f"{mixed['abs_error'].iloc[0]:.2g}): the sum is exact enough, the error is 0.01 rounded to " \
-                    f"{mixed['value_dtype'].iloc[0]} before it is added."
-        else:
-            listed = "; ".join(f"{r.loop}: {r.printed}" for r in mixed.itertuples())
-            text += f" With a float32 accumulator and {mixed['value_dtype'].iloc[0]} values: {listed}."
-    return ResultsAnswer("mp-accum", text, {"Accumulation loops (exact sum 10.0)": table}, used_files(rows))
+    ref_error = reference["abs_error"].iloc[0] if not reference.empty else None
+    if ref_error is not None:
+        sentences.append(f"Adding 0.01 a thousand times (exactly 10.0) all in fp32 prints {reference['printed'].iloc[0]} "
+                         f"(error {ref_error:.3g}).")
+    low = rows[rows["accumulator_dtype"] != FULL_PRECISION]
+    if not low.empty:
+        sentences.append("A low-precision accumulator drifts: " + "; ".join(
+            f"{r.accumulator_dtype} prints {r.printed} (error {r.abs_error:.3g}"
+            + (f", {r.abs_error / ref_error:,.0f}× the fp32 error)" if ref_error else ")")
+            for r in low.itertuples()) + ".")
+    mixed = rows[(rows["accumulator_dtype"] == FULL_PRECISION) & (rows["value_dtype"] == "float16")]
+    if not mixed.empty and mixed["result"].nunique() == 1:
+        rounded_addend = float(np.float16(ADDEND))
+        result = mixed["result"].iloc[0]
+        sentences.append(
+            f"An fp32 sum of fp16 values prints {mixed['printed'].iloc[0]} with or without the explicit upcast"
+            + (f": exactly 1000 × {rounded_addend!r}, the fp16 rounding of 0.01, so the error is in the addend, "
+               "not in the sum." if abs(result - rounded_addend * ADDITIONS) < 1e-9 else "."))
+    return ResultsAnswer("mp-accum", " ".join(sentences), {"Accumulation loops (exact sum 10.0)": table},
+                         used_files(rows))
 
 
 def dtype_table(rows: pd.DataFrame) -> pd.DataFrame:

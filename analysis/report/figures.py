@@ -22,6 +22,7 @@ GIB = 1024**3
 MIB = 1024**2
 WIDTH_IN = 7.5
 HEIGHT_IN = 3.6
+RASTER_DPI = 150  # PNG figures (the timeline) stay sharp on high-density screens
 PALETTE = plt.get_cmap("tab20").colors
 CATEGORY_COLORS = {category: PALETTE[index % len(PALETTE)] for index, category in enumerate(CATEGORIES)}
 PHASE_ORDER = ("forward", "loss", "backward", "optimizer_step")
@@ -40,7 +41,7 @@ plt.rcParams.update({
 def save(figure: Figure, path: Path) -> Path:
     """Write the figure (format from the suffix) and free it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, bbox_inches="tight")
+    figure.savefig(path, bbox_inches="tight", dpi=RASTER_DPI)
     plt.close(figure)
     return path
 
@@ -210,14 +211,12 @@ def mem_e(answer: ResultsAnswer) -> Figure:
 
 
 def _by_head_dim(ax, table: pd.DataFrame, column: str, scale: float = 1.0) -> None:
-    for head_dim, rows in table.groupby("head_dim"):
-        done = _ok(rows)
-        line, = ax.plot(done["seq_len"], done[column] / scale, marker="o", label=f"d={head_dim}")
-        oom = rows[rows["status"] != "ok"]
-        if not oom.empty:
-            ax.scatter(oom["seq_len"], np.full(len(oom), np.nan), marker="x", color=line.get_color())
+    """One line per head dimension against the sequence length (completed cells only), log-log."""
+    for head_dim, rows in _ok(table).groupby("head_dim"):
+        ax.plot(rows["seq_len"], rows[column] / scale, marker="o", label=f"d={head_dim}")
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    if (table[column] > 0).any():
+        ax.set_yscale("log")
     ax.set_xlabel("sequence length")
 
 
@@ -230,15 +229,17 @@ def _mark_oom(ax, table: pd.DataFrame) -> None:
 
 def attn_a(answer: ResultsAnswer) -> Figure:
     table = _first(answer)
-    figure, (left, right) = new_figure(ncols=2)
-    _by_head_dim(left, table, "forward_ms_mean")
-    left.set_ylabel("forward, ms")
-    _by_head_dim(right, table, "memory_before_backward_bytes", MIB)
-    right.set_ylabel("memory before backward (MiB)")
-    for ax in (left, right):
+    has_memory = table["memory_before_backward_bytes"].notna().any()
+    figure, axes = new_figure(ncols=2 if has_memory else 1)
+    _by_head_dim(axes[0], table, "forward_ms_mean")
+    axes[0].set_ylabel("forward, ms")
+    if has_memory:
+        _by_head_dim(axes[1], table, "memory_before_backward_bytes", MIB)
+        axes[1].set_ylabel("memory before backward (MiB)")
+    for ax in axes:
         _mark_oom(ax, table)
-    left.legend(frameon=False)
-    figure.suptitle("Eager attention: time and memory against sequence length")
+    axes[0].legend(frameon=False)
+    figure.suptitle("Eager attention: time" + (" and memory" if has_memory else "") + " against sequence length")
     return figure
 
 

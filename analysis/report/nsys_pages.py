@@ -10,7 +10,6 @@ import pandas as pd
 from analysis.questions import nsys_text
 from analysis.questions.results_files import ResultsAnswer, Unanswered, size_order
 
-CONFIG_COLUMNS = ("size", "context_length", "mode", "dtype", "compile")
 ANSWER_COLUMN = "trace_answer"  # the per-trace sentence, carried until the table is final
 TRACE_SUFFIX = re.compile(r"\.sqlite(\.xz)?$")
 
@@ -50,9 +49,7 @@ def _rows(summaries: list[dict], question: str, keys: tuple[str, ...], present: 
         answer = summary["questions"][question]
         if answer.get(present) is None:
             continue
-        config = summary.get("config") or {}
-        rows.append({"trace": run_label(summary), **{c: config.get(c) for c in CONFIG_COLUMNS},
-                     **{k: answer.get(k) for k in keys}, ANSWER_COLUMN: answer["answer"]})
+        rows.append({"trace": run_label(summary), **{k: answer.get(k) for k in keys}, ANSWER_COLUMN: answer["answer"]})
     table = pd.DataFrame(rows)
     return table.dropna(axis="columns", how="all") if not table.empty else table
 
@@ -146,13 +143,14 @@ def _answer_d(summaries: list[dict]) -> ResultsAnswer | Unanswered:
         return Unanswered("nsys-d", "a trace with kernels in measured `forward` ranges")
     categories = pd.DataFrame([{"trace": run_label(s), **row} for s in summaries
                                for row in s["questions"]["d"].get("category_shares") or []])
+    categories = categories.rename(columns={"change": "change_share"})
     text = f"Matrix multiplications take {_pct_span(table['gemm_share_forward'])} of forward kernel time"
     train = table.dropna(subset=["gemm_share_train_step"]) if "gemm_share_train_step" in table else table.iloc[:0]
     if not train.empty:
         text += f" and {_pct_span(train['gemm_share_train_step'])} of a full training step ({len(train)} training traces)."
-        change = categories.dropna(subset=["change"]) if "change" in categories else categories.iloc[:0]
+        change = categories.dropna(subset=["change_share"]) if "change_share" in categories else categories.iloc[:0]
         if not change.empty:
-            mean_change = change[change["category"] != "gemm"].groupby("category")["change"].mean()
+            mean_change = change[change["category"] != "gemm"].groupby("category")["change_share"].mean()
             riser = mean_change.idxmax()
             text += f" The category that gains most in training is {riser} (+{mean_change.max() * 100:.1f} points on average)."
     else:

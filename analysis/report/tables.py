@@ -66,6 +66,8 @@ BARE_UNITS = {"share": ("share", "%"), "ratio": ("ratio", "×"), "mfu": ("MFU", 
 
 def _unit(column: str) -> tuple[str, str, Callable[[float], str]]:
     """(label, unit, formatter) of a column from its name."""
+    if column.startswith("share_") or "_share_" in column:  # gemm_share_forward: a share too
+        return column.replace("_", " "), "%", lambda v: f"{v * 100:.1f}"
     if column in BARE_UNITS:
         label, unit = BARE_UNITS[column]
         scale = 100 if unit == "%" else 1
@@ -95,8 +97,8 @@ def header(column: str, with_std: bool = False) -> str:
 
 def cell(value, column: str, status: str | None = None) -> str:
     """One value as text, by its column's unit; a missing value shows the row's status or a dash."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-        return status if status and status != STATUS_OK else MISSING
+    if _missing(value):
+        return status if isinstance(status, str) and status != STATUS_OK else MISSING
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (int, float)):
@@ -129,4 +131,4 @@ def display_table(title: str, frame: pd.DataFrame) -> DisplayTable:
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
