@@ -39,12 +39,12 @@ def mean_std(prefix: str) -> Cell:
     return cell
 
 
-def number(key: str, scale: float = 1.0, digits: int = 2) -> Cell:
-    """`row[key] / scale` with `digits` decimals; the status for OOM or failed rows."""
+def number(key: str, scale: float = 1.0, digits: int = 2, measured: bool = True) -> Cell:
+    """`row[key] / scale` with `digits` decimals; for a `measured` value, the status of OOM or failed rows."""
     def cell(row: dict) -> str:
         value = row.get(key)
-        if _not_ok(row) or value is None:
-            return _not_ok(row) or ""
+        if (measured and _not_ok(row)) or value is None:
+            return (measured and _not_ok(row)) or ""
         return f"{value / scale:,.{digits}f}"
     return cell
 

@@ -131,14 +131,16 @@ class Sweep:
         with open(log_path, "w") as log:
             log.write(" ".join(command) + "\n")
             log.flush()
-            # Own process group: a timeout stops nsys and the profiled process together.
+            # Own process group, so that nsys and the profiled process can be stopped together.
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 returncode = process.wait(timeout=self.timeout_s)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
                 returncode = None
+            finally:  # timed out or interrupted: take nsys and the profiled run down together
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
         output = log_path.read_text(errors="replace")
         error = None
         if returncode is None:
@@ -209,10 +211,15 @@ class Sweep:
             compress_xz(kept.with_suffix(""))
 
     def run(self, configs: list[TraceConfig], progress: bool = True) -> list[dict]:
-        """Profile every configuration not done yet; write and return the sweep table."""
+        """Profile every configuration not done yet; write and return the sweep table.
+
+        The table keeps the rows of configurations that earlier invocations ran into this folder
+        (a sweep done in parts ends with one table).
+        """
         self.out_dir.mkdir(parents=True, exist_ok=True)
         previous = {row["stem"]: row for row in read_results(self.table_path)["rows"]} if self.table_path.exists() else {}
-        rows = []
+        stems = {config.stem for config in configs}
+        rows = [row for stem, row in previous.items() if stem not in stems]
         for config in tqdm(configs, desc="sweep", unit="trace", disable=not progress):
             if self.is_done(config):
                 row = previous.get(config.stem) or self._row(config, outcome=None)
@@ -286,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(f"sweep ({len(rows)} configurations)", rows, {
         "trace": plain("stem"), "status": plain("status"), "gpu": plain("gpu_name"),
         "python forward ms": number("forward_ms_mean"), "nsys forward ms": number("nsys_forward_ms"),
-        "python step ms": number("step_ms_mean"), "wall s": number("wall_s", digits=1)})
+        "python step ms": number("step_ms_mean"), "wall s": number("wall_s", digits=1, measured=False)})
     return 0
 
 
