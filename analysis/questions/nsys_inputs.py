@@ -5,6 +5,7 @@ Every nsys question module takes an :class:`NsysInputs`; none reloads or relabel
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 
@@ -13,14 +14,17 @@ from analysis.phases import LabelledOps
 from analysis.timings import RunRecord
 
 PHASES = ("forward", "loss", "backward", "optimizer_step")
+# The columns of the labelled ops the questions read (a slim copy keeps the filters cheap).
+OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "op_kind", "demangled_name", "step", "measured", "phase",
+              "phase_range_id", "region")
 
 
 @dataclass(frozen=True)
 class NsysInputs:
     """Labelled GPU operations of one trace with their kernel categories, and the run record.
 
-    ``ops`` holds ``LabelledOps.ops`` plus ``category`` and ``tensor_core`` (memcpy/memset rows
-    get their ``op_kind`` as category and ``tensor_core`` False).
+    ``ops`` holds the :data:`OP_COLUMNS` of ``LabelledOps.ops`` plus ``category`` and
+    ``tensor_core`` (memcpy/memset rows get their ``op_kind`` as category, and False).
     """
 
     ops: pd.DataFrame
@@ -34,11 +38,11 @@ class NsysInputs:
     @classmethod
     def build(cls, labelled: LabelledOps, run: RunRecord, gpu_name: str | None) -> NsysInputs:
         """Add kernel categories to the labelled ops."""
-        ops = labelled.ops
+        ops = labelled.ops[list(OP_COLUMNS)]
         is_kernel = ops["op_kind"] == "kernel"
         classes = classify_kernels(ops["demangled_name"])
         ops = ops.assign(
-            category=classes["category"].where(is_kernel, ops["op_kind"]),
+            category=classes["category"].where(is_kernel, ops["op_kind"]).astype("category"),
             tensor_core=classes["tensor_core"] & is_kernel,
         )
         if labelled.has_steps:
@@ -55,12 +59,14 @@ class NsysInputs:
             gpu_name=gpu_name,
         )
 
+    @cached_property
+    def _measured_kernels(self) -> pd.DataFrame:
+        return self.ops[self.ops["measured"] & (self.ops["op_kind"] == "kernel")]
+
     def measured_kernels(self, phases: tuple[str, ...] | None = None) -> pd.DataFrame:
         """Kernel rows of measured steps, in the given phases (all, when ``phases`` is None)."""
-        keep = self.ops["measured"] & (self.ops["op_kind"] == "kernel")
-        if phases is not None:
-            keep &= self.ops["phase"].isin(phases)
-        return self.ops[keep]
+        kernels = self._measured_kernels
+        return kernels if phases is None else kernels[kernels["phase"].isin(phases)]
 
     def no_kernels_reason(self, phase: str) -> str:
         """Why a phase has no measured kernels to analyze, as the start of an answer sentence."""
