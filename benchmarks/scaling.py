@@ -1,6 +1,6 @@
 """How the analysis grows with trace size: 100k, 1M and 5M kernels.
 
-    python -m benchmarks.scaling [--source TRACE.sqlite] [--sizes 100000 1000000 5000000]
+    python -m benchmarks.scaling [--source TRACE.sqlite] [--sizes 100000 1000000 5000000] [--runs N]
 
 Builds each size with the trace scaler (`nsys_runs.scale_trace`, repeating the measured steps of
 the reference training trace) into `.cache/bench/` (reused when present), measures each as
@@ -66,13 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scaling", description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="trace with step_<i> ranges to scale")
     parser.add_argument("--sizes", type=int, nargs="+", default=DEFAULT_SIZES, help="kernel counts to build")
+    parser.add_argument("--runs", type=int, default=1, help="analysis runs per size; the fastest counts (default 1)")
     args = parser.parse_args(argv)
     measurements = []
     for kernels in args.sizes:
         trace, build_s = scaled_trace(args.source, kernels)
         built = "reused" if build_s is None else f"built in {build_s:.1f} s"
         print(f"{trace.name}: {trace.stat().st_size / 2**20:,.0f} MiB, {built}", flush=True)
-        measurements.append(measure(trace))
+        measurements.append(measure(trace, args.runs))
     print(format_table(measurements))
     print("\n".join(target_lines(measurements)))
     return 0
