@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, sorted_by_size, used_files
+from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size,
+                                              used_files)
 
 BENCH = "bench"
 BENCH_STEPS = "bench_steps"
@@ -50,7 +51,7 @@ def answer_bench_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
         if f"{part}_ms_mean" in table:
             table[f"{part}_std_over_mean_share"] = table[f"{part}_ms_std"] / table[f"{part}_ms_mean"]
     done = ok_rows(table)
-    sentences = [f"Over {len(done)} configurations ({_range_text(done)}), each timed over "
+    sentences = [f"Over {plural(len(done), 'configuration')} ({_range_text(done)}), each timed over "
                  f"{_values_text(done['measured_steps'])} measured steps after "
                  f"{_values_text(done['warmup_steps'])} warm-up steps,"]
     spreads = []
@@ -67,7 +68,7 @@ def answer_bench_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
     verdict = "small" if max(spreads) < SMALL_SPREAD else "not small"
     text = sentences[0] + " " + " and ".join(sentences[1:]) + f": the spread is {verdict}."
     if len(done) < len(table):
-        text += f" {len(table) - len(done)} configurations ran out of memory."
+        text += f" {plural(len(table) - len(done), 'configuration')} ran out of memory."
     return ResultsAnswer("bench-b", text, {"Forward and backward time per configuration": table}, used_files(rows))
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.questions.attention import EAGER, attention_rows
-from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, sorted_by_size, used_files
+from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size,
+                                              used_files)
 
 COMPILED = "compiled"
 COMPILE = "compile"
@@ -99,5 +100,5 @@ def answer_compile_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
            + "; ".join(parts) + "."
     slower = ok_rows(table)[ok_rows(table)["speedup"] < 1]
     if not slower.empty:
-        text += f" {len(slower)} of {len(ok_rows(table))} configurations are slower compiled."
+        text += f" {len(slower)} of {plural(len(ok_rows(table)), 'configuration')} ran slower compiled."
     return ResultsAnswer("compile-b", text, {"Whole model, eager against compiled": table}, used_files(rows))

@@ -21,6 +21,8 @@ MIB = 1024**2
 PEAK_COLUMNS = ("forward_peak_bytes", "backward_peak_bytes", "optimizer_step_peak_bytes", "peak_memory_bytes")
 # The snapshot files the memory experiment writes beside its results, for pytorch.org/memory_viz.
 SNAPSHOT_FOLDER = "snapshots"
+# A bf16/fp32 peak ratio within this of 1 counts as no real change.
+SMALL_CHANGE = 0.1
 
 
 def answer_mem_a(results: ResultsSet) -> ResultsAnswer | Unanswered:
@@ -118,12 +120,21 @@ def answer_mem_c(results: ResultsSet) -> ResultsAnswer | Unanswered:
     text = f"{bf16['size'].iloc[0]} under bf16 autocast: {_peak_sentence(bf16)}."
     ratio = compared["bf16_over_fp32_ratio"].dropna()
     if not ratio.empty:
-        change = "barely changes" if (ratio - 1).abs().max() < 0.1 else "changes"
-        text += f" Against fp32 the peak is {ratio.min():.2f}–{ratio.max():.2f}× as large: mixed precision " \
-                f"{change} peak memory, since parameters, gradients and optimizer state stay fp32 and " \
-                "autocast keeps fp32 copies next to the bf16 ones it makes."
+        span = f"{ratio.min():.2f}×" if f"{ratio.min():.2f}" == f"{ratio.max():.2f}" else \
+            f"{ratio.min():.2f}–{ratio.max():.2f}×"
+        text += f" Against fp32 the peak is {span} as large: " + _precision_effect(ratio)
     return ResultsAnswer("mem-c", text, {"Peak memory, bf16 autocast": bf16, "bf16 against fp32": compared},
                          used_files(rows))
+
+
+def _precision_effect(ratio: pd.Series) -> str:
+    """What a bf16/fp32 peak ratio says about mixed precision and memory."""
+    if (ratio - 1).abs().max() < SMALL_CHANGE:
+        return ("mixed precision barely changes peak memory: parameters, gradients and optimizer state stay fp32, "
+                "and autocast keeps bf16 copies next to the fp32 tensors.")
+    if ratio.max() < 1:
+        return "mixed precision lowers peak memory, as activations saved for backward are bf16, half the bytes."
+    return "mixed precision raises peak memory here: autocast's bf16 copies of the weights come on top of the fp32 ones."
 
 
 def answer_mem_d(results: ResultsSet) -> ResultsAnswer | Unanswered:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.questions.bench import BENCH, CONFIG_KEYS, TIMED
-from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, size_order,
+from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, size_order,
                                               sorted_by_size, used_files)
 
 ACCUMULATION = "mixed_precision_accumulation"
@@ -121,7 +121,7 @@ def answer_mp_c(results: ResultsSet) -> ResultsAnswer | Unanswered:
                          + (f" to {series.iloc[-1]:.2f}× for {series.index[-1]} ({trend})" if len(series) > 1 else ""))
     text = "bf16 autocast against fp32, mean speedup over context lengths: " + "; ".join(sentences) + "."
     if len(done) < len(table):
-        text += f" {len(table) - len(done)} configurations ran out of memory in one precision."
+        text += f" {plural(len(table) - len(done), 'configuration')} ran out of memory in one precision."
     return ResultsAnswer("mp-c", text, {"fp32 against bf16 autocast": table}, used_files(rows[rows["size"].isin(table["size"])]))
 
 

@@ -107,3 +107,8 @@ def sorted_by_size(rows: pd.DataFrame, *then: str) -> pd.DataFrame:
     return (rows.assign(_size_order=size_order(rows["size"]))
             .sort_values(["_size_order", *then], kind="stable")
             .drop(columns="_size_order").reset_index(drop=True))
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 configuration``, ``2 configurations``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

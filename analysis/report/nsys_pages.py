@@ -8,7 +8,7 @@ import re
 import pandas as pd
 
 from analysis.questions import nsys_text
-from analysis.questions.results_files import ResultsAnswer, Unanswered, size_order
+from analysis.questions.results_files import ResultsAnswer, Unanswered, plural, size_order
 
 ANSWER_COLUMN = "trace_answer"  # the per-trace sentence, carried until the table is final
 TRACE_SUFFIX = re.compile(r"\.sqlite(\.xz)?$")
@@ -91,7 +91,7 @@ def _answer_a(summaries: list[dict]) -> ResultsAnswer | Unanswered:
                  f"{_span(ratio['nsys_to_python_ratio'], '{:.3f}')} (median {ratio['nsys_to_python_ratio'].median():.3f}), "
                  f"farthest from 1 for {worst['trace']}.")
         if len(ratio) < len(table):
-            text += f" {len(table) - len(ratio)} traces carry no Python timings."
+            text += f" {plural(len(table) - len(ratio), 'trace')} carry no Python timings."
     return _finish("nsys-a", text, {"Forward pass: nsys and the Python timer": table}, summaries)
 
 
@@ -147,7 +147,7 @@ def _answer_d(summaries: list[dict]) -> ResultsAnswer | Unanswered:
     text = f"Matrix multiplications take {_pct_span(table['gemm_share_forward'])} of forward kernel time"
     train = table.dropna(subset=["gemm_share_train_step"]) if "gemm_share_train_step" in table else table.iloc[:0]
     if not train.empty:
-        text += f" and {_pct_span(train['gemm_share_train_step'])} of a full training step ({len(train)} training traces)."
+        text += f" and {_pct_span(train['gemm_share_train_step'])} of a full training step ({plural(len(train), 'training trace')})."
         change = categories.dropna(subset=["change_share"]) if "change_share" in categories else categories.iloc[:0]
         if not change.empty:
             mean_change = change[change["category"] != "gemm"].groupby("category")["change_share"].mean()

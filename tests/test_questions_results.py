@@ -1,0 +1,241 @@
+"""The results-file questions: answers and tables from results files written by the runner's own
+writer. Measurements are hand-made where a real run would be GPU-only or noisy, so every figure
+in an answer is known exactly; the mixed-precision experiments run for real on the CPU."""
+from __future__ import annotations
+
+import pytest
+
+from analysis.questions import attention, bench, compile, memory, mixed_precision
+from analysis.questions.results_files import ResultsAnswer, Unanswered, read_results_dir
+from analysis.report.tables import display_table
+from cs336_profile.results import write_results
+
+GIB = 1024**3
+ENVIRONMENT = {"device": "cuda", "gpu_name": "NVIDIA H100 80GB HBM3", "gpu_memory_bytes": 80 * GIB}
+
+
+def bench_row(size, context_length=128, status="ok", dtype="fp32", compile=False, warmup_steps=2, mode="train",
+              **measurements) -> dict:
+    row = {"size": size, "context_length": context_length, "batch_size": 4, "mode": mode, "dtype": dtype,
+           "compile": compile, "attention": "naive", "device": "cuda", "warmup_steps": warmup_steps,
+           "measured_steps": 3, "nvtx_annotations": True, "status": status}
+    timed = ("forward_ms_mean", "forward_ms_std", "backward_ms_mean", "backward_ms_std", "step_ms_mean", "step_ms_std")
+    return row | dict.fromkeys(timed) | measurements
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    def write(experiment: str, rows: list[dict], name: str | None = None):
+        write_results(tmp_path, experiment, rows, config={}, environment=ENVIRONMENT, name=name)
+        return read_results_dir(tmp_path)
+    return write
+
+
+def test_bench_b_reports_the_largest_spread_and_keeps_oom_rows(results_dir):
+    results = results_dir("bench", [
+        bench_row("small", forward_ms_mean=10.0, forward_ms_std=0.1, backward_ms_mean=20.0, backward_ms_std=0.5),
+        bench_row("medium", forward_ms_mean=30.0, forward_ms_std=0.6, backward_ms_mean=60.0, backward_ms_std=0.6),
+        bench_row("xl", status="OOM"),
+    ])
+    answer = bench.answer_bench_b(results)
+    assert answer.answer == (
+        "Over 2 configurations (sizes small, medium; context lengths 128), each timed over 3 measured steps after "
+        "2 warm-up steps, the forward pass's standard deviation is at most 2.0% of its mean (medium, context 128; "
+        "median 1.5%) and the backward pass's standard deviation is at most 2.5% of its mean (small, context 128; "
+        "median 1.8%): the spread is small. 1 configuration ran out of memory.")
+    shown = display_table("t", answer.tables["Forward and backward time per configuration"])
+    assert shown.rows[2][shown.columns.index("forward mean ± std (ms)")] == "OOM"
+    assert shown.rows[0][shown.columns.index("forward mean ± std (ms)")] == "10.00 ± 0.10"
+    assert answer.inputs == ("bench.json",)
+
+
+def test_bench_c_compares_warmup_counts_and_the_first_step(results_dir):
+    results_dir("bench", [bench_row("small", warmup_steps=2, step_ms_mean=100.0, step_ms_std=1.0)])
+    results_dir("bench", [bench_row("small", warmup_steps=0, step_ms_mean=500 / 3, step_ms_std=115.47)],
+                name="bench_warmup0")
+    steps = [{**bench_row("small", warmup_steps=warmup), "step_kind": "measured", "step_index": index, "step_ms": ms}
+             for warmup, times in ((0, (300.0, 100.0, 100.0)), (2, (101.0, 100.0, 100.0)))
+             for index, ms in enumerate(times)]
+    results = results_dir("bench_steps", steps)
+    answer = bench.answer_bench_c(results)
+    first = answer.tables["First measured step against the later ones"]
+    assert first["first_over_later_ratio"].tolist() == [3.0, 1.01]
+    assert answer.answer == (
+        "For small at context 128 (train), a step averages 166.67 ± 115.47 ms without warm-up against "
+        "100.00 ± 1.00 ms after 2 warm-up steps (1.67× the time, a standard deviation 115.5× as large). "
+        "Without warm-up the first step alone takes 3.0× the later steps: it pays one-off costs (creating the CUDA "
+        "context and cuBLAS handles, growing the caching allocator and choosing GEMM kernels), which warm-up steps "
+        "take out of the measurement.")
+    assert answer.inputs == ("bench.json", "bench_steps.json", "bench_warmup0.json")
+
+
+def test_mp_accum_runs_the_loops_for_real(results_dir):
+    experiments = pytest.importorskip("cs336_profile.experiments.mixed_precision")
+    results = results_dir("mixed_precision_accumulation", experiments.accumulation_loops("cpu"))
+    answer = mixed_precision.answer_mp_accum(results)
+    assert answer.answer.startswith("Adding 0.01 a thousand times (exactly 10.0) all in fp32 prints tensor(10.0001) "
+                                    "(error 0.000134). A low-precision accumulator drifts: float16 prints "
+                                    "tensor(9.9531, dtype=torch.float16) (error 0.0469, 351× the fp32 error)")
+    assert answer.answer.endswith("An fp32 sum of fp16 values prints tensor(10.0021) with or without the explicit "
+                                  "upcast: exactly 1000 × 0.01000213623046875, the fp16 rounding of 0.01, so the "
+                                  "error is in the addend, not in the sum.")
+
+
+def test_mp_a_observes_the_toy_model_dtypes(results_dir):
+    experiments = pytest.importorskip("cs336_profile.experiments.mixed_precision")
+    torch = pytest.importorskip("torch")
+    rows = [r for dtype in (torch.float16, torch.bfloat16) for r in experiments.toy_model_dtypes(dtype, "cpu")]
+    answer = mixed_precision.answer_mp_a(results_dir("mixed_precision_toy_model", rows))
+    table = answer.tables["dtypes observed in the ToyModel"].set_index("quantity")
+    assert list(table.columns) == ["under float16 autocast", "under bfloat16 autocast"]
+    assert table.loc["parameters (inside autocast)"].tolist() == ["float32", "float32"]
+    assert table.loc["fc1 output"].tolist() == ["float16", "bfloat16"]
+    assert table.loc["loss"].tolist() == ["float32", "float32"]
+    assert answer.answer.endswith("Under bfloat16 autocast the pattern is the same with bfloat16 in place of float16.")
+
+
+def test_mp_c_pairs_fp32_with_bf16_and_reads_the_trend(results_dir):
+    results = results_dir("bench", [
+        bench_row("small", forward_ms_mean=10.0, backward_ms_mean=20.0),
+        bench_row("small", dtype="bf16", forward_ms_mean=5.0, backward_ms_mean=16.0),
+        bench_row("medium", forward_ms_mean=30.0, backward_ms_mean=60.0),
+        bench_row("medium", dtype="bf16", forward_ms_mean=12.0, backward_ms_mean=48.0),
+    ])
+    answer = mixed_precision.answer_mp_c(results)
+    table = answer.tables["fp32 against bf16 autocast"]
+    assert table["forward_speedup"].tolist() == [2.0, 2.5]
+    assert answer.answer == ("bf16 autocast against fp32, mean speedup over context lengths: forward 2.00× for small "
+                             "to 2.50× for medium (growing with model size); backward 1.25× for small to 1.25× for "
+                             "medium (about flat with size).")
+
+
+def memory_rows() -> list[dict]:
+    rows = []
+    for dtype, scale in (("fp32", 1.0), ("bf16", 1.05)):
+        for context, forward_gib, train_gib in ((128, 13.0, 52.0), (256, 14.0, None)):
+            rows.append(bench_row("2.7B", context, mode="forward", dtype=dtype, peak_memory_bytes=forward_gib * scale * GIB))
+            status = "OOM" if train_gib is None else "ok"
+            peak = None if train_gib is None else train_gib * scale * GIB
+            rows.append(bench_row("2.7B", context, mode="train", dtype=dtype, status=status, peak_memory_bytes=peak))
+    return rows
+
+
+def test_mem_b_and_c_peaks_per_context_with_oom(results_dir):
+    results = results_dir("memory", memory_rows())
+    fp32 = memory.answer_mem_b(results)
+    assert fp32.answer == ("2.7B in fp32: forward peaks at 13.00 GiB at context 128 to 14.00 GiB at 256; train peaks "
+                           "at 52.00 GiB at context 128 (out of memory at 256). A training step needs 4.0× the forward "
+                           "pass's peak at the same context length.")
+    bf16 = memory.answer_mem_c(results)
+    compared = bf16.tables["bf16 against fp32"]
+    assert compared["bf16_over_fp32_ratio"].dropna().round(6).tolist() == [1.05, 1.05, 1.05]
+    assert bf16.answer.endswith("Against fp32 the peak is 1.05× as large: mixed precision barely changes peak memory: "
+                                "parameters, gradients and optimizer state stay fp32, and autocast keeps bf16 copies "
+                                "next to the fp32 tensors.")
+    assert display_table("t", compared).rows[3][3] == "OOM"
+
+
+def test_mem_d_derivation_is_exact(results_dir):
+    experiments = pytest.importorskip("cs336_profile.experiments.memory")
+    rows = experiments.residual_activation_rows("2.7B", (128, 256, 512), 4)
+    answer = memory.answer_mem_d(results_dir("memory_activation", rows))
+    assert answer.answer == ("One residual-stream activation of 2.7B (batch × context × d_model fp32 values) is 5.00 MB "
+                             "at context 128; 10.00 MB at context 256; 20.00 MB at context 512: 4 × 128 × 2560 × 4 bytes "
+                             "= 5,242,880 bytes = 5.00 MB (bytes / 1024²).")
+
+
+def test_mem_a_and_e_from_a_snapshot(results_dir):
+    labels = {"context_length": 128, "dtype": "fp32"}
+    timeline = [{"snapshot": f"memory_2.7B_ctx128_{mode}_fp32", "mode": mode, **labels, "event_index": index,
+                 "time_us": index, "allocated_bytes": gib * GIB}
+                for mode, values in (("forward", (13, 16, 14)), ("train", (52, 64, 52))) for index, gib in enumerate(values)]
+    results_dir("memory", memory_rows())
+    results = results_dir("memory_timeline", timeline)
+    mem_a = memory.answer_mem_a(results)
+    assert mem_a.answer.startswith("Allocated memory of the 2.7B model at context 128 (fp32): forward peaks at 16.00 GiB "
+                                   "from 13.00 GiB at the start of the step; train peaks at 64.00 GiB from 52.00 GiB")
+    assert "The training step needs 4.0× the forward pass's peak" in mem_a.answer
+    assert mem_a.tables["Recorded steps"]["snapshot_file"].tolist() == [
+        "snapshots/memory_2.7B_ctx128_forward_fp32.pickle", "snapshots/memory_2.7B_ctx128_train_fp32.pickle"]
+    largest = [{"snapshot": "s", "size_bytes": 400 * 1024**2, "count": 32, "site": "model.py:90 in scaled_dot_product_attention",
+                "stack": "model.py:90 in scaled_dot_product_attention"},
+               {"snapshot": "s", "size_bytes": 100 * 1024**2, "count": 64, "site": "model.py:31 in forward", "stack": ""}]
+    mem_e = memory.answer_mem_e(results_dir("memory_largest_allocations", largest))
+    assert mem_e.answer == ("The largest allocations of the forward pass are 400.0 MiB each (32 of them), made at "
+                            "model.py:90 in scaled_dot_product_attention; next come 100.0 MiB at model.py:31 in forward.")
+
+
+def attention_rows() -> list[dict]:
+    rows = []
+    for implementation, saved_per_score in (("eager", 3), ("compiled", 1)):
+        for seq_len in (256, 1024, 4096):
+            oom = seq_len == 4096 and implementation == "eager"
+            before = 1000
+            saved = saved_per_score * 8 * seq_len**2 * 4
+            rows.append({"implementation": implementation, "head_dim": 16, "seq_len": seq_len, "batch_size": 8,
+                         "passes": 100, "status": "OOM" if oom else "ok",
+                         "forward_ms_mean": None if oom else seq_len / 256 * (2 if implementation == "eager" else 1),
+                         "forward_ms_std": None, "backward_ms_mean": None if oom else seq_len / 128,
+                         "backward_ms_std": None,
+                         "memory_before_forward_bytes": None if oom else before,
+                         "memory_before_backward_bytes": None if oom else before + saved, "peak_memory_bytes": None})
+    return rows
+
+
+def test_attn_a_fits_quadratic_memory_and_accounts_for_the_oom(results_dir):
+    answer = attention.answer_attn_a(results_dir("attention", attention_rows()))
+    table = answer.tables["Eager attention, batch × seq × d"]
+    assert table["score_matrices"].dropna().tolist() == [3.0, 3.0]
+    assert answer.answer == (
+        "Eager attention (batch 8, 100 passes) completed 2 of 3 configurations. The memory saved for backward grows "
+        "as seq_len^2.00: quadratic, the seq × seq scores and softmax kept for backward dominate. The smallest "
+        "configuration that ran out of memory is d=16, seq=4096. Its accounting: one 8×4096×4096 fp32 score matrix "
+        "is 0.50 GiB; the completed runs keep 3.0 such matrices for backward (scores, softmax output and their "
+        "intermediates), so it needs about 3.0 × 0.50 = 1.5 GiB plus 0.006 GiB of q, k, v, against the GPU's 80 GiB.")
+
+
+def test_compile_a_side_by_side(results_dir):
+    answer = compile.answer_compile_a(results_dir("attention", attention_rows()))
+    table = answer.tables["Eager and compiled attention"]
+    assert table["forward_speedup"].dropna().tolist() == [2.0, 2.0]
+    assert display_table("t", table).rows[2][2] == "OOM"
+    assert answer.answer == ("Compiled attention against eager over the grid: forward 2.00× faster at the median "
+                             "(2.00–2.00×); backward 1.00× faster at the median (1.00–1.00×). Out of memory: 1 eager and "
+                             "0 compiled configurations; compiled keeps 0.33× eager's memory before backward (median), "
+                             "since the fused kernels save fewer seq × seq intermediates.")
+
+
+def test_compile_b_times_forward_and_whole_step(results_dir):
+    results = results_dir("compile", [
+        bench_row("small", mode="forward", forward_ms_mean=10.0, step_ms_mean=11.0),
+        bench_row("small", mode="forward", compile=True, forward_ms_mean=8.0, step_ms_mean=9.0),
+        bench_row("small", mode="train", forward_ms_mean=10.0, step_ms_mean=40.0),
+        bench_row("small", mode="train", compile=True, forward_ms_mean=8.0, step_ms_mean=50.0),
+    ])
+    answer = compile.answer_compile_b(results)
+    assert answer.tables["Whole model, eager against compiled"]["speedup"].tolist() == [1.25, 0.8]
+    assert answer.answer == ("torch.compile on the whole model (cuda, context 128), speedup over eager: forward 1.25× "
+                             "for small; whole step 0.80× for small. 1 of 2 configurations ran slower compiled.")
+
+
+@pytest.mark.parametrize("answer", [
+    bench.answer_bench_b, bench.answer_bench_c, mixed_precision.answer_mp_accum, mixed_precision.answer_mp_a,
+    mixed_precision.answer_mp_c, memory.answer_mem_a, memory.answer_mem_b, memory.answer_mem_c, memory.answer_mem_d,
+    memory.answer_mem_e, attention.answer_attn_a, compile.answer_compile_a, compile.answer_compile_b,
+])
+def test_every_question_says_what_it_needs_without_results(tmp_path, answer):
+    result = answer(read_results_dir(tmp_path))
+    assert isinstance(result, Unanswered)
+    assert "results" in result.needs and "cs336_profile.run" in result.needs
+
+
+def test_read_results_dir_keeps_only_results_documents(tmp_path, results_dir):
+    results_dir("bench", [bench_row("small", forward_ms_mean=1.0)])
+    (tmp_path / "small.timings.json").write_text('{"forward": 1.0}')
+    (tmp_path / "broken.json").write_text("{")
+    results = read_results_dir(tmp_path)
+    assert list(results.documents) == ["bench.json"]
+    assert isinstance(bench.answer_bench_b(results), Unanswered)  # one measured step value, no spread
+    assert read_results_dir(tmp_path / "absent").documents == {}
+    assert isinstance(bench.answer_bench_b(results_dir("bench", [bench_row("s", forward_ms_mean=1.0, forward_ms_std=0.0)])),
+                      ResultsAnswer)
