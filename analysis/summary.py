@@ -24,6 +24,9 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
   "whole capture"): ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``,
   ``distinct_kernels``, ``tensor_core_share``, ``by_category_ms_per_pass``, ``top_kernels``
   (100, by time).
+- ``devices``: one record per (process, GPU) with measured kernels: ``pid``, ``device_id``,
+  ``kernels_per_pass``, ``kernel_ms_per_pass``, ``busy_ms_per_pass``, ``by_category_ms_per_pass``,
+  ``top_kernel`` (per measured step, as in ``overall``).
 - ``efficiency``: ``precision``, ``peak_gpu``, ``peak_tflop_per_s``, ``peak_source``, ``answer``.
 - ``questions``: ``a``..``e`` as in :mod:`analysis.questions.nsys_a` .. ``nsys_e``, each with its
   figures and an ``answer`` sentence; a figure a trace cannot give is null and the answer says why.
@@ -42,7 +45,7 @@ from analysis.load import Trace, file_sha256, load_trace
 from analysis.phases import label_ops
 from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.nsys_inputs import NsysInputs
-from analysis.questions.phase_breakdown import overall_summary, phase_summaries
+from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries
 from analysis.timings import read_run_record
 
 
@@ -79,6 +82,7 @@ def summarize(trace: Trace) -> dict:
         "measured_passes_by_phase": passes,
         "phases": phases,
         "overall": overall_summary(inputs),
+        "devices": device_summaries(inputs),
         "efficiency": usage,
         "questions": {
             "a": nsys_a.answer(phases, run.python_ms),

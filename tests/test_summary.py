@@ -124,3 +124,12 @@ def test_flat_tables_have_one_row_per_trace_phase_and_category(train_summary, fi
 def test_flat_tables_of_no_summaries_are_empty():
     tables = flat_tables([])
     assert all(table.empty for table in tables.values())
+
+
+def test_two_processes_on_two_gpus_are_reported_per_device(external_trace):
+    devices = analyze_trace(external_trace("h100_2gpu_1s.sqlite"))["devices"]
+    assert [(d["pid"], d["device_id"]) for d in devices] == [(111, 0), (112, 1)]
+    assert [d["kernels_per_pass"] for d in devices] == [1721, 1721]
+    for device in devices:
+        assert 0 < device["busy_ms_per_pass"] <= device["kernel_ms_per_pass"] + 1e-9
+        assert device["top_kernel"]["category"] == "gemm"

@@ -15,8 +15,8 @@ from analysis.timings import RunRecord
 
 PHASES = ("forward", "loss", "backward", "optimizer_step")
 # The columns of the labelled ops the questions read (a slim copy keeps the filters cheap).
-OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "op_kind", "demangled_name", "step", "measured", "phase",
-              "phase_range_id", "region")
+OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "op_kind", "demangled_name", "step",
+              "measured", "phase", "phase_range_id", "region")
 
 
 @dataclass(frozen=True)

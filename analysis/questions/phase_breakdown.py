@@ -117,6 +117,28 @@ def overall_summary(inputs: NsysInputs) -> dict:
     }
 
 
+def device_summaries(inputs: NsysInputs) -> list[dict]:
+    """The ``devices`` section: measured kernels per (process, GPU) pair, per measured step, so
+    traces of several processes or GPUs are read one device at a time."""
+    kernels = inputs.measured_kernels().assign(
+        device=lambda k: k["pid"].astype(str) + "/" + k["device_id"].astype(str))
+    steps = inputs.measured_steps
+    busy = busy_ns(kernels, "device")
+    records = []
+    for device, rows in kernels.groupby("device", sort=True):
+        totals = kernel_totals(rows, steps)
+        records.append({
+            "pid": int(rows["pid"].iloc[0]),
+            "device_id": int(rows["device_id"].iloc[0]),
+            "kernels_per_pass": len(rows) / steps,
+            "kernel_ms_per_pass": float(rows["dur_ns"].sum()) / steps / 1e6,
+            "busy_ms_per_pass": float(busy[device]) / steps / 1e6,
+            "by_category_ms_per_pass": _nonzero(category_ms(rows, steps)),
+            "top_kernel": kernel_records(totals, 1)[0],
+        })
+    return records
+
+
 def kernel_records(totals: pd.DataFrame, limit: int) -> list[dict]:
     """The first ``limit`` rows of :func:`analysis.questions.nsys_inputs.kernel_totals` as dicts."""
     columns = ["kernel", "category", "tensor_core", "calls_per_pass", "ms_per_pass", "share"]
