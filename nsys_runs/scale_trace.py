@@ -12,7 +12,8 @@ multi-million-kernel trace builds in seconds with bounded memory. What one copy 
   same process), wherever on the GPU timeline they ran;
 - the NVTX ranges and marks that start inside a step window (the step range itself included).
 
-Copy k is shifted in time so that it starts `COPY_GAP_NS` after everything before it ends, its
+Copy k is shifted in time so that it starts `COPY_GAP_NS` after every earlier row of these tables
+ends (the source's and the previous copy's), its
 correlation ids are shifted by k * (largest id + 1) in the runtime and GPU tables alike (so each
 launch still joins its GPU work one to one within a process), its NVTX start/end `rangeId`s are
 shifted the same way, and its step ranges are renamed `step_<i + k * n>` (n = largest step index
@@ -62,6 +63,7 @@ class ScaledTrace:
 
     @property
     def kernels_total(self) -> int:
+        """Kernels in the written trace."""
         return self.kernels_in_source + self.copies * self.kernels_per_copy
 
 
