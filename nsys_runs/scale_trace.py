@@ -13,11 +13,10 @@ multi-million-kernel trace builds in seconds with bounded memory. What one copy 
 - the NVTX ranges and marks that start inside a step window (the step range itself included).
 
 Copy k is shifted in time so that it starts `COPY_GAP_NS` after every earlier row of these tables
-ends (the source's and the previous copy's), its
-correlation ids are shifted by k * (largest id + 1) in the runtime and GPU tables alike (so each
-launch still joins its GPU work one to one within a process), its NVTX start/end `rangeId`s are
-shifted the same way, and its step ranges are renamed `step_<i + k * n>` (n = largest step index
-+ 1) so step names stay unique. A step name held in `StringIds` (via `textId`) gets a new string
+ends (the source's and the previous copy's); its correlation ids are shifted by
+k * (largest id + 1) in the runtime and GPU tables alike (so each launch still joins its GPU work
+one to one within a process), its NVTX start/end `rangeId`s the same way, and its step ranges are
+renamed `step_<i + k * n>` (n = largest step index + 1) so step names stay unique. A step name held in `StringIds` (via `textId`) gets a new string
 row. Every table keeps its schema; `ANALYSIS_DETAILS` gets the longer capture end.
 """
 from __future__ import annotations
