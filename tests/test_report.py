@@ -1,0 +1,225 @@
+"""The rendered report: every page the index lists exists, every local link and image resolves,
+every question page has its table and figure, no cell is blank, ``nan`` or ``None``, and
+out-of-memory configurations say ``OOM``.
+
+The site is rendered from the committed example traces and results (``nsys_runs/``) when they
+are there, else from the reference traces beside the repository and results files that the
+runner writes here on the CPU at tiny scale.
+"""
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from jinja2 import UndefinedError
+
+from analysis.report import render_diff, render_html, render_markdown
+from analysis.report.catalog import QUESTIONS
+from analysis.report.render import environment
+from analysis.summary import analyze_trace
+from cs336_profile.results import write_results
+from tests.conftest import FIXTURES, REPO
+
+EXAMPLES = REPO / "nsys_runs"
+FIXTURE_TRACES = ("small_ctx128_train_fp32.sqlite", "small_ctx256_forward_fp32.sqlite", "attention_bench.sqlite")
+# One configuration of the sweep that ran out of memory: the grid must say so.
+SWEEP_OOM_ROW = {"stem": "small_ctx1024_train_fp32", "size": "small", "context_length": 1024, "mode": "train",
+                 "dtype": "fp32", "compile": False, "attention": "naive", "status": "OOM"}
+REFUSED = {"trace": "broken.sqlite", "error": "not an nsys export: the file is not SQLite"}
+BLANK_OR_MISSING = re.compile(r"\b(nan|NaN|None|null)\b")
+
+
+def cpu_results(results_dir: Path) -> Path:
+    """Results files of the runner at tiny scale on the CPU (bench, warm-up variants, bf16, mixed
+    precision, attention, memory), plus a sweep table with one out-of-memory configuration."""
+    run = pytest.importorskip("cs336_profile.run")
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: one thread avoids contention with parallel test workers
+    try:
+        _run_experiments(run.main, ["--device", "cpu", "--results-dir", str(results_dir), "--no-progress"])
+    finally:
+        torch.set_num_threads(threads)
+    write_results(results_dir, "sweep", [SWEEP_OOM_ROW], config={}, environment={})
+    return results_dir
+
+
+def _run_experiments(run, common: list[str]) -> None:
+    bench = ["bench", "--sizes", "tiny", "--context-lengths", "16", "--warmup", "1", "--steps", "2"]
+    for extra in ([], ["--warmup", "0", "--name", "bench_warmup0"], ["--dtype", "bf16", "--name", "bench_bf16"]):
+        run(bench + extra + common)
+    run(["mixed-precision"] + common)
+    run(["attention", "--implementations", "eager", "sdpa", "--head-dims", "16", "--seq-lens", "32", "64",
+         "--passes", "3", "--warmup-passes", "1"] + common)
+    run(["memory", "--size", "tiny", "--context-lengths", "16", "--dtypes", "fp32"] + common)
+
+
+def example_inputs(tmp_path: Path) -> tuple[list[Path], Path]:
+    """(traces, results folder): the committed examples, else the reference traces + CPU results."""
+    traces = sorted((EXAMPLES / "traces").glob("*.sqlite.xz"))
+    if traces and (EXAMPLES / "results").is_dir():
+        return traces, EXAMPLES / "results"
+    traces = [FIXTURES / name for name in FIXTURE_TRACES]
+    if not all(path.exists() for path in traces):
+        pytest.skip(f"reference traces are absent from {FIXTURES}")
+    return traces, cpu_results(tmp_path / "results")
+
+
+def render_example_site(out_dir: Path, work_dir: Path) -> Path:
+    """Render HTML and Markdown from the example inputs into ``out_dir``."""
+    traces, results_dir = example_inputs(work_dir)
+    summaries = [analyze_trace(path) for path in traces]
+    paths = {path.name: path for path in traces}
+    render_html(summaries, [REFUSED], out_dir, results_dir, trace_paths=paths)
+    render_markdown(summaries, [REFUSED], out_dir, results_dir)
+    return out_dir
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return render_example_site(tmp_path_factory.mktemp("site"), tmp_path_factory.mktemp("inputs"))
+
+
+class PageParser(HTMLParser):
+    """Links, image sources and table cells of one page."""
+
+    def __init__(self):
+        super().__init__()
+        self.links, self.images, self.cells, self.text = [], [], [], []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "a" and "href" in attrs:
+            self.links.append(attrs["href"])
+        if tag == "img":
+            self.images.append(attrs.get("src", ""))
+        if tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.cells.append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def parse(page: Path) -> PageParser:
+    parser = PageParser()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser
+
+
+def local_targets(page: Path, references: list[str]) -> list[Path]:
+    return [page.parent / urlparse(ref).path for ref in references if not urlparse(ref).scheme and urlparse(ref).path]
+
+
+def test_every_page_the_index_lists_exists(site):
+    index = parse(site / "index.html")
+    pages = [site / href for href in index.links]
+    assert pages and all(page.is_file() for page in pages)
+    answered = {page.stem for page in pages if page.stem.startswith("question-")}
+    assert {f"question-{q}" for q in ("bench-b", "bench-c", "mp-accum", "mp-a", "mp-c", "mem-d", "attn-a",
+                                      "nsys-a", "nsys-b", "nsys-c", "nsys-d", "nsys-e")} <= answered
+    trace_pages = {page.stem for page in pages if page.stem.startswith("trace-")}
+    assert trace_pages == {"trace-" + name.removesuffix(".sqlite") for name in FIXTURE_TRACES} or \
+        len(trace_pages) == len(list((EXAMPLES / "traces").glob("*.sqlite.xz")))
+
+
+def test_questions_the_inputs_cannot_answer_are_listed_not_rendered(site):
+    text = "".join(parse(site / "index.html").text)
+    answered = {path.stem.removeprefix("question-") for path in site.glob("question-*.html")}
+    for question in QUESTIONS:
+        if question.id not in answered:
+            assert f"{question.title}: not answered: needs" in text
+
+
+def test_every_local_link_and_image_resolves(site):
+    for page in site.glob("*.html"):
+        parser = parse(page)
+        missing = [t for t in local_targets(page, parser.links + parser.images) if not t.is_file()]
+        assert not missing, f"{page.name} points at missing files: {missing}"
+        stylesheet = re.search(r'href="([^"]+\.css)"', page.read_text()).group(1)
+        assert (page.parent / stylesheet).is_file()
+
+
+def test_every_question_page_has_its_table_and_figure(site):
+    pages = sorted(site.glob("question-*.html"))
+    assert len(pages) >= 12
+    for page in pages:
+        parser = parse(page)
+        assert parser.images, f"{page.name} has no figure"
+        assert "<table" in page.read_text(), f"{page.name} has no table"
+        assert "Answer" in parser.text
+
+
+def test_no_cell_is_blank_nan_or_none(site):
+    for page in site.glob("*.html"):
+        parser = parse(page)
+        assert all(parser.cells), f"{page.name} has an empty table cell"
+        found = BLANK_OR_MISSING.findall("".join(parser.text))
+        assert not found, f"{page.name} shows {set(found)}"
+    for page in site.glob("*.md"):
+        assert not BLANK_OR_MISSING.findall(page.read_text()), page.name
+        assert "||" not in page.read_text().replace("\\|", ""), f"{page.name} has an empty Markdown cell"
+
+
+def test_out_of_memory_configurations_say_oom(site):
+    index = parse(site / "index.html")
+    assert "OOM" in index.cells
+
+
+def test_trace_pages_show_phases_and_a_step_timeline(site):
+    page = site / "trace-small_ctx128_train_fp32.html"
+    if not page.exists():
+        pytest.skip("the reference training trace is not among the rendered traces")
+    parser = parse(page)
+    assert any(src.endswith("-timeline.png") for src in parser.images)
+    assert {"forward", "backward", "optimizer_step"} <= set(parser.cells)
+    assert "1,463" in parser.cells  # kernels per backward pass, launched from autograd's thread
+
+
+def test_index_names_gpu_nsys_version_and_refused_traces(site):
+    text = " ".join(parse(site / "index.html").text)
+    assert "NVIDIA H200" in text and "2025.3.2.0" in text
+    assert REFUSED["trace"] in text and REFUSED["error"] in text
+
+
+def test_markdown_pages_carry_tables_and_their_figures(site):
+    pages = sorted(site.glob("question-*.md"))
+    assert len(pages) == len(list(site.glob("question-*.html")))
+    for page in pages:
+        text = page.read_text()
+        assert re.search(r"^\|(-{3}:?\|)+$", text, re.MULTILINE), f"{page.name} has no table"
+        figures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+        assert figures and all((site / f).is_file() for f in figures)
+
+
+def test_diff_page_of_two_traces(tmp_path):
+    paths = [FIXTURES / name for name in FIXTURE_TRACES[:2]]
+    if not all(p.exists() for p in paths):
+        pytest.skip(f"reference traces are absent from {FIXTURES}")
+    page = render_diff(analyze_trace(paths[0]), analyze_trace(paths[1]), tmp_path)
+    parser = parse(page)
+    assert all(t.is_file() for t in local_targets(page, parser.images + ["style.css"]))
+    assert parser.images and "Why it got" in page.read_text()
+    assert not BLANK_OR_MISSING.findall("".join(parser.text))
+
+
+def test_without_inputs_every_question_is_listed_as_not_answered(tmp_path):
+    render_html([], [], tmp_path, None)
+    text = "".join(parse(tmp_path / "index.html").text)
+    assert not list(tmp_path.glob("question-*"))
+    assert text.count("not answered: needs") == len(QUESTIONS)
+
+
+def test_templates_fail_on_a_missing_value():
+    with pytest.raises(UndefinedError):
+        environment().from_string("{{ missing }}").render()
