@@ -1,8 +1,9 @@
 """Smaller copies of exports and their xz compression, for traces kept in the repository.
 
 A slim copy drops the tables the analyzer never reads (OS runtime calls and their call stacks,
-nsys's own overhead ranges), then VACUUMs. Every kept table keeps its schema, so the copy is
-still a valid export.
+nsys's own overhead ranges) and the rows and strings that record the profiled process's
+environment and working folder (environment variables can hold credentials), then VACUUMs. Every kept table keeps
+its schema, so the copy is still a valid export.
 """
 from __future__ import annotations
 
@@ -13,10 +14,18 @@ from contextlib import closing
 from pathlib import Path
 
 DROPPED_TABLES = ("OSRT_API", "OSRT_CALLCHAINS", "PROFILER_OVERHEAD")
+PRIVATE_ROWS = {  # table → which rows to delete
+    "META_DATA_CAPTURE": "name LIKE 'PROCESS\\_%:ENVIRONMENT\\_VARIABLE' ESCAPE '\\' "
+                         "OR name LIKE 'PROCESS\\_%:WORKING\\_DIR' ESCAPE '\\'",
+    "TARGET_INFO_SYSTEM_ENV": "name = 'DeviceEnvironment'",
+}
+# Whole environments are also interned as NUL-separated `KEY=VALUE` strings; kernel and range
+# names never hold a NUL, so such strings are blanked (their ids stay valid).
+BLANK_ENVIRONMENT_STRINGS = "UPDATE StringIds SET value = '' WHERE instr(CAST(value AS BLOB), X'00') > 0"
 
 
 def slim_copy(export: Path, destination: Path) -> Path:
-    """Write `destination`: `export` without DROPPED_TABLES, vacuumed."""
+    """Write `destination`: `export` without DROPPED_TABLES and PRIVATE_ROWS, vacuumed."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     partial = destination.with_name(destination.name + ".partial")
     shutil.copyfile(export, partial)
@@ -25,6 +34,11 @@ def slim_copy(export: Path, destination: Path) -> Path:
         for table in DROPPED_TABLES:
             if table in present:
                 connection.execute(f'DROP TABLE "{table}"')
+        for table, condition in PRIVATE_ROWS.items():
+            if table in present:
+                connection.execute(f'DELETE FROM "{table}" WHERE {condition}')
+        if "StringIds" in present:
+            connection.execute(BLANK_ENVIRONMENT_STRINGS)
         connection.execute("VACUUM")
     partial.replace(destination)
     return destination
