@@ -223,3 +223,19 @@ def test_without_inputs_every_question_is_listed_as_not_answered(tmp_path):
 def test_templates_fail_on_a_missing_value():
     with pytest.raises(UndefinedError):
         environment().from_string("{{ missing }}").render()
+
+
+def test_pairs_that_differ_in_one_setting_get_a_linked_diff_page(tmp_path):
+    path = FIXTURES / FIXTURE_TRACES[0]
+    if not path.exists():
+        pytest.skip(f"reference traces are absent from {FIXTURES}")
+    fp32 = analyze_trace(path)
+    bf16 = {**fp32, "trace": "small_ctx128_train_bf16.sqlite", "config": {**fp32["config"], "dtype": "bf16"}}
+    other_size = {**fp32, "trace": "medium_ctx128_train_bf16.sqlite", "config": {**bf16["config"], "size": "medium"}}
+    render_html([bf16, other_size, fp32], [], tmp_path, None)
+    index = parse(tmp_path / "index.html")
+    diffs = [href for href in index.links if href.startswith("diff-")]
+    assert diffs == ["diff-small_ctx128_train_fp32--small_ctx128_train_bf16.html"]
+    assert "dtype: fp32 → bf16" in "".join(index.text)
+    page = parse(tmp_path / diffs[0])
+    assert page.images and all(t.is_file() for t in local_targets(tmp_path / diffs[0], page.images))

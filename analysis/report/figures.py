@@ -214,9 +214,17 @@ def _by_head_dim(ax, table: pd.DataFrame, column: str, scale: float = 1.0) -> No
     """One line per head dimension against the sequence length (completed cells only), log-log."""
     for head_dim, rows in _ok(table).groupby("head_dim"):
         ax.plot(rows["seq_len"], rows[column] / scale, marker="o", label=f"d={head_dim}")
-    ax.set_xscale("log", base=2)
+    _seq_len_axis(ax, table)
     if (table[column] > 0).any():
         ax.set_yscale("log")
+
+
+def _seq_len_axis(ax, table: pd.DataFrame) -> None:
+    """Log-2 x axis labelled with the sequence lengths themselves."""
+    ax.set_xscale("log", base=2)
+    lengths = sorted(table["seq_len"].unique())
+    ax.set_xticks(lengths, [f"{length:,}" for length in lengths])
+    ax.minorticks_off()
     ax.set_xlabel("sequence length")
 
 
@@ -250,8 +258,7 @@ def compile_a(answer: ResultsAnswer) -> Figure:
         for head_dim, rows in _ok(table).groupby("head_dim"):
             ax.plot(rows["seq_len"], rows[f"{part}_speedup"], marker="o", label=f"d={head_dim}")
         ax.axhline(1, color="black", linewidth=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("sequence length")
+        _seq_len_axis(ax, table)
         ax.set_ylabel(f"{part}: eager / compiled (×)")
     axes[0].legend(frameon=False)
     figure.suptitle("Speedup of compiled attention over eager")

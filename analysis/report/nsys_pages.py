@@ -54,6 +54,11 @@ def _rows(summaries: list[dict], question: str, keys: tuple[str, ...], present: 
     return table.dropna(axis="columns", how="all") if not table.empty else table
 
 
+def kernel_cell(demangled: str) -> str:
+    """The short kernel name of the answers, without its Markdown backticks (a table cell)."""
+    return nsys_text.kernel_label(demangled).strip("`")
+
+
 def _span(values: pd.Series, fmt: str = "{:.2f}") -> str:
     """``low–high`` of a series (one value when they agree in the format)."""
     low, high = fmt.format(values.min()), fmt.format(values.max())
@@ -103,11 +108,11 @@ def _answer_b(summaries: list[dict]) -> ResultsAnswer | Unanswered:
         return Unanswered("nsys-b", "a trace with kernels in measured `forward` ranges")
     for column in ("top_forward_kernel", "top_forward_backward_kernel"):
         if column in table:
-            table[column] = table[column].map(nsys_text.kernel_label, na_action="ignore")
+            table[column] = table[column].map(kernel_cell, na_action="ignore")
     categories = table["top_forward_category"].value_counts()
     text = (f"In {categories.iloc[0]} of {len(table)} traces the forward pass's leading kernel is a "
-            f"{categories.index[0]} kernel, taking {_pct_span(table['top_forward_share'])} of forward kernel time "
-            f"over {_span(table['calls_per_forward_pass'], '{:,.0f}')} calls in one forward pass.")
+            f"{categories.index[0]} kernel; the leading kernel takes {_pct_span(table['top_forward_share'])} of "
+            f"forward kernel time over {_span(table['calls_per_forward_pass'], '{:,.0f}')} calls in one forward pass.")
     if "same_kernel" in table and table["same_kernel"].notna().any():
         both = table.dropna(subset=["same_kernel"])
         text += f" With the backward pass counted too, the same kernel still leads in {int(both['same_kernel'].sum())} " \
@@ -131,7 +136,7 @@ def _answer_c(summaries: list[dict]) -> ResultsAnswer | Unanswered:
     text += f"; the largest of them is {leaders.index[0]} in {leaders.iloc[0]} traces." if not leaders.empty else "."
     tables = {"Non-matmul share of forward kernel time, by category": table}
     if not kernels.empty:
-        kernels["kernel"] = kernels["kernel"].map(nsys_text.kernel_label)
+        kernels["kernel"] = kernels["kernel"].map(kernel_cell)
         tables["Non-matmul kernels above 1% of forward kernel time"] = kernels
     return _finish("nsys-c", text, tables, summaries)
 

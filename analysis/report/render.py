@@ -11,9 +11,9 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
-from analysis.questions import nsys_text
 from analysis.questions.diff import diff_summaries
 from analysis.report import figures
+from analysis.report.nsys_pages import kernel_cell
 from analysis.report.site import DiffPage, QuestionPage, TracePage
 from analysis.report.tables import DisplayTable, display_table
 
@@ -90,7 +90,7 @@ def trace_figures(page: TracePage, out_dir: Path, trace_path: Path | None) -> li
 
 
 def _label_kernels(table: pd.DataFrame) -> pd.DataFrame:
-    return table.assign(kernel=table["kernel"].map(lambda k: nsys_text.kernel_label(k).strip("`")))
+    return table.assign(kernel=table["kernel"].map(kernel_cell))
 
 
 def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:

@@ -16,8 +16,9 @@ from analysis.report.catalog import QUESTIONS, Question
 from analysis.report.nsys_pages import nsys_answer, run_label, sorted_summaries, trace_stem
 
 SWEEP = "sweep"
-# Settings a diff pair may differ in (exactly one of them); everything else must match.
-DIFF_KEYS = ("dtype", "compile", "attention")
+# Settings a diff pair may differ in (exactly one of them), with the value that makes a run side A
+# (the baseline); everything else must match.
+DIFF_BASELINES = {"dtype": "fp32", "compile": False, "attention": "naive"}
 GRID_GROUP_KEYS = ("mode", "dtype", "compile", "attention")
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -96,19 +97,20 @@ def _config_key(config: dict, keys: tuple[str, ...]) -> tuple:
 
 
 def diff_pairs(summaries: list[dict]) -> list[DiffPage]:
-    """Pairs of traces whose configs differ in exactly one of :data:`DIFF_KEYS` (fp32/bf16,
-    eager/compiled, naive/SDPA); A is the side with the earlier value in the sorted grid."""
+    """Pairs of traces whose configs differ in exactly one of :data:`DIFF_BASELINES` (fp32/bf16,
+    eager/compiled, naive/SDPA); A is the baseline side (fp32, eager, naive attention)."""
     with_config = [s for s in summaries if s.get("config")]
     pairs = []
     for index, a in enumerate(with_config):
         for b in with_config[index + 1:]:
             ca, cb = a["config"], b["config"]
             same_shape = all(ca.get(k) == cb.get(k) for k in ("size", "context_length", "mode", "batch_size"))
-            changed = [k for k in DIFF_KEYS if _config_key(ca, (k,)) != _config_key(cb, (k,))]
+            changed = [k for k in DIFF_BASELINES if _config_key(ca, (k,)) != _config_key(cb, (k,))]
             if same_shape and len(changed) == 1:
                 key = changed[0]
-                pairs.append(DiffPage(a, b, f"{key}: {ca.get(key) or 'naive'} → {cb.get(key) or 'naive'}",
-                                      diff_page(a, b)))
+                base, other = (b, a) if _config_key(cb, (key,)) == ((key, DIFF_BASELINES[key]),) else (a, b)
+                values = [dict(_config_key(s["config"], (key,)))[key] for s in (base, other)]
+                pairs.append(DiffPage(base, other, f"{key}: {values[0]} → {values[1]}", diff_page(base, other)))
     return pairs
 
 
