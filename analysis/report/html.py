@@ -35,7 +35,8 @@ def render_site(site: Site, out_dir: Path) -> Path:
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(
             page=page, tables=trace_tables(page.summary), figures=trace_figures(page, out_dir, trace_path),
-            has_timeline=trace_path is not None, diffs=diffs, home=True))
+            has_timeline=trace_path is not None, diffs=diffs, answered={q.question.id for q in site.questions},
+            home=True))
     for page in site.diffs:
         _render_diff_page(page, out_dir, home=True)
     return _write(out_dir / "index.html", env.get_template("index.html").render(site=site, home=False))

@@ -23,6 +23,7 @@ PHASE_COLUMNS = ("passes", "kernels_per_pass", "kernel_ms_per_pass", "python_ms_
                  "gpu_span_ms_per_pass", "busy_ms_per_pass", "idle_ms_per_pass", "idle_share", "achieved_tflop_per_s",
                  "mfu")
 KERNEL_COLUMNS = ("kernel", "category", "tensor_core", "calls_per_pass", "ms_per_pass", "share")
+TOP_KERNELS_OVERALL = 20
 INLINE_CODE = re.compile(r"`([^`]+)`")
 
 
@@ -94,13 +95,21 @@ def _label_kernels(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
-    """``phases``: the per-phase figures; ``kernels``: the top kernels of each phase."""
-    phases = summary["phases"]
+    """``phases``: the per-phase figures; ``kernels``: the top kernels of each phase, then of the
+    whole measured step (or capture) by category and by kernel."""
+    phases, overall = summary["phases"], summary["overall"]
     per_phase = pd.DataFrame([{"phase": name, **{c: figures_.get(c) for c in PHASE_COLUMNS}}
                               for name, figures_ in phases.items()])
     kernels = [display_table(f"Top kernels of {name} (per pass)",
                              _label_kernels(pd.DataFrame(figures_["top_kernels"], columns=KERNEL_COLUMNS)))
                for name, figures_ in phases.items() if figures_["top_kernels"]]
+    scope = f"per pass of the {overall['scope']}"
+    categories = pd.DataFrame(list(overall["by_category_ms_per_pass"].items()), columns=["category", "ms_per_pass"])
+    if not categories.empty:
+        kernels.append(display_table(f"Kernel time by category, {scope}", categories))
+    if overall["top_kernels"]:
+        top = pd.DataFrame(overall["top_kernels"][:TOP_KERNELS_OVERALL], columns=KERNEL_COLUMNS)
+        kernels.append(display_table(f"Top kernels, {scope}", _label_kernels(top)))
     return {"phases": [display_table("Per phase, mean per measured pass", per_phase)] if phases else [],
             "kernels": kernels}
 
