@@ -100,7 +100,7 @@ def bench_c(answer: ResultsAnswer) -> Figure:
     ax.set_xlabel("warm-up steps")
     ax.set_ylabel("step time, ms (mean ± std)")
     ax.set_xticks(sorted(table["warmup_steps"].unique()))
-    ax.set_yscale("log")
+    _plain_log_y(ax)
     ax.legend(frameon=False)
     ax.set_title("Measured step time by number of warm-up steps")
     return figure
@@ -166,9 +166,8 @@ def _peaks_by_context(ax, table: pd.DataFrame, column: str = "peak_memory_bytes"
         if not oom.empty:
             ax.scatter(oom["context_length"], [ax.get_ylim()[1]] * len(oom), marker="x", color=line.get_color(),
                        label=f"{mode}{label_suffix}: OOM")
-    ax.set_xlabel("context length")
+    _lengths_axis(ax, table["context_length"], "context length")
     ax.set_ylabel("peak allocated (GiB)")
-    ax.set_xscale("log", base=2)
     ax.legend(frameon=False)
 
 
@@ -214,18 +213,25 @@ def _by_head_dim(ax, table: pd.DataFrame, column: str, scale: float = 1.0) -> No
     """One line per head dimension against the sequence length (completed cells only), log-log."""
     for head_dim, rows in _ok(table).groupby("head_dim"):
         ax.plot(rows["seq_len"], rows[column] / scale, marker="o", label=f"d={head_dim}")
-    _seq_len_axis(ax, table)
+    _lengths_axis(ax, table["seq_len"], "sequence length")
     if (table[column] > 0).any():
-        ax.set_yscale("log")
+        _plain_log_y(ax)
 
 
-def _seq_len_axis(ax, table: pd.DataFrame) -> None:
-    """Log-2 x axis labelled with the sequence lengths themselves."""
+def _lengths_axis(ax, lengths: pd.Series, label: str) -> None:
+    """Log-2 x axis labelled with the lengths themselves (256, 1,024, ...)."""
     ax.set_xscale("log", base=2)
-    lengths = sorted(table["seq_len"].unique())
-    ax.set_xticks(lengths, [f"{length:,}" for length in lengths])
+    ticks = sorted(lengths.unique())
+    ax.set_xticks(ticks, [f"{int(length):,}" for length in ticks])
     ax.minorticks_off()
-    ax.set_xlabel("sequence length")
+    ax.set_xlabel(label)
+
+
+def _plain_log_y(ax) -> None:
+    """Log y axis with plain numbers (0.5, 2, 100) instead of powers of ten."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def _mark_oom(ax, table: pd.DataFrame) -> None:
@@ -258,7 +264,7 @@ def compile_a(answer: ResultsAnswer) -> Figure:
         for head_dim, rows in _ok(table).groupby("head_dim"):
             ax.plot(rows["seq_len"], rows[f"{part}_speedup"], marker="o", label=f"d={head_dim}")
         ax.axhline(1, color="black", linewidth=0.8)
-        _seq_len_axis(ax, table)
+        _lengths_axis(ax, table["seq_len"], "sequence length")
         ax.set_ylabel(f"{part}: eager / compiled (×)")
     axes[0].legend(frameon=False)
     figure.suptitle("Speedup of compiled attention over eager")
@@ -270,7 +276,7 @@ def compile_b(answer: ResultsAnswer) -> Figure:
     figure, (ax,) = new_figure()
     _grouped_bars(ax, _labels(table, ("size", "context_length", "timed")),
                   {"eager": table["eager_ms"].to_numpy(), "compiled": table["compiled_ms"].to_numpy()})
-    ax.set_yscale("log")
+    _plain_log_y(ax)
     ax.set_ylabel("ms (forward, or whole step)")
     ax.set_title("Whole model: eager against torch.compile")
     return figure
@@ -350,7 +356,7 @@ def nsys_e(answer: ResultsAnswer) -> Figure:
     if "flops_ratio" in table:
         series["FLOPs (softmax / matmuls)"] = table["flops_ratio"].fillna(0).to_numpy()
     _grouped_bars(ax, _trace_labels(table), series)
-    ax.set_yscale("log")
+    _plain_log_y(ax)
     ax.set_ylabel("ratio (log scale)")
     ax.set_title("Softmax against the attention matmuls")
     return figure
