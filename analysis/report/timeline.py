@@ -52,7 +52,7 @@ def step_timeline(trace_path: Path) -> Figure:
         on_stream = ops[ops["stream_id"] == stream]
         for category, group in on_stream.groupby("category"):
             ax.broken_barh(list(zip((group["start_ns"] - start_ns) * to_ms, group["dur_ns"] * to_ms)),
-                           (rows - 2 - row, 0.8), color=CATEGORY_COLORS.get(category, "black"),
+                           (rows - 2 - row, 0.8), color=CATEGORY_COLORS.get(category, "black"), linewidth=0,
                            label=category if row == 0 else None)
     ax.set_yticks([r + 0.4 for r in range(rows)], [f"GPU stream {s}" for s in reversed(streams)] + ["NVTX phases"])
     ax.set_xlim(0, (end_ns - start_ns) * to_ms)
