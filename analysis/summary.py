@@ -42,7 +42,7 @@ import pandas as pd
 
 from analysis import __version__
 from analysis.load import Trace, file_sha256, load_trace
-from analysis.phases import label_ops
+from analysis.phases import LabelledOps, label_ops
 from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries
@@ -51,12 +51,17 @@ from analysis.timings import read_run_record
 
 def analyze_trace(path: str | os.PathLike) -> dict:
     """Load and analyze one trace; raises :class:`analysis.errors.TraceError` on bad input."""
-    return summarize(load_trace(path))
-
-
-def summarize(trace: Trace) -> dict:
-    """The summary of a loaded trace (see the module docstring for its keys)."""
+    trace = load_trace(path)
     labelled = label_ops(trace)
+    # The labelled ops now hold every GPU operation: free the loader's copies before the questions.
+    trace.kernels, trace.memops = trace.kernels.iloc[:0], trace.memops.iloc[:0]
+    return summarize(trace, labelled)
+
+
+def summarize(trace: Trace, labelled: LabelledOps | None = None) -> dict:
+    """The summary of a loaded trace (see the module docstring for its keys); ``labelled`` is
+    ``label_ops(trace)`` when the caller has it already."""
+    labelled = labelled if labelled is not None else label_ops(trace)
     run = read_run_record(trace.marks, trace.path)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
     inputs = NsysInputs.build(labelled, run, gpu)

@@ -120,21 +120,20 @@ def overall_summary(inputs: NsysInputs) -> dict:
 def device_summaries(inputs: NsysInputs) -> list[dict]:
     """The ``devices`` section: measured kernels per (process, GPU) pair, per measured step, so
     traces of several processes or GPUs are read one device at a time."""
-    kernels = inputs.measured_kernels().assign(
-        device=lambda k: k["pid"].astype(str) + "/" + k["device_id"].astype(str))
+    kernels = inputs.measured_kernels()
+    kernels = kernels.assign(device_key=kernels["pid"] * 65536 + kernels["device_id"])
     steps = inputs.measured_steps
-    busy = busy_ns(kernels, "device")
+    busy = busy_ns(kernels, "device_key")
     records = []
-    for device, rows in kernels.groupby("device", sort=True):
-        totals = kernel_totals(rows, steps)
+    for key, rows in kernels.groupby("device_key", sort=True):
         records.append({
             "pid": int(rows["pid"].iloc[0]),
             "device_id": int(rows["device_id"].iloc[0]),
             "kernels_per_pass": len(rows) / steps,
             "kernel_ms_per_pass": float(rows["dur_ns"].sum()) / steps / 1e6,
-            "busy_ms_per_pass": float(busy[device]) / steps / 1e6,
+            "busy_ms_per_pass": float(busy[key]) / steps / 1e6,
             "by_category_ms_per_pass": _nonzero(category_ms(rows, steps)),
-            "top_kernel": kernel_records(totals, 1)[0],
+            "top_kernel": kernel_records(kernel_totals(rows, steps), 1)[0],
         })
     return records
 
