@@ -30,7 +30,6 @@ class ResultsAnswer:
     answer: str
     tables: dict[str, pd.DataFrame]
     inputs: tuple[str, ...]
-    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

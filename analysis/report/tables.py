@@ -48,17 +48,13 @@ def _ms(value: float) -> str:
 # (suffix of the column name, unit shown in the header, cell formatter); first match wins.
 UNITS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("_ms_per_pass", "ms per pass", _ms),
-    ("_ms_per_step", "ms per step", _ms),
     ("_ms", "ms", _ms),
-    ("_us", "µs", lambda v: f"{v:,.0f}"),
     ("_bytes", "MiB", lambda v: f"{v / MIB:,.1f}"),
     ("_mib", "MiB", lambda v: f"{v:,.2f}"),
     ("_share", "%", lambda v: f"{v * 100:.1f}"),
-    ("_pct", "%", lambda v: f"{v:.1f}"),
     ("_ratio", "×", lambda v: f"{v:.3g}"),
     ("_speedup", "×", lambda v: f"{v:.2f}"),
     ("_tflop_per_s", "TFLOP/s", lambda v: f"{v:.1f}"),
-    ("_flops", "GFLOP", lambda v: f"{v / 1e9:,.2f}"),
     ("_per_pass", "per pass", _number),
 )
 BARE_UNITS = {"share": ("share", "%"), "ratio": ("ratio", "×"), "mfu": ("MFU", "%"), "speedup": ("speedup", "×")}
