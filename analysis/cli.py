@@ -154,12 +154,16 @@ def _analyze(args: argparse.Namespace) -> int:
     finally:
         if cache is not None:
             cache.close()
-    write_outputs(summaries, failures, args.out, args.format, args.results)
+    trace_paths = {path.name: path for path in args.traces}
+    write_outputs(summaries, failures, args.out, args.format, args.results, trace_paths)
     return 1 if failures else 0
 
 
-def write_outputs(summaries: list[dict], failures: list[dict], out: Path, formats: tuple[str, ...], results_dir: Path | None) -> None:
-    """Write each requested format into ``out``; the report package is imported only when asked."""
+def write_outputs(summaries: list[dict], failures: list[dict], out: Path, formats: tuple[str, ...],
+                  results_dir: Path | None, trace_paths: dict[str, Path] | None = None) -> None:
+    """Write each requested format into ``out``; the report package is imported only when asked.
+
+    ``trace_paths`` (file name -> path) lets trace pages load a trace again for its timeline."""
     if "json" in formats:
         for summary in summaries:
             (out / f"{_stem(summary['trace'])}.json").write_text(json.dumps(summary, indent=1))
@@ -169,11 +173,11 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
     if "html" in formats:
         from analysis.report import render_html
 
-        render_html(summaries, failures, out, results_dir)
+        render_html(summaries, failures, out, results_dir, trace_paths)
     if "md" in formats:
         from analysis.report import render_markdown
 
-        render_markdown(summaries, failures, out, results_dir)
+        render_markdown(summaries, failures, out, results_dir, trace_paths)
 
 
 def _stem(trace_name: str) -> str:
