@@ -112,10 +112,11 @@ def test_html_and_markdown_go_to_the_report_package(fixture_trace, tmp_path, fak
     bad.touch()
     argv = [str(fixture_trace(FORWARD)), str(bad), "--out", str(tmp_path), "--format", "html,md", "--results", "res", "--jobs", "1"]
     assert cli.main(argv) == 1
-    summaries, failures, out_dir, results_dir = fake_report["html"]
+    summaries, failures, out_dir, results_dir, trace_paths = fake_report["html"]
     assert [s["trace"] for s in summaries] == [FORWARD]
     assert failures == [{"trace": str(bad), "error": "is empty"}]
     assert (out_dir, str(results_dir)) == (tmp_path, "res")
+    assert trace_paths[FORWARD] == fixture_trace(FORWARD)
     assert fake_report["md"] == fake_report["html"]
     assert not list(tmp_path.glob("*.json"))
 
