@@ -354,10 +354,9 @@ def _tid(global_id) -> np.ndarray:
     return np.asarray(global_id, dtype=np.int64) & ID_MASK
 
 
-def _read_kernels(conn: sqlite3.Connection, schema: dict, strings: _StringTable
-                  ) -> pd.DataFrame:
-    raw = _read_ints(conn, schema, KERNEL_TABLE, KERNEL_COLUMNS)
-    kernels = pd.DataFrame({
+def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The columns every GPU activity table (kernel, memcpy, memset) shares."""
+    return {
         "start_ns": raw["start"],
         "end_ns": raw["end"],
         "dur_ns": raw["end"] - raw["start"],
@@ -365,34 +364,30 @@ def _read_kernels(conn: sqlite3.Connection, schema: dict, strings: _StringTable
         "stream_id": raw["streamId"],
         "correlation_id": raw["correlationId"],
         "pid": _pid(raw["globalPid"]),
+    }
+
+
+def _read_kernels(conn: sqlite3.Connection, schema: dict, strings: _StringTable
+                  ) -> pd.DataFrame:
+    raw = _read_ints(conn, schema, KERNEL_TABLE, KERNEL_COLUMNS)
+    return pd.DataFrame({
+        **_activity_columns(raw),
         "name": strings.categorical(raw["shortName"]),
         "demangled_name": strings.categorical(raw["demangledName"]),
     })
-    return kernels
 
 
 def _read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
     frames = []
     for table, kind in ((MEMCPY_TABLE, "memcpy"), (MEMSET_TABLE, "memset")):
-        if table not in schema:
-            continue
-        raw = _read_ints(conn, schema, table, MEMOP_COLUMNS)
-        frames.append(pd.DataFrame({
-            "kind": kind,
-            "start_ns": raw["start"],
-            "end_ns": raw["end"],
-            "dur_ns": raw["end"] - raw["start"],
-            "device_id": raw["deviceId"],
-            "stream_id": raw["streamId"],
-            "correlation_id": raw["correlationId"],
-            "pid": _pid(raw["globalPid"]),
-            "bytes": np.maximum(raw["bytes"], 0),
-        }))
+        if table in schema:
+            raw = _read_ints(conn, schema, table, MEMOP_COLUMNS)
+            frames.append(pd.DataFrame({"kind": kind, **_activity_columns(raw),
+                                        "bytes": np.maximum(raw["bytes"], 0)}))
     if not frames:
         empty = {c: np.zeros(0, dtype=np.int64) for c in MEMOP_COLUMNS}
-        frames.append(pd.DataFrame({"kind": pd.Series(dtype=object), **{
-            k: empty["start"] for k in ("start_ns", "end_ns", "dur_ns", "device_id", "stream_id",
-                                        "correlation_id", "pid", "bytes")}}))
+        frames.append(pd.DataFrame({"kind": pd.Series(dtype=object), **_activity_columns(empty),
+                                    "bytes": empty["bytes"]}))
     return pd.concat(frames, ignore_index=True)
 
 
