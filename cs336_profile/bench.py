@@ -183,11 +183,17 @@ def run_config(run: RunConfig, config_index: int = 0,
     return ConfigResult(summary, steps)
 
 
-def run_configs(runs: list[RunConfig], progress: bool = True) -> list[ConfigResult]:
-    """Run configurations one after the other, with a progress bar across them."""
+def run_configs(runs: list[RunConfig], progress: bool = True,
+                on_result: Callable[[list[ConfigResult]], None] | None = None) -> list[ConfigResult]:
+    """Run configurations one after the other, with a progress bar across them.
+
+    `on_result` is called with the results so far after each configuration (to save partial results).
+    """
     bar = tqdm(runs, desc="configs", unit="config", disable=not progress)
     results = []
     for index, run in enumerate(bar):
         bar.set_postfix_str(f"{run.size} ctx{run.context_length} {run.mode} {run.dtype}")
         results.append(run_config(run, config_index=index))
+        if on_result is not None:
+            on_result(results)
     return results

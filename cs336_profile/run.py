@@ -133,32 +133,43 @@ def _write(args: argparse.Namespace, experiment: str, rows: list[dict], name: st
 
 # ----------------------------------------------------------------------------- subcommands
 def _write_bench(args: argparse.Namespace, experiment: str, results: list[ConfigResult]) -> None:
-    summaries = [result.summary for result in results]
-    _write(args, experiment, summaries)
+    """`<name>.json/csv` (one row per configuration) and `<name>_steps.json/csv` (one per step)."""
+    _write(args, experiment, [result.summary for result in results])
     _write(args, f"{experiment}_steps", [row for result in results for row in result.steps], f"{args.name}_steps")
-    print_table(experiment, summaries, BENCH_COLUMNS)
+
+
+def _bench_and_write(args: argparse.Namespace, experiment: str, runs: list[RunConfig]) -> list[ConfigResult]:
+    """Run configurations, rewriting the results files after each one (a cut-off run keeps them)."""
+    return run_configs(runs, progress=not args.no_progress,
+                       on_result=lambda results: _write_bench(args, experiment, results))
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
     runs = [RunConfig(size=size, context_length=ctx, mode=args.mode, compile=args.compile,
                       emit_nvtx=args.emit_nvtx, **_run_settings(args))
             for size in args.sizes for ctx in args.context_lengths]
-    _write_bench(args, "bench", run_configs(runs, progress=not args.no_progress))
+    results = _bench_and_write(args, "bench", runs)
+    print_table("bench", [result.summary for result in results], BENCH_COLUMNS)
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
     runs = compile_runs(args.sizes, args.context_length, args.modes, **_run_settings(args))
-    _write_bench(args, "compile", run_configs(runs, progress=not args.no_progress))
+    results = _bench_and_write(args, "compile", runs)
+    print_table("compile", [result.summary for result in results], BENCH_COLUMNS)
 
 
 def cmd_overhead(args: argparse.Namespace) -> None:
     base = [RunConfig(size=size, context_length=ctx, mode=args.mode, **_run_settings(args))
             for size in args.sizes for ctx in args.context_lengths]
-    rows = overhead_rows(run_configs(overhead_runs(base, args.rounds), progress=not args.no_progress))
+    results = run_configs(overhead_runs(base, args.rounds), progress=not args.no_progress)
+    rows = overhead_rows(results)
     _write(args, "overhead", rows)
-    print_table("NVTX annotation overhead", rows, {
-        "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "rounds": plain("rounds"),
-        "annotated step ms": number("annotated_step_ms", digits=3), "plain step ms": number("plain_step_ms", digits=3),
+    _write(args, "overhead_steps", [row for result in results for row in result.steps], f"{args.name}_steps")
+    print_table("NVTX annotation overhead (medians over measured steps)", rows, {
+        "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"),
+        "steps each": plain("measured_steps_each"),
+        "annotated step ms": number("annotated_step_ms_median", digits=3),
+        "plain step ms": number("plain_step_ms_median", digits=3),
         "step overhead %": number("step_overhead_pct"), "forward overhead %": number("forward_overhead_pct"),
     })
 
@@ -167,8 +178,7 @@ def cmd_attention(args: argparse.Namespace) -> None:
     grid = AttentionGrid(head_dims=tuple(args.head_dims), seq_lens=tuple(args.seq_lens),
                          implementations=tuple(args.implementations), batch_size=args.batch_size,
                          warmup_passes=args.warmup_passes, passes=args.passes, device=args.device)
-    rows = run_attention_grid(grid, progress=not args.no_progress)
-    _write(args, "attention", rows)
+    rows = run_attention_grid(grid, progress=not args.no_progress, on_row=lambda rows: _write(args, "attention", rows))
     print_table(f"attention (batch {args.batch_size}, one head)", rows, {
         "implementation": plain("implementation"), "d": plain("head_dim"), "seq": plain("seq_len"),
         "forward ms": mean_std("forward_ms"), "backward ms": mean_std("backward_ms"),

@@ -58,7 +58,7 @@ for part in "$@"; do
         $py -c 'import torch, nvtx; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name())'" ;;
     mixed) run_part mixed "${run[@]}" mixed-precision "${to_results[@]}" ;;
     overhead)
-      overhead=(overhead --sizes "${OVERHEAD_SIZE:-small}" --context-lengths 128 --rounds 3 --steps 10 "${to_results[@]}")
+      overhead=(overhead --sizes "${OVERHEAD_SIZE:-small}" --context-lengths 128 --rounds 5 --steps 20 "${to_results[@]}")
       run_part overhead "${run[@]}" "${overhead[@]}"
       run_part overhead_nsys nsys profile $nsys_options -o "$work/overhead_nsys" "${run[@]}" "${overhead[@]}" \
         --name overhead_nsys ;;

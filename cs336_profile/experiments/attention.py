@@ -2,8 +2,9 @@
 
 Batch 8, one head: q, k, v of shape (batch, seq_len, head_dim) with a causal mask. Per cell:
 warm-up passes, `passes` timed forward passes, the memory in use before backward (inputs, output
-and what autograd saved), `passes` timed backward passes; each pass ends with a synchronize.
-A cell that runs out of memory is a row with status OOM.
+and what autograd saved), `passes` timed backward passes, each on the graph of a fresh untimed
+forward (a compiled backward frees its saved buffers, so a graph cannot be reused). Each timed
+pass starts and ends with a synchronize. A cell that runs out of memory is a row with status OOM.
 """
 from __future__ import annotations
 
@@ -54,11 +55,16 @@ def attention_function(implementation: str) -> Callable:
     raise ValueError(f"unknown attention implementation {implementation!r}; use one of {IMPLEMENTATIONS}")
 
 
-def _timed_ms(fn: Callable[[], object], device: str) -> float:
-    start = time.perf_counter()
-    fn()
+def _synchronize(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
+
+
+def _timed_ms(fn: Callable[[], object], device: str) -> float:
+    _synchronize(device)  # earlier work stays out of this pass's time
+    start = time.perf_counter()
+    fn()
+    _synchronize(device)
     return (time.perf_counter() - start) * 1e3
 
 
@@ -73,17 +79,18 @@ def _measure_cell(fn: Callable, grid: AttentionGrid, head_dim: int, seq_len: int
     mask = causal_mask(seq_len, device)
     for _ in range(grid.warmup_passes):
         fn(q, k, v, mask).sum().backward()
-    if device == "cuda":
-        torch.cuda.synchronize()
     forward_ms = [_timed_ms(lambda: fn(q, k, v, mask), device) for _ in range(grid.passes)]
     grad_out = torch.randn(shape, device=device)
+    _synchronize(device)
     memory_before_forward = _allocated_bytes(device)
-    out = fn(q, k, v, mask)
-    if device == "cuda":
-        torch.cuda.synchronize()
-    memory_before_backward = _allocated_bytes(device)  # + output and what autograd saved
-    backward_ms = [_timed_ms(lambda: out.backward(grad_out, retain_graph=True), device)
-                   for _ in range(grid.passes)]
+    backward_ms = []
+    for index in range(grid.passes):
+        out = fn(q, k, v, mask)
+        if index == 0:
+            _synchronize(device)
+            memory_before_backward = _allocated_bytes(device)  # + output and what autograd saved
+        backward_ms.append(_timed_ms(lambda: out.backward(grad_out), device))
+        del out  # free this graph's output before the next forward
     return {
         "forward_ms_mean": float(np.mean(forward_ms)),
         "forward_ms_std": float(np.std(forward_ms, ddof=1)) if len(forward_ms) > 1 else None,
@@ -95,8 +102,12 @@ def _measure_cell(fn: Callable, grid: AttentionGrid, head_dim: int, seq_len: int
     }
 
 
-def run_attention_grid(grid: AttentionGrid, progress: bool = True) -> list[dict]:
-    """One row per (implementation, head_dim, seq_len): timings and memory, or status OOM."""
+def run_attention_grid(grid: AttentionGrid, progress: bool = True,
+                       on_row: Callable[[list[dict]], None] | None = None) -> list[dict]:
+    """One row per (implementation, head_dim, seq_len): timings and memory, or status OOM.
+
+    `on_row` is called with the rows so far after each cell (to save partial results).
+    """
     torch.set_float32_matmul_precision("highest")  # fp32 means fp32, as in the model runs
     cells = [(impl, d, s) for impl in grid.implementations for d in grid.head_dims for s in grid.seq_lens]
     functions = {impl: attention_function(impl) for impl in grid.implementations}
@@ -113,5 +124,7 @@ def run_attention_grid(grid: AttentionGrid, progress: bool = True) -> list[dict]
                 raise
             row |= {"status": STATUS_OOM, **dict.fromkeys(MEASUREMENT_KEYS)}
         rows.append(row)
+        if on_row is not None:
+            on_row(rows)
     free_device_memory(grid.device)
     return rows

@@ -1,13 +1,13 @@
 """What the NVTX annotations cost: the same configuration with and without them.
 
 Runs alternate (annotated, plain, annotated, plain, ...) so that drift in clocks or temperature
-falls on both sides; the overhead is the ratio of the mean step times.
+falls on both sides; the overhead is the ratio of the median step times.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
+import pandas as pd
 
 from cs336_profile.bench import ConfigResult
 from cs336_profile.config import RunConfig
@@ -21,24 +21,22 @@ def overhead_runs(base_runs: list[RunConfig], rounds: int) -> list[RunConfig]:
 
 
 def overhead_rows(results: list[ConfigResult]) -> list[dict]:
-    """Per configuration: mean step and forward times with and without annotations, overhead in %."""
-    groups: dict[tuple, dict[bool, list[dict]]] = {}
-    for result in results:
-        row = result.summary
-        if row["status"] != STATUS_OK:
-            continue
-        key = (row["size"], row["context_length"], row["mode"], row["dtype"], row["compile"])
-        groups.setdefault(key, {True: [], False: []})[row["nvtx_annotations"]].append(row)
+    """Per configuration: median step and forward times over all measured steps with and without
+    annotations, and the overhead in % (medians: launch-bound steps have rare slow outliers)."""
+    steps = pd.DataFrame([row for result in results if result.summary["status"] == STATUS_OK
+                          for row in result.steps if row["step_kind"] == "measured"])
+    if steps.empty:
+        return []
+    keys = ["size", "context_length", "mode", "dtype", "compile"]
     rows = []
-    for (size, context_length, mode, dtype, compiled), by_flag in groups.items():
-        if not (by_flag[True] and by_flag[False]):
+    for key, group in steps.groupby(keys, sort=False):
+        medians = group.groupby("nvtx_annotations")[["step_ms", "forward_ms"]].median()
+        if len(medians) < 2:
             continue
-        row = {"size": size, "context_length": context_length, "mode": mode, "dtype": dtype, "compile": compiled,
-               "rounds": len(by_flag[True])}
+        row = dict(zip(keys, key)) | {"measured_steps_each": int(group["nvtx_annotations"].value_counts().min())}
         for part in ("step", "forward"):
-            annotated = float(np.mean([r[f"{part}_ms_mean"] for r in by_flag[True]]))
-            plain = float(np.mean([r[f"{part}_ms_mean"] for r in by_flag[False]]))
-            row |= {f"annotated_{part}_ms": annotated, f"plain_{part}_ms": plain,
-                    f"{part}_overhead_pct": (annotated / plain - 1) * 100}
+            annotated, plain = medians.loc[True, f"{part}_ms"], medians.loc[False, f"{part}_ms"]
+            row |= {f"annotated_{part}_ms_median": float(annotated), f"plain_{part}_ms_median": float(plain),
+                    f"{part}_overhead_pct": float((annotated / plain - 1) * 100)}
         rows.append(row)
     return rows
