@@ -39,9 +39,21 @@ class ConfigResult:
 
 
 @dataclass
-class _StepRecord:
+class StepRecord:
+    """One step's wall-clock times (per phase and "step") and per-phase peak allocated memory."""
+
     times_ms: dict[str, float] = field(default_factory=dict)
     peaks_bytes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Workload:
+    """What every step of a configuration uses: the model, its optimizer (train mode), one batch."""
+
+    model: torch.nn.Module
+    optimizer: AdamW | None
+    tokens: torch.Tensor
+    targets: torch.Tensor
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
@@ -74,7 +86,7 @@ def _autocast(run: RunConfig) -> AbstractContextManager:
 
 
 @contextmanager
-def _timed_phase(name: str, device: str, record: _StepRecord) -> Iterator[None]:
+def _timed_phase(name: str, device: str, record: StepRecord) -> Iterator[None]:
     """NVTX range + wall-clock timer that ends after a device synchronize; peak memory per phase."""
     with nvtx_range(name):
         if device == "cuda":
@@ -88,28 +100,41 @@ def _timed_phase(name: str, device: str, record: _StepRecord) -> Iterator[None]:
         record.peaks_bytes[name] = torch.cuda.max_memory_allocated()
 
 
-def _run_step(run: RunConfig, model, optimizer, tokens, targets, range_name: str) -> _StepRecord:
-    record = _StepRecord()
+def prepare_workload(run: RunConfig) -> Workload:
+    """Model (on the device, compiled if asked), optimizer and a fixed random batch of token ids."""
+    torch.set_float32_matmul_precision("high" if run.allow_tf32 else "highest")
+    model = build_model(run)
+    optimizer = AdamW(model.parameters()) if run.mode == "train" else None
+    shape = (run.batch_size, run.context_length)
+    tokens = torch.randint(run.model.vocab_size, shape, device=run.device)
+    targets = torch.randint(run.model.vocab_size, shape, device=run.device)
+    return Workload(model, optimizer, tokens, targets)
+
+
+def run_step(run: RunConfig, workload: Workload, range_name: str) -> StepRecord:
+    """One step of the run's mode inside the NVTX range `range_name`, each phase timed."""
+    record = StepRecord()
     grad_mode = torch.no_grad() if run.mode == "forward" else nullcontext()
     with nvtx_range(range_name):
         start = time.perf_counter()
-        if optimizer is not None:
-            optimizer.zero_grad(set_to_none=True)
+        if workload.optimizer is not None:
+            workload.optimizer.zero_grad(set_to_none=True)
         with _timed_phase("forward", run.device, record), grad_mode, _autocast(run):
-            logits = model(tokens)  # (B, T, vocab)
+            logits = workload.model(workload.tokens)  # (B, T, vocab)
         if "loss" in run.phases:
             with _timed_phase("loss", run.device, record), _autocast(run):
-                loss = cross_entropy(logits, targets)
+                loss = cross_entropy(logits, workload.targets)
             with _timed_phase("backward", run.device, record):
                 loss.backward()
-        if optimizer is not None:
+        if workload.optimizer is not None:
             with _timed_phase("optimizer_step", run.device, record):
-                optimizer.step()
+                workload.optimizer.step()
         record.times_ms["step"] = (time.perf_counter() - start) * 1e3
     return record
 
 
-def _step_row(run: RunConfig, config_index: int, measured: bool, index: int, record: _StepRecord) -> dict:
+def step_row(run: RunConfig, config_index: int, measured: bool, index: int, record: StepRecord) -> dict:
+    """One row of the per-step results: the configuration's keys, the step and its times."""
     settings = run.as_dict()
     return {
         **{key: settings[key] for key in STEP_ROW_KEYS},
@@ -121,7 +146,7 @@ def _step_row(run: RunConfig, config_index: int, measured: bool, index: int, rec
 
 
 def _summary_row(run: RunConfig, config_index: int, status: str, parameters: int | None,
-                 measured: list[_StepRecord]) -> dict:
+                 measured: list[StepRecord]) -> dict:
     """Mean and sample standard deviation per phase over the measured steps (null when absent)."""
     row = {**run.as_dict(), "config_index": config_index, "status": status, "parameters": parameters}
     for part in TIMED_PARTS:
@@ -138,26 +163,21 @@ def _summary_row(run: RunConfig, config_index: int, status: str, parameters: int
 
 
 def _measure(run: RunConfig, config_index: int, around_measured_steps: Callable[[], AbstractContextManager],
-             steps: list[dict]) -> tuple[int, list[_StepRecord]]:
-    torch.set_float32_matmul_precision("high" if run.allow_tf32 else "highest")
-    model = build_model(run)
-    optimizer = AdamW(model.parameters()) if run.mode == "train" else None
-    shape = (run.batch_size, run.context_length)
-    tokens = torch.randint(run.model.vocab_size, shape, device=run.device)
-    targets = torch.randint(run.model.vocab_size, shape, device=run.device)
+             steps: list[dict]) -> tuple[int, list[StepRecord]]:
+    workload = prepare_workload(run)
     mark("config", **run.as_dict(), **asdict(run.model), gpu_name=gpu_name(run.device))
     for index in range(run.warmup_steps):
-        record = _run_step(run, model, optimizer, tokens, targets, step_range_name(index, measured=False))
-        steps.append(_step_row(run, config_index, False, index, record))
+        record = run_step(run, workload, step_range_name(index, measured=False))
+        steps.append(step_row(run, config_index, False, index, record))
     measured = []
     emit_nvtx = torch.autograd.profiler.emit_nvtx() if run.emit_nvtx else nullcontext()
     with emit_nvtx, around_measured_steps():
         for index in range(run.measured_steps):
-            record = _run_step(run, model, optimizer, tokens, targets, step_range_name(index, measured=True))
+            record = run_step(run, workload, step_range_name(index, measured=True))
             mark("step_timing", step=index, phases_ms=record.times_ms)
-            steps.append(_step_row(run, config_index, True, index, record))
+            steps.append(step_row(run, config_index, True, index, record))
             measured.append(record)
-    return parameter_count(model), measured
+    return parameter_count(workload.model), measured
 
 
 def run_config(run: RunConfig, config_index: int = 0,

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from cs336_profile.bench import ConfigResult, run_configs
 from cs336_profile.config import ATTENTION_KINDS, DTYPES, MODES, SIZES, RunConfig
@@ -20,7 +21,7 @@ from cs336_profile.experiments.attention import IMPLEMENTATIONS, AttentionGrid, 
 from cs336_profile.experiments.compile import compile_runs
 from cs336_profile.experiments.memory import MemoryStudy, run_memory_study
 from cs336_profile.experiments.mixed_precision import accumulation_loops, toy_model_dtypes
-from cs336_profile.experiments.overhead import overhead_rows, overhead_runs
+from cs336_profile.experiments.overhead import alternating_steps, overhead_rows
 from cs336_profile.results import write_results
 from cs336_profile.tables import mean_std, number, plain, print_table
 
@@ -111,12 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     compiled.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"])
     compiled.set_defaults(handler=cmd_compile)
 
-    overhead = commands.add_parser("overhead", help="the same runs with and without NVTX annotations")
+    overhead = commands.add_parser("overhead", help="steps with and without NVTX annotations, alternating")
     _add_common(overhead, "overhead")
-    _add_run_settings(overhead, warmup=2, steps=10)
+    _add_run_settings(overhead, warmup=3, steps=100)
     overhead.add_argument("--context-lengths", nargs="+", type=int, default=[128])
     overhead.add_argument("--mode", choices=MODES, default="train")
-    overhead.add_argument("--rounds", type=int, default=3, help="runs of each kind, alternating")
     overhead.set_defaults(handler=cmd_overhead)
     return parser
 
@@ -159,15 +159,15 @@ def cmd_compile(args: argparse.Namespace) -> None:
 
 
 def cmd_overhead(args: argparse.Namespace) -> None:
-    base = [RunConfig(size=size, context_length=ctx, mode=args.mode, **_run_settings(args))
+    runs = [RunConfig(size=size, context_length=ctx, mode=args.mode, **_run_settings(args))
             for size in args.sizes for ctx in args.context_lengths]
-    results = run_configs(overhead_runs(base, args.rounds), progress=not args.no_progress)
-    rows = overhead_rows(results)
+    bar = tqdm(runs, desc="overhead", unit="config", disable=args.no_progress)
+    step_rows = [row for run in bar for row in alternating_steps(run)]
+    rows = overhead_rows(step_rows)
     _write(args, "overhead", rows)
-    _write(args, "overhead_steps", [row for result in results for row in result.steps], f"{args.name}_steps")
+    _write(args, "overhead_steps", step_rows, f"{args.name}_steps")
     print_table("NVTX annotation overhead (medians over measured steps)", rows, {
-        "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"),
-        "steps each": plain("measured_steps_each"),
+        "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "steps each": plain("steps_each"),
         "annotated step ms": number("annotated_step_ms_median", digits=3),
         "plain step ms": number("plain_step_ms_median", digits=3),
         "step overhead %": number("step_overhead_pct"), "forward overhead %": number("forward_overhead_pct"),

@@ -20,7 +20,7 @@
 # sweep table, logs), traces.tar (slim exports of the subset sizes at ctx 128/256, xz), extra_<i>.tar
 # (other slim exports, xz, about 15 MB each), snapshots.tar.xz and session.log.
 # A sweep table from an earlier session can be continued: put it at $SWEEP_TABLE.
-# Sizes can be changed (e.g. to `tiny` for a check on a CPU): SIZES, OVERHEAD_SIZE, SUBSET_SIZES,
+# Sizes can be changed (e.g. to `tiny` for a check on a CPU): SIZES, OVERHEAD_SIZES, SUBSET_SIZES,
 # COMPILED_SIZE, MEMORY_SIZE, COMPILE_SIZES, DENSE_SIZE; extra arguments: ATTENTION_ARGS, SWEEP_ARGS.
 set -uo pipefail
 out=$(realpath -m "$1"); shift
@@ -58,7 +58,7 @@ for part in "$@"; do
         $py -c 'import torch, nvtx; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name())'" ;;
     mixed) run_part mixed "${run[@]}" mixed-precision "${to_results[@]}" ;;
     overhead)
-      overhead=(overhead --sizes "${OVERHEAD_SIZE:-small}" --context-lengths 128 --rounds 5 --steps 20 "${to_results[@]}")
+      overhead=(overhead --sizes ${OVERHEAD_SIZES:-small medium} --context-lengths 128 --steps 100 "${to_results[@]}")
       run_part overhead "${run[@]}" "${overhead[@]}"
       run_part overhead_nsys nsys profile $nsys_options -o "$work/overhead_nsys" "${run[@]}" "${overhead[@]}" \
         --name overhead_nsys ;;

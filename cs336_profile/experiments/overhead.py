@@ -1,7 +1,8 @@
-"""What the NVTX annotations cost: the same configuration with and without them.
+"""What the NVTX annotations cost: one model whose measured steps switch the annotations on and off.
 
-Runs alternate (annotated, plain, annotated, plain, ...) so that drift in clocks or temperature
-falls on both sides; the overhead is the ratio of the median step times.
+Steps alternate in ABBA blocks (annotated, plain, plain, annotated, ...) inside one process and
+on one model, so drift in clocks, temperature or neighbouring load falls on both sides alike;
+the overhead is the ratio of the median step times (launch-bound steps have rare slow outliers).
 """
 from __future__ import annotations
 
@@ -9,31 +10,44 @@ from dataclasses import replace
 
 import pandas as pd
 
-from cs336_profile.bench import ConfigResult
+from cs336_profile.annotate import annotations, step_range_name
+from cs336_profile.bench import free_device_memory, prepare_workload, run_step, step_row
 from cs336_profile.config import RunConfig
-from cs336_profile.results import STATUS_OK
+
+SUMMARY_KEYS = ["size", "context_length", "mode", "dtype", "compile"]
 
 
-def overhead_runs(base_runs: list[RunConfig], rounds: int) -> list[RunConfig]:
-    """Each base run `rounds` times with annotations and `rounds` times without, alternating."""
-    return [replace(run, nvtx_annotations=annotated)
-            for run in base_runs for _ in range(rounds) for annotated in (True, False)]
+def is_annotated_step(index: int) -> bool:
+    """ABBA order: steps 0 and 3 of every block of four are annotated."""
+    return index % 4 in (0, 3)
 
 
-def overhead_rows(results: list[ConfigResult]) -> list[dict]:
-    """Per configuration: median step and forward times over all measured steps with and without
-    annotations, and the overhead in % (medians: launch-bound steps have rare slow outliers)."""
-    steps = pd.DataFrame([row for result in results if result.summary["status"] == STATUS_OK
-                          for row in result.steps if row["step_kind"] == "measured"])
-    if steps.empty:
-        return []
-    keys = ["size", "context_length", "mode", "dtype", "compile"]
+def alternating_steps(run: RunConfig) -> list[dict]:
+    """Per-step rows of one model: warm-up steps (annotated), then `run.measured_steps` ABBA steps."""
+    workload = prepare_workload(run)
+    with annotations(True):
+        for index in range(run.warmup_steps):
+            run_step(run, workload, step_range_name(index, measured=False))
     rows = []
-    for key, group in steps.groupby(keys, sort=False):
+    for index in range(run.measured_steps):
+        annotated = is_annotated_step(index)
+        with annotations(annotated):
+            record = run_step(run, workload, step_range_name(index, measured=True))
+        rows.append(step_row(replace(run, nvtx_annotations=annotated), 0, True, index, record))
+    del workload
+    free_device_memory(run.device)
+    return rows
+
+
+def overhead_rows(step_rows: list[dict]) -> list[dict]:
+    """Per configuration: median step and forward times with and without annotations, overhead in %."""
+    steps = pd.DataFrame(step_rows)
+    rows = []
+    for key, group in steps.groupby(SUMMARY_KEYS, sort=False):
         medians = group.groupby("nvtx_annotations")[["step_ms", "forward_ms"]].median()
         if len(medians) < 2:
             continue
-        row = dict(zip(keys, key)) | {"measured_steps_each": int(group["nvtx_annotations"].value_counts().min())}
+        row = dict(zip(SUMMARY_KEYS, key)) | {"steps_each": int(group["nvtx_annotations"].value_counts().min())}
         for part in ("step", "forward"):
             annotated, plain = medians.loc[True, f"{part}_ms"], medians.loc[False, f"{part}_ms"]
             row |= {f"annotated_{part}_ms_median": float(annotated), f"plain_{part}_ms_median": float(plain),
