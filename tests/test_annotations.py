@@ -1,0 +1,120 @@
+"""What the runner tells NVTX: range names and nesting, and the marks' JSON (recorded, no profiler)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from cs336_profile import annotate
+from cs336_profile.bench import run_config
+from cs336_profile.config import RunConfig
+
+# Tiny models run fastest on one thread; two threads fight the other test worker for the cores.
+torch.set_num_threads(1)
+
+CONFIG_MARK_KEYS = {"event", "size", "context_length", "batch_size", "mode", "dtype", "compile", "attention",
+                    "device", "gpu_name", "warmup_steps", "measured_steps", "vocab_size", "d_model", "d_ff",
+                    "num_layers", "num_heads", "rope_theta", "nvtx_annotations"}
+ATTENTION = ("attention", ["computing attention scores", "computing softmax", "final matmul"])
+
+
+class RecordingNvtx:
+    """Stands in for the nvtx module: builds the tree of ranges and keeps the marks in order."""
+
+    def __init__(self):
+        self.root: list = []
+        self.stack = [self.root]
+        self.events: list[tuple[str, object]] = []  # ("push", name) and ("mark", (domain, message))
+
+    def push_range(self, message=None, **_):
+        node = (message, [])
+        self.stack[-1].append(node)
+        self.stack.append(node[1])
+        self.events.append(("push", message))
+
+    def pop_range(self, **_):
+        self.stack.pop()
+
+    def mark(self, message=None, domain=None, **_):
+        self.events.append(("mark", (domain, message)))
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    recording = RecordingNvtx()
+    monkeypatch.setattr(annotate, "nvtx", recording)
+    return recording
+
+
+def tiny(**settings) -> RunConfig:
+    return RunConfig(**({"size": "tiny", "context_length": 8, "device": "cpu", "warmup_steps": 1,
+                         "measured_steps": 2} | settings))
+
+
+def names(nodes) -> list[str]:
+    return [name for name, _ in nodes]
+
+
+def test_steps_phases_and_attention_ranges_nest_as_documented(recorder):
+    run_config(tiny(mode="train"))
+    assert len(recorder.stack) == 1  # every range was popped
+    assert names(recorder.root) == ["warmup_0", "step_0", "step_1"]
+    for _, phases in recorder.root:
+        assert names(phases) == ["forward", "loss", "backward", "optimizer_step"]
+        forward = phases[0][1]
+        assert names(forward) == ["attention"] * 2  # one per layer of the tiny model
+        for name, parts in forward:
+            assert (name, names(parts)) == ATTENTION
+            assert all(children == [] for _, children in parts)
+
+
+def test_forward_mode_has_only_forward_ranges(recorder):
+    run_config(tiny(mode="forward", warmup_steps=0, measured_steps=1))
+    assert [(step, names(phases)) for step, phases in recorder.root] == [("step_0", ["forward"])]
+
+
+def test_config_mark_comes_first_and_describes_the_run(recorder):
+    run_config(tiny(mode="forward-backward"))
+    kind, (domain, message) = recorder.events[0]
+    assert kind == "mark" and domain == "cs336_profile"
+    config = json.loads(message)
+    assert CONFIG_MARK_KEYS <= set(config)
+    assert config["event"] == "config" and config["mode"] == "forward-backward"
+    assert (config["size"], config["d_model"], config["num_layers"], config["vocab_size"]) == ("tiny", 64, 2, 10_000)
+    assert config["gpu_name"] is None and config["nvtx_annotations"] is True
+
+
+def test_a_step_timing_mark_follows_each_measured_step(recorder):
+    result = run_config(tiny(mode="train"))
+    marks = [json.loads(message) for kind, (domain, message) in
+             (event for event in recorder.events if event[0] == "mark") if domain == "cs336_profile"]
+    timings = [mark for mark in marks if mark["event"] == "step_timing"]
+    assert [mark["step"] for mark in timings] == [0, 1]
+    assert all(set(mark["phases_ms"]) == {"forward", "loss", "backward", "optimizer_step", "step"} for mark in timings)
+    measured = [row for row in result.steps if row["step_kind"] == "measured"]
+    assert [mark["phases_ms"]["forward"] for mark in timings] == [row["forward_ms"] for row in measured]
+    # In order: range pushes by name, marks by event.
+    sequence = [value if kind == "push" else json.loads(value[1])["event"] for kind, value in recorder.events]
+    top_level = [name for name in sequence if name in ("config", "warmup_0", "step_0", "step_1", "step_timing")]
+    assert top_level == ["config", "warmup_0", "step_0", "step_timing", "step_1", "step_timing"]
+
+
+def test_switching_annotations_off_emits_nothing(recorder):
+    run_config(tiny(nvtx_annotations=False))
+    assert recorder.events == [] and recorder.root == []
+    assert annotate.is_enabled()  # the switch is restored afterwards
+
+
+def test_layer_ranges_wrap_each_block(recorder):
+    run_config(tiny(mode="forward", warmup_steps=0, measured_steps=1, layer_ranges=True))
+    forward = recorder.root[0][1][0][1]
+    assert names(forward) == ["layer_0", "layer_1"]
+    assert names(forward[0][1]) == ["attention"]
+
+
+def test_no_ranges_inside_code_being_compiled(recorder, monkeypatch):
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    with annotate.nvtx_range("attention"):
+        pass
+    assert recorder.events == []
