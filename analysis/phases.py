@@ -31,6 +31,11 @@ class RangeNames:
     softmax: str = "computing softmax"
     final_matmul: str = "final matmul"
 
+    @property
+    def regions(self) -> tuple[str, ...]:
+        """The fine-grained ranges ops are labelled with (``LabelledOps.ops["region"]``)."""
+        return (self.attention_scores, self.softmax, self.final_matmul)
+
     def step_pattern(self) -> re.Pattern:
         """Matches warm-up and measured step range names, capturing the prefix."""
         prefixes = "|".join(re.escape(p) for p in (self.warmup_prefix, self.step_prefix))
@@ -90,7 +95,7 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
     ops["phase"] = _labels(in_phase, phase_windows["name"])
     ops["phase_range_id"] = np.append(phase_windows["range_id"].to_numpy(), -1)[in_phase]
 
-    ops["region"], ops["region_path"] = _regions(ops, ranges, names)
+    ops["region"] = _regions(ops, ranges, names)
     phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps, names)
     measured = phase_ranges[phase_ranges["measured"]]
     passes = {p: int((measured["phase"] == p).sum()) for p in names.phases
@@ -108,35 +113,33 @@ def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:
     return pd.Categorical.from_codes(codes[position], categories=categories)
 
 
-def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, names: RangeNames
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """Innermost same-thread range name and the path of enclosing ranges, steps/phases left out."""
-    innermost = innermost_ranges(ops, ranges)
+def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, names: RangeNames) -> pd.Categorical:
+    """For each op, the nearest same-thread range enclosing its launch whose name is one of
+    ``names.regions`` (``""`` when none). Finer ranges inside a region (per-op ranges from
+    ``emit_nvtx``) do not hide it."""
+    categories = ["", *names.regions]
     if not len(ranges):
-        return np.full(len(ops), "", dtype=object), np.full(len(ops), "", dtype=object)
-    label = ranges["name"].to_numpy(dtype=object).copy()
-    skip = ranges["name"].isin(names.phases).to_numpy() | \
-        ranges["name"].str.match(names.step_pattern()).to_numpy()
-    label[skip] = ""
-    paths, region = _range_paths(label, ranges["parent_id"].to_numpy())
-    pick = np.maximum(innermost, 0)
-    found = innermost >= 0
-    return (np.where(found, region[pick], ""), np.where(found, paths[pick], ""))
+        return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int64), categories=categories)
+    innermost = innermost_ranges(ops, ranges)
+    region_of_range = _nearest_named(ranges["name"].isin(names.regions).to_numpy(),
+                                     ranges["parent_id"].to_numpy())
+    region_id = np.append(region_of_range, -1)[innermost]
+    codes = np.append(pd.Index(categories).get_indexer(ranges["name"]), 0)
+    return pd.Categorical.from_codes(codes[region_id], categories=categories)
 
 
-def _range_paths(label: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each range: the '/'-joined labels from outermost to itself, and its nearest label."""
-    paths = label.copy()
-    nearest = label.copy()
-    ancestor = parent.copy()
-    while (ancestor >= 0).any():
-        has = ancestor >= 0
-        above = label[ancestor[has]]
-        joined = np.where(above == "", paths[has], above + "/" + paths[has])
-        paths[has] = np.where(paths[has] == "", above, joined)
-        nearest[has] = np.where(nearest[has] == "", above, nearest[has])
-        ancestor[has] = parent[ancestor[has]]
-    return paths, nearest
+def _nearest_named(named: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """For each range, the id of itself or its nearest ancestor with ``named`` set, else -1."""
+    nearest = np.where(named, np.arange(len(named)), -1)
+    current = np.where(named, -1, parent)
+    while (searching := current >= 0).any():
+        found = searching.copy()
+        found[searching] = named[current[searching]]
+        nearest[found] = current[found]
+        current[found] = -1
+        going_up = current >= 0
+        current[going_up] = parent[current[going_up]]
+    return nearest
 
 
 def _phase_ranges(phase_windows: pd.DataFrame, step_windows: pd.DataFrame, has_steps: bool,

@@ -75,3 +75,17 @@ def test_no_step_ranges_means_whole_capture(external_trace):
     assert labelled.ops["measured"].all()
     assert any("whole capture" in note for note in labelled.notes)
     assert np.array_equal(labelled.ops["phase"].unique(), [""])
+
+
+def test_per_op_ranges_inside_a_region_do_not_hide_it(tmp_path):
+    """With emit_nvtx, an `aten::exp` range sits inside `computing softmax`: the kernel it
+    launches still belongs to the softmax region."""
+    from tests.synthetic import build_export
+    path = build_export(tmp_path / "dense.sqlite", kernels=[
+        (1000, 1100, 150, 5, 1, 1), (1200, 1300, 250, 5, 1, 2), (1400, 1500, 350, 5, 1, 3)],
+        ranges=[("step_0", 100, 400, 5, 1, 1, 59), ("forward", 110, 390, 5, 1, 1, 59),
+                ("computing softmax", 120, 300, 5, 1, 1, 59), ("aten::exp", 140, 160, 5, 1, 1, 59),
+                ("aten::add", 340, 360, 5, 1, 1, 59)])
+    ops = label_ops(load_trace(path)).ops
+    assert ops["region"].tolist() == ["computing softmax", "computing softmax", ""]
+    assert ops["phase"].tolist() == ["forward"] * 3
