@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -79,7 +80,7 @@ def _measure_cell(fn: Callable, grid: AttentionGrid, head_dim: int, seq_len: int
     mask = causal_mask(seq_len, device)
     for _ in range(grid.warmup_passes):
         fn(q, k, v, mask).sum().backward()
-    forward_ms = [_timed_ms(lambda: fn(q, k, v, mask), device) for _ in range(grid.passes)]
+    forward_ms = [_timed_ms(partial(fn, q, k, v, mask), device) for _ in range(grid.passes)]
     grad_out = torch.randn(shape, device=device)
     _synchronize(device)
     memory_before_forward = _allocated_bytes(device)
@@ -89,8 +90,7 @@ def _measure_cell(fn: Callable, grid: AttentionGrid, head_dim: int, seq_len: int
         if index == 0:
             _synchronize(device)
             memory_before_backward = _allocated_bytes(device)  # + output and what autograd saved
-        backward_ms.append(_timed_ms(lambda: out.backward(grad_out), device))
-        del out  # free this graph's output before the next forward
+        backward_ms.append(_timed_ms(partial(out.backward, grad_out), device))  # frees the graph
     return {
         "forward_ms_mean": float(np.mean(forward_ms)),
         "forward_ms_std": float(np.std(forward_ms, ddof=1)) if len(forward_ms) > 1 else None,
