@@ -98,7 +98,13 @@ def load_trace(path: str | os.PathLike) -> Trace:
     path = Path(path)
     database = resolve_export(path)
     try:
-        with _connect_readonly(database) as conn:
+        try:
+            with _connect_readonly(database) as conn:
+                return _read_trace(conn, path)
+        except sqlite3.OperationalError as err:
+            if "decode" not in str(err):
+                raise
+        with _connect_readonly(database, lenient_text=True) as conn:
             return _read_trace(conn, path)
     except sqlite3.DatabaseError as err:
         raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
@@ -201,11 +207,11 @@ def _check_complete(path: Path, header: bytes) -> None:
         raise TruncatedTrace(f"is cut short: {size:,} bytes of the {expected:,} its header announces")
 
 
-def _connect_readonly(path: Path) -> sqlite3.Connection:
+def _connect_readonly(path: Path, lenient_text: bool = False) -> sqlite3.Connection:
     conn = sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1",
                            uri=True)
-    # Exports made on Windows can hold strings in the machine's code page, not UTF-8.
-    conn.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
+    if lenient_text:  # exports made on Windows can hold strings in a code page, not UTF-8
+        conn.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
     return conn
 
 
@@ -452,40 +458,43 @@ def _join_launches(ops: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
 
 
-NVTX_COLUMNS = ("start", "end", "eventType", "text", "textId", "globalTid", "endGlobalTid",
-                "domainId")
+NVTX_COLUMNS = ("start", "end", "eventType", "textId", "globalTid", "endGlobalTid", "domainId")
 
 
 def _read_nvtx(conn: sqlite3.Connection, schema: dict, strings: _StringTable) -> pd.DataFrame:
+    """NVTX marks, ranges and domain names; a name is ``text`` or else ``StringIds[textId]``."""
     if NVTX_TABLE not in schema:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in
                              ("start_ns", "end_ns", "event_type", "name", "domain", "pid", "tid",
                               "end_tid")})
     _require_columns(schema, NVTX_TABLE, ("start", "end", "eventType", "globalTid"), None)
     types = NVTX_MARK + NVTX_PUSH_POP + NVTX_START_END + (NVTX_DOMAIN_CREATE,)
-    raw = pd.read_sql_query(
-        f"SELECT {_select(schema, NVTX_TABLE, NVTX_COLUMNS)} FROM {NVTX_TABLE} "
-        f"WHERE eventType IN ({', '.join(map(str, types))})", conn)
-    text = raw["text"].to_numpy(dtype=object)
+    where = f"WHERE eventType IN ({', '.join(map(str, types))})"
+    raw = _read_ints(conn, schema, NVTX_TABLE, NVTX_COLUMNS, where)
+    text = np.array([row[0] for row in conn.execute(
+        f"SELECT {'text' if 'text' in schema[NVTX_TABLE] else 'NULL'} FROM {NVTX_TABLE} {where}")],
+        dtype=object)
     name = np.where(pd.isna(text), strings.lookup(raw["textId"]), text)
-    global_tid = raw["globalTid"].fillna(0).astype(np.int64)
-    end_tid = raw["endGlobalTid"].fillna(raw["globalTid"]).fillna(0).astype(np.int64)
+    end_tid = np.where(raw["endGlobalTid"] >= 0, raw["endGlobalTid"], raw["globalTid"])
     events = pd.DataFrame({
-        "start_ns": raw["start"].astype(np.int64),
-        "end_ns": pd.to_numeric(raw["end"]).astype("Int64"),
-        "event_type": raw["eventType"].astype(np.int64),
+        "start_ns": raw["start"],
+        "end_ns": pd.array(np.where(raw["end"] >= 0, raw["end"], 0), dtype="Int64"),
+        "event_type": raw["eventType"],
         "name": name,
-        "domain_id": pd.to_numeric(raw["domainId"]).fillna(0).astype(np.int64),
-        "pid": _pid(global_tid),
-        "tid": _tid(global_tid),
+        "domain_id": np.maximum(raw["domainId"], 0),
+        "pid": _pid(raw["globalTid"]),
+        "tid": _tid(raw["globalTid"]),
         "end_tid": _tid(end_tid),
     })
+    events.loc[raw["end"] < 0, "end_ns"] = pd.NA
     creates = events[events["event_type"] == NVTX_DOMAIN_CREATE]
-    domains = {(p, d): n for p, d, n in zip(creates["pid"], creates["domain_id"], creates["name"])}
     events = events[events["event_type"] != NVTX_DOMAIN_CREATE]
-    events = events.assign(domain=[domains.get((p, d), "") if d else ""
-                                   for p, d in zip(events["pid"], events["domain_id"])])
-    return events.drop(columns="domain_id")
+    names_of_domains = dict(zip(zip(creates["pid"], creates["domain_id"]), creates["name"]))
+    domain = np.full(len(events), "", dtype=object)
+    custom = np.flatnonzero(events["domain_id"].to_numpy() > 0)   # domain 0 is the default
+    domain[custom] = [names_of_domains.get(key, "") for key in zip(
+        events["pid"].to_numpy()[custom], events["domain_id"].to_numpy()[custom])]
+    return events.assign(domain=domain).drop(columns="domain_id")
 
 
 def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:
