@@ -229,9 +229,13 @@ def _lengths_axis(ax, lengths: pd.Series, label: str) -> None:
 
 def _plain_log_y(ax) -> None:
     """Log y axis with plain numbers (0.5, 2, 100) instead of powers of ten."""
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    _plain_log(ax.yaxis, ax.set_yscale)
+
+
+def _plain_log(axis, set_scale) -> None:
+    set_scale("log")
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def _mark_oom(ax, table: pd.DataFrame) -> None:
@@ -287,27 +291,40 @@ def _trace_labels(table: pd.DataFrame) -> list[str]:
     return list(table["trace"])
 
 
+def _per_trace_bars(table: pd.DataFrame, series: dict[str, np.ndarray]) -> tuple[Figure, plt.Axes]:
+    """Horizontal grouped bars, one group per trace (top to bottom in table order), in a figure
+    whose height grows with the number of traces so every label stays readable."""
+    labels = _trace_labels(table)
+    figure, (ax,) = new_figure(height=max(HEIGHT_IN, 0.12 * len(labels) * len(series) + 1.2))
+    y = np.arange(len(labels))
+    height = 0.8 / max(len(series), 1)
+    for index, (name, values) in enumerate(series.items()):
+        ax.barh(y + (index - (len(series) - 1) / 2) * height, values, height, label=name)
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.legend(frameon=False, loc="lower right")
+    return figure, ax
+
+
 def nsys_a(answer: ResultsAnswer) -> Figure:
     table = _first(answer)
-    figure, (ax,) = new_figure()
     series = {"nsys forward range": table["nsys_forward_ms"].to_numpy(),
               "nsys GPU projection": table["nsys_forward_gpu_ms"].to_numpy()}
     if "python_forward_ms" in table:
         series["Python timer"] = table["python_forward_ms"].fillna(0).to_numpy()
-    _grouped_bars(ax, _trace_labels(table), series)
-    ax.set_ylabel("ms per forward pass")
+    figure, ax = _per_trace_bars(table, series)
+    ax.set_xlabel("ms per forward pass")
     ax.set_title("Forward pass: nsys against the Python timer")
     return figure
 
 
 def nsys_b(answer: ResultsAnswer) -> Figure:
     table = _first(answer)
-    figure, (ax,) = new_figure()
     series = {"forward": table["top_forward_share"].to_numpy() * 100}
     if "top_forward_backward_share" in table:
         series["forward + backward"] = table["top_forward_backward_share"].fillna(0).to_numpy() * 100
-    _grouped_bars(ax, _trace_labels(table), series)
-    ax.set_ylabel("leading kernel's share of kernel time (%)")
+    figure, ax = _per_trace_bars(table, series)
+    ax.set_xlabel("leading kernel's share of kernel time (%)")
     ax.set_title("How much the leading kernel takes")
     return figure
 
@@ -338,26 +355,24 @@ def nsys_c(answer: ResultsAnswer) -> Figure:
 
 def nsys_d(answer: ResultsAnswer) -> Figure:
     table = _first(answer)
-    figure, (ax,) = new_figure()
     series = {"forward": table["gemm_share_forward"].to_numpy() * 100}
     if "gemm_share_train_step" in table:
         series["training step"] = table["gemm_share_train_step"].fillna(0).to_numpy() * 100
-    _grouped_bars(ax, _trace_labels(table), series)
-    ax.set_ylabel("matmul share of kernel time (%)")
-    ax.set_ylim(0, 100)
+    figure, ax = _per_trace_bars(table, series)
+    ax.set_xlabel("matmul share of kernel time (%)")
+    ax.set_xlim(0, 100)
     ax.set_title("Matrix multiplication: inference against training")
     return figure
 
 
 def nsys_e(answer: ResultsAnswer) -> Figure:
     table = _first(answer)
-    figure, (ax,) = new_figure()
     series = {"time (softmax / matmuls)": table["runtime_ratio"].to_numpy()}
     if "flops_ratio" in table:
         series["FLOPs (softmax / matmuls)"] = table["flops_ratio"].fillna(0).to_numpy()
-    _grouped_bars(ax, _trace_labels(table), series)
-    _plain_log_y(ax)
-    ax.set_ylabel("ratio (log scale)")
+    figure, ax = _per_trace_bars(table, series)
+    _plain_log(ax.xaxis, ax.set_xscale)
+    ax.set_xlabel("ratio (log scale)")
     ax.set_title("Softmax against the attention matmuls")
     return figure
 

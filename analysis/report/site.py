@@ -120,13 +120,23 @@ def _sweep_statuses(results: ResultsSet) -> pd.DataFrame:
 
 
 def run_grids(summaries: list[dict], results: ResultsSet) -> list[RunGrid]:
-    """One grid per mode/dtype/compile/attention: a cell links the trace, or says OOM / failed."""
+    """One grid per mode/dtype/compile/attention: a cell links the trace, or says OOM / failed, or
+    (a configuration of the sweep table whose trace is not among the inputs) gives the sweep's
+    nsys forward time without a link."""
     cells: dict[tuple, dict[tuple[str, int], GridCell]] = {}
     sweep = _sweep_statuses(results)
     for row in sweep.to_dict("records"):
+        forward = row.get("nsys_forward_ms")
+        if row.get("emit_nvtx") is True:  # per-op ranges slow the step: not a grid measurement
+            continue
         if row.get("status") != "ok":
-            group = _config_key(row, GRID_GROUP_KEYS)
-            cells.setdefault(group, {})[(row["size"], int(row["context_length"]))] = GridCell(str(row["status"]))
+            cell = GridCell(str(row["status"]))
+        elif forward is not None and not pd.isna(forward):
+            cell = GridCell(f"{forward:.1f} ms")
+        else:
+            continue
+        group = _config_key(row, GRID_GROUP_KEYS)
+        cells.setdefault(group, {})[(row["size"], int(row["context_length"]))] = cell
     for summary in summaries:
         config = summary.get("config") or {}
         if not {"size", "context_length", "mode"} <= set(config):
