@@ -347,3 +347,22 @@ def test_diff_of_a_summary_with_itself_reports_no_change(train_summary):
     assert all(r["delta_ms_per_pass"] == 0 for r in diff["categories"] + diff["kernels"] + diff["phases"])
     assert diff["config_changes"] == []
     assert "largest change" not in diff["why"] and "+0.0%" in diff["why"]
+
+
+def test_diff_judges_speed_on_step_time_not_kernel_time():
+    """On the H200 examples bf16 autocast cuts kernel time but slows the launch-bound small model's
+    step; torch.compile speeds the step up. The diff must say which, from the step time."""
+    from analysis.questions.diff import diff_summaries
+    from analysis.summary import analyze_trace
+    from tests.conftest import REPO
+
+    traces = REPO / "nsys_runs" / "traces"
+    fp32, bf16, compiled = (analyze_trace(traces / f"small_ctx128_train_{name}.sqlite.xz")
+                            for name in ("fp32", "bf16", "fp32_compiled"))
+    slower = diff_summaries(fp32, bf16)
+    assert slower["overall"]["b_kernel_ms_per_pass"] < slower["overall"]["a_kernel_ms_per_pass"]
+    assert slower["overall"]["b_step_ms_per_pass"] > slower["overall"]["a_step_ms_per_pass"]
+    assert slower["overall"]["faster"] is False
+    assert "GPU waits for launches" in slower["why"]
+    faster = diff_summaries(fp32, compiled)
+    assert faster["overall"]["faster"] is True and "GPU waits" not in faster["why"]

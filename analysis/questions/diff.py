@@ -27,7 +27,12 @@ def diff_summaries(a: dict, b: dict) -> dict:
     categories = _categories(overall_a, overall_b)
     kernels = _kernels(overall_a, overall_b)
     config_changes = _config_changes(a.get("config"), b.get("config"))
+    step_a, step_b = _step_ms(a["phases"]), _step_ms(b["phases"])
     overall = {
+        "a_step_ms_per_pass": step_a,
+        "b_step_ms_per_pass": step_b,
+        "a_idle_share": _idle_share(a["phases"]),
+        "b_idle_share": _idle_share(b["phases"]),
         "scope_a": overall_a["scope"],
         "scope_b": overall_b["scope"],
         "a_kernel_ms_per_pass": overall_a["kernel_ms_per_pass"],
@@ -39,6 +44,11 @@ def diff_summaries(a: dict, b: dict) -> dict:
         "a_tensor_core_share": overall_a["tensor_core_share"],
         "b_tensor_core_share": overall_b["tensor_core_share"],
     }
+    # Faster or slower is judged on the step's wall time where both traces have phase ranges
+    # (they end with a synchronize): summed kernel time can fall while the step gets slower.
+    judged = (step_a, step_b) if step_a and step_b else \
+        (overall_a["kernel_ms_per_pass"], overall_b["kernel_ms_per_pass"])
+    overall["faster"] = judged[1] < judged[0]
     return {
         "a": a["trace"],
         "b": b["trace"],
@@ -49,6 +59,17 @@ def diff_summaries(a: dict, b: dict) -> dict:
         "kernels": kernels.head(TOP_MOVED_KERNELS).to_dict("records"),
         "why": _why(a, b, overall, categories, kernels, config_changes),
     }
+
+
+def _step_ms(phases: dict) -> float | None:
+    """Wall time of a measured step: the sum of its phases' CPU spans, None without phases."""
+    return sum(p["cpu_span_ms_per_pass"] for p in phases.values()) if phases else None
+
+
+def _idle_share(phases: dict) -> float | None:
+    """Share of the phases' GPU span in which no GPU operation ran."""
+    span = sum(p["gpu_span_ms_per_pass"] for p in phases.values())
+    return sum(p["idle_ms_per_pass"] for p in phases.values()) / span if span else None
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:
@@ -129,10 +150,19 @@ def _kernels(overall_a: dict, overall_b: dict) -> pd.DataFrame:
 def _why(a: dict, b: dict, overall: dict, categories: pd.DataFrame, kernels: pd.DataFrame, config_changes: list[dict]) -> str:
     unit = "measured step" if overall["scope_a"] == overall["scope_b"] == "measured steps" else "pass (whole capture)"
     total_a, total_b = overall["a_kernel_ms_per_pass"], overall["b_kernel_ms_per_pass"]
-    sentences = [
-        f"B ({b['trace']}) spends {text.ms(total_b)} of kernel time per {unit} against {text.ms(total_a)} "
-        f"in A ({a['trace']})" + (f", {_signed_pct(total_b / total_a - 1)}." if total_a else ".")
-    ]
+    step_a, step_b = overall["a_step_ms_per_pass"], overall["b_step_ms_per_pass"]
+    sentences = []
+    if step_a and step_b:
+        sentences.append(f"A measured step takes {text.ms(step_b)} in B ({b['trace']}) against "
+                         f"{text.ms(step_a)} in A ({a['trace']}), {_signed_pct(step_b / step_a - 1)}.")
+    sentences.append(
+        f"B spends {text.ms(total_b)} of kernel time per {unit} against {text.ms(total_a)} in A"
+        + (f", {_signed_pct(total_b / total_a - 1)}." if total_a else "."))
+    idle_a, idle_b = overall["a_idle_share"], overall["b_idle_share"]
+    if step_a and step_b and (step_b > step_a) != (total_b > total_a) and idle_b is not None:
+        sentences.append(
+            f"Kernel time and step time move apart because the GPU waits for launches: it is idle "
+            f"for {text.pct(idle_b)} of B's phases against {text.pct(idle_a)} of A's.")
     if config_changes:
         listed = ", ".join(f"{c['key']} ({c['a']} → {c['b']})" for c in config_changes)
         sentences.append(f"The runs differ in {listed}.")
