@@ -135,6 +135,18 @@ def test_mem_b_and_c_peaks_per_context_with_oom(results_dir):
     assert display_table("t", compared).rows[3][3] == "OOM"
 
 
+def test_mem_c_judges_each_mode_on_its_own_ratio(results_dir):
+    rows = [bench_row("2.7B", 128, mode=mode, dtype=dtype, peak_memory_bytes=gib * GIB)
+            for mode, dtype, gib in (("forward", "fp32", 13.0), ("forward", "bf16", 19.5),
+                                     ("train", "fp32", 52.0), ("train", "bf16", 51.0))]
+    answer = memory.answer_mem_c(results_dir("memory", rows))
+    assert answer.answer.endswith(
+        "Against fp32 the peak is 1.50× as large in forward (mixed precision raises peak memory here: autocast's "
+        "bf16 copies of the weights come on top of the fp32 ones) and 0.98× as large in train (mixed precision "
+        "barely changes peak memory: parameters, gradients and optimizer state stay fp32, and autocast keeps bf16 "
+        "copies next to the fp32 tensors).")
+
+
 def test_mem_d_derivation_is_exact(results_dir):
     experiments = pytest.importorskip("cs336_profile.experiments.memory")
     rows = experiments.residual_activation_rows("2.7B", (128, 256, 512), 4)

@@ -118,23 +118,34 @@ def answer_mem_c(results: ResultsSet) -> ResultsAnswer | Unanswered:
         "bf16_over_fp32_ratio": both["peak_memory_bytes_bf16"] / both["peak_memory_bytes_fp32"],
     })
     text = f"{bf16['size'].iloc[0]} under bf16 autocast: {_peak_sentence(bf16)}."
-    ratio = compared["bf16_over_fp32_ratio"].dropna()
-    if not ratio.empty:
-        span = f"{ratio.min():.2f}×" if f"{ratio.min():.2f}" == f"{ratio.max():.2f}" else \
-            f"{ratio.min():.2f}–{ratio.max():.2f}×"
-        text += f" Against fp32 the peak is {span} as large: " + _precision_effect(ratio)
+    ratios = {mode: group.dropna() for mode, group in compared.groupby("mode", sort=False)["bf16_over_fp32_ratio"]}
+    ratios = {mode: ratio for mode, ratio in ratios.items() if not ratio.empty}
+    effects = {mode: _precision_effect(ratio) for mode, ratio in ratios.items()}
+    if len(set(effects.values())) == 1:
+        text += f" Against fp32 the peak is {_ratio_span(pd.concat(ratios.values()))} as large: " \
+                + "{}: {}.".format(*next(iter(effects.values())))
+    elif effects:
+        text += " Against fp32 the peak is " + " and ".join(
+            f"{_ratio_span(ratios[mode])} as large in {mode} ({effect}: {reason})"
+            for mode, (effect, reason) in effects.items()) + "."
     return ResultsAnswer("mem-c", text, {"Peak memory, bf16 autocast": bf16, "bf16 against fp32": compared},
                          used_files(rows))
 
 
-def _precision_effect(ratio: pd.Series) -> str:
-    """What a bf16/fp32 peak ratio says about mixed precision and memory."""
+def _ratio_span(ratio: pd.Series) -> str:
+    low, high = f"{ratio.min():.2f}", f"{ratio.max():.2f}"
+    return f"{low}×" if low == high else f"{low}–{high}×"
+
+
+def _precision_effect(ratio: pd.Series) -> tuple[str, str]:
+    """What bf16/fp32 peak ratios say about mixed precision and memory: the effect, and why."""
     if (ratio - 1).abs().max() < SMALL_CHANGE:
-        return ("mixed precision barely changes peak memory: parameters, gradients and optimizer state stay fp32, "
-                "and autocast keeps bf16 copies next to the fp32 tensors.")
+        return ("mixed precision barely changes peak memory",
+                "parameters, gradients and optimizer state stay fp32, and autocast keeps bf16 copies next to the "
+                "fp32 tensors")
     if ratio.max() < 1:
-        return "mixed precision lowers peak memory, as activations saved for backward are bf16, half the bytes."
-    return "mixed precision raises peak memory here: autocast's bf16 copies of the weights come on top of the fp32 ones."
+        return "mixed precision lowers peak memory", "activations saved for backward are bf16, half the bytes"
+    return "mixed precision raises peak memory here", "autocast's bf16 copies of the weights come on top of the fp32 ones"
 
 
 def answer_mem_d(results: ResultsSet) -> ResultsAnswer | Unanswered:
