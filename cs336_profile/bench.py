@@ -18,13 +18,12 @@ import torch
 from tqdm import tqdm
 
 from cs336_profile.annotate import annotations, mark, nvtx_range, step_range_name
-from cs336_profile.config import ALL_PHASES, RunConfig
+from cs336_profile.config import ALL_PHASES, TIMED_PARTS, RunConfig
 from cs336_profile.environment import gpu_name
 from cs336_profile.model import TransformerLM, parameter_count
 from cs336_profile.optim import AdamW, cross_entropy
 from cs336_profile.results import STATUS_OK, STATUS_OOM
 
-TIMED_PARTS = (*ALL_PHASES, "step")  # "step" is the whole step, phases included
 # Settings that identify a configuration in per-step rows.
 STEP_ROW_KEYS = ("size", "context_length", "batch_size", "mode", "dtype", "compile", "attention",
                  "device", "warmup_steps", "measured_steps", "nvtx_annotations")

@@ -16,6 +16,8 @@ PHASES_BY_MODE = {
     "train": ("forward", "loss", "backward", "optimizer_step"),
 }
 ALL_PHASES = PHASES_BY_MODE["train"]
+# What the runner times: every phase and the whole step ("step", phases included).
+TIMED_PARTS = (*ALL_PHASES, "step")
 DTYPES = ("fp32", "bf16")
 ATTENTION_KINDS = ("naive", "sdpa")
 DEVICES = ("cuda", "cpu")

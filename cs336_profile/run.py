@@ -15,7 +15,7 @@ import torch
 from tqdm import tqdm
 
 from cs336_profile.bench import ConfigResult, run_configs
-from cs336_profile.config import ATTENTION_KINDS, DTYPES, MODES, SIZES, RunConfig
+from cs336_profile.config import ATTENTION_KINDS, DEVICES, DTYPES, MODES, SIZES, RunConfig
 from cs336_profile.environment import environment
 from cs336_profile.experiments.attention import IMPLEMENTATIONS, AttentionGrid, run_attention_grid
 from cs336_profile.experiments.compile import compile_runs
@@ -40,7 +40,7 @@ BENCH_COLUMNS = {
 
 # ----------------------------------------------------------------------------- arguments
 def _add_common(parser: argparse.ArgumentParser, default_name: str) -> None:
-    parser.add_argument("--device", choices=("cuda", "cpu"),
+    parser.add_argument("--device", choices=DEVICES,
                         default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--results-dir", type=Path, default=Path("results"))
     parser.add_argument("--name", default=default_name, help="results file name (without extension)")

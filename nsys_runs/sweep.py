@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from cs336_profile.config import ALL_PHASES, ATTENTION_KINDS, MODES, SIZES
+from cs336_profile.config import ATTENTION_KINDS, DEVICES, MODES, SIZES, TIMED_PARTS
 from cs336_profile.results import STATUS_FAILED, STATUS_OK, STATUS_OOM, read_results, write_results
 from cs336_profile.tables import number, plain, print_table
 from nsys_runs.nvtx_spans import measured_phase_spans_ms
@@ -40,7 +40,6 @@ VARIANTS = {"fp32": ("fp32", False), "bf16": ("bf16", False),
             "fp32-compiled": ("fp32", True), "bf16-compiled": ("bf16", True)}
 ASSIGNMENT_SIZES = ("small", "medium", "large", "xl", "2.7B")
 OOM_MESSAGES = ("OutOfMemoryError", "CUDA out of memory")
-TIMED_PARTS = (*ALL_PHASES, "step")
 
 
 @dataclass(frozen=True)
@@ -262,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=RunnerSettings.warmup)
     parser.add_argument("--steps", type=int, default=RunnerSettings.steps)
     parser.add_argument("--batch-size", type=int, default=RunnerSettings.batch_size)
-    parser.add_argument("--device", choices=("cuda", "cpu"), default=RunnerSettings.device)
+    parser.add_argument("--device", choices=DEVICES, default=RunnerSettings.device)
     parser.add_argument("--python", default=sys.executable, help="Python that runs cs336_profile.run")
     parser.add_argument("--nsys", default="nsys", help="nsys executable")
     parser.add_argument("--timeout-s", type=float, default=1800, help="per configuration")
