@@ -19,6 +19,7 @@ from analysis.cache import ResultsCache
 from analysis.errors import TraceError
 from analysis.questions.diff import diff_summaries
 from analysis.summary import analyze_trace, flat_tables
+from analysis.timings import trace_stem
 
 FORMATS = ("json", "md", "csv", "html")
 DEFAULT_OUT = "report"
@@ -166,7 +167,7 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
     ``trace_paths`` (file name -> path) lets trace pages load a trace again for its timeline."""
     if "json" in formats:
         for summary in summaries:
-            (out / f"{_stem(summary['trace'])}.json").write_text(json.dumps(summary, indent=1))
+            (out / f"{trace_stem(summary['trace'])}.json").write_text(json.dumps(summary, indent=1))
     if "csv" in formats:
         for name, table in flat_tables(summaries).items():
             table.to_csv(out / f"{name}.csv", index=False)
@@ -178,13 +179,6 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
         from analysis.report import render_markdown
 
         render_markdown(summaries, failures, out, results_dir, trace_paths)
-
-
-def _stem(trace_name: str) -> str:
-    for suffix in (".sqlite.xz", ".sqlite"):
-        if trace_name.endswith(suffix):
-            return trace_name[: -len(suffix)]
-    return Path(trace_name).stem
 
 
 def _diff(args: argparse.Namespace) -> int:

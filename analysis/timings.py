@@ -50,14 +50,19 @@ class RunRecord:
     notes: tuple[str, ...] = ()
 
 
-def timings_json_path(trace_path: Path) -> Path:
-    """``run.sqlite`` or ``run.sqlite.xz`` -> ``run.timings.json`` in the same folder."""
-    name = Path(trace_path).name
+def trace_stem(trace_name: str) -> str:
+    """A trace's file name without its suffix: ``run.sqlite.xz``, ``run.sqlite``, ``run.nsys-rep``
+    -> ``run``."""
     for suffix in (".sqlite.xz", ".sqlite"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return Path(trace_path).with_name(name + ".timings.json")
+        if trace_name.endswith(suffix):
+            return trace_name[: -len(suffix)]
+    return Path(trace_name).stem
+
+
+def timings_json_path(trace_path: Path) -> Path:
+    """``run.sqlite``, ``run.sqlite.xz`` or ``run.nsys-rep`` -> ``run.timings.json`` in the same
+    folder."""
+    return Path(trace_path).with_name(trace_stem(Path(trace_path).name) + ".timings.json")
 
 
 def read_run_record(marks: pd.DataFrame, trace_path: Path) -> RunRecord:

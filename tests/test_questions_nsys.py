@@ -366,3 +366,7 @@ def test_diff_judges_speed_on_step_time_not_kernel_time():
     assert "GPU waits for launches" in slower["why"]
     faster = diff_summaries(fp32, compiled)
     assert faster["overall"]["faster"] is True and "GPU waits" not in faster["why"]
+
+
+def test_timings_json_of_an_nsys_report_drops_its_suffix(tmp_path):
+    assert timings_json_path(tmp_path / "run.nsys-rep") == tmp_path / "run.timings.json"
