@@ -9,13 +9,19 @@ and flat tables to query with SQL:
 - `categories`: key, trace, phase, category, ms_per_pass;
 - `summaries`: key, summary_json (what `get` returns).
 
-The key is the sha256 of the file's bytes plus `analysis.__version__`: a changed file or a new
-analyzer misses the cache, a renamed or copied file hits it (and `get` names it as asked).
+The key is what a summary depends on: the sha256 of the trace file's bytes plus
+`analysis.__version__`, then, where they apply, a hash of the NVTX range names when they are not
+the defaults (`;names=`) and the sha256 of the `<trace stem>.timings.json` beside the trace
+(`;timings=`, the Python timings of traces without marks). A changed trace or timings file,
+other range names or a new analyzer miss the cache; a renamed or copied file hits it (and `get`
+names it as asked).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,6 +29,8 @@ import sqlite_utils
 
 from analysis import __version__
 from analysis.load import file_sha256
+from analysis.phases import RangeNames
+from analysis.timings import timings_json_path
 
 LOCK_TIMEOUT_S = 60.0  # several analyzer processes may write the same database at once
 
@@ -43,11 +51,14 @@ SUMMARIES_COLUMNS = {"key": str, "summary_json": str}
 class ResultsCache:
     """Per-trace summaries in a SQLite results database, looked up by file content."""
 
-    def __init__(self, db_path: Path):
+    def __init__(self, db_path: Path, names: RangeNames = RangeNames()):
+        """``names``: the NVTX range names the summaries stored and looked up were made with."""
         self.db_path = Path(db_path)
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite_utils.Database(sqlite3.connect(self.db_path, timeout=LOCK_TIMEOUT_S))
         self._digests: dict[tuple[Path, int, int], str] = {}  # (path, size, mtime_ns) -> sha256: hash once
+        self._key_suffix = "" if names == RangeNames() else ";names=" + hashlib.sha256(
+            json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
         self._create_tables()
 
     def _create_tables(self) -> None:
@@ -61,13 +72,21 @@ class ResultsCache:
             )
 
     def key_for(self, path: Path) -> str:
-        """Cache key of a trace file: `<sha256 of its bytes>@<analyzer version>`."""
-        path = Path(path).resolve()
+        """Cache key of a trace file: `<sha256 of its bytes>@<analyzer version>`, then
+        `;names=<hash>` for range names other than the defaults and `;timings=<sha256>` when a
+        timings.json lies beside the trace."""
+        key = f"{self._sha256(Path(path))}@{__version__}{self._key_suffix}"
+        timings = timings_json_path(Path(path))  # where the analysis looks: beside the path as given
+        return f"{key};timings={self._sha256(timings)}" if timings.is_file() else key
+
+    def _sha256(self, path: Path) -> str:
+        """sha256 of a file's bytes, hashed once per (path, size, mtime)."""
+        path = path.resolve()
         stat = path.stat()
         seen = (path, stat.st_size, stat.st_mtime_ns)
         if seen not in self._digests:
             self._digests[seen] = file_sha256(path)
-        return f"{self._digests[seen]}@{__version__}"
+        return self._digests[seen]
 
     def get(self, path: Path) -> dict | None:
         """The stored summary of this file's content, or None when it was never analyzed.

@@ -160,3 +160,34 @@ def test_real_summary_fills_the_flat_tables(results, fixture_trace):
         for category, ms in figures["by_category_ms_per_pass"].items()
     }
     assert results.get(trace) == summary
+
+
+def test_other_range_names_key_apart(tmp_path, trace_file):
+    from analysis.phases import RangeNames
+
+    with ResultsCache(tmp_path / "results.db") as defaults, \
+            ResultsCache(tmp_path / "results.db", RangeNames(softmax="softmax")) as renamed, \
+            ResultsCache(tmp_path / "results.db", RangeNames(step_prefix="iter_")) as other:
+        keys = {defaults.key_for(trace_file), renamed.key_for(trace_file), other.key_for(trace_file)}
+        assert len(keys) == 3
+        defaults.put(trace_file, _summary("run.sqlite", 30.5))
+        assert renamed.get(trace_file) is None
+        renamed.put(trace_file, _summary("run.sqlite", 31.0))
+        assert defaults.get(trace_file)["questions"]["a"]["forward_ms"] == 30.5
+        assert renamed.get(trace_file)["questions"]["a"]["forward_ms"] == 31.0
+
+
+def test_timings_json_beside_the_trace_is_part_of_the_key(results, trace_file):
+    alone = results.key_for(trace_file)
+    results.put(trace_file, _summary("run.sqlite", 30.5))
+    timings = trace_file.with_name("run.timings.json")
+    timings.write_text('{"forward": 30.0}')
+    with_timings = results.key_for(trace_file)
+    assert with_timings.startswith(alone) and with_timings != alone
+    assert results.get(trace_file) is None
+    results.put(trace_file, _summary("run.sqlite", 31.0))
+    timings.write_text('{"forward": 32.0}')
+    assert results.key_for(trace_file) not in (alone, with_timings)
+    assert results.get(trace_file) is None
+    timings.unlink()
+    assert results.get(trace_file)["questions"]["a"]["forward_ms"] == 30.5
