@@ -84,6 +84,19 @@ def _autocast(run: RunConfig) -> AbstractContextManager:
     return torch.autocast(run.device, dtype=torch.bfloat16, enabled=run.dtype == "bf16")
 
 
+def synchronize(device: str) -> None:
+    """Wait until the device has run everything queued so far (nothing to wait for on the CPU)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def mean_std_columns(prefix: str, samples) -> dict[str, float | None]:
+    """`<prefix>_mean` and `<prefix>_std` (sample standard deviation), None where too few samples."""
+    values = np.asarray(samples, dtype=float)
+    return {f"{prefix}_mean": float(values.mean()) if values.size else None,
+            f"{prefix}_std": float(values.std(ddof=1)) if values.size > 1 else None}
+
+
 @contextmanager
 def _timed_phase(name: str, device: str, record: StepRecord) -> Iterator[None]:
     """NVTX range + wall-clock timer that ends after a device synchronize; peak memory per phase."""
@@ -92,8 +105,7 @@ def _timed_phase(name: str, device: str, record: StepRecord) -> Iterator[None]:
             torch.cuda.reset_peak_memory_stats()
         start = time.perf_counter()
         yield
-        if device == "cuda":
-            torch.cuda.synchronize()
+        synchronize(device)
         record.times_ms[name] = (time.perf_counter() - start) * 1e3
     if device == "cuda":
         record.peaks_bytes[name] = torch.cuda.max_memory_allocated()
@@ -149,9 +161,7 @@ def _summary_row(run: RunConfig, config_index: int, status: str, parameters: int
     """Mean and sample standard deviation per phase over the measured steps (null when absent)."""
     row = {**run.as_dict(), "config_index": config_index, "status": status, "parameters": parameters}
     for part in TIMED_PARTS:
-        samples = np.array([r.times_ms[part] for r in measured if part in r.times_ms])
-        row[f"{part}_ms_mean"] = float(samples.mean()) if samples.size else None
-        row[f"{part}_ms_std"] = float(samples.std(ddof=1)) if samples.size > 1 else None
+        row |= mean_std_columns(f"{part}_ms", [r.times_ms[part] for r in measured if part in r.times_ms])
     step_mean_ms = row["step_ms_mean"]
     row["tokens_per_s"] = run.tokens_per_step / (step_mean_ms / 1e3) if step_mean_ms else None
     peaks = {phase: [r.peaks_bytes[phase] for r in measured if phase in r.peaks_bytes] for phase in ALL_PHASES}

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from cs336_profile.bench import free_device_memory, is_out_of_memory
+from cs336_profile.bench import free_device_memory, is_out_of_memory, mean_std_columns, synchronize
 from cs336_profile.model import causal_mask, scaled_dot_product_attention
 from cs336_profile.results import STATUS_OK, STATUS_OOM
 
@@ -56,16 +55,11 @@ def attention_function(implementation: str) -> Callable:
     raise ValueError(f"unknown attention implementation {implementation!r}; use one of {IMPLEMENTATIONS}")
 
 
-def _synchronize(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
 def _timed_ms(fn: Callable[[], object], device: str) -> float:
-    _synchronize(device)  # earlier work stays out of this pass's time
+    synchronize(device)  # earlier work stays out of this pass's time
     start = time.perf_counter()
     fn()
-    _synchronize(device)
+    synchronize(device)
     return (time.perf_counter() - start) * 1e3
 
 
@@ -82,20 +76,18 @@ def _measure_cell(fn: Callable, grid: AttentionGrid, head_dim: int, seq_len: int
         fn(q, k, v, mask).sum().backward()
     forward_ms = [_timed_ms(partial(fn, q, k, v, mask), device) for _ in range(grid.passes)]
     grad_out = torch.randn(shape, device=device)
-    _synchronize(device)
+    synchronize(device)
     memory_before_forward = _allocated_bytes(device)
     backward_ms = []
     for index in range(grid.passes):
         out = fn(q, k, v, mask)
         if index == 0:
-            _synchronize(device)
+            synchronize(device)
             memory_before_backward = _allocated_bytes(device)  # + output and what autograd saved
         backward_ms.append(_timed_ms(partial(out.backward, grad_out), device))  # frees the graph
     return {
-        "forward_ms_mean": float(np.mean(forward_ms)),
-        "forward_ms_std": float(np.std(forward_ms, ddof=1)) if len(forward_ms) > 1 else None,
-        "backward_ms_mean": float(np.mean(backward_ms)),
-        "backward_ms_std": float(np.std(backward_ms, ddof=1)) if len(backward_ms) > 1 else None,
+        **mean_std_columns("forward_ms", forward_ms),
+        **mean_std_columns("backward_ms", backward_ms),
         "memory_before_forward_bytes": memory_before_forward,
         "memory_before_backward_bytes": memory_before_backward,
         "peak_memory_bytes": torch.cuda.max_memory_allocated() if device == "cuda" else None,
