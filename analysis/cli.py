@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from analysis.cache import ResultsCache
 from analysis.errors import TraceError
+from analysis.phases import PHASES, RangeNames
 from analysis.questions.diff import diff_summaries
 from analysis.summary import analyze_trace, flat_tables
 from analysis.timings import trace_stem
@@ -39,9 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status instead of exiting."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        if argv[:1] == ["diff"]:
-            return _diff(_diff_parser().parse_args(argv[1:]))
-        return _analyze(_analyze_parser().parse_args(argv))
+        command, parser, argv = (_diff, _diff_parser(), argv[1:]) if argv[:1] == ["diff"] else \
+            (_analyze, _analyze_parser(), argv)
+        args = parser.parse_args(argv)
+        return command(args, _range_names(parser, args))
     except SystemExit as stop:  # argparse: --help (0) and usage errors (2)
         return stop.code if isinstance(stop.code, int) else 2
 
@@ -64,6 +66,7 @@ def _analyze_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", type=Path, help="folder of the runner's results files, for the report's other pages")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
     parser.add_argument("--no-cache", action="store_true", help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}")
+    _add_range_name_options(parser)
     return parser
 
 
@@ -75,7 +78,42 @@ def _diff_parser() -> argparse.ArgumentParser:
     parser.add_argument("a", type=Path, metavar="A", help="the baseline trace")
     parser.add_argument("b", type=Path, metavar="B", help="the trace compared with it")
     parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help=f"output folder (default: {DEFAULT_OUT})")
+    _add_range_name_options(parser)
     return parser
+
+
+def _add_range_name_options(parser: argparse.ArgumentParser) -> None:
+    """Options naming the NVTX ranges to look for; ``_range_names`` turns them into RangeNames."""
+    default = RangeNames()
+    group = parser.add_argument_group("NVTX range names (defaults: the runner's)")
+    group.add_argument("--warmup-prefix", default=default.warmup_prefix, metavar="PREFIX",
+                       help=f"warm-up steps are ranges PREFIX<i>, left out of every figure (default: {default.warmup_prefix})")
+    group.add_argument("--step-prefix", default=default.step_prefix, metavar="PREFIX",
+                       help=f"measured steps are ranges PREFIX<i> (default: {default.step_prefix})")
+    group.add_argument("--phase-names", type=_names(len(PHASES)), default=default.phases, metavar=",".join(n.upper() for n in PHASES),
+                       help=f"the ranges of the {', '.join(PHASES)} phases, in that order (default: {','.join(default.phases)})")
+    group.add_argument("--attention-names", type=_names(len(default.regions)), default=default.regions, metavar="SCORES,SOFTMAX,FINAL",
+                       help="the attention sub-ranges: scores matmul, softmax, final matmul "
+                            f"(default: {','.join(default.regions)})")
+
+
+def _names(count: int):
+    """Argument type: ``count`` comma-separated non-empty names."""
+    def parse(value: str) -> tuple[str, ...]:
+        names = tuple(name.strip() for name in value.split(","))
+        if len(names) != count or not all(names):
+            raise argparse.ArgumentTypeError(f"needs {count} comma-separated non-empty names, got {value!r}")
+        return names
+    return parse
+
+
+def _range_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RangeNames:
+    scores, softmax, final = args.attention_names
+    try:
+        return RangeNames(warmup_prefix=args.warmup_prefix, step_prefix=args.step_prefix, phases=args.phase_names,
+                          attention_scores=scores, softmax=softmax, final_matmul=final)
+    except ValueError as err:
+        parser.error(str(err))
 
 
 def _formats(value: str) -> tuple[str, ...]:
@@ -93,19 +131,21 @@ def _positive_int(value: str) -> int:
     return number
 
 
-def analyze_one(path: Path) -> tuple[dict | None, str | None]:
+def analyze_one(path: Path, names: RangeNames = RangeNames()) -> tuple[dict | None, str | None]:
     """(summary, None) for a trace analyzed, (None, one-line reason) for one that failed."""
     try:
-        return analyze_trace(path), None
+        return analyze_trace(path, names), None
     except TraceError as err:
         return None, str(err)
     except Exception as err:  # a defect must not end the batch; the line says it is unexpected
         return None, f"unexpected {type(err).__name__} while analyzing: {err}"
 
 
-def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None) -> tuple[list[dict], list[dict]]:
-    """Summaries of the traces analyzed (cache hits included) and ``{trace, error}`` failures,
-    both in input order. Failures are also printed to stderr as they come."""
+def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None,
+                 names: RangeNames = RangeNames()) -> tuple[list[dict], list[dict]]:
+    """Summaries of the traces analyzed with the range ``names`` (cache hits included; the cache
+    must key on the same names) and ``{trace, error}`` failures, both in input order. Failures
+    are also printed to stderr as they come."""
     results: dict[Path, tuple[dict | None, str | None]] = {}
     for path in paths:
         cached = _cached(cache, path)
@@ -113,7 +153,7 @@ def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None) -> tu
             results[path] = (cached, None)
     todo = [p for p in dict.fromkeys(paths) if p not in results]
     with tqdm(total=len(todo), desc="analyzing", unit="trace", file=sys.stderr, disable=None) as progress:
-        for path, outcome in _run(todo, jobs):
+        for path, outcome in _run(todo, jobs, names):
             results[path] = outcome
             summary, error = outcome
             if error is not None:
@@ -135,23 +175,23 @@ def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
         return None
 
 
-def _run(paths: list[Path], jobs: int):
+def _run(paths: list[Path], jobs: int, names: RangeNames):
     """Yield (path, outcome) as traces finish: in this process for one job or one trace."""
     if jobs == 1 or len(paths) <= 1:
         for path in paths:
-            yield path, analyze_one(path)
+            yield path, analyze_one(path, names)
         return
     with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-        futures = {pool.submit(analyze_one, path): path for path in paths}
+        futures = {pool.submit(analyze_one, path, names): path for path in paths}
         for future in as_completed(futures):
             yield futures[future], future.result()
 
 
-def _analyze(args: argparse.Namespace) -> int:
+def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
-    cache = None if args.no_cache else ResultsCache(args.out / RESULTS_DB)
+    cache = None if args.no_cache else ResultsCache(args.out / RESULTS_DB, names)
     try:
-        summaries, failures = analyze_many(args.traces, args.jobs, cache)
+        summaries, failures = analyze_many(args.traces, args.jobs, cache, names)
     finally:
         if cache is not None:
             cache.close()
@@ -181,10 +221,10 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
         render_markdown(summaries, failures, out, results_dir, trace_paths)
 
 
-def _diff(args: argparse.Namespace) -> int:
+def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
-    with ResultsCache(args.out / RESULTS_DB) as cache:
-        summaries, failures = analyze_many([args.a, args.b], jobs=2, cache=cache)
+    with ResultsCache(args.out / RESULTS_DB, names) as cache:
+        summaries, failures = analyze_many([args.a, args.b], jobs=2, cache=cache, names=names)
     if failures:
         return 1
     summary_a, summary_b = summaries

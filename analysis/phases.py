@@ -19,22 +19,54 @@ from analysis.attribution import innermost_ranges, ops_in_windows
 from analysis.load import Trace
 
 
+# The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
+# whatever their ranges are called in the trace (``RangeNames.phases``).
+PHASES = ("forward", "loss", "backward", "optimizer_step")
+
+
 @dataclass(frozen=True)
 class RangeNames:
-    """NVTX range names the analysis looks for; the defaults match the runner and the handout."""
+    """NVTX range names the analysis looks for; the defaults match the runner and the handout.
+
+    ``phases`` names the ranges of :data:`PHASES`, in that order; ``attention_scores``,
+    ``softmax`` and ``final_matmul`` are the attention sub-ranges. Raises ValueError when a
+    name is empty, the step prefixes are equal, or ``phases`` does not name each phase once.
+    """
 
     warmup_prefix: str = "warmup_"
     step_prefix: str = "step_"
-    phases: tuple[str, ...] = ("forward", "loss", "backward", "optimizer_step")
+    phases: tuple[str, ...] = PHASES
     attention: str = "attention"
     attention_scores: str = "computing attention scores"
     softmax: str = "computing softmax"
     final_matmul: str = "final matmul"
 
+    def __post_init__(self):
+        object.__setattr__(self, "phases", tuple(self.phases))
+        if len(self.phases) != len(PHASES):
+            raise ValueError(f"phases needs {len(PHASES)} range names, for {', '.join(PHASES)}; "
+                             f"got {len(self.phases)}")
+        named = {"warmup prefix": self.warmup_prefix, "step prefix": self.step_prefix,
+                 **dict(zip(PHASES, self.phases)), "attention": self.attention,
+                 "attention scores": self.attention_scores, "softmax": self.softmax,
+                 "final matmul": self.final_matmul}
+        empty = [role for role, name in named.items() if not isinstance(name, str) or not name]
+        if empty:
+            raise ValueError(f"empty range name for {', '.join(empty)}")
+        if self.warmup_prefix == self.step_prefix:
+            raise ValueError(f"the warm-up and step prefixes are both {self.step_prefix!r}")
+        for group, values in (("phase", self.phases), ("attention sub-range", self.regions)):
+            if len(set(values)) != len(values):
+                raise ValueError(f"the {group} names repeat a name: {', '.join(values)}")
+
     @property
     def regions(self) -> tuple[str, ...]:
         """The fine-grained ranges ops are labelled with (``LabelledOps.ops["region"]``)."""
         return (self.attention_scores, self.softmax, self.final_matmul)
+
+    def phase_range(self, phase: str) -> str:
+        """The range name of one of :data:`PHASES`."""
+        return self.phases[PHASES.index(phase)]
 
     def step_pattern(self) -> re.Pattern:
         """Matches warm-up and measured step range names, capturing the prefix."""
@@ -51,6 +83,7 @@ class LabelledOps:
     measured_passes: dict[str, int]
     has_steps: bool
     notes: list[str] = field(default_factory=list)
+    names: RangeNames = RangeNames()  # the range names the ops were labelled with
 
 
 def gpu_ops(trace: Trace) -> pd.DataFrame:
@@ -91,6 +124,7 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
                      + (" less its warm-up ranges" if warmup.any() else "") + " is analyzed")
 
     phase_windows = ranges[ranges["name"].isin(names.phases)]
+    phase_windows = phase_windows.assign(name=phase_windows["name"].map(dict(zip(names.phases, PHASES))))
     in_phase = ops_in_windows(ops, phase_windows)
     ops["phase"] = _labels(in_phase, phase_windows["name"])
     ops["phase_range_id"] = np.append(phase_windows["range_id"].to_numpy(), -1)[in_phase]
@@ -98,12 +132,11 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
     ops["region"] = _regions(ops, ranges, names)
     phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps, names)
     measured = phase_ranges[phase_ranges["measured"]]
-    passes = {p: int((measured["phase"] == p).sum()) for p in names.phases
-              if (measured["phase"] == p).any()}
+    passes = {p: int((measured["phase"] == p).sum()) for p in PHASES if (measured["phase"] == p).any()}
     if not len(phase_windows):
         notes.append("no phase ranges (" + ", ".join(names.phases) + ") in the trace")
     return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,
-                       has_steps=has_steps, notes=notes)
+                       has_steps=has_steps, notes=notes, names=names)
 
 
 def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:

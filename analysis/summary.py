@@ -42,26 +42,28 @@ import pandas as pd
 
 from analysis import __version__
 from analysis.load import Trace, file_sha256, load_trace
-from analysis.phases import LabelledOps, label_ops
+from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries
 from analysis.timings import read_run_record
 
 
-def analyze_trace(path: str | os.PathLike) -> dict:
-    """Load and analyze one trace; raises :class:`analysis.errors.TraceError` on bad input."""
+def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames()) -> dict:
+    """Load and analyze one trace, looking for the NVTX ranges ``names``; raises
+    :class:`analysis.errors.TraceError` on bad input."""
     trace = load_trace(path)
-    labelled = label_ops(trace)
+    labelled = label_ops(trace, names)
     # The labelled ops now hold every GPU operation: free the loader's copies before the questions.
     trace.kernels, trace.memops = trace.kernels.iloc[:0], trace.memops.iloc[:0]
     return summarize(trace, labelled)
 
 
-def summarize(trace: Trace, labelled: LabelledOps | None = None) -> dict:
+def summarize(trace: Trace, labelled: LabelledOps | None = None,
+              names: RangeNames = RangeNames()) -> dict:
     """The summary of a loaded trace (see the module docstring for its keys); ``labelled`` is
-    ``label_ops(trace)`` when the caller has it already."""
-    labelled = labelled if labelled is not None else label_ops(trace)
+    ``label_ops(trace, names)`` when the caller has it already (it carries its own names)."""
+    labelled = labelled if labelled is not None else label_ops(trace, names)
     run = read_run_record(trace.marks, trace.path)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
     inputs = NsysInputs.build(labelled, run, gpu)
@@ -90,7 +92,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None) -> dict:
         "devices": device_summaries(inputs),
         "efficiency": usage,
         "questions": {
-            "a": nsys_a.answer(phases, run.python_ms),
+            "a": nsys_a.answer(phases, run.python_ms, labelled.names),
             "b": nsys_b.answer(inputs),
             "c": nsys_c.answer(inputs),
             "d": nsys_d.answer(inputs),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from analysis.attribution import innermost_ranges, ops_in_windows
 from analysis.load import load_trace
@@ -89,3 +90,33 @@ def test_per_op_ranges_inside_a_region_do_not_hide_it(tmp_path):
     ops = label_ops(load_trace(path)).ops
     assert ops["region"].tolist() == ["computing softmax", "computing softmax", ""]
     assert ops["phase"].tolist() == ["forward"] * 3
+
+
+def test_range_names_validate_themselves():
+    assert RangeNames(phases=["f", "l", "b", "o"]).phases == ("f", "l", "b", "o")
+    assert RangeNames(phases=("f", "l", "b", "o")).phase_range("backward") == "b"
+    for bad in ({"phases": ("forward", "backward")}, {"phases": ("a", "a", "b", "c")},
+                {"step_prefix": "warmup_"}, {"step_prefix": ""}, {"softmax": "final matmul"}):
+        with pytest.raises(ValueError):
+            RangeNames(**bad)
+
+
+def test_custom_names_label_phases_by_role(tmp_path):
+    """Ranges named by the caller: ops get the phase they stand for, regions keep their range names."""
+    from tests.synthetic import build_export
+    path = build_export(tmp_path / "named.sqlite", kernels=[
+        (1000, 1100, 150, 5, 1, 1), (1200, 1300, 250, 5, 1, 2), (1400, 1500, 450, 5, 1, 3),
+        (1600, 1700, 650, 5, 1, 4)],
+        ranges=[("w0", 100, 200, 5, 1, 1, 59), ("fwd", 110, 190, 5, 1, 1, 59),
+                ("s0", 200, 500, 5, 1, 1, 59), ("fwd", 210, 300, 5, 1, 1, 59),
+                ("sm", 240, 260, 5, 1, 1, 59), ("bwd", 400, 500, 5, 1, 1, 59),
+                ("forward", 600, 700, 5, 1, 1, 59)])
+    names = RangeNames(warmup_prefix="w", step_prefix="s", phases=("fwd", "l", "bwd", "o"), softmax="sm")
+    labelled = label_ops(load_trace(path), names)
+    assert labelled.names == names
+    assert labelled.ops["phase"].tolist() == ["forward", "forward", "backward", ""]
+    assert labelled.ops["step"].tolist() == ["w0", "s0", "s0", ""]
+    assert labelled.ops["measured"].tolist() == [False, True, True, False]
+    assert labelled.ops["region"].tolist() == ["", "sm", "", ""]
+    assert labelled.measured_passes == {"forward": 1, "backward": 1}
+    assert labelled.phase_ranges["phase"].tolist() == ["forward", "forward", "backward"]

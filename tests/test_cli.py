@@ -135,3 +135,37 @@ def test_diff_of_a_bad_trace_exits_1(fixture_trace, tmp_path, capsys, fake_repor
     assert cli.main(["diff", str(fixture_trace(TRAIN)), str(tmp_path / "nope.sqlite"), "--out", str(tmp_path)]) == 1
     assert capsys.readouterr().err.strip() == f"{tmp_path / 'nope.sqlite'}: no such file"
     assert "diff" not in fake_report
+
+
+def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_path, monkeypatch, capsys):
+    from analysis.phases import RangeNames
+
+    trace = fixture_trace(FORWARD)
+    assert cli.main(["--help"]) == 0
+    help_text = capsys.readouterr().out
+    for option in ("--warmup-prefix", "--step-prefix", "--phase-names", "--attention-names"):
+        assert option in help_text
+    seen = []
+
+    def record(path, names):
+        seen.append(names)
+        return {"trace": path.name, "phases": {}}
+
+    monkeypatch.setattr(cli, "analyze_trace", record)
+    argv = [str(trace), "--out", str(tmp_path), "--jobs", "1"]
+    custom = ["--step-prefix", "iter", "--warmup-prefix", "warm", "--phase-names", "fwd, loss ,bwd,opt",
+              "--attention-names", "qk,sm,av"]
+    assert cli.main(argv + custom) == 0
+    assert seen == [RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "loss", "bwd", "opt"),
+                               attention_scores="qk", softmax="sm", final_matmul="av")]
+    assert cli.main(argv + custom) == 0  # the same names: from the cache
+    assert cli.main(argv) == 0  # the default names: analyzed again
+    assert seen[1:] == [RangeNames()]
+
+
+@pytest.mark.parametrize("option", [["--phase-names", "forward,backward"], ["--phase-names", "a,b,,c"],
+                                    ["--phase-names", "a,a,b,c"], ["--attention-names", "x,y"],
+                                    ["--step-prefix", "warmup_"], ["--step-prefix", ""]])
+def test_bad_range_names_are_usage_errors(option, capsys):
+    assert cli.main(["x.sqlite", *option]) == 2
+    assert "usage:" in capsys.readouterr().err

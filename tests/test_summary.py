@@ -133,3 +133,54 @@ def test_two_processes_on_two_gpus_are_reported_per_device(external_trace):
     for device in devices:
         assert 0 < device["busy_ms_per_pass"] <= device["kernel_ms_per_pass"] + 1e-9
         assert device["top_kernel"]["category"] == "gemm"
+
+
+RENAMED = {"forward": "fwd", "loss": "lossfn", "backward": "bwd", "optimizer_step": "opt",
+           "computing attention scores": "qk", "computing softmax": "sm", "final matmul": "av"}
+
+
+def _renamed_copy(tmp_path):
+    """The reference training trace with every range the analysis reads renamed, and its timings."""
+    import shutil
+    import sqlite3
+
+    from tests.conftest import FIXTURES
+
+    source = FIXTURES / "small_ctx128_train_fp32.sqlite"
+    if not source.exists():
+        pytest.skip(f"{source} is absent (the shared trace folder sits beside the repository)")
+    copy = tmp_path / "renamed.sqlite"
+    shutil.copyfile(source, copy)
+    shutil.copyfile(source.with_name("small_ctx128_train_fp32.timings.json"), tmp_path / "renamed.timings.json")
+    with sqlite3.connect(copy) as conn:
+        for old, new in RENAMED.items():
+            conn.execute("UPDATE NVTX_EVENTS SET text = ? WHERE text = ?", (new, old))
+        conn.execute("UPDATE NVTX_EVENTS SET text = 'iter' || substr(text, 6) WHERE text LIKE 'step\\_%' ESCAPE '\\'")
+        conn.execute("UPDATE NVTX_EVENTS SET text = 'warm' || substr(text, 8) WHERE text LIKE 'warmup\\_%' ESCAPE '\\'")
+    return copy
+
+
+def _figures(summary: dict) -> dict:
+    """The summary's numbers: everything but the file's name and hash, the notes and the answers."""
+    drop = {"trace", "trace_sha256", "notes", "efficiency"}
+    figures = {k: v for k, v in summary.items() if k not in drop}
+    figures["questions"] = {q: {k: v for k, v in f.items() if k != "answer"} for q, f in summary["questions"].items()}
+    return figures
+
+
+def test_other_range_names_find_renamed_ranges(tmp_path, train_summary):
+    from analysis.phases import RangeNames
+
+    names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),
+                       attention_scores="qk", softmax="sm", final_matmul="av")
+    copy = _renamed_copy(tmp_path)
+    renamed = analyze_trace(copy, names)
+    # Same figures under the same keys: phases keep their summary names whatever their ranges are called.
+    assert _figures(renamed) == _figures(train_summary)
+    assert list(renamed["phases"]) == ["forward", "backward", "optimizer_step"]
+    assert "3 measured `fwd` ranges" in renamed["questions"]["a"]["answer"]
+    # The default names find none of the renamed ranges, and the answers say so in those names.
+    defaults = analyze_trace(copy)
+    assert defaults["phases"] == {} and not defaults["has_steps"]
+    assert "no measured `forward` range" in defaults["questions"]["a"]["answer"]
+    assert "`computing softmax`" in defaults["questions"]["e"]["answer"]

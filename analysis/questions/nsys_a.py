@@ -7,6 +7,7 @@ Python timer's forward time from the run record for the ratio.
 """
 from __future__ import annotations
 
+from analysis.phases import RangeNames
 from analysis.questions import nsys_text as text
 
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
@@ -14,9 +15,11 @@ from analysis.questions import nsys_text as text
 SYNCHRONIZED_SPAN_SHARE = 0.95
 
 
-def answer(phases: dict[str, dict], python_ms: dict[str, float]) -> dict:
-    """Answer (a) from the ``phases`` section of a summary and the Python timings."""
+def answer(phases: dict[str, dict], python_ms: dict[str, float], names: RangeNames = RangeNames()) -> dict:
+    """Answer (a) from the ``phases`` section of a summary and the Python timings; ``names``
+    gives the forward range's name for the sentence."""
     forward = phases.get("forward")
+    range_name = names.phase_range("forward")
     python_forward_ms = python_ms.get("forward")
     if forward is None:
         return {
@@ -24,13 +27,13 @@ def answer(phases: dict[str, dict], python_ms: dict[str, float]) -> dict:
             "nsys_forward_gpu_ms": None,
             "python_forward_ms": python_forward_ms,
             "nsys_to_python_ratio": None,
-            "answer": "This trace has no measured `forward` range, so nsys cannot time a forward pass.",
+            "answer": f"This trace has no measured `{range_name}` range, so nsys cannot time a forward pass.",
         }
     nsys_ms = forward["cpu_span_ms_per_pass"]
     gpu_ms = forward["gpu_span_ms_per_pass"]
     sentence = (
         f"nsys times the forward pass at {text.ms(nsys_ms)}, the mean CPU span of "
-        f"{forward['passes']} measured `forward` ranges; their GPU projection (first kernel start "
+        f"{forward['passes']} measured `{range_name}` ranges; their GPU projection (first kernel start "
         f"to last kernel end) is {text.ms(gpu_ms)}"
     )
     if gpu_ms < SYNCHRONIZED_SPAN_SHARE * nsys_ms:

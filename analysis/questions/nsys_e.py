@@ -4,23 +4,25 @@ the two matmuls', and against the ratio of their FLOPs.
 Softmax time is the summed time of the kernels launched inside the ``computing softmax`` ranges;
 matmul time is the same for ``computing attention scores`` plus ``final matmul`` (the scaling
 and masking kernels inside those ranges included; ``matmul_gemm_ms_per_pass`` is their GEMMs
-alone); all over measured forward passes, per pass. Needs: those NVTX sub-ranges inside
-measured ``forward`` ranges; the run's config for the FLOPs ratio.
+alone); all over measured forward passes, per pass. Needs: those NVTX sub-ranges (default names;
+see :class:`analysis.phases.RangeNames`) inside measured ``forward`` ranges; the run's config
+for the FLOPs ratio.
 """
 from __future__ import annotations
 
 from analysis.classify import GEMM
 from analysis.flops import attention_flops_ratio
-from analysis.phases import RangeNames
 from analysis.questions import nsys_text as text
 from analysis.questions.nsys_inputs import NsysInputs
 
 
-def answer(inputs: NsysInputs, names: RangeNames = RangeNames()) -> dict:
+def answer(inputs: NsysInputs) -> dict:
     """Answer (e); ``flops_ratio`` is softmax FLOPs / matmul FLOPs, null without a config.
 
-    Unanswerable (figures null) unless all three sub-ranges hold kernels in measured forward passes.
+    Unanswerable (figures null) unless all three sub-ranges (named by ``inputs.names``) hold
+    kernels in measured forward passes.
     """
+    names = inputs.names
     kernels = inputs.measured_kernels(("forward",))
     passes = max(inputs.passes("forward"), 1)
     flops_ratio = _flops_ratio(inputs.run.config)

@@ -10,10 +10,8 @@ from functools import cached_property
 import pandas as pd
 
 from analysis.classify import classify_kernels
-from analysis.phases import LabelledOps
+from analysis.phases import LabelledOps, RangeNames
 from analysis.timings import RunRecord
-
-PHASES = ("forward", "loss", "backward", "optimizer_step")
 # The columns of the labelled ops the questions read (a slim copy keeps the filters cheap).
 OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "op_kind", "demangled_name", "step",
               "measured", "phase", "phase_range_id", "region")
@@ -34,6 +32,7 @@ class NsysInputs:
     has_steps: bool
     run: RunRecord
     gpu_name: str | None
+    names: RangeNames  # the NVTX range names the ops were labelled with
 
     @classmethod
     def build(cls, labelled: LabelledOps, run: RunRecord, gpu_name: str | None) -> NsysInputs:
@@ -57,6 +56,7 @@ class NsysInputs:
             has_steps=labelled.has_steps,
             run=run,
             gpu_name=gpu_name,
+            names=labelled.names,
         )
 
     @cached_property
@@ -70,9 +70,10 @@ class NsysInputs:
 
     def no_kernels_reason(self, phase: str) -> str:
         """Why a phase has no measured kernels to analyze, as the start of an answer sentence."""
+        range_name = self.names.phase_range(phase)
         if self.passes(phase) == 0:
-            return f"This trace has no measured `{phase}` range"
-        return f"This trace launched no kernels inside its measured `{phase}` ranges"
+            return f"This trace has no measured `{range_name}` range"
+        return f"This trace launched no kernels inside its measured `{range_name}` ranges"
 
     def passes(self, phase: str) -> int:
         """Number of measured instances of a phase (0 when the trace has none)."""

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.questions.nsys_inputs import PHASES, NsysInputs, category_ms, kernel_totals
+from analysis.phases import PHASES
+from analysis.questions.nsys_inputs import NsysInputs, category_ms, kernel_totals
 
 TOP_KERNELS_PER_PHASE = 10
 TOP_KERNELS_OVERALL = 100
