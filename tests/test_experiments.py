@@ -47,6 +47,11 @@ def test_attention_cell_out_of_memory_is_a_row_and_the_grid_goes_on(monkeypatch)
     assert all(rows[1][key] is None for key in MEASUREMENT_KEYS)
 
 
+def test_attention_grid_without_timed_passes_is_refused():
+    with pytest.raises(ValueError, match="passes >= 1"):
+        cpu_grid(passes=0)
+
+
 def test_attention_implementations_compute_the_same_function():
     q, k, v = (torch.randn(2, 16, 8) for _ in range(3))
     mask = torch.ones(16, 16, dtype=torch.bool).tril()

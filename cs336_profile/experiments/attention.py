@@ -39,6 +39,11 @@ class AttentionGrid:
     device: str = "cuda"
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        # The memory before backward is read during the first timed backward pass.
+        if self.passes < 1 or self.warmup_passes < 0 or self.batch_size < 1:
+            raise ValueError("the attention grid needs passes >= 1, warmup_passes >= 0 and batch_size >= 1")
+
 
 def _sdpa(q, k, v, mask):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
