@@ -175,6 +175,15 @@ def test_mem_a_and_e_from_a_snapshot(results_dir):
     mem_e = memory.answer_mem_e(results_dir("memory_largest_allocations", largest))
     assert mem_e.answer == ("The largest allocations of the forward pass are 400.0 MiB each (32 of them), made at "
                             "model.py:90 in scaled_dot_product_attention; next come 100.0 MiB at model.py:31 in forward.")
+    same_size = [{"snapshot": "s", "size_bytes": 20 * 1024**2, "count": count, "site": site, "stack": f"{site} <- {caller}"}
+                 for count, site, caller in ((32, "model.py:31 in forward", "model.py:142"), (96, "model.py:143 in forward", ""),
+                                             (32, "model.py:31 in forward", "model.py:143"))]
+    same_size.append({"snapshot": "s", "size_bytes": 8 * 1024**2, "count": 64, "site": "model.py:91 in attention",
+                      "stack": ""})
+    mem_e = memory.answer_mem_e(results_dir("memory_largest_allocations", same_size))
+    assert mem_e.answer == ("The largest allocations of the forward pass are 20.0 MiB each (160 of them), made at "
+                            "model.py:143 in forward (96) and model.py:31 in forward (64); next come 8.0 MiB at "
+                            "model.py:91 in attention.")
 
 
 def attention_rows() -> list[dict]:

@@ -169,11 +169,16 @@ def answer_mem_e(results: ResultsSet) -> ResultsAnswer | Unanswered:
         return Unanswered("mem-e", f"a `{LARGEST}` results file from an allocator snapshot ({RUN_MEMORY})")
     table = rows.sort_values(["size_bytes", "count"], ascending=False)[
         ["size_bytes", "count", "site", "stack", "snapshot"]].reset_index(drop=True)
-    top = table.iloc[0]
-    same_size = table[table["size_bytes"] == top["size_bytes"]]
-    text = f"The largest allocations of the forward pass are {top['size_bytes'] / MIB:,.1f} MiB each " \
-           f"({int(same_size['count'].sum())} of them), made at {top['site']}"
-    others = table[table["site"] != top["site"]].head(2)
+    # Stacks differ below the model code; the answer speaks of sizes and the sites that made them.
+    by_site = table.groupby(["size_bytes", "site"], sort=False)["count"].sum().reset_index() \
+        .sort_values(["size_bytes", "count"], ascending=False, kind="stable")
+    top_size = by_site["size_bytes"].iloc[0]
+    top = by_site[by_site["size_bytes"] == top_size]
+    text = f"The largest allocations of the forward pass are {top_size / MIB:,.1f} MiB each " \
+           f"({int(top['count'].sum())} of them), made at "
+    text += top["site"].iloc[0] if len(top) == 1 else \
+        " and ".join(f"{r.site} ({int(r.count)})" for r in top.itertuples())
+    others = by_site[by_site["size_bytes"] < top_size].head(2)
     if not others.empty:
         text += "; next come " + " and ".join(f"{r.size_bytes / MIB:,.1f} MiB at {r.site}" for r in others.itertuples())
     text += "."
