@@ -69,6 +69,25 @@ def test_bench_c_compares_warmup_counts_and_the_first_step(results_dir):
     assert answer.inputs == ("bench.json", "bench_steps.json", "bench_warmup0.json")
 
 
+def test_bench_c_speaks_of_the_configuration_whose_first_step_is_slowest(results_dir):
+    # small (run first) pays the one-off costs; the larger model's first step costs nothing extra.
+    for warmup in (0, 2):
+        results_dir("bench", [bench_row(size, warmup_steps=warmup, step_ms_mean=ms, step_ms_std=1.0)
+                              for size, ms in (("small", 100.0 if warmup else 120.0), ("2.7B", 500.0))],
+                    name=f"bench_warmup{warmup}")
+    steps = [{**bench_row(size, warmup_steps=warmup), "step_kind": "measured", "step_index": index, "step_ms": ms}
+             for size, cold, warm in (("small", (200.0, 100.0, 100.0), 100.0), ("2.7B", (505.0, 500.0, 500.0), 500.0))
+             for warmup, times in ((0, cold), (2, (warm,) * 3))
+             for index, ms in enumerate(times)]
+    answer = bench.answer_bench_c(results_dir("bench_steps", steps))
+    assert answer.answer == (
+        "For small at context 128 (train), a step averages 120.00 ± 1.00 ms without warm-up against "
+        "100.00 ± 1.00 ms after 2 warm-up steps (1.20× the time, a standard deviation 1.0× as large). "
+        "Without warm-up the first step alone takes 2.0× the later steps: it pays one-off costs (creating the CUDA "
+        "context and cuBLAS handles, growing the caching allocator and choosing GEMM kernels), which warm-up steps "
+        "take out of the measurement. In the other configuration the first step takes 1.0× the later ones.")
+
+
 def test_mp_accum_runs_the_loops_for_real(results_dir):
     experiments = pytest.importorskip("cs336_profile.experiments.mixed_precision")
     results = results_dir("mixed_precision_accumulation", experiments.accumulation_loops("cpu"))

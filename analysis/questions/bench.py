@@ -21,6 +21,7 @@ FIRST_STEP_SLOW = 1.5
 CONFIG_KEYS = ("size", "context_length", "batch_size", "mode", "dtype", "compile", "attention", "device",
                "measured_steps", "nvtx_annotations")
 TIMED = ("forward", "backward")
+FIRST_STEP_TITLE = "First measured step against the later ones"
 ONE_OFF_COSTS = {
     "cuda": "creating the CUDA context and cuBLAS handles, growing the caching allocator and choosing GEMM kernels",
     "cpu": "growing the allocator and the first dispatch of each operator",
@@ -114,35 +115,43 @@ def answer_bench_c(results: ResultsSet) -> ResultsAnswer | Unanswered:
     if not steps.empty:
         first = first_step_table(_plain_runs(steps)).merge(table[["size", "context_length", "mode", "warmup_steps"]])
         first = sorted_by_size(first, "context_length", "mode", "warmup_steps")
-        tables["First measured step against the later ones"] = first[
+        tables[FIRST_STEP_TITLE] = first[
             ["size", "context_length", "mode", "warmup_steps", "first_step_ms", "later_steps_ms", "first_over_later_ratio"]]
         inputs += used_files(steps)
     return ResultsAnswer("bench-c", _bench_c_text(table, tables), tables, tuple(sorted(set(inputs))))
 
 
 def _bench_c_text(table: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> str:
-    """Compare the largest configuration's step time without warm-up against its most warmed-up run."""
-    largest = table.iloc[-1]
-    same = table[(table["size"] == largest["size"]) & (table["context_length"] == largest["context_length"])
-                 & (table["mode"] == largest["mode"])]
+    """Compare step times without warm-up against the most warmed-up run of one configuration: the one
+    whose first measured step without warm-up is slowest against its later steps (the largest
+    configuration when there are no per-step rows), then the first-step ratio of the others."""
+    first = tables.get(FIRST_STEP_TITLE)
+    cold_first = pd.DataFrame() if first is None else \
+        first[first["warmup_steps"] == 0].dropna(subset=["first_over_later_ratio"])
+    chosen = table.iloc[-1] if cold_first.empty else cold_first.loc[cold_first["first_over_later_ratio"].idxmax()]
+    same = table[(table["size"] == chosen["size"]) & (table["context_length"] == chosen["context_length"])
+                 & (table["mode"] == chosen["mode"])]
     cold, warm = same.iloc[0], same.iloc[-1]
-    label = f"{largest['size']} at context {largest['context_length']} ({largest['mode']})"
+    label = f"{chosen['size']} at context {chosen['context_length']} ({chosen['mode']})"
     text = (f"For {label}, a step averages {cold['step_ms_mean']:.2f} ± {cold['step_ms_std']:.2f} ms without "
             f"warm-up against {warm['step_ms_mean']:.2f} ± {warm['step_ms_std']:.2f} ms after "
             f"{warm['warmup_steps']} warm-up steps ({cold['step_ms_mean'] / warm['step_ms_mean']:.2f}× the time, "
             f"{_std_change(cold['step_ms_std'], warm['step_ms_std'])}).")
-    first = tables.get("First measured step against the later ones")
-    if first is not None:
-        cold_first = first[(first["size"] == largest["size"]) & (first["context_length"] == largest["context_length"])
-                           & (first["mode"] == largest["mode"]) & (first["warmup_steps"] == 0)]
-        if not cold_first.empty and pd.notna(cold_first["first_over_later_ratio"].iloc[0]):
-            ratio = cold_first["first_over_later_ratio"].iloc[0]
-            text += f" Without warm-up the first step alone takes {ratio:.1f}× the later steps"
-            if ratio > FIRST_STEP_SLOW:
-                text += f": it pays one-off costs ({ONE_OFF_COSTS.get(cold['device'], ONE_OFF_COSTS['cpu'])})" \
-                        ", which warm-up steps take out of the measurement."
-            else:
-                text += ", so this device has little to warm up."
+    if cold_first.empty:
+        return text
+    ratio = chosen["first_over_later_ratio"]
+    text += f" Without warm-up the first step alone takes {ratio:.1f}× the later steps"
+    if ratio > FIRST_STEP_SLOW:
+        text += f": it pays one-off costs ({ONE_OFF_COSTS.get(cold['device'], ONE_OFF_COSTS['cpu'])})" \
+                ", which warm-up steps take out of the measurement."
+    else:
+        text += ", so this device has little to warm up."
+    others = cold_first.drop(index=chosen.name)["first_over_later_ratio"]
+    if not others.empty:
+        low, high = f"{others.min():.1f}", f"{others.max():.1f}"
+        others_text = "the other configuration" if len(others) == 1 else f"the other {len(others)} configurations"
+        text += f" In {others_text} the first step takes " \
+                f"{low if low == high else f'{low}–{high}'}× the later ones."
     return text
 
 
