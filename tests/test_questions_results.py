@@ -245,6 +245,17 @@ def test_compile_a_side_by_side(results_dir):
                              "since the fused kernels save fewer seq × seq intermediates.")
 
 
+def test_compile_a_says_slower_and_same_memory_when_the_numbers_do(results_dir):
+    rows = [{**row, "forward_ms_mean": row["forward_ms_mean"] * (4 if row["implementation"] == "compiled" else 1),
+             "memory_before_backward_bytes": 1000 + 8 * row["seq_len"] ** 2 * 4}
+            for row in attention_rows() if row["status"] == "ok"]
+    answer = compile.answer_compile_a(results_dir("attention", rows))
+    assert answer.answer == ("Compiled attention against eager over the grid: forward 2.00× slower at the median "
+                             "(0.50–0.50×); backward 1.00× faster at the median (1.00–1.00×). Out of memory: 0 eager and "
+                             "0 compiled configurations; compiled keeps 1.00× eager's memory before backward (median), "
+                             "about as much: compiling does not shrink what autograd saves for backward.")
+
+
 def test_compile_b_times_forward_and_whole_step(results_dir):
     results = results_dir("compile", [
         bench_row("small", mode="forward", forward_ms_mean=10.0, step_ms_mean=11.0),

@@ -14,6 +14,8 @@ from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswe
 
 COMPILED = "compiled"
 COMPILE = "compile"
+# A compiled/eager memory ratio within this of 1 counts as the same memory.
+SAME_MEMORY = 0.05
 # The time compile-b compares per mode: the forward pass alone, or the whole training step.
 TIME_BY_MODE = {"forward": "forward_ms_mean", "forward-backward": "step_ms_mean", "train": "step_ms_mean"}
 
@@ -50,17 +52,29 @@ def answer_compile_a(results: ResultsSet) -> ResultsAnswer | Unanswered:
     text = "Compiled attention against eager over the grid:"
     for part in ("forward", "backward"):
         speedup = done[f"{part}_speedup"].dropna()
-        if not speedup.empty:
-            text += f" {part} {speedup.median():.2f}× faster at the median ({speedup.min():.2f}–{speedup.max():.2f}×);"
+        if speedup.empty:
+            continue
+        median = speedup.median()
+        verdict = f"{median:.2f}× faster" if median >= 1 else f"{1 / median:.2f}× slower"
+        text += f" {part} {verdict} at the median ({speedup.min():.2f}–{speedup.max():.2f}×);"
     oom = {impl: int((table[f"{impl}_status"] == "OOM").sum()) for impl in (EAGER, COMPILED)}
     text = text.rstrip(";") + f". Out of memory: {oom[EAGER]} eager and {oom[COMPILED]} compiled configurations"
     memory = (done["memory_before_backward_compiled_bytes"] / done["memory_before_backward_eager_bytes"]).dropna()
     if not memory.empty:
-        text += f"; compiled keeps {memory.median():.2f}× eager's memory before backward (median), since the fused " \
-                "kernels save fewer seq × seq intermediates"
+        text += f"; compiled keeps {memory.median():.2f}× eager's memory before backward (median), " \
+                + _memory_reason(memory.median())
     table = table.drop(columns=["eager_status", "compiled_status"])
     return ResultsAnswer("compile-a", text + ".", {"Eager and compiled attention": table},
                          used_files(rows[rows["implementation"].isin((EAGER, COMPILED))]))
+
+
+def _memory_reason(compiled_over_eager: float) -> str:
+    """What a compiled/eager ratio of the memory saved for backward says."""
+    if abs(compiled_over_eager - 1) < SAME_MEMORY:
+        return "about as much: compiling does not shrink what autograd saves for backward"
+    if compiled_over_eager < 1:
+        return "since the fused kernels save fewer seq × seq intermediates"
+    return "more than eager: the compiled graph saves extra intermediates for backward"
 
 
 def whole_model_table(rows: pd.DataFrame) -> pd.DataFrame:
