@@ -269,6 +269,17 @@ def test_compile_b_times_forward_and_whole_step(results_dir):
                              "for small; whole step 0.80× for small. 1 of 2 configurations ran slower compiled.")
 
 
+def test_compile_b_averages_each_size_over_context_lengths(results_dir):
+    results = results_dir("compile", [
+        bench_row(size, context, mode="forward", compile=compiled, forward_ms_mean=ms)
+        for size, context, eager_ms, compiled_ms in (("small", 128, 10.0, 5.0), ("small", 256, 10.0, 10.0),
+                                                     ("medium", 128, 30.0, 20.0), ("medium", 256, 30.0, 30.0))
+        for compiled, ms in ((False, eager_ms), (True, compiled_ms))])
+    answer = compile.answer_compile_b(results)
+    assert answer.answer == ("torch.compile on the whole model (cuda, context 128, 256), mean speedup over eager across "
+                             "context lengths: forward 1.50× for small to 1.25× for medium.")
+
+
 @pytest.mark.parametrize("answer", [
     bench.answer_bench_b, bench.answer_bench_c, mixed_precision.answer_mp_accum, mixed_precision.answer_mp_a,
     mixed_precision.answer_mp_c, memory.answer_mem_a, memory.answer_mem_b, memory.answer_mem_c, memory.answer_mem_d,

@@ -103,14 +103,15 @@ def answer_compile_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
         return Unanswered("compile-b", "a `compile` results file (python -m cs336_profile.run compile)")
     parts = []
     for timed, group in ok_rows(table).groupby("timed", sort=False):
-        speedup = group.set_index("size")["speedup"].dropna()
+        speedup = group.groupby("size", sort=False)["speedup"].mean().dropna()  # over context lengths
         span = f"{speedup.iloc[0]:.2f}× for {speedup.index[0]}"
         if len(speedup) > 1:
             span += f" to {speedup.iloc[-1]:.2f}× for {speedup.index[-1]}"
         parts.append(f"{timed} {span}")
     device = rows["device"].iloc[0]
-    contexts = ", ".join(str(c) for c in sorted(table["context_length"].unique()))
-    text = f"torch.compile on the whole model ({device}, context {contexts}), speedup over eager: " \
+    contexts = sorted(table["context_length"].unique())
+    measure = "speedup over eager" if len(contexts) == 1 else "mean speedup over eager across context lengths"
+    text = f"torch.compile on the whole model ({device}, context {', '.join(str(c) for c in contexts)}), {measure}: " \
            + "; ".join(parts) + "."
     slower = ok_rows(table)[ok_rows(table)["speedup"] < 1]
     if not slower.empty:
