@@ -128,6 +128,22 @@ def test_mp_c_pairs_fp32_with_bf16_and_reads_the_trend(results_dir):
                              "medium (about flat with size).")
 
 
+def test_mp_c_names_the_configurations_bf16_slows_down(results_dir):
+    results = results_dir("bench", [
+        bench_row("small", forward_ms_mean=10.0, backward_ms_mean=20.0),
+        bench_row("small", dtype="bf16", forward_ms_mean=8.0, backward_ms_mean=16.0),
+        bench_row("medium", forward_ms_mean=30.0, backward_ms_mean=60.0),
+        bench_row("medium", dtype="bf16", forward_ms_mean=40.0, backward_ms_mean=30.0),
+        bench_row("xl", forward_ms_mean=100.0, backward_ms_mean=200.0),
+        bench_row("xl", dtype="bf16", forward_ms_mean=25.0, backward_ms_mean=50.0),
+    ])
+    answer = mixed_precision.answer_mp_c(results)
+    assert answer.answer == ("bf16 autocast against fp32, mean speedup over context lengths: forward 1.25× for small "
+                             "to 4.00× for xl (growing with model size); backward 1.25× for small to 4.00× for xl "
+                             "(growing with model size). bf16 is slower than fp32 for medium forward at context 128 "
+                             "(0.75×).")
+
+
 def memory_rows() -> list[dict]:
     rows = []
     for dtype, scale in (("fp32", 1.0), ("bf16", 1.05)):

@@ -120,6 +120,10 @@ def answer_mp_c(results: ResultsSet) -> ResultsAnswer | Unanswered:
         sentences.append(f"{part} {series.iloc[0]:.2f}× for {series.index[0]}"
                          + (f" to {series.iloc[-1]:.2f}× for {series.index[-1]} ({trend})" if len(series) > 1 else ""))
     text = "bf16 autocast against fp32, mean speedup over context lengths: " + "; ".join(sentences) + "."
+    slower = [f"{row['size']} {part} at context {row['context_length']} ({row[f'{part}_speedup']:.2f}×)"
+              for _, row in done.iterrows() for part in TIMED if row.get(f"{part}_speedup", 1.0) < 1]
+    if slower:
+        text += " bf16 is slower than fp32 for " + ", ".join(slower) + "."
     if len(done) < len(table):
         text += f" {plural(len(table) - len(done), 'configuration')} ran out of memory in one precision."
     return ResultsAnswer("mp-c", text, {"fp32 against bf16 autocast": table}, used_files(rows[rows["size"].isin(table["size"])]))
