@@ -14,10 +14,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pandas as pd
 import pytest
 from jinja2 import UndefinedError
 
-from analysis.report import render_diff, render_html, render_markdown
+from analysis.questions.results_files import ResultsAnswer
+from analysis.report import figures, render_diff, render_html, render_markdown
 from analysis.report.catalog import QUESTIONS
 from analysis.report.render import environment
 from analysis.summary import analyze_trace
@@ -247,3 +249,18 @@ def test_pairs_that_differ_in_one_setting_get_a_linked_diff_page(tmp_path):
     assert "dtype: fp32 → bf16" in "".join(index.text)
     page = parse(tmp_path / diffs[0])
     assert page.images and all(t.is_file() for t in local_targets(tmp_path / diffs[0], page.images))
+
+
+def test_largest_allocations_figure_draws_one_bar_per_row():
+    table = pd.DataFrame({"size_bytes": [20 * 1024**2] * 3, "count": [96, 32, 32],
+                          "site": ["model.py:143 in forward", "model.py:31 in forward", "model.py:31 in forward"],
+                          "stack": ["model.py:143 in forward <- model.py:158 in forward",
+                                    "model.py:31 in forward <- model.py:142 in forward",
+                                    "model.py:31 in forward <- model.py:143 in forward"], "snapshot": "s"})
+    figure = figures.mem_e(ResultsAnswer("mem-e", "", {"Largest allocations": table}, ()))
+    ax = figure.axes[0]
+    assert len(ax.patches) == 3
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "model.py:143 in forward ×96", "model.py:31 in forward ← model.py:142 in forward ×32",
+        "model.py:31 in forward ← model.py:143 in forward ×32"]
+    figures.plt.close(figure)

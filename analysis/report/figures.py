@@ -200,9 +200,16 @@ def mem_d(answer: ResultsAnswer) -> Figure:
 
 def mem_e(answer: ResultsAnswer) -> Figure:
     table = _first(answer).head(10)
+    # One bar per row: a site reached through different callers gets its caller in the label, and
+    # bars sit at positions, not at categorical labels (equal labels would draw on one bar).
+    callers = table["stack"].str.split(" <- ").str[1].fillna("")
+    repeated = table["site"].duplicated(keep=False) & (callers != "")
+    labels = [f"{site}{f' ← {caller}' if twin else ''} ×{count}"
+              for site, caller, twin, count in zip(table["site"], callers, repeated, table["count"])]
     figure, (ax,) = new_figure(height=0.35 * len(table) + 1)
-    ax.barh([f"{site} ×{count}" for site, count in zip(table["site"], table["count"])], table["size_bytes"] / MIB,
-            color=PALETTE[2])
+    y = np.arange(len(table))
+    ax.barh(y, table["size_bytes"] / MIB, color=PALETTE[2])
+    ax.set_yticks(y, labels)
     ax.invert_yaxis()
     ax.set_xlabel("size of one allocation (MiB)")
     ax.set_title("Largest allocations of the forward pass")
