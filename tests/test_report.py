@@ -22,6 +22,7 @@ from analysis.questions.results_files import ResultsAnswer
 from analysis.report import figures, render_diff, render_html, render_markdown
 from analysis.report.catalog import QUESTIONS
 from analysis.report.render import environment
+from analysis.report.tables import display_table
 from analysis.summary import analyze_trace
 from cs336_profile.results import write_results
 from tests.conftest import FIXTURES, REPO
@@ -264,3 +265,9 @@ def test_largest_allocations_figure_draws_one_bar_per_row():
         "model.py:143 in forward ×96", "model.py:31 in forward ← model.py:142 in forward ×32",
         "model.py:31 in forward ← model.py:143 in forward ×32"]
     figures.plt.close(figure)
+
+
+def test_a_speedup_column_says_speedup_in_its_header():
+    shown = display_table("t", pd.DataFrame({"forward_speedup": [2.0], "speedup": [1.5], "bf16_over_fp32_ratio": [0.5]}))
+    assert shown.columns == ["forward speedup (×)", "speedup (×)", "bf16 over fp32 (×)"]
+    assert shown.rows == [["2.00", "1.5", "0.5"]]

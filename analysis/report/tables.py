@@ -70,7 +70,9 @@ def _unit(column: str) -> tuple[str, str, Callable[[float], str]]:
         return label, unit, (lambda v: f"{v * scale:.1f}") if unit == "%" else (lambda v: f"{v:.3g}")
     for suffix, unit, formatter in UNITS:
         if column.endswith(suffix):
-            return column[: -len(suffix)].replace("_", " "), unit, formatter
+            # "forward (×)" would read as any ratio: a speedup keeps its name in the header.
+            stem = column if suffix == "_speedup" else column[: -len(suffix)]
+            return stem.replace("_", " "), unit, formatter
     return column.replace("_", " "), "", _number
 
 
