@@ -8,10 +8,7 @@ import torch
 
 from cs336_profile import annotate
 from cs336_profile.bench import run_config
-from cs336_profile.config import RunConfig
-
-# Tiny models run fastest on one thread; two threads fight the other test worker for the cores.
-torch.set_num_threads(1)
+from tests.cpu_torch import tiny
 
 CONFIG_MARK_KEYS = {"event", "size", "context_length", "batch_size", "mode", "dtype", "compile", "attention",
                     "device", "gpu_name", "warmup_steps", "measured_steps", "vocab_size", "d_model", "d_ff",
@@ -45,11 +42,6 @@ def recorder(monkeypatch):
     recording = RecordingNvtx()
     monkeypatch.setattr(annotate, "nvtx", recording)
     return recording
-
-
-def tiny(**settings) -> RunConfig:
-    return RunConfig(**({"size": "tiny", "context_length": 8, "device": "cpu", "warmup_steps": 1,
-                         "measured_steps": 2} | settings))
 
 
 def names(nodes) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cs336_profile.config import RunConfig
 from cs336_profile.experiments import attention
 from cs336_profile.experiments.attention import MEASUREMENT_KEYS, AttentionGrid, run_attention_grid
 from cs336_profile.experiments.compile import compile_runs
@@ -13,9 +12,7 @@ from cs336_profile.experiments.memory import (MemoryStudy, allocated_timeline, l
 from cs336_profile.experiments.mixed_precision import accumulation_loops, toy_model_dtypes
 from cs336_profile.experiments.overhead import alternating_steps, is_annotated_step, overhead_rows
 from cs336_profile.run import main
-
-# Tiny models run fastest on one thread; two threads fight the other test worker for the cores.
-torch.set_num_threads(1)
+from tests.cpu_torch import tiny
 
 
 def cpu_grid(**settings) -> AttentionGrid:
@@ -138,8 +135,7 @@ def test_compile_runs_pair_eager_and_compiled():
 
 def test_overhead_alternates_annotated_and_plain_steps_on_one_model():
     assert [is_annotated_step(i) for i in range(8)] == [True, False, False, True] * 2
-    run = RunConfig(size="tiny", context_length=8, device="cpu", warmup_steps=1, measured_steps=4)
-    rows = alternating_steps(run)
+    rows = alternating_steps(tiny(measured_steps=4))
     assert [(r["step_index"], r["nvtx_annotations"]) for r in rows] == [(0, True), (1, False), (2, False), (3, True)]
 
 

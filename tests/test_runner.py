@@ -10,17 +10,9 @@ import torch
 
 from cs336_profile import bench
 from cs336_profile.bench import ConfigResult, is_out_of_memory, run_config, run_configs
-from cs336_profile.config import RunConfig
 from cs336_profile.results import read_results, write_results
 from cs336_profile.run import main
-
-# Tiny models run fastest on one thread; two threads fight the other test worker for the cores.
-torch.set_num_threads(1)
-
-
-def tiny(**settings) -> RunConfig:
-    return RunConfig(**({"size": "tiny", "context_length": 8, "device": "cpu", "warmup_steps": 1,
-                         "measured_steps": 2} | settings))
+from tests.cpu_torch import tiny
 
 
 @pytest.mark.parametrize("mode, phases", [
