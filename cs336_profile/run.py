@@ -39,11 +39,13 @@ BENCH_COLUMNS = {
 
 
 # ----------------------------------------------------------------------------- arguments
-def _add_common(parser: argparse.ArgumentParser, default_name: str) -> None:
+def _add_common(parser: argparse.ArgumentParser, experiment: str) -> None:
+    """Options of every subcommand; its results files are named after `experiment` unless --name says otherwise."""
+    parser.set_defaults(experiment=experiment)
     parser.add_argument("--device", choices=DEVICES,
                         default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--results-dir", type=Path, default=Path("results"))
-    parser.add_argument("--name", default=default_name, help="results file name (without extension)")
+    parser.add_argument("--name", default=experiment, help="results file name (without extension)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -123,38 +125,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _config(args: argparse.Namespace) -> dict:
     return {key: (str(value) if isinstance(value, Path) else value)
-            for key, value in vars(args).items() if key != "handler"}
+            for key, value in vars(args).items() if key not in ("handler", "experiment")}
 
 
-def _write(args: argparse.Namespace, experiment: str, rows: list[dict], name: str | None = None) -> Path:
-    return write_results(args.results_dir, experiment, rows, config=_config(args),
-                         environment=environment(args.device), name=name or args.name)
+def _write(args: argparse.Namespace, rows: list[dict], part: str = "") -> Path:
+    """Results of the experiment `<experiment><part>` to `<name><part>.json/csv` (e.g. part `_steps`)."""
+    return write_results(args.results_dir, f"{args.experiment}{part}", rows, config=_config(args),
+                         environment=environment(args.device), name=f"{args.name}{part}")
 
 
 # ----------------------------------------------------------------------------- subcommands
-def _write_bench(args: argparse.Namespace, experiment: str, results: list[ConfigResult]) -> None:
+def _write_bench(args: argparse.Namespace, results: list[ConfigResult]) -> None:
     """`<name>.json/csv` (one row per configuration) and `<name>_steps.json/csv` (one per step)."""
-    _write(args, experiment, [result.summary for result in results])
-    _write(args, f"{experiment}_steps", [row for result in results for row in result.steps], f"{args.name}_steps")
+    _write(args, [result.summary for result in results])
+    _write(args, [row for result in results for row in result.steps], "_steps")
 
 
-def _bench_and_write(args: argparse.Namespace, experiment: str, runs: list[RunConfig]) -> list[ConfigResult]:
+def _bench_and_write(args: argparse.Namespace, runs: list[RunConfig]) -> list[ConfigResult]:
     """Run configurations, rewriting the results files after each one (a cut-off run keeps them)."""
-    return run_configs(runs, progress=not args.no_progress,
-                       on_result=lambda results: _write_bench(args, experiment, results))
+    return run_configs(runs, progress=not args.no_progress, on_result=lambda results: _write_bench(args, results))
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
     runs = [RunConfig(size=size, context_length=ctx, mode=args.mode, compile=args.compile,
                       emit_nvtx=args.emit_nvtx, **_run_settings(args))
             for size in args.sizes for ctx in args.context_lengths]
-    results = _bench_and_write(args, "bench", runs)
+    results = _bench_and_write(args, runs)
     print_table("bench", [result.summary for result in results], BENCH_COLUMNS)
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
     runs = compile_runs(args.sizes, args.context_length, args.modes, **_run_settings(args))
-    results = _bench_and_write(args, "compile", runs)
+    results = _bench_and_write(args, runs)
     print_table("compile", [result.summary for result in results], BENCH_COLUMNS)
 
 
@@ -164,8 +166,8 @@ def cmd_overhead(args: argparse.Namespace) -> None:
     bar = tqdm(runs, desc="overhead", unit="config", disable=args.no_progress)
     step_rows = [row for run in bar for row in alternating_steps(run)]
     rows = overhead_rows(step_rows)
-    _write(args, "overhead", rows)
-    _write(args, "overhead_steps", step_rows, f"{args.name}_steps")
+    _write(args, rows)
+    _write(args, step_rows, "_steps")
     print_table("NVTX annotation overhead (medians over measured steps)", rows, {
         "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "steps each": plain("steps_each"),
         "annotated step ms": number("annotated_step_ms_median", digits=3),
@@ -178,7 +180,7 @@ def cmd_attention(args: argparse.Namespace) -> None:
     grid = AttentionGrid(head_dims=tuple(args.head_dims), seq_lens=tuple(args.seq_lens),
                          implementations=tuple(args.implementations), batch_size=args.batch_size,
                          warmup_passes=args.warmup_passes, passes=args.passes, device=args.device)
-    rows = run_attention_grid(grid, progress=not args.no_progress, on_row=lambda rows: _write(args, "attention", rows))
+    rows = run_attention_grid(grid, progress=not args.no_progress, on_row=lambda rows: _write(args, rows))
     print_table(f"attention (batch {args.batch_size}, one head)", rows, {
         "implementation": plain("implementation"), "d": plain("head_dim"), "seq": plain("seq_len"),
         "forward ms": mean_std("forward_ms"), "backward ms": mean_std("backward_ms"),
@@ -189,8 +191,8 @@ def cmd_attention(args: argparse.Namespace) -> None:
 def cmd_mixed_precision(args: argparse.Namespace) -> None:
     loops = accumulation_loops(args.device)
     dtypes = [row for dtype in (torch.float16, torch.bfloat16) for row in toy_model_dtypes(dtype, args.device)]
-    _write(args, "mixed_precision_accumulation", loops, f"{args.name}_accumulation")
-    _write(args, "mixed_precision_toy_model", dtypes, f"{args.name}_toy_model")
+    _write(args, loops, "_accumulation")
+    _write(args, dtypes, "_toy_model")
     print_table("accumulation loops (exact sum 10.0)", loops, {
         "loop": plain("loop"), "printed": plain("printed"), "abs error": number("abs_error", digits=6)})
     print_table("ToyModel under autocast", dtypes, {
@@ -203,8 +205,8 @@ def cmd_memory(args: argparse.Namespace) -> None:
                         batch_size=args.batch_size, device=args.device)
     tables = run_memory_study(study, args.snapshot_dir or args.results_dir / "snapshots",
                               progress=not args.no_progress)
-    for experiment, rows in tables.items():
-        _write(args, experiment, rows, experiment.replace("memory", args.name, 1))
+    for experiment, rows in tables.items():  # "memory", "memory_timeline", ...
+        _write(args, rows, experiment.removeprefix(args.experiment))
     print_table(f"peak memory, {args.size}", tables["memory"], {
         "ctx": plain("context_length"), "mode": plain("mode"), "dtype": plain("dtype"),
         "peak GiB": number("peak_memory_bytes", GIB), "forward GiB": number("forward_peak_bytes", GIB),
