@@ -271,3 +271,13 @@ def test_a_speedup_column_says_speedup_in_its_header():
     shown = display_table("t", pd.DataFrame({"forward_speedup": [2.0], "speedup": [1.5], "bf16_over_fp32_ratio": [0.5]}))
     assert shown.columns == ["forward speedup (×)", "speedup (×)", "bf16 over fp32 (×)"]
     assert shown.rows == [["2.00", "1.5", "0.5"]]
+
+
+def test_a_log_axis_within_one_decade_still_has_labelled_ticks():
+    figure, (ax,) = figures.new_figure()
+    ax.plot([0, 1, 2], [60.0, 200.0, 550.0])
+    figures._plain_log_y(ax)
+    low, high = ax.get_ylim()
+    ticks = [tick for tick in ax.get_yticks() if low <= tick <= high]
+    assert [ax.yaxis.get_major_formatter()(tick, 0) for tick in ticks] == ["100", "200", "500"]
+    figures.plt.close(figure)
