@@ -158,10 +158,13 @@ def mem_a(answer: ResultsAnswer) -> Figure:
     return figure
 
 
-def _peaks_by_context(ax, table: pd.DataFrame, column: str = "peak_memory_bytes", label_suffix: str = "") -> None:
-    for mode, rows in table.groupby("mode", sort=False):
+def _peaks_by_context(ax, table: pd.DataFrame, column: str = "peak_memory_bytes", label_suffix: str = "",
+                      linestyle: str = "-") -> None:
+    """One line per mode (a mode keeps its colour across calls), OOM contexts as crosses on top."""
+    for index, (mode, rows) in enumerate(table.groupby("mode", sort=False)):
         done = _ok(rows)
-        line, = ax.plot(done["context_length"], done[column] / GIB, marker="o", label=f"{mode}{label_suffix}")
+        line, = ax.plot(done["context_length"], done[column] / GIB, marker="o", label=f"{mode}{label_suffix}",
+                        color=PALETTE[2 * index], linestyle=linestyle)
         oom = rows[rows["status"] != "ok"]
         if not oom.empty:
             ax.scatter(oom["context_length"], [ax.get_ylim()[1]] * len(oom), marker="x", color=line.get_color(),
@@ -181,9 +184,9 @@ def mem_b(answer: ResultsAnswer) -> Figure:
 def mem_c(answer: ResultsAnswer) -> Figure:
     table = _first(answer, 1)
     figure, (ax,) = new_figure()
-    for precision in ("fp32", "bf16"):
+    for precision, linestyle in (("fp32", "-"), ("bf16", "--")):
         rows = table.rename(columns={f"{precision}_peak_bytes": "peak_memory_bytes"})
-        _peaks_by_context(ax, rows, label_suffix=f" {precision}")
+        _peaks_by_context(ax, rows, label_suffix=f" {precision}", linestyle=linestyle)
     ax.set_title("Peak memory, fp32 against bf16 autocast")
     return figure
 
