@@ -114,11 +114,14 @@ class Sweep:
     def runner_results_path(self, config: TraceConfig) -> Path:
         return self.runner_dir / f"{config.stem}.json"
 
-    def is_done(self, config: TraceConfig) -> bool:
-        """The export (plain or compressed) and the runner's results exist."""
+    def has_export(self, config: TraceConfig) -> bool:
+        """nsys's export exists, plain or compressed."""
         export = self.export_path(config)
-        has_export = export.exists() or export.with_name(export.name + ".xz").exists()
-        return has_export and self.runner_results_path(config).exists()
+        return export.exists() or export.with_name(export.name + ".xz").exists()
+
+    def is_done(self, config: TraceConfig) -> bool:
+        """The export and the runner's results exist."""
+        return self.has_export(config) and self.runner_results_path(config).exists()
 
     def _profile(self, config: TraceConfig) -> dict:
         """Run one configuration under nsys; return returncode, wall time and error text."""
@@ -155,8 +158,7 @@ class Sweep:
         if runner is None:
             return (STATUS_OOM if outcome and outcome["out_of_memory"] else STATUS_FAILED), error
         status = runner["rows"][0]["status"]
-        export = self.export_path(config)
-        if status == STATUS_OK and not (export.exists() or export.with_name(export.name + ".xz").exists()):
+        if status == STATUS_OK and not self.has_export(config):
             return STATUS_FAILED, error or "nsys wrote no export"
         return status, error
 
