@@ -281,3 +281,11 @@ def test_a_log_axis_within_one_decade_still_has_labelled_ticks():
     ticks = [tick for tick in ax.get_yticks() if low <= tick <= high]
     assert [ax.yaxis.get_major_formatter()(tick, 0) for tick in ticks] == ["100", "200", "500"]
     figures.plt.close(figure)
+
+
+def test_per_trace_figures_keep_the_legend_off_the_bars():
+    figure, ax = figures._per_trace_bars(pd.DataFrame({"trace": ["small", "2.7B"]}), {"a": [1.0, 9.0], "b": [2.0, 9.0]})
+    figure.canvas.draw()
+    assert ax.get_legend() is None and len(figure.legends) == 1
+    assert figure.legends[0].get_window_extent().y1 <= ax.get_window_extent().y0  # below the plot
+    figures.plt.close(figure)

@@ -313,8 +313,10 @@ def _per_trace_bars(table: pd.DataFrame, series: dict[str, np.ndarray]) -> tuple
     for index, (name, values) in enumerate(series.items()):
         ax.barh(y + (index - (len(series) - 1) / 2) * height, values, height, label=name)
     ax.set_yticks(y, labels)
+    ax.margins(y=0.01)
     ax.invert_yaxis()
-    ax.legend(frameon=False, loc="lower right")
+    # Below the plot: the last rows hold the largest models, whose bars reach the lower right.
+    figure.legend(frameon=False, loc="outside lower center", ncols=len(series))
     return figure, ax
 
 
