@@ -57,17 +57,20 @@ UNITS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("_tflop_per_s", "TFLOP/s", lambda v: f"{v:.1f}"),
     ("_per_pass", "per pass", _number),
 )
-BARE_UNITS = {"share": ("share", "%"), "ratio": ("ratio", "×"), "mfu": ("MFU", "%"), "speedup": ("speedup", "×")}
+# Names that are a unit alone (the kernel tables' ``share``, compile-b's ``speedup``): label, and the
+# suffix whose unit and format they take.
+BARE_UNITS = {"share": ("share", "_share"), "ratio": ("ratio", "_ratio"), "mfu": ("MFU", "_share"),
+              "speedup": ("speedup", "_speedup")}
+UNIT_BY_SUFFIX = {suffix: (unit, formatter) for suffix, unit, formatter in UNITS}
 
 
 def _unit(column: str) -> tuple[str, str, Callable[[float], str]]:
     """(label, unit, formatter) of a column from its name."""
     if column.startswith("share_") or "_share_" in column:  # gemm_share_forward: a share too
-        return column.replace("_", " "), "%", lambda v: f"{v * 100:.1f}"
+        return (column.replace("_", " "), *UNIT_BY_SUFFIX["_share"])
     if column in BARE_UNITS:
-        label, unit = BARE_UNITS[column]
-        scale = 100 if unit == "%" else 1
-        return label, unit, (lambda v: f"{v * scale:.1f}") if unit == "%" else (lambda v: f"{v:.3g}")
+        label, suffix = BARE_UNITS[column]
+        return (label, *UNIT_BY_SUFFIX[suffix])
     for suffix, unit, formatter in UNITS:
         if column.endswith(suffix):
             # "forward (×)" would read as any ratio: a speedup keeps its name in the header.
