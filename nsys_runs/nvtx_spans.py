@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from cs336_profile.config import ALL_PHASES
+from nsys_runs.export_schema import column_names, nvtx_name_sql, table_names
 
 PUSH_POP_RANGE = 59  # NVTX_EVENTS.eventType of push/pop ranges
 
@@ -22,15 +23,13 @@ def measured_phase_spans_ms(export: str | Path) -> dict[str, float]:
     Returns {} when the export has no NVTX ranges.
     """
     with closing(sqlite3.connect(f"file:{Path(export)}?mode=ro", uri=True)) as connection:
-        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = table_names(connection)
         if "NVTX_EVENTS" not in tables:
             return {}
-        columns = {row[1] for row in connection.execute("PRAGMA table_info(NVTX_EVENTS)")}
-        name = "COALESCE(e.text, s.value)" if "textId" in columns and "StringIds" in tables else "e.text"
-        join = "LEFT JOIN StringIds s ON s.id = e.textId" if name != "e.text" else ""
+        name = nvtx_name_sql("e", column_names(connection, "NVTX_EVENTS"), tables)
         ranges = pd.read_sql_query(
             f'SELECT e.start AS start_ns, e."end" AS end_ns, e.globalTid AS thread, {name} AS name '
-            f'FROM NVTX_EVENTS e {join} WHERE e.eventType = {PUSH_POP_RANGE} AND e."end" IS NOT NULL',
+            f'FROM NVTX_EVENTS e WHERE e.eventType = {PUSH_POP_RANGE} AND e."end" IS NOT NULL',
             connection)
     steps = ranges[ranges["name"].str.fullmatch(r"step_\d+", na=False)]
     phases = ranges[ranges["name"].isin(ALL_PHASES)]

@@ -29,6 +29,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from nsys_runs.export_schema import column_names, nvtx_name_sql, table_names
+
 STEP_PREFIX = "step_"
 COPY_GAP_NS = 1_000_000  # idle time between consecutive copies, as between real steps
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -71,26 +73,11 @@ def _pid(global_id_column: str) -> str:
     return f"(({global_id_column} >> 24) & {PID_MASK})"
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
-    return [row[1] for row in conn.execute(f'PRAGMA main.table_info("{table}")')]
-
-
-def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
-
-
-def _nvtx_name_sql(nvtx_columns: list[str], tables: set[str]) -> str:
-    """SQL for an NVTX event's name: its `text`, else its registered string."""
-    if "textId" in nvtx_columns and "StringIds" in tables:
-        return "coalesce(n.text, (SELECT value FROM main.StringIds s WHERE s.id = n.textId))"
-    return "n.text"
-
-
 def _find_step_windows(conn: sqlite3.Connection, tables: set[str]) -> int:
     """Fill temp.step_windows with the closed `step_<i>` ranges; return how many there are."""
     if NVTX_TABLE not in tables or RUNTIME_TABLE not in tables:
         raise ScaleError(f"the trace has no {NVTX_TABLE} or no {RUNTIME_TABLE} table: nothing to repeat")
-    name = _nvtx_name_sql(_columns(conn, NVTX_TABLE), tables)
+    name = nvtx_name_sql("n", column_names(conn, NVTX_TABLE), tables)
     conn.execute(
         f"""
         CREATE TEMP TABLE step_windows AS
@@ -124,7 +111,7 @@ def _build_templates(conn: sqlite3.Connection, tables: set[str]) -> list[str]:
     )
     copied = [RUNTIME_TABLE]
     for table in GPU_ACTIVITY_TABLES:
-        if table not in tables or not {"correlationId", "globalPid"} <= set(_columns(conn, table)):
+        if table not in tables or not {"correlationId", "globalPid"} <= set(column_names(conn, table)):
             continue
         conn.execute(
             f"""CREATE TEMP TABLE template_{table} AS
@@ -162,10 +149,10 @@ def _fill_copy_shifts(conn: sqlite3.Connection, copied: list[str], copies: int) 
     template_end_ns = _max(conn, 'coalesce("end", start)', templates, "temp")
     period_ns = template_end_ns - template_start_ns + COPY_GAP_NS
     correlation_stride = (_max(conn, "correlationId", correlated, "main") or 0) + 1
-    has_range_ids = "rangeId" in _columns(conn, NVTX_TABLE)
+    has_range_ids = "rangeId" in column_names(conn, NVTX_TABLE)
     range_id_stride = (_max(conn, "rangeId", [NVTX_TABLE], "main") or 0) + 1 if has_range_ids else 0
     step_stride = conn.execute("SELECT max(step_index) FROM temp.step_windows").fetchone()[0] + 1
-    has_string_ids = "StringIds" in _tables(conn)
+    has_string_ids = "StringIds" in table_names(conn)
     next_string_id = (conn.execute("SELECT max(id) FROM main.StringIds").fetchone()[0] or 0) + 1 if has_string_ids else 0
     conn.execute(
         """CREATE TEMP TABLE copy_shifts (copy_index INTEGER PRIMARY KEY, time_shift_ns INTEGER,
@@ -207,7 +194,7 @@ def _shifted_column_sql(table: str, column: str) -> str:
 
 def _append_copies(conn: sqlite3.Connection, copied: list[str]) -> None:
     """Append every copy of every template table, copy after copy, in time order."""
-    if "StringIds" in _tables(conn):
+    if "StringIds" in table_names(conn):
         conn.execute(
             f"""INSERT INTO main.StringIds (id, value)
                 SELECT c.string_id_base + s.step_index, '{STEP_PREFIX}' || (s.step_index + c.step_shift)
@@ -216,7 +203,7 @@ def _append_copies(conn: sqlite3.Connection, copied: list[str]) -> None:
                       WHERE step_index IS NOT NULL AND text IS NULL) s"""
         )
     for table in copied:
-        columns = _columns(conn, table)
+        columns = column_names(conn, table)
         names = ", ".join(f'"{column}"' for column in columns)
         values = ", ".join(_shifted_column_sql(table, column) for column in columns)
         # CROSS JOIN keeps copy_shifts as the outer loop: copy 1's rows, then copy 2's, ...
@@ -228,9 +215,9 @@ def _append_copies(conn: sqlite3.Connection, copied: list[str]) -> None:
 
 def _extend_capture_end(conn: sqlite3.Connection, copied: list[str]) -> None:
     """Move ANALYSIS_DETAILS' stop time past the last appended row."""
-    if "ANALYSIS_DETAILS" not in _tables(conn):
+    if "ANALYSIS_DETAILS" not in table_names(conn):
         return
-    if not {"startTime", "stopTime", "duration"} <= set(_columns(conn, "ANALYSIS_DETAILS")):
+    if not {"startTime", "stopTime", "duration"} <= set(column_names(conn, "ANALYSIS_DETAILS")):
         return
     data_end_ns = _max(conn, 'coalesce("end", start)', copied, "main")
     conn.execute(
@@ -280,7 +267,7 @@ def _scale_in_place(conn: sqlite3.Connection, out: Path, repeat: int | None, ker
     conn.execute("PRAGMA temp_store = FILE")
     conn.execute("PRAGMA cache_size = -65536")  # 64 MiB of page cache
     conn.execute("BEGIN")
-    tables = _tables(conn)
+    tables = table_names(conn)
     measured_steps = _find_step_windows(conn, tables)
     copied = _build_templates(conn, tables)
     has_kernels = KERNEL_TABLE in copied

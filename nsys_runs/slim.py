@@ -13,6 +13,8 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+from nsys_runs.export_schema import table_names
+
 DROPPED_TABLES = ("OSRT_API", "OSRT_CALLCHAINS", "PROFILER_OVERHEAD")
 PRIVATE_ROWS = {  # table → which rows to delete
     "META_DATA_CAPTURE": "name LIKE 'PROCESS\\_%:ENVIRONMENT\\_VARIABLE' ESCAPE '\\' "
@@ -30,7 +32,7 @@ def slim_copy(export: Path, destination: Path) -> Path:
     partial = destination.with_name(destination.name + ".partial")
     shutil.copyfile(export, partial)
     with closing(sqlite3.connect(partial, isolation_level=None)) as connection:  # autocommit: VACUUM needs it
-        present = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        present = table_names(connection)
         for table in DROPPED_TABLES:
             if table in present:
                 connection.execute(f'DROP TABLE "{table}"')
