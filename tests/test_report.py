@@ -283,6 +283,14 @@ def test_a_log_axis_within_one_decade_still_has_labelled_ticks():
     figures.plt.close(figure)
 
 
+def test_short_text_cells_stay_on_one_line():
+    shown = display_table("t", pd.DataFrame({"mode": ["forward-backward"], "stack": ["model.py:31 in forward <- " * 3],
+                                             "step_ms": [1.0]}))
+    assert shown.short == [True, False, False]
+    html = str(environment().get_template("macros.html").module.table(shown))
+    assert '<td class="short">forward-backward</td>' in html and '<td class="num">1.00</td>' in html
+
+
 def test_per_trace_figures_keep_the_legend_off_the_bars():
     figure, ax = figures._per_trace_bars(pd.DataFrame({"trace": ["small", "2.7B"]}), {"a": [1.0, 9.0], "b": [2.0, 9.0]})
     figure.canvas.draw()

@@ -18,6 +18,9 @@ MIB = 1024**2
 MISSING = "–"
 STATUS_COLUMN = "status"
 STATUS_OK = "ok"
+# Text cells up to this many characters stay on one line: "forward-backward" broke at its hyphen and a
+# run label ("small ctx128 train fp32 compiled") into a word per line on a phone.
+SHORT_TEXT = 40
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class DisplayTable:
     columns: list[str]
     rows: list[list[str]]
     numeric: list[bool]  # per column: right-align
+    short: list[bool]  # per column: text short enough to keep on one line (a size, a mode, a status)
 
 
 def _number(value: float) -> str:
@@ -128,7 +132,9 @@ def display_table(title: str, frame: pd.DataFrame) -> DisplayTable:
         numeric.append(_is_numeric(frame[column]))
         cells.append(text)
     rows = [list(row) for row in zip(*cells)] if cells else []
-    return DisplayTable(title, columns, rows, numeric)
+    short = [not is_numeric and all(len(text) <= SHORT_TEXT for text in column_cells)
+             for is_numeric, column_cells in zip(numeric, cells)]
+    return DisplayTable(title, columns, rows, numeric, short)
 
 
 def _missing(value) -> bool:
