@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One session on a GPU machine: the nsys sweep, the bench and the experiments, packed into a few
-# files for the trip back. Run from the repository root, with nsys and python3 (torch, nvtx) ready:
+# files of at most 16 MB each. Run from the repository root, with nsys and python3 (torch, nvtx) ready:
 #
 #   nsys_runs/gpu_session.sh OUT_DIR PART...
 #
@@ -85,7 +85,7 @@ for part in "$@"; do
   esac
 done
 
-# ---- packing: at most 8 files of at most 16 MB come back
+# ---- packing: at most 8 files of at most 16 MB each
 echo "[pack] $(( SECONDS ))s"
 cd "$work"
 find sweep/slim -name '*.sqlite' -print0 2>/dev/null | xargs -0 -r -P "$(nproc)" -n 1 xz -6 -f
@@ -99,7 +99,7 @@ flush() { (( ${#files[@]} )) && tar -cf "$out/extra_$bin.tar" "${files[@]}"; bin
 for f in $(ls -Sr sweep/slim/*.sqlite.xz 2>/dev/null); do
   case " $kept " in *" $f "*) continue ;; esac
   size=$(stat -c %s "$f")
-  (( size > limit + 1024 * 1024 )) && { echo "[pack] too large to bring back: $f ($size bytes)"; continue; }
+  (( size > limit + 1024 * 1024 )) && { echo "[pack] too large to pack: $f ($size bytes)"; continue; }
   (( used > 0 && used + size > limit )) && flush
   (( bin >= 4 )) && { echo "[pack] no file left for: $f"; continue; }
   files+=("$f" "${f%.sqlite.xz}.timings.json"); used=$(( used + size ))
