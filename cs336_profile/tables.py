@@ -33,8 +33,8 @@ def mean_std(prefix: str) -> Cell:
     """`mean ± std` of `<prefix>_mean` / `<prefix>_std`; the status for OOM or failed rows."""
     def cell(row: dict) -> str:
         mean, std = row.get(f"{prefix}_mean"), row.get(f"{prefix}_std")
-        if _not_ok(row) or mean is None:
-            return _not_ok(row) or ""
+        if (status := _not_ok(row)) or mean is None:
+            return status or ""
         return f"{mean:.2f}" + (f" ± {std:.2f}" if std is not None else "")
     return cell
 
@@ -42,9 +42,9 @@ def mean_std(prefix: str) -> Cell:
 def number(key: str, scale: float = 1.0, digits: int = 2, measured: bool = True) -> Cell:
     """`row[key] / scale` with `digits` decimals; for a `measured` value, the status of OOM or failed rows."""
     def cell(row: dict) -> str:
-        value = row.get(key)
-        if (measured and _not_ok(row)) or value is None:
-            return (measured and _not_ok(row)) or ""
+        value, status = row.get(key), _not_ok(row) if measured else None
+        if status or value is None:
+            return status or ""
         return f"{value / scale:,.{digits}f}"
     return cell
 
