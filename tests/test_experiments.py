@@ -1,6 +1,8 @@
 """The experiments at CPU scale: attention grid, mixed precision, memory, compile, overhead."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -161,3 +163,12 @@ def test_experiment_commands_write_their_results_files(tmp_path):
     assert written == {"mixed_precision_accumulation.json", "mixed_precision_toy_model.json", "attention.json",
                        "memory.json", "memory_timeline.json", "memory_largest_allocations.json",
                        "memory_activation.json", "overhead.json", "overhead_steps.json"}
+
+
+def test_a_custom_name_renames_the_files_but_not_the_experiments(tmp_path):
+    main(["mixed-precision", "--name", "mp", "--device", "cpu", "--results-dir", str(tmp_path), "--no-progress"])
+    experiments = {path.name: json.loads(path.read_text())["experiment"] for path in tmp_path.glob("*.json")}
+    assert experiments == {"mp_accumulation.json": "mixed_precision_accumulation",
+                           "mp_toy_model.json": "mixed_precision_toy_model"}
+    config = json.loads((tmp_path / "mp_accumulation.json").read_text())["config"]
+    assert config["name"] == "mp" and "experiment" not in config and "handler" not in config
