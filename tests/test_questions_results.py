@@ -221,6 +221,13 @@ def test_mem_a_and_e_from_a_snapshot(results_dir):
                             "model.py:91 in attention.")
 
 
+def test_mem_a_without_the_peaks_file_leaves_the_size_out(results_dir):
+    timeline = [{"snapshot": "memory_2.7B_ctx128_forward_fp32", "mode": "forward", "context_length": 128, "dtype": "fp32",
+                 "event_index": index, "time_us": index, "allocated_bytes": gib * GIB} for index, gib in enumerate((1, 2))]
+    answer = memory.answer_mem_a(results_dir("memory_timeline", timeline))
+    assert answer.answer.startswith("Allocated memory at context 128 (fp32): forward peaks at 2.00 GiB from 1.00 GiB")
+
+
 def attention_rows() -> list[dict]:
     rows = []
     for implementation, saved_per_score in (("eager", 3), ("compiled", 1)):

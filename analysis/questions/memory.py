@@ -36,7 +36,7 @@ def answer_mem_a(results: ResultsSet) -> ResultsAnswer | Unanswered:
     size = _size_of(results)
     parts = [f"{row.mode} peaks at {row.peak_bytes / GIB:.2f} GiB from {row.start_bytes / GIB:.2f} GiB "
              f"at the start of the step" for row in table.itertuples()]
-    text = f"Allocated memory of {size}at context {table['context_length'].iloc[0]} ({table['dtype'].iloc[0]}): " \
+    text = f"Allocated memory {size}at context {table['context_length'].iloc[0]} ({table['dtype'].iloc[0]}): " \
            + "; ".join(parts) + "."
     if {"forward", "train"} <= set(table["mode"]):
         peak = table.set_index("mode")["peak_bytes"]
@@ -48,8 +48,9 @@ def answer_mem_a(results: ResultsSet) -> ResultsAnswer | Unanswered:
 
 
 def _size_of(results: ResultsSet) -> str:
+    """``of the 2.7B model `` from the peaks results; empty without them (the timeline has no size)."""
     rows = results.experiment_rows(PEAKS)
-    return f"the {rows['size'].iloc[0]} model " if not rows.empty else ""
+    return f"of the {rows['size'].iloc[0]} model " if not rows.empty else ""
 
 
 def peak_table(rows: pd.DataFrame, dtype: str) -> pd.DataFrame:
