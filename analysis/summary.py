@@ -10,6 +10,7 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
 - ``config`` (the runner's config, keys of its ``config`` mark, or null) and ``config_source``
   (``marks`` / ``timings.json`` / null); ``python_ms_per_pass`` (phase or ``step`` -> Python
   timer's mean ms) and ``python_ms_source``.
+- ``range_names``: the :class:`analysis.phases.RangeNames` the analysis looked for, as a dict.
 - ``has_steps`` (the trace has ``step_<i>`` ranges), ``measured_passes`` (measured steps; the
   number of measured instances of the most frequent phase when there are no step ranges, 0 when
   there are no phase ranges either), ``measured_passes_by_phase``.
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +86,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "config_source": run.config_source,
         "python_ms_per_pass": run.python_ms,
         "python_ms_source": run.python_ms_source,
+        "range_names": asdict(labelled.names),
         "has_steps": labelled.has_steps,
         "measured_passes": inputs.measured_steps if labelled.has_steps else max(passes.values(), default=0),
         "measured_passes_by_phase": passes,

@@ -161,8 +161,9 @@ def _renamed_copy(tmp_path):
 
 
 def _figures(summary: dict) -> dict:
-    """The summary's numbers: everything but the file's name and hash, the notes and the answers."""
-    drop = {"trace", "trace_sha256", "notes", "efficiency"}
+    """The summary's numbers: everything but the file's name and hash, the range names, the notes
+    and the answers."""
+    drop = {"trace", "trace_sha256", "range_names", "notes", "efficiency"}
     figures = {k: v for k, v in summary.items() if k not in drop}
     figures["questions"] = {q: {k: v for k, v in f.items() if k != "answer"} for q, f in summary["questions"].items()}
     return figures
@@ -178,9 +179,22 @@ def test_other_range_names_find_renamed_ranges(tmp_path, train_summary):
     # Same figures under the same keys: phases keep their summary names whatever their ranges are called.
     assert _figures(renamed) == _figures(train_summary)
     assert list(renamed["phases"]) == ["forward", "backward", "optimizer_step"]
+    assert renamed["range_names"]["step_prefix"] == "iter"
+    assert RangeNames(**renamed["range_names"]) == names     # the report relabels with these
     assert "3 measured `fwd` ranges" in renamed["questions"]["a"]["answer"]
     # The default names find none of the renamed ranges, and the answers say so in those names.
     defaults = analyze_trace(copy)
     assert defaults["phases"] == {} and not defaults["has_steps"]
     assert "no measured `forward` range" in defaults["questions"]["a"]["answer"]
     assert "`computing softmax`" in defaults["questions"]["e"]["answer"]
+
+
+def test_timeline_relabels_with_the_range_names_in_use(tmp_path):
+    from analysis.phases import RangeNames
+    from analysis.report.timeline import step_timeline
+
+    names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),
+                       attention_scores="qk", softmax="sm", final_matmul="av")
+    figure = step_timeline(_renamed_copy(tmp_path), names)
+    assert "iter0" in figure.axes[0].get_title()
+    assert "range: backward" in figure.axes[0].get_legend_handles_labels()[1]

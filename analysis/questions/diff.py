@@ -179,7 +179,7 @@ def _why(a: dict, b: dict, overall: dict, categories: pd.DataFrame, kernels: pd.
         per_call_a = top["a_ms_per_pass"] / top["a_calls_per_pass"]
         per_call_b = top["b_ms_per_pass"] / top["b_calls_per_pass"]
         sentences.append(
-            f"The kernel that moved most, {text.kernel_label(top['kernel'])}, runs "
+            f"Of the kernels both runs launch, {text.kernel_label(top['kernel'])} moved most: it runs "
             f"{text.count(top['a_calls_per_pass'])} → {text.count(top['b_calls_per_pass'])} times per {unit} "
             f"at {text.ms(per_call_a)} → {text.ms(per_call_b)} per call ({_signed_pct(per_call_b / per_call_a - 1)})."
         )

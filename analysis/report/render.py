@@ -11,6 +11,7 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from analysis.phases import RangeNames
 from analysis.questions.diff import diff_summaries
 from analysis.report import figures
 from analysis.report.nsys_pages import kernel_cell
@@ -85,7 +86,8 @@ def trace_figures(page: TracePage, out_dir: Path, trace_path: Path | None) -> li
     if trace_path is not None:
         from analysis.report.timeline import step_timeline
 
-        saved.append(_save(step_timeline(trace_path), out_dir, f"{page.page}-timeline.png",
+        names = RangeNames(**page.summary["range_names"])
+        saved.append(_save(step_timeline(trace_path, names), out_dir, f"{page.page}-timeline.png",
                            "Timeline of one measured step"))
     return saved
 

@@ -12,18 +12,19 @@ from matplotlib.figure import Figure
 
 from analysis.classify import classify_kernels
 from analysis.load import load_trace
-from analysis.phases import label_ops
+from analysis.phases import RangeNames, label_ops
 from analysis.report.figures import CATEGORY_COLORS, WIDTH_IN, new_figure
 
 PHASE_COLORS = {"forward": "#4c72b0", "loss": "#8172b2", "backward": "#dd8452", "optimizer_step": "#55a868"}
 
 
-def step_window(labelled_ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> tuple[str, int, int]:
+def step_window(labelled_ops: pd.DataFrame, phase_ranges: pd.DataFrame, step_prefix: str = RangeNames.step_prefix
+                ) -> tuple[str, int, int]:
     """(title, start_ns, end_ns) of the first measured step: from its first phase range start (or first
     op start) to its last op end; the whole run when there are no steps."""
     measured = labelled_ops[labelled_ops["measured"]]
     steps = [s for s in measured["step"].unique() if s]
-    step = sorted(steps, key=lambda name: int(name.rsplit("_", 1)[-1]))[0] if steps else ""
+    step = min(steps, key=lambda name: int(name.removeprefix(step_prefix))) if steps else ""
     ops = measured[measured["step"] == step] if step else measured
     ranges = phase_ranges[phase_ranges["step"] == step] if step else phase_ranges
     start = min(ops["start_ns"].min(), ranges["start_ns"].min()) if not ranges.empty else ops["start_ns"].min()
@@ -31,11 +32,11 @@ def step_window(labelled_ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> tuple
     return (step or "whole capture"), int(start), int(end)
 
 
-def step_timeline(trace_path: Path) -> Figure:
+def step_timeline(trace_path: Path, names: RangeNames = RangeNames()) -> Figure:
     """Kernels of the first measured step on one row per stream, under the phase ranges."""
-    labelled = label_ops(load_trace(trace_path))
+    labelled = label_ops(load_trace(trace_path), names)
     ops = labelled.ops
-    title, start_ns, end_ns = step_window(ops, labelled.phase_ranges)
+    title, start_ns, end_ns = step_window(ops, labelled.phase_ranges, names.step_prefix)
     ops = ops[(ops["start_ns"] >= start_ns) & (ops["end_ns"] <= end_ns)]
     ops = ops.assign(category=classify_kernels(ops["demangled_name"].astype(str))["category"]
                      .where(ops["op_kind"] == "kernel", ops["op_kind"]))
