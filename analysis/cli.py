@@ -211,14 +211,11 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
     if "csv" in formats:
         for name, table in flat_tables(summaries).items():
             table.to_csv(out / f"{name}.csv", index=False)
-    if "html" in formats:
-        from analysis.report import render_html
+    pages = tuple(f for f in formats if f in ("html", "md"))
+    if pages:
+        from analysis.report import render_report
 
-        render_html(summaries, failures, out, results_dir, trace_paths)
-    if "md" in formats:
-        from analysis.report import render_markdown
-
-        render_markdown(summaries, failures, out, results_dir, trace_paths)
+        render_report(summaries, failures, out, results_dir, trace_paths, pages)
 
 
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:

@@ -19,7 +19,7 @@ import pytest
 from jinja2 import UndefinedError
 
 from analysis.questions.results_files import ResultsAnswer
-from analysis.report import figures, render_diff, render_html, render_markdown
+from analysis.report import figures, render_diff, render_report
 from analysis.report.catalog import QUESTIONS
 from analysis.report.render import environment
 from analysis.report.tables import display_table
@@ -79,8 +79,7 @@ def render_example_site(out_dir: Path, work_dir: Path, kind: str = "examples") -
     traces, results_dir = example_inputs(kind, work_dir)
     summaries = [analyze_trace(path) for path in traces]
     paths = {path.name: path for path in traces}
-    render_html(summaries, [REFUSED], out_dir, results_dir, trace_paths=paths)
-    render_markdown(summaries, [REFUSED], out_dir, results_dir)
+    render_report(summaries, [REFUSED], out_dir, results_dir, trace_paths=paths)
     return out_dir
 
 
@@ -225,7 +224,7 @@ def test_diff_page_of_two_traces(tmp_path):
 
 
 def test_without_inputs_every_question_is_listed_as_not_answered(tmp_path):
-    render_html([], [], tmp_path, None)
+    render_report([], [], tmp_path, None, formats=("html",))
     text = "".join(parse(tmp_path / "index.html").text)
     assert not list(tmp_path.glob("question-*"))
     assert text.count("not answered: needs") == len(QUESTIONS)
@@ -243,7 +242,7 @@ def test_pairs_that_differ_in_one_setting_get_a_linked_diff_page(tmp_path):
     fp32 = analyze_trace(path)
     bf16 = {**fp32, "trace": "small_ctx128_train_bf16.sqlite", "config": {**fp32["config"], "dtype": "bf16"}}
     other_size = {**fp32, "trace": "medium_ctx128_train_bf16.sqlite", "config": {**bf16["config"], "size": "medium"}}
-    render_html([bf16, other_size, fp32], [], tmp_path, None)
+    render_report([bf16, other_size, fp32], [], tmp_path, None, formats=("html",))
     index = parse(tmp_path / "index.html")
     diffs = [href for href in index.links if href.startswith("diff-")]
     assert diffs == ["diff-small_ctx128_train_fp32--small_ctx128_train_bf16.html"]

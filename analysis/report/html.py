@@ -8,9 +8,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from analysis.report.render import (diff_content, environment, question_figures, templates_dir, trace_figures,
-                                    trace_tables)
-from analysis.report.site import DiffPage, Site, build_site, diff_page
+from analysis.report.render import FigureFile, diff_content, environment, templates_dir, trace_figures, trace_tables
+from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
 
 STYLESHEET = "style.css"
@@ -21,15 +20,16 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def render_site(site: Site, out_dir: Path) -> Path:
-    """Write every page of ``site`` into ``out_dir``; return the index's path."""
+def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[FigureFile]]) -> Path:
+    """Write every page of ``site`` into ``out_dir`` (``question_figures``: question id -> its
+    figures, already drawn there); return the index's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
     env = environment()
     for page in site.questions:
         tables = [display_table(title, table) for title, table in page.answer.tables.items()]
         _write(out_dir / f"{page.question.page}.html", env.get_template("question.html").render(
-            page=page, tables=tables, figures=question_figures(page, out_dir), home=True))
+            page=page, tables=tables, figures=question_figures[page.question.id], home=True))
     for page in site.traces:
         trace_path = site.trace_paths.get(page.summary["trace"])
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
@@ -46,12 +46,6 @@ def _render_diff_page(page: DiffPage, out_dir: Path, home: bool) -> Path:
     diff, tables, figure_files = diff_content(page, out_dir)
     return _write(out_dir / f"{page.page}.html", environment().get_template("diff.html").render(
         page=page, diff=diff, tables=tables, figures=figure_files, home=home))
-
-
-def render_html(summaries: list[dict], failures: list[dict], out_dir: Path, results_dir: Path | None,
-                trace_paths: dict[str, Path] | None = None) -> Path:
-    """Render the whole site; ``trace_paths`` (trace file name → path) enables step timelines."""
-    return render_site(build_site(summaries, failures, results_dir, trace_paths), Path(out_dir))
 
 
 def render_diff(summary_a: dict, summary_b: dict, out_dir: Path) -> Path:

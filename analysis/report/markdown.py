@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.report.render import environment, question_figures
-from analysis.report.site import build_site
+from analysis.report.render import FigureFile, environment
+from analysis.report.site import Site
 from analysis.report.tables import display_table
 
 
-def render_markdown(summaries: list[dict], failures: list[dict], out_dir: Path, results_dir: Path | None,
-                    trace_paths: dict[str, Path] | None = None) -> Path:
-    """Write ``index.md`` and one ``question-<id>.md`` per answered question; return the index's path."""
-    out_dir = Path(out_dir)
+def write_markdown(site: Site, out_dir: Path, question_figures: dict[str, list[FigureFile]]) -> Path:
+    """Write ``index.md`` and one ``question-<id>.md`` per answered question (``question_figures``:
+    question id -> its figures, already drawn in ``out_dir``); return the index's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    site = build_site(summaries, failures, results_dir, trace_paths)
     env = environment(markdown=True)
     for page in site.questions:
         tables = [display_table(title, table) for title, table in page.answer.tables.items()]
         text = env.get_template("question.md.j2").render(page=page, tables=tables,
-                                                         figures=question_figures(page, out_dir))
+                                                         figures=question_figures[page.question.id])
         (out_dir / f"{page.question.page}.md").write_text(text, encoding="utf-8")
     index = out_dir / "index.md"
     index.write_text(env.get_template("index.md.j2").render(site=site), encoding="utf-8")

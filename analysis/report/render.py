@@ -15,7 +15,7 @@ from analysis.phases import RangeNames
 from analysis.questions.diff import diff_summaries
 from analysis.report import figures
 from analysis.report.nsys_pages import kernel_cell
-from analysis.report.site import DiffPage, QuestionPage, TracePage
+from analysis.report.site import DiffPage, QuestionPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
 
 FIGURES_DIR = "figures"
@@ -72,6 +72,11 @@ def question_figures(page: QuestionPage, out_dir: Path) -> list[FigureFile]:
     """The question's figure, drawn from its answer's tables."""
     draw = figures.QUESTION_FIGURES[page.question.id]
     return [_save(draw(page.answer), out_dir, f"{page.question.page}.svg", page.question.title)]
+
+
+def all_question_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile]]:
+    """Question id -> its figures, drawn once for every page format that shows them."""
+    return {page.question.id: question_figures(page, out_dir) for page in site.questions}
 
 
 def trace_figures(page: TracePage, out_dir: Path, trace_path: Path | None) -> list[FigureFile]:
