@@ -1,0 +1,117 @@
+"""The `nsys profile` option sets of each handout, and a check of which options this nsys accepts.
+
+2025: CUDA, NVTX and OS-runtime trace, no CPU sampling. 2026 adds what the 2026 handout suggests:
+cuDNN/cuBLAS API trace, PyTorch's own NVTX ranges (`functions-trace`: one range per module call;
+`autograd-shapes-nvtx`: one range per autograd op, with its input shapes), CUDA and Python
+backtraces of CUDA API calls, and GPU metrics sampled on device 0. Two additions go with either:
+tensor-level memory events (`--cuda-memory-usage=true`, with PyTorch's allocator switched to
+cudaMallocAsync, so every tensor allocation and free is a CUDA call nsys sees, not only the caching
+allocator's segment growth), and a capture that starts at the runner's `measured_steps` range (warm-up
+left out of the trace).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from cs336_profile.results import write_results
+
+NSYS_PROFILE_OPTIONS = ("-t", "cuda,nvtx,osrt", "--sample=none", "--cpuctxsw=none",
+                        "--cuda-memory-usage=false", "--export=sqlite", "--force-overwrite=true")
+NSYS_2026_OPTIONS = ("--trace=cuda,cudnn,cublas,osrt,nvtx", "--pytorch=functions-trace,autograd-shapes-nvtx",
+                     "--cudabacktrace=all", "--python-backtrace=cuda", "--gpu-metrics-devices=0",
+                     "--sample=none", "--cpuctxsw=none", "--export=sqlite", "--force-overwrite=true")
+OPTION_SETS = {"2025": NSYS_PROFILE_OPTIONS, "2026": NSYS_2026_OPTIONS}
+MEMORY_EVENT_OPTIONS = ("--cuda-memory-usage=true",)
+# Every tensor allocation and free becomes a cudaMallocAsync / cudaFreeAsync call.
+MEMORY_EVENT_ENVIRONMENT = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
+# The runner's NVTX range around all measured steps (cs336_profile.bench.MEASURED_RANGE).
+CAPTURE_RANGE = "measured_steps"
+CAPTURE_OPTIONS = ("--capture-range=nvtx", f"--nvtx-capture={CAPTURE_RANGE}", "--capture-range-end=stop")
+# nsys matches capture ranges against registered NVTX strings only, unless this is 0; the nvtx
+# package registers its strings, torch.cuda.nvtx does not: 0 makes either work.
+CAPTURE_ENVIRONMENT = {"NSYS_NVTX_PROFILER_REGISTER_ONLY": "0"}
+# The smallest set every nsys takes; each other option is tried on top of it.
+PROBE_BASE = ("--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--export=sqlite", "--force-overwrite=true")
+# A few CUDA calls inside the capture range, as the runner makes them.
+PROBE_PROGRAM = ("import nvtx, torch\n"
+                 "x = torch.ones(64, 64, device='cuda')\n"
+                 f"nvtx.push_range('{CAPTURE_RANGE}')\n"
+                 "y = (x @ x).sum().item()\n"
+                 "nvtx.pop_range()\n")
+
+
+def option_key(option: str) -> str:
+    """`--trace=cuda,nvtx` → `--trace` (what two spellings of one option share)."""
+    return {"-t": "--trace"}.get(option.split("=", 1)[0], option.split("=", 1)[0])
+
+
+def merge_options(base: tuple[str, ...], extra: tuple[str, ...]) -> tuple[str, ...]:
+    """`base` with each of `extra`'s options replacing the one of the same key (or appended)."""
+    keys = {option_key(option) for option in extra if option.startswith("-")}
+    kept, skip_value = [], False
+    for option in base:
+        if skip_value:
+            skip_value = False
+            continue
+        if option_key(option) in keys:
+            skip_value = "=" not in option  # `-t cuda,nvtx`: drop the value too
+            continue
+        kept.append(option)
+    return (*kept, *extra)
+
+
+def without_failed(options: tuple[str, ...], probes: list[dict]) -> tuple[str, ...]:
+    """`options` minus every option of a probe row whose status is not ok."""
+    failed = {option for row in probes if row["status"] != "ok" for option in row["options"].split()}
+    return tuple(option for option in options if option not in failed)
+
+
+def option_groups(options: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """What to try on top of PROBE_BASE: the capture options as one group, each other option alone."""
+    capture = tuple(option for option in options if option in CAPTURE_OPTIONS)
+    alone = [(option,) for option in options if option not in capture and option not in PROBE_BASE]
+    return alone + ([capture] if capture else [])
+
+
+def probe_options(nsys: str, python: str, groups: list[tuple[str, ...]], environment: dict[str, str],
+                  timeout_s: float = 180) -> list[dict]:
+    """Profile PROBE_PROGRAM once per option group on top of PROBE_BASE: one row per group, ok or failed."""
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for index, group in enumerate(groups):
+            output = Path(folder) / f"probe_{index}"
+            command = [nsys, "profile", *merge_options(PROBE_BASE, group), "-o", str(output),
+                       python, "-c", PROBE_PROGRAM]
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                                      env=os.environ | environment)
+                text = (done.stdout + done.stderr).strip().splitlines()
+                ok = done.returncode == 0 and output.with_suffix(".sqlite").exists()
+                error = None if ok else (text[-1] if text else f"exit status {done.returncode}")[-300:]
+            except subprocess.TimeoutExpired:
+                ok, error = False, f"timed out after {timeout_s} s"
+            rows.append({"options": " ".join(group), "status": "ok" if ok else "failed", "error": error})
+    return rows
+
+
+def profile_setup(option_set: str, memory_events: bool, capture_measured: bool) -> tuple[tuple[str, ...], dict[str, str]]:
+    """nsys options and the profiled process's environment: a handout's set plus the two additions."""
+    options, environment = OPTION_SETS[option_set], {}
+    if memory_events:
+        options, environment = merge_options(options, MEMORY_EVENT_OPTIONS), environment | MEMORY_EVENT_ENVIRONMENT
+    if capture_measured:
+        options, environment = merge_options(options, CAPTURE_OPTIONS), environment | CAPTURE_ENVIRONMENT
+    return options, environment
+
+
+def usable_options(nsys: str, python: str, options: tuple[str, ...], environment: dict[str, str],
+                   out_dir: Path) -> tuple[str, ...]:
+    """`options` minus those this nsys refuses; each probe is a row of <out_dir>/nsys_options.json."""
+    rows = probe_options(nsys, python, option_groups(options), environment)
+    write_results(out_dir, "nsys_options", rows, config={"options": list(options)}, environment={"nsys": nsys})
+    for row in rows:
+        print(f"nsys option {row['options']}: {row['status']}" + (f" ({row['error']})" if row["error"] else ""))
+    return without_failed(options, rows)
