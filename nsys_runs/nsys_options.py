@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from cs336_profile.results import write_results
+from cs336_profile.results import read_results, write_results
 
 NSYS_PROFILE_OPTIONS = ("-t", "cuda,nvtx,osrt", "--sample=none", "--cpuctxsw=none",
                         "--cuda-memory-usage=false", "--export=sqlite", "--force-overwrite=true")
@@ -37,7 +37,7 @@ CAPTURE_ENVIRONMENT = {"NSYS_NVTX_PROFILER_REGISTER_ONLY": "0"}
 PROBE_BASE = ("--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--export=sqlite", "--force-overwrite=true")
 # A few CUDA calls inside the capture range, as the runner makes them.
 PROBE_PROGRAM = ("import nvtx, torch\n"
-                 "x = torch.ones(64, 64, device='cuda')\n"
+                 "x = torch.ones(64, 64, device='cuda' if torch.cuda.is_available() else 'cpu')\n"
                  f"nvtx.push_range('{CAPTURE_RANGE}')\n"
                  "y = (x @ x).sum().item()\n"
                  "nvtx.pop_range()\n")
@@ -77,9 +77,14 @@ def option_groups(options: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 
 def probe_options(nsys: str, python: str, groups: list[tuple[str, ...]], environment: dict[str, str],
-                  timeout_s: float = 180) -> list[dict]:
-    """Profile PROBE_PROGRAM once per option group on top of PROBE_BASE: one row per group, ok or failed."""
-    rows = []
+                  timeout_s: float = 180, known: list[dict] = ()) -> list[dict]:
+    """Profile PROBE_PROGRAM once per option group on top of PROBE_BASE: one row per group, ok or failed.
+
+    Groups with a row in `known` (an earlier probe of this nsys) keep that row and are not run again.
+    """
+    earlier = {row["options"]: row for row in known}
+    rows = [earlier[" ".join(group)] for group in groups if " ".join(group) in earlier]
+    groups = [group for group in groups if " ".join(group) not in earlier]
     with tempfile.TemporaryDirectory() as folder:
         for index, group in enumerate(groups):
             output = Path(folder) / f"probe_{index}"
@@ -109,8 +114,11 @@ def profile_setup(option_set: str, memory_events: bool, capture_measured: bool) 
 
 def usable_options(nsys: str, python: str, options: tuple[str, ...], environment: dict[str, str],
                    out_dir: Path) -> tuple[str, ...]:
-    """`options` minus those this nsys refuses; each probe is a row of <out_dir>/nsys_options.json."""
-    rows = probe_options(nsys, python, option_groups(options), environment)
+    """`options` minus those this nsys refuses; each probe is a row of <out_dir>/nsys_options.json
+    (whose rows, from an earlier run, are reused)."""
+    path = out_dir / "nsys_options.json"
+    known = read_results(path)["rows"] if path.exists() else []
+    rows = probe_options(nsys, python, option_groups(options), environment, known=known)
     write_results(out_dir, "nsys_options", rows, config={"options": list(options)}, environment={"nsys": nsys})
     for row in rows:
         print(f"nsys option {row['options']}: {row['status']}" + (f" ({row['error']})" if row["error"] else ""))
