@@ -98,6 +98,9 @@ FAKE_PICKY_NSYS = textwrap.dedent('''\
     #!/bin/sh
     # refuses GPU metrics, as nsys does without the privileges to sample them
     case "$*" in *gpu-metrics*) echo "Illegal --gpu-metrics-devices argument: insufficient privileges" >&2; exit 1;; esac
+    # takes backtraces but records none without CPU sampling
+    case "$*" in *cudabacktrace*--sample=none*|*--sample=none*cudabacktrace*)
+      echo "WARNING: CUDA backtraces will not be collected because CPU sampling is disabled.";; esac
     while [ "$1" != "-o" ]; do shift; done
     touch "$2.sqlite"
 ''')
@@ -108,9 +111,23 @@ def test_refused_options_are_recorded_and_dropped(tmp_path):
     nsys.write_text(FAKE_PICKY_NSYS)
     nsys.chmod(0o755)
     options, environment = profile_setup("2026", memory_events=False, capture_measured=True)
+    assert "--sample=none" not in options  # backtraces need CPU sampling
     assert option_groups(options)[-1] == CAPTURE_OPTIONS  # tried together
     kept = usable_options(str(nsys), sys.executable, options, environment, tmp_path)
     assert "--gpu-metrics-devices=0" not in kept and set(kept) == set(options) - {"--gpu-metrics-devices=0"}
     rows = json.loads((tmp_path / "nsys_options.json").read_text())["rows"]
+    assert rows[-1]["together"] and rows[-1]["options"] == " ".join(kept) and rows[-1]["status"] == "ok"
     failed = [(r["options"], r["error"]) for r in rows if r["status"] != "ok"]
     assert failed == [("--gpu-metrics-devices=0", "Illegal --gpu-metrics-devices argument: insufficient privileges")]
+
+
+def test_options_nsys_takes_but_ignores_together_are_reported(tmp_path):
+    nsys = tmp_path / "nsys"
+    nsys.write_text(FAKE_PICKY_NSYS)
+    nsys.chmod(0o755)
+    kept = usable_options(str(nsys), sys.executable, ("--sample=none", "--cudabacktrace=all"), {}, tmp_path)
+    assert kept == ("--sample=none", "--cudabacktrace=all")  # each works alone
+    rows = json.loads((tmp_path / "nsys_options.json").read_text())["rows"]
+    assert [(r["options"], r["status"]) for r in rows] == [
+        ("--sample=none", "ok"), ("--cudabacktrace=all", "ok"), ("--sample=none --cudabacktrace=all", "failed")]
+    assert "will not be collected" in rows[-1]["error"]
