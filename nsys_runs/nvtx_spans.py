@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cs336_profile.config import ALL_PHASES
+from cs336_profile.contract import PHASES
 from nsys_runs.export_schema import column_names, nvtx_name_sql, table_names
 
 PUSH_POP_RANGE = 59  # NVTX_EVENTS.eventType of push/pop ranges
@@ -32,7 +32,7 @@ def measured_phase_spans_ms(export: str | Path) -> dict[str, float]:
             f'FROM NVTX_EVENTS e WHERE e.eventType = {PUSH_POP_RANGE} AND e."end" IS NOT NULL',
             connection)
     steps = ranges[ranges["name"].str.fullmatch(r"step_\d+", na=False)]
-    phases = ranges[ranges["name"].isin(ALL_PHASES)]
+    phases = ranges[ranges["name"].isin(PHASES)]
     pairs = phases.merge(steps, on="thread", suffixes=("", "_step"))
     inside = pairs[(pairs["start_ns"] >= pairs["start_ns_step"]) & (pairs["end_ns"] <= pairs["end_ns_step"])]
     spans_ns = (inside["end_ns"] - inside["start_ns"]).groupby(inside["name"]).mean()

@@ -28,8 +28,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from cs336_profile.config import ATTENTION_KINDS, DEVICES, MODES, SIZES, TIMED_PARTS
-from cs336_profile.results import STATUS_FAILED, STATUS_OK, STATUS_OOM, read_results, write_results
+from cs336_profile.config import ATTENTION_KINDS, DEVICES, SIZES
+from cs336_profile.contract import MODES, PEAK_MEMORY_COLUMN, STATUS_FAILED, STATUS_OK, STATUS_OOM, TIMED_PARTS
+from cs336_profile.results import read_results, write_results
 from cs336_profile.tables import number, plain, print_table
 from nsys_runs.nvtx_spans import measured_phase_spans_ms
 from nsys_runs.slim import compress_xz, slim_copy
@@ -179,7 +180,7 @@ class Sweep:
             "trace": str(self._kept_trace(config).relative_to(self.out_dir)) if status == STATUS_OK else None,
             **{f"{part}_ms_mean": result.get(f"{part}_ms_mean") for part in TIMED_PARTS},
             "tokens_per_s": result.get("tokens_per_s"),
-            "peak_memory_bytes": result.get("peak_memory_bytes"),
+            PEAK_MEMORY_COLUMN: result.get(PEAK_MEMORY_COLUMN),
             "nsys_forward_ms": spans.get("forward"),
             "returncode": outcome["returncode"] if outcome else None,
             "wall_s": outcome["wall_s"] if outcome else None,
