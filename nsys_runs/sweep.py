@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from cs336_profile.config import ATTENTION_KINDS, DEVICES, SIZES
+from cs336_profile.config import ATTENTION_KINDS, DEVICES, SIZES, RunConfig
 from cs336_profile.contract import MODES, PEAK_MEMORY_COLUMN, STATUS_FAILED, STATUS_OK, STATUS_OOM, TIMED_PARTS
 from cs336_profile.results import read_results, write_results
 from cs336_profile.tables import number, plain, print_table
@@ -44,16 +44,8 @@ OOM_MESSAGES = ("OutOfMemoryError", "CUDA out of memory")
 
 
 @dataclass(frozen=True)
-class TraceConfig:
-    """One profiled configuration."""
-
-    size: str
-    context_length: int
-    mode: str
-    dtype: str
-    compile: bool = False
-    attention: str = "naive"
-    emit_nvtx: bool = False
+class TraceConfig(RunConfig):
+    """One profiled configuration: the runner's RunConfig, plus the stem that names its files."""
 
     @property
     def stem(self) -> str:
@@ -64,32 +56,38 @@ class TraceConfig:
 
 @dataclass(frozen=True)
 class RunnerSettings:
-    """What every profiled runner process gets besides its configuration."""
+    """The Python that runs the runner, and the run settings every configuration of a sweep shares
+    (the runner's defaults unless the sweep's options say otherwise)."""
 
     python: str = sys.executable
-    warmup: int = 2
-    steps: int = 3
-    batch_size: int = 4
-    device: str = "cuda"
+    warmup: int = RunConfig.warmup_steps
+    steps: int = RunConfig.measured_steps
+    batch_size: int = RunConfig.batch_size
+    device: str = RunConfig.device
 
 
 def build_grid(sizes, context_lengths, modes, variants, subset_sizes=(), subset_context_lengths=(),
-               subset_variants=(), attention="naive", emit_nvtx=False) -> list[TraceConfig]:
+               subset_variants=(), attention="naive", emit_nvtx=False,
+               settings: RunnerSettings = RunnerSettings()) -> list[TraceConfig]:
     """The main grid then the subset grid, without duplicates, in run order."""
+    shared = {"attention": attention, "emit_nvtx": emit_nvtx, "warmup_steps": settings.warmup,
+              "measured_steps": settings.steps, "batch_size": settings.batch_size, "device": settings.device}
+
     def grid(sizes_, lengths_, variants_):
-        return [TraceConfig(size, length, mode, *VARIANTS[variant], attention=attention, emit_nvtx=emit_nvtx)
+        return [TraceConfig(size=size, context_length=length, mode=mode, dtype=VARIANTS[variant][0],
+                            compile=VARIANTS[variant][1], **shared)
                 for variant in variants_ for size in sizes_ for length in lengths_ for mode in modes]
     configs = grid(sizes, context_lengths, variants) + grid(subset_sizes, subset_context_lengths, subset_variants)
     return list(dict.fromkeys(configs))
 
 
-def runner_command(config: TraceConfig, settings: RunnerSettings, results_dir: Path) -> list[str]:
+def runner_command(config: TraceConfig, python: str, results_dir: Path) -> list[str]:
     """The `python -m cs336_profile.run bench` command line of one configuration."""
-    command = [settings.python, "-m", "cs336_profile.run", "bench",
+    command = [python, "-m", "cs336_profile.run", "bench",
                "--sizes", config.size, "--context-lengths", str(config.context_length), "--mode", config.mode,
                "--dtype", config.dtype, "--attention", config.attention,
-               "--warmup", str(settings.warmup), "--steps", str(settings.steps),
-               "--batch-size", str(settings.batch_size), "--device", settings.device,
+               "--warmup", str(config.warmup_steps), "--steps", str(config.measured_steps),
+               "--batch-size", str(config.batch_size), "--device", config.device,
                "--results-dir", str(results_dir), "--name", config.stem, "--no-progress"]
     return command + ["--compile"] * config.compile + ["--emit-nvtx"] * config.emit_nvtx
 
@@ -127,7 +125,7 @@ class Sweep:
     def _profile(self, config: TraceConfig) -> dict:
         """Run one configuration under nsys; return returncode, wall time and error text."""
         command = nsys_command(self.nsys, self.out_dir, config,
-                               runner_command(config, self.settings, self.runner_dir))
+                               runner_command(config, self.settings.python, self.runner_dir))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{config.stem}.log"
         start = time.perf_counter()
@@ -277,16 +275,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configs = build_grid(args.sizes, args.context_lengths, args.modes, args.variants, args.subset_sizes,
-                         args.subset_context_lengths, args.subset_variants, args.attention, args.emit_nvtx)
     settings = RunnerSettings(python=args.python, warmup=args.warmup, steps=args.steps,
                               batch_size=args.batch_size, device=args.device)
+    configs = build_grid(args.sizes, args.context_lengths, args.modes, args.variants, args.subset_sizes,
+                         args.subset_context_lengths, args.subset_variants, args.attention, args.emit_nvtx, settings)
     if args.dry_run:
         sweep = Sweep(args.out, args.nsys, settings)
         for config in configs:
             done = "done " if sweep.is_done(config) else "run  "
             print(done + " ".join(nsys_command(args.nsys, args.out, config,
-                                               runner_command(config, settings, sweep.runner_dir))))
+                                               runner_command(config, settings.python, sweep.runner_dir))))
         return 0
     version = nsys_version(args.nsys)
     print(version)

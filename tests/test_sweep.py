@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cs336_profile.config import RunConfig
 from nsys_runs.nvtx_spans import measured_phase_spans_ms
 from nsys_runs.slim import DROPPED_TABLES, compress_xz, slim_copy
 from nsys_runs.sweep import (NSYS_PROFILE_OPTIONS, RunnerSettings, Sweep, TraceConfig, build_grid, main,
@@ -67,13 +68,15 @@ def invocations(tmp_path: Path) -> list[str]:
 
 
 CPU = RunnerSettings(warmup=0, steps=1, device="cpu")
-TINY = TraceConfig("tiny", 8, "forward", "fp32")
+TINY = TraceConfig(size="tiny", context_length=8, mode="forward", warmup_steps=0, measured_steps=1, device="cpu")
 
 
 def test_stems_name_size_context_mode_dtype_and_variants():
-    assert TraceConfig("small", 128, "train", "fp32").stem == "small_ctx128_train_fp32"
-    assert TraceConfig("2.7B", 1024, "forward", "bf16", compile=True).stem == "2.7B_ctx1024_forward_bf16_compiled"
-    assert TraceConfig("xl", 256, "train", "fp32", attention="sdpa", emit_nvtx=True).stem == "xl_ctx256_train_fp32_sdpa_emitnvtx"
+    assert TraceConfig(size="small", context_length=128, mode="train").stem == "small_ctx128_train_fp32"
+    assert TraceConfig(size="2.7B", context_length=1024, mode="forward", dtype="bf16",
+                       compile=True).stem == "2.7B_ctx1024_forward_bf16_compiled"
+    assert TraceConfig(size="xl", context_length=256, mode="train", attention="sdpa",
+                       emit_nvtx=True).stem == "xl_ctx256_train_fp32_sdpa_emitnvtx"
 
 
 def test_default_grid_is_the_fp32_grid_plus_a_subset_of_variants():
@@ -83,12 +86,15 @@ def test_default_grid_is_the_fp32_grid_plus_a_subset_of_variants():
     assert len({config.stem for config in grid}) == len(grid)
     assert grid[0].stem == "small_ctx128_forward_fp32" and grid[-1].stem == "medium_ctx256_train_fp32_compiled"
     assert build_grid(["small"], [128], ["train"], ["fp32"], ["small"], [128], ["fp32"]) == [
-        TraceConfig("small", 128, "train", "fp32")]  # the subset repeats nothing
+        TraceConfig(size="small", context_length=128, mode="train")]  # the subset repeats nothing
+    assert isinstance(grid[0], RunConfig) and grid[0].batch_size == RunConfig.batch_size
+    cpu = build_grid(["tiny"], [8], ["forward"], ["fp32"], settings=CPU)
+    assert (cpu[0].device, cpu[0].warmup_steps, cpu[0].measured_steps) == ("cpu", 0, 1)
 
 
 def test_nsys_command_wraps_the_runner_with_the_documented_options(tmp_path):
-    config = TraceConfig("small", 256, "train", "bf16", compile=True)
-    runner = runner_command(config, RunnerSettings(python="python3"), tmp_path / "runner")
+    config = TraceConfig(size="small", context_length=256, mode="train", dtype="bf16", compile=True)
+    runner = runner_command(config, "python3", tmp_path / "runner")
     command = nsys_command("nsys", tmp_path, config, runner)
     assert command[:2] == ["nsys", "profile"]
     assert " ".join(NSYS_PROFILE_OPTIONS) == ("-t cuda,nvtx,osrt --sample=none --cpuctxsw=none "
@@ -126,7 +132,7 @@ def test_out_of_memory_process_and_earlier_rows_are_kept_in_the_table(tmp_path, 
     out = tmp_path / "sweep"
     Sweep(out, str(fake_nsys), CPU).run([TINY], progress=False)
     monkeypatch.setenv("FAKE_NSYS_MODE", "oom")
-    big = TraceConfig("tiny", 8, "train", "fp32")
+    big = TraceConfig(size="tiny", context_length=8, mode="train", warmup_steps=0, measured_steps=1, device="cpu")
     (previous, row) = Sweep(out, str(fake_nsys), CPU).run([big], progress=False)
     assert previous["stem"] == "tiny_ctx8_forward_fp32" and previous["status"] == "ok"
     assert row["status"] == "OOM" and row["trace"] is None and row["forward_ms_mean"] is None
