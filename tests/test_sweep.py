@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import shutil
 import sqlite3
 import sys
 import textwrap
@@ -20,7 +21,8 @@ from nsys_runs.sweep import (NSYS_PROFILE_OPTIONS, RunnerSettings, Sweep, TraceC
 REPO = Path(__file__).resolve().parents[1]
 
 # A stand-in for `nsys profile`: logs its arguments, writes an export holding one measured forward
-# range of 2.5 ms (and one warm-up forward that must not count), then runs the profiled command.
+# range of 2.5 ms (and one warm-up forward that must not count) and the kernel the analyzer needs to
+# accept it, then runs the profiled command.
 # FAKE_NSYS_MODE=oom|fail|hang imitates a run that dies of OOM, crashes, or never ends.
 FAKE_NSYS = textwrap.dedent('''\
     #!{python}
@@ -43,6 +45,9 @@ FAKE_NSYS = textwrap.dedent('''\
         db.execute("INSERT INTO StringIds VALUES (1, 'forward')")
         db.execute('CREATE TABLE NVTX_EVENTS (start INTEGER, "end" INTEGER, eventType INTEGER, text TEXT, '
                    'textId INTEGER, globalTid INTEGER)')
+        db.execute('CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, "end" INTEGER, deviceId INTEGER, '
+                   'streamId INTEGER, correlationId INTEGER, globalPid INTEGER, shortName INTEGER, demangledName INTEGER)')
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (12000000, 12500000, 0, 7, 1, 0, 1, 1)")
         db.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, ?, ?, 7)", [
             (0, 9000000, "warmup_0", None), (1000000, 8000000, None, 1),
             (10000000, 20000000, "step_0", None), (11000000, 13500000, None, 1)])
@@ -170,8 +175,28 @@ def _schemas(path: Path) -> dict[str, str]:
         return dict(db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
 
 
+def _full_export(slim: Path, out: Path) -> Path:
+    """A copy of a slim export given back what slim_copy removes: OS runtime calls with call stacks
+    (as many rows as the reference trace had), nsys's overhead ranges, the environment and working
+    folder, and an environment interned as one NUL-separated string."""
+    shutil.copyfile(slim, out)
+    with closing(sqlite3.connect(out)) as db, db:
+        db.execute('CREATE TABLE OSRT_API (start INTEGER NOT NULL, "end" INTEGER NOT NULL, globalTid INTEGER, '
+                   'nameId INTEGER NOT NULL, callchainId INTEGER NOT NULL)')
+        db.executemany("INSERT INTO OSRT_API VALUES (?, ?, 7, 1, ?)", ((i, i + 5, i) for i in range(35_004)))
+        db.execute("CREATE TABLE OSRT_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, "
+                   "stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth))")
+        db.executemany("INSERT INTO OSRT_CALLCHAINS VALUES (?, 1, ?)", ((i // 2, i % 2) for i in range(55_978)))
+        db.execute('CREATE TABLE PROFILER_OVERHEAD (start INTEGER NOT NULL, "end" INTEGER NOT NULL, nameId INTEGER NOT NULL)')
+        db.execute("INSERT INTO PROFILER_OVERHEAD VALUES (0, 10, 1)")
+        db.executemany("INSERT INTO META_DATA_CAPTURE VALUES (?, ?)", [
+            ("PROCESS_0:WORKING_DIR", "/home/someone"), ("PROCESS_0:ENVIRONMENT_VARIABLE", "TOKEN=secret")])
+        db.execute("INSERT INTO StringIds (value) VALUES ('HOME=/home/someone' || char(0) || 'TOKEN=secret')")
+    return out
+
+
 def test_slim_copy_drops_unread_tables_and_the_environment_but_keeps_every_schema(fixture_trace, tmp_path):
-    export = fixture_trace("small_ctx128_train_fp32.sqlite")
+    export = _full_export(fixture_trace("small_ctx128_train_fp32.sqlite"), tmp_path / "full.sqlite")
     slim = slim_copy(export, tmp_path / "slim.sqlite")
     before, after = _schemas(export), _schemas(slim)
     assert set(before) - set(after) == set(DROPPED_TABLES)
@@ -183,7 +208,7 @@ def test_slim_copy_drops_unread_tables_and_the_environment_but_keeps_every_schem
         assert db.execute("SELECT COUNT(*) FROM META_DATA_CAPTURE WHERE name LIKE '%ENVIRONMENT%' "
                           "OR name LIKE '%WORKING_DIR'").fetchone() == (0,)
         assert db.execute("SELECT COUNT(*) FROM StringIds WHERE instr(CAST(value AS BLOB), X'00') > 0").fetchone() == (0,)
-    assert slim.stat().st_size < export.stat().st_size / 2
+    assert slim.stat().st_size < export.stat().st_size  # VACUUM gives the dropped pages back
 
 
 def test_compressed_copy_decompresses_to_the_original(tmp_path):
@@ -199,6 +224,14 @@ def test_phase_spans_of_the_reference_traces(fixture_trace):
     spans = measured_phase_spans_ms(fixture_trace("small_ctx128_train_fp32.sqlite"))
     assert spans == pytest.approx({"forward": 38.252239333, "backward": 38.445931, "optimizer_step": 16.947347})
     assert measured_phase_spans_ms(fixture_trace("small_ctx256_forward_fp32.sqlite")) == {"forward": 20.887439}
+
+
+def test_the_sweep_forward_span_is_the_analyzers_figure(fixture_trace):
+    from analysis.summary import analyze_trace
+
+    path = fixture_trace("small_ctx128_train_fp32.sqlite")
+    phases = analyze_trace(path)["phases"]
+    assert measured_phase_spans_ms(path) == pytest.approx({p: v["cpu_span_ms_per_pass"] for p, v in phases.items()})
 
 
 def test_phase_spans_of_an_export_without_nvtx_are_empty(tmp_path):
