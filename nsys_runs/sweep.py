@@ -249,27 +249,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m nsys_runs.sweep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="folder for exports, logs and the sweep table")
-    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(ASSIGNMENT_SIZES))
-    parser.add_argument("--context-lengths", nargs="+", type=int, default=[128, 256, 512, 1024])
-    parser.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"])
-    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["fp32"])
+    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(ASSIGNMENT_SIZES),
+                        help="sizes of the main grid (default: the assignment's five)")
+    parser.add_argument("--context-lengths", nargs="+", type=int, default=[128, 256, 512, 1024],
+                        help="context lengths of the main grid (default: 128 256 512 1024)")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"],
+                        help="modes of both grids (default: forward train)")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["fp32"],
+                        help="dtype and compile variants of the main grid (default: fp32)")
     parser.add_argument("--subset-sizes", nargs="*", choices=list(SIZES), default=["small", "medium"],
                         help="sizes of the subset grid")
-    parser.add_argument("--subset-context-lengths", nargs="*", type=int, default=[128, 256])
-    parser.add_argument("--subset-variants", nargs="*", choices=list(VARIANTS), default=["bf16", "fp32-compiled"])
-    parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive")
+    parser.add_argument("--subset-context-lengths", nargs="*", type=int, default=[128, 256],
+                        help="context lengths of the subset grid")
+    parser.add_argument("--subset-variants", nargs="*", choices=list(VARIANTS), default=["bf16", "fp32-compiled"],
+                        help="variants of the subset grid")
+    parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive", help="the model's attention (default: naive)")
     parser.add_argument("--emit-nvtx", action="store_true", help="one NVTX range per op (dense traces)")
-    parser.add_argument("--warmup", type=int, default=RunnerSettings.warmup)
-    parser.add_argument("--steps", type=int, default=RunnerSettings.steps)
-    parser.add_argument("--batch-size", type=int, default=RunnerSettings.batch_size)
-    parser.add_argument("--device", choices=DEVICES, default=RunnerSettings.device)
+    parser.add_argument("--warmup", type=int, default=RunnerSettings.warmup, help="warm-up steps per configuration")
+    parser.add_argument("--steps", type=int, default=RunnerSettings.steps, help="measured steps per configuration")
+    parser.add_argument("--batch-size", type=int, default=RunnerSettings.batch_size, help="sequences per step")
+    parser.add_argument("--device", choices=DEVICES, default=RunnerSettings.device, help="where the model runs")
     parser.add_argument("--python", default=sys.executable, help="Python that runs cs336_profile.run")
     parser.add_argument("--nsys", default="nsys", help="nsys executable")
     parser.add_argument("--timeout-s", type=float, default=1800, help="per configuration")
     parser.add_argument("--slim", action="store_true", help="also write <out>/slim/<stem>.sqlite without OSRT tables")
     parser.add_argument("--compress", action="store_true", help="xz the kept trace (the slim copy with --slim)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
