@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from cs336_profile.contract import MEASURED_STEPS_RANGE
 from cs336_profile.results import read_results, write_results
 
 NSYS_PROFILE_OPTIONS = ("-t", "cuda,nvtx,osrt", "--sample=none", "--cpuctxsw=none",
@@ -31,8 +32,7 @@ OPTION_SETS = {"2025": NSYS_PROFILE_OPTIONS, "2026": NSYS_2026_OPTIONS}
 MEMORY_EVENT_OPTIONS = ("--cuda-memory-usage=true",)
 # Every tensor allocation and free becomes a cudaMallocAsync / cudaFreeAsync call.
 MEMORY_EVENT_ENVIRONMENT = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
-# The runner's NVTX range around all measured steps (cs336_profile.bench.MEASURED_RANGE).
-CAPTURE_RANGE = "measured_steps"
+CAPTURE_RANGE = MEASURED_STEPS_RANGE
 CAPTURE_OPTIONS = ("--capture-range=nvtx", f"--nvtx-capture={CAPTURE_RANGE}", "--capture-range-end=stop")
 # nsys matches capture ranges against registered NVTX strings only, unless this is 0; the nvtx
 # package registers its strings, torch.cuda.nvtx does not: 0 makes either work.

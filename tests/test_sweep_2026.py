@@ -10,7 +10,7 @@ import pytest
 from nsys_runs.context_fit import largest_fitting_context, profiled_contexts
 from nsys_runs.nsys_options import (CAPTURE_OPTIONS, NSYS_2026_OPTIONS, NSYS_PROFILE_OPTIONS, merge_options,
                                     option_groups, profile_setup, usable_options)
-from nsys_runs.sweep import RunnerSettings, TraceConfig, main, runner_command
+from nsys_runs.sweep import TraceConfig, main, runner_command
 from tests.test_sweep import fake_nsys  # noqa: F401 - the fixture
 
 # A stand-in for `python -m cs336_profile.run bench`: writes the runner's results file, status OOM
@@ -77,9 +77,9 @@ def test_fitted_grid_records_every_probe_and_profiles_three_contexts(tmp_path, f
 
 
 def test_2026_runner_command_names_the_handout_and_layer_ranges(tmp_path):
-    config = TraceConfig("xl", 128, "train", "fp32", handout="2026", layer_ranges=True)
+    config = TraceConfig(size="xl", context_length=128, mode="train", dtype="fp32", handout="2026", layer_ranges=True)
     assert config.stem == "xl_ctx128_train_fp32_layers_2026"
-    command = runner_command(config, RunnerSettings(python="python3"), tmp_path)
+    command = runner_command(config, "python3", tmp_path)
     assert command[-3:] == ["--layer-ranges", "--handout", "2026"]
 
 
