@@ -9,9 +9,11 @@ computed three ways: in fp32 (the reference), with every operation in fp16 or bf
 accumulate in fp32 inside the kernel, as a real fp16 layer's would), and with the input cast down but
 the arithmetic in fp32 (`compute` = `upcast`, what the model's RMSNorm and autocast's layer_norm do).
 Errors are relative L2 errors over the whole tensor (‖low − ref‖ / ‖ref‖) and the largest absolute
-error of the output; overflow counts non-finite values in any intermediate, underflow counts
-elements whose square is zero in the low dtype though not in fp32, and rows (tokens) whose variance
-or mean square is zero.
+error of the output; overflow counts non-finite values in any intermediate; `underflow_squares`
+counts elements whose square is zero in the low dtype though not in fp32 (fp16's range: |x| below
+about 2.4e-4 squares to zero; for LayerNorm also x − mean cancelling to zero after rounding, which
+is how bf16, with fp32's range, gets any); `zero_spread_rows` counts tokens whose variance or mean
+square is zero.
 """
 from __future__ import annotations
 
