@@ -176,3 +176,12 @@ def test_each_rank_marks_its_place_and_ranges_the_gradient_synchronization(comma
             for _, phases in ranges:
                 assert names(phases) == expected_phases
                 assert names(phases[0][1]) == ["layer_0", "layer_1"]  # the forward's block ranges
+
+
+def test_without_a_launcher_the_run_stops_with_one_line(monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit, match="RANK, WORLD_SIZE, LOCAL_RANK: torchrun --nproc_per_node=N"):
+        main(["--parallel", "ddp-naive", "--sizes", "tiny", "--device", "cpu"])
+    with pytest.raises(SystemExit, match="leave out --compile"):
+        main(["--parallel", "fsdp", "--sizes", "tiny", "--device", "cpu", "--compile"])
