@@ -20,14 +20,14 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
-from cs336_profile.bench import GRAD_SYNC, ConfigResult, Setup, Workload, prepare_workload, run_configs
+from cs336_profile.bench import ConfigResult, Setup, Workload, prepare_workload, run_configs
 from cs336_profile.config import RunConfig
+from cs336_profile.contract import GRAD_SYNC, PARALLEL_MODES, PHASES_BY_MODE, STEP
 from cs336_profile.grad_sync import NaiveDDP, OverlappedDDP, shard_fsdp
 from cs336_profile.optim import AdamW
 
-PARALLEL_MODES = ("ddp-naive", "ddp-overlap", "fsdp")
 # Times every row of a data-parallel run holds (grad_sync is null for FSDP, which has no such phase).
-PARALLEL_TIMED_PARTS = ("forward", "loss", "backward", GRAD_SYNC, "optimizer_step", "step")
+PARALLEL_TIMED_PARTS = (*PHASES_BY_MODE["forward-backward"], GRAD_SYNC, "optimizer_step", STEP)
 LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 
 
