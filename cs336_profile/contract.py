@@ -34,6 +34,10 @@ LAYER_PREFIX = "layer_"
 # Around all measured steps; the config mark is emitted first inside it, so that an nsys capture
 # starting at this range (`--capture-range=nvtx --nvtx-capture=measured_steps`) still holds it.
 MEASURED_STEPS_RANGE = "measured_steps"
+# Data-parallel runs (`--parallel`): the DDP modes' gradient averaging, a phase between backward
+# and optimizer_step; the config mark adds `parallel` (one of PARALLEL_MODES), `rank`, `world_size`.
+GRAD_SYNC = "grad_sync"
+PARALLEL_MODES = ("ddp-naive", "ddp-overlap", "fsdp")
 
 
 def step_range_name(index: int, measured: bool) -> str:
