@@ -67,6 +67,16 @@ def _add_handout(parser: argparse.ArgumentParser, default: str = DEFAULT_HANDOUT
                         help=f"the edition whose size table names the sizes (default {default})")
 
 
+def _add_model_input(parser: argparse.ArgumentParser, study) -> None:
+    """--handout, --size, --context-length and --batch-size of a one-model study, its defaults from `study`."""
+    _add_handout(parser, study.handout)
+    parser.add_argument("--size", choices=SIZE_NAMES, default=study.size, help=f"model size (default: {study.size})")
+    parser.add_argument("--context-length", type=int, default=study.context_length,
+                        help=f"sequence length (default: {study.context_length})")
+    parser.add_argument("--batch-size", type=int, default=study.batch_size,
+                        help=f"sequences per batch (default: {study.batch_size})")
+
+
 def _add_run_settings(parser: argparse.ArgumentParser, warmup: int, steps: int) -> None:
     _add_handout(parser)
     parser.add_argument("--sizes", nargs="+", choices=SIZE_NAMES, default=["small"],
@@ -163,13 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     checkpointed = commands.add_parser("checkpoint", help="peak memory and step time per checkpointed block group")
     _add_common(checkpointed, CHECKPOINT)
-    _add_handout(checkpointed, CheckpointStudy.handout)
-    checkpointed.add_argument("--size", choices=SIZE_NAMES, default=CheckpointStudy.size,
-                              help=f"model size (default: {CheckpointStudy.size})")
-    checkpointed.add_argument("--context-length", type=int, default=CheckpointStudy.context_length,
-                              help=f"sequence length (default: {CheckpointStudy.context_length})")
-    checkpointed.add_argument("--batch-size", type=int, default=CheckpointStudy.batch_size,
-                              help=f"sequences per step (default: {CheckpointStudy.batch_size})")
+    _add_model_input(checkpointed, CheckpointStudy())
     checkpointed.add_argument("--warmup", type=int, default=CheckpointStudy.warmup_steps,
                               help=f"warm-up steps per group size (default: {CheckpointStudy.warmup_steps})")
     checkpointed.add_argument("--steps", type=int, default=CheckpointStudy.measured_steps,
@@ -179,13 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     norms = commands.add_parser("layernorm", help="LayerNorm and RMSNorm in fp16/bf16 against fp32 on real activations")
     _add_common(norms, NORM_PRECISION)
-    _add_handout(norms, NormStudy.handout)
-    norms.add_argument("--size", choices=SIZE_NAMES, default=NormStudy.size,
-                       help=f"model size (default: {NormStudy.size})")
-    norms.add_argument("--context-length", type=int, default=NormStudy.context_length,
-                       help=f"sequence length (default: {NormStudy.context_length})")
-    norms.add_argument("--batch-size", type=int, default=NormStudy.batch_size,
-                       help=f"sequences in the batch (default: {NormStudy.batch_size})")
+    _add_model_input(norms, NormStudy())
     norms.add_argument("--train-steps", type=int, default=NormStudy.train_steps,
                        help="training steps before the activations are taken (0: freshly initialized)")
     norms.set_defaults(handler=cmd_layernorm)

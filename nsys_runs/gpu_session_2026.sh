@@ -25,18 +25,9 @@ device=${DEVICE:-cuda}
 deadline=$(( SECONDS + ${DEADLINE_S:-540} ))
 mkdir -p "$out" "$work"/{results,logs}
 exec > >(tee -a "$out/session.log") 2>&1
+export TAIL_LINES=${TAIL_LINES:-16}
 
-# run_part NAME COMMAND...: run with the time left, log to $work/logs/NAME.log, show its end.
-run_part() {
-  local name=$1; shift
-  local left=$(( deadline - SECONDS ))
-  if (( left < 15 )); then echo "[skip] $name: no time left"; return; fi
-  echo "[part] $name (at most ${left}s)"
-  local start=$SECONDS
-  PYTHONUNBUFFERED=1 timeout --signal=INT --kill-after=15 "$left" "$@" > "$work/logs/$name.log" 2>&1
-  echo "[done] $name rc=$? in $(( SECONDS - start ))s"
-  tail -n "${TAIL_LINES:-16}" "$work/logs/$name.log" | cut -c1-220
-}
+source "$(dirname "${BASH_SOURCE[0]}")/session_parts.sh"  # run_part NAME COMMAND...
 
 run=($py -m cs336_profile.run)
 to_results=(--results-dir "$work/results" --device "$device" --no-progress)
