@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,9 +45,11 @@ import pandas as pd
 from analysis import __version__
 from analysis.load import Trace, file_sha256, load_trace
 from analysis.phases import LabelledOps, RangeNames, label_ops
-from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
+from analysis.questions import efficiency
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries
+from analysis.questions.registry import PER_TRACE
+from analysis.step_timeline import step_timeline
 from analysis.timings import read_run_record
 
 
@@ -69,8 +71,9 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     run = read_run_record(trace.marks, trace.path)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
     inputs = NsysInputs.build(labelled, run, gpu)
-    phases = phase_summaries(inputs)
-    usage = efficiency.answer(phases, run.config, gpu)
+    inputs = replace(inputs, phases=phase_summaries(inputs))
+    usage = efficiency.per_trace(inputs)
+    phases = inputs.phases
     for phase, figures in usage.pop("phases").items():
         phases[phase].update(figures)
     passes = labelled.measured_passes
@@ -94,13 +97,8 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "overall": overall_summary(inputs),
         "devices": device_summaries(inputs),
         "efficiency": usage,
-        "questions": {
-            "a": nsys_a.answer(phases, run.python_ms, labelled.names),
-            "b": nsys_b.answer(inputs),
-            "c": nsys_c.answer(inputs),
-            "d": nsys_d.answer(inputs),
-            "e": nsys_e.answer(inputs),
-        },
+        "questions": {question.summary_key: question.per_trace(inputs) for question in PER_TRACE},
+        "timeline": step_timeline(inputs),
     }
     return json_ready(summary)
 

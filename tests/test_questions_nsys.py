@@ -17,7 +17,7 @@ from analysis.phases import gpu_ops, label_ops
 from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.diff import diff_summaries
 from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
-from analysis.questions.nsys_text import kernel_label
+from analysis.text import kernel_label
 from analysis.questions.phase_breakdown import busy_ns, phase_summaries
 from analysis.summary import summarize
 from analysis.timings import RunRecord, read_run_record, timings_json_path

@@ -9,8 +9,9 @@ span in which no operation ran; with short kernels, the signature of a launch-bo
 from __future__ import annotations
 
 from analysis.flops import phase_flops
+from analysis.questions.nsys_inputs import NsysInputs
 from analysis.gpus import peak_flops, precision_for_run
-from analysis.questions import nsys_text as text
+from analysis import text
 
 # A phase is launch-bound when the GPU idles for more than this share of its span while its
 # kernels are, on average, shorter than the CPU time PyTorch needs to launch one (a few µs of
@@ -18,9 +19,12 @@ from analysis.questions import nsys_text as text
 LAUNCH_BOUND_IDLE_SHARE = 0.25
 LAUNCH_COST_US = 20.0
 
-def answer(phases: dict[str, dict], config: dict | None, gpu_name: str | None) -> dict:
+
+def per_trace(inputs: NsysInputs) -> dict:
     """Per-phase ``model_flops_per_pass``, ``achieved_tflop_per_s``, ``mfu`` and ``idle_share``,
-    the peak used, and a sentence; FLOP figures are null when the trace has no usable config."""
+    the peak used, and a sentence, from ``inputs.phases``; FLOP figures are null when the trace has
+    no usable config."""
+    phases, config, gpu_name = inputs.phases, inputs.run.config, inputs.gpu_name
     flops, flops_problem = _phase_flops(config)
     peak, peak_problem = _peak(config, gpu_name) if flops else (None, None)
     per_phase = {}
