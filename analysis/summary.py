@@ -50,6 +50,7 @@ from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries
 from analysis.questions.registry import PER_TRACE
 from analysis.step_timeline import step_timeline
+from analysis.summary_schema import SCHEMA_VERSION, json_schema
 from analysis.timings import read_run_record
 
 
@@ -78,6 +79,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         phases[phase].update(figures)
     passes = labelled.measured_passes
     summary = {
+        "schema_version": SCHEMA_VERSION,
         "trace": Path(trace.path).name,
         "trace_sha256": file_sha256(Path(trace.path)),
         "gpu": gpu,
@@ -101,6 +103,11 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "timeline": step_timeline(inputs),
     }
     return json_ready(summary)
+
+
+def summary_schema() -> dict:
+    """The JSON schema of a summary (docs/architecture.md shows it)."""
+    return json_schema({question.summary_key: question.record for question in PER_TRACE})
 
 
 def json_ready(value):

@@ -195,6 +195,6 @@ def test_timeline_relabels_with_the_range_names_in_use(tmp_path):
 
     names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),
                        attention_scores="qk", softmax="sm", final_matmul="av")
-    figure = step_timeline(_renamed_copy(tmp_path), names)
+    figure = step_timeline(analyze_trace(_renamed_copy(tmp_path), names)["timeline"])
     assert "iter0" in figure.axes[0].get_title()
     assert "range: backward" in figure.axes[0].get_legend_handles_labels()[1]

@@ -7,6 +7,8 @@ Python timer's forward time from the run record for the ratio.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 from analysis import text
 from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs
@@ -18,6 +20,16 @@ from analysis.runs import sorted_summaries
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
 SYNCHRONIZED_SPAN_SHARE = 0.95
+
+
+class Record(TypedDict):
+    """The per-trace record of (a), in the summary's ``questions["a"]``."""
+
+    nsys_forward_ms: float | None
+    nsys_forward_gpu_ms: float | None
+    python_forward_ms: float | None
+    nsys_to_python_ratio: float | None
+    answer: str
 
 
 def per_trace(inputs: NsysInputs) -> dict:
@@ -103,7 +115,7 @@ QUESTION = Question(
     id="nsys-a", section="nsys_profile", title="Forward time: nsys against Python",
     text="Total forward-pass time as nsys sees it, against the Python timer of the same steps.",
     needs="nsys traces of the runner (analyze-nsys TRACE ...)",
-    per_trace=per_trace, summary_key="a", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=per_trace, record=Record, summary_key="a", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["nsys forward range", "nsys_forward_ms", 1], ["nsys GPU projection", "nsys_forward_gpu_ms", 1],
                    ["Python timer", "python_forward_ms", 1]],

@@ -5,12 +5,28 @@ Needs: kernels attributed to measured ``forward`` ranges; ``backward`` ranges fo
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 from analysis import text
 from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.runs import sorted_summaries
+
+
+class Record(TypedDict):
+    """The per-trace record of (b), in the summary's ``questions["b"]``."""
+
+    top_forward_kernel: str | None
+    top_forward_category: str | None
+    calls_per_forward_pass: float | None
+    top_forward_ms_per_pass: float | None
+    top_forward_share: float | None
+    top_forward_backward_kernel: str | None
+    top_forward_backward_share: float | None
+    same_kernel: bool | None
+    answer: str
 
 
 def per_trace(inputs: NsysInputs) -> dict:
@@ -106,7 +122,7 @@ QUESTION = Question(
     text="Which kernel takes the most GPU time in the forward pass, how many times does it run in one pass, "
          "and does it still lead with the backward pass?",
     needs="nsys traces of the runner (analyze-nsys TRACE ...)",
-    per_trace=per_trace, summary_key="b", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=per_trace, record=Record, summary_key="b", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["forward", "top_forward_share", 100], ["forward + backward", "top_forward_backward_share", 100]],
         "xlabel": "leading kernel's share of kernel time (%)", "title": "How much the leading kernel takes"}),

@@ -5,6 +5,8 @@ Needs: kernels attributed to measured ``forward`` ranges.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pandas as pd
 
 from analysis.classify import GEMM
@@ -17,6 +19,30 @@ from analysis.runs import run_label, sorted_summaries
 
 MIN_SHARE = 0.01
 NAMED_IN_ANSWER = 3
+
+
+class NonGemmKernel(TypedDict):
+    kernel: str
+    category: str
+    calls_per_pass: float
+    ms_per_pass: float
+    share: float
+
+
+class CategoryShare(TypedDict):
+    category: str
+    ms_per_pass: float
+    share: float
+
+
+class Record(TypedDict):
+    """The per-trace record of (c), in the summary's ``questions["c"]``."""
+
+    min_share: float
+    non_gemm_share: float | None
+    top_non_gemm_forward: list[NonGemmKernel]
+    non_gemm_categories_forward: list[CategoryShare]
+    answer: str
 
 
 def per_trace(inputs: NsysInputs) -> dict:
@@ -104,7 +130,7 @@ QUESTION = Question(
     id="nsys-c", section="nsys_profile", title="Non-matmul kernels",
     text="Which non-matmul kernels take non-trivial time in the forward pass?",
     needs="nsys traces of the runner (analyze-nsys TRACE ...)",
-    per_trace=per_trace, summary_key="c", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=per_trace, record=Record, summary_key="c", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("category_stack", {
         "xlabel": "share of forward kernel time (%)", "title": "Non-matmul kernels in the forward pass, by category"}),
 )

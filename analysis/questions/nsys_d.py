@@ -8,6 +8,8 @@ Needs: measured ``forward`` ranges; a measured ``optimizer_step`` for the traini
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pandas as pd
 
 from analysis.classify import GEMM
@@ -20,6 +22,23 @@ from analysis.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.runs import run_label, sorted_summaries
 
 MOVERS_IN_ANSWER = 2
+
+
+class CategoryShares(TypedDict):
+    category: str
+    forward_share: float
+    train_step_share: float | None
+    change: float | None
+
+
+class Record(TypedDict):
+    """The per-trace record of (d), in the summary's ``questions["d"]``."""
+
+    gemm_share_forward: float | None
+    gemm_share_forward_backward: float | None
+    gemm_share_train_step: float | None
+    category_shares: list[CategoryShares]
+    answer: str
 
 
 def per_trace(inputs: NsysInputs) -> dict:
@@ -129,7 +148,7 @@ QUESTION = Question(
     text="Fraction of GPU time in matrix multiplication, forward only against a full training step; "
          "how do the other categories move?",
     needs="nsys traces of the runner (analyze-nsys TRACE ...)",
-    per_trace=per_trace, summary_key="d", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=per_trace, record=Record, summary_key="d", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["forward", "gemm_share_forward", 100], ["training step", "gemm_share_train_step", 100]],
         "xlabel": "matmul share of kernel time (%)", "xlim": [0, 100],

@@ -10,6 +10,8 @@ for the FLOPs ratio.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 from analysis.classify import GEMM
 from analysis.flops import attention_flops_ratio
 from analysis import text
@@ -18,6 +20,19 @@ from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.runs import sorted_summaries
+
+
+class Record(TypedDict):
+    """The per-trace record of (e), in the summary's ``questions["e"]``."""
+
+    softmax_ms_per_pass: float | None
+    matmul_ms_per_pass: float | None
+    matmul_gemm_ms_per_pass: float | None
+    softmax_kernels_per_pass: float | None
+    matmul_kernels_per_pass: float | None
+    runtime_ratio: float | None
+    flops_ratio: float | None
+    answer: str
 
 
 def per_trace(inputs: NsysInputs) -> dict:
@@ -119,7 +134,7 @@ QUESTION = Question(
     id="nsys-e", section="nsys_profile", title="Softmax against matmuls in attention",
     text="Inside self-attention, softmax time against the two matmuls' time, compared with their FLOPs ratio.",
     needs="nsys traces of the runner (analyze-nsys TRACE ...)",
-    per_trace=per_trace, summary_key="e", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=per_trace, record=Record, summary_key="e", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["time (softmax / matmuls)", "runtime_ratio", 1], ["FLOPs (softmax / matmuls)", "flops_ratio", 1]],
         "xlabel": "ratio (log scale)", "xscale": "log", "title": "Softmax against the attention matmuls"}),

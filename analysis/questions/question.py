@@ -4,7 +4,8 @@ A declaration holds what the report shows (id, editions, section, title, wording
 and the computations: ``per_trace`` (nsys questions: one trace's :class:`NsysInputs` -> a
 JSON-ready record, kept in the summary under ``questions[summary_key]``), ``compute`` (every
 input -> a :class:`~analysis.records.ResultsAnswer` of tables and numbers, or
-:class:`~analysis.records.Unanswered`) and ``write`` (that answer -> its text).
+:class:`~analysis.records.Unanswered`) and ``write`` (that answer -> its text). ``record`` types the per-trace record for the summary's
+JSON schema.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class Question:
     compute: Callable[[Evidence], ResultsAnswer | Unanswered]
     write: Callable[[ResultsAnswer], str] | None = None
     per_trace: Callable | None = None
+    record: type | None = None  # the TypedDict of the per-trace record
     summary_key: str | None = None
     figure: FigureSpec | None = None
     editions: tuple[str, ...] = (EDITION_2025,)
