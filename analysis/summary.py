@@ -4,7 +4,9 @@ Keys of the summary (stable; the report and the results database read them). "Pe
 a mean over the measured instances of a phase; ms are milliseconds; shares are fractions in
 [0, 1]; kernel names are demangled names; every missing number is null, never NaN.
 
-- ``trace`` (file name), ``trace_sha256``, ``gpu`` (name or null), ``nsys_version``,
+- ``schema_version`` (:data:`analysis.summary_schema.SCHEMA_VERSION`; the types and the JSON
+  schema of every key are in :mod:`analysis.summary_schema` and docs/summary.schema.json),
+  ``trace`` (file name), ``trace_sha256``, ``gpu`` (name or null), ``nsys_version``,
   ``analyzer_version``, ``notes`` (one-line caveats: loader, labelling, run record),
   ``cuda_graph_launches``.
 - ``config`` (the runner's config, keys of its ``config`` mark, or null) and ``config_source``
@@ -29,8 +31,11 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
   ``kernels_per_pass``, ``kernel_ms_per_pass``, ``busy_ms_per_pass``, ``by_category_ms_per_pass``,
   ``top_kernel`` (per measured step, as in ``overall``).
 - ``efficiency``: ``precision``, ``peak_gpu``, ``peak_tflop_per_s``, ``peak_source``, ``answer``.
-- ``questions``: ``a``..``e`` as in :mod:`analysis.questions.nsys_a` .. ``nsys_e``, each with its
-  figures and an ``answer`` sentence; a figure a trace cannot give is null and the answer says why.
+- ``questions``: one record per per-trace question of the registry (``a``..``e``, see
+  :mod:`analysis.questions.nsys_a` .. ``nsys_e``), each with its figures and an ``answer``
+  sentence; a figure a trace cannot give is null and the answer says why.
+- ``timeline``: the first measured step's operations and phase ranges for the report's timeline
+  (:mod:`analysis.step_timeline`), null without measured operations.
 """
 from __future__ import annotations
 

@@ -28,14 +28,14 @@ def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[Figu
     shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
     env = environment()
     for page in site.questions:
-        tables = [display_table(title, table) for title, table in page.answer.tables.items()]
-        _write(out_dir / f"{page.question.page}.html", env.get_template("question.html").render(
-            page=page, tables=tables, figures=question_figures[page.question.id], home=True))
+        tables = [display_table(title, table) for title, table in page.result.tables.items()]
+        _write(out_dir / f"{page.card.page}.html", env.get_template("question.html").render(
+            page=page, tables=tables, figures=question_figures[page.card.id], home=True))
     for page in site.traces:
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(
             page=page, tables=trace_tables(page.summary), figures=trace_figures(page, out_dir),
-            has_timeline=bool(page.summary.get("timeline")), diffs=diffs, answered={q.question.id for q in site.questions},
+            has_timeline=bool(page.summary.get("timeline")), diffs=diffs, answered={q.card.id for q in site.questions},
             home=True))
     for page in site.diffs:
         _render_diff_page(page, out_dir, home=True)

@@ -11,8 +11,9 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from analysis.records import QuestionRecord
 from analysis.report import figures, question_figures as drawings
-from analysis.report.site import DiffPage, QuestionPage, Site, TracePage
+from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
 from analysis.report.timeline import step_timeline
 from analysis.text import kernel_cell
@@ -67,18 +68,18 @@ def _save(figure, out_dir: Path, name: str, alt: str) -> FigureFile:
     return FigureFile(relative, alt)
 
 
-def question_figures(page: QuestionPage, out_dir: Path) -> list[FigureFile]:
+def question_figures(page: QuestionRecord, out_dir: Path) -> list[FigureFile]:
     """The question's figure, drawn from its answer's tables as its figure spec says."""
-    spec = page.question.figure
+    spec = page.card.figure
     if spec is None:
         return []
-    return [_save(drawings.draw(spec, page.answer), out_dir, f"{page.question.page}.svg",
-                  spec.alt or page.question.title)]
+    return [_save(drawings.draw(spec, page.result), out_dir, f"{page.card.page}.svg",
+                  spec.alt or page.card.title)]
 
 
 def all_question_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile]]:
     """Question id -> its figures, drawn once for every page format that shows them."""
-    return {page.question.id: question_figures(page, out_dir) for page in site.questions}
+    return {page.card.id: question_figures(page, out_dir) for page in site.questions}
 
 
 def trace_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.records import DiffRecord, QuestionCard, ReportData, ResultsAnswer
+from analysis.records import DiffRecord, QuestionRecord, ReportData
 from analysis.runs import config_value, run_label, size_order, summary_stem
 
 GRID_GROUP_KEYS = ("mode", "dtype", "compile", "attention")
@@ -23,24 +23,12 @@ def page_name(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class QuestionPage:
-    question: QuestionCard
-    answer: ResultsAnswer
-
-
-@dataclass(frozen=True)
-class NotAnswered:
-    question: QuestionCard
-    needs: str
-
-
-@dataclass(frozen=True)
 class Edition:
     """The questions of one handout edition: answered pages and those the inputs cannot answer."""
 
     name: str
-    questions: list[QuestionPage]
-    not_answered: list[NotAnswered]
+    questions: list[QuestionRecord]  # answered: each gets a page
+    not_answered: list[QuestionRecord]
 
 
 @dataclass(frozen=True)
@@ -95,7 +83,7 @@ class Site:
     results_files: list[str]
 
     @property
-    def questions(self) -> list[QuestionPage]:
+    def questions(self) -> list[QuestionRecord]:
         """Every answered question page, over all editions."""
         return [page for edition in self.editions for page in edition.questions]
 
@@ -156,8 +144,7 @@ def editions(data: ReportData) -> list[Edition]:
     grouped = []
     for name in names:
         records = [r for r in data.questions if name in r.card.editions]
-        grouped.append(Edition(name, [QuestionPage(r.card, r.result) for r in records if r.answered],
-                               [NotAnswered(r.card, r.result.needs) for r in records if not r.answered]))
+        grouped.append(Edition(name, [r for r in records if r.answered], [r for r in records if not r.answered]))
     return grouped
 
 
