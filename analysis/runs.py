@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.timings import trace_stem
 from cs336_profile.config import SIZES
+from cs336_profile.contract import trace_stem
 
 
 def size_order(sizes: pd.Series) -> pd.Series:

@@ -2,9 +2,10 @@
 streams, with their categories, under the step's phase ranges; part of the trace summary.
 
 Operations closer together than :data:`RESOLUTION_DIVISIONS`-th of the window, on one stream and
-of one category, are merged into one bar (no drawing can tell them apart); when more than
-:data:`MAX_BARS` bars remain the resolution halves until they fit, so the size of a summary
-stays bounded whatever the trace.
+of one category, are merged into one bar (no drawing can tell them apart). When more than
+:data:`MAX_BARS` bars remain (short kernels of alternating categories), each stream is cut into
+slots of that resolution, each slot drawn as one bar of the category with the most time in it,
+and the slots widen until the bars fit: the size of a summary stays bounded whatever the trace.
 """
 from __future__ import annotations
 
@@ -47,6 +48,17 @@ def merged_bars(ops: pd.DataFrame, resolution_ns: float) -> pd.DataFrame:
             .reset_index(drop=True))
 
 
+def slotted_bars(bars: pd.DataFrame, slot_ns: float) -> pd.DataFrame:
+    """One bar per stream and slot of ``slot_ns`` (by start time), spanning the slot's bars, of
+    the category with the most time in the slot."""
+    bars = bars.assign(slot=(bars["start_ns"] // slot_ns).astype("int64"), dur=bars["end_ns"] - bars["start_ns"])
+    keys = ["stream_id", "slot"]
+    spans = bars.groupby(keys).agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
+    by_category = bars.groupby([*keys, "category"], observed=True)["dur"].sum().reset_index()
+    leading = by_category.sort_values("dur", ascending=False, kind="stable").drop_duplicates(keys).set_index(keys)
+    return spans.join(leading["category"]).reset_index()[["stream_id", "category", "start_ns", "end_ns"]]
+
+
 def step_timeline(inputs: NsysInputs) -> dict | None:
     """The timeline record (null when the trace has no measured operations): ``title``,
     ``duration_ms``, ``bars`` (columns ``stream``, ``category``, ``start_ms``, ``dur_ms``; ms from
@@ -57,9 +69,10 @@ def step_timeline(inputs: NsysInputs) -> dict | None:
     ops = inputs.ops[(inputs.ops["start_ns"] >= start_ns) & (inputs.ops["end_ns"] <= end_ns)]
     resolution = (end_ns - start_ns) / RESOLUTION_DIVISIONS
     bars = merged_bars(ops, resolution)
-    while len(bars) > MAX_BARS:
-        resolution *= 2
-        bars = merged_bars(bars, resolution)
+    slot = resolution
+    while len(bars) > MAX_BARS:  # at most streams × window / slot bars: ends as the slots widen
+        bars = merged_bars(slotted_bars(bars, slot), resolution)
+        slot *= 2
     ranges = inputs.phase_ranges
     ranges = ranges[(ranges["start_ns"] >= start_ns) & (ranges["end_ns"] <= end_ns)]
 

@@ -12,7 +12,7 @@ from analysis.answers import report_data
 from analysis.report import render_report
 from analysis.summary import analyze_trace
 from cs336_profile.results import write_results
-from tests.conftest import FIXTURES, REPO
+from tests.conftest import REPO
 
 EXAMPLES = REPO / "nsys_runs"
 FIXTURE_TRACES = ("small_ctx128_train_fp32.sqlite", "small_ctx256_forward_fp32.sqlite", "attention_bench.sqlite")
@@ -47,22 +47,21 @@ def _run_experiments(run, common: list[str]) -> None:
     run(["memory", "--size", "tiny", "--context-lengths", "16", "--dtypes", "fp32"] + common)
 
 
-def example_inputs(kind: str, tmp_path: Path) -> tuple[list[Path], Path]:
-    """(traces, results folder) of the ``examples`` or the ``reference`` site."""
+def example_inputs(kind: str, tmp_path: Path, fixture_dir: Path | None = None) -> tuple[list[Path], Path]:
+    """(traces, results folder) of the ``examples`` site, or of the ``reference`` site (the traces
+    of ``fixture_dir``, tests/data unpacked)."""
     if kind == "examples":
         traces = sorted((EXAMPLES / "traces").glob("*.sqlite.xz"))
         if not traces or not (EXAMPLES / "results").is_dir():
             pytest.skip("no committed examples in nsys_runs/")
         return traces, EXAMPLES / "results"
-    traces = [FIXTURES / name for name in FIXTURE_TRACES]
-    if not all(path.exists() for path in traces):
-        pytest.skip(f"reference traces are absent from {FIXTURES}")
+    traces = [fixture_dir / name for name in FIXTURE_TRACES]
     return traces, cpu_results(tmp_path / "results")
 
 
-def render_example_site(out_dir: Path, work_dir: Path, kind: str = "examples") -> Path:
+def render_example_site(out_dir: Path, work_dir: Path, kind: str = "examples", fixture_dir: Path | None = None) -> Path:
     """Render HTML and Markdown from the ``kind`` inputs into ``out_dir``."""
-    traces, results_dir = example_inputs(kind, work_dir)
+    traces, results_dir = example_inputs(kind, work_dir, fixture_dir)
     summaries = [analyze_trace(path) for path in traces]
     render_report(report_data(summaries, results_dir), [REFUSED], out_dir)
     return out_dir

@@ -26,7 +26,6 @@ from analysis.report import figures, question_figures, render_diff, render_repor
 from analysis.report.render import environment
 from analysis.report.tables import display_table
 from analysis.summary import analyze_trace
-from tests.conftest import FIXTURES
 from tests.example_site import EXAMPLES, FIXTURE_TRACES, REFUSED
 
 BLANK_OR_MISSING = re.compile(r"\b(nan|NaN|None|null)\b")
@@ -160,10 +159,8 @@ def test_markdown_pages_carry_tables_and_their_figures(site):
         assert figures and all((site / f).is_file() for f in figures)
 
 
-def test_diff_page_of_two_traces(tmp_path):
-    paths = [FIXTURES / name for name in FIXTURE_TRACES[:2]]
-    if not all(p.exists() for p in paths):
-        pytest.skip(f"reference traces are absent from {FIXTURES}")
+def test_diff_page_of_two_traces(tmp_path, fixture_trace):
+    paths = [fixture_trace(name) for name in FIXTURE_TRACES[:2]]
     a, b = analyze_trace(paths[0]), analyze_trace(paths[1])
     page = render_diff(DiffRecord(a, b, "", diff_summaries(a, b)), tmp_path)
     parser = parse(page)
@@ -184,10 +181,8 @@ def test_templates_fail_on_a_missing_value():
         environment().from_string("{{ missing }}").render()
 
 
-def test_pairs_that_differ_in_one_setting_get_a_linked_diff_page(tmp_path):
-    path = FIXTURES / FIXTURE_TRACES[0]
-    if not path.exists():
-        pytest.skip(f"reference traces are absent from {FIXTURES}")
+def test_pairs_that_differ_in_one_setting_get_a_linked_diff_page(tmp_path, fixture_trace):
+    path = fixture_trace(FIXTURE_TRACES[0])
     fp32 = analyze_trace(path)
     bf16 = {**fp32, "trace": "small_ctx128_train_bf16.sqlite", "config": {**fp32["config"], "dtype": "bf16"}}
     other_size = {**fp32, "trace": "medium_ctx128_train_bf16.sqlite", "config": {**bf16["config"], "size": "medium"}}

@@ -15,11 +15,9 @@ import pandas as pd
 from analysis.questions.question import Question, from_results
 from analysis.records import FigureSpec
 from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
+from cs336_profile.contract import ATTENTION, FP32_BYTES, GIB
 
-ATTENTION = "attention"
 EAGER = "eager"
-FP32_BYTES = 4
-GIB = 1024**3
 RUN_ATTENTION = "python -m cs336_profile.run attention"
 
 

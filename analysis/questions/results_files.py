@@ -15,8 +15,8 @@ import pandas as pd
 
 from analysis.records import ResultsAnswer, Unanswered  # noqa: F401  (what the questions return)
 from analysis.runs import size_order
+from cs336_profile.contract import STATUS_OK
 
-STATUS_OK = "ok"
 RESULTS_FILE_COLUMN = "results_file"
 
 
