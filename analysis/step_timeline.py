@@ -4,8 +4,9 @@ streams, with their categories, under the step's phase ranges; part of the trace
 Operations closer together than :data:`RESOLUTION_DIVISIONS`-th of the window, on one stream and
 of one category, are merged into one bar (no drawing can tell them apart). When more than
 :data:`MAX_BARS` bars remain (short kernels of alternating categories), each stream is cut into
-slots of that resolution, each slot drawn as one bar of the category with the most time in it,
-and the slots widen until the bars fit: the size of a summary stays bounded whatever the trace.
+slots of that resolution and each category present in a slot becomes one bar spanning its
+operations there (drawn in category order, as the operations would be); the slots widen until the
+bars fit, so the size of a summary stays bounded whatever the trace.
 """
 from __future__ import annotations
 
@@ -49,14 +50,12 @@ def merged_bars(ops: pd.DataFrame, resolution_ns: float) -> pd.DataFrame:
 
 
 def slotted_bars(bars: pd.DataFrame, slot_ns: float) -> pd.DataFrame:
-    """One bar per stream and slot of ``slot_ns`` (by start time), spanning the slot's bars, of
-    the category with the most time in the slot."""
-    bars = bars.assign(slot=(bars["start_ns"] // slot_ns).astype("int64"), dur=bars["end_ns"] - bars["start_ns"])
-    keys = ["stream_id", "slot"]
-    spans = bars.groupby(keys).agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
-    by_category = bars.groupby([*keys, "category"], observed=True)["dur"].sum().reset_index()
-    leading = by_category.sort_values("dur", ascending=False, kind="stable").drop_duplicates(keys).set_index(keys)
-    return spans.join(leading["category"]).reset_index()[["stream_id", "category", "start_ns", "end_ns"]]
+    """One bar per stream, slot of ``slot_ns`` (by start time) and category present in it,
+    spanning that category's bars in the slot."""
+    slots = (bars["start_ns"] // slot_ns).astype("int64").rename("slot")
+    return (bars.groupby([bars["stream_id"], slots, bars["category"].astype(str)], sort=True)
+            .agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
+            .reset_index()[["stream_id", "category", "start_ns", "end_ns"]])
 
 
 def step_timeline(inputs: NsysInputs) -> dict | None:
@@ -68,10 +67,10 @@ def step_timeline(inputs: NsysInputs) -> dict | None:
     title, start_ns, end_ns = step_window(inputs)
     ops = inputs.ops[(inputs.ops["start_ns"] >= start_ns) & (inputs.ops["end_ns"] <= end_ns)]
     resolution = (end_ns - start_ns) / RESOLUTION_DIVISIONS
-    bars = merged_bars(ops, resolution)
+    merged = bars = merged_bars(ops, resolution)
     slot = resolution
-    while len(bars) > MAX_BARS:  # at most streams × window / slot bars: ends as the slots widen
-        bars = merged_bars(slotted_bars(bars, slot), resolution)
+    while len(bars) > MAX_BARS:  # at most streams × categories × window / slot bars: ends as slots widen
+        bars = slotted_bars(merged, slot)
         slot *= 2
     ranges = inputs.phase_ranges
     ranges = ranges[(ranges["start_ns"] >= start_ns) & (ranges["end_ns"] <= end_ns)]

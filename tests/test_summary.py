@@ -152,11 +152,12 @@ def _renamed_copy(tmp_path, source: Path):
 
 
 def _figures(summary: dict) -> dict:
-    """The summary's numbers: everything but the file's name and hash, the range names, the notes
-    and the answers."""
+    """The summary's numbers: everything but the file's name and hash, the range names, the notes,
+    the answers and the timeline's title (the step's range name)."""
     drop = {"trace", "trace_sha256", "range_names", "notes", "efficiency"}
     figures = {k: v for k, v in summary.items() if k not in drop}
     figures["questions"] = {q: {k: v for k, v in f.items() if k != "answer"} for q, f in summary["questions"].items()}
+    figures["timeline"] = {k: v for k, v in (summary["timeline"] or {}).items() if k != "title"}
     return figures
 
 
