@@ -30,7 +30,8 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
 - ``devices``: one record per (process, GPU) with measured kernels: ``pid``, ``device_id``,
   ``kernels_per_pass``, ``kernel_ms_per_pass``, ``busy_ms_per_pass``, ``by_category_ms_per_pass``,
   ``top_kernel`` (per measured step, as in ``overall``).
-- ``efficiency``: ``precision``, ``peak_gpu``, ``peak_tflop_per_s``, ``peak_source``, ``answer``.
+- ``efficiency``: ``precision``, ``peak_gpu``, ``peak_tflop_per_s``, ``peak_source``,
+  ``precision_source``, ``gemm_precision_mix``, ``answer``.
 - ``questions``: one record per per-trace question of the registry (``a``..``e``, see
   :mod:`analysis.questions.nsys_a` .. ``nsys_e``), each with its figures and an ``answer``
   sentence; a figure a trace cannot give is null and the answer says why.

@@ -79,6 +79,8 @@ class EfficiencyRecord(TypedDict):
     peak_gpu: str | None
     peak_tflop_per_s: float | None
     peak_source: str | None
+    precision_source: str
+    gemm_precision_mix: dict[str, float]
     answer: str
 
 
