@@ -52,6 +52,7 @@ from analysis import __version__
 from analysis.load import Trace, file_sha256, load_trace
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency
+from analysis.questions.mem_f import ledger_record
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries
 from analysis.questions.registry import PER_TRACE
@@ -107,6 +108,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "efficiency": usage,
         "questions": {question.summary_key: question.per_trace(inputs) for question in PER_TRACE},
         "timeline": step_timeline(inputs),
+        "memory_ledger": ledger_record(trace, run.config, labelled.names),
     }
     return json_ready(summary)
 

@@ -13,7 +13,7 @@ import json
 import typing
 from typing import Any, TypedDict, Union
 
-SCHEMA_VERSION = 2  # 1: before the summary carried its timeline and schema version
+SCHEMA_VERSION = 3  # 1: before the summary carried its timeline and schema version; 2: before its memory ledger
 
 
 class RangeNamesRecord(TypedDict):
@@ -104,6 +104,48 @@ class TimelineRecord(TypedDict):
     phases: TimelinePhases
 
 
+class MemoryLedgerOp(TypedDict):
+    op: str
+    bytes: float  # per block
+    share: float  # of the bytes saved for backward
+
+
+class MemoryLedgerBlock(TypedDict):
+    block: int
+    forward_allocated_bytes: int
+    saved_for_backward_bytes: int
+    backward_change_bytes: int | None
+    gradient_bytes: int | None
+
+
+class MemoryLedgerSpan(TypedDict):
+    block: int
+    phase: str
+    start_ms: float
+    dur_ms: float
+
+
+class MemoryLedgerTimeline(TypedDict):
+    time_ms: list[float]
+    allocated_bytes: list[int]
+    blocks: list[MemoryLedgerSpan]
+
+
+class MemoryLedgerRecord(TypedDict):
+    available: bool
+    step: str | None
+    blocks_found: int
+    baseline_bytes: int | None
+    saved_for_backward_bytes_per_block: float | None
+    gradient_bytes_per_block: float | None
+    expected_gradient_bytes_per_block: int | None
+    params_per_block: int | None
+    top_ops: list[MemoryLedgerOp]
+    blocks: list[MemoryLedgerBlock]
+    timeline: MemoryLedgerTimeline | None
+    answer: str
+
+
 class TraceSummary(TypedDict):
     schema_version: int
     trace: str
@@ -127,6 +169,7 @@ class TraceSummary(TypedDict):
     efficiency: EfficiencyRecord
     questions: dict[str, Any]  # replaced by one property per per-trace question in the schema
     timeline: TimelineRecord | None
+    memory_ledger: MemoryLedgerRecord
 
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}

@@ -94,6 +94,20 @@ def mem_a(answer: ResultsAnswer) -> Figure:
     return figure
 
 
+def mem_f(answer: ResultsAnswer) -> Figure:
+    """Allocated memory over one step, each block's forward and backward range shaded under it."""
+    timeline, spans = first_table(answer, 3), first_table(answer, 4)
+    figure, (ax,) = new_figure()
+    ax.plot(timeline["time_ms"], timeline["allocated_bytes"] / GIB, color=PALETTE[0])
+    for index, span in enumerate(spans.itertuples()):
+        colour = PALETTE[1] if span.phase == "forward" else PALETTE[2]
+        ax.axvspan(span.start_ms, span.start_ms + span.dur_ms, color=colour, alpha=0.15 if index % 2 else 0.3, lw=0)
+    ax.set_xlabel("time from the step's start (ms); shaded: blocks' forward (first colour) and backward ranges")
+    ax.set_ylabel("allocated (GiB)")
+    ax.set_title("Allocated memory over one training step, per TransformerBlock")
+    return figure
+
+
 def _peaks_by_context(ax, table: pd.DataFrame, column: str = "peak_memory_bytes", label_suffix: str = "",
                       linestyle: str = "-") -> None:
     """One line per mode (a mode keeps its colour across calls), OOM contexts as crosses on top."""
@@ -266,7 +280,7 @@ def category_stack(spec: FigureSpec, answer: ResultsAnswer) -> Figure:
 
 RESULTS_DRAWINGS = {
     "bench-b": bench_b, "bench-c": bench_c, "mp-accum": mp_accum, "mp-a": mp_a, "mp-c": mp_c,
-    "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c, "mem-d": mem_d, "mem-e": mem_e,
+    "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c, "mem-d": mem_d, "mem-e": mem_e, "mem-f": mem_f,
     "attn-a": attn_a, "compile-a": compile_a, "compile-b": compile_b,
 }
 SPEC_DRAWINGS = {"trace_bars": trace_bars, "category_stack": category_stack}
