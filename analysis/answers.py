@@ -17,7 +17,7 @@ SWEEP = "sweep"
 # Settings a diff pair may differ in (exactly one of them), with the value that makes a run side A
 # (the baseline); everything else must match.
 DIFF_BASELINES = {"dtype": "fp32", "compile": False, "attention": "naive"}
-SAME_SHAPE_KEYS = ("size", "context_length", "mode", "batch_size")
+SAME_SHAPE_KEYS = ("handout", "size", "context_length", "mode", "batch_size")
 
 
 def answer_all(summaries: list[dict], results: ResultsSet) -> list[QuestionRecord]:
@@ -41,7 +41,7 @@ def diff_pairs(summaries: list[dict]) -> list[DiffRecord]:
     for index, a in enumerate(with_config):
         for b in with_config[index + 1:]:
             ca, cb = a["config"], b["config"]
-            same_shape = all(ca.get(k) == cb.get(k) for k in SAME_SHAPE_KEYS)
+            same_shape = all(config_value(ca, k) == config_value(cb, k) for k in SAME_SHAPE_KEYS)
             changed = [k for k in DIFF_BASELINES if config_value(ca, k) != config_value(cb, k)]
             if same_shape and len(changed) == 1:
                 key = changed[0]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from analysis.records import ResultsAnswer, Unanswered  # noqa: F401  (what the questions return)
 from analysis.runs import size_order
+from cs336_profile.config import DEFAULT_HANDOUT, HANDOUTS
 from cs336_profile.contract import STATUS_OK
 
 RESULTS_FILE_COLUMN = "results_file"
@@ -41,22 +42,32 @@ class ResultsSet:
 
 
 def read_results_dir(results_dir: str | Path | None) -> ResultsSet:
-    """Load every results document (`*.json` with ``experiment`` and ``rows``) in a folder.
+    """Load every results document (`*.json` with ``experiment`` and ``rows``) in a folder and in
+    its handout-edition subfolders (``2026/``, keyed ``2026/<name>.json``).
 
     Other JSON files (timings, snapshots' metadata) are skipped; a missing folder gives an empty set.
     """
     if results_dir is None or not Path(results_dir).is_dir():
         return ResultsSet()
+    root = Path(results_dir)
     documents = {}
-    for path in sorted(Path(results_dir).glob("*.json")):
+    paths = [*root.glob("*.json"), *(p for edition in HANDOUTS for p in (root / edition).glob("*.json"))]
+    for path in sorted(paths):
         try:
             document = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
         if isinstance(document, dict) and isinstance(document.get("experiment"), str) \
                 and isinstance(document.get("rows"), list):
-            documents[path.name] = document
+            documents[path.relative_to(root).as_posix()] = document
     return ResultsSet(documents)
+
+
+def results_edition(document: dict) -> str:
+    """The handout edition of a results document: its config's, else its rows', else 2025."""
+    rows = [row.get("handout") for row in document.get("rows", []) if isinstance(row, dict)]
+    named = (document.get("config") or {}).get("handout") or next((r for r in rows if r), None)
+    return str(named or DEFAULT_HANDOUT)
 
 
 def used_files(*frames: pd.DataFrame) -> tuple[str, ...]:
