@@ -7,7 +7,7 @@ catalog, the index, the figures, the summary's ``questions`` section and the pag
 """
 from __future__ import annotations
 
-from analysis.questions import attention, bench, compile, mem_f, memory, mixed_precision, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
+from analysis.questions import attention, bench, checkpointing, compile, mem_f, memory, mixed_precision, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.question import Question
 
 QUESTIONS: tuple[Question, ...] = (
@@ -15,7 +15,7 @@ QUESTIONS: tuple[Question, ...] = (
     nsys_a.QUESTION, nsys_b.QUESTION, nsys_c.QUESTION, nsys_d.QUESTION, nsys_e.QUESTION,
     mixed_precision.MP_ACCUM, mixed_precision.MP_A, mixed_precision.MP_C,
     memory.MEM_A, memory.MEM_B, memory.MEM_C, memory.MEM_D, memory.MEM_E, mem_f.MEM_F,
-    attention.ATTN_A,
+    attention.ATTN_A, checkpointing.CKPT_B,
     compile.COMPILE_A, compile.COMPILE_B,
 )
 PER_TRACE: tuple[Question, ...] = tuple(q for q in QUESTIONS if q.per_trace is not None)

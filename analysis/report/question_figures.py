@@ -108,6 +108,26 @@ def mem_f(answer: ResultsAnswer) -> Figure:
     return figure
 
 
+def ckpt_b(answer: ResultsAnswer) -> Figure:
+    """Peak memory per blocks per checkpoint group; OOM block sizes as crosses at the top."""
+    table = first_table(answer)
+    grouped = table[table["blocks_per_group"] > 0]
+    done = completed(grouped)
+    figure, (ax,) = new_figure()
+    ax.plot(done["blocks_per_group"], done["peak_memory_bytes"] / GIB, marker="o", color=PALETTE[0])
+    failed = grouped[grouped["status"] != "ok"]
+    if len(failed):
+        top = done["peak_memory_bytes"].max() / GIB if len(done) else 1.0
+        ax.scatter(failed["blocks_per_group"], [top * 1.05] * len(failed), marker="x", color=PALETTE[1],
+                   label="out of memory")
+        ax.legend(frameon=False)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("blocks per checkpoint group K")
+    ax.set_ylabel("peak allocated (GiB)")
+    ax.set_title("Activation checkpointing: peak memory against K")
+    return figure
+
+
 def _peaks_by_context(ax, table: pd.DataFrame, column: str = "peak_memory_bytes", label_suffix: str = "",
                       linestyle: str = "-") -> None:
     """One line per mode (a mode keeps its colour across calls), OOM contexts as crosses on top."""
@@ -281,7 +301,7 @@ def category_stack(spec: FigureSpec, answer: ResultsAnswer) -> Figure:
 RESULTS_DRAWINGS = {
     "bench-b": bench_b, "bench-c": bench_c, "mp-accum": mp_accum, "mp-a": mp_a, "mp-c": mp_c,
     "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c, "mem-d": mem_d, "mem-e": mem_e, "mem-f": mem_f,
-    "attn-a": attn_a, "compile-a": compile_a, "compile-b": compile_b,
+    "attn-a": attn_a, "ckpt-b": ckpt_b, "compile-a": compile_a, "compile-b": compile_b,
 }
 SPEC_DRAWINGS = {"trace_bars": trace_bars, "category_stack": category_stack}
 
