@@ -13,7 +13,7 @@ import json
 import typing
 from typing import Any, TypedDict, Union
 
-SCHEMA_VERSION = 3  # 1: before the summary carried its timeline and schema version; 2: before its memory ledger
+SCHEMA_VERSION = 3  # 1: before the summary carried its timeline and schema version; 2: before its memory ledger and GPU metrics
 
 
 class RangeNamesRecord(TypedDict):
@@ -146,6 +146,12 @@ class MemoryLedgerRecord(TypedDict):
     answer: str
 
 
+class GpuMetricsRecord(TypedDict):
+    available: bool
+    samples_per_s: float | None
+    phases: dict[str, dict[str, float]]  # phase -> sm_active_pct, tensor_active_pct, dram_*_pct: mean %
+
+
 class TraceSummary(TypedDict):
     schema_version: int
     trace: str
@@ -170,6 +176,7 @@ class TraceSummary(TypedDict):
     questions: dict[str, Any]  # replaced by one property per per-trace question in the schema
     timeline: TimelineRecord | None
     memory_ledger: MemoryLedgerRecord
+    gpu_metrics: GpuMetricsRecord
 
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}

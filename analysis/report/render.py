@@ -117,8 +117,12 @@ def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
     if overall["top_kernels"]:
         top = pd.DataFrame(overall["top_kernels"][:TOP_KERNELS_OVERALL], columns=KERNEL_COLUMNS)
         kernels.append(display_table(f"Top kernels, {scope}", _label_kernels(top)))
-    return {"phases": [display_table("Per phase, mean per measured pass", per_phase)] if phases else [],
-            "kernels": kernels}
+    tables = [display_table("Per phase, mean per measured pass", per_phase)] if phases else []
+    metrics = (summary.get("gpu_metrics") or {}).get("phases") or {}
+    if metrics:
+        rows = pd.DataFrame([{"phase": name, **values} for name, values in metrics.items()])
+        tables.append(display_table("GPU metrics per phase, mean % over the measured phase windows", rows))
+    return {"phases": tables, "kernels": kernels}
 
 
 def diff_content(page: DiffPage, out_dir: Path) -> tuple[dict, list[DisplayTable], list[FigureFile]]:
