@@ -16,9 +16,11 @@ def global_tid(pid: int, tid: int) -> int:
 
 def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
                  strings=("kernel_a",)) -> Path:
-    """Write an export. ``kernels``: (start, end, launch_start, pid, tid, correlation_id);
+    """Write an export. ``kernels``: (start, end, launch_start, pid, tid, correlation_id), optionally
+    followed by (name, device, stream) — name one of ``strings`` (default the first), device 0,
+    stream 7;
     ``ranges``: (name, start, end_or_None, pid, tid, end_tid, event_type);
-    ``marks``: (text, time, pid, tid)."""
+    ``marks``: (text, time, pid, tid), optionally followed by a domain name."""
     conn = sqlite3.connect(path)
     conn.executescript("""
         CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
@@ -37,9 +39,12 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
         conn.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER,
             deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
             demangledName INTEGER, shortName INTEGER)""")
-    for start, end, launch, pid, tid, corr in kernels:
-        conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 0, 7, ?, ?, 1, 1)",
-                     (start, end, corr, global_tid(pid, 0)))
+    string_ids = {name: i for i, name in enumerate(("cudaLaunchKernel",) + tuple(strings))}
+    for start, end, launch, pid, tid, corr, *where in kernels:
+        name, device, stream = tuple(where) + (strings[0], 0, 7)[len(where):]
+        conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (start, end, device, stream, corr, global_tid(pid, 0), string_ids[name],
+                      string_ids[name]))
         conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, 0, 0, 0)",
                      (launch, launch + 5, global_tid(pid, tid), corr))
     for name, start, end, pid, tid, end_tid, event_type in ranges:
@@ -47,9 +52,17 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
                      "endGlobalTid, domainId) VALUES (?, ?, ?, ?, ?, ?, 0)",
                      (start, end, event_type, name, global_tid(pid, tid),
                       global_tid(pid, end_tid) if end_tid is not None else None))
-    for text, time, pid, tid in marks:
+    domains: dict[tuple[int, str], int] = {}  # (pid, name) -> domainId, created on first use
+    for text, time, pid, tid, *domain in marks:
+        domain_id = 0
+        if domain and (pid, domain[0]) not in domains:  # first use: its domain-create row
+            domains[(pid, domain[0])] = len(domains) + 1
+            conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) "
+                         "VALUES (0, 75, ?, ?, ?)", (domain[0], global_tid(pid, tid), len(domains)))
+        if domain:
+            domain_id = domains[(pid, domain[0])]
         conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) "
-                     "VALUES (?, 34, ?, ?, 0)", (time, text, global_tid(pid, tid)))
+                     "VALUES (?, 34, ?, ?, ?)", (time, text, global_tid(pid, tid), domain_id))
     if graphs:
         conn.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER, end INTEGER, "
                      "graphId INTEGER, correlationId INTEGER)")

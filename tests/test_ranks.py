@@ -1,0 +1,154 @@
+"""Per-rank figures, exposed communication, collectives and skew on synthetic two-process
+traces with known answers, and on real two-GPU exports checked by independent SQL."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from analysis.load import load_trace
+from analysis.multi_gpu import communication_summary
+from analysis.phases import label_ops
+from tests.synthetic import build_export
+
+GEMM = "gemm_kernel"
+ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+PUSH_POP = 59
+US = 1000  # the synthetic times below are in µs
+
+
+def _process(pid: int, device: int, rank: int, forward_offset: int, cover: list) -> tuple:
+    """Ranges, marks and kernels of one process: warmup_0 then step_0, step_1, each a forward
+    and a backward; one all-reduce [500, 600) µs into each step's backward, covered by the
+    ``cover`` compute kernels (µs offsets in the step); one all-reduce in the warm-up."""
+    ranges, kernels = [], []
+    corr = iter(range(1, 1000))
+    for index, name in enumerate(("warmup_0", "step_0", "step_1")):
+        base = (index + 1) * 10_000 * US
+        ranges += [(name, base, base + 900 * US, pid, 1, 1, PUSH_POP),
+                   ("forward", base, base + 400 * US, pid, 1, 1, PUSH_POP),
+                   ("backward", base + 400 * US, base + 900 * US, pid, 1, 1, PUSH_POP)]
+        kernels.append((base + (10 + forward_offset) * US, base + (110 + forward_offset) * US,
+                        base + US, pid, 1, next(corr), GEMM, device, 7))
+        kernels.append((base + 500 * US, base + 600 * US, base + 410 * US, pid, 2, next(corr),
+                        ALL_REDUCE, device, 20))
+        for start, end in cover:
+            kernels.append((base + start * US, base + end * US, base + 405 * US, pid, 2,
+                            next(corr), GEMM, device, 7))
+    config = json.dumps({"event": "config", "rank": rank, "world_size": 2})
+    return ranges, [(config, 5 * US, pid, 1, "cs336_profile")], kernels
+
+
+@pytest.fixture
+def two_ranks(tmp_path):
+    # pid 100 on GPU 1 is rank 0 by its config mark; pid 200 on GPU 0 is rank 1. On GPU 1 the
+    # all-reduce [500, 600) is covered by [520, 550) and [580, 620): 50 µs exposed. On GPU 0
+    # nothing covers it (GPU 1's compute does not count): 100 µs exposed.
+    first = _process(100, 1, 0, 0, [(520, 550), (580, 620)])
+    second = _process(200, 0, 1, 25, [(700, 710)])
+    path = build_export(tmp_path / "two.sqlite", ranges=first[0] + second[0],
+                        marks=first[1] + second[1], kernels=first[2] + second[2],
+                        strings=(GEMM, ALL_REDUCE))
+    trace = load_trace(path)
+    return communication_summary(label_ops(trace), trace.ranges, trace.marks)
+
+
+def test_each_rank_has_its_own_passes_and_exposed_communication(two_ranks):
+    ranks = two_ranks["ranks"]
+    assert [(r["rank"], r["pid"], r["device_id"], r["rank_source"]) for r in ranks] == [
+        (0, 100, 1, "config mark"), (1, 200, 0, "config mark")]
+    assert [r["passes"] for r in ranks] == [2, 2]  # measured steps of each process, not 4
+    backward = [r["phases"]["backward"] for r in ranks]
+    assert [b["passes"] for b in backward] == [2, 2]
+    assert [b["kernels_per_pass"] for b in backward] == [3, 2]
+    assert [b["communication_ms_per_pass"] for b in backward] == pytest.approx([0.1, 0.1])
+    assert [b["exposed_communication_ms_per_pass"] for b in backward] == pytest.approx([0.05, 0.1])
+    assert [b["overlapped_communication_ms_per_pass"] for b in backward] == pytest.approx([0.05, 0])
+    forward = ranks[0]["phases"]["forward"]
+    assert forward["kernel_ms_per_pass"] == pytest.approx(0.1)
+    assert forward["communication_ms_per_pass"] == 0
+    # the whole step: forward + backward kernels, the warm-up's all-reduce left out
+    assert ranks[0]["phases"]["step"]["kernel_ms_per_pass"] == pytest.approx(0.1 + 0.1 + 0.07)
+
+
+def test_collectives_per_rank(two_ranks):
+    rows = two_ranks["collectives"]
+    assert [(r["rank"], r["collective"], r["calls_per_pass"]) for r in rows] == [
+        (0, "all_reduce", 1), (1, "all_reduce", 1)]
+    assert [r["exposed_ms_per_pass"] for r in rows] == pytest.approx([0.05, 0.1])
+    assert rows[0]["mean_call_ms"] == pytest.approx(0.1)
+    assert rows[0]["bytes_per_call"] is None and rows[0]["bus_bandwidth_gb_per_s"] is None
+
+
+def test_skew_between_ranks(two_ranks):
+    steps = two_ranks["skew"]["steps"]
+    assert [s["step"] for s in steps] == ["step_0", "step_1"]
+    # first kernels start 10 and 35 µs into the step; last ones end at 620 and 710 µs
+    assert steps[0]["start_spread_ms"] == pytest.approx(0.025)
+    assert steps[0]["end_spread_ms"] == pytest.approx(0.09)
+    assert steps[0]["duration_spread_ms"] == pytest.approx(0.065)
+    assert steps[0]["phase_duration_spread_ms"]["backward"] == pytest.approx(0.09)
+    assert two_ranks["skew"]["max_start_spread_ms"] == pytest.approx(0.025)
+
+
+def test_without_config_marks_ranks_follow_device_order(tmp_path):
+    first = _process(100, 1, 0, 0, [])
+    second = _process(200, 0, 1, 0, [])
+    path = build_export(tmp_path / "unmarked.sqlite", ranges=first[0] + second[0],
+                        kernels=first[2] + second[2], strings=(GEMM, ALL_REDUCE))
+    trace = load_trace(path)
+    ranks = communication_summary(label_ops(trace), trace.ranges, trace.marks)["ranks"]
+    assert [(r["rank"], r["device_id"], r["rank_source"]) for r in ranks] == [
+        (0, 0, "device order"), (1, 1, "device order")]
+
+
+# ------------------------------------------------------------------ real two-GPU exports
+
+# Independent of the analyzer: per (process, GPU), kernels, kernel and NCCL time, and the NCCL
+# time that the islands of compute kernels (runs of overlapping non-NCCL kernels on the GPU,
+# merged with window functions) overlap.
+PER_RANK_SQL = """
+WITH k AS (
+  SELECT (globalPid >> 24) & 16777215 AS pid, deviceId AS device, start, "end",
+         s.value LIKE '%nccl%' AS comm
+  FROM CUPTI_ACTIVITY_KIND_KERNEL JOIN StringIds s ON s.id = demangledName),
+reach AS (
+  SELECT pid, device, start, "end",
+         MAX("end") OVER (PARTITION BY pid, device ORDER BY start, "end"
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+  FROM k WHERE NOT comm),
+numbered AS (
+  SELECT pid, device, start, "end",
+         SUM(reach IS NULL OR start > reach) OVER (PARTITION BY pid, device ORDER BY start, "end"
+                                                  ROWS UNBOUNDED PRECEDING) AS island
+  FROM reach),
+islands AS (SELECT pid, device, MIN(start) AS start, MAX("end") AS "end"
+            FROM numbered GROUP BY pid, device, island)
+SELECT pid, device, COUNT(*), SUM("end" - start), SUM(CASE WHEN comm THEN "end" - start END),
+  (SELECT COALESCE(SUM(MIN(c."end", i."end") - MAX(c.start, i.start)), 0)
+   FROM k c JOIN islands i ON i.pid = c.pid AND i.device = c.device
+     AND i.start < c."end" AND i."end" > c.start
+   WHERE c.comm AND c.pid = k.pid AND c.device = k.device)
+FROM k GROUP BY pid, device ORDER BY device, pid
+"""
+
+
+@pytest.mark.parametrize("name", ["h100_2gpu_1s.sqlite", "mfu_2gpu_before.sqlite",
+                                  "mfu_2gpu_after.sqlite"])
+def test_real_two_gpu_exports_match_sql(external_trace, name):
+    path = external_trace(name)
+    trace = load_trace(path)
+    summary = communication_summary(label_ops(trace), trace.ranges, trace.marks)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        expected = conn.execute(PER_RANK_SQL).fetchall()
+    assert len(expected) == 2 and len(summary["ranks"]) == 2
+    for rank, (pid, device, count, kernel_ns, comm_ns, covered_ns) in zip(summary["ranks"],
+                                                                        expected):
+        whole = rank["phases"]["step"]  # no step ranges: the whole capture is one pass
+        assert (rank["pid"], rank["device_id"], rank["passes"]) == (pid, device, 1)
+        assert whole["kernels_per_pass"] == count
+        assert whole["kernel_ms_per_pass"] == pytest.approx(kernel_ns / 1e6, abs=1e-9)
+        assert whole["communication_ms_per_pass"] == pytest.approx((comm_ns or 0) / 1e6, abs=1e-9)
+        assert whole["exposed_communication_ms_per_pass"] == pytest.approx(
+            ((comm_ns or 0) - covered_ns) / 1e6, abs=1e-9)
