@@ -86,6 +86,7 @@ def _rank_blocks(kernels: pd.DataFrame, rank, blocks: pd.DataFrame) -> list[dict
     stream_starts = on_stream["start_ns"].to_numpy()
     stream_reach = np.maximum.accumulate(on_stream["end_ns"].to_numpy())
     in_block = ops_in_windows(on_stream, blocks)
+    stream_compute = ~on_stream["is_communication"].to_numpy()
     gathers = forward[(forward["collective"] == ALL_GATHER).to_numpy()]
     rows = []
     for forward_id, pass_blocks in blocks.groupby("forward_id"):
@@ -95,7 +96,7 @@ def _rank_blocks(kernels: pd.DataFrame, rank, blocks: pd.DataFrame) -> list[dict
             continue
         owned = pass_gathers.iloc[len(pass_gathers) - len(pass_blocks):]
         for (position, block), gather in zip(pass_blocks.iterrows(), owned.itertuples()):
-            first = np.flatnonzero(in_block == position)
+            first = np.flatnonzero((in_block == position) & stream_compute)
             if not len(first):
                 continue
             first_start = stream_starts[first[0]]
