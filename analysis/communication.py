@@ -71,17 +71,28 @@ def exposed_ns(kernels: pd.DataFrame, is_communication: np.ndarray) -> np.ndarra
     return result
 
 
-def collective_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, passes: dict[int, int]
-                       ) -> list[dict]:
+def bus_factor(collective: str, world_size: int) -> float | None:
+    """Bus bytes per byte of NCCL's message size (nccl-tests' bus bandwidth, with the message
+    size of one rank): all-reduce 2(n-1)/n, all-gather and reduce-scatter n-1, broadcast and
+    send/recv 1; None for other kernels."""
+    n = world_size
+    return {"all_reduce": 2 * (n - 1) / n, "all_gather": n - 1, "reduce_scatter": n - 1,
+            "broadcast": 1.0, "send_recv": 1.0}.get(collective)
+
+
+def collective_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, passes: dict[int, int],
+                       world_size: int) -> list[dict]:
     """One record per rank and collective it ran in its measured steps: ``pid, device_id, rank,
     collective, calls_per_pass, ms_per_pass, mean_call_ms, exposed_ms_per_pass``, and
-    ``bytes_per_call`` / ``bus_bandwidth_gb_per_s``, null: the trace gives no message sizes.
+    ``bytes_per_call`` (mean NCCL message size) and ``bus_bandwidth_gb_per_s`` (bus bytes over
+    kernel time), null unless every call has its size in the trace.
 
-    ``kernels`` are rows with :func:`communication_columns`; ``passes`` maps a process id to its
-    number of measured steps."""
+    ``kernels`` are rows with :func:`communication_columns` and ``bytes`` (-1 when unknown);
+    ``passes`` maps a process id to its number of measured steps."""
     comm = kernels[kernels["measured"].to_numpy() & kernels["is_communication"].to_numpy()]
     totals = comm.groupby(["pid", "device_id", "collective"]).agg(
-        calls=("dur_ns", "size"), dur_ns=("dur_ns", "sum"), exposed_ns=("exposed_ns", "sum"))
+        calls=("dur_ns", "size"), dur_ns=("dur_ns", "sum"), exposed_ns=("exposed_ns", "sum"),
+        bytes=("bytes", "sum"), unknown=("bytes", lambda b: int((b < 0).sum())))
     records = []
     for rank in ranks.itertuples(index=False):
         n = passes.get(rank.pid, 0)
@@ -90,12 +101,17 @@ def collective_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, passes: dict[
             if not n or key not in totals.index:
                 continue
             row = totals.loc[key]
+            known = row["unknown"] == 0
+            factor = bus_factor(collective, world_size)
             records.append({
                 "pid": int(rank.pid), "device_id": int(rank.device_id), "rank": int(rank.rank),
                 "collective": collective, "calls_per_pass": row["calls"] / n,
                 "ms_per_pass": row["dur_ns"] / n / 1e6,
                 "mean_call_ms": row["dur_ns"] / row["calls"] / 1e6,
                 "exposed_ms_per_pass": row["exposed_ns"] / n / 1e6,
-                "bytes_per_call": None, "bus_bandwidth_gb_per_s": None,
+                "bytes_per_call": row["bytes"] / row["calls"] if known else None,
+                # bytes per ns are GB/s
+                "bus_bandwidth_gb_per_s": row["bytes"] * factor / row["dur_ns"]
+                if known and factor is not None and row["dur_ns"] > 0 else None,
             })
     return records

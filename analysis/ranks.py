@@ -22,20 +22,20 @@ WHOLE_STEP = "step"  # the phase key of a rank's figures over its whole measured
 NS_PER_MS = 1e6
 
 
-def config_ranks(marks: pd.DataFrame) -> dict[int, int]:
-    """Process id -> the ``rank`` of its runner ``config`` mark, for the processes that have one."""
+def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
+    """Process id -> the integer ``key`` of its runner ``config`` mark, where it has one."""
     ours = marks[marks["domain"] == RUN_MARK_DOMAIN]
-    ranks = {}
+    values = {}
     for pid, message in zip(ours["pid"], ours["name"]):
         try:
             event = json.loads(message)
         except (TypeError, ValueError):
             continue
-        rank = event.get("rank") if isinstance(event, dict) and event.get("event") == "config" \
+        value = event.get(key) if isinstance(event, dict) and event.get("event") == "config" \
             else None
-        if isinstance(rank, int) and not isinstance(rank, bool):
-            ranks[int(pid)] = rank
-    return ranks
+        if isinstance(value, int) and not isinstance(value, bool):
+            values[int(pid)] = value
+    return values
 
 
 def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
@@ -43,7 +43,7 @@ def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
     (``config mark`` or ``device order``), sorted by rank."""
     pairs = (kernels[["pid", "device_id"]].drop_duplicates()
              .sort_values(["device_id", "pid"]).reset_index(drop=True))
-    marked = config_ranks(marks)
+    marked = config_values(marks, "rank")
     if len(pairs) and pairs["pid"].isin(marked).all():
         pairs = pairs.assign(rank=pairs["pid"].map(marked).astype(np.int64),
                              rank_source="config mark")

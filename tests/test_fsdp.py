@@ -49,7 +49,7 @@ def _summary(tmp_path, steps):
     path = build_export(tmp_path / "fsdp.sqlite", ranges=ranges, kernels=kernels,
                         strings=(GEMM, COPY_IN, ALL_GATHER))
     trace = load_trace(path)
-    return communication_summary(label_ops(trace), trace.ranges, trace.marks)
+    return communication_summary(trace, label_ops(trace))
 
 
 def test_block_lead_and_lag(tmp_path):
@@ -67,4 +67,4 @@ def test_no_layer_ranges_no_blocks(tmp_path):
         kernels=[(10, 20, 5, 1, 1, 1, ALL_GATHER), (20, 30, 6, 1, 1, 2, GEMM)],
         strings=(ALL_GATHER, GEMM))
     trace = load_trace(path)
-    assert communication_summary(label_ops(trace), trace.ranges, trace.marks)["fsdp_blocks"] == []
+    assert communication_summary(trace, label_ops(trace))["fsdp_blocks"] == []

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import struct
 
 import pytest
 
 from analysis.load import load_trace
 from analysis.multi_gpu import communication_summary
 from analysis.phases import label_ops
-from tests.synthetic import build_export
+from tests.synthetic import build_export, global_tid
 
 GEMM = "gemm_kernel"
 ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -51,7 +52,7 @@ def two_ranks(tmp_path):
                         marks=first[1] + second[1], kernels=first[2] + second[2],
                         strings=(GEMM, ALL_REDUCE))
     trace = load_trace(path)
-    return communication_summary(label_ops(trace), trace.ranges, trace.marks)
+    return communication_summary(trace, label_ops(trace))
 
 
 def test_each_rank_has_its_own_passes_and_exposed_communication(two_ranks):
@@ -98,7 +99,7 @@ def test_without_config_marks_ranks_follow_device_order(tmp_path):
     path = build_export(tmp_path / "unmarked.sqlite", ranges=first[0] + second[0],
                         kernels=first[2] + second[2], strings=(GEMM, ALL_REDUCE))
     trace = load_trace(path)
-    ranks = communication_summary(label_ops(trace), trace.ranges, trace.marks)["ranks"]
+    ranks = communication_summary(trace, label_ops(trace))["ranks"]
     assert [(r["rank"], r["device_id"], r["rank_source"]) for r in ranks] == [
         (0, 0, "device order"), (1, 1, "device order")]
 
@@ -139,7 +140,7 @@ FROM k GROUP BY pid, device ORDER BY device, pid
 def test_real_two_gpu_exports_match_sql(external_trace, name):
     path = external_trace(name)
     trace = load_trace(path)
-    summary = communication_summary(label_ops(trace), trace.ranges, trace.marks)
+    summary = communication_summary(trace, label_ops(trace))
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         expected = conn.execute(PER_RANK_SQL).fetchall()
     assert len(expected) == 2 and len(summary["ranks"]) == 2
@@ -152,3 +153,45 @@ def test_real_two_gpu_exports_match_sql(external_trace, name):
         assert whole["communication_ms_per_pass"] == pytest.approx((comm_ns or 0) / 1e6, abs=1e-9)
         assert whole["exposed_communication_ms_per_pass"] == pytest.approx(
             ((comm_ns or 0) - covered_ns) / 1e6, abs=1e-9)
+
+
+def _add_allreduce_payloads(path, calls):
+    """Give an export NCCL's payload schema for all-reduce and ``calls`` (pid, tid, start, bytes)
+    as ``ncclAllReduce`` ranges whose binaryData holds nsys's header and NCCL's payload."""
+    schema = 16777223
+    with sqlite3.connect(path) as conn:
+        conn.executescript("""
+            ALTER TABLE NVTX_EVENTS ADD COLUMN binaryData BLOB;
+            CREATE TABLE NVTX_PAYLOAD_SCHEMA_ENTRIES (domainId INTEGER, schemaId INTEGER,
+                idx INTEGER, flags INTEGER, type INTEGER, name TEXT, description TEXT,
+                arrayOrUnionDetail INTEGER, offset INTEGER);""")
+        conn.executemany("INSERT INTO NVTX_PAYLOAD_SCHEMA_ENTRIES VALUES (9, ?, ?, NULL, ?, ?, "
+                         "NULL, NULL, ?)", [(schema, 0, 18, "NCCL communicator ID", None),
+                                            (schema, 1, 22, "Message size [bytes]", 8),
+                                            (schema, 2, 5, "Reduction operation", 16)])
+        for pid, tid, start, size in calls:
+            blob = struct.pack("<IIIIQQ", 9, 0, schema, 0, 24, 56) + struct.pack("<QQQ", 77, size, 0)
+            conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, "
+                         "domainId, binaryData) VALUES (?, ?, 59, 'ncclAllReduce', ?, 9, ?)",
+                         (start, start + 3 * US, global_tid(pid, tid), blob))
+
+
+def test_message_sizes_from_nccl_payloads_give_bytes_and_bus_bandwidth(tmp_path):
+    first = _process(100, 1, 0, 0, [])
+    second = _process(200, 0, 1, 0, [])
+    path = build_export(tmp_path / "payloads.sqlite", ranges=first[0] + second[0],
+                        marks=first[1] + second[1], kernels=first[2] + second[2],
+                        strings=(GEMM, ALL_REDUCE))
+    # each step's all-reduce is launched 410 µs into it from thread 2; its call starts at 408 µs
+    mib = 1 << 20
+    _add_allreduce_payloads(path, [(pid, 2, (index + 1) * 10_000 * US + 408 * US, size)
+                                   for pid, size in ((100, 4 * mib), (200, 2 * mib))
+                                   for index in range(3)])
+    trace = load_trace(path)
+    summary = communication_summary(trace, label_ops(trace))
+    assert (summary["world_size"], summary["world_size_source"]) == (2, "config mark")
+    rows = summary["collectives"]
+    assert [r["bytes_per_call"] for r in rows] == [4 * mib, 2 * mib]
+    # all-reduce on 2 ranks moves 2(n-1)/n = 1 bus byte per message byte, in 100 µs
+    assert [r["bus_bandwidth_gb_per_s"] for r in rows] == pytest.approx(
+        [4 * mib / 100_000, 2 * mib / 100_000])
