@@ -17,10 +17,13 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.classify import classify_kernels
+from analysis.classify import RULES
 from analysis.intervals import uncovered_ns
 
 COMMUNICATION = "communication"  # the kernel category of analysis.classify for NCCL kernels
+# The classification's communication rule. It comes first in RULES, so a name it matches is
+# communication whatever the later rules say (tests/test_ranks.py checks the order).
+_COMMUNICATION_RULE = next(rule.pattern for rule in RULES if rule.category == COMMUNICATION)
 
 # Display order; the first pattern that matches a kernel name wins (ReduceScatter before
 # AllReduce: both contain "Reduce").
@@ -44,12 +47,11 @@ def communication_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     """``kernels`` (rows of ``LabelledOps.ops`` with ``op_kind == "kernel"``) with three columns
     added: ``is_communication``, ``collective`` (``""`` for compute kernels) and ``exposed_ns``
     (0 for compute kernels)."""
-    names = kernels["demangled_name"].astype(str)
-    is_communication = (classify_kernels(names)["category"] == COMMUNICATION).to_numpy()
-    codes, distinct = pd.factorize(names)
-    collective = np.array([collective_of(name) for name in distinct], dtype=object)[codes] \
-        if len(distinct) else np.array([], dtype=object)
-    collective = np.where(is_communication, collective, "")
+    codes, distinct = pd.factorize(kernels["demangled_name"])
+    collectives = np.array([collective_of(str(name)) if _COMMUNICATION_RULE.search(str(name))
+                            else "" for name in distinct] + [""], dtype=object)
+    collective = collectives[codes]  # code -1 (no name) takes the trailing ""
+    is_communication = collective != ""
     return kernels.assign(is_communication=is_communication, collective=collective,
                           exposed_ns=exposed_ns(kernels, is_communication))
 
@@ -90,9 +92,12 @@ def collective_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, passes: dict[
     ``kernels`` are rows with :func:`communication_columns` and ``bytes`` (-1 when unknown);
     ``passes`` maps a process id to its number of measured steps."""
     comm = kernels[kernels["measured"].to_numpy() & kernels["is_communication"].to_numpy()]
+    if not len(comm):
+        return []
+    comm = comm.assign(unknown=comm["bytes"] < 0)
     totals = comm.groupby(["pid", "device_id", "collective"]).agg(
         calls=("dur_ns", "size"), dur_ns=("dur_ns", "sum"), exposed_ns=("exposed_ns", "sum"),
-        bytes=("bytes", "sum"), unknown=("bytes", lambda b: int((b < 0).sum())))
+        bytes=("bytes", "sum"), unknown=("unknown", "sum"))
     records = []
     for rank in ranks.itertuples(index=False):
         n = passes.get(rank.pid, 0)

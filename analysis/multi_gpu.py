@@ -9,12 +9,16 @@ from analysis.nccl_payloads import kernel_bytes, read_message_sizes
 from analysis.phases import LabelledOps
 from analysis.ranks import config_values, rank_figures, rank_table, skew, step_passes
 
+# The columns of the labelled ops the communication figures read.
+COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "launch_start_ns",
+           "launch_tid", "demangled_name", "measured", "step", "phase", "phase_range_id"]
+
 
 def communication_summary(trace: Trace, labelled: LabelledOps) -> dict:
     """``world_size``, ``ranks``, ``collectives``, ``fsdp_blocks`` and ``skew`` of a labelled
     trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
     ops = labelled.ops
-    kernels = communication_columns(ops[(ops["op_kind"] == "kernel").to_numpy()])
+    kernels = communication_columns(ops.loc[(ops["op_kind"] == "kernel").to_numpy(), COLUMNS])
     calls = read_message_sizes(trace.path)
     calls = calls.assign(collective=calls["call"].map(collective_of).astype(object))
     kernels = kernels.assign(bytes=kernel_bytes(kernels, calls))

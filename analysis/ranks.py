@@ -119,12 +119,14 @@ def skew(kernels: pd.DataFrame, ranks: pd.DataFrame) -> dict:
     last-end span) and ``phase_duration_spread_ms`` {phase: the same for each phase's span}.
     ``max_start_spread_ms``, ``max_end_spread_ms``: the largest over the steps (null when none).
     """
-    measured = kernels[kernels["measured"].to_numpy() & (kernels["step"].astype(str) != "")]
+    if len(ranks) < 2:
+        return {"steps": [], "max_start_spread_ms": None, "max_end_spread_ms": None}
+    measured = kernels[kernels["measured"].to_numpy() & (kernels["step"] != "").to_numpy()]
     rank_of = ranks.set_index(["pid", "device_id"])["rank"]
     measured = measured.assign(rank=rank_of.reindex(
         pd.MultiIndex.from_frame(measured[["pid", "device_id"]])).to_numpy())
     spans = _spans(measured, ["step", "rank"])
-    phase_spans = _spans(measured[measured["phase"].astype(str) != ""], ["step", "phase", "rank"])
+    phase_spans = _spans(measured[(measured["phase"] != "").to_numpy()], ["step", "phase", "rank"])
     steps = []
     for step, per_rank in spans.groupby("step", sort=False):
         if len(per_rank) < 2:
@@ -146,19 +148,14 @@ def skew(kernels: pd.DataFrame, ranks: pd.DataFrame) -> dict:
 
 
 def _spans(kernels: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """First kernel start, last kernel end and their distance per group of ``by``."""
-    keys = kernels[by].astype({c: str for c in by if c != "rank"})
-    spans = kernels.assign(**{c: keys[c] for c in by}).groupby(by, sort=False).agg(
+    """First kernel start, last kernel end and their distance per group of ``by``, steps in
+    the order of their number."""
+    spans = kernels.groupby(by, observed=True, sort=False).agg(
         start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
-    spans = spans.sort_values(by, kind="stable", key=_step_order)
-    return spans.assign(span_ns=spans["end_ns"] - spans["start_ns"])
-
-
-def _step_order(column: pd.Series) -> pd.Series:
-    """Sort key: step names by their number (``step_10`` after ``step_9``), others as they are."""
-    if column.name != "step":
-        return column
-    return column.str.extract(r"(\d+)$", expand=False).astype(float).fillna(-1)
+    spans["step"] = spans["step"].astype(str)
+    number = spans["step"].str.extract(r"(\d+)$", expand=False).astype(float)
+    spans = spans.assign(number=number).sort_values(["number", *by], kind="stable")
+    return spans.assign(span_ns=spans["end_ns"] - spans["start_ns"]).drop(columns="number")
 
 
 def _spread(values: pd.Series) -> float:

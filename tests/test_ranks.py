@@ -8,6 +8,8 @@ import struct
 
 import pytest
 
+from analysis.classify import RULES, classify_name
+from analysis.communication import collective_of
 from analysis.load import load_trace
 from analysis.multi_gpu import communication_summary
 from analysis.phases import label_ops
@@ -91,6 +93,12 @@ def test_skew_between_ranks(two_ranks):
     assert steps[0]["duration_spread_ms"] == pytest.approx(0.065)
     assert steps[0]["phase_duration_spread_ms"]["backward"] == pytest.approx(0.09)
     assert two_ranks["skew"]["max_start_spread_ms"] == pytest.approx(0.025)
+
+
+def test_communication_is_the_first_classification_rule():
+    # communication_columns classifies with this rule alone, which is exact only while it wins
+    assert RULES[0].category == "communication"
+    assert classify_name(ALL_REDUCE) == "communication" and collective_of(ALL_REDUCE) == "all_reduce"
 
 
 def test_without_config_marks_ranks_follow_device_order(tmp_path):
