@@ -2,6 +2,8 @@
 and skew between ranks (see docs/architecture.md, "Ranks and communication")."""
 from __future__ import annotations
 
+from typing import TypedDict
+
 from analysis.communication import collective_figures, collective_of, communication_columns
 from analysis.fsdp import block_figures
 from analysis.load import Trace
@@ -9,12 +11,84 @@ from analysis.nccl_payloads import kernel_bytes, read_message_sizes
 from analysis.phases import LabelledOps
 from analysis.ranks import config_values, rank_figures, rank_table, skew, step_passes
 
+
+
+class RankPhaseRecord(TypedDict):
+    passes: int
+    kernels_per_pass: float
+    kernel_ms_per_pass: float
+    communication_ms_per_pass: float
+    exposed_communication_ms_per_pass: float
+    overlapped_communication_ms_per_pass: float
+
+
+class RankRecord(TypedDict):
+    pid: int
+    device_id: int
+    rank: int
+    rank_source: str
+    passes: int
+    phases: dict[str, RankPhaseRecord]
+
+
+class CollectiveRecord(TypedDict):
+    pid: int
+    device_id: int
+    rank: int
+    collective: str
+    calls_per_pass: float
+    ms_per_pass: float
+    mean_call_ms: float
+    exposed_ms_per_pass: float
+    bytes_per_call: float | None
+    bus_bandwidth_gb_per_s: float | None
+
+
+class FsdpBlockRecord(TypedDict):
+    pid: int
+    device_id: int
+    rank: int
+    block: int
+    passes: int
+    allgather_ms: float
+    lead_ms: float
+    min_lead_ms: float
+    wait_ms: float
+    late_passes: int
+
+
+class SkewStepRecord(TypedDict):
+    step: str
+    ranks: int
+    start_spread_ms: float
+    end_spread_ms: float
+    duration_spread_ms: float
+    phase_duration_spread_ms: dict[str, float]
+
+
+class SkewRecord(TypedDict):
+    steps: list[SkewStepRecord]
+    max_start_spread_ms: float | None
+    max_end_spread_ms: float | None
+
+
+class CommunicationRecord(TypedDict):
+    """What :func:`communication_summary` returns."""
+
+    world_size: int
+    world_size_source: str
+    ranks: list[RankRecord]
+    collectives: list[CollectiveRecord]
+    fsdp_blocks: list[FsdpBlockRecord]
+    skew: SkewRecord
+
+
 # The columns of the labelled ops the communication figures read.
 COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "launch_start_ns",
            "launch_tid", "demangled_name", "measured", "step", "phase", "phase_range_id"]
 
 
-def communication_summary(trace: Trace, labelled: LabelledOps) -> dict:
+def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationRecord:
     """``world_size``, ``ranks``, ``collectives``, ``fsdp_blocks`` and ``skew`` of a labelled
     trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
     ops = labelled.ops
