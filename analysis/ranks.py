@@ -19,6 +19,9 @@ from analysis.phases import PHASES, LabelledOps
 from analysis.timings import RUN_MARK_DOMAIN
 
 WHOLE_STEP = "step"  # the phase key of a rank's figures over its whole measured steps
+# The key of the measured kernels launched outside every phase range (e.g. a gradient
+# synchronization between backward and the optimizer step), per measured step.
+OUTSIDE_PHASES = "outside_phases"
 NS_PER_MS = 1e6
 
 
@@ -86,7 +89,9 @@ def pass_figures(kernels: pd.DataFrame, passes: int) -> dict:
 def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledOps,
                  ranges: pd.DataFrame) -> list[dict]:
     """The ``ranks`` records: ``pid, device_id, rank, rank_source, passes`` and ``phases``
-    {phase: :func:`pass_figures`} for each phase the rank's process measured, then ``step``.
+    {phase: :func:`pass_figures`} for each phase the rank's process measured, then, per
+    measured step, ``outside_phases`` (when measured kernels were launched outside every phase
+    range) and ``step``.
 
     ``kernels`` are the kernel rows of ``labelled.ops`` with :func:`communication_columns`."""
     measured = kernels[kernels["measured"].to_numpy()]
@@ -102,6 +107,9 @@ def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledO
                 figures[phase] = {"passes": passes,
                                   **pass_figures(mine[mine["phase"] == phase], passes)}
         passes = steps.get(rank.pid, 0)
+        outside = mine[(mine["phase"] == "").to_numpy()]
+        if passes and len(outside) and len(outside) < len(mine):
+            figures[OUTSIDE_PHASES] = {"passes": passes, **pass_figures(outside, passes)}
         if passes:
             figures[WHOLE_STEP] = {"passes": passes, **pass_figures(mine, passes)}
         records.append({"pid": int(rank.pid), "device_id": int(rank.device_id),

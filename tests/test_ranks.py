@@ -22,19 +22,23 @@ US = 1000  # the synthetic times below are in µs
 
 
 def _process(pid: int, device: int, rank: int, forward_offset: int, cover: list) -> tuple:
-    """Ranges, marks and kernels of one process: warmup_0 then step_0, step_1, each a forward
-    and a backward; one all-reduce [500, 600) µs into each step's backward, covered by the
-    ``cover`` compute kernels (µs offsets in the step); one all-reduce in the warm-up."""
+    """Ranges, marks and kernels of one process: warmup_0 then step_0, step_1, each a forward,
+    a backward and a range no phase is named after (``grad_sync``); one all-reduce [500, 600) µs
+    into each step's backward, covered by the ``cover`` compute kernels (µs offsets in the
+    step), one all-reduce [950, 960) µs launched in ``grad_sync``; one of each in the warm-up."""
     ranges, kernels = [], []
     corr = iter(range(1, 1000))
     for index, name in enumerate(("warmup_0", "step_0", "step_1")):
         base = (index + 1) * 10_000 * US
-        ranges += [(name, base, base + 900 * US, pid, 1, 1, PUSH_POP),
+        ranges += [(name, base, base + 1000 * US, pid, 1, 1, PUSH_POP),
                    ("forward", base, base + 400 * US, pid, 1, 1, PUSH_POP),
-                   ("backward", base + 400 * US, base + 900 * US, pid, 1, 1, PUSH_POP)]
+                   ("backward", base + 400 * US, base + 900 * US, pid, 1, 1, PUSH_POP),
+                   ("grad_sync", base + 900 * US, base + 1000 * US, pid, 1, 1, PUSH_POP)]
         kernels.append((base + (10 + forward_offset) * US, base + (110 + forward_offset) * US,
                         base + US, pid, 1, next(corr), GEMM, device, 7))
         kernels.append((base + 500 * US, base + 600 * US, base + 410 * US, pid, 2, next(corr),
+                        ALL_REDUCE, device, 20))
+        kernels.append((base + 950 * US, base + 960 * US, base + 905 * US, pid, 1, next(corr),
                         ALL_REDUCE, device, 20))
         for start, end in cover:
             kernels.append((base + start * US, base + end * US, base + 405 * US, pid, 2,
@@ -71,26 +75,32 @@ def test_each_rank_has_its_own_passes_and_exposed_communication(two_ranks):
     forward = ranks[0]["phases"]["forward"]
     assert forward["kernel_ms_per_pass"] == pytest.approx(0.1)
     assert forward["communication_ms_per_pass"] == 0
-    # the whole step: forward + backward kernels, the warm-up's all-reduce left out
-    assert ranks[0]["phases"]["step"]["kernel_ms_per_pass"] == pytest.approx(0.1 + 0.1 + 0.07)
+    outside = ranks[0]["phases"]["outside_phases"]  # the all-reduce of grad_sync, all exposed
+    assert (outside["passes"], outside["kernels_per_pass"]) == (2, 1)
+    assert outside["exposed_communication_ms_per_pass"] == pytest.approx(0.01)
+    # the whole step: every phase and grad_sync, the warm-up's kernels left out
+    step = ranks[0]["phases"]["step"]
+    assert step["kernel_ms_per_pass"] == pytest.approx(0.1 + 0.1 + 0.07 + 0.01)
+    assert step["exposed_communication_ms_per_pass"] == pytest.approx(0.05 + 0.01)
 
 
 def test_collectives_per_rank(two_ranks):
     rows = two_ranks["collectives"]
     assert [(r["rank"], r["collective"], r["calls_per_pass"]) for r in rows] == [
-        (0, "all_reduce", 1), (1, "all_reduce", 1)]
-    assert [r["exposed_ms_per_pass"] for r in rows] == pytest.approx([0.05, 0.1])
-    assert rows[0]["mean_call_ms"] == pytest.approx(0.1)
+        (0, "all_reduce", 2), (1, "all_reduce", 2)]
+    assert [r["exposed_ms_per_pass"] for r in rows] == pytest.approx([0.06, 0.11])
+    assert rows[0]["mean_call_ms"] == pytest.approx(0.055)
     assert rows[0]["bytes_per_call"] is None and rows[0]["bus_bandwidth_gb_per_s"] is None
 
 
 def test_skew_between_ranks(two_ranks):
     steps = two_ranks["skew"]["steps"]
     assert [s["step"] for s in steps] == ["step_0", "step_1"]
-    # first kernels start 10 and 35 µs into the step; last ones end at 620 and 710 µs
+    # first kernels start 10 and 35 µs into the step, the last ones end at 960 µs on both; the
+    # backward kernels span [500, 620) and [500, 710) µs
     assert steps[0]["start_spread_ms"] == pytest.approx(0.025)
-    assert steps[0]["end_spread_ms"] == pytest.approx(0.09)
-    assert steps[0]["duration_spread_ms"] == pytest.approx(0.065)
+    assert steps[0]["end_spread_ms"] == 0
+    assert steps[0]["duration_spread_ms"] == pytest.approx(0.025)
     assert steps[0]["phase_duration_spread_ms"]["backward"] == pytest.approx(0.09)
     assert two_ranks["skew"]["max_start_spread_ms"] == pytest.approx(0.025)
 
@@ -190,16 +200,18 @@ def test_message_sizes_from_nccl_payloads_give_bytes_and_bus_bandwidth(tmp_path)
     path = build_export(tmp_path / "payloads.sqlite", ranges=first[0] + second[0],
                         marks=first[1] + second[1], kernels=first[2] + second[2],
                         strings=(GEMM, ALL_REDUCE))
-    # each step's all-reduce is launched 410 µs into it from thread 2; its call starts at 408 µs
+    # each step's all-reduces are launched 410 µs into it from thread 2 and 905 µs into it from
+    # thread 1; their calls start 2 µs earlier, the second half the size of the first
     mib = 1 << 20
-    _add_allreduce_payloads(path, [(pid, 2, (index + 1) * 10_000 * US + 408 * US, size)
+    _add_allreduce_payloads(path, [(pid, tid, (index + 1) * 10_000 * US + at * US, size // part)
                                    for pid, size in ((100, 4 * mib), (200, 2 * mib))
+                                   for tid, at, part in ((2, 408, 1), (1, 903, 2))
                                    for index in range(3)])
     trace = load_trace(path)
     summary = communication_summary(trace, label_ops(trace))
     assert (summary["world_size"], summary["world_size_source"]) == (2, "config mark")
     rows = summary["collectives"]
-    assert [r["bytes_per_call"] for r in rows] == [4 * mib, 2 * mib]
-    # all-reduce on 2 ranks moves 2(n-1)/n = 1 bus byte per message byte, in 100 µs
+    assert [r["bytes_per_call"] for r in rows] == [3 * mib, 1.5 * mib]
+    # all-reduce on 2 ranks moves 2(n-1)/n = 1 bus byte per message byte; 110 µs per step
     assert [r["bus_bandwidth_gb_per_s"] for r in rows] == pytest.approx(
-        [4 * mib / 100_000, 2 * mib / 100_000])
+        [6 * mib / 110_000, 3 * mib / 110_000])
