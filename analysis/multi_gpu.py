@@ -17,6 +17,8 @@ class RankPhaseRecord(TypedDict):
     passes: int
     kernels_per_pass: float
     kernel_ms_per_pass: float
+    gpu_span_ms_per_pass: float
+    gpu_span_ms_spread: float
     communication_ms_per_pass: float
     exposed_communication_ms_per_pass: float
     overlapped_communication_ms_per_pass: float

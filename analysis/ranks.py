@@ -72,14 +72,22 @@ def phase_passes(labelled: LabelledOps) -> dict[tuple[int, str], int]:
             for (pid, phase), n in measured.groupby(["pid", "phase"]).size().items()}
 
 
-def pass_figures(kernels: pd.DataFrame, passes: int) -> dict:
-    """Figures per pass of some measured kernels of one rank (``communication_columns`` rows)."""
+def pass_figures(kernels: pd.DataFrame, passes: int, instance: str) -> dict:
+    """Figures per pass of some measured kernels of one rank (``communication_columns`` rows);
+    ``instance`` names the column that tells the passes apart (``phase_range_id`` or ``step``),
+    for the GPU span of each pass: first kernel start to last kernel end. ``gpu_span_ms_spread``
+    is the longest minus the shortest span (0 with one pass)."""
     comm = kernels["is_communication"].to_numpy()
     comm_ns = kernels["dur_ns"].to_numpy()[comm].sum()
     exposed = kernels["exposed_ns"].to_numpy()[comm].sum()
+    spans = kernels.groupby(instance, observed=True).agg(start=("start_ns", "min"),
+                                                          end=("end_ns", "max"))
+    spans = spans["end"] - spans["start"]
     return {
         "kernels_per_pass": len(kernels) / passes,
         "kernel_ms_per_pass": kernels["dur_ns"].sum() / passes / NS_PER_MS,
+        "gpu_span_ms_per_pass": spans.sum() / passes / NS_PER_MS,
+        "gpu_span_ms_spread": (spans.max() - spans.min()) / NS_PER_MS if len(spans) else 0.0,
         "communication_ms_per_pass": comm_ns / passes / NS_PER_MS,
         "exposed_communication_ms_per_pass": exposed / passes / NS_PER_MS,
         "overlapped_communication_ms_per_pass": (comm_ns - exposed) / passes / NS_PER_MS,
@@ -105,13 +113,14 @@ def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledO
             passes = phases.get((rank.pid, phase), 0)
             if passes:
                 figures[phase] = {"passes": passes,
-                                  **pass_figures(mine[mine["phase"] == phase], passes)}
+                                  **pass_figures(mine[mine["phase"] == phase], passes,
+                                                 "phase_range_id")}
         passes = steps.get(rank.pid, 0)
         outside = mine[(mine["phase"] == "").to_numpy()]
         if passes and len(outside) and len(outside) < len(mine):
-            figures[OUTSIDE_PHASES] = {"passes": passes, **pass_figures(outside, passes)}
+            figures[OUTSIDE_PHASES] = {"passes": passes, **pass_figures(outside, passes, "step")}
         if passes:
-            figures[WHOLE_STEP] = {"passes": passes, **pass_figures(mine, passes)}
+            figures[WHOLE_STEP] = {"passes": passes, **pass_figures(mine, passes, "step")}
         records.append({"pid": int(rank.pid), "device_id": int(rank.device_id),
                         "rank": int(rank.rank), "rank_source": rank.rank_source,
                         "passes": passes, "phases": figures})

@@ -80,6 +80,8 @@ def test_each_rank_has_its_own_passes_and_exposed_communication(two_ranks):
     assert outside["exposed_communication_ms_per_pass"] == pytest.approx(0.01)
     # the whole step: every phase and grad_sync, the warm-up's kernels left out
     step = ranks[0]["phases"]["step"]
+    assert step["gpu_span_ms_per_pass"] == pytest.approx(0.95)  # first kernel at 10 µs, last to 960
+    assert step["gpu_span_ms_spread"] == 0
     assert step["kernel_ms_per_pass"] == pytest.approx(0.1 + 0.1 + 0.07 + 0.01)
     assert step["exposed_communication_ms_per_pass"] == pytest.approx(0.05 + 0.01)
 
@@ -144,7 +146,8 @@ numbered AS (
   FROM reach),
 islands AS (SELECT pid, device, MIN(start) AS start, MAX("end") AS "end"
             FROM numbered GROUP BY pid, device, island)
-SELECT pid, device, COUNT(*), SUM("end" - start), SUM(CASE WHEN comm THEN "end" - start END),
+SELECT pid, device, COUNT(*), MAX("end") - MIN(start), SUM("end" - start),
+  SUM(CASE WHEN comm THEN "end" - start END),
   (SELECT COALESCE(SUM(MIN(c."end", i."end") - MAX(c.start, i.start)), 0)
    FROM k c JOIN islands i ON i.pid = c.pid AND i.device = c.device
      AND i.start < c."end" AND i."end" > c.start
@@ -162,11 +165,12 @@ def test_real_two_gpu_exports_match_sql(external_trace, name):
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         expected = conn.execute(PER_RANK_SQL).fetchall()
     assert len(expected) == 2 and len(summary["ranks"]) == 2
-    for rank, (pid, device, count, kernel_ns, comm_ns, covered_ns) in zip(summary["ranks"],
-                                                                        expected):
+    for rank, (pid, device, count, span_ns, kernel_ns, comm_ns, covered_ns) in zip(
+            summary["ranks"], expected):
         whole = rank["phases"]["step"]  # no step ranges: the whole capture is one pass
         assert (rank["pid"], rank["device_id"], rank["passes"]) == (pid, device, 1)
         assert whole["kernels_per_pass"] == count
+        assert whole["gpu_span_ms_per_pass"] == pytest.approx(span_ns / 1e6, abs=1e-9)
         assert whole["kernel_ms_per_pass"] == pytest.approx(kernel_ns / 1e6, abs=1e-9)
         assert whole["communication_ms_per_pass"] == pytest.approx((comm_ns or 0) / 1e6, abs=1e-9)
         assert whole["exposed_communication_ms_per_pass"] == pytest.approx(
