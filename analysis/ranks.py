@@ -42,9 +42,12 @@ def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
 
 
 def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
-    """One row per (process, GPU) that ran kernels: ``pid, device_id, rank, rank_source``
-    (``config mark`` or ``device order``), sorted by rank."""
-    pairs = (kernels[["pid", "device_id"]].drop_duplicates()
+    """One row per (process, GPU) that ran measured kernels (any kernels, when none is measured):
+    ``pid, device_id, rank, rank_source`` (``config mark`` or ``device order``), sorted by rank.
+    A process's stray kernels on another GPU outside the measured steps (set-up before it chose
+    its device) make no rank."""
+    measured = kernels[kernels["measured"].to_numpy()]
+    pairs = ((measured if len(measured) else kernels)[["pid", "device_id"]].drop_duplicates()
              .sort_values(["device_id", "pid"]).reset_index(drop=True))
     marked = config_values(marks, "rank")
     if len(pairs) and pairs["pid"].isin(marked).all():

@@ -54,8 +54,10 @@ def two_ranks(tmp_path):
     # nothing covers it (GPU 1's compute does not count): 100 µs exposed.
     first = _process(100, 1, 0, 0, [(520, 550), (580, 620)])
     second = _process(200, 0, 1, 25, [(700, 710)])
+    # pid 200 ran a kernel on GPU 1 before its steps: no rank of its own
+    stray = (1000 * US, 1010 * US, 999 * US, 200, 1, 999, GEMM, 1, 7)
     path = build_export(tmp_path / "two.sqlite", ranges=first[0] + second[0],
-                        marks=first[1] + second[1], kernels=first[2] + second[2],
+                        marks=first[1] + second[1], kernels=first[2] + second[2] + [stray],
                         strings=(GEMM, ALL_REDUCE))
     trace = load_trace(path)
     return communication_summary(trace, label_ops(trace))
