@@ -5,8 +5,14 @@ Times are in ns; ``globalTid`` packs pid and tid the way nsys does.
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+
+GEMM = "gemm_kernel"
+ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+PUSH_POP = 59
+US = 1000  # µs in ns: the multi-rank builders below take their times in µs
 
 
 def global_tid(pid: int, tid: int) -> int:
@@ -71,3 +77,31 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
     conn.commit()
     conn.close()
     return path
+
+
+def rank_process(pid: int, device: int, rank: int, forward_offset: int, cover: list,
+                 config: dict | None = None) -> tuple:
+    """Ranges, marks and kernels of one process: warmup_0 then step_0, step_1, each a forward,
+    a backward and a range no phase is named after (``grad_sync``); one all-reduce [500, 600) µs
+    into each step's backward, covered by the ``cover`` compute kernels (µs offsets in the
+    step), one all-reduce [950, 960) µs launched in ``grad_sync``; one of each in the warm-up.
+    The runner's config mark holds ``rank``, ``world_size`` 2 and ``config``."""
+    ranges, kernels = [], []
+    corr = iter(range(1, 1000))
+    for index, name in enumerate(("warmup_0", "step_0", "step_1")):
+        base = (index + 1) * 10_000 * US
+        ranges += [(name, base, base + 1000 * US, pid, 1, 1, PUSH_POP),
+                   ("forward", base, base + 400 * US, pid, 1, 1, PUSH_POP),
+                   ("backward", base + 400 * US, base + 900 * US, pid, 1, 1, PUSH_POP),
+                   ("grad_sync", base + 900 * US, base + 1000 * US, pid, 1, 1, PUSH_POP)]
+        kernels.append((base + (10 + forward_offset) * US, base + (110 + forward_offset) * US,
+                        base + US, pid, 1, next(corr), GEMM, device, 7))
+        kernels.append((base + 500 * US, base + 600 * US, base + 410 * US, pid, 2, next(corr),
+                        ALL_REDUCE, device, 20))
+        kernels.append((base + 950 * US, base + 960 * US, base + 905 * US, pid, 1, next(corr),
+                        ALL_REDUCE, device, 20))
+        for start, end in cover:
+            kernels.append((base + start * US, base + end * US, base + 405 * US, pid, 2,
+                            next(corr), GEMM, device, 7))
+    config = json.dumps({"event": "config", **(config or {}), "rank": rank, "world_size": 2})
+    return ranges, [(config, 5 * US, pid, 1, "cs336_profile")], kernels

@@ -2,7 +2,6 @@
 traces with known answers, and on real two-GPU exports checked by independent SQL."""
 from __future__ import annotations
 
-import json
 import sqlite3
 import struct
 
@@ -13,38 +12,8 @@ from analysis.communication import collective_of
 from analysis.load import load_trace
 from analysis.multi_gpu import communication_summary
 from analysis.phases import label_ops
-from tests.synthetic import build_export, global_tid
+from tests.synthetic import ALL_REDUCE, GEMM, PUSH_POP, US, build_export, global_tid, rank_process
 
-GEMM = "gemm_kernel"
-ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
-PUSH_POP = 59
-US = 1000  # the synthetic times below are in µs
-
-
-def _process(pid: int, device: int, rank: int, forward_offset: int, cover: list) -> tuple:
-    """Ranges, marks and kernels of one process: warmup_0 then step_0, step_1, each a forward,
-    a backward and a range no phase is named after (``grad_sync``); one all-reduce [500, 600) µs
-    into each step's backward, covered by the ``cover`` compute kernels (µs offsets in the
-    step), one all-reduce [950, 960) µs launched in ``grad_sync``; one of each in the warm-up."""
-    ranges, kernels = [], []
-    corr = iter(range(1, 1000))
-    for index, name in enumerate(("warmup_0", "step_0", "step_1")):
-        base = (index + 1) * 10_000 * US
-        ranges += [(name, base, base + 1000 * US, pid, 1, 1, PUSH_POP),
-                   ("forward", base, base + 400 * US, pid, 1, 1, PUSH_POP),
-                   ("backward", base + 400 * US, base + 900 * US, pid, 1, 1, PUSH_POP),
-                   ("grad_sync", base + 900 * US, base + 1000 * US, pid, 1, 1, PUSH_POP)]
-        kernels.append((base + (10 + forward_offset) * US, base + (110 + forward_offset) * US,
-                        base + US, pid, 1, next(corr), GEMM, device, 7))
-        kernels.append((base + 500 * US, base + 600 * US, base + 410 * US, pid, 2, next(corr),
-                        ALL_REDUCE, device, 20))
-        kernels.append((base + 950 * US, base + 960 * US, base + 905 * US, pid, 1, next(corr),
-                        ALL_REDUCE, device, 20))
-        for start, end in cover:
-            kernels.append((base + start * US, base + end * US, base + 405 * US, pid, 2,
-                            next(corr), GEMM, device, 7))
-    config = json.dumps({"event": "config", "rank": rank, "world_size": 2})
-    return ranges, [(config, 5 * US, pid, 1, "cs336_profile")], kernels
 
 
 @pytest.fixture
@@ -52,8 +21,8 @@ def two_ranks(tmp_path):
     # pid 100 on GPU 1 is rank 0 by its config mark; pid 200 on GPU 0 is rank 1. On GPU 1 the
     # all-reduce [500, 600) is covered by [520, 550) and [580, 620): 50 µs exposed. On GPU 0
     # nothing covers it (GPU 1's compute does not count): 100 µs exposed.
-    first = _process(100, 1, 0, 0, [(520, 550), (580, 620)])
-    second = _process(200, 0, 1, 25, [(700, 710)])
+    first = rank_process(100, 1, 0, 0, [(520, 550), (580, 620)])
+    second = rank_process(200, 0, 1, 25, [(700, 710)])
     # pid 200 ran a kernel on GPU 1 before its steps: no rank of its own
     stray = (1000 * US, 1010 * US, 999 * US, 200, 1, 999, GEMM, 1, 7)
     path = build_export(tmp_path / "two.sqlite", ranges=first[0] + second[0],
@@ -116,8 +85,8 @@ def test_communication_is_the_first_classification_rule():
 
 
 def test_without_config_marks_ranks_follow_device_order(tmp_path):
-    first = _process(100, 1, 0, 0, [])
-    second = _process(200, 0, 1, 0, [])
+    first = rank_process(100, 1, 0, 0, [])
+    second = rank_process(200, 0, 1, 0, [])
     path = build_export(tmp_path / "unmarked.sqlite", ranges=first[0] + second[0],
                         kernels=first[2] + second[2], strings=(GEMM, ALL_REDUCE))
     trace = load_trace(path)
@@ -201,8 +170,8 @@ def _add_allreduce_payloads(path, calls):
 
 
 def test_message_sizes_from_nccl_payloads_give_bytes_and_bus_bandwidth(tmp_path):
-    first = _process(100, 1, 0, 0, [])
-    second = _process(200, 0, 1, 0, [])
+    first = rank_process(100, 1, 0, 0, [])
+    second = rank_process(200, 0, 1, 0, [])
     path = build_export(tmp_path / "payloads.sqlite", ranges=first[0] + second[0],
                         marks=first[1] + second[1], kernels=first[2] + second[2],
                         strings=(GEMM, ALL_REDUCE))
