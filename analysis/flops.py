@@ -16,25 +16,28 @@ from __future__ import annotations
 
 from typing import Mapping, NamedTuple
 
+from cs336_profile.config import ModelConfig
+from cs336_profile.contract import PHASES_BY_MODE
+
 SOFTMAX_FLOPS_PER_SCORE = 5  # max, subtract, exp, sum, divide
 
 # The backward pass of a matmul computes two matmuls of the forward's size: the gradient with
 # respect to its input and the one with respect to its weight (or other operand).
 BACKWARD_MATMUL_FACTOR = 2
 
-# Per-parameter AdamW, as the course writes it:
-#   m = b1*m + (1-b1)*g                      3 (mul, mul, add)
-#   v = b2*v + (1-b2)*g*g                    4 (square, mul, mul, add)
-#   p = p - lr_t * m / (sqrt(v) + eps)       5 (sqrt, add, div, mul, sub)
-#   p = p - lr*wd * p                        2 (mul, sub)
-# The step-dependent bias corrections are scalars computed once per step, not per parameter.
-ADAMW_FLOPS_PER_PARAM = 14
+# Per-parameter FLOPs of the runner's AdamW step (cs336_profile/optim.py), one count per
+# arithmetic operation its in-place tensor calls execute on each element:
+#   m.mul_(b1).add_(g, alpha=1-b1)                 3 (mul; mul by alpha, add)
+#   v.mul_(b2).addcmul_(g, g, value=1-b2)          4 (mul; g*g, mul by value, add)
+#   p.addcdiv_(m, v.sqrt().add_(eps), value=-lr_t) 5 (sqrt, add eps; div, mul by value, add)
+#   p.mul_(1 - lr*wd)                              1 (mul: the decay factor is one scalar)
+# The step size lr_t (bias corrections folded in) and the decay factor are Python scalars
+# computed once per step, not per parameter.
+ADAMW_FLOPS_PER_PARAM = 13
 
-MODE_PHASES = {
-    "forward": ("forward",),
-    "forward-backward": ("forward", "backward"),
-    "train": ("forward", "backward", "optimizer_step"),
-}
+# The phases whose FLOPs are counted: the loss is elementwise work (see above) and has none.
+UNCOUNTED_PHASES = ("loss",)
+MODE_PHASES = {mode: tuple(p for p in phases if p not in UNCOUNTED_PHASES) for mode, phases in PHASES_BY_MODE.items()}
 
 _SHAPE_KEYS = ("batch_size", "context_length", "vocab_size", "d_model", "d_ff", "num_layers",
                "num_heads")
@@ -86,11 +89,11 @@ def forward_flops(config: Mapping) -> dict[str, int]:
 
 
 def param_count(config: Mapping) -> int:
-    """Parameters: token embedding, per layer 4 attention projections + 3 SwiGLU matrices + 2
-    RMSNorm gains, the final RMSNorm, and an untied LM head (no biases)."""
+    """Parameters of the config's model shapes (the runner's formula,
+    :meth:`cs336_profile.config.ModelConfig.parameter_count`)."""
     s = _shapes(config)
-    per_layer = 4 * s.d_model * s.d_model + 3 * s.d_model * s.d_ff + 2 * s.d_model
-    return s.vocab * s.d_model + s.layers * per_layer + s.d_model + s.d_model * s.vocab
+    return ModelConfig(d_model=s.d_model, d_ff=s.d_ff, num_layers=s.layers, num_heads=s.heads,
+                       vocab_size=s.vocab).parameter_count()
 
 
 def phase_flops(config: Mapping) -> dict[str, int]:

@@ -21,13 +21,16 @@ gather's end). Figures are means over the measured forward passes, per rank and 
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from analysis.attribution import ops_in_windows
 from analysis.phases import LabelledOps
+from cs336_profile.contract import LAYER_PREFIX
 
-BLOCK_RANGE = r"^layer_(\d+)$"
+BLOCK_RANGE = rf"^{re.escape(LAYER_PREFIX)}(\d+)$"
 ALL_GATHER = "all_gather"
 NS_PER_MS = 1e6
 

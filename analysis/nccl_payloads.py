@@ -20,40 +20,38 @@ kernels, over the ``ncclSend`` calls only (bytes sent).
 """
 from __future__ import annotations
 
-import sqlite3
 import struct
 from pathlib import Path
-from urllib.request import pathname2url
 
 import numpy as np
 import pandas as pd
 
-from analysis.load import ID_MASK, resolve_export
+from analysis.load.inputs import connect_readonly, resolve_export
+from analysis.load.schema import NVTX_PUSH_POP, NVTX_START_END, NVTX_TABLE, read_schema
+from analysis.load.tables import pid_of, tid_of
 
 MESSAGE_SIZE_ENTRY = "Message size [bytes]"
 HEADER = struct.Struct("<IIIIQQ")
 SIZE = struct.Struct("<Q")
-NVTX_RANGES = (59, 60)
+NVTX_RANGES = NVTX_PUSH_POP + NVTX_START_END
+SCHEMA_ENTRIES = "NVTX_PAYLOAD_SCHEMA_ENTRIES"
 CALL_COLUMNS = ["pid", "tid", "start_ns", "call", "bytes"]
 
 
 def read_message_sizes(path: Path) -> pd.DataFrame:
     """The NCCL calls of an export with a message size: ``pid, tid, start_ns, call`` (the range
     name, e.g. ``ncclAllReduce``), ``bytes``; empty when the export holds no such payloads."""
-    database = resolve_export(Path(path))
-    uri = f"file:{pathname2url(str(database.resolve()))}?mode=ro&immutable=1"
-    with sqlite3.connect(uri, uri=True) as conn:
-        tables = {name: {row[1] for row in conn.execute(f"PRAGMA table_info('{name}')")}
-                  for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "binaryData" not in tables.get("NVTX_EVENTS", ()) or not {"schemaId", "name", "offset"} \
-                <= tables.get("NVTX_PAYLOAD_SCHEMA_ENTRIES", set()):
+    with connect_readonly(resolve_export(Path(path))) as conn:
+        schema = read_schema(conn)
+        if "binaryData" not in schema.get(NVTX_TABLE, {}) or \
+                not {"schemaId", "name", "offset"} <= set(schema.get(SCHEMA_ENTRIES, {})):
             return pd.DataFrame(columns=CALL_COLUMNS)
         offsets = dict(conn.execute(
-            'SELECT DISTINCT schemaId, COALESCE("offset", 0) FROM NVTX_PAYLOAD_SCHEMA_ENTRIES '
-            "WHERE name = ?", (MESSAGE_SIZE_ENTRY,)))
-        name = "COALESCE(e.text, s.value)" if "text" in tables["NVTX_EVENTS"] else "s.value"
+            f'SELECT DISTINCT schemaId, COALESCE("offset", 0) FROM {SCHEMA_ENTRIES} WHERE name = ?',
+            (MESSAGE_SIZE_ENTRY,)))
+        name = "COALESCE(e.text, s.value)" if "text" in schema[NVTX_TABLE] else "s.value"
         rows = conn.execute(
-            f"SELECT e.start, e.globalTid, {name}, e.binaryData FROM NVTX_EVENTS e "
+            f"SELECT e.start, e.globalTid, {name}, e.binaryData FROM {NVTX_TABLE} e "
             "LEFT JOIN StringIds s ON s.id = e.textId WHERE e.binaryData IS NOT NULL "
             f"AND e.eventType IN {NVTX_RANGES}").fetchall()
     calls = [(start, tid, call, size) for start, tid, call, blob in rows
@@ -61,8 +59,7 @@ def read_message_sizes(path: Path) -> pd.DataFrame:
     if not calls:
         return pd.DataFrame(columns=CALL_COLUMNS)
     start, global_tid, call, size = (np.array(column) for column in zip(*calls))
-    global_tid = global_tid.astype(np.int64)
-    return pd.DataFrame({"pid": (global_tid >> 24) & ID_MASK, "tid": global_tid & ID_MASK,
+    return pd.DataFrame({"pid": pid_of(global_tid), "tid": tid_of(global_tid),
                          "start_ns": start.astype(np.int64), "call": call.astype(str),
                          "bytes": size.astype(np.int64)})
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.phases import PHASES, LabelledOps
-from analysis.timings import RUN_MARK_DOMAIN
+from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
 
 WHOLE_STEP = "step"  # the phase key of a rank's figures over its whole measured steps
 # The key of the measured kernels launched outside every phase range (e.g. a gradient
@@ -27,14 +27,14 @@ NS_PER_MS = 1e6
 
 def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
     """Process id -> the integer ``key`` of its runner ``config`` mark, where it has one."""
-    ours = marks[marks["domain"] == RUN_MARK_DOMAIN]
+    ours = marks[marks["domain"] == MARK_DOMAIN]
     values = {}
     for pid, message in zip(ours["pid"], ours["name"]):
         try:
             event = json.loads(message)
         except (TypeError, ValueError):
             continue
-        value = event.get(key) if isinstance(event, dict) and event.get("event") == "config" \
+        value = event.get(key) if isinstance(event, dict) and event.get("event") == CONFIG_EVENT \
             else None
         if isinstance(value, int) and not isinstance(value, bool):
             values[int(pid)] = value
