@@ -9,6 +9,7 @@ from analysis.fsdp import block_figures
 from analysis.load import Trace
 from analysis.nccl_payloads import kernel_bytes, read_message_sizes
 from analysis.phases import LabelledOps
+from analysis.rank_timeline import RankTimelineRecord, rank_timeline
 from analysis.ranks import config_values, rank_figures, rank_table, skew, step_passes
 
 
@@ -83,6 +84,7 @@ class CommunicationRecord(TypedDict):
     collectives: list[CollectiveRecord]
     fsdp_blocks: list[FsdpBlockRecord]
     skew: SkewRecord
+    timeline: RankTimelineRecord | None
 
 
 # The columns of the labelled ops the communication figures read.
@@ -91,8 +93,8 @@ COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "lau
 
 
 def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationRecord:
-    """``world_size``, ``ranks``, ``collectives``, ``fsdp_blocks`` and ``skew`` of a labelled
-    trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
+    """``world_size``, ``ranks``, ``collectives``, ``fsdp_blocks``, ``skew`` and ``timeline`` of
+    a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
     ops = labelled.ops
     kernels = communication_columns(ops.loc[(ops["op_kind"] == "kernel").to_numpy(), COLUMNS])
     calls = read_message_sizes(trace.path)
@@ -112,4 +114,5 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
                                           world_size),
         "fsdp_blocks": block_figures(kernels, ranks, trace.ranges, labelled),
         "skew": skew(kernels, ranks),
+        "timeline": rank_timeline(kernels, ranks, labelled),
     }
