@@ -42,8 +42,9 @@ def block_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, ranges: pd.DataFra
     the trace has no ``layer_<i>`` ranges in measured forward passes or no all-gathers there.
 
     ``kernels``: kernel rows of ``labelled.ops`` with ``communication_columns``."""
-    rows = [row for rank in ranks.itertuples(index=False)
-            for row in _rank_blocks(kernels, rank, _blocks(ranges, labelled))]
+    blocks = _blocks(ranges, labelled)
+    rows = [row for rank in ranks.itertuples(index=False) for row in _rank_blocks(kernels, rank, blocks)] \
+        if len(blocks) else []
     if not rows:
         return []
     per_pass = pd.DataFrame(rows)
@@ -64,8 +65,9 @@ def block_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, ranges: pd.DataFra
 def _blocks(ranges: pd.DataFrame, labelled: LabelledOps) -> pd.DataFrame:
     """``layer_<i>`` ranges inside measured forward ranges, with ``block`` and ``forward_id``
     (the forward range's ``range_id``)."""
-    index = ranges["name"].str.extract(BLOCK_RANGE, expand=False)
-    blocks = ranges[index.notna()].assign(block=index.dropna().astype(np.int64))
+    named = ranges[ranges["name"].str.startswith(LAYER_PREFIX).to_numpy()]
+    index = named["name"].str.extract(BLOCK_RANGE, expand=False)
+    blocks = named[index.notna()].assign(block=index.dropna().astype(np.int64))
     forwards = labelled.phase_ranges[labelled.phase_ranges["measured"]
                                      & (labelled.phase_ranges["phase"] == "forward")]
     inside = ops_in_windows(blocks.assign(launch_start_ns=blocks["start_ns"],
@@ -89,7 +91,10 @@ def _rank_blocks(kernels: pd.DataFrame, rank, blocks: pd.DataFrame) -> list[dict
     stream_starts = on_stream["start_ns"].to_numpy()
     stream_reach = np.maximum.accumulate(on_stream["end_ns"].to_numpy())
     in_block = ops_in_windows(on_stream, blocks)
-    stream_compute = ~on_stream["is_communication"].to_numpy()
+    # the first compute kernel (by start) of each block on the stream: block position -> row
+    candidates = np.flatnonzero((in_block >= 0) & ~on_stream["is_communication"].to_numpy())
+    positions, first_rows = np.unique(in_block[candidates], return_index=True)
+    first_of = dict(zip(positions.tolist(), candidates[first_rows].tolist()))
     gathers = forward[(forward["collective"] == ALL_GATHER).to_numpy()]
     rows = []
     for forward_id, pass_blocks in blocks.groupby("forward_id"):
@@ -98,15 +103,14 @@ def _rank_blocks(kernels: pd.DataFrame, rank, blocks: pd.DataFrame) -> list[dict
         if len(pass_gathers) < len(pass_blocks):
             continue
         owned = pass_gathers.iloc[len(pass_gathers) - len(pass_blocks):]
-        for (position, block), gather in zip(pass_blocks.iterrows(), owned.itertuples()):
-            first = np.flatnonzero((in_block == position) & stream_compute)
-            if not len(first):
+        for position, block, gather in zip(pass_blocks.index, pass_blocks["block"], owned.itertuples()):
+            if position not in first_of:
                 continue
-            first_start = stream_starts[first[0]]
-            before = first[0] - 1
-            ready = stream_reach[before] if before >= 0 else first_start
+            first = first_of[position]
+            first_start = stream_starts[first]
+            ready = stream_reach[first - 1] if first > 0 else first_start
             rows.append({"pid": rank.pid, "device_id": rank.device_id, "rank": rank.rank,
-                         "block": block["block"], "allgather_ns": gather.dur_ns,
+                         "block": block, "allgather_ns": gather.dur_ns,
                          "lead_ns": ready - gather.end_ns,
                          "wait_ns": max(0, min(gather.end_ns, first_start) - ready)})
     return rows

@@ -83,9 +83,12 @@ def pass_figures(kernels: pd.DataFrame, passes: int, instance: str) -> dict:
     comm = kernels["is_communication"].to_numpy()
     comm_ns = kernels["dur_ns"].to_numpy()[comm].sum()
     exposed = kernels["exposed_ns"].to_numpy()[comm].sum()
-    spans = kernels.groupby(instance, observed=True).agg(start=("start_ns", "min"),
-                                                          end=("end_ns", "max"))
-    spans = spans["end"] - spans["start"]
+    codes, instances = pd.factorize(kernels[instance])
+    first = np.full(len(instances), np.iinfo(np.int64).max)
+    last = np.full(len(instances), np.iinfo(np.int64).min)
+    np.minimum.at(first, codes, kernels["start_ns"].to_numpy())
+    np.maximum.at(last, codes, kernels["end_ns"].to_numpy())
+    spans = last - first
     return {
         "kernels_per_pass": len(kernels) / passes,
         "kernel_ms_per_pass": kernels["dur_ns"].sum() / passes / NS_PER_MS,
