@@ -13,7 +13,9 @@ import json
 import typing
 from typing import Any, TypedDict, Union
 
-SCHEMA_VERSION = 3  # 1: before the summary carried its timeline and schema version; 2: before its memory ledger and GPU metrics
+from analysis.multi_gpu import CommunicationRecord
+
+SCHEMA_VERSION = 4  # 1: before the summary carried its timeline and schema version; 2: before communication; 3: before the memory ledger and GPU metrics
 
 
 class RangeNamesRecord(TypedDict):
@@ -175,6 +177,7 @@ class TraceSummary(TypedDict):
     efficiency: EfficiencyRecord
     questions: dict[str, Any]  # replaced by one property per per-trace question in the schema
     timeline: TimelineRecord | None
+    communication: CommunicationRecord
     memory_ledger: MemoryLedgerRecord
     gpu_metrics: GpuMetricsRecord
 

@@ -111,7 +111,7 @@ MEM_F = Question(
          "the forward pass and each block's memory change in the backward pass, how much memory the gradient "
          "tensors of a TransformerBlock take, against what you expect.",
     needs=f"a trace with tensor-level memory events: {RECORD_HOW}",
-    compute=answer_mem_f, editions=(EDITION_2026,),
+    compute=answer_mem_f, editions=(EDITION_2026,), reads_traces=True,
     figure=FigureSpec("mem-f", {"x": "time_ms", "y": "allocated_bytes", "spans": "Block ranges"},
                       alt="Allocated memory over one training step, with each block's forward and backward range"),
 )
