@@ -4,14 +4,15 @@ The render layer receives :class:`ReportData` and draws it; it computes nothing 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from analysis.questions.diff import diff_summaries
 from analysis.questions.question import Evidence
 from analysis.questions.registry import QUESTIONS
-from analysis.questions.results_files import ResultsSet, read_results_dir
+from analysis.questions.results_files import ResultsSet, read_results_dir, results_edition
 from analysis.records import DiffRecord, QuestionRecord, ReportData, Unanswered
-from analysis.runs import config_value, sorted_summaries
+from analysis.runs import config_value, edition, sorted_summaries
 
 SWEEP = "sweep"
 # Settings a diff pair may differ in (exactly one of them), with the value that makes a run side A
@@ -21,15 +22,25 @@ SAME_SHAPE_KEYS = ("handout", "size", "context_length", "mode", "batch_size")
 
 
 def answer_all(summaries: list[dict], results: ResultsSet) -> list[QuestionRecord]:
-    """Every registered question answered from ``summaries`` and ``results``, in handout order."""
-    evidence = Evidence(sorted_summaries(summaries), results)
+    """Every registered question answered from ``summaries`` and ``results``, in handout order.
+
+    A question that several editions ask is answered once per edition, from that edition's traces
+    and results files only (its later editions' pages get the edition as a suffix); a question of
+    one edition reads every input."""
     records = []
     for question in QUESTIONS:
-        if question.per_trace is not None and not summaries:
-            result = Unanswered(question.id, question.needs)
-        else:
-            result = question.answer(evidence)
-        records.append(QuestionRecord(question.card, result))
+        for index, name in enumerate(question.editions):
+            if len(question.editions) > 1:
+                evidence = Evidence(sorted_summaries([s for s in summaries if edition(s) == name]),
+                                    ResultsSet({f: d for f, d in results.documents.items() if results_edition(d) == name}))
+                card = replace(question.card, editions=(name,), page_suffix=f"-{name}" if index else "")
+            else:
+                evidence, card = Evidence(sorted_summaries(summaries), results), question.card
+            if question.per_trace is not None and not evidence.summaries:
+                result = Unanswered(question.id, question.needs)
+            else:
+                result = question.answer(evidence)
+            records.append(QuestionRecord(card, result))
     return records
 
 

@@ -42,11 +42,12 @@ class QuestionCard:
     source: str
     needs: str
     figure: FigureSpec | None = None
+    page_suffix: str = ""  # the edition, on the pages of a question asked by several editions but the first
 
     @property
     def page(self) -> str:
         """The stem of the question's page files."""
-        return f"question-{self.id}"
+        return f"question-{self.id}{self.page_suffix}"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from analysis.answers import answer_all
 from analysis.flops import phase_flops
 from analysis.questions.results_files import read_results_dir, results_edition
 from analysis.runs import edition, run_label
@@ -87,3 +88,15 @@ def test_op_and_module_ranges_leave_phases_and_attention_regions_alone(capture_s
     for phase in ("forward", "backward"):
         span = capture_summary["phases"][phase]["cpu_span_ms_per_pass"]
         assert span == pytest.approx(python[phase], rel=0.02)
+
+
+def test_questions_of_both_editions_are_answered_per_edition():
+    """mem-b is asked by both handouts: the 2025 page reads the 2025 results only, the 2026 page
+    (its own file) finds no 2026 memory results; the 2026-only ckpt-b reads the 2026 folder."""
+    records = answer_all([], read_results_dir(REPO / "nsys_runs/results"))
+    mem_b = {r.card.editions: r for r in records if r.card.id == "mem-b"}
+    assert mem_b[("2025",)].answered and mem_b[("2025",)].result.inputs == ("memory.json",)
+    assert not mem_b[("2026",)].answered
+    assert [mem_b[e].card.page for e in (("2025",), ("2026",))] == ["question-mem-b", "question-mem-b-2026"]
+    ckpt = next(r for r in records if r.card.id == "ckpt-b")
+    assert ckpt.answered and ckpt.result.inputs == ("2026/checkpoint.json",)
