@@ -13,7 +13,8 @@ import json
 import typing
 from typing import Any, TypedDict, Union
 
-SCHEMA_VERSION = 2  # 1: before the summary carried its timeline and schema version
+SCHEMA_VERSION = 3  # 1: before the summary carried its timeline and schema version; 2: before (e) split
+# the matmul ranges into their GEMMs and the rest
 
 
 class RangeNamesRecord(TypedDict):

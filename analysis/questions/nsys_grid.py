@@ -12,15 +12,18 @@ ANSWER_COLUMN = "trace_answer"  # the per-trace sentence, carried until the tabl
 SINGLE_TRACE_ANSWER = "single_trace_answer"  # key of ``numbers`` when one trace answers alone
 
 
-def rows(summaries: list[dict], key: str, keys: tuple[str, ...], present: str) -> pd.DataFrame:
+def rows(summaries: list[dict], key: str, keys: tuple[str, ...], present: str,
+         config_keys: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per summary whose record ``questions[key]`` has ``present`` set: the run's label,
-    ``keys``, and the per-trace sentence."""
+    the run's ``config_keys`` (None where its config lacks them), ``keys``, and the per-trace sentence."""
     found = []
     for summary in summaries:
         record = summary["questions"][key]
         if record.get(present) is None:
             continue
-        found.append({"trace": run_label(summary), **{k: record.get(k) for k in keys}, ANSWER_COLUMN: record["answer"]})
+        config = summary.get("config") or {}
+        found.append({"trace": run_label(summary), **{k: config.get(k) for k in config_keys},
+                      **{k: record.get(k) for k in keys}, ANSWER_COLUMN: record["answer"]})
     table = pd.DataFrame(found)
     return table.dropna(axis="columns", how="all") if not table.empty else table
 
