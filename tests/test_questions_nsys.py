@@ -317,26 +317,6 @@ def test_sentences_and_tables_name_kernels_by_their_kernel_names_label():
     assert text.kernel_cell(name) == kernel_label(name) == "elementwise MulFunctor<float> (vectorized 4)"
 
 
-def test_busy_time_is_the_union_of_intervals_per_group():
-    ops = pd.DataFrame(
-        {
-            "group": [1, 1, 1, 1, 2, 2],
-            "start_ns": [0, 5, 20, 22, 100, 100],
-            "end_ns": [10, 12, 30, 25, 150, 110],
-        }
-    )
-    # group 1: [0, 12) and [20, 30) -> 12 + 10; group 2: [100, 150) -> 50
-    assert busy_ns(ops, "group").to_dict() == {1: 22, 2: 50}
-    assert busy_ns(ops.iloc[::-1], "group").to_dict() == {1: 22, 2: 50}
-
-
-def test_phase_summaries_survive_a_phase_with_no_operations(train_inputs):
-    no_optimizer_ops = replace(train_inputs, ops=train_inputs.ops[train_inputs.ops["phase"] != "optimizer_step"])
-    optimizer = phase_summaries(no_optimizer_ops)["optimizer_step"]
-    assert optimizer["kernels_per_pass"] == 0 and optimizer["gpu_span_ms_per_pass"] == 0
-    assert optimizer["cpu_span_ms_per_pass"] > 15
-
-
 def test_run_record_prefers_the_runners_marks(tmp_path):
     config = {"event": "config", "size": "tiny", "mode": "train", "d_model": 64}
     steps = [{"event": "step_timing", "step": i, "phases_ms": {"forward": f, "backward": 2 * f}} for i, f in enumerate((1.0, 3.0))]
