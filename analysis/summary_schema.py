@@ -105,6 +105,14 @@ class TimelineRecord(TypedDict):
     phases: TimelinePhases
 
 
+class ShapeGroupRecord(TypedDict):
+    group: str
+    passes: int
+    cpu_span_ms_per_pass: float
+    kernel_ms_per_pass: float
+    first_cpu_span_ms: float
+
+
 class TraceSummary(TypedDict):
     schema_version: int
     trace: str
@@ -123,6 +131,7 @@ class TraceSummary(TypedDict):
     measured_passes: int
     measured_passes_by_phase: dict[str, int]
     phases: dict[str, PhaseRecord]
+    phase_shapes: dict[str, list[ShapeGroupRecord]]  # phases whose ranges run different shapes
     overall: OverallRecord
     devices: list[DeviceRecord]
     efficiency: EfficiencyRecord

@@ -392,3 +392,20 @@ def test_diff_judges_speed_on_step_time_not_kernel_time():
 
 def test_timings_json_of_an_nsys_report_drops_its_suffix(tmp_path):
     assert timings_json_path(tmp_path / "run.nsys-rep") == tmp_path / "run.timings.json"
+
+
+def test_ranges_of_different_shapes_are_grouped_and_kept_out_of_model_answers(fixture_trace):
+    """The attention benchmark has no step ranges: 24 `forward` ranges, 4 in each of 6 (d, seq)
+    ranges `attn d=.. s=.. iter=i`, the very first one cold."""
+    summary = summarize(load_trace(fixture_trace("attention_bench.sqlite")))
+    shapes = summary["phase_shapes"]["forward"]
+    assert [s["group"] for s in shapes] == ["attn d=16 s=256", "attn d=16 s=1024", "attn d=16 s=4096",
+                                           "attn d=64 s=256", "attn d=64 s=1024", "attn d=64 s=4096"]
+    assert [s["passes"] for s in shapes] == [4] * 6
+    assert round(shapes[0]["first_cpu_span_ms"], 3) == 226.738  # the cold first range
+    assert round(shapes[2]["kernel_ms_per_pass"], 3) == 2.622
+    answer = summary["questions"]["a"]
+    assert answer["nsys_forward_ms"] is None  # no single forward pass to time
+    assert "`attn d=16 s=256` 57.08 ms over 4 ranges" in answer["answer"]
+    assert "the first of them 226.74 ms against 0.53 ms for the rest" in answer["answer"]
+    assert all("run 6 different shapes" in record["answer"] for record in summary["questions"].values())

@@ -102,3 +102,14 @@ def test_run_labels_keep_the_variants_that_tell_two_runs_apart():
         "small ctx128 train fp32 compiled flash"
     assert run_label(summary("small", 128, "train", parallel="ddp-overlap", world_size=2, rank=1)) == \
         "small ctx128 train fp32 ddp-overlap 2gpu rank1"
+
+
+def test_a_trace_whose_forward_ranges_run_several_shapes_stays_out_of_the_answers_across_traces(results):
+    mixed = summary("attention", 0, questions=record_a(10.88, 10.88))
+    mixed["measured_passes_by_phase"] = {"forward": 24}
+    mixed["phase_shapes"] = {"forward": [{"group": f"attn s={s}"} for s in range(6)]}
+    plain = summary("xl", 256, questions=record_a(145.0, 144.9))
+    record = nsys_a.QUESTION.answer(Evidence([plain, mixed], results))
+    assert record.tables["Forward pass: nsys and the Python timer"]["trace"].tolist() == ["xl ctx256 forward fp32"]
+    assert "10.88" not in record.answer
+    assert "Left out: attention ctx0 forward fp32 (its 24 `forward` ranges run 6 different shapes" in record.answer

@@ -18,6 +18,7 @@ from analysis import text
 
 from analysis.questions import nsys_grid as grid, story
 from analysis.questions.nsys_inputs import NsysInputs
+from analysis.questions.phase_breakdown import shape_summaries
 from analysis.questions.question import Evidence, Question
 from analysis.questions.results_files import plural
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
@@ -26,6 +27,9 @@ from analysis.runs import run_label, sorted_summaries
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
 SYNCHRONIZED_SPAN_SHARE = 0.95
+# A shape's first range this many times slower than its later ones paid a one-off cost (a cold
+# first pass: CUDA context, allocator, kernel selection).
+COLD_FIRST_RANGE = 1.5
 
 
 class Record(TypedDict):
@@ -51,6 +55,10 @@ def per_trace(inputs: NsysInputs) -> dict:
             "nsys_to_python_ratio": None,
             "answer": f"This trace has no measured `{range_name}` range, so nsys cannot time a forward pass.",
         }
+    shapes = shape_summaries(inputs).get("forward")
+    if shapes:
+        return {"nsys_forward_ms": None, "nsys_forward_gpu_ms": None, "python_forward_ms": python_forward_ms,
+                "nsys_to_python_ratio": None, "answer": _per_shape_sentence(shapes, range_name)}
     nsys_ms = forward["cpu_span_ms_per_pass"]
     gpu_ms = forward["gpu_span_ms_per_pass"]
     sentence = (
@@ -81,6 +89,20 @@ def per_trace(inputs: NsysInputs) -> dict:
         "nsys_to_python_ratio": ratio,
         "answer": sentence,
     }
+
+
+def _per_shape_sentence(shapes: list[dict], range_name: str) -> str:
+    """nsys's time of each shape group's ranges, with the first (cold) range apart when it stands out."""
+    parts = []
+    for shape in shapes:
+        part = (f"`{shape['group']}` {shape['cpu_span_ms_per_pass']:,.2f} ms over {shape['passes']} ranges "
+                f"(kernels {shape['kernel_ms_per_pass']:,.3f} ms)")
+        passes, first = shape["passes"], shape["first_cpu_span_ms"]
+        rest = (shape["cpu_span_ms_per_pass"] * passes - first) / (passes - 1) if passes > 1 else None
+        if rest and first > COLD_FIRST_RANGE * rest:
+            part += f"; the first of them {first:,.2f} ms against {rest:,.2f} ms for the rest"
+        parts.append(part)
+    return f"nsys's mean CPU span of the `{range_name}` ranges per shape: " + "; ".join(parts) + "."
 
 
 def _agreement(ratio: float) -> str:
