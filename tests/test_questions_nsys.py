@@ -153,6 +153,16 @@ def test_question_b_same_kernel_leads_forward_and_backward(train_summary):
     assert "73 calls" in answer["answer"]
 
 
+def test_question_b_names_the_leading_kernel_as_an_operation(train_summary):
+    answer = train_summary["questions"]["b"]
+    # 73 calls in 12 layers: 6 per layer and one outside them (the lm_head)
+    assert (answer["calls_per_layer"], answer["calls_outside_layers"]) == (6, 1)
+    assert answer["top_forward_precision"] == "fp32" and answer["top_forward_tensor_core"] is False
+    assert answer["top_forward_label"] == kernel_label(TOP_FORWARD_GEMM)
+    assert "6 per layer × 12 layers + 1" in answer["answer"] and "and the lm_head" in answer["answer"]
+    assert "fp32 on CUDA cores (FFMA, no TF32)" in answer["answer"]
+
+
 def test_question_c_lists_non_gemm_kernels_above_one_percent(train_summary):
     answer = train_summary["questions"]["c"]
     rows = answer["top_non_gemm_forward"]

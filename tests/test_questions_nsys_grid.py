@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.questions import nsys_a, nsys_e
+from analysis.questions import nsys_a, nsys_b, nsys_e
 from analysis.questions.question import Evidence
 from analysis.questions.results_files import ResultsSet, read_results_dir
 from analysis.runs import run_label
@@ -113,3 +113,25 @@ def test_a_trace_whose_forward_ranges_run_several_shapes_stays_out_of_the_answer
     assert record.tables["Forward pass: nsys and the Python timer"]["trace"].tolist() == ["xl ctx256 forward fp32"]
     assert "10.88" not in record.answer
     assert "Left out: attention ctx0 forward fp32 (its 24 `forward` ranges run 6 different shapes" in record.answer
+
+
+def test_nsys_b_answers_fp32_eager_bf16_and_compiled_runs_apart():
+    def record_b(category, precision, calls, per_layer, share):
+        return {"b": {"top_forward_kernel": f"kernel_{category}", "top_forward_category": category,
+                      "top_forward_precision": precision, "calls_per_forward_pass": calls, "calls_per_layer": per_layer,
+                      "calls_outside_layers": 1, "top_forward_ms_per_pass": 1.0, "top_forward_share": share,
+                      "top_forward_backward_kernel": None, "top_forward_backward_share": None, "same_kernel": None,
+                      "answer": "one trace"}}
+    summaries = [summary("small", 128, questions=record_b("gemm", "fp32", 73.0, 6, 0.527)),
+                 summary("xl", 128, questions=record_b("gemm", "fp32", 145.0, 3, 0.481)),
+                 summary("small", 128, dtype="bf16", questions=record_b("copy_cast", None, 182.0, 15, 0.171)),
+                 summary("small", 128, compile=True, questions=record_b("gemm", "fp32", 73.0, 6, 0.662))]
+    record = nsys_b.QUESTION.answer(Evidence(summaries, ResultsSet()))
+    table = next(iter(record.tables.values()))
+    assert table["group"].tolist() == ["fp32 eager", "fp32 eager", "bf16", "compiled"]
+    text = record.answer
+    assert ("Among fp32 eager runs (2 traces), in all 2 the leading forward kernel is a gemm kernel computing in fp32 on "
+            "CUDA cores (FFMA, no TF32); it takes 48.1–52.7% of forward kernel time over 73–145 calls per pass "
+            "(3–6 per layer).") in text
+    assert "Among bf16 runs (1 trace), in it the leading forward kernel is a copy_cast kernel" in text
+    assert "Among compiled runs (1 trace)" in text and "66.2%" in text
