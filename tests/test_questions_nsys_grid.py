@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.questions import nsys_a, nsys_b, nsys_e
+from analysis.questions import nsys_a, nsys_b, nsys_c, nsys_e
 from analysis.questions.question import Evidence
 from analysis.questions.results_files import ResultsSet, read_results_dir
 from analysis.runs import run_label
@@ -135,3 +135,23 @@ def test_nsys_b_answers_fp32_eager_bf16_and_compiled_runs_apart():
             "(3–6 per layer).") in text
     assert "Among bf16 runs (1 trace), in it the leading forward kernel is a copy_cast kernel" in text
     assert "Among compiled runs (1 trace)" in text and "66.2%" in text
+
+
+def test_nsys_c_gives_the_non_matmul_share_per_group_and_its_trend_with_context_length():
+    def record_c(share, attention_share, leader):
+        return {"c": {"non_gemm_share": share, "attention_non_gemm_share": attention_share,
+                      "non_gemm_categories_forward": [{"category": "elementwise", "ms_per_pass": 1.0, "share": share}],
+                      "top_non_gemm_forward": [{"kernel": leader, "label": leader, "category": "elementwise",
+                                                "region": "computing softmax", "region_share": 1.0,
+                                                "calls_per_pass": 12.0, "ms_per_pass": 1.0, "share": 0.05}],
+                      "answer": "one trace"}}
+    summaries = [summary("small", 128, questions=record_c(0.257, 0.064, "mul")),
+                 summary("small", 1024, questions=record_c(0.340, 0.250, "div")),
+                 summary("small", 128, dtype="bf16", questions=record_c(0.797, 0.171, "cast"))]
+    record = nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet()))
+    text = record.answer
+    assert text.startswith("Among fp32 eager runs (2 traces) kernels other than matrix multiplications take 25.7–34.0% "
+                           "of forward kernel time, 6.4–25.0% inside the attention sub-ranges")
+    assert "Among bf16 runs (1 trace)" in text and "`cast` (1 of 1)" in text
+    assert "grows in every series: small forward fp32 eager 25.7% at 128 → 34.0% at 1024 (inside attention 6.4% → " \
+           "25.0%)" in text
