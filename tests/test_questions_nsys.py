@@ -436,3 +436,14 @@ def test_ranges_of_different_shapes_are_grouped_and_kept_out_of_model_answers(fi
     assert "`attn d=16 s=256` 57.08 ms over 4 ranges" in answer["answer"]
     assert "the first of them 226.74 ms against 0.53 ms for the rest" in answer["answer"]
     assert all("run 6 different shapes" in record["answer"] for record in summary["questions"].values())
+
+
+def test_diff_rows_are_kernels_by_demangled_name_and_their_labels_stay_distinct(fixture_trace, train_summary):
+    forward = summarize(load_trace(fixture_trace(FORWARD)))
+    diff = diff_summaries(train_summary, forward)
+    rows = diff["kernels"]
+    assert len({row["kernel"] for row in rows}) == len(rows)
+    assert len({text.kernel_cell(row["kernel"]) for row in rows}) == len(rows)  # no two rows read alike
+    calls_a = {k["kernel"]: k["calls_per_pass"] for k in train_summary["overall"]["top_kernels"]}
+    for row in rows:  # a row's A calls are A's calls of that very kernel, 0 only when A never ran it
+        assert row["a_calls_per_pass"] == calls_a.get(row["kernel"], 0)
