@@ -88,6 +88,7 @@ def test_nsys_e_compares_softmax_with_gemms_per_dtype_and_pairs_a_compiled_trace
     assert "(0.77–0.89× the whole matmul ranges" in text
     assert "In bf16 (1 trace) the softmax takes 6.00×" in text and "per FLOP it is 307× slower" in text
     assert "small train fp32 1.25× at 128 → 1.55× at 1024" in text
+    assert "Its time follows memory traffic" not in text  # no attention calls per pass in these records
     pairs = record.tables["Compiled against eager: the softmax per forward pass"]
     assert pairs["eager_over_compiled_ratio"].round(2).tolist() == [5.0]
     assert "runs its softmax as 12 fused kernels per forward pass in 44 µs, against 60 kernels and 220 µs eager: " \
