@@ -26,7 +26,8 @@ VARIANT_FLAGS = (("compile", "compiled"), ("allow_tf32", "tf32"), ("emit_nvtx", 
 
 def run_label(summary: dict) -> str:
     """``small ctx128 train fp32 compiled`` from the config, with every variant that makes two runs
-    of one size differ (attention kind, TF32, emit_nvtx, layer ranges, parallel mode and ranks,
+    of one size differ (attention kind, TF32, emit_nvtx, layer ranges, parallel mode, world size
+    and the rank of a trace that holds one rank (a trace of every rank carries one rank's config),
     a handout edition other than the default: the same size name is another model there); the
     trace stem without a config."""
     config = summary.get("config") or {}
@@ -38,7 +39,8 @@ def run_label(summary: dict) -> str:
         parts.append(config["attention"])
     if config.get("parallel"):
         parts.append(f"{config['parallel']} {config.get('world_size', '?')}gpu")
-        if config.get("rank") is not None:
+        ranks_in_trace = len((summary.get("communication") or {}).get("ranks", []))
+        if config.get("rank") is not None and ranks_in_trace < 2:
             parts.append(f"rank{config['rank']}")
     if config.get("handout") not in (None, DEFAULT_HANDOUT):
         parts.append(f"handout {config['handout']}")
