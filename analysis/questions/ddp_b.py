@@ -42,9 +42,9 @@ def ddp_summaries(summaries: list[dict]) -> list[dict]:
 
 
 def run_name(summary: dict) -> str:
-    """The run's label, with its DDP variant where the label (a trace stem) lacks it."""
-    label, parallel = run_label(summary), (summary.get("config") or {}).get("parallel")
-    return f"{label} {parallel}" if parallel and parallel not in label else label
+    """The run's label with its DDP variant."""
+    parallel = (summary.get("config") or {}).get("parallel")
+    return f"{run_label(summary)} {parallel}" if parallel else run_label(summary)
 
 
 def rank_rows(summary: dict) -> list[dict]:
