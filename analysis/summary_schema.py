@@ -15,7 +15,9 @@ from typing import Any, TypedDict, Union
 
 from analysis.multi_gpu import CommunicationRecord
 
-SCHEMA_VERSION = 4  # 1: before the summary carried its timeline and schema version; 2: before communication; 3: before the memory ledger and GPU metrics
+SCHEMA_VERSION = 5  # 1: before the summary carried its timeline and schema version; 2: before communication;
+# 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes; 4: before the memory
+# ledger and GPU metrics
 
 
 class RangeNamesRecord(TypedDict):
@@ -154,6 +156,14 @@ class GpuMetricsRecord(TypedDict):
     phases: dict[str, dict[str, float]]  # phase -> sm_active_pct, tensor_active_pct, dram_*_pct: mean %
 
 
+class ShapeGroupRecord(TypedDict):
+    group: str
+    passes: int
+    cpu_span_ms_per_pass: float
+    kernel_ms_per_pass: float
+    first_cpu_span_ms: float
+
+
 class TraceSummary(TypedDict):
     schema_version: int
     trace: str
@@ -172,6 +182,7 @@ class TraceSummary(TypedDict):
     measured_passes: int
     measured_passes_by_phase: dict[str, int]
     phases: dict[str, PhaseRecord]
+    phase_shapes: dict[str, list[ShapeGroupRecord]]  # phases whose ranges run different shapes
     overall: OverallRecord
     devices: list[DeviceRecord]
     efficiency: EfficiencyRecord

@@ -40,7 +40,7 @@ def test_timings_json_dims_follow_the_edition_of_the_file(tmp_path):
 
 def test_run_labels_carry_the_2026_edition():
     config = {"size": "xl", "context_length": 128, "mode": "train", "dtype": "fp32"}
-    assert run_label({"trace": "a.sqlite", "config": {**config, "handout": "2026"}}) == "2026 xl ctx128 train fp32"
+    assert run_label({"trace": "a.sqlite", "config": {**config, "handout": "2026"}}) == "xl ctx128 train fp32 handout 2026"
     assert run_label({"trace": "a.sqlite", "config": config}) == "xl ctx128 train fp32"
     assert edition({"trace": "a.sqlite", "config": None}) == "2025"
 
@@ -83,7 +83,8 @@ def test_op_and_module_ranges_leave_phases_and_attention_regions_alone(capture_s
     layers = capture_summary["config"]["num_layers"]
     e = capture_summary["questions"]["e"]
     assert e["softmax_kernels_per_pass"] % layers == 0 and e["softmax_kernels_per_pass"] > 0
-    assert e["matmul_kernels_per_pass"] % layers == 0 and e["matmul_kernels_per_pass"] > 0
+    assert e["matmul_range_kernels_per_pass"] % layers == 0 and e["matmul_range_kernels_per_pass"] > 0
+    assert e["attention_calls_per_pass"] == layers
     python = capture_summary["python_ms_per_pass"]
     for phase in ("forward", "backward"):
         span = capture_summary["phases"][phase]["cpu_span_ms_per_pass"]
