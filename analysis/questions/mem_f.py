@@ -59,8 +59,8 @@ def ledger_text(record: dict) -> str:
             f"{blocks['forward_allocated_bytes'].mean() / MIB:,.1f} MiB in its forward, of which "
             f"{record['saved_for_backward_bytes_per_block'] / MIB:,.1f} MiB is still allocated when backward starts "
             f"(saved for backward; {spread}). The {len(record['top_ops'])} largest contributing operations per block: "
-            f"{ops}; together {top_share:.0%} of the saved bytes. The {record['baseline_bytes'] / 2**30:,.2f} GiB "
-            "allocated before the capture (parameters, gradients and optimizer state of earlier steps) is the baseline.")
+            f"{ops}; together {top_share:.0%} of the saved bytes. Allocations stamped before the capture "
+            f"(start 0) are the baseline: {record['baseline_bytes'] / 2**30:,.2f} GiB still allocated when it began.")
     gradient, expected = record["gradient_bytes_per_block"], record["expected_gradient_bytes_per_block"]
     if gradient is not None:
         change = blocks["backward_change_bytes"].median()
