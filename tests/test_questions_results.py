@@ -38,54 +38,57 @@ def test_bench_b_reports_the_largest_spread_and_keeps_oom_rows(results_dir):
         bench_row("xl", status="OOM"),
     ])
     answer = bench.answer_bench_b(results)
-    assert answer.answer == (
-        "Over 2 configurations (sizes small, medium; context lengths 128), each timed over 3 measured steps after "
-        "2 warm-up steps, the forward pass's standard deviation is at most 2.0% of its mean (medium, context 128; "
-        "median 1.5%) and the backward pass's standard deviation is at most 2.5% of its mean (small, context 128; "
-        "median 1.8%): the spread is small. 1 configuration ran out of memory.")
+    assert answer.numbers["forward_cv_median_share"] == pytest.approx(0.015)
+    assert answer.numbers["backward_cv_max_share"] == pytest.approx(0.025)
+    assert answer.numbers["steady_sizes"] == ["small", "medium"] and answer.numbers["noisy_sizes"] == []
+    assert "context length 128;" in answer.answer and "1.5% of its mean for the forward pass" in answer.answer
+    assert "Runs of small and medium stay within 2.5% of their mean" in answer.answer
+    assert answer.answer.endswith("1 configuration ran out of memory.")
     shown = display_table("t", answer.tables["Forward and backward time per configuration"])
     assert shown.rows[2][shown.columns.index("forward mean ± std (ms)")] == "OOM"
     assert shown.rows[0][shown.columns.index("forward mean ± std (ms)")] == "10.00 ± 0.10"
     assert answer.inputs == ("bench.json",)
 
 
-def test_bench_c_compares_warmup_counts_and_the_first_step(results_dir):
-    results_dir("bench", [bench_row("small", warmup_steps=2, step_ms_mean=100.0, step_ms_std=1.0)])
-    results_dir("bench", [bench_row("small", warmup_steps=0, step_ms_mean=500 / 3, step_ms_std=115.47)],
-                name="bench_warmup0")
-    steps = [{**bench_row("small", warmup_steps=warmup), "step_kind": "measured", "step_index": index, "step_ms": ms}
-             for warmup, times in ((0, (300.0, 100.0, 100.0)), (2, (101.0, 100.0, 100.0)))
-             for index, ms in enumerate(times)]
-    results = results_dir("bench_steps", steps)
-    answer = bench.answer_bench_c(results)
-    first = answer.tables["First measured step against the later ones"]
-    assert first["first_over_later_ratio"].tolist() == [3.0, 1.01]
-    assert answer.answer == (
-        "For small at context 128 (train), a step averages 166.67 ± 115.47 ms without warm-up against "
-        "100.00 ± 1.00 ms after 2 warm-up steps (1.67× the time, a standard deviation 115.5× as large). "
-        "Without warm-up the first step alone takes 3.0× the later steps: it pays one-off costs (creating the CUDA "
-        "context and cuBLAS handles, growing the caching allocator and choosing GEMM kernels), which warm-up steps "
-        "take out of the measurement.")
-    assert answer.inputs == ("bench.json", "bench_steps.json", "bench_warmup0.json")
+def step_rows(size, warmup, times, config_index=0) -> list[dict]:
+    return [{**bench_row(size, warmup_steps=warmup), "config_index": config_index, "step_kind": "measured",
+             "step_index": index, "step_ms": ms} for index, ms in enumerate(times)]
 
 
-def test_bench_c_speaks_of_the_configuration_whose_first_step_is_slowest(results_dir):
-    # small (run first) pays the one-off costs; the larger model's first step costs nothing extra.
-    for warmup in (0, 2):
+def test_bench_b_weighs_the_spread_between_runs(results_dir):
+    # small's runs disagree (10 against 15 ms) though each run is steady: one run does not measure it
+    for name, small_ms in (("bench_a", 10.0), ("bench_b", 15.0)):
+        results_dir("bench", [bench_row("small", forward_ms_mean=small_ms, forward_ms_std=0.1, config_index=0),
+                              bench_row("xl", forward_ms_mean=100.0, forward_ms_std=0.2, config_index=1)], name=name)
+    results = results_dir("bench", [bench_row("small", forward_ms_mean=12.0, forward_ms_std=0.1, config_index=0)],
+                          name="bench_c")
+    answer = bench.answer_bench_b(results)
+    spread = answer.tables["Spread within and between runs of one configuration"].set_index("size")
+    assert spread.loc["small", "forward_between_runs_ratio"] == pytest.approx(1.5)
+    assert answer.numbers["noisy_sizes"] == ["small"] and answer.numbers["steady_sizes"] == ["xl"]
+    assert "small 10.0–15.0 ms (1.50×)" in answer.answer
+    assert "an effect smaller than 1.50× is inside the noise" in answer.answer
+
+
+def test_bench_c_puts_the_first_step_on_the_first_configuration_of_the_process(results_dir):
+    for warmup, small_ms in ((0, 120.0), (1, 100.0), (2, 130.0)):
         results_dir("bench", [bench_row(size, warmup_steps=warmup, step_ms_mean=ms, step_ms_std=1.0)
-                              for size, ms in (("small", 100.0 if warmup else 120.0), ("2.7B", 500.0))],
-                    name=f"bench_warmup{warmup}")
-    steps = [{**bench_row(size, warmup_steps=warmup), "step_kind": "measured", "step_index": index, "step_ms": ms}
-             for size, cold, warm in (("small", (200.0, 100.0, 100.0), 100.0), ("2.7B", (505.0, 500.0, 500.0), 500.0))
-             for warmup, times in ((0, cold), (2, (warm,) * 3))
-             for index, ms in enumerate(times)]
+                              for size, ms in (("small", small_ms), ("2.7B", 500.0))], name=f"bench_warmup{warmup}")
+    steps = [*step_rows("small", 0, (300.0, 100.0, 100.0)), *step_rows("small", 1, (101.0, 99.0, 100.0)),
+             *step_rows("small", 2, (131.0, 130.0, 129.0)),
+             *[row for warmup in (0, 1, 2) for row in step_rows("2.7B", warmup, (505.0, 500.0, 500.0), 1)]]
     answer = bench.answer_bench_c(results_dir("bench_steps", steps))
-    assert answer.answer == (
-        "For small at context 128 (train), a step averages 120.00 ± 1.00 ms without warm-up against "
-        "100.00 ± 1.00 ms after 2 warm-up steps (1.20× the time, a standard deviation 1.0× as large). "
-        "Without warm-up the first step alone takes 2.0× the later steps: it pays one-off costs (creating the CUDA "
-        "context and cuBLAS handles, growing the caching allocator and choosing GEMM kernels), which warm-up steps "
-        "take out of the measurement. In the other configuration the first step takes 1.0× the later ones.")
+    first = answer.tables["First measured step against the later ones"]
+    assert first.loc[first["warmup_steps"] == 0, "first_over_later_ratio"].tolist() == [3.0, 1.01]
+    assert answer.numbers["first_step_size"] == "small" and answer.numbers["first_step_config_index"] == 0
+    assert answer.numbers["first_step_ms"] == 300.0 and answer.numbers["others_first_over_later_max"] == 1.01
+    assert answer.numbers["later_between_runs_ratio"] == pytest.approx(1.3)
+    assert not answer.numbers["later_falls_with_warmup"]
+    assert "small (the first configuration of its process) takes 300 ms, 3.0× its later steps" in answer.answer
+    assert "run after it in the same process pay 1.0× on their first step" in answer.answer
+    assert "average 100.0, 100.0, 130.0 ms per step (1.30× apart)" in answer.answer
+    assert "cannot rank one warm-up count against another" in answer.answer
+    assert answer.inputs == ("bench_steps.json", "bench_warmup0.json", "bench_warmup1.json", "bench_warmup2.json")
 
 
 def test_mp_accum_runs_the_loops_for_real(results_dir):

@@ -29,6 +29,11 @@ def _steady_steps(steps: pd.DataFrame) -> pd.DataFrame:
     return measured[~((measured["warmup_steps"] == 0) & (measured["step_index"] == 0))]
 
 
+def with_config_index(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with a ``config_index`` column (null where the runner wrote none)."""
+    return rows if rows.empty or "config_index" in rows else rows.assign(config_index=float("nan"))
+
+
 def per_run(results: ResultsSet) -> pd.DataFrame:
     """One row per run (results file × configuration): steady steps, and per part the mean (ms)
     and the coefficient of variation of its steady steps.
@@ -37,7 +42,7 @@ def per_run(results: ResultsSet) -> pd.DataFrame:
     runs that had warm-up steps (their mean and std are over steady steps already).
     """
     keys = [*SPREAD_KEYS, "warmup_steps", "config_index", RESULTS_FILE_COLUMN]
-    steps = results.experiment_rows(BENCH_STEPS)
+    steps = with_config_index(results.experiment_rows(BENCH_STEPS))
     if not steps.empty:
         steady = _steady_steps(steps)
         columns = [f"{part}_ms" for part in PARTS if f"{part}_ms" in steady and steady[f"{part}_ms"].notna().any()]
@@ -49,7 +54,7 @@ def per_run(results: ResultsSet) -> pd.DataFrame:
             runs[f"{column}_std"] = stds[column]
         runs = runs.reset_index()
     else:
-        summary = ok_rows(results.experiment_rows(BENCH))
+        summary = with_config_index(ok_rows(results.experiment_rows(BENCH)))
         if summary.empty:
             return pd.DataFrame()
         runs = summary[summary["warmup_steps"] > 0].rename(columns={"measured_steps": "steady_steps"})
