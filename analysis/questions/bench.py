@@ -11,8 +11,8 @@ import pandas as pd
 from analysis.questions import run_spread
 from analysis.questions.question import Question, from_results
 from analysis.records import FigureSpec
-from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size,
-                                              used_files)
+from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, joined, ok_rows, plural,
+                                              sorted_by_size, used_files, value_span)
 from analysis.text import ms, pct
 from cs336_profile.contract import BENCH, BENCH_STEPS
 
@@ -104,8 +104,8 @@ def _bench_b_text(done: pd.DataFrame, numbers: dict, spread: pd.DataFrame) -> st
     medians = " and ".join(f"{pct(numbers[f'{part}_cv_median_share'])}{' of its mean' if i == 0 else ''} for the "
                            f"{part} pass" for i, part in enumerate(p for p in TIMED if f"{p}_cv_median_share" in numbers))
     text = (f"Over {plural(numbers['runs'], 'run')} of {plural(numbers['configurations'], 'configuration')} "
-            f"({_range_text(done)}; {_values_text(done['warmup_steps'])} warm-up and "
-            f"{_values_text(done['measured_steps'])} measured steps), a run's standard deviation is, at the median, "
+            f"({_range_text(done)}; {value_span(done['warmup_steps'])} warm-up and "
+            f"{value_span(done['measured_steps'])} measured steps), a run's standard deviation is, at the median, "
             f"{medians}.")
     if spread.empty or "noisy" not in spread:
         verdict = "small" if max(numbers.get(f"{p}_cv_max_share", 0) for p in TIMED) < SMALL_SPREAD else "not small"
@@ -113,7 +113,7 @@ def _bench_b_text(done: pd.DataFrame, numbers: dict, spread: pd.DataFrame) -> st
     noisy, steady = spread[spread["noisy"]], spread[~spread["noisy"]]
     if not noisy.empty:
         worst = max(TIMED, key=lambda part: noisy.get(f"{part}_cv_max_share", pd.Series([0])).max())
-        text += (f" The large spreads belong to {_names(noisy['size'])}: up to "
+        text += (f" The large spreads belong to {joined(noisy['size'])}: up to "
                  f"{pct(noisy[f'{worst}_cv_max_share'].max())} ({worst} pass)")
         # runs that disagree by more than their steps vary within a run
         apart = noisy[(noisy["runs"] > 1)
@@ -122,12 +122,12 @@ def _bench_b_text(done: pd.DataFrame, numbers: dict, spread: pd.DataFrame) -> st
             ranges = "; ".join(f"{row['size']} {row['forward_run_mean_min_ms']:.1f}–{row['forward_run_mean_max_ms']:.1f} ms"
                                f" ({row['forward_between_runs_ratio']:.2f}×)" for _, row in apart.iterrows())
             text += (f", and separate runs of one configuration disagree more than steps within a run: "
-                     f"forward means over {_values_text(apart['runs'])} runs (a run without warm-up counted from its second "
+                     f"forward means over {value_span(apart['runs'])} runs (a run without warm-up counted from its second "
                      f"step) of {ranges}")
         text += "."
     if not steady.empty:
         worst_cv = max(steady[f"{p}_cv_max_share"].max() for p in TIMED if f"{p}_cv_max_share" in steady)
-        text += f" Runs of {_names(steady['size'])} stay within {pct(worst_cv)} of their mean"
+        text += f" Runs of {joined(steady['size'])} stay within {pct(worst_cv)} of their mean"
         several = steady[steady["runs"] > 1]
         if not several.empty:
             agree = max(several[f"{p}_between_runs_ratio"].max() for p in TIMED) - 1
@@ -135,15 +135,9 @@ def _bench_b_text(done: pd.DataFrame, numbers: dict, spread: pd.DataFrame) -> st
         text += "."
     if not noisy.empty and (noisy["runs"] > 1).any():
         widest = noisy["forward_between_runs_ratio"].max()
-        text += (f" So one run of {_names(noisy['size'])} does not measure the model: on them, an effect smaller "
+        text += (f" So one run of {joined(noisy['size'])} does not measure the model: on them, an effect smaller "
                  f"than {widest:.2f}× is inside the noise of this data.")
     return text
-
-
-def _names(sizes: pd.Series) -> str:
-    """``small, medium and large``."""
-    names = list(dict.fromkeys(sizes))
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _range_text(rows: pd.DataFrame) -> str:
@@ -151,11 +145,6 @@ def _range_text(rows: pd.DataFrame) -> str:
     contexts = sorted(rows["context_length"].unique())
     lengths = "context length" if len(contexts) == 1 else "context lengths"
     return f"{'size' if len(sizes) == 1 else 'sizes'} {', '.join(sizes)}; {lengths} {', '.join(str(c) for c in contexts)}"
-
-
-def _values_text(values: pd.Series) -> str:
-    distinct = sorted(values.unique())
-    return str(distinct[0]) if len(distinct) == 1 else f"{distinct[0]}–{distinct[-1]}"
 
 
 def first_step_table(steps: pd.DataFrame) -> pd.DataFrame:
@@ -275,7 +264,7 @@ def _bench_c_text(table: pd.DataFrame, tables: dict[str, pd.DataFrame], numbers:
                  "effect beyond the first step and this data cannot rank one warm-up count against another.")
     steady = later[later["between_runs_ratio"] < 1 + SMALL_SPREAD]
     if not steady.empty:
-        text += (f" Runs of {_names(steady['size'])} agree within {pct(steady['between_runs_ratio'].max() - 1)} "
+        text += (f" Runs of {joined(steady['size'])} agree within {pct(steady['between_runs_ratio'].max() - 1)} "
                  "whatever the warm-up.")
     return text
 

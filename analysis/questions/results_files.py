@@ -83,3 +83,15 @@ def sorted_by_size(rows: pd.DataFrame, *then: str) -> pd.DataFrame:
 def plural(count: int, noun: str) -> str:
     """``1 configuration``, ``2 configurations``."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def joined(names: pd.Series) -> str:
+    """``small, medium and large``: the distinct values in their order."""
+    distinct = [str(name) for name in dict.fromkeys(names)]
+    return distinct[0] if len(distinct) == 1 else f"{', '.join(distinct[:-1])} and {distinct[-1]}"
+
+
+def value_span(values: pd.Series) -> str:
+    """``5`` for one distinct value, ``1–5`` for several."""
+    distinct = sorted(values.unique())
+    return str(distinct[0]) if len(distinct) == 1 else f"{distinct[0]}–{distinct[-1]}"
