@@ -181,16 +181,43 @@ def memory_rows() -> list[dict]:
 def test_mem_b_and_c_peaks_per_context_with_oom(results_dir):
     results = results_dir("memory", memory_rows())
     fp32 = memory.answer_mem_b(results)
-    assert fp32.answer == ("2.7B in fp32: forward peaks at 13.00 GiB at context 128 to 14.00 GiB at 256; train peaks "
-                           "at 52.00 GiB at context 128 (out of memory at 256). A training step needs 4.0× the forward "
+    assert fp32.answer == ("2.7B in fp32: forward peaks at 13,312 MiB at context 128 to 14,336 MiB at 256; train peaks "
+                           "at 53,248 MiB at context 128 (out of memory at 256). A training step needs 4.0× the forward "
                            "pass's peak at the same context length.")
     bf16 = memory.answer_mem_c(results)
     compared = bf16.tables["bf16 against fp32"]
     assert compared["bf16_over_fp32_ratio"].dropna().round(6).tolist() == [1.05, 1.05, 1.05]
-    assert bf16.answer.endswith("Against fp32 the peak is 1.05× as large: mixed precision barely changes peak memory: "
-                                "parameters, gradients and optimizer state stay fp32, and autocast keeps bf16 copies "
-                                "next to the fp32 tensors.")
+    assert "Against fp32 the peak is 1.05× as large: mixed precision barely changes peak memory" in bf16.answer
     assert display_table("t", compared).rows[3][3] == "OOM"
+
+
+def accounted_rows(parameters=1024**3 // 4) -> list[dict]:
+    """A model whose fp32 copy is 1 GiB: train forward peaks = 3 GiB of weights and moments plus
+    activations (1 GiB fp32, 0.5 GiB bf16, plus the bf16 copies, 0.5 GiB)."""
+    rows = []
+    for dtype, forward_gib, kept_gib in (("fp32", 1.0, 1.0), ("bf16", 1.5, 1.0)):
+        rows.append(bench_row("2.7B", 128, mode="forward", dtype=dtype, parameters=parameters,
+                              peak_memory_bytes=forward_gib * GIB, forward_peak_bytes=forward_gib * GIB))
+        phases = {"forward_peak_bytes": (3 + kept_gib) * GIB, "backward_peak_bytes": 4.25 * GIB,
+                  "optimizer_step_peak_bytes": 4.5 * GIB}
+        rows.append(bench_row("2.7B", 128, mode="train", dtype=dtype, parameters=parameters,
+                              peak_memory_bytes=4.5 * GIB, **phases))
+    return rows
+
+
+def test_mem_b_and_c_account_for_state_activations_and_copies(results_dir):
+    results = results_dir("memory", accounted_rows())
+    mem_b = memory.answer_mem_b(results)
+    assert mem_b.numbers["activations_bytes"] == {128: GIB} and mem_b.numbers["peak_phase"] == {128: "optimizer_step"}
+    accounting = mem_b.tables["What the training step holds, fp32"].iloc[0]
+    # 2.7B at context 128, batch 4: 32 layers × 2 × 4·32·128²·4 B = 512 MiB of T² matrices
+    assert accounting["attention_t2_bytes"] == 512 * 1024**2
+    assert accounting["rest_per_position_bytes"] == (GIB - 512 * 1024**2) / 128
+    assert "(3 × 1,024 MiB = 3,072 MiB)" in mem_b.answer and "set by the optimizer step at 128 (4,608 MiB)" in mem_b.answer
+    mem_c = memory.answer_mem_c(results)
+    assert mem_c.numbers["forward_extra_bytes"] == [0.5 * GIB] and mem_c.numbers["bf16_weight_copies_bytes"] == GIB // 2
+    assert mem_c.numbers["activation_ratio"] == {128: 0.5}
+    assert "holds 512 MiB more than fp32, about autocast's bf16 copies of the weights" in mem_c.answer
 
 
 def test_mem_c_judges_each_mode_on_its_own_ratio(results_dir):
@@ -198,57 +225,58 @@ def test_mem_c_judges_each_mode_on_its_own_ratio(results_dir):
             for mode, dtype, gib in (("forward", "fp32", 13.0), ("forward", "bf16", 19.5),
                                      ("train", "fp32", 52.0), ("train", "bf16", 51.0))]
     answer = memory.answer_mem_c(results_dir("memory", rows))
-    assert answer.answer.endswith(
-        "Against fp32 the peak is 1.50× as large in forward (mixed precision raises peak memory here: autocast's "
-        "bf16 copies of the weights come on top of the fp32 ones) and 0.98× as large in train (mixed precision "
-        "barely changes peak memory: parameters, gradients and optimizer state stay fp32, and autocast keeps bf16 "
-        "copies next to the fp32 tensors).")
+    assert "1.50× as large in forward (mixed precision raises peak memory here" in answer.answer
+    assert "0.98× as large in train (mixed precision barely changes peak memory" in answer.answer
 
 
 def test_mem_d_derivation_is_exact(results_dir):
     experiments = pytest.importorskip("cs336_profile.experiments.memory")
     rows = experiments.residual_activation_rows("2.7B", (128, 256, 512), 4)
     answer = memory.answer_mem_d(results_dir("memory_activation", rows))
-    assert answer.answer == ("One residual-stream activation of 2.7B (batch × context × d_model fp32 values) is 5.00 MB "
-                             "at context 128; 10.00 MB at context 256; 20.00 MB at context 512: 4 × 128 × 2560 × 4 bytes "
-                             "= 5,242,880 bytes = 5.00 MB (bytes / 1024²).")
+    assert answer.numbers["activation_bytes"] == [5_242_880, 10_485_760, 20_971_520]
+    assert "at context 128, 4 × 128 × 2560 × 4 B = 5,242,880 B = 5.00 MiB (5.24 MB)" in answer.answer
+    assert answer.tables["Residual-stream activation, fp32"]["activation_mb"].round(2).tolist() == [5.24, 10.49, 20.97]
 
 
 def test_mem_a_and_e_from_a_snapshot(results_dir):
     labels = {"context_length": 128, "dtype": "fp32"}
     timeline = [{"snapshot": f"memory_2.7B_ctx128_{mode}_fp32", "mode": mode, **labels, "event_index": index,
-                 "time_us": index, "allocated_bytes": gib * GIB}
-                for mode, values in (("forward", (13, 16, 14)), ("train", (52, 64, 52))) for index, gib in enumerate(values)]
-    results_dir("memory", memory_rows())
+                 "time_us": 1000 * index, "allocated_bytes": gib * GIB}
+                for mode, values in (("forward", (1, 1.5, 1)), ("train", (4, 3, 4, 4.25, 4.5, 4.5)))
+                for index, gib in enumerate(values)]
+    results_dir("memory", accounted_rows())
     results = results_dir("memory_timeline", timeline)
     mem_a = memory.answer_mem_a(results)
-    assert mem_a.answer.startswith("Allocated memory of the 2.7B model at context 128 (fp32): forward peaks at 16.00 GiB "
-                                   "from 13.00 GiB at the start of the step; train peaks at 64.00 GiB from 52.00 GiB")
-    assert "The training step needs 4.0× the forward pass's peak" in mem_a.answer
     assert mem_a.tables["Recorded steps"]["snapshot_file"].tolist() == [
         "snapshots/memory_2.7B_ctx128_forward_fp32.pickle", "snapshots/memory_2.7B_ctx128_train_fp32.pickle"]
-    largest = [{"snapshot": "s", "size_bytes": 400 * 1024**2, "count": 32, "site": "model.py:90 in scaled_dot_product_attention",
-                "stack": "model.py:90 in scaled_dot_product_attention"},
-               {"snapshot": "s", "size_bytes": 100 * 1024**2, "count": 64, "site": "model.py:31 in forward", "stack": ""}]
+    marks = mem_a.tables["Each phase's peak and when the step reaches it"].set_index(["mode", "phase"])
+    assert marks.loc[("train", "forward"), "reached_at_ms"] == 2.0  # after the gradients are freed at 1 ms
+    assert marks.loc[("train", "backward"), "reached_at_ms"] == 3.0
+    assert marks.loc[("train", "optimizer_step"), "reached_at_ms"] == 4.0
+    assert mem_a.numbers["peak_phase"] == "optimizer_step" and mem_a.numbers["state_bytes"] == 4 * GIB
+    assert "train: 4,096 MiB at the start, lowest 3,072, peak 4,608 MiB at 4 ms of 5 ms" in mem_a.answer
+    assert "The step's peak is set by the optimizer step." in mem_a.answer
+    assert "--size 2.7B --snapshot-context-length 128" in mem_a.answer
+    assert list(mem_a.downloads["Allocated memory over the step"]["time_ms"][:3]) == [0.0, 1.0, 2.0]
+    largest = [{"snapshot": "s", "context_length": 128, "size_bytes": size, "count": count, "site": site,
+                "stack": f"{site} <- {caller} <- bench.py:99 in _run_step"}
+               for size, count, site, caller in (
+                   (4 * 128 * 10240 * 4, 96, "model.py:143 in forward", "model.py:158 in forward"),
+                   (4 * 128 * 10240 * 4, 32, "model.py:31 in forward", "model.py:142 in forward"),
+                   (4 * 32 * 128 * 128 * 4, 64, "model.py:91 in attention", "model.py:129 in forward"))]
     mem_e = memory.answer_mem_e(results_dir("memory_largest_allocations", largest))
-    assert mem_e.answer == ("The largest allocations of the forward pass are 400.0 MiB each (32 of them), made at "
-                            "model.py:90 in scaled_dot_product_attention; next come 100.0 MiB at model.py:31 in forward.")
-    same_size = [{"snapshot": "s", "size_bytes": 20 * 1024**2, "count": count, "site": site, "stack": f"{site} <- {caller}"}
-                 for count, site, caller in ((32, "model.py:31 in forward", "model.py:142"), (96, "model.py:143 in forward", ""),
-                                             (32, "model.py:31 in forward", "model.py:143"))]
-    same_size.append({"snapshot": "s", "size_bytes": 8 * 1024**2, "count": 64, "site": "model.py:91 in attention",
-                      "stack": ""})
-    mem_e = memory.answer_mem_e(results_dir("memory_largest_allocations", same_size))
-    assert mem_e.answer == ("The largest allocations of the forward pass are 20.0 MiB each (160 of them), made at "
-                            "model.py:143 in forward (96) and model.py:31 in forward (64); next come 8.0 MiB at "
-                            "model.py:91 in attention.")
+    assert mem_e.numbers["largest_bytes"] == 20 * 1024**2 and mem_e.numbers["largest_tensor"].startswith("SwiGLU")
+    assert "20.0 MiB × 128: SwiGLU hidden activation" in mem_e.answer and "4 × 128 × 10240 × 4 B" in mem_e.answer
+    assert "made at model.py:143 ← model.py:158 (96), model.py:31 ← model.py:142 (32)" in mem_e.answer
+    assert "8.0 MiB × 64: attention scores" in mem_e.answer
 
 
 def test_mem_a_without_the_peaks_file_leaves_the_size_out(results_dir):
     timeline = [{"snapshot": "memory_2.7B_ctx128_forward_fp32", "mode": "forward", "context_length": 128, "dtype": "fp32",
                  "event_index": index, "time_us": index, "allocated_bytes": gib * GIB} for index, gib in enumerate((1, 2))]
     answer = memory.answer_mem_a(results_dir("memory_timeline", timeline))
-    assert answer.answer.startswith("Allocated memory at context 128 (fp32): forward peaks at 2.00 GiB from 1.00 GiB")
+    assert answer.answer.startswith("Allocated memory at context 128 (fp32)")
+    assert "peak 2,048 MiB" in answer.answer and "--size SIZE" in answer.answer
 
 
 def attention_rows(peak_per_score=None) -> list[dict]:

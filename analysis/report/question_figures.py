@@ -83,14 +83,20 @@ def mp_c(answer: ResultsAnswer) -> Figure:
 
 
 def mem_a(answer: ResultsAnswer) -> Figure:
-    timeline = first_table(answer, 1)
+    timeline = next(iter(answer.downloads.values()))
     figure, (ax,) = new_figure()
     for (mode, context), rows in timeline.groupby(["mode", "context_length"], sort=False):
-        ax.plot(rows["event_index"], rows["allocated_bytes"] / GIB, label=f"{mode}, ctx{context}")
-    ax.set_xlabel("allocator event")
+        ax.plot(rows["time_ms"], rows["allocated_bytes"] / GIB, label=f"{mode}, ctx{context}")
+    marks = first_table(answer, 1) if len(answer.tables) > 1 else pd.DataFrame()
+    if {"mode", "phase", "reached_at_ms"} <= set(marks.columns):
+        for mark in marks[marks["mode"] != "forward"].dropna(subset=["reached_at_ms"]).itertuples():
+            ax.axvline(mark.reached_at_ms, color="grey", linestyle=":", linewidth=1)
+            ax.annotate(f"{mark.phase.replace('_', ' ')} peak", (mark.reached_at_ms, 0.02),
+                        xycoords=("data", "axes fraction"), rotation=90, fontsize=7, ha="right", va="bottom")
+    ax.set_xlabel("ms from the step's first allocator event")
     ax.set_ylabel("allocated (GiB)")
     ax.legend(frameon=False)
-    ax.set_title("Allocated memory over the recorded step")
+    ax.set_title("Allocated memory over the recorded step, with when each phase reaches its peak")
     return figure
 
 
@@ -132,7 +138,7 @@ def mem_d(answer: ResultsAnswer) -> Figure:
     figure, (ax,) = new_figure(height=2.8)
     ax.bar(table["context_length"].astype(str), table["activation_mib"], color=PALETTE[0])
     ax.set_xlabel("context length")
-    ax.set_ylabel("MB (bytes / 1024²)")
+    ax.set_ylabel("MiB (bytes / 1024²)")
     ax.set_title("One residual-stream activation in fp32")
     return figure
 
@@ -141,7 +147,7 @@ def mem_e(answer: ResultsAnswer) -> Figure:
     table = first_table(answer).head(10)
     # One bar per row: a site reached through different callers gets its caller in the label, and
     # bars sit at positions, not at categorical labels (equal labels would draw on one bar).
-    callers = table["stack"].str.split(" <- ").str[1].fillna("")
+    callers = table["stack"].str.split(" ← ").str[1].fillna("")
     repeated = table["site"].duplicated(keep=False) & (callers != "")
     labels = [f"{site}{f' ← {caller}' if twin else ''} ×{count}"
               for site, caller, twin, count in zip(table["site"], callers, repeated, table["count"])]
