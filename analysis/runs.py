@@ -19,17 +19,29 @@ def summary_stem(summary: dict) -> str:
     return trace_stem(summary["trace"])
 
 
+# Boolean config switches that change what a run executes or records, as its label writes them.
+VARIANT_FLAGS = (("compile", "compiled"), ("allow_tf32", "tf32"), ("emit_nvtx", "emit_nvtx"),
+                 ("layer_ranges", "layer ranges"))
+
+
 def run_label(summary: dict) -> str:
-    """``small ctx128 train fp32 compiled`` from the config; the trace stem without one."""
+    """``small ctx128 train fp32 compiled`` from the config, with every variant that makes two runs
+    of one size differ (attention kind, TF32, emit_nvtx, layer ranges, parallel mode and ranks,
+    the handout edition); the trace stem without a config."""
     config = summary.get("config") or {}
     if not {"size", "context_length", "mode"} <= set(config):
         return summary_stem(summary)
     parts = [config["size"], f"ctx{config['context_length']}", config["mode"], config.get("dtype", "")]
-    if config.get("compile"):
-        parts.append("compiled")
+    parts += [name for key, name in VARIANT_FLAGS if config.get(key)]
     if config.get("attention") not in (None, "naive"):
         parts.append(config["attention"])
-    return " ".join(p for p in parts if p)
+    if config.get("parallel"):
+        parts.append(f"{config['parallel']} {config.get('world_size', '?')}gpu")
+        if config.get("rank") is not None:
+            parts.append(f"rank{config['rank']}")
+    if config.get("handout"):
+        parts.append(f"handout {config['handout']}")
+    return " ".join(str(p) for p in parts if p)
 
 
 def sorted_summaries(summaries: list[dict]) -> list[dict]:
