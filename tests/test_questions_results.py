@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.questions import attention, bench, compile, memory, mixed_precision
+from analysis.questions import attention, bench, compile, memory, mixed_precision, norm_precision
 from analysis.questions.question import Evidence
 from analysis.questions.registry import QUESTIONS
 from analysis.questions.results_files import ResultsAnswer, Unanswered, read_results_dir
@@ -398,3 +398,42 @@ def test_read_results_dir_keeps_only_results_documents(tmp_path, results_dir):
     assert read_results_dir(tmp_path / "absent").documents == {}
     assert isinstance(bench.answer_bench_b(results_dir("bench", [bench_row("s", forward_ms_mean=1.0, forward_ms_std=0.0)])),
                       ResultsAnswer)
+
+
+def norm_rows(scale: float) -> list[dict]:
+    """The runner's LayerNorm/RMSNorm comparison on one synthetic site of activations × ``scale``."""
+    torch = pytest.importorskip("torch")
+    experiments = pytest.importorskip("cs336_profile.experiments.norm_precision")
+    x = torch.randn(64, 256, generator=torch.Generator().manual_seed(0)) * scale
+    site = {"size": "tiny", "handout": "2025", "context_length": 64, "batch_size": 1, "train_steps": 0,
+            "device": "cpu", "site": "ln_final", "site_index": 0, **experiments.input_stats(x)}
+    return [site | experiments.compare_norm(x, torch.ones(256), 1e-5, norm, dtype, compute)
+            for norm in experiments.NORMS for dtype in experiments.LOW_DTYPES for compute in experiments.COMPUTES]
+
+
+def test_mp_b_reads_each_part_of_layernorm_in_low_precision(results_dir):
+    answer = norm_precision.answer_mp_b(results_dir("layernorm", norm_rows(1.0)))
+    numbers = answer.numbers
+    table = answer.tables["Largest error over the norm sites, per norm, dtype and computation"]
+    assert numbers["overflow_count"] == 0 and numbers["sites"] == 1 and numbers["elements"] == 64 * 256
+    assert numbers["overflow_margin"] == pytest.approx(65504 ** 0.5 / numbers["input_abs_max"])
+    low = table.set_index(["norm", "dtype", "compute"]).loc[("layernorm", "bf16", "low")]
+    assert numbers["bf16_output_error_low"] == low["output_rel_error_max"] > numbers["bf16_output_error_upcast"]
+    assert 4 < numbers["bf16_over_fp16_variance_error"] < 16  # 3 mantissa bits apart
+    assert "variance" in numbers["sensitive_parts"]
+    assert "no value overflowed" in answer.answer and "does not need an fp32 LayerNorm to stay finite" in answer.answer
+
+
+def test_mp_b_sees_fp16_overflow_on_large_activations(results_dir):
+    answer = norm_precision.answer_mp_b(results_dir("layernorm", norm_rows(300.0)))
+    assert answer.numbers["overflow_count"] > 0 and answer.numbers["overflow_margin"] < 1
+    assert "non-finite values appeared, so fp16 overflows here" in answer.answer
+
+
+def test_results_from_a_subfolder_add_experiments_not_runs(tmp_path, results_dir):
+    results_dir("bench", [bench_row("small", forward_ms_mean=1.0)])
+    write_results(tmp_path / "2026", "bench", [bench_row("xl", forward_ms_mean=2.0)], config={}, environment=ENVIRONMENT)
+    write_results(tmp_path / "2026", "layernorm", [{"site": "ln"}], config={}, environment=ENVIRONMENT)
+    results = read_results_dir(tmp_path)
+    assert results.experiment_rows("bench")["size"].tolist() == ["small"]
+    assert results.experiment_rows("layernorm")["results_file"].tolist() == ["2026/layernorm.json"]

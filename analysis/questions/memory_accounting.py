@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from cs336_profile.config import SIZES
+from cs336_profile.config import DEFAULT_HANDOUT, SIZES_BY_HANDOUT
 from cs336_profile.contract import FP32_BYTES, peak_column
 
 BF16_BYTES = 2
@@ -48,7 +48,7 @@ def train_accounting(peaks: pd.DataFrame) -> pd.DataFrame:
                   **{f"{phase}_peak_bytes": value for phase, value in phase_peaks.items()},
                   "peak_phase": max(phase_peaks, key=phase_peaks.get) if phase_peaks else None,
                   "peak_bytes": row["peak_memory_bytes"]}
-        config = SIZES.get(row["size"])
+        config = _model(row["size"], row.get("handout"))
         if config is not None and row["dtype"] == "fp32":
             quadratic = (config.num_layers * SAVED_SCORE_MATRICES * row["batch_size"] * config.num_heads
                          * row["context_length"] ** 2 * FP32_BYTES)
@@ -58,9 +58,14 @@ def train_accounting(peaks: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["dtype", "context_length"], ignore_index=True) if rows else pd.DataFrame()
 
 
-def activation_shapes(size: str, batch: int, context: int) -> list[tuple[str, str, int]]:
+def _model(size: str, handout: str | None):
+    """The model dimensions of ``size`` in its handout (2025 when the row names none), or None."""
+    return SIZES_BY_HANDOUT.get(handout if isinstance(handout, str) else DEFAULT_HANDOUT, {}).get(size)
+
+
+def activation_shapes(size: str, batch: int, context: int, handout: str | None = None) -> list[tuple[str, str, int]]:
     """The model's activation tensors of one forward as (what, shape, bytes), fp32."""
-    config = SIZES.get(size)
+    config = _model(size, handout)
     if config is None:
         return []
     shapes = [

@@ -41,21 +41,30 @@ class ResultsSet:
 
 
 def read_results_dir(results_dir: str | Path | None) -> ResultsSet:
-    """Load every results document (`*.json` with ``experiment`` and ``rows``) in a folder.
+    """Load every results document (`*.json` with ``experiment`` and ``rows``) in a folder and its
+    subfolders (an edition's results, e.g. ``2026/``), keyed by path relative to the folder.
 
-    Other JSON files (timings, snapshots' metadata) are skipped; a missing folder gives an empty set.
+    An experiment is taken from the shallowest level that has it: a subfolder adds experiments the
+    folder lacks (``layernorm``), never more runs of one it has (its ``bench`` rows of another
+    edition stay out of this edition's answers). Other JSON files (timings, snapshots' metadata)
+    are skipped; a missing folder gives an empty set.
     """
     if results_dir is None or not Path(results_dir).is_dir():
         return ResultsSet()
-    documents = {}
-    for path in sorted(Path(results_dir).glob("*.json")):
+    root = Path(results_dir)
+    paths = sorted(root.rglob("*.json"), key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
+    documents, depth_of = {}, {}
+    for path in paths:
         try:
             document = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(document, dict) and isinstance(document.get("experiment"), str) \
-                and isinstance(document.get("rows"), list):
-            documents[path.name] = document
+        if not (isinstance(document, dict) and isinstance(document.get("experiment"), str)
+                and isinstance(document.get("rows"), list)):
+            continue
+        depth = len(path.relative_to(root).parts)
+        if depth_of.setdefault(document["experiment"], depth) == depth:
+            documents[path.relative_to(root).as_posix()] = document
     return ResultsSet(documents)
 
 

@@ -71,6 +71,21 @@ def mp_a(answer: ResultsAnswer) -> Figure:
     return figure
 
 
+def mp_b(answer: ResultsAnswer) -> Figure:
+    table = first_table(answer)
+    parts = [c for c in ("mean_rel_error_max", "spread_rel_error_max", "inv_rel_error_max", "output_rel_error_max")
+             if c in table]
+    rows = table[table["norm"] == "layernorm"] if (table["norm"] == "layernorm").any() else table
+    figure, (ax,) = new_figure()
+    grouped_bars(ax, [f"{r.dtype} {r.compute}" for r in rows.itertuples()],
+                 {c.removesuffix("_rel_error_max").replace("spread", "variance").replace("inv", "1/sqrt"):
+                  rows[c].to_numpy() for c in parts})
+    ax.set_yscale("log")
+    ax.set_ylabel("largest relative error against fp32")
+    ax.set_title("LayerNorm in low precision: each part's error (low = computed in the dtype, upcast = fp32 math)")
+    return figure
+
+
 def mp_c(answer: ResultsAnswer) -> Figure:
     table = completed(first_table(answer))
     figure, (ax,) = new_figure()
@@ -271,7 +286,7 @@ def category_stack(spec: FigureSpec, answer: ResultsAnswer) -> Figure:
 
 
 RESULTS_DRAWINGS = {
-    "bench-b": bench_b, "bench-c": bench_c, "mp-accum": mp_accum, "mp-a": mp_a, "mp-c": mp_c,
+    "bench-b": bench_b, "bench-c": bench_c, "mp-accum": mp_accum, "mp-a": mp_a, "mp-b": mp_b, "mp-c": mp_c,
     "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c, "mem-d": mem_d, "mem-e": mem_e,
     "attn-a": attn_a, "compile-a": compile_a, "compile-b": compile_b,
 }
