@@ -115,7 +115,11 @@ def test_mp_a_observes_the_toy_model_dtypes(results_dir):
     assert table.loc["parameters (inside autocast)"].tolist() == ["float32", "float32"]
     assert table.loc["fc1 output"].tolist() == ["float16", "bfloat16"]
     assert table.loc["loss"].tolist() == ["float32", "float32"]
-    assert answer.answer.endswith("Under bfloat16 autocast the pattern is the same with bfloat16 in place of float16.")
+    assert "Under bfloat16 autocast the pattern is the same with bfloat16 in place of float16." in answer.answer
+    assert "linear layers (matmuls) are on autocast's low-precision list" in answer.answer
+    # a reason is given only where observed (CPU autocast runs layer_norm in the low dtype)
+    layer_norm_fp32 = table.loc["LayerNorm output", "under float16 autocast"] == "float32"
+    assert ("layer_norm is on autocast's fp32 list" in answer.answer) == layer_norm_fp32
 
 
 def traced_forward(size, dtype, kernels, kernel_ms, gemm_ms, cast_ms, span_ms) -> dict:

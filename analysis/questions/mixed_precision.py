@@ -81,7 +81,34 @@ def answer_mp_a(results: ResultsSet) -> ResultsAnswer | Unanswered:
             if len(others) == len(first) else False
         text += f" Under {other} autocast the pattern is the same with {other} in place of {autocasts[0]}." \
             if same_pattern else f" Under {other} autocast: {_dtype_groups(others)}."
+    reasons = _autocast_reasons(first, autocasts[0])
+    if reasons:
+        text += " Why: " + "; ".join(reasons) + "."
     return ResultsAnswer("mp-a", text, {"dtypes observed in the ToyModel": dtype_table(rows)}, used_files(rows))
+
+
+# Why autocast gives a quantity the dtype it has, by what the quantity is, and the dtype class the
+# reason explains (``low``: the autocast dtype, ``fp32``). A reason is given only when observed.
+AUTOCAST_REASONS = (
+    ("parameters", FULL_PRECISION, "autocast casts a copy per op and leaves the stored parameters fp32"),
+    ("gradient", FULL_PRECISION, "a gradient takes its fp32 parameter's dtype"),
+    ("fc", "low", "linear layers (matmuls) are on autocast's low-precision list"),
+    ("ReLU", "low", "ReLU is on neither of autocast's lists and keeps its input's dtype"),
+    ("LayerNorm", FULL_PRECISION, "layer_norm is on autocast's fp32 list (its statistics need the precision)"),
+    ("loss", FULL_PRECISION, "the loss (cross-entropy, a log-softmax and a sum) is on autocast's fp32 list"),
+)
+
+
+def _autocast_reasons(rows: pd.DataFrame, autocast: str) -> list[str]:
+    """The reasons of :data:`AUTOCAST_REASONS` whose quantities were observed with that dtype."""
+    reasons = []
+    for key, dtype_class, reason in AUTOCAST_REASONS:
+        wanted = autocast if dtype_class == "low" else FULL_PRECISION
+        gradients = rows["quantity"].str.startswith("gradient")
+        observed = rows[rows["quantity"].str.contains(key, regex=False) & (gradients if key == "gradient" else ~gradients)]
+        if not observed.empty and (observed["dtype"] == wanted).all():
+            reasons.append(reason)
+    return reasons
 
 
 def precision_pairs(rows: pd.DataFrame) -> pd.DataFrame:
