@@ -100,9 +100,10 @@ def test_mp_accum_runs_the_loops_for_real(results_dir):
     assert answer.answer.startswith("Adding 0.01 a thousand times (exactly 10.0) all in fp32 prints tensor(10.0001) "
                                     "(error 0.000134). A low-precision accumulator drifts: float16 prints "
                                     "tensor(9.9531, dtype=torch.float16) (error 0.0469, 351× the fp32 error)")
-    assert answer.answer.endswith("An fp32 sum of fp16 values prints tensor(10.0021) with or without the explicit "
-                                  "upcast: exactly 1000 × 0.01000213623046875, the fp16 rounding of 0.01, so the "
-                                  "error is in the addend, not in the sum.")
+    assert ("An fp32 sum of fp16 values prints tensor(10.0021) with or without the explicit upcast: exactly "
+            "1000 × 0.01000213623046875, the fp16 rounding of 0.01, so the error is in the addend") in answer.answer
+    assert answer.numbers["stall_points"] == {"float16": 32.0, "bfloat16": 4.0}
+    assert "float16 would stall only at 32, beyond 10" in answer.answer
 
 
 def test_mp_a_observes_the_toy_model_dtypes(results_dir):

@@ -49,8 +49,41 @@ def answer_mp_accum(results: ResultsSet) -> ResultsAnswer | Unanswered:
             f"An fp32 sum of fp16 values prints {mixed['printed'].iloc[0]} with or without the explicit upcast"
             + (f": exactly 1000 × {rounded_addend!r}, the fp16 rounding of 0.01, so the error is in the addend, "
                "not in the sum." if abs(result - rounded_addend * ADDITIONS) < 1e-9 else "."))
+    stalls = _stall_text(low)
+    if stalls:
+        sentences.append(stalls)
     return ResultsAnswer("mp-accum", " ".join(sentences), {"Accumulation loops (exact sum 10.0)": table},
-                         used_files(rows))
+                         used_files(rows), {"stall_points": {d: stall_point(d) for d in MANTISSA_BITS}})
+
+
+# Stored mantissa bits of the low-precision formats (IEEE fp16: 10; bfloat16: 7).
+MANTISSA_BITS = {"float16": 10, "bfloat16": 7}
+
+
+def stall_point(dtype: str, addend: float = ADDEND) -> float:
+    """The sum at which adding ``addend`` in ``dtype`` stops changing it: the smallest power of two
+    from which half the spacing between representable numbers, 2^(e − bits − 1), exceeds the addend."""
+    exponent = int(np.floor(np.log2(addend)))
+    while 2.0 ** (exponent - MANTISSA_BITS[dtype] - 1) <= addend:
+        exponent += 1
+    return 2.0 ** exponent
+
+
+def _stall_text(low: pd.DataFrame) -> str:
+    """Where each low-precision accumulator stops growing, against what it printed."""
+    parts = []
+    for row in low.itertuples():
+        if row.accumulator_dtype not in MANTISSA_BITS:
+            continue
+        stall = stall_point(row.accumulator_dtype)
+        spacing = 2.0 ** (np.log2(stall) - MANTISSA_BITS[row.accumulator_dtype])
+        if abs(row.result - stall) < 1e-9:
+            parts.append(f"{row.accumulator_dtype} stalls at {stall:g}: from there half the spacing of its numbers "
+                         f"({spacing / 2:g}) exceeds 0.01, so every addition rounds back to the sum")
+        else:
+            parts.append(f"{row.accumulator_dtype} would stall only at {stall:g}, beyond 10, so its sum drifts by "
+                         "rounding each addition instead")
+    return ("Where a sum stops growing: " + "; ".join(parts) + ".") if parts else ""
 
 
 def dtype_table(rows: pd.DataFrame) -> pd.DataFrame:
