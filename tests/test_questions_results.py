@@ -366,7 +366,12 @@ def test_compile_b_times_forward_and_whole_step(results_dir):
         bench_row("small", mode="train", compile=True, forward_ms_mean=8.0, backward_ms_mean=10.0,
                   optimizer_step_ms_mean=6.0, step_ms_mean=50.0, peak_memory_bytes=3 * GIB),
     ])
-    answer = compile.answer_compile_b(results)
+    traces = [{**traced_forward("small", "fp32", kernels, kernel_ms, 4.0, 0.2, 20.0),
+               "config": {"size": "small", "context_length": 128, "mode": "forward", "dtype": "fp32",
+                          "compile": compiled}} for compiled, kernels, kernel_ms in ((False, 776, 6.0), (True, 288, 4.5))]
+    answer = compile.answer_compile_b(Evidence(traces, results))
+    assert answer.numbers["traced_kernels_eager"] == 776 and answer.numbers["traced_kernels_compiled"] == 288
+    assert "the compiled forward launches 288 kernels per pass against 776 eager" in answer.answer
     assert answer.tables["Whole model, eager against compiled"]["speedup"].tolist() == [1.25, 0.8]
     assert answer.answer.startswith("torch.compile on the whole model (cuda, context 128), speedup over eager: "
                                     "forward 1.25× for small; whole step 0.80× for small.")
@@ -381,7 +386,7 @@ def test_compile_b_averages_each_size_over_context_lengths(results_dir):
         for size, context, eager_ms, compiled_ms in (("small", 128, 10.0, 5.0), ("small", 256, 10.0, 10.0),
                                                      ("medium", 128, 30.0, 20.0), ("medium", 256, 30.0, 30.0))
         for compiled, ms in ((False, eager_ms), (True, compiled_ms))])
-    answer = compile.answer_compile_b(results)
+    answer = compile.answer_compile_b(Evidence([], results))
     assert answer.answer.startswith("torch.compile on the whole model (cuda, context 128, 256), mean speedup over eager "
                                     "across context lengths: forward 1.50× for small to 1.25× for medium.")
 

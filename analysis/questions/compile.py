@@ -11,7 +11,8 @@ import pandas as pd
 
 from analysis.questions import run_spread
 from analysis.questions.attention import EAGER, attention_rows
-from analysis.questions.question import Question, from_results
+from analysis.questions.question import Evidence, Question, from_results
+from analysis.questions.trace_pairs import phase_pairs
 from analysis.records import FigureSpec
 from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size,
                                               used_files)
@@ -206,8 +207,29 @@ def _widest_spread(spread: pd.DataFrame, size: str) -> float | None:
     return max(ratios) if ratios else None
 
 
-def answer_compile_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
-    """compile-b: whole-model compiled against eager, forward and the full training step."""
+def _compile_side(config: dict) -> str | None:
+    """eager or compiled for an fp32, naive-attention trace; None for any other."""
+    if config.get("dtype", "fp32") != "fp32" or (config.get("attention") or "naive") != "naive":
+        return None
+    return COMPILED if config.get("compile") else EAGER
+
+
+def _trace_text(pairs: pd.DataFrame, numbers: dict) -> str:
+    """What compiling changes in a traced forward: kernels launched, kernel time, GEMM time."""
+    row = pairs.iloc[-1]
+    numbers.update(traced_kernels_eager=row[f"kernels_per_pass_{EAGER}"],
+                   traced_kernels_compiled=row[f"kernels_per_pass_{COMPILED}"])
+    return (f" In the traces of {row['size']} ctx{row['context_length']} {row['mode']}, the compiled forward launches "
+            f"{row[f'kernels_per_pass_{COMPILED}']:,.0f} kernels per pass against {row[f'kernels_per_pass_{EAGER}']:,.0f}"
+            f" eager (kernel time {row[f'kernel_ms_{EAGER}']:.2f} → {row[f'kernel_ms_{COMPILED}']:.2f} ms) while its "
+            f"GEMMs take {row[f'gemm_ms_{EAGER}']:.2f} → {row[f'gemm_ms_{COMPILED}']:.2f} ms: compiling fuses the "
+            "elementwise kernels around the matmuls and leaves the matmuls to the same library calls.")
+
+
+def answer_compile_b(evidence: Evidence) -> ResultsAnswer | Unanswered:
+    """compile-b: whole-model compiled against eager, forward and the full training step, each
+    phase and peak memory; the traced forward pair when there is one."""
+    results = evidence.results
     rows = results.experiment_rows(COMPILE)
     table = whole_model_table(rows) if not rows.empty else rows
     if table.empty or ok_rows(table)["speedup"].isna().all():
@@ -236,6 +258,10 @@ def answer_compile_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
         spread = run_spread.by_configuration(runs[(runs["dtype"] == "fp32") & ~runs["compile"].astype(bool)]) \
             if not runs.empty else pd.DataFrame()
         text += _phases_text(phases, spread, numbers)
+    pairs = phase_pairs(evidence.summaries, _compile_side, (EAGER, COMPILED))
+    if not pairs.empty:
+        tables["Forward pass in the eager and compiled traces"] = pairs
+        text += _trace_text(pairs, numbers)
     return ResultsAnswer("compile-b", text, tables, used_files(rows), numbers)
 
 
@@ -250,5 +276,5 @@ COMPILE_B = Question(
     id="compile-b", section="torch.compile", title="Compiled model",
     text="The whole model compiled against eager: forward, and forward + backward + optimizer.",
     needs="a `compile` results file (python -m cs336_profile.run compile)",
-    compute=from_results(answer_compile_b), figure=FigureSpec("compile-b", alt="Compiled model"),
+    compute=answer_compile_b, figure=FigureSpec("compile-b", alt="Compiled model"),
 )

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.questions import run_spread, story
+from analysis.questions.trace_pairs import phase_pairs
 from analysis.questions.bench import BENCH, CONFIG_KEYS, TIMED
 from analysis.questions.question import Evidence, Question, from_results
 from analysis.records import FigureSpec
@@ -182,31 +183,10 @@ def _with_fp32_spread(table: pd.DataFrame, results: ResultsSet) -> pd.DataFrame:
     return table
 
 
-def trace_pairs(summaries: list[dict], phase: str = "forward") -> pd.DataFrame:
-    """fp32 and bf16 eager traces of the same size, context length and mode: the phase's kernels
-    per pass, kernel, GEMM and cast (copy_cast) time per pass, and its GPU idle share."""
-    rows = []
-    for summary in summaries:
-        config, figures = summary.get("config") or {}, (summary.get("phases") or {}).get(phase)
-        if not figures or config.get("compile") or config.get("dtype") not in ("fp32", "bf16") \
-                or (config.get("attention") or "naive") != "naive":
-            continue
-        categories = figures.get("by_category_ms_per_pass") or {}
-        rows.append({"size": config["size"], "context_length": config["context_length"], "mode": config["mode"],
-                     "dtype": config["dtype"], "kernels_per_pass": figures["kernels_per_pass"],
-                     "kernel_ms": figures["kernel_ms_per_pass"], "gemm_ms": categories.get("gemm", 0.0),
-                     "copy_cast_ms": categories.get("copy_cast", 0.0), "idle_share": story.idle_share(summary, phase)})
-    if not rows:
-        return pd.DataFrame()
-    frame = pd.DataFrame(rows)
-    keys = ["size", "context_length", "mode"]
-    pairs = frame[frame["dtype"] == "fp32"].drop(columns="dtype").merge(
-        frame[frame["dtype"] == "bf16"].drop(columns="dtype"), on=keys, suffixes=("_fp32", "_bf16"))
-    if pairs.empty:
-        return pairs
-    pairs["added_kernels_per_pass"] = pairs["kernels_per_pass_bf16"] - pairs["kernels_per_pass_fp32"]
-    pairs["kernel_time_cut"] = pairs["kernel_ms_fp32"] / pairs["kernel_ms_bf16"]
-    return sorted_by_size(pairs, "context_length", "mode")
+def _precision_side(config: dict) -> str | None:
+    """fp32 or bf16 for an eager, naive-attention trace; None for any other."""
+    plain = not config.get("compile") and (config.get("attention") or "naive") == "naive"
+    return config.get("dtype") if plain else None
 
 
 def answer_mp_c(evidence: Evidence) -> ResultsAnswer | Unanswered:
@@ -235,7 +215,7 @@ def answer_mp_c(evidence: Evidence) -> ResultsAnswer | Unanswered:
     text = "bf16 autocast against fp32, speedup of the mean: " + "; ".join(sentences) + "."
     text += _spread_text(done) + _slower_text(done)
     tables = {"fp32 against bf16 autocast": table}
-    pairs = trace_pairs(evidence.summaries)
+    pairs = phase_pairs(evidence.summaries, _precision_side, ("fp32", "bf16"))
     numbers: dict = {}
     if not pairs.empty:
         tables["Forward pass in the fp32 and bf16 traces"] = pairs
