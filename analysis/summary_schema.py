@@ -13,8 +13,10 @@ import json
 import typing
 from typing import Any, TypedDict, Union
 
-SCHEMA_VERSION = 3  # 1: before the summary carried its timeline and schema version; 2: before (e) split
-# the matmul ranges into their GEMMs and the rest
+from analysis.multi_gpu import CommunicationRecord
+
+SCHEMA_VERSION = 4  # 1: before the summary carried its timeline and schema version; 2: before communication;
+# 3: before (e) split the matmul ranges into their GEMMs and the rest
 
 
 class RangeNamesRecord(TypedDict):
@@ -137,6 +139,7 @@ class TraceSummary(TypedDict):
     efficiency: EfficiencyRecord
     questions: dict[str, Any]  # replaced by one property per per-trace question in the schema
     timeline: TimelineRecord | None
+    communication: CommunicationRecord
 
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
