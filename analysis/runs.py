@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from cs336_profile.config import SIZES
+from cs336_profile.config import DEFAULT_HANDOUT, SIZES
 from cs336_profile.contract import trace_stem
 
 
@@ -27,7 +27,8 @@ VARIANT_FLAGS = (("compile", "compiled"), ("allow_tf32", "tf32"), ("emit_nvtx", 
 def run_label(summary: dict) -> str:
     """``small ctx128 train fp32 compiled`` from the config, with every variant that makes two runs
     of one size differ (attention kind, TF32, emit_nvtx, layer ranges, parallel mode and ranks,
-    the handout edition); the trace stem without a config."""
+    a handout edition other than the default: the same size name is another model there); the
+    trace stem without a config."""
     config = summary.get("config") or {}
     if not {"size", "context_length", "mode"} <= set(config):
         return summary_stem(summary)
@@ -39,7 +40,7 @@ def run_label(summary: dict) -> str:
         parts.append(f"{config['parallel']} {config.get('world_size', '?')}gpu")
         if config.get("rank") is not None:
             parts.append(f"rank{config['rank']}")
-    if config.get("handout"):
+    if config.get("handout") not in (None, DEFAULT_HANDOUT):
         parts.append(f"handout {config['handout']}")
     return " ".join(str(p) for p in parts if p)
 

@@ -175,8 +175,7 @@ def test_question_c_lists_non_gemm_kernels_above_one_percent(train_summary):
 def test_question_c_places_non_gemm_time_in_the_attention_sub_ranges_or_outside(train_summary):
     answer = train_summary["questions"]["c"]
     regions = {r["region"]: r["share"] for r in answer["non_gemm_by_region"]}
-    assert set(regions) == {"outside the attention sub-ranges", "computing softmax", "computing attention scores",
-                            "final matmul"}
+    assert set(regions) == {"outside the attention sub-ranges", "softmax", "attention scores", "final matmul"}
     assert sum(regions.values()) == pytest.approx(answer["non_gemm_share"])
     assert answer["attention_non_gemm_share"] == pytest.approx(answer["non_gemm_share"]
                                                                - regions["outside the attention sub-ranges"])
@@ -184,7 +183,7 @@ def test_question_c_places_non_gemm_time_in_the_attention_sub_ranges_or_outside(
     assert all(r["label"] == kernel_label(r["kernel"]) for r in rows)
     assert len({r["label"] for r in rows}) == len(rows)  # distinct kernels, distinct labels
     softmax_max = next(r for r in rows if r["label"].startswith("reduce MaxOps"))
-    assert (softmax_max["region"], softmax_max["region_share"]) == ("computing softmax", 1.0)
+    assert (softmax_max["region"], softmax_max["region_share"]) == ("softmax", 1.0)
     assert f"Inside the attention sub-ranges (the score matrix's scale, mask, softmax: T² work) they take " \
            f"{answer['attention_non_gemm_share'] * 100:.1f}%" in answer["answer"]
 
@@ -436,3 +435,14 @@ def test_ranges_of_different_shapes_are_grouped_and_kept_out_of_model_answers(fi
     assert "`attn d=16 s=256` 57.08 ms over 4 ranges" in answer["answer"]
     assert "the first of them 226.74 ms against 0.53 ms for the rest" in answer["answer"]
     assert all("run 6 different shapes" in record["answer"] for record in summary["questions"].values())
+
+
+def test_diff_rows_are_kernels_by_demangled_name_and_their_labels_stay_distinct(fixture_trace, train_summary):
+    forward = summarize(load_trace(fixture_trace(FORWARD)))
+    diff = diff_summaries(train_summary, forward)
+    rows = diff["kernels"]
+    assert len({row["kernel"] for row in rows}) == len(rows)
+    assert len({text.kernel_cell(row["kernel"]) for row in rows}) == len(rows)  # no two rows read alike
+    calls_a = {k["kernel"]: k["calls_per_pass"] for k in train_summary["overall"]["top_kernels"]}
+    for row in rows:  # a row's A calls are A's calls of that very kernel, 0 only when A never ran it
+        assert row["a_calls_per_pass"] == calls_a.get(row["kernel"], 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.questions import nsys_a, nsys_b, nsys_c, nsys_e
+from analysis.questions import nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.question import Evidence
 from analysis.questions.results_files import ResultsSet, read_results_dir
 from analysis.runs import run_label
@@ -88,6 +88,7 @@ def test_nsys_e_compares_softmax_with_gemms_per_dtype_and_pairs_a_compiled_trace
     assert "(0.77–0.89× the whole matmul ranges" in text
     assert "In bf16 (1 trace) the softmax takes 6.00×" in text and "per FLOP it is 307× slower" in text
     assert "small train fp32 1.25× at 128 → 1.55× at 1024" in text
+    assert "Its time follows memory traffic" not in text  # no attention calls per pass in these records
     pairs = record.tables["Compiled against eager: the softmax per forward pass"]
     assert pairs["eager_over_compiled_ratio"].round(2).tolist() == [5.0]
     assert "runs its softmax as 12 fused kernels per forward pass in 44 µs, against 60 kernels and 220 µs eager: " \
@@ -102,6 +103,8 @@ def test_run_labels_keep_the_variants_that_tell_two_runs_apart():
         "small ctx128 train fp32 compiled flash"
     assert run_label(summary("small", 128, "train", parallel="ddp-overlap", world_size=2, rank=1)) == \
         "small ctx128 train fp32 ddp-overlap 2gpu rank1"
+    assert run_label(summary("xl", 128, "train", handout="2025")) == "xl ctx128 train fp32"
+    assert run_label(summary("xl", 128, "train", handout="2026")) == "xl ctx128 train fp32 handout 2026"
 
 
 def test_a_trace_whose_forward_ranges_run_several_shapes_stays_out_of_the_answers_across_traces(results):
@@ -155,3 +158,25 @@ def test_nsys_c_gives_the_non_matmul_share_per_group_and_its_trend_with_context_
     assert "Among bf16 runs (1 trace)" in text and "`cast` (1 of 1)" in text
     assert "grows in every series: small forward fp32 eager 25.7% at 128 → 34.0% at 1024 (inside attention 6.4% → " \
            "25.0%)" in text
+
+
+def test_nsys_d_answers_per_group_with_the_optimizer_steps_share():
+    def record_d(forward, forward_backward, step):
+        return {"d": {"gemm_share_forward": forward, "gemm_share_forward_backward": forward_backward,
+                      "gemm_share_train_step": step, "category_shares": [
+                          {"category": "elementwise", "forward_share": 0.1, "train_step_share": 0.2, "change": 0.1}],
+                      "answer": "one trace"}}
+    phases = {"forward": {"kernel_ms_per_pass": 2.0}, "backward": {"kernel_ms_per_pass": 5.0},
+              "optimizer_step": {"kernel_ms_per_pass": 3.0, "by_category_ms_per_pass": {"optimizer": 3.0}}}
+    summaries = [summary("small", 128, "train", questions=record_d(0.9, 0.8, 0.6), phases=phases),
+                 summary("small", 128, "forward", questions=record_d(0.92, None, None)),
+                 summary("small", 128, "train", "bf16", questions=record_d(0.2, 0.2, 0.15), phases=phases)]
+    record = nsys_d.QUESTION.answer(Evidence(summaries, ResultsSet()))
+    table = next(iter(record.tables.values()))
+    assert table.set_index("trace").loc["small ctx128 train fp32", "optimizer_share_train_step"] == 0.3
+    text = record.answer
+    assert text.startswith("Among fp32 eager runs (2 traces) matrix multiplications take 90.0–92.0% of forward kernel "
+                           "time, 80.0% of forward + backward and 60.0% of a full training step (1 training trace); "
+                           "the optimizer step, which runs no matmul, takes 30.0% of the step's kernel time; the "
+                           "category that gains most is elementwise (+10.0 points on average).")
+    assert "Among bf16 runs (1 trace) matrix multiplications take 20.0%" in text

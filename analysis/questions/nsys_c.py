@@ -34,7 +34,7 @@ class NonGemmKernel(TypedDict):
     kernel: str
     label: str
     category: str
-    region: str  # the NVTX region holding most of its time
+    region: str  # the attention sub-range (by role) holding most of its time, or OUTSIDE
     region_share: float  # of its time
     calls_per_pass: float
     ms_per_pass: float
@@ -90,7 +90,10 @@ def per_trace(inputs: NsysInputs) -> dict:
     ]
     non_gemm_share = float(non_gemm["share"].sum())
     non_gemm_kernels = kernels[kernels["category"] != GEMM]
-    region = non_gemm_kernels["region"].astype(str).replace("", OUTSIDE)
+    names = inputs.names
+    roles = {"": OUTSIDE, names.attention_scores: "attention scores", names.softmax: "softmax",
+             names.final_matmul: "final matmul"}  # by role, so renamed ranges give the same record
+    region = non_gemm_kernels["region"].astype(str).map(roles)
     by_region = non_gemm_kernels["dur_ns"].groupby(region).sum().sort_values(ascending=False) / max(passes, 1) / 1e6
     region_rows = [{"region": str(name), "ms_per_pass": float(ms), "share": float(ms / forward_ms)}
                    for name, ms in by_region.items()]
@@ -109,7 +112,7 @@ def per_trace(inputs: NsysInputs) -> dict:
     else:
         named = ", ".join(
             f"{text.kernel_label(row.kernel)} ({row.category}, {text.pct(row.share)}, "
-            + (f"in `{row.region}`)" if row.region != OUTSIDE else f"{row.region})")
+            + (f"in the {row.region} range)" if row.region != OUTSIDE else f"{row.region})")
             for row in notable.head(NAMED_IN_ANSWER).itertuples()
         )
         sentence += f"{len(notable)} of them exceed {text.pct(MIN_SHARE)} each, led by {named}."

@@ -226,8 +226,8 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     eager trace of the same configuration."""
     summaries = sorted_summaries(evidence.summaries)
     config_keys = ("size", "context_length", "mode", "dtype", "compile")
-    table = grid.rows(summaries, "e", KEYS + ("runtime_ratio_pass_min", "runtime_ratio_pass_max"),
-                      "runtime_ratio", config_keys)
+    table = grid.rows(summaries, "e", KEYS + ("runtime_ratio_pass_min", "runtime_ratio_pass_max",
+                                              "attention_calls_per_pass"), "runtime_ratio", config_keys)
     if table.empty:
         return Unanswered("nsys-e", "a trace with `computing softmax` and matmul ranges inside measured forward passes")
     if table["flops_ratio"].notna().any():
@@ -274,7 +274,7 @@ def _grid_text(record: ResultsAnswer) -> str:
             sentence += (f", while its FLOPs are {grid.span(group['flops_ratio'], '{:.4f}')}× theirs: per FLOP it is "
                          f"{grid.span(group['per_flop_slowdown_ratio'], '{:.0f}')}× slower")
         parts.append(sentence + ".")
-    parts += [_noise_text(table), record.numbers.get("context_trend", "")]
+    parts += [_kernels_per_call_text(table), _noise_text(table), record.numbers.get("context_trend", "")]
     pairs = record.tables.get("Compiled against eager: the softmax per forward pass")
     if pairs is not None:
         for row in pairs.itertuples():
@@ -291,6 +291,18 @@ def _dtype_groups(table: pd.DataFrame):
     dtypes = table["dtype"].fillna("unknown dtype") if "dtype" in table else pd.Series("unknown dtype", table.index)
     order = [d for d in DTYPE_GROUPS if (dtypes == d).any()] + sorted(set(dtypes) - set(DTYPE_GROUPS))
     return [(dtype, table[dtypes == dtype]) for dtype in order]
+
+
+def _kernels_per_call_text(table: pd.DataFrame) -> str:
+    """The evidence for why the softmax is slow per FLOP: its kernels per attention call, per dtype."""
+    if "attention_calls_per_pass" not in table or table["attention_calls_per_pass"].isna().all():
+        return ""
+    per_call = table["softmax_kernels_per_pass"] / table["attention_calls_per_pass"]
+    parts = [f"{grid.span(per_call[rows.index].dropna(), '{:.0f}')} in {dtype}" for dtype, rows in _dtype_groups(table)
+             if per_call[rows.index].notna().any()]
+    return ("Its time follows memory traffic, not FLOPs: eager attention runs the softmax as separate kernels per "
+            f"attention call ({', '.join(parts)}), each a pass reading and writing score-sized data for about one "
+            "FLOP per element.")
 
 
 def _noise_text(table: pd.DataFrame) -> str:
