@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from analysis.questions import attention, bench, compile, memory, mixed_precision, norm_precision
-from analysis.questions.question import Evidence
-from analysis.questions.registry import QUESTIONS
+from analysis.questions.question import Evidence, Question
 from analysis.questions.results_files import ResultsAnswer, Unanswered, read_results_dir
 from analysis.report.tables import display_table
 from cs336_profile.results import write_results
@@ -391,7 +390,11 @@ def test_compile_b_averages_each_size_over_context_lengths(results_dir):
                                     "across context lengths: forward 1.50× for small to 1.25× for medium.")
 
 
-@pytest.mark.parametrize("question", [q for q in QUESTIONS if q.per_trace is None], ids=lambda q: q.id)
+RESULTS_QUESTIONS = [value for module in (bench, mixed_precision, norm_precision, memory, attention, compile)
+                     for value in vars(module).values() if isinstance(value, Question)]
+
+
+@pytest.mark.parametrize("question", RESULTS_QUESTIONS, ids=lambda q: q.id)
 def test_every_question_says_what_it_needs_without_results(tmp_path, question):
     result = question.answer(Evidence([], read_results_dir(tmp_path)))
     assert isinstance(result, Unanswered)
