@@ -239,3 +239,14 @@ def test_per_trace_figures_keep_the_legend_off_the_bars():
     assert ax.get_legend() is None and len(figure.legends) == 1
     assert figure.legends[0].get_window_extent().y1 <= ax.get_window_extent().y0  # below the plot
     figures.plt.close(figure)
+
+
+def test_a_download_table_is_a_csv_beside_the_page(tmp_path):
+    from analysis.questions.registry import question
+    from analysis.records import QuestionRecord
+    from analysis.report.render import question_downloads
+    timeline = pd.DataFrame({"time_ms": [0.0, 1.5], "allocated_bytes": [1, 2]})
+    page = QuestionRecord(question("mem-a").card, ResultsAnswer("mem-a", "", {}, (), downloads={"Timeline": timeline}))
+    files = question_downloads(page, tmp_path)
+    assert [(f.path, f.title) for f in files] == [("question-mem-a-data1.csv", "Timeline")]
+    assert pd.read_csv(tmp_path / files[0].path).equals(timeline)
