@@ -38,7 +38,7 @@ def test_bench_b_reports_the_largest_spread_and_keeps_oom_rows(results_dir):
         bench_row("medium", forward_ms_mean=30.0, forward_ms_std=0.6, backward_ms_mean=60.0, backward_ms_std=0.6),
         bench_row("xl", status="OOM"),
     ])
-    answer = bench.answer_bench_b(results)
+    answer = bench.answer_bench_b(Evidence([], results))
     assert answer.numbers["forward_cv_median_share"] == pytest.approx(0.015)
     assert answer.numbers["backward_cv_max_share"] == pytest.approx(0.025)
     assert answer.numbers["steady_sizes"] == ["small", "medium"] and answer.numbers["noisy_sizes"] == []
@@ -63,7 +63,10 @@ def test_bench_b_weighs_the_spread_between_runs(results_dir):
                               bench_row("xl", forward_ms_mean=100.0, forward_ms_std=0.2, config_index=1)], name=name)
     results = results_dir("bench", [bench_row("small", forward_ms_mean=12.0, forward_ms_std=0.1, config_index=0)],
                           name="bench_c")
-    answer = bench.answer_bench_b(results)
+    traces = [traced_forward(size, "fp32", 700, kernel_ms, 4.0, 0.2, 20.0) for size, kernel_ms in (("small", 6.0), ("xl", 19.0))]
+    answer = bench.answer_bench_b(Evidence(traces, results))
+    assert answer.numbers["noisy_idle_share_min"] == pytest.approx(0.7)
+    assert "the GPU idles 70% of the span for small against 5% for xl" in answer.answer
     spread = answer.tables["Spread within and between runs of one configuration"].set_index("size")
     assert spread.loc["small", "forward_between_runs_ratio"] == pytest.approx(1.5)
     assert answer.numbers["noisy_sizes"] == ["small"] and answer.numbers["steady_sizes"] == ["xl"]
@@ -407,9 +410,10 @@ def test_read_results_dir_keeps_only_results_documents(tmp_path, results_dir):
     (tmp_path / "broken.json").write_text("{")
     results = read_results_dir(tmp_path)
     assert list(results.documents) == ["bench.json"]
-    assert isinstance(bench.answer_bench_b(results), Unanswered)  # one measured step value, no spread
+    assert isinstance(bench.answer_bench_b(Evidence([], results)), Unanswered)  # one measured step value, no spread
     assert read_results_dir(tmp_path / "absent").documents == {}
-    assert isinstance(bench.answer_bench_b(results_dir("bench", [bench_row("s", forward_ms_mean=1.0, forward_ms_std=0.0)])),
+    assert isinstance(bench.answer_bench_b(Evidence([], results_dir("bench", [bench_row("s", forward_ms_mean=1.0,
+                                                                                       forward_ms_std=0.0)]))),
                       ResultsAnswer)
 
 

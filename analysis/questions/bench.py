@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.questions import run_spread
-from analysis.questions.question import Question, from_results
+from analysis.questions import run_spread, story
+from analysis.questions.question import Evidence, Question, from_results
 from analysis.records import FigureSpec
 from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, joined, ok_rows, plural,
                                               sorted_by_size, used_files, value_span)
@@ -55,9 +55,11 @@ def _is_noisy(config: pd.Series) -> bool:
         any(pd.notna(r) and r >= 1 + SMALL_SPREAD for r in ratios)
 
 
-def answer_bench_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
+def answer_bench_b(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """bench-b: forward and backward mean ± std per size and context length; is the spread small,
-    within a run and between runs of the same configuration?"""
+    within a run and between runs of the same configuration? The traces of the same sizes say
+    whether the noisy ones wait on the CPU's launches."""
+    results = evidence.results
     rows = _plain_runs(results.experiment_rows(BENCH))
     if not rows.empty:
         rows = rows[rows["warmup_steps"] > 0]
@@ -92,10 +94,41 @@ def answer_bench_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
                and not c.startswith("step_")]]]
         numbers["noisy_sizes"] = list(dict.fromkeys(spread.loc[spread["noisy"], "size"]))
         numbers["steady_sizes"] = list(dict.fromkeys(spread.loc[~spread["noisy"], "size"]))
-    text = _bench_b_text(done, numbers, spread)
+    text = _bench_b_text(done, numbers, spread) + _launch_text(evidence.summaries, set(done["context_length"]), numbers)
     if len(done) < len(table):
         text += f" {plural(len(table) - len(done), 'configuration')} ran out of memory."
     return ResultsAnswer("bench-b", text, tables, used_files(rows), numbers)
+
+
+def _launch_text(summaries: list[dict], contexts: set, numbers: dict) -> str:
+    """GPU idle share of the fp32 eager forward in the traces at the benchmark's context lengths,
+    for the noisy and the steady sizes."""
+    shares: dict[str, list[float]] = {}
+    for summary in summaries:
+        config = summary.get("config") or {}
+        share = story.idle_share(summary)
+        if share is not None and config.get("dtype") == "fp32" and not config.get("compile") \
+                and config.get("mode") == "forward" and (config.get("attention") or "naive") == "naive" \
+                and config.get("context_length") in contexts:
+            shares.setdefault(config.get("size"), []).append(share)
+    groups = {kind: [s for size in numbers.get(f"{kind}_sizes", []) for s in shares.get(size, [])]
+              for kind in ("noisy", "steady")}
+    if not groups["noisy"] or not groups["steady"]:
+        return ""
+    noisy, steady = groups["noisy"], groups["steady"]
+    numbers.update(noisy_idle_share_min=min(noisy), steady_idle_share_max=max(steady))
+    text = (f" In the nsys traces of the same sizes and context (fp32 forward passes), the GPU idles {_share_span(noisy)} of the "
+            f"span for {joined(pd.Series(numbers['noisy_sizes']))} against {_share_span(steady)} for "
+            f"{joined(pd.Series(numbers['steady_sizes']))}")
+    if min(noisy) > max(steady):
+        text += ": the noisy sizes' time follows the CPU's kernel launches, which vary from run to run."
+    return text + ("" if min(noisy) > max(steady) else ".")
+
+
+def _share_span(shares: list[float]) -> str:
+    """``43–69%`` or ``70%``."""
+    low, high = f"{min(shares):.0%}", f"{max(shares):.0%}"
+    return low if low == high else f"{low[:-1]}–{high}"
 
 
 def _bench_b_text(done: pd.DataFrame, numbers: dict, spread: pd.DataFrame) -> str:
@@ -273,7 +306,7 @@ BENCH_B = Question(
     id="bench-b", section="Benchmarking", title="Forward and backward times",
     text="Forward and backward times (mean ± std) for every size: is the spread small?",
     needs="a `bench` results file (python -m cs336_profile.run bench)",
-    compute=from_results(answer_bench_b), figure=FigureSpec("bench-b", alt="Forward and backward times"),
+    compute=answer_bench_b, figure=FigureSpec("bench-b", alt="Forward and backward times"),
 )
 
 BENCH_C = Question(
