@@ -16,7 +16,7 @@ from typing import Any, TypedDict, Union
 from analysis.multi_gpu import CommunicationRecord
 
 SCHEMA_VERSION = 4  # 1: before the summary carried its timeline and schema version; 2: before communication;
-# 3: before (e) split the matmul ranges into their GEMMs and the rest
+# 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes
 
 
 class RangeNamesRecord(TypedDict):
