@@ -26,9 +26,9 @@ VARIANT_FLAGS = (("compile", "compiled"), ("allow_tf32", "tf32"), ("emit_nvtx", 
 
 def run_label(summary: dict) -> str:
     """``small ctx128 train fp32 compiled`` from the config, with every variant that makes two runs
-    of one size differ (attention kind, TF32, emit_nvtx, layer ranges, parallel mode and ranks,
-    a handout edition other than the default: the same size name is another model there); the
-    trace stem without a config."""
+    of one size differ (attention kind, TF32, emit_nvtx, layer ranges, a handout edition other than
+    the default: the same size name is another model there); the trace stem without a config.
+    The data-parallel questions add the parallel mode and ranks themselves."""
     config = summary.get("config") or {}
     if not {"size", "context_length", "mode"} <= set(config):
         return summary_stem(summary)
@@ -36,10 +36,6 @@ def run_label(summary: dict) -> str:
     parts += [name for key, name in VARIANT_FLAGS if config.get(key)]
     if config.get("attention") not in (None, "naive"):
         parts.append(config["attention"])
-    if config.get("parallel"):
-        parts.append(f"{config['parallel']} {config.get('world_size', '?')}gpu")
-        if config.get("rank") is not None:
-            parts.append(f"rank{config['rank']}")
     if config.get("handout") not in (None, DEFAULT_HANDOUT):
         parts.append(f"handout {config['handout']}")
     return " ".join(str(p) for p in parts if p)

@@ -18,6 +18,11 @@ def ms_span(values) -> str:
     return low if low == high else f"{low}–{high}"
 
 
+def signed_ms(delta_ms: float) -> str:
+    """``+1.20 ms``, ``−412 µs``: a change in ms with its sign."""
+    return ("+" if delta_ms >= 0 else "−") + ms(abs(delta_ms))
+
+
 def pct(fraction: float) -> str:
     """``45.7%`` from 0.457."""
     return f"{fraction * 100:.1f}%"

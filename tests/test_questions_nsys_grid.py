@@ -101,8 +101,6 @@ def test_run_labels_keep_the_variants_that_tell_two_runs_apart():
     assert run_label(summary("small", 128, "train", emit_nvtx=True)) == "small ctx128 train fp32 emit_nvtx"
     assert run_label(summary("small", 128, "train", compile=True, attention="flash")) == \
         "small ctx128 train fp32 compiled flash"
-    assert run_label(summary("small", 128, "train", parallel="ddp-overlap", world_size=2, rank=1)) == \
-        "small ctx128 train fp32 ddp-overlap 2gpu rank1"
     assert run_label(summary("xl", 128, "train", handout="2025")) == "xl ctx128 train fp32"
     assert run_label(summary("xl", 128, "train", handout="2026")) == "xl ctx128 train fp32 handout 2026"
 
@@ -180,3 +178,13 @@ def test_nsys_d_answers_per_group_with_the_optimizer_steps_share():
                            "the optimizer step, which runs no matmul, takes 30.0% of the step's kernel time; the "
                            "category that gains most is elementwise (+10.0 points on average).")
     assert "Among bf16 runs (1 trace) matrix multiplications take 20.0%" in text
+
+
+def test_grid_answers_hold_when_no_trace_has_attention_sub_ranges_or_a_backward():
+    record_c = {"c": {"non_gemm_share": 0.3, "attention_non_gemm_share": None, "answer": "one trace",
+                      "non_gemm_categories_forward": [], "top_non_gemm_forward": []}}
+    record_d = {"d": {"gemm_share_forward": 0.7, "gemm_share_forward_backward": None, "gemm_share_train_step": 0.6,
+                      "category_shares": [], "answer": "one trace"}}
+    summaries = [summary(size, 128, "train", questions={**record_c, **record_d}) for size in ("small", "medium")]
+    assert "inside the attention" not in nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet())).answer
+    assert "forward + backward" not in nsys_d.QUESTION.answer(Evidence(summaries, ResultsSet())).answer

@@ -209,7 +209,7 @@ def _grid_text(record: ResultsAnswer) -> str:
     for group, rows in table.groupby("group", sort=False):
         sentence = (f"Among {group} runs ({text.plural(len(rows), 'trace')}) kernels other than matrix multiplications "
                     f"take {grid.pct_span(rows['non_gemm_share'])} of forward kernel time")
-        if rows["attention_non_gemm_share"].notna().any():
+        if "attention_non_gemm_share" in rows and rows["attention_non_gemm_share"].notna().any():
             sentence += f", {grid.pct_span(rows['attention_non_gemm_share'].dropna())} inside the attention sub-ranges"
         shares = category_shares(rows)
         if not shares.empty:

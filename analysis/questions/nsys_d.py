@@ -163,7 +163,7 @@ def _grid_text(record: ResultsAnswer) -> str:
         if train.empty:
             parts.append(sentence + " (no trace of a full training step to compare).")
             continue
-        if train["gemm_share_forward_backward"].notna().any():
+        if "gemm_share_forward_backward" in train and train["gemm_share_forward_backward"].notna().any():
             sentence += f", {grid.pct_span(train['gemm_share_forward_backward'].dropna())} of forward + backward"
         sentence += (f" and {grid.pct_span(train['gemm_share_train_step'])} of a full training step "
                      f"({plural(len(train), 'training trace')})")
