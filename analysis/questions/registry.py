@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from analysis.questions import (attention, bench, checkpointing, compile, ddp_b, fsdp_b, mem_f, memory, mixed_precision,
-                                nsys_a, nsys_b, nsys_c, nsys_d, nsys_e)
+                                norm_precision, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e)
 from analysis.questions.question import Question
 from analysis.records import EDITION_2025, EDITION_2026
 
@@ -23,7 +23,7 @@ def both_editions(question: Question) -> Question:
 QUESTIONS: tuple[Question, ...] = (
     bench.BENCH_B, bench.BENCH_C,
     *map(both_editions, (nsys_a.QUESTION, nsys_b.QUESTION, nsys_c.QUESTION, nsys_d.QUESTION, nsys_e.QUESTION)),
-    mixed_precision.MP_ACCUM, mixed_precision.MP_A, mixed_precision.MP_C,
+    mixed_precision.MP_ACCUM, mixed_precision.MP_A, norm_precision.MP_B, mixed_precision.MP_C,
     *map(both_editions, (memory.MEM_A, memory.MEM_B, memory.MEM_C, memory.MEM_D, memory.MEM_E)), mem_f.MEM_F,
     attention.ATTN_A, checkpointing.CKPT_B,
     compile.COMPILE_A, compile.COMPILE_B,
