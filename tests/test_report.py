@@ -213,7 +213,7 @@ def test_largest_allocations_figure_draws_one_bar_per_row():
 def test_a_speedup_column_says_speedup_in_its_header():
     shown = display_table("t", pd.DataFrame({"forward_speedup": [2.0], "speedup": [1.5], "bf16_over_fp32_ratio": [0.5]}))
     assert shown.columns == ["forward speedup (×)", "speedup (×)", "bf16 over fp32 (×)"]
-    assert shown.rows == [["2.00", "1.50", "0.5"]]  # a bare name formats like its suffixed twin
+    assert shown.rows == [["2", "1.50", "0.500"]]  # a bare name formats like its suffixed twin
 
 
 def test_a_log_axis_within_one_decade_still_has_labelled_ticks():
@@ -231,7 +231,7 @@ def test_short_text_cells_stay_on_one_line():
                                              "step_ms": [1.0]}))
     assert shown.short == [True, False, False]
     html = str(environment().get_template("macros.html").module.table(shown))
-    assert '<td class="short">forward-backward</td>' in html and '<td class="num">1.00</td>' in html
+    assert '<td class="short">forward-backward</td>' in html and '<td class="num">1</td>' in html
 
 
 def test_per_trace_figures_keep_the_legend_off_the_bars():
@@ -240,3 +240,26 @@ def test_per_trace_figures_keep_the_legend_off_the_bars():
     assert ax.get_legend() is None and len(figure.legends) == 1
     assert figure.legends[0].get_window_extent().y1 <= ax.get_window_extent().y0  # below the plot
     figures.plt.close(figure)
+
+
+def test_every_cell_of_a_column_has_the_same_decimals():
+    shown = display_table("t", pd.DataFrame({"ratio": [1.0, 1.001, 0.95], "forward_ms_mean": [0.43, 12.5, 120.0],
+                                             "forward_ms_std": [0.0495, 0.2, 3.1], "calls_per_pass": [192.0, 97.0, 1.0],
+                                             "busy_ms": [250.0, 0.004, 3.5]}))
+    ratio, forward, calls, busy = zip(*shown.rows)
+    assert ratio == ("1.00", "1.00", "0.95")  # three figures of the largest: no "1" beside "1.001"
+    assert forward == ("0.43 ± 0.05", "12.50 ± 0.20", "120.00 ± 3.10")  # mean and std alike
+    assert calls == ("192", "97", "1")
+    assert busy == ("250.00", "<0.01", "3.50")  # a non-zero value never reads as zero
+
+
+def test_a_short_label_shows_its_full_name_on_hover_after_the_numbers():
+    demangled = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, std::array<char*, 3> >(int, T2, T3)"
+    frame = pd.DataFrame({"kernel": ["elementwise MulFunctor<float> (vectorized 4)"], "kernel_full": [demangled],
+                          "category": ["elementwise"], "ms_per_pass": [1.25]})
+    shown = display_table("t", frame)
+    assert shown.columns == ["category", "time (ms per pass)", "kernel"]  # kernel_full is no column of its own
+    assert shown.full == [["", "", demangled]]
+    html = str(environment().get_template("macros.html").module.table(shown))
+    assert 'title="void at::native::vectorized_elementwise_kernel&lt;4' in html
+    assert "kernel_full" not in html

@@ -16,7 +16,7 @@ from analysis.report import figures, question_figures as drawings
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
 from analysis.report.timeline import step_timeline
-from analysis.text import kernel_cell
+from analysis.kernel_names import kernel_label
 
 FIGURES_DIR = "figures"
 PACKAGE_NAME = "cs336-profile"
@@ -98,7 +98,8 @@ def trace_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
 
 
 def _label_kernels(table: pd.DataFrame) -> pd.DataFrame:
-    return table.assign(kernel=table["kernel"].map(kernel_cell))
+    """Demangled names → ``kernel`` (the short label) and ``kernel_full`` (the name, on hover)."""
+    return table.assign(kernel=table["kernel"].map(kernel_label), kernel_full=table["kernel"])
 
 
 def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
