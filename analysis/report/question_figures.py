@@ -12,8 +12,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis.records import FigureSpec, ResultsAnswer
-from analysis.report.figures import (GIB, HEIGHT_IN, MIB, PALETTE, completed, first_table, grouped_bars, lengths_axis,
-                                     new_figure, plain_log, plain_log_y, run_labels, stacked)
+from analysis.report.figures import (GIB, HEIGHT_IN, MIB, PALETTE, completed, first_table, grouped_bars, legend_below,
+                                     lengths_axis, new_figure, plain_log, plain_log_y, run_labels, stacked)
+
+# dtype cells of mp-a: light colours under black text, the same dtype the same colour
+DTYPE_COLORS = {"float32": "#56B4E9", "bfloat16": "#E69F00", "float16": "#F0E442"}
 
 def bench_b(answer: ResultsAnswer) -> Figure:
     table = completed(first_table(answer))
@@ -37,7 +40,7 @@ def bench_c(answer: ResultsAnswer) -> Figure:
     ax.set_ylabel("step time, ms (mean ± std)")
     ax.set_xticks(sorted(table["warmup_steps"].unique()))
     plain_log_y(ax)
-    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1, 1))  # beside the lines, not over them
+    legend_below(ax, ncols=2)
     ax.set_title("Measured step time by number of warm-up steps")
     return figure
 
@@ -61,7 +64,8 @@ def mp_a(answer: ResultsAnswer) -> Figure:
     dtypes = sorted(set(table.to_numpy().ravel()))
     codes = table.apply(lambda column: column.map({d: i for i, d in enumerate(dtypes)})).to_numpy(dtype=float)
     figure, (ax,) = new_figure(height=0.35 * len(table) + 1.2)
-    ax.imshow(codes, cmap=matplotlib.colors.ListedColormap(PALETTE[: len(dtypes) * 2 : 2]), aspect="auto")
+    colors = [DTYPE_COLORS.get(str(d), "#CCCCCC") for d in dtypes]
+    ax.imshow(codes, cmap=matplotlib.colors.ListedColormap(colors), vmin=0, vmax=max(len(dtypes) - 1, 1), aspect="auto")
     for (row, column), dtype in np.ndenumerate(table.to_numpy()):
         ax.text(column, row, dtype, ha="center", va="center", fontsize=8)
     ax.set_xticks(range(len(table.columns)), table.columns)
@@ -89,7 +93,7 @@ def mem_a(answer: ResultsAnswer) -> Figure:
         ax.plot(rows["event_index"], rows["allocated_bytes"] / GIB, label=f"{mode}, ctx{context}")
     ax.set_xlabel("allocator event")
     ax.set_ylabel("allocated (GiB)")
-    ax.legend(frameon=False)
+    legend_below(ax)
     ax.set_title("Allocated memory over the recorded step")
     return figure
 
@@ -100,19 +104,19 @@ def _peaks_by_context(ax, table: pd.DataFrame, column: str = "peak_memory_bytes"
     for index, (mode, rows) in enumerate(table.groupby("mode", sort=False)):
         done = completed(rows)
         line, = ax.plot(done["context_length"], done[column] / GIB, marker="o", label=f"{mode}{label_suffix}",
-                        color=PALETTE[2 * index], linestyle=linestyle)
+                        color=PALETTE[index], linestyle=linestyle)
         oom = rows[rows["status"] != "ok"]
         if not oom.empty:
             ax.scatter(oom["context_length"], [ax.get_ylim()[1]] * len(oom), marker="x", color=line.get_color(),
                        label=f"{mode}{label_suffix}: OOM")
     lengths_axis(ax, table["context_length"], "context length")
     ax.set_ylabel("peak allocated (GiB)")
-    ax.legend(frameon=False)
 
 
 def mem_b(answer: ResultsAnswer) -> Figure:
     figure, (ax,) = new_figure()
     _peaks_by_context(ax, first_table(answer))
+    legend_below(ax)
     ax.set_title("Peak memory per context length, fp32")
     return figure
 
@@ -123,6 +127,7 @@ def mem_c(answer: ResultsAnswer) -> Figure:
     for precision, linestyle in (("fp32", "-"), ("bf16", "--")):
         rows = table.rename(columns={f"{precision}_peak_bytes": "peak_memory_bytes"})
         _peaks_by_context(ax, rows, label_suffix=f" {precision}", linestyle=linestyle)
+    legend_below(ax, ncols=2)
     ax.set_title("Peak memory, fp32 against bf16 autocast")
     return figure
 
@@ -147,7 +152,7 @@ def mem_e(answer: ResultsAnswer) -> Figure:
               for site, caller, twin, count in zip(table["site"], callers, repeated, table["count"])]
     figure, (ax,) = new_figure(height=0.35 * len(table) + 1)
     y = np.arange(len(table))
-    ax.barh(y, table["size_bytes"] / MIB, color=PALETTE[2])
+    ax.barh(y, table["size_bytes"] / MIB, color=PALETTE[0])
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
     ax.set_xlabel("size of one allocation (MiB)")
@@ -182,7 +187,7 @@ def attn_a(answer: ResultsAnswer) -> Figure:
         axes[1].set_ylabel("memory before backward (MiB)")
     for ax in axes:
         _mark_oom(ax, table)
-    axes[0].legend(frameon=False)
+    legend_below(axes[0])
     figure.suptitle("Eager attention: time" + (" and memory" if has_memory else "") + " against sequence length")
     return figure
 
@@ -196,7 +201,7 @@ def compile_a(answer: ResultsAnswer) -> Figure:
         ax.axhline(1, color="black", linewidth=0.8)
         lengths_axis(ax, table["seq_len"], "sequence length")
         ax.set_ylabel(f"{part}: eager / compiled (×)")
-    axes[0].legend(frameon=False)
+    legend_below(axes[0])
     figure.suptitle("Speedup of compiled attention over eager")
     return figure
 
@@ -229,7 +234,7 @@ def per_trace_bars(table: pd.DataFrame, series: dict[str, np.ndarray]) -> tuple[
     ax.margins(y=0.01)
     ax.invert_yaxis()
     # Below the plot: the last rows hold the largest models, whose bars reach the lower right.
-    figure.legend(frameon=False, loc="outside lower center", ncols=len(series))
+    legend_below(ax, ncols=len(series))
     return figure, ax
 
 

@@ -56,16 +56,18 @@ def environment(markdown: bool = False) -> Environment:
 
 @dataclass(frozen=True)
 class FigureFile:
-    """A saved figure: ``path`` relative to the output folder, and its alt text."""
+    """A saved figure: ``path`` relative to the output folder, its alt text, and the width it shows
+    at (CSS px; None where the file states it)."""
 
     path: str
     alt: str
+    width: int | None = None
 
 
 def _save(figure, out_dir: Path, name: str, alt: str) -> FigureFile:
     relative = f"{FIGURES_DIR}/{name}"
-    figures.save(figure, out_dir / relative)
-    return FigureFile(relative, alt)
+    saved = figures.save(figure, out_dir / relative)
+    return FigureFile(relative, alt, figures.css_width(saved))
 
 
 def question_figures(page: QuestionRecord, out_dir: Path) -> list[FigureFile]:

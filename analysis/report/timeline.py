@@ -1,15 +1,33 @@
 """Timeline of one measured step: the NVTX phase ranges above the GPU's operations, drawn from the
 summary's ``timeline`` record (:mod:`analysis.step_timeline`); operations are drawn per stream and
 coloured by category. Drawn as PNG: a step holds thousands of kernels.
+
+The phase ranges carry their names inside them and their boundaries run down through the streams
+as dashed lines, so the phases need no legend; the category legend sits under the plot.
 """
 from __future__ import annotations
 
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.report.figures import CATEGORY_COLORS, WIDTH_IN, new_figure
+from analysis.report.figures import CATEGORY_COLORS, legend_below, new_figure
 
-PHASE_COLORS = {"forward": "#4c72b0", "loss": "#8172b2", "backward": "#dd8452", "optimizer_step": "#55a868"}
+PHASE_FILL = ("#EEEEEE", "#D9D9D9")  # alternating, so neighbouring ranges stay apart
+ROW_HEIGHT = 0.8
+CATEGORY_ORDER = {category: index for index, category in enumerate(CATEGORY_COLORS)}  # the legend's order
+
+
+def _phase_ranges(ax, ranges: pd.DataFrame, row: int, duration_ms: float, streams_top: float) -> None:
+    """Each range as a grey box with its name inside (where it fits) and dashed boundaries below."""
+    for index, (_, phase) in enumerate(ranges.sort_values("start_ms").iterrows()):
+        start, width = phase["start_ms"], phase["dur_ms"]
+        ax.broken_barh([(start, width)], (row, ROW_HEIGHT), color=PHASE_FILL[index % 2], edgecolor="#777777",
+                       linewidth=0.6)
+        if width >= duration_ms * 0.06:  # room for a name: about six characters at this size
+            ax.text(start + width / 2, row + ROW_HEIGHT / 2, phase["phase"], ha="center", va="center",
+                    fontsize=9, clip_on=True)
+        for edge in (start, start + width):
+            ax.plot([edge, edge], [0, streams_top], color="#777777", linestyle="--", linewidth=0.6)
 
 
 def step_timeline(timeline: dict) -> Figure:
@@ -18,24 +36,20 @@ def step_timeline(timeline: dict) -> Figure:
     title = timeline["title"]
     streams = sorted(bars["stream"].unique())
     rows = len(streams) + 1
-    figure, (ax,) = new_figure(height=0.45 * rows + 1.3)
-    for phase, group in ranges.groupby("phase"):
-        ax.broken_barh(list(zip(group["start_ms"], group["dur_ms"])), (rows - 1, 0.8),
-                       color=PHASE_COLORS.get(phase, "grey"), label=f"range: {phase}")
+    figure, (ax,) = new_figure(height=0.5 * rows + 1.6)
     for row, stream in enumerate(streams):
         on_stream = bars[bars["stream"] == stream]
-        for category, group in on_stream.groupby("category"):
+        for category, group in sorted(on_stream.groupby("category"), key=lambda item: CATEGORY_ORDER.get(item[0], 99)):
             ax.broken_barh(list(zip(group["start_ms"], group["dur_ms"])),
-                           (rows - 2 - row, 0.8), color=CATEGORY_COLORS.get(category, "black"), linewidth=0,
-                           label=category if row == 0 else None)
-    ax.set_yticks([r + 0.4 for r in range(rows)], [f"GPU stream {s}" for s in reversed(streams)] + ["NVTX phases"])
+                           (rows - 2 - row, ROW_HEIGHT), color=CATEGORY_COLORS.get(category, "black"), linewidth=0,
+                           label=category)
+    _phase_ranges(ax, ranges, rows - 1, timeline["duration_ms"], rows - 1)
+    ax.set_yticks([r + ROW_HEIGHT / 2 for r in range(rows)],
+                  [f"GPU stream {s}" for s in reversed(streams)] + ["NVTX phases"])
     ax.set_xlim(0, timeline["duration_ms"])
+    ax.set_ylim(-0.1, rows - 1 + ROW_HEIGHT + 0.1)
     ax.set_xlabel(f"ms from the start of {title}")
     ax.grid(axis="y", visible=False)
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles))
-    ax.legend(unique.values(), unique.keys(), frameon=False, fontsize=7, ncols=4, loc="upper center",
-              bbox_to_anchor=(0.5, -0.35 if rows < 3 else -0.2))
+    legend_below(ax)
     ax.set_title(f"Timeline of {title}: kernels under the NVTX phase ranges")
-    figure.set_size_inches(WIDTH_IN, 0.45 * rows + 1.9)
     return figure
