@@ -14,17 +14,20 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
 
+import matplotlib
 import pandas as pd
 import pytest
 from jinja2 import UndefinedError
 
 from analysis.answers import report_data
+from analysis.classify import CATEGORIES
 from analysis.questions.diff import diff_summaries
 from analysis.questions.registry import QUESTIONS
 from analysis.records import DiffRecord, ResultsAnswer
 from analysis.report import figures, question_figures, render_diff, render_report
 from analysis.report.render import environment
 from analysis.report.tables import display_table
+from analysis.report.timeline import step_timeline
 from analysis.summary import analyze_trace
 from tests.example_site import EXAMPLES, FIXTURE_TRACES, REFUSED
 
@@ -263,3 +266,38 @@ def test_a_short_label_shows_its_full_name_on_hover_after_the_numbers():
     html = str(environment().get_template("macros.html").module.table(shown))
     assert 'title="void at::native::vectorized_elementwise_kernel&lt;4' in html
     assert "kernel_full" not in html
+
+
+def _legends_off_the_axes(figure) -> bool:
+    figure.canvas.draw()
+    legends = [legend.get_window_extent() for legend in figure.legends]
+    return bool(legends) and not any(legend.overlaps(ax.get_window_extent()) for legend in legends for ax in figure.axes)
+
+
+def test_trace_and_diff_figures_keep_their_legends_off_the_data():
+    phases = {name: {"by_category_ms_per_pass": {"gemm": 80.0, "elementwise": 3.0, "copy_cast": 1.0},
+                     "python_ms_per_pass": 90.0, "cpu_span_ms_per_pass": 90.0, "gpu_span_ms_per_pass": 89.0,
+                     "busy_ms_per_pass": 84.0, "kernel_ms_per_pass": 84.0} for name in ("forward", "backward")}
+    categories = pd.DataFrame({"category": ["gemm", "other"], "a_ms_per_pass": [9.0, 0.1], "b_ms_per_pass": [2.0, 0.1]})
+    timeline = {"title": "step_0", "duration_ms": 10.0,
+                "bars": {"stream": [7, 7, 7], "category": ["gemm", "elementwise", "memset"],
+                         "start_ms": [0.0, 4.0, 8.0], "dur_ms": [3.0, 3.0, 1.0]},
+                "phases": {"phase": ["forward", "backward"], "start_ms": [0.0, 4.0], "dur_ms": [4.0, 6.0]}}
+    drawn = [figures.phase_categories(phases), figures.phase_spans(phases),
+             figures.category_diff(categories, "A: small fp32", "B: small bf16"), step_timeline(timeline)]
+    for figure in drawn:
+        assert _legends_off_the_axes(figure), figure.axes[0].get_title()
+        figures.plt.close(figure)
+
+
+def test_every_kernel_category_has_one_colour_in_every_figure():
+    assert set(figures.CATEGORY_COLORS) == set(CATEGORIES)
+    assert len(set(figures.CATEGORY_COLORS.values())) == len(CATEGORIES)
+    figure = step_timeline({"title": "step_0", "duration_ms": 2.0,
+                            "bars": {"stream": [7], "category": ["gemm"], "start_ms": [0.0], "dur_ms": [1.0]},
+                            "phases": {"phase": ["forward"], "start_ms": [0.0], "dur_ms": [2.0]}})
+    ax = figure.axes[0]
+    gemm_bars = [c for c in ax.collections if c.get_label() == "gemm"]
+    assert matplotlib.colors.to_hex(gemm_bars[0].get_facecolor()[0]) == figures.CATEGORY_COLORS["gemm"].lower()
+    assert "forward" in [t.get_text() for t in ax.texts]  # the phase is named inside its range, no legend entry
+    figures.plt.close(figure)

@@ -21,9 +21,10 @@ from analysis.records import ResultsAnswer  # noqa: E402
 from cs336_profile.contract import GIB, MIB  # noqa: E402
 from cs336_profile.contract import PHASES as PHASE_ORDER  # noqa: E402
 
-# Drawn at a width a page shows unscaled on a laptop; a phone scales it down to its screen (text
-# at 10 pt stays legible at about 60%).
-WIDTH_IN = 6.4
+# Drawn at a width a page shows unscaled on a laptop (two side by side) and a phone scales down
+# to three quarters, where text at 10 pt stays legible; the step timeline is drawn wide as well.
+WIDTH_IN = 5.2
+WIDE_IN = 10.4
 HEIGHT_IN = 3.4
 RASTER_DPI = 192  # PNG figures (the timeline) at twice the page's pixels: sharp on high-density screens
 CSS_PX_PER_IN = 96
@@ -68,8 +69,8 @@ def css_width(path: Path) -> int | None:
     return round(pixels * CSS_PX_PER_IN / RASTER_DPI)
 
 
-def new_figure(height: float = HEIGHT_IN, ncols: int = 1) -> tuple[Figure, list]:
-    figure, axes = plt.subplots(1, ncols, figsize=(WIDTH_IN, height), squeeze=False, layout="constrained")
+def new_figure(height: float = HEIGHT_IN, ncols: int = 1, width: float = WIDTH_IN) -> tuple[Figure, list]:
+    figure, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False, layout="constrained")
     return figure, list(axes[0])
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.report.figures import CATEGORY_COLORS, legend_below, new_figure
+from analysis.report.figures import CATEGORY_COLORS, WIDTH_IN, legend_below, new_figure
 
 PHASE_FILL = ("#EEEEEE", "#D9D9D9")  # alternating, so neighbouring ranges stay apart
 ROW_HEIGHT = 0.8
@@ -30,13 +30,14 @@ def _phase_ranges(ax, ranges: pd.DataFrame, row: int, duration_ms: float, stream
             ax.plot([edge, edge], [0, streams_top], color="#777777", linestyle="--", linewidth=0.6)
 
 
-def step_timeline(timeline: dict) -> Figure:
-    """Bars of the first measured step on one row per stream, under the phase ranges."""
+def step_timeline(timeline: dict, width: float = WIDTH_IN) -> Figure:
+    """Bars of the first measured step on one row per stream, under the phase ranges, ``width``
+    inches wide."""
     bars, ranges = pd.DataFrame(timeline["bars"]), pd.DataFrame(timeline["phases"])
     title = timeline["title"]
     streams = sorted(bars["stream"].unique())
     rows = len(streams) + 1
-    figure, (ax,) = new_figure(height=0.5 * rows + 1.6)
+    figure, (ax,) = new_figure(height=0.5 * rows + 1.6, width=width)
     for row, stream in enumerate(streams):
         on_stream = bars[bars["stream"] == stream]
         for category, group in sorted(on_stream.groupby("category"), key=lambda item: CATEGORY_ORDER.get(item[0], 99)):
@@ -50,6 +51,6 @@ def step_timeline(timeline: dict) -> Figure:
     ax.set_ylim(-0.1, rows - 1 + ROW_HEIGHT + 0.1)
     ax.set_xlabel(f"ms from the start of {title}")
     ax.grid(axis="y", visible=False)
-    legend_below(ax)
+    legend_below(ax, ncols=4 if width <= WIDTH_IN else 8)
     ax.set_title(f"Timeline of {title}: kernels under the NVTX phase ranges")
     return figure
