@@ -254,6 +254,8 @@ def test_every_cell_of_a_column_has_the_same_decimals():
     assert forward == ("0.43 ± 0.05", "12.50 ± 0.20", "120.00 ± 3.10")  # mean and std alike
     assert calls == ("192", "97", "1")
     assert busy == ("250.00", "<0.01", "3.50")  # a non-zero value never reads as zero
+    delta = display_table("t", pd.DataFrame({"delta_ms": [-9.6576, 0.0001, 11.333, -0.0002]})).rows
+    assert [row[0] for row in delta] == ["−9.658", "<0.001", "11.333", ">−0.001"]  # at most three decimals
 
 
 def test_a_short_label_shows_its_full_name_on_hover_after_the_numbers():

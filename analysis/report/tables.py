@@ -28,6 +28,7 @@ import pandas as pd
 from cs336_profile.contract import MIB, STATUS_COLUMN, STATUS_OK
 
 MISSING = "–"
+MINUS = "−"
 FULL_SUFFIX = "_full"
 # Text cells up to this many characters stay on one line: "forward-backward" broke at its hyphen and a
 # run label ("small ctx128 train fp32 compiled") into a word per line on a phone. Longer text (a
@@ -36,7 +37,7 @@ SHORT_TEXT = 40
 SIGNIFICANT = 3  # figures of a column's largest value
 MIN_SIGNIFICANT = 2  # figures of its smallest non-zero value, within EXTRA_DECIMALS more decimals
 EXTRA_DECIMALS = 2
-MAX_DECIMALS = 4
+MAX_DECIMALS = 3  # 0.0001 ms beside 11 ms reads <0.001, not 11.3330
 
 
 @dataclass(frozen=True)
@@ -129,11 +130,12 @@ def column_decimals(values: list[float], unit: Unit) -> int:
 
 
 def number(value: float, decimals: int) -> str:
-    """``1,234.5`` with ``decimals``; a non-zero value that would read as zero shows ``<0.01``."""
+    """``1,234.5`` with ``decimals`` (``−`` for negatives); a non-zero value that would read as zero
+    shows ``<0.01``."""
     text = f"{value:,.{decimals}f}"
     if value != 0 and not any(ch in "123456789" for ch in text):
-        return f"{'>-' if value < 0 else '<'}{10.0 ** -decimals:.{decimals}f}"
-    return text
+        text = f"{'>-' if value < 0 else '<'}{10.0 ** -decimals:.{decimals}f}"
+    return text.replace("-", MINUS)
 
 
 def _numbers(values) -> list[float]:

@@ -14,18 +14,22 @@ from analysis.report.figures import CATEGORY_COLORS, WIDTH_IN, legend_below, new
 
 PHASE_FILL = ("#EEEEEE", "#D9D9D9")  # alternating, so neighbouring ranges stay apart
 ROW_HEIGHT = 0.8
+PHASE_FONT = 9
+CHAR_WIDTH = 0.65  # of the font size, a generous average for a sans-serif name
+PLOT_SHARE = 0.8  # of the figure's width, what the time axis spans (the stream labels take the rest)
 CATEGORY_ORDER = {category: index for index, category in enumerate(CATEGORY_COLORS)}  # the legend's order
 
 
-def _phase_ranges(ax, ranges: pd.DataFrame, row: int, duration_ms: float, streams_top: float) -> None:
+def _phase_ranges(ax, ranges: pd.DataFrame, row: int, duration_ms: float, streams_top: float, width_in: float) -> None:
     """Each range as a grey box with its name inside (where it fits) and dashed boundaries below."""
+    points_per_ms = width_in * PLOT_SHARE * 72 / duration_ms
     for index, (_, phase) in enumerate(ranges.sort_values("start_ms").iterrows()):
         start, width = phase["start_ms"], phase["dur_ms"]
         ax.broken_barh([(start, width)], (row, ROW_HEIGHT), color=PHASE_FILL[index % 2], edgecolor="#777777",
                        linewidth=0.6)
-        if width >= duration_ms * 0.06:  # room for a name: about six characters at this size
+        if width * points_per_ms >= len(phase["phase"]) * CHAR_WIDTH * PHASE_FONT:  # the name fits
             ax.text(start + width / 2, row + ROW_HEIGHT / 2, phase["phase"], ha="center", va="center",
-                    fontsize=9, clip_on=True)
+                    fontsize=PHASE_FONT, clip_on=True)
         for edge in (start, start + width):
             ax.plot([edge, edge], [0, streams_top], color="#777777", linestyle="--", linewidth=0.6)
 
@@ -44,7 +48,7 @@ def step_timeline(timeline: dict, width: float = WIDTH_IN) -> Figure:
             ax.broken_barh(list(zip(group["start_ms"], group["dur_ms"])),
                            (rows - 2 - row, ROW_HEIGHT), color=CATEGORY_COLORS.get(category, "black"), linewidth=0,
                            label=category)
-    _phase_ranges(ax, ranges, rows - 1, timeline["duration_ms"], rows - 1)
+    _phase_ranges(ax, ranges, rows - 1, timeline["duration_ms"], rows - 1, width)
     ax.set_yticks([r + ROW_HEIGHT / 2 for r in range(rows)],
                   [f"GPU stream {s}" for s in reversed(streams)] + ["NVTX phases"])
     ax.set_xlim(0, timeline["duration_ms"])
