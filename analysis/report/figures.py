@@ -114,10 +114,11 @@ def first_table(answer: ResultsAnswer, index: int = 0) -> pd.DataFrame:
 
 
 def lengths_axis(ax, lengths: pd.Series, label: str) -> None:
-    """Log-2 x axis labelled with the lengths themselves (256, 1,024, ...)."""
+    """Log-2 x axis labelled with the lengths themselves (256, 512, 1k, 16k: a side-by-side
+    figure's axis has no room for 16,384)."""
     ax.set_xscale("log", base=2)
     ticks = sorted(lengths.unique())
-    ax.set_xticks(ticks, [f"{int(length):,}" for length in ticks])
+    ax.set_xticks(ticks, [f"{int(n) // 1024}k" if n >= 1024 and n % 1024 == 0 else f"{int(n):,}" for n in ticks])
     ax.minorticks_off()
     ax.set_xlabel(label)
 

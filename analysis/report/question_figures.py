@@ -6,6 +6,8 @@ one function per results-file question.
 """
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -68,7 +70,7 @@ def mp_a(answer: ResultsAnswer) -> Figure:
     ax.imshow(codes, cmap=matplotlib.colors.ListedColormap(colors), vmin=0, vmax=max(len(dtypes) - 1, 1), aspect="auto")
     for (row, column), dtype in np.ndenumerate(table.to_numpy()):
         ax.text(column, row, dtype, ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(table.columns)), table.columns)
+    ax.set_xticks(range(len(table.columns)), [textwrap.fill(str(c), 16) for c in table.columns])  # side by side
     ax.set_yticks(range(len(table)), table.index)
     ax.grid(False)
     ax.set_title("dtype of each quantity, as observed")
