@@ -37,6 +37,9 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
   sentence; a figure a trace cannot give is null and the answer says why.
 - ``timeline``: the first measured step's operations and phase ranges for the report's timeline
   (:mod:`analysis.step_timeline`), null without measured operations.
+- ``communication``: per-rank figures (a rank is a process and its GPU), NCCL collectives,
+  FSDP blocks, skew between ranks and a timeline of one step per rank
+  (:func:`analysis.multi_gpu.communication_summary`; docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -50,6 +53,7 @@ import pandas as pd
 
 from analysis import __version__
 from analysis.load import Trace, file_sha256, load_trace
+from analysis.multi_gpu import communication_summary
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency
 from analysis.questions.nsys_inputs import NsysInputs
@@ -107,6 +111,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "efficiency": usage,
         "questions": {question.summary_key: question.per_trace(inputs) for question in PER_TRACE},
         "timeline": step_timeline(inputs),
+        "communication": communication_summary(trace, labelled),
     }
     return json_ready(summary)
 

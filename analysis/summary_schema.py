@@ -13,7 +13,9 @@ import json
 import typing
 from typing import Any, TypedDict, Union
 
-SCHEMA_VERSION = 2  # 1: before the summary carried its timeline and schema version
+from analysis.multi_gpu import CommunicationRecord
+
+SCHEMA_VERSION = 3  # 1: before the summary carried its timeline and schema version; 2: before communication
 
 
 class RangeNamesRecord(TypedDict):
@@ -127,6 +129,7 @@ class TraceSummary(TypedDict):
     efficiency: EfficiencyRecord
     questions: dict[str, Any]  # replaced by one property per per-trace question in the schema
     timeline: TimelineRecord | None
+    communication: CommunicationRecord
 
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}

@@ -20,6 +20,13 @@ def ms(value_ms: float) -> str:
     return f"{value_ms:.2f} ms" if abs(value_ms) < 100 else f"{value_ms:,.0f} ms"
 
 
+def ms_span(values) -> str:
+    """``8.83 ms–67.38 ms`` from the lowest to the highest of ``values`` (ms), one value when they
+    print alike."""
+    low, high = ms(min(values)), ms(max(values))
+    return low if low == high else f"{low}–{high}"
+
+
 def pct(fraction: float) -> str:
     """``45.7%`` from 0.457."""
     return f"{fraction * 100:.1f}%"

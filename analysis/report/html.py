@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 
 from analysis.records import DiffRecord
-from analysis.report.render import FigureFile, diff_content, environment, templates_dir, trace_figures, trace_tables
+from analysis.report.render import (FigureFile, communication_figures, diff_content, environment, templates_dir,
+                                    trace_figures, trace_tables)
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
 
@@ -35,6 +36,7 @@ def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[Figu
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(
             page=page, tables=trace_tables(page.summary), figures=trace_figures(page, out_dir),
+            communication_figures=communication_figures(page, out_dir),
             has_timeline=bool(page.summary.get("timeline")), diffs=diffs, answered={q.card.id for q in site.questions},
             home=True))
     for page in site.diffs:

@@ -11,12 +11,12 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from analysis.kernel_names import kernel_label
 from analysis.records import QuestionRecord
 from analysis.report import figures, question_figures as drawings
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
-from analysis.report.timeline import step_timeline
-from analysis.kernel_names import kernel_label
+from analysis.report.timeline import rank_timeline, step_timeline
 
 FIGURES_DIR = "figures"
 PACKAGE_NAME = "cs336-profile"
@@ -110,6 +110,15 @@ def trace_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
     return saved
 
 
+def communication_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
+    """One step on every rank, compute and communication streams (traces of two or more ranks)."""
+    timeline = page.summary["communication"]["timeline"]
+    if not timeline:
+        return []
+    return [_save(rank_timeline(timeline), out_dir, f"{page.page}-ranks.png",
+                  f"{timeline['title']} on every rank: compute and communication kernels per stream")]
+
+
 def _label_kernels(table: pd.DataFrame) -> pd.DataFrame:
     """Demangled names → ``kernel`` (the short label) and ``kernel_full`` (the name, on hover)."""
     return table.assign(kernel=table["kernel"].map(kernel_label), kernel_full=table["kernel"])
@@ -132,7 +141,29 @@ def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
         top = pd.DataFrame(overall["top_kernels"][:TOP_KERNELS_OVERALL], columns=KERNEL_COLUMNS)
         kernels.append(display_table(f"Top kernels, {scope}", _label_kernels(top)))
     return {"phases": [display_table("Per phase, mean per measured pass", per_phase)] if phases else [],
-            "kernels": kernels}
+            "kernels": kernels, "communication": communication_tables(summary["communication"])}
+
+
+def communication_tables(communication: dict) -> list[DisplayTable]:
+    """Per rank and phase, per collective, per FSDP block and the skew per step; nothing for a
+    trace of one rank without communication kernels."""
+    ranks = communication["ranks"]
+    if len(ranks) < 2 and not communication["collectives"]:
+        return []
+    per_rank = pd.DataFrame([{"rank": r["rank"], "pid": r["pid"], "device_id": r["device_id"], "phase": phase,
+                              **figures_} for r in ranks for phase, figures_ in r["phases"].items()])
+    tables = [display_table("Per rank and phase, mean per pass of that rank", per_rank),
+              display_table("NCCL kernels per rank and collective, per measured step",
+                            pd.DataFrame(communication["collectives"]).drop(columns=["pid", "device_id"],
+                                                                           errors="ignore"))]
+    if communication["fsdp_blocks"]:
+        tables.append(display_table("FSDP blocks: all-gather lead over the forward pass (negative: compute waited)",
+                                    pd.DataFrame(communication["fsdp_blocks"])))
+    skew = pd.DataFrame([{k: v for k, v in step.items() if k != "phase_duration_spread_ms"}
+                         | {f"{phase}_spread_ms": ms for phase, ms in step["phase_duration_spread_ms"].items()}
+                         for step in communication["skew"]["steps"]])
+    tables.append(display_table("Skew between ranks per measured step (GPU clock)", skew))
+    return [t for t in tables if t.rows]
 
 
 def diff_content(page: DiffPage, out_dir: Path) -> tuple[dict, list[DisplayTable], list[FigureFile]]:
