@@ -15,7 +15,8 @@ from typing import Any, TypedDict, Union
 
 from analysis.multi_gpu import CommunicationRecord
 
-SCHEMA_VERSION = 3  # 1: before the summary carried its timeline and schema version; 2: before communication
+SCHEMA_VERSION = 4  # 1: before the summary carried its timeline and schema version; 2: before communication;
+# 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes
 
 
 class RangeNamesRecord(TypedDict):
@@ -106,6 +107,14 @@ class TimelineRecord(TypedDict):
     phases: TimelinePhases
 
 
+class ShapeGroupRecord(TypedDict):
+    group: str
+    passes: int
+    cpu_span_ms_per_pass: float
+    kernel_ms_per_pass: float
+    first_cpu_span_ms: float
+
+
 class TraceSummary(TypedDict):
     schema_version: int
     trace: str
@@ -124,6 +133,7 @@ class TraceSummary(TypedDict):
     measured_passes: int
     measured_passes_by_phase: dict[str, int]
     phases: dict[str, PhaseRecord]
+    phase_shapes: dict[str, list[ShapeGroupRecord]]  # phases whose ranges run different shapes
     overall: OverallRecord
     devices: list[DeviceRecord]
     efficiency: EfficiencyRecord

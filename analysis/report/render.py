@@ -166,6 +166,9 @@ def communication_tables(communication: dict) -> list[DisplayTable]:
     return [t for t in tables if t.rows]
 
 
+RANK_DIFF_TABLE = "Per rank, mean per measured step (spread: longest minus shortest step)"
+
+
 def diff_content(page: DiffPage, out_dir: Path) -> tuple[dict, list[DisplayTable], list[FigureFile]]:
     """The diff numbers, their tables and the category figure."""
     diff = page.record.diff
@@ -173,6 +176,8 @@ def diff_content(page: DiffPage, out_dir: Path) -> tuple[dict, list[DisplayTable
     tables = [display_table("Kernel time by category, per pass", categories),
               display_table("Per phase", pd.DataFrame(diff["phases"])),
               display_table("Kernels that moved most, per pass", _label_kernels(pd.DataFrame(diff["kernels"])))]
+    if diff.get("ranks"):
+        tables.insert(0, display_table(RANK_DIFF_TABLE, pd.DataFrame(diff["ranks"]["rows"])))
     if diff["config_changes"]:
         tables.insert(0, display_table("Settings that differ", pd.DataFrame(diff["config_changes"])))
     figure = figures.category_diff(categories, f"A: {page.a['trace']}", f"B: {page.b['trace']}")
