@@ -303,3 +303,10 @@ def test_every_kernel_category_has_one_colour_in_every_figure():
     assert matplotlib.colors.to_hex(gemm_bars[0].get_facecolor()[0]) == figures.CATEGORY_COLORS["gemm"].lower()
     assert "forward" in [t.get_text() for t in ax.texts]  # the phase is named inside its range, no legend entry
     figures.plt.close(figure)
+
+
+def test_a_table_of_many_columns_is_set_dense():
+    few = display_table("t", pd.DataFrame({f"c{i}_ms": [1.0] for i in range(3)}))
+    many = display_table("t", pd.DataFrame({f"c{i}_ms": [1.0] for i in range(13)}))
+    html = str(environment().get_template("macros.html").module.table(many))
+    assert not few.dense and many.dense and '<table class="dense">' in html

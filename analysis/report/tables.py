@@ -37,6 +37,9 @@ SHORT_TEXT = 40
 SIGNIFICANT = 3  # figures of a column's largest value
 MIN_SIGNIFICANT = 2  # figures of its smallest non-zero value, within EXTRA_DECIMALS more decimals
 EXTRA_DECIMALS = 2
+# From this many columns a table is set dense (smaller type, short text may wrap at spaces) so that
+# it still fits a laptop's column: nsys-b shows 13.
+DENSE_COLUMNS = 11
 MAX_DECIMALS = 3  # 0.0001 ms beside 11 ms reads <0.001, not 11.3330
 
 
@@ -80,6 +83,11 @@ class DisplayTable:
     numeric: list[bool]  # per column: right-align
     short: list[bool]  # per column: text short enough to keep on one line (a size, a mode, a status)
     full: list[list[str]]  # per cell: the full text shown on hover, "" where the cell is all there is
+
+    @property
+    def dense(self) -> bool:
+        """Many columns: set in smaller type, short text wrapping at spaces."""
+        return len(self.columns) >= DENSE_COLUMNS
 
 
 def _unit(column: str) -> tuple[str, Unit]:
