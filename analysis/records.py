@@ -57,6 +57,8 @@ class ResultsAnswer:
     (``forward_ms_mean``, ``peak_memory_bytes``); a ``status`` column marks rows that ran out of
     memory (``OOM``), whose measurements are null. ``inputs`` are the file names read.
     ``answer`` is the answer text; ``numbers`` the headline figures it was written from.
+    ``downloads`` maps a title to a table too long to show (thousands of rows): the page links it
+    as a CSV file written beside it.
     """
 
     question: str
@@ -64,6 +66,7 @@ class ResultsAnswer:
     tables: dict[str, pd.DataFrame]
     inputs: tuple[str, ...]
     numbers: dict = field(default_factory=dict)
+    downloads: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

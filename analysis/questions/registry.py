@@ -7,14 +7,14 @@ catalog, the index, the figures, the summary's ``questions`` section and the pag
 """
 from __future__ import annotations
 
-from analysis.questions import (attention, bench, compile, ddp_b, fsdp_b, memory, mixed_precision, nsys_a, nsys_b,
-                                nsys_c, nsys_d, nsys_e)
+from analysis.questions import (attention, bench, compile, ddp_b, fsdp_b, memory, mixed_precision, norm_precision,
+                                nsys_a, nsys_b, nsys_c, nsys_d, nsys_e)
 from analysis.questions.question import Question
 
 QUESTIONS: tuple[Question, ...] = (
     bench.BENCH_B, bench.BENCH_C,
     nsys_a.QUESTION, nsys_b.QUESTION, nsys_c.QUESTION, nsys_d.QUESTION, nsys_e.QUESTION,
-    mixed_precision.MP_ACCUM, mixed_precision.MP_A, mixed_precision.MP_C,
+    mixed_precision.MP_ACCUM, mixed_precision.MP_A, norm_precision.MP_B, mixed_precision.MP_C,
     memory.MEM_A, memory.MEM_B, memory.MEM_C, memory.MEM_D, memory.MEM_E,
     attention.ATTN_A,
     compile.COMPILE_A, compile.COMPILE_B,

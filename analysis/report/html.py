@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 from analysis.records import DiffRecord
-from analysis.report.render import (FigureFile, communication_figures, diff_content, environment, templates_dir,
-                                    trace_figures, trace_tables)
+from analysis.report.render import (FigureFile, communication_figures, diff_content, environment, question_downloads,
+                                    templates_dir, trace_figures, trace_tables)
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
 
@@ -31,7 +31,8 @@ def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[Figu
     for page in site.questions:
         tables = [display_table(title, table) for title, table in page.result.tables.items()]
         _write(out_dir / f"{page.card.page}.html", env.get_template("question.html").render(
-            page=page, tables=tables, figures=question_figures[page.card.id], home=True))
+            page=page, tables=tables, figures=question_figures[page.card.id],
+            downloads=question_downloads(page, out_dir), home=True))
     for page in site.traces:
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(

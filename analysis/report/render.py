@@ -95,6 +95,24 @@ def all_question_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile
     return {page.card.id: question_figures(page, out_dir) for page in site.questions}
 
 
+@dataclass(frozen=True)
+class DataFile:
+    """A table written as CSV beside its page: path relative to the page, and its title."""
+
+    path: str
+    title: str
+
+
+def question_downloads(page: QuestionRecord, out_dir: Path) -> list[DataFile]:
+    """The answer's ``downloads`` written as CSV files beside the page."""
+    files = []
+    for index, (title, table) in enumerate(page.result.downloads.items()):
+        name = f"{page.card.page}-data{index + 1}.csv"
+        table.to_csv(out_dir / name, index=False)
+        files.append(DataFile(name, title))
+    return files
+
+
 def trace_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
     """Per-phase categories and spans; the step timeline when the summary has one."""
     phases = page.summary["phases"]
