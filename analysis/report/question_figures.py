@@ -299,13 +299,13 @@ def fsdp_b(answer: ResultsAnswer) -> Figure:
     figure, (ax,) = new_figure()
     for index, ((trace, rank), rows) in enumerate(table.groupby(["trace", "rank"], sort=False)):
         rows = rows.sort_values("block")
-        color = PALETTE[2 * index % len(PALETTE)]
+        color = PALETTE[index % len(PALETTE)]
         ax.plot(rows["block"], rows["lead_ms"], marker="o", markersize=3, color=color, label=f"{trace}, rank {rank}")
         ax.fill_between(rows["block"], rows["min_lead_ms"], rows["lead_ms"], color=color, alpha=0.2, linewidth=0)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xlabel("block (layer)")
     ax.set_ylabel("all-gather lead, ms (below 0: compute waited)")
-    ax.legend(frameon=False, fontsize=7)
+    legend_below(ax, ncols=1)
     ax.set_title("Did each block's all-gather finish before the forward pass needed it?")
     return figure
 
