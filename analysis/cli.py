@@ -10,12 +10,12 @@ import argparse
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from tqdm import tqdm
 
 from analysis.cache import ResultsCache
+from analysis.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
 from analysis.errors import TraceError
 from analysis.phases import PHASES, RangeNames
 from analysis.questions.diff import diff_summaries
@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         return command(args, _range_names(parser, args))
     except SystemExit as stop:  # argparse: --help (0) and usage errors (2)
         return stop.code if isinstance(stop.code, int) else 2
+    except SchedulerUnavailable as err:
+        print(f"analyze-nsys: {err}", file=sys.stderr)
+        return 2
 
 
 def _analyze_parser() -> argparse.ArgumentParser:
@@ -66,6 +69,7 @@ def _analyze_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", type=Path, help="folder of the runner's results files, for the report's other pages")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
     parser.add_argument("--no-cache", action="store_true", help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}")
+    add_engine_options(parser)
     _add_range_name_options(parser)
     return parser
 
@@ -141,11 +145,12 @@ def analyze_one(path: Path, names: RangeNames = RangeNames()) -> tuple[dict | No
         return None, f"unexpected {type(err).__name__} while analyzing: {err}"
 
 
-def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None,
+def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None,
                  names: RangeNames = RangeNames()) -> tuple[list[dict], list[dict]]:
-    """Summaries of the traces analyzed with the range ``names`` (cache hits included; the cache
-    must key on the same names) and ``{trace, error}`` failures, both in input order. Failures
-    are also printed to stderr as they come."""
+    """Summaries of the traces analyzed on ``engine`` with the range ``names`` (cache hits
+    included; the cache must key on the same names, and only this process writes it) and
+    ``{trace, error}`` failures, both in input order. Failures are also printed to stderr as
+    they come."""
     results: dict[Path, tuple[dict | None, str | None]] = {}
     for path in paths:
         cached = _cached(cache, path)
@@ -153,7 +158,7 @@ def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None,
             results[path] = (cached, None)
     todo = [p for p in dict.fromkeys(paths) if p not in results]
     with tqdm(total=len(todo), desc="analyzing", unit="trace", file=sys.stderr, disable=None) as progress:
-        for path, outcome in _run(todo, jobs, names):
+        for path, outcome in engine.map(analyze_one, todo, names, lost=lambda why: (None, why)):
             results[path] = outcome
             summary, error = outcome
             if error is not None:
@@ -175,23 +180,11 @@ def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
         return None
 
 
-def _run(paths: list[Path], jobs: int, names: RangeNames):
-    """Yield (path, outcome) as traces finish: in this process for one job or one trace."""
-    if jobs == 1 or len(paths) <= 1:
-        for path in paths:
-            yield path, analyze_one(path, names)
-        return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-        futures = {pool.submit(analyze_one, path, names): path for path in paths}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
-
-
 def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     cache = None if args.no_cache else ResultsCache(args.out / RESULTS_DB, names)
     try:
-        summaries, failures = analyze_many(args.traces, args.jobs, cache, names)
+        summaries, failures = analyze_many(args.traces, engine_from(args), cache, names)
     finally:
         if cache is not None:
             cache.close()
@@ -221,7 +214,7 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     with ResultsCache(args.out / RESULTS_DB, names) as cache:
-        summaries, failures = analyze_many([args.a, args.b], jobs=2, cache=cache, names=names)
+        summaries, failures = analyze_many([args.a, args.b], Engine(jobs=2), cache=cache, names=names)
     if failures:
         return 1
     summary_a, summary_b = summaries
