@@ -56,8 +56,9 @@ def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames()) -> 
     :class:`analysis.errors.TraceError` on bad input."""
     trace = load_trace(path)
     labelled = label_ops(trace, names)
-    # The labelled ops now hold every GPU operation: free the loader's copies before the questions.
-    trace.kernels, trace.memops = trace.kernels.iloc[:0], trace.memops.iloc[:0]
+    # The labelled ops now hold every GPU operation: free the loader's copies before the questions
+    # (copies of the empty slices: a slice is a view that would keep the whole table alive).
+    trace.kernels, trace.memops = trace.kernels.iloc[:0].copy(), trace.memops.iloc[:0].copy()
     return summarize(trace, labelled)
 
 
