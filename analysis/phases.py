@@ -16,7 +16,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from analysis.attribution import innermost_ranges, ops_in_windows
-from analysis.load import Trace
+from analysis.load import RangeFilter, Trace
 from cs336_profile import contract
 
 # The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
@@ -63,6 +63,11 @@ class RangeNames:
     def regions(self) -> tuple[str, ...]:
         """The fine-grained ranges ops are labelled with (``LabelledOps.ops["region"]``)."""
         return (self.attention_scores, self.softmax, self.final_matmul)
+
+    def nvtx_filter(self) -> RangeFilter:
+        """The ranges the labelling looks at, for the loader to read (and no others)."""
+        return RangeFilter(names=frozenset((*self.phases, self.attention, *self.regions)),
+                           numbered=(self.warmup_prefix, self.step_prefix))
 
     def phase_range(self, phase: str) -> str:
         """The range name of one of :data:`PHASES`."""
