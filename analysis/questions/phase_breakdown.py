@@ -24,7 +24,7 @@ def busy_ns(ops: pd.DataFrame, by: str) -> pd.Series:
     """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``."""
     if ops.empty:
         return pd.Series(dtype="int64")
-    ordered = ops.sort_values([by, "start_ns"])
+    ordered = ops[[by, "start_ns", "end_ns"]].sort_values([by, "start_ns"])
     prev_end = ordered.groupby(by)["end_ns"].cummax().groupby(ordered[by]).shift()
     segment = (~(ordered["start_ns"] <= prev_end)).cumsum()
     segments = ordered.groupby(segment).agg(key=(by, "first"), start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
@@ -38,7 +38,8 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     ``cpu_span_ms_per_pass``, ``gpu_span_ms_per_pass``, ``busy_ms_per_pass``, ``idle_ms_per_pass``.
     """
     ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
-    ops = inputs.ops[inputs.ops["measured"] & inputs.ops["phase_range_id"].isin(ranges["range_id"])]
+    ops = inputs.ops.loc[inputs.ops["measured"] & inputs.ops["phase_range_id"].isin(ranges["range_id"]),
+                         ["phase_range_id", "phase", "op_kind", "start_ns", "end_ns", "dur_ns"]]
     per_range = ops.groupby("phase_range_id").agg(first_start_ns=("start_ns", "min"), last_end_ns=("end_ns", "max"))
     per_range["busy_ns"] = busy_ns(ops, "phase_range_id")
     ranges = ranges.join(per_range, on="range_id")
@@ -122,11 +123,13 @@ def device_summaries(inputs: NsysInputs) -> list[dict]:
     """The ``devices`` section: measured kernels per (process, GPU) pair, per measured step, so
     traces of several processes or GPUs are read one device at a time."""
     kernels = inputs.measured_kernels()
-    kernels = kernels.assign(device_key=kernels["pid"] * 65536 + kernels["device_id"])
+    keys = kernels["pid"].to_numpy() * 65536 + kernels["device_id"].to_numpy()
     steps = inputs.measured_steps
-    busy = busy_ns(kernels, "device_key")
+    busy = busy_ns(pd.DataFrame({"device_key": keys, "start_ns": kernels["start_ns"].to_numpy(),
+                                 "end_ns": kernels["end_ns"].to_numpy()}), "device_key")
     records = []
-    for key, rows in kernels.groupby("device_key", sort=True):
+    for key, at in sorted(pd.Series(keys).groupby(keys).indices.items()):
+        rows = kernels if len(at) == len(kernels) else kernels.iloc[at]  # one device: no copy
         records.append({
             "pid": int(rows["pid"].iloc[0]),
             "device_id": int(rows["device_id"].iloc[0]),
