@@ -29,8 +29,7 @@ install-test: $(VENV)/.installed-test
 
 ## Render the HTML report from the example traces and results shipped in nsys_runs/.
 report: install
-	$(VENV)/bin/analyze-nsys nsys_runs/traces/*.sqlite.xz --results nsys_runs/results --format html,md,json --out report
-	@echo "open report/index.html"
+	$(VENV)/bin/analyze-nsys nsys_runs/traces/*.sqlite.xz --results nsys_runs/results --out report
 
 ## Run the test suite on the CPU.
 test: install-test

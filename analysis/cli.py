@@ -12,9 +12,6 @@ import os
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
-from analysis.answers import report_data
 from analysis.cache import ResultsCache
 from analysis.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
 from analysis.errors import TraceError
@@ -25,6 +22,7 @@ from analysis.summary import analyze_trace, flat_tables
 from cs336_profile.contract import trace_stem
 
 FORMATS = ("json", "md", "csv", "html")
+DEFAULT_FORMATS = ("html", "md", "json")
 DEFAULT_OUT = "report"
 RESULTS_DB = "results.db"
 
@@ -65,8 +63,9 @@ def _analyze_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--format",
         type=_formats,
-        default=("json",),
-        help=f"comma-separated outputs among {','.join(FORMATS)} (default: json)",
+        default=DEFAULT_FORMATS,
+        help=f"comma-separated outputs among {','.join(FORMATS)} (default: {','.join(DEFAULT_FORMATS)}: "
+             "the HTML report with its Markdown pages and the JSON of each trace)",
     )
     parser.add_argument("--results", type=Path, help="folder of the runner's results files, for the report's other pages")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
@@ -159,7 +158,7 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None,
         if cached is not None:
             results[path] = (cached, None)
     todo = [p for p in dict.fromkeys(paths) if p not in results]
-    with tqdm(total=len(todo), desc="analyzing", unit="trace", file=sys.stderr, disable=None) as progress:
+    with _progress_bar(len(todo)) as progress:
         for path, outcome in engine.map(analyze_one, todo, names, lost=lambda why: (None, why)):
             results[path] = outcome
             summary, error = outcome
@@ -171,6 +170,31 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None,
     summaries = [results[p][0] for p in paths if results[p][0] is not None]
     failures = [{"trace": str(p), "error": results[p][1]} for p in paths if results[p][1] is not None]
     return summaries, failures
+
+
+class _Lines:
+    """The progress bar's stand-in when stderr is not a terminal: failure lines only."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        return None
+
+    def write(self, line: str, file=sys.stderr) -> None:
+        print(line, file=file)
+
+    def update(self) -> None:
+        return None
+
+
+def _progress_bar(total: int):
+    """A progress bar on a terminal (tqdm, imported only then), plain failure lines otherwise."""
+    if not sys.stderr.isatty():
+        return _Lines()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="analyzing", unit="trace", file=sys.stderr)
 
 
 def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
@@ -190,15 +214,17 @@ def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     finally:
         if cache is not None:
             cache.close()
-    write_outputs(summaries, failures, args.out, args.format, args.results)
+    pages = write_outputs(summaries, failures, args.out, args.format, args.results)
+    if "html" in pages:
+        print(f"report: {pages['html']}")
     return 1 if failures else 0
 
 
 def write_outputs(summaries: list[dict], failures: list[dict], out: Path, formats: tuple[str, ...],
-                  results_dir: Path | None) -> None:
+                  results_dir: Path | None) -> dict[str, Path]:
     """Write each requested format into ``out``; the questions are answered across the traces and
     the results files in ``results_dir`` for the pages, and the report package is imported only
-    when pages are asked for."""
+    when pages are asked for. Returns page format (``html``, ``md``) -> its index file."""
     if "json" in formats:
         for summary in summaries:
             (out / f"{trace_stem(summary['trace'])}.json").write_text(json.dumps(summary, indent=1))
@@ -206,10 +232,12 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
         for name, table in flat_tables(summaries).items():
             table.to_csv(out / f"{name}.csv", index=False)
     pages = tuple(f for f in formats if f in ("html", "md"))
-    if pages:
-        from analysis.report import render_report
+    if not pages:
+        return {}
+    from analysis.answers import report_data
+    from analysis.report import render_report
 
-        render_report(report_data(summaries, results_dir), failures, out, pages)
+    return render_report(report_data(summaries, results_dir), failures, out, pages)
 
 
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:
