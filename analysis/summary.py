@@ -52,7 +52,7 @@ from analysis import __version__
 from analysis.load import Trace, file_sha256, load_trace
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency
-from analysis.questions.nsys_inputs import NsysInputs
+from analysis.questions.nsys_inputs import OP_COLUMNS, NsysInputs
 from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries
 from analysis.questions.registry import PER_TRACE
 from analysis.step_timeline import step_timeline
@@ -68,6 +68,7 @@ def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames()) -> 
     # The labelled ops now hold every GPU operation: free the loader's copies before the questions
     # (copies of the empty slices: a slice is a view that would keep the whole table alive).
     trace.kernels, trace.memops = trace.kernels.iloc[:0].copy(), trace.memops.iloc[:0].copy()
+    labelled.ops = labelled.ops[list(OP_COLUMNS)]  # and the launch columns the questions never read
     return summarize(trace, labelled)
 
 
