@@ -36,3 +36,10 @@ def test_no_format_writes_the_report_and_prints_its_index(fixture_trace, tmp_pat
     assert cli.main([str(fixture_trace(FORWARD)), "--out", str(tmp_path), "--jobs", "1"]) == 0
     assert capsys.readouterr().out.splitlines() == [f"report: {tmp_path / 'index.html'}"]
     assert {"index.html", "index.md", "small_ctx256_forward_fp32.json"} <= {p.name for p in tmp_path.iterdir()}
+
+
+def test_a_summary_read_back_from_the_cache_keys_its_figures_as_when_computed():
+    computed = {"forward": {"range": ("forward", 3), "ms": 1.5}}
+    read_back = {"forward": {"range": ["forward", 3], "ms": 1.5}}  # JSON has no tuples
+    assert _job("a.svg", computed).key("code") == _job("a.svg", read_back).key("code")
+    assert _job("a.svg", computed).key("code") != _job("a.svg", {"forward": {"range": ["forward", 3], "ms": 1.25}}).key("code")

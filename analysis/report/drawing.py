@@ -3,18 +3,21 @@ are unchanged since the last report into the same folder is not drawn again.
 
 A :class:`FigureJob` names its drawing function as ``"module:function"`` (a worker imports it; a
 report whose figures are all current never imports matplotlib) and holds the function's
-arguments. Its key is the SHA-256 of the function's name, its pickled arguments and the source
+arguments. Its key is the SHA-256 of the function's name, its arguments as JSON and the source
 of the drawing modules; ``figures/hashes.json`` maps each file to the key it was drawn from.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import json
 import os
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 FIGURES_DIR = "figures"
 MANIFEST = "hashes.json"
@@ -45,8 +48,25 @@ class FigureJob:
         return FigureFile(f"{FIGURES_DIR}/{self.name}", self.alt)
 
     def key(self, code: str) -> str:
-        """What the drawn file depends on: the function, its arguments and the drawing ``code``."""
-        return hashlib.sha256(pickle.dumps((self.draw, self.args, code), protocol=5)).hexdigest()
+        """What the drawn file depends on: the function, its arguments and the drawing ``code``.
+
+        The arguments are hashed as JSON, so the same numbers give the same key whether a summary
+        was just computed or read back from the results cache (tuples there come back as lists)."""
+        text = json.dumps([self.draw, self.args, code], default=_plain)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(value):
+    """JSON stand-in for what the figure functions take besides plain data: tables, records."""
+    if isinstance(value, (pd.DataFrame, pd.Series)):
+        return value.to_json(orient="split", double_precision=15)
+    if dataclasses.is_dataclass(value):
+        return [type(value).__qualname__, {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}]
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, np.generic):
+        return value.item()
+    return repr(value)
 
 
 def draw_all(jobs: list[FigureJob], out_dir: Path, workers: int | None = None) -> list[FigureFile]:
