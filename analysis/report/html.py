@@ -10,7 +10,7 @@ from pathlib import Path
 
 from analysis.records import DiffRecord
 from analysis.report.drawing import FigureFile, draw_all
-from analysis.report.render import diff_content, diff_figures, environment, templates_dir, trace_tables
+from analysis.report.render import diff_content, diff_figures, environment, ranks_key, templates_dir, trace_tables
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
 
@@ -36,6 +36,7 @@ def render_site(site: Site, out_dir: Path, figures: dict[str, list[FigureFile]])
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(
             page=page, tables=trace_tables(page.summary), figures=figures[page.page],
+            communication_figures=figures[ranks_key(page)],
             has_timeline=bool(page.summary.get("timeline")), diffs=diffs, answered={q.card.id for q in site.questions},
             home=True))
     for page in site.diffs:

@@ -91,9 +91,24 @@ def site_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile]]:
     (question, trace or diff page) -> its figure files."""
     planned = {**{page.card.page: question_figures(page) for page in site.questions},
                **{page.page: trace_figures(page) for page in site.traces},
+               **{ranks_key(page): communication_figures(page) for page in site.traces},
                **{page.page: diff_figures(page) for page in site.diffs}}
     files = iter(draw_all([job for jobs in planned.values() for job in jobs], out_dir))
     return {name: [next(files) for _ in jobs] for name, jobs in planned.items()}
+
+
+def communication_figures(page: TracePage) -> list[FigureJob]:
+    """One step on every rank, compute and communication streams (traces of two or more ranks)."""
+    timeline = page.summary["communication"]["timeline"]
+    if not timeline:
+        return []
+    return [FigureJob("analysis.report.timeline:rank_timeline", (timeline,), f"{page.page}-ranks.png",
+                      f"{timeline['title']} on every rank: compute and communication kernels per stream")]
+
+
+def ranks_key(page: TracePage) -> str:
+    """Where :func:`site_figures` files a trace page's per-rank timeline."""
+    return f"{page.page}-ranks"
 
 
 def _label_kernels(table: pd.DataFrame) -> pd.DataFrame:
@@ -117,7 +132,32 @@ def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
         top = pd.DataFrame(overall["top_kernels"][:TOP_KERNELS_OVERALL], columns=KERNEL_COLUMNS)
         kernels.append(display_table(f"Top kernels, {scope}", _label_kernels(top)))
     return {"phases": [display_table("Per phase, mean per measured pass", per_phase)] if phases else [],
-            "kernels": kernels}
+            "kernels": kernels, "communication": communication_tables(summary["communication"])}
+
+
+def communication_tables(communication: dict) -> list[DisplayTable]:
+    """Per rank and phase, per collective, per FSDP block and the skew per step; nothing for a
+    trace of one rank without communication kernels."""
+    ranks = communication["ranks"]
+    if len(ranks) < 2 and not communication["collectives"]:
+        return []
+    per_rank = pd.DataFrame([{"rank": r["rank"], "pid": r["pid"], "device_id": r["device_id"], "phase": phase,
+                              **figures_} for r in ranks for phase, figures_ in r["phases"].items()])
+    tables = [display_table("Per rank and phase, mean per pass of that rank", per_rank),
+              display_table("NCCL kernels per rank and collective, per measured step",
+                            pd.DataFrame(communication["collectives"]).drop(columns=["pid", "device_id"],
+                                                                           errors="ignore"))]
+    if communication["fsdp_blocks"]:
+        tables.append(display_table("FSDP blocks: all-gather lead over the forward pass (negative: compute waited)",
+                                    pd.DataFrame(communication["fsdp_blocks"])))
+    skew = pd.DataFrame([{k: v for k, v in step.items() if k != "phase_duration_spread_ms"}
+                         | {f"{phase}_spread_ms": ms for phase, ms in step["phase_duration_spread_ms"].items()}
+                         for step in communication["skew"]["steps"]])
+    tables.append(display_table("Skew between ranks per measured step (GPU clock)", skew))
+    return [t for t in tables if t.rows]
+
+
+RANK_DIFF_TABLE = "Per rank, mean per measured step (spread: longest minus shortest step)"
 
 
 def diff_content(page: DiffPage) -> tuple[dict, list[DisplayTable]]:
@@ -126,6 +166,8 @@ def diff_content(page: DiffPage) -> tuple[dict, list[DisplayTable]]:
     tables = [display_table("Kernel time by category, per pass", pd.DataFrame(diff["categories"])),
               display_table("Per phase", pd.DataFrame(diff["phases"])),
               display_table("Kernels that moved most, per pass", _label_kernels(pd.DataFrame(diff["kernels"])))]
+    if diff.get("ranks"):
+        tables.insert(0, display_table(RANK_DIFF_TABLE, pd.DataFrame(diff["ranks"]["rows"])))
     if diff["config_changes"]:
         tables.insert(0, display_table("Settings that differ", pd.DataFrame(diff["config_changes"])))
     return diff, [t for t in tables if t.rows]
