@@ -65,9 +65,10 @@ class RangeNames:
         return (self.attention_scores, self.softmax, self.final_matmul)
 
     def nvtx_filter(self) -> RangeFilter:
-        """The ranges the labelling looks at, for the loader to read (and no others)."""
+        """The ranges the analysis looks at, for the loader to read (and no others): steps,
+        phases, attention and the runner's per-layer ranges (FSDP blocks)."""
         return RangeFilter(names=frozenset((*self.phases, self.attention, *self.regions)),
-                           numbered=(self.warmup_prefix, self.step_prefix))
+                           numbered=(self.warmup_prefix, self.step_prefix, contract.LAYER_PREFIX))
 
     def phase_range(self, phase: str) -> str:
         """The range name of one of :data:`PHASES`."""

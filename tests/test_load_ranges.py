@@ -34,8 +34,7 @@ def test_a_dense_trace_gives_the_summary_of_its_plain_twin(fixture_trace, tmp_pa
     assert len(everything.ranges) == len(load_trace(plain).ranges) + added
     names = RangeNames()
     read = load_trace(dense, names.nvtx_filter())
-    wanted = everything.ranges["name"].isin([*names.phases, names.attention, *names.regions]) | \
-        everything.ranges["name"].str.fullmatch(names.step_pattern())
+    wanted = everything.ranges["name"].str.fullmatch(names.nvtx_filter().pattern())
     columns = ["name", "kind", "start_ns", "end_ns", "pid", "tid"]
     assert read.ranges[columns].equals(everything.ranges.loc[wanted, columns].reset_index(drop=True))
     assert len(read.ranges) < len(everything.ranges) - added
