@@ -66,9 +66,11 @@ class RangeNames:
 
     def nvtx_filter(self) -> RangeFilter:
         """The ranges the analysis looks at, for the loader to read (and no others): steps,
-        phases, attention and the runner's per-layer ranges (FSDP blocks)."""
+        phases, attention and the runner's per-layer ranges (FSDP blocks); every range of a
+        trace without step ranges."""
         return RangeFilter(names=frozenset((*self.phases, self.attention, *self.regions)),
-                           numbered=(self.warmup_prefix, self.step_prefix, contract.LAYER_PREFIX))
+                           numbered=(self.warmup_prefix, self.step_prefix, contract.LAYER_PREFIX),
+                           steps=self.step_prefix)
 
     def phase_range(self, phase: str) -> str:
         """The range name of one of :data:`PHASES`."""

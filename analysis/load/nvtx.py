@@ -24,6 +24,9 @@ class RangeFilter:
 
     names: frozenset[str]
     numbered: tuple[str, ...] = ()
+    # A trace without a range <steps><digits> is read whole: there the ranges enclosing the phases,
+    # whatever their names, tell the shapes a benchmark ran apart.
+    steps: str | None = None
 
     def pattern(self) -> re.Pattern:
         """Matches the wanted names, whole."""
@@ -75,6 +78,9 @@ def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable,
         is_range = np.isin(raw["eventType"], NVTX_PUSH_POP + NVTX_START_END)
         wanted = ranges.pattern()
         keep = ~is_range | np.array([isinstance(n, str) and wanted.match(n) is not None for n in name], dtype=bool)
+        step = re.compile(rf"{re.escape(ranges.steps)}\d+$") if ranges.steps else None
+        if step and not any(isinstance(n, str) and step.match(n) for n in name[keep & is_range]):
+            return read_nvtx(conn, schema, strings)
         raw, name = {c: values[keep] for c, values in raw.items()}, name[keep]
     end_tid = np.where(raw["endGlobalTid"] >= 0, raw["endGlobalTid"], raw["globalTid"])
     events = pd.DataFrame({
