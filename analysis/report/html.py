@@ -10,7 +10,8 @@ from pathlib import Path
 
 from analysis.records import DiffRecord
 from analysis.report.drawing import FigureFile, draw_all
-from analysis.report.render import diff_content, diff_figures, environment, ranks_key, templates_dir, trace_tables
+from analysis.report.render import (diff_content, diff_figures, environment, question_downloads, ranks_key,
+                                    templates_dir, trace_tables)
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
 
@@ -31,7 +32,8 @@ def render_site(site: Site, out_dir: Path, figures: dict[str, list[FigureFile]])
     for page in site.questions:
         tables = [display_table(title, table) for title, table in page.result.tables.items()]
         _write(out_dir / f"{page.card.page}.html", env.get_template("question.html").render(
-            page=page, tables=tables, figures=figures[page.card.page], home=True))
+            page=page, tables=tables, figures=figures[page.card.page],
+            downloads=question_downloads(page, out_dir), home=True))
     for page in site.traces:
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.report.drawing import FigureFile
-from analysis.report.render import environment
+from analysis.report.render import environment, question_downloads
 from analysis.report.site import Site
 from analysis.report.tables import display_table
 
@@ -18,7 +18,8 @@ def write_markdown(site: Site, out_dir: Path, figures: dict[str, list[FigureFile
     for page in site.questions:
         tables = [display_table(title, table) for title, table in page.result.tables.items()]
         text = env.get_template("question.md.j2").render(page=page, tables=tables,
-                                                         figures=figures[page.card.page])
+                                                         figures=figures[page.card.page],
+                                                         downloads=question_downloads(page, out_dir))
         (out_dir / f"{page.card.page}.md").write_text(text, encoding="utf-8")
     index = out_dir / "index.md"
     index.write_text(env.get_template("index.md.j2").render(site=site), encoding="utf-8")
