@@ -28,8 +28,6 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-import sqlite_utils
-
 from analysis.load import file_sha256
 from analysis.phases import RangeNames
 from analysis.summary import summary_schema
@@ -80,8 +78,9 @@ class ResultsCache:
         """``names``: the NVTX range names the summaries stored and looked up were made with."""
         self.db_path = Path(db_path)
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        import sqlite_utils  # here, not at the top: a --no-cache run never needs it
+
         self.db = sqlite_utils.Database(sqlite3.connect(self.db_path, timeout=LOCK_TIMEOUT_S))
-        self._digests: dict[tuple[Path, int, int], str] = {}  # (path, size, mtime_ns) -> sha256: hash once
         self._key_suffix = "" if names == RangeNames() else ";names=" + hashlib.sha256(
             json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
         self._create_tables()
@@ -100,18 +99,9 @@ class ResultsCache:
         """Cache key of a trace file: `<sha256 of its bytes>@<analyzer key>`, then
         `;names=<hash>` for range names other than the defaults and `;timings=<sha256>` when a
         timings.json lies beside the trace."""
-        key = f"{self._sha256(Path(path))}@{analyzer_key()}{self._key_suffix}"
+        key = f"{file_sha256(Path(path))}@{analyzer_key()}{self._key_suffix}"
         timings = timings_json_path(Path(path))  # where the analysis looks: beside the path as given
-        return f"{key};timings={self._sha256(timings)}" if timings.is_file() else key
-
-    def _sha256(self, path: Path) -> str:
-        """sha256 of a file's bytes, hashed once per (path, size, mtime)."""
-        path = path.resolve()
-        stat = path.stat()
-        seen = (path, stat.st_size, stat.st_mtime_ns)
-        if seen not in self._digests:
-            self._digests[seen] = file_sha256(path)
-        return self._digests[seen]
+        return f"{key};timings={file_sha256(timings)}" if timings.is_file() else key
 
     def get(self, path: Path) -> dict | None:
         """The stored summary of this file's content, or None when it was never analyzed.

@@ -10,13 +10,10 @@ import argparse
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from tqdm import tqdm
-
-from analysis.answers import report_data
 from analysis.cache import ResultsCache
+from analysis.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
 from analysis.errors import TraceError
 from analysis.phases import PHASES, RangeNames
 from analysis.questions.diff import diff_summaries
@@ -25,6 +22,7 @@ from analysis.summary import analyze_trace, flat_tables
 from cs336_profile.contract import trace_stem
 
 FORMATS = ("json", "md", "csv", "html")
+DEFAULT_FORMATS = ("html", "md", "json")
 DEFAULT_OUT = "report"
 RESULTS_DB = "results.db"
 
@@ -48,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         return command(args, _range_names(parser, args))
     except SystemExit as stop:  # argparse: --help (0) and usage errors (2)
         return stop.code if isinstance(stop.code, int) else 2
+    except SchedulerUnavailable as err:
+        print(f"analyze-nsys: {err}", file=sys.stderr)
+        return 2
 
 
 def _analyze_parser() -> argparse.ArgumentParser:
@@ -62,12 +63,14 @@ def _analyze_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--format",
         type=_formats,
-        default=("json",),
-        help=f"comma-separated outputs among {','.join(FORMATS)} (default: json)",
+        default=DEFAULT_FORMATS,
+        help=f"comma-separated outputs among {','.join(FORMATS)} (default: {','.join(DEFAULT_FORMATS)}: "
+             "the HTML report with its Markdown pages and the JSON of each trace)",
     )
     parser.add_argument("--results", type=Path, help="folder of the runner's results files, for the report's other pages")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
     parser.add_argument("--no-cache", action="store_true", help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}")
+    add_engine_options(parser)
     _add_range_name_options(parser)
     return parser
 
@@ -143,19 +146,20 @@ def analyze_one(path: Path, names: RangeNames = RangeNames()) -> tuple[dict | No
         return None, f"unexpected {type(err).__name__} while analyzing: {err}"
 
 
-def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None,
+def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None,
                  names: RangeNames = RangeNames()) -> tuple[list[dict], list[dict]]:
-    """Summaries of the traces analyzed with the range ``names`` (cache hits included; the cache
-    must key on the same names) and ``{trace, error}`` failures, both in input order. Failures
-    are also printed to stderr as they come."""
+    """Summaries of the traces analyzed on ``engine`` with the range ``names`` (cache hits
+    included; the cache must key on the same names, and only this process writes it) and
+    ``{trace, error}`` failures, both in input order. Failures are also printed to stderr as
+    they come."""
     results: dict[Path, tuple[dict | None, str | None]] = {}
     for path in paths:
         cached = _cached(cache, path)
         if cached is not None:
             results[path] = (cached, None)
     todo = [p for p in dict.fromkeys(paths) if p not in results]
-    with tqdm(total=len(todo), desc="analyzing", unit="trace", file=sys.stderr, disable=None) as progress:
-        for path, outcome in _run(todo, jobs, names):
+    with _progress_bar(len(todo)) as progress:
+        for path, outcome in engine.map(analyze_one, todo, names, lost=lambda why: (None, why)):
             results[path] = outcome
             summary, error = outcome
             if error is not None:
@@ -168,6 +172,31 @@ def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None,
     return summaries, failures
 
 
+class _Lines:
+    """The progress bar's stand-in when stderr is not a terminal: failure lines only."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        return None
+
+    def write(self, line: str, file=sys.stderr) -> None:
+        print(line, file=file)
+
+    def update(self) -> None:
+        return None
+
+
+def _progress_bar(total: int):
+    """A progress bar on a terminal (tqdm, imported only then), plain failure lines otherwise."""
+    if not sys.stderr.isatty():
+        return _Lines()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="analyzing", unit="trace", file=sys.stderr)
+
+
 def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
     if cache is None or not path.is_file():
         return None
@@ -177,35 +206,25 @@ def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
         return None
 
 
-def _run(paths: list[Path], jobs: int, names: RangeNames):
-    """Yield (path, outcome) as traces finish: in this process for one job or one trace."""
-    if jobs == 1 or len(paths) <= 1:
-        for path in paths:
-            yield path, analyze_one(path, names)
-        return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-        futures = {pool.submit(analyze_one, path, names): path for path in paths}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
-
-
 def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     cache = None if args.no_cache else ResultsCache(args.out / RESULTS_DB, names)
     try:
-        summaries, failures = analyze_many(args.traces, args.jobs, cache, names)
+        summaries, failures = analyze_many(args.traces, engine_from(args), cache, names)
     finally:
         if cache is not None:
             cache.close()
-    write_outputs(summaries, failures, args.out, args.format, args.results)
+    pages = write_outputs(summaries, failures, args.out, args.format, args.results)
+    if "html" in pages:
+        print(f"report: {pages['html']}")
     return 1 if failures else 0
 
 
 def write_outputs(summaries: list[dict], failures: list[dict], out: Path, formats: tuple[str, ...],
-                  results_dir: Path | None) -> None:
+                  results_dir: Path | None) -> dict[str, Path]:
     """Write each requested format into ``out``; the questions are answered across the traces and
     the results files in ``results_dir`` for the pages, and the report package is imported only
-    when pages are asked for."""
+    when pages are asked for. Returns page format (``html``, ``md``) -> its index file."""
     if "json" in formats:
         for summary in summaries:
             (out / f"{trace_stem(summary['trace'])}.json").write_text(json.dumps(summary, indent=1))
@@ -213,16 +232,18 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
         for name, table in flat_tables(summaries).items():
             table.to_csv(out / f"{name}.csv", index=False)
     pages = tuple(f for f in formats if f in ("html", "md"))
-    if pages:
-        from analysis.report import render_report
+    if not pages:
+        return {}
+    from analysis.answers import report_data
+    from analysis.report import render_report
 
-        render_report(report_data(summaries, results_dir), failures, out, pages)
+    return render_report(report_data(summaries, results_dir), failures, out, pages)
 
 
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     with ResultsCache(args.out / RESULTS_DB, names) as cache:
-        summaries, failures = analyze_many([args.a, args.b], jobs=2, cache=cache, names=names)
+        summaries, failures = analyze_many([args.a, args.b], Engine(jobs=2), cache=cache, names=names)
     if failures:
         return 1
     summary_a, summary_b = summaries

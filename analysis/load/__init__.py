@@ -19,38 +19,40 @@ import pandas as pd
 
 from analysis.errors import NoKernels, NotNsysExport, TruncatedTrace
 from analysis.load.inputs import cache_dir, connect_readonly, file_sha256, resolve_export
-from analysis.load.nvtx import marks_of, ranges_of, read_nvtx
+from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_nvtx
 from analysis.load.schema import (GRAPH_TABLE, KERNEL_COLUMNS, KERNEL_TABLE, NSYS_TABLE_MARKERS, count_rows,
+                                  has_rows,
                                   export_metadata, read_schema, require_columns)
 from analysis.load.tables import (StringTable, has_unmatched, join_launches, read_gpus, read_kernels, read_launches,
                                   read_memops)
 from analysis.load.trace import Trace
 
-__all__ = ["Trace", "cache_dir", "file_sha256", "load_trace", "resolve_export"]
+__all__ = ["RangeFilter", "Trace", "cache_dir", "file_sha256", "load_trace", "resolve_export"]
 
 
-def load_trace(path: str | os.PathLike) -> Trace:
+def load_trace(path: str | os.PathLike, ranges: RangeFilter | None = None) -> Trace:
     """Load an nsys export (``.sqlite``, ``.sqlite.xz`` or ``.nsys-rep`` with nsys on PATH).
 
     Raises a :class:`~analysis.errors.TraceError` subclass, whose message is one line, for
-    anything that is not a usable nsys export.
+    anything that is not a usable nsys export. With ``ranges`` only the NVTX ranges it names are
+    read (marks always are).
     """
     path = Path(path)
     database = resolve_export(path)
     try:
         try:
             with connect_readonly(database) as conn:
-                return _read_trace(conn, path)
+                return _read_trace(conn, path, ranges)
         except sqlite3.OperationalError as err:
             if "decode" not in str(err):
                 raise
         with connect_readonly(database, lenient_text=True) as conn:
-            return _read_trace(conn, path)
+            return _read_trace(conn, path, ranges)
     except sqlite3.DatabaseError as err:
         raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
 
 
-def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
+def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None) -> Trace:
     schema = read_schema(conn)
     if not any(table in schema for table in NSYS_TABLE_MARKERS):
         listed = ", ".join(sorted(schema)[:4]) or "none"
@@ -58,7 +60,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
     meta = export_metadata(conn, schema)
     version = meta.get("EXPORT_PRODUCT_VERSION")
     graph_launches = count_rows(conn, schema, GRAPH_TABLE)
-    if not count_rows(conn, schema, KERNEL_TABLE):
+    if not has_rows(conn, schema, KERNEL_TABLE):
         if graph_launches:
             raise NoKernels(f"has no per-kernel records, only {graph_launches} whole CUDA-graph "
                             "launches; profile again with --cuda-graph-trace=node")
@@ -80,7 +82,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
         notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "
                      "(launched before the capture began?); no NVTX range can claim them")
 
-    events = read_nvtx(conn, schema, strings)
+    events = read_nvtx(conn, schema, strings, ranges)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     ranges = ranges_of(events, end_ns, notes)
     marks = marks_of(events)

@@ -2,6 +2,7 @@
 export into a cache folder (never beside the input), and the read-only connection."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import lzma
 import os
@@ -10,7 +11,6 @@ import sqlite3
 import subprocess
 import tempfile
 from pathlib import Path
-from urllib.request import pathname2url
 
 from analysis.errors import NotATraceFile, NotSQLite, NsysReportGiven, TraceBeingWritten, TruncatedTrace
 from cs336_profile.contract import trace_stem
@@ -51,7 +51,14 @@ def cache_dir() -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in chunks."""
+    """Hex SHA-256 of a file's bytes, read in chunks; a file unchanged since (same size and
+    modification time) is hashed once per process."""
+    stat = os.stat(path)
+    return _sha256(Path(path).resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sha256(path: Path, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -116,8 +123,7 @@ def _check_complete(path: Path, header: bytes) -> None:
 
 
 def connect_readonly(path: Path, lenient_text: bool = False) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1",
-                           uri=True)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
     if lenient_text:  # exports made on Windows can hold strings in a code page, not UTF-8
         conn.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
     return conn

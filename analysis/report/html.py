@@ -9,8 +9,9 @@ import shutil
 from pathlib import Path
 
 from analysis.records import DiffRecord
-from analysis.report.render import (FigureFile, communication_figures, diff_content, environment, question_downloads,
-                                    templates_dir, trace_figures, trace_tables)
+from analysis.report.drawing import FigureFile, draw_all
+from analysis.report.render import (diff_content, diff_figures, environment, question_downloads, ranks_key,
+                                    templates_dir, trace_tables)
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
 
@@ -22,31 +23,31 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[FigureFile]]) -> Path:
-    """Write every page of ``site`` into ``out_dir`` (``question_figures``: question id -> its
-    figures, already drawn there); return the index's path."""
+def render_site(site: Site, out_dir: Path, figures: dict[str, list[FigureFile]]) -> Path:
+    """Write every page of ``site`` into ``out_dir`` (``figures``: page name -> its figures,
+    already drawn there); return the index's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
     env = environment()
     for page in site.questions:
         tables = [display_table(title, table) for title, table in page.result.tables.items()]
         _write(out_dir / f"{page.card.page}.html", env.get_template("question.html").render(
-            page=page, tables=tables, figures=question_figures[page.card.id],
+            page=page, tables=tables, figures=figures[page.card.page],
             downloads=question_downloads(page, out_dir), home=True))
     for page in site.traces:
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(
-            page=page, tables=trace_tables(page.summary), figures=trace_figures(page, out_dir),
-            communication_figures=communication_figures(page, out_dir),
+            page=page, tables=trace_tables(page.summary), figures=figures[page.page],
+            communication_figures=figures[ranks_key(page)],
             has_timeline=bool(page.summary.get("timeline")), diffs=diffs, answered={q.card.id for q in site.questions},
             home=True))
     for page in site.diffs:
-        _render_diff_page(page, out_dir, home=True)
+        _render_diff_page(page, out_dir, figures[page.page], home=True)
     return _write(out_dir / "index.html", env.get_template("index.html").render(site=site, home=False))
 
 
-def _render_diff_page(page: DiffPage, out_dir: Path, home: bool) -> Path:
-    diff, tables, figure_files = diff_content(page, out_dir)
+def _render_diff_page(page: DiffPage, out_dir: Path, figure_files: list[FigureFile], home: bool) -> Path:
+    diff, tables = diff_content(page)
     return _write(out_dir / f"{page.page}.html", environment().get_template("diff.html").render(
         page=page, diff=diff, tables=tables, figures=figure_files, home=home))
 
@@ -57,4 +58,4 @@ def render_diff(record: DiffRecord, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
     page = DiffPage(record, diff_page(record.a, record.b))
-    return _render_diff_page(page, out_dir, home=False)
+    return _render_diff_page(page, out_dir, draw_all(diff_figures(page), out_dir, workers=1), home=False)
