@@ -20,6 +20,7 @@ import pandas as pd
 from analysis.errors import NoKernels, NotNsysExport, TruncatedTrace
 from analysis.load.inputs import cache_dir, connect_readonly, file_sha256, resolve_export
 from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_nvtx
+from analysis.load.memory_events import MEMORY_EVENTS_TABLE
 from analysis.load.schema import (GRAPH_TABLE, KERNEL_COLUMNS, KERNEL_TABLE, NSYS_TABLE_MARKERS, count_rows,
                                   has_rows,
                                   export_metadata, read_schema, require_columns)
@@ -82,6 +83,11 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "
                      "(launched before the capture began?); no NVTX range can claim them")
 
+    if ranges is not None and has_rows(conn, schema, MEMORY_EVENTS_TABLE):
+        # The memory ledger charges each allocation to the op range around its call and finds a
+        # block's backward by its autograd nodes' ranges: with tensor-level memory events every
+        # range is read.
+        ranges = None
     events = read_nvtx(conn, schema, strings, ranges)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     ranges = ranges_of(events, end_ns, notes)
