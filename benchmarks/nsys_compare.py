@@ -37,14 +37,20 @@ def analyzer_command(trace: Path, out: Path) -> list[str]:
             "--out", str(out)]
 
 
-def wall_s(command: list[str]) -> float:
-    """Wall time of one process; its failure ends the benchmark with its last line."""
+def wall_s(command: list[str], expected: list[Path]) -> float:
+    """Wall time of one process; its failure, or a run that left any of the ``expected`` files
+    unwritten (a tool can exit 0 having done nothing), ends the benchmark with its last line."""
+    for path in expected:
+        path.unlink(missing_ok=True)
     started = time.perf_counter()
-    result = subprocess.run(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SystemExit(f"{' '.join(command[:3])} failed on {command[-1]}: {last}")
-    return time.perf_counter() - started
+    result = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    elapsed = time.perf_counter() - started
+    missing = [path.name for path in expected if not path.is_file()]
+    if result.returncode != 0 or missing:
+        last = (result.stdout.strip().splitlines() or ["no output"])[-1]
+        why = f"exit {result.returncode}" if result.returncode else f"wrote no {', '.join(missing)}"
+        raise SystemExit(f"{' '.join(command[:3])} on {command[-1]}: {why}: {last}")
+    return elapsed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,8 +68,9 @@ def main(argv: list[str] | None = None) -> int:
             nsys_times, ours = [], []
             for _ in range(args.runs):
                 if nsys:
-                    nsys_times.append(wall_s(nsys_command(nsys, trace, Path(tmp))))
-                ours.append(wall_s(analyzer_command(trace, Path(tmp))))
+                    reports = [Path(tmp) / f"{trace.stem}_{report}.csv" for report in NSYS_REPORTS]
+                    nsys_times.append(wall_s(nsys_command(nsys, trace, Path(tmp)), reports))
+                ours.append(wall_s(analyzer_command(trace, Path(tmp)), [Path(tmp) / f"{trace.stem}.json"]))
             ours_s = statistics.median(ours)
             theirs = f"{statistics.median(nsys_times):7.2f}" if nsys_times else f"{'-':>7}"
             ratio = f"{statistics.median(nsys_times) / ours_s:19.2f}x" if nsys_times else f"{'-':>20}"
