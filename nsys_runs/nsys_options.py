@@ -69,12 +69,6 @@ def merge_options(base: tuple[str, ...], extra: tuple[str, ...]) -> tuple[str, .
     return (*kept, *extra)
 
 
-def without_failed(options: tuple[str, ...], probes: list[dict]) -> tuple[str, ...]:
-    """`options` minus every option of a probe row whose status is not ok."""
-    failed = {option for row in probes if row["status"] != "ok" for option in row["options"].split()}
-    return tuple(option for option in options if option not in failed)
-
-
 def option_groups(options: tuple[str, ...]) -> list[tuple[str, ...]]:
     """What to try on top of PROBE_BASE: the capture options as one group, each other option alone."""
     capture = tuple(option for option in options if option in CAPTURE_OPTIONS)

@@ -11,6 +11,7 @@ import textwrap
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from analysis.records import FigureSpec, ResultsAnswer
@@ -278,7 +279,7 @@ def trace_labels(table: pd.DataFrame) -> list[str]:
     return list(table["trace"])
 
 
-def per_trace_bars(table: pd.DataFrame, series: dict[str, np.ndarray]) -> tuple[Figure, plt.Axes]:
+def per_trace_bars(table: pd.DataFrame, series: dict[str, np.ndarray]) -> tuple[Figure, Axes]:
     """Horizontal grouped bars, one group per trace (top to bottom in table order), in a figure
     whose height grows with the number of traces so every label stays readable."""
     labels = trace_labels(table)
