@@ -30,6 +30,8 @@ def write_results(results_dir: str | Path, experiment: str, rows: list[dict], *,
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     name = name or experiment
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise ValueError(f"results name {name!r} is not a plain file name: the files would leave {results_dir}")
     clean_rows = [{key: _finite_or_none(value) for key, value in row.items()} for row in rows]
     document = {
         "experiment": experiment,

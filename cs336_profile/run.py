@@ -22,6 +22,7 @@ from cs336_profile.experiments.compile import compile_runs
 from cs336_profile.experiments.memory import MemoryStudy, run_memory_study
 from cs336_profile.experiments.mixed_precision import accumulation_loops, toy_model_dtypes
 from cs336_profile.experiments.overhead import alternating_steps, overhead_rows
+from cs336_profile.preflight import check_args, non_negative_int, positive_int, results_name
 from cs336_profile.results import write_results
 from cs336_profile.tables import mean_std, number, plain, print_table
 
@@ -45,15 +46,15 @@ def _add_common(parser: argparse.ArgumentParser, experiment: str) -> None:
     parser.add_argument("--device", choices=DEVICES,
                         default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--results-dir", type=Path, default=Path("results"))
-    parser.add_argument("--name", default=experiment, help="results file name (without extension)")
+    parser.add_argument("--name", type=results_name, default=experiment, help="results file name (without extension)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _add_run_settings(parser: argparse.ArgumentParser, warmup: int, steps: int) -> None:
     parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=["small"])
-    parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--warmup", type=int, default=warmup, help="warm-up steps")
-    parser.add_argument("--steps", type=int, default=steps, help="measured steps")
+    parser.add_argument("--batch-size", type=positive_int, default=4)
+    parser.add_argument("--warmup", type=non_negative_int, default=warmup, help="warm-up steps")
+    parser.add_argument("--steps", type=positive_int, default=steps, help="measured steps")
     parser.add_argument("--dtype", choices=DTYPES, default="fp32", help="bf16 = torch.autocast(bfloat16)")
     parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive")
     parser.add_argument("--no-nvtx", action="store_true", help="no NVTX ranges or marks")
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="time warm-up and measured steps (default subcommand)")
     _add_common(bench, "bench")
     _add_run_settings(bench, warmup=2, steps=3)
-    bench.add_argument("--context-lengths", nargs="+", type=int, default=[128])
+    bench.add_argument("--context-lengths", nargs="+", type=positive_int, default=[128])
     bench.add_argument("--mode", choices=MODES, default="train")
     bench.add_argument("--compile", action="store_true", help="torch.compile the model")
     bench.add_argument("--emit-nvtx", action="store_true",
@@ -84,12 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     attention = commands.add_parser("attention", help="attention alone: eager, compiled, SDPA")
     _add_common(attention, "attention")
-    attention.add_argument("--head-dims", nargs="+", type=int, default=list(AttentionGrid.head_dims))
-    attention.add_argument("--seq-lens", nargs="+", type=int, default=list(AttentionGrid.seq_lens))
+    attention.add_argument("--head-dims", nargs="+", type=positive_int, default=list(AttentionGrid.head_dims))
+    attention.add_argument("--seq-lens", nargs="+", type=positive_int, default=list(AttentionGrid.seq_lens))
     attention.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS, default=list(IMPLEMENTATIONS))
-    attention.add_argument("--batch-size", type=int, default=AttentionGrid.batch_size)
-    attention.add_argument("--warmup-passes", type=int, default=AttentionGrid.warmup_passes)
-    attention.add_argument("--passes", type=int, default=AttentionGrid.passes)
+    attention.add_argument("--batch-size", type=positive_int, default=AttentionGrid.batch_size)
+    attention.add_argument("--warmup-passes", type=non_negative_int, default=AttentionGrid.warmup_passes)
+    attention.add_argument("--passes", type=positive_int, default=AttentionGrid.passes)
     attention.set_defaults(handler=cmd_attention)
 
     mixed = commands.add_parser("mixed-precision", help="accumulation loops and the ToyModel's dtypes")
@@ -99,25 +100,25 @@ def build_parser() -> argparse.ArgumentParser:
     memory = commands.add_parser("memory", help="peak memory and allocator snapshots of one size")
     _add_common(memory, "memory")
     memory.add_argument("--size", choices=list(SIZES), default=MemoryStudy.size)
-    memory.add_argument("--context-lengths", nargs="+", type=int, default=list(MemoryStudy.context_lengths))
+    memory.add_argument("--context-lengths", nargs="+", type=positive_int, default=list(MemoryStudy.context_lengths))
     memory.add_argument("--modes", nargs="+", choices=MODES, default=list(MemoryStudy.modes))
     memory.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(MemoryStudy.dtypes))
-    memory.add_argument("--snapshot-context-length", type=int, default=MemoryStudy.snapshot_context_length)
+    memory.add_argument("--snapshot-context-length", type=positive_int, default=MemoryStudy.snapshot_context_length)
     memory.add_argument("--snapshot-dir", type=Path, help="where snapshots go (default: <results-dir>/snapshots)")
-    memory.add_argument("--batch-size", type=int, default=MemoryStudy.batch_size)
+    memory.add_argument("--batch-size", type=positive_int, default=MemoryStudy.batch_size)
     memory.set_defaults(handler=cmd_memory)
 
     compiled = commands.add_parser("compile", help="whole model compiled vs eager, per size")
     _add_common(compiled, "compile")
     _add_run_settings(compiled, warmup=2, steps=5)
-    compiled.add_argument("--context-length", type=int, default=256)
+    compiled.add_argument("--context-length", type=positive_int, default=256)
     compiled.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"])
     compiled.set_defaults(handler=cmd_compile)
 
     overhead = commands.add_parser("overhead", help="steps with and without NVTX annotations, alternating")
     _add_common(overhead, "overhead")
     _add_run_settings(overhead, warmup=3, steps=100)
-    overhead.add_argument("--context-lengths", nargs="+", type=int, default=[128])
+    overhead.add_argument("--context-lengths", nargs="+", type=positive_int, default=[128])
     overhead.add_argument("--mode", choices=MODES, default="train")
     overhead.set_defaults(handler=cmd_overhead)
     return parser
@@ -163,11 +164,15 @@ def cmd_compile(args: argparse.Namespace) -> None:
 def cmd_overhead(args: argparse.Namespace) -> None:
     runs = [RunConfig(size=size, context_length=ctx, mode=args.mode, **_run_settings(args))
             for size in args.sizes for ctx in args.context_lengths]
-    bar = tqdm(runs, desc="overhead", unit="config", disable=args.no_progress)
-    step_rows = [row for run in bar for row in alternating_steps(run)]
-    rows = overhead_rows(step_rows)
-    _write(args, rows)
-    _write(args, step_rows, "_steps")
+    step_rows = []
+    try:
+        for run in tqdm(runs, desc="overhead", unit="config", disable=args.no_progress):
+            for row in alternating_steps(run):
+                step_rows.append(row)
+    finally:  # an interrupted run keeps the steps measured so far
+        rows = overhead_rows(step_rows)
+        _write(args, rows)
+        _write(args, step_rows, "_steps")
     print_table("NVTX annotation overhead (medians over measured steps)", rows, {
         "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "steps each": plain("steps_each"),
         "annotated step ms": number("annotated_step_ms_median", digits=3),
@@ -203,10 +208,12 @@ def cmd_memory(args: argparse.Namespace) -> None:
     study = MemoryStudy(size=args.size, context_lengths=tuple(args.context_lengths), modes=tuple(args.modes),
                         dtypes=tuple(args.dtypes), snapshot_context_length=args.snapshot_context_length,
                         batch_size=args.batch_size, device=args.device)
+    def write_tables(tables: dict[str, list[dict]]) -> None:
+        for experiment, rows in tables.items():  # "memory", "memory_timeline", ...
+            _write(args, rows, experiment.removeprefix(args.experiment))
+
     tables = run_memory_study(study, args.snapshot_dir or args.results_dir / "snapshots",
-                              progress=not args.no_progress)
-    for experiment, rows in tables.items():  # "memory", "memory_timeline", ...
-        _write(args, rows, experiment.removeprefix(args.experiment))
+                              progress=not args.no_progress, on_run=write_tables)
     print_table(f"peak memory, {args.size}", tables["memory"], {
         "ctx": plain("context_length"), "mode": plain("mode"), "dtype": plain("dtype"),
         "peak GiB": number("peak_memory_bytes", GIB), "forward GiB": number("forward_peak_bytes", GIB),
@@ -221,8 +228,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in SUBCOMMANDS + ("-h", "--help"):
         argv.insert(0, "bench")
-    args = build_parser().parse_args(argv)
-    args.handler(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
+    try:
+        args.handler(args)
+    except KeyboardInterrupt:
+        print(f"interrupted: what was measured so far is in {args.results_dir}", file=sys.stderr)
+        return 130
     return 0
 
 

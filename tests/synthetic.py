@@ -15,10 +15,10 @@ def global_tid(pid: int, tid: int) -> int:
 
 
 def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
-                 strings=("kernel_a",)) -> Path:
+                 strings=("kernel_a",), mark_domain: str | None = None) -> Path:
     """Write an export. ``kernels``: (start, end, launch_start, pid, tid, correlation_id);
     ``ranges``: (name, start, end_or_None, pid, tid, end_tid, event_type);
-    ``marks``: (text, time, pid, tid)."""
+    ``marks``: (text, time, pid, tid), in the NVTX domain ``mark_domain`` when one is named."""
     conn = sqlite3.connect(path)
     conn.executescript("""
         CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
@@ -47,9 +47,14 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
                      "endGlobalTid, domainId) VALUES (?, ?, ?, ?, ?, ?, 0)",
                      (start, end, event_type, name, global_tid(pid, tid),
                       global_tid(pid, end_tid) if end_tid is not None else None))
+    domain_id = 0
+    if mark_domain is not None and marks:
+        domain_id = 1
+        conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) "
+                     "VALUES (0, 75, ?, ?, 1)", (mark_domain, global_tid(*marks[0][2:])))
     for text, time, pid, tid in marks:
         conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) "
-                     "VALUES (?, 34, ?, ?, 0)", (time, text, global_tid(pid, tid)))
+                     "VALUES (?, 34, ?, ?, ?)", (time, text, global_tid(pid, tid), domain_id))
     if graphs:
         conn.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER, end INTEGER, "
                      "graphId INTEGER, correlationId INTEGER)")
