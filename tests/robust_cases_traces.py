@@ -163,11 +163,21 @@ def _symlinks_in_out(root: Path) -> Invocation:
     trace = _trace(root)
     (root / "outside").mkdir()
     (root / "out").mkdir()
-    for name in ("good.json", "index.md", "index.html", "phases.csv", "results.db"):
+    for name in ("good.json", "index.md", "index.html", "phases.csv"):
         (root / "outside" / name).write_text("precious\n")
         (root / "out" / name).symlink_to(root / "outside" / name)
     return Invocation(analyze([trace], out=str(root / "out"), fmt="json,md,html,csv"), [trace], ["out"],
                       check=lambda r, o: _expect((o.returncodes[-1] in (0, 1), f"exit status {o.returncodes[-1]}")))
+
+
+def _symlinked_results_db(root: Path) -> Invocation:
+    trace = _trace(root)
+    (root / "outside").mkdir()
+    (root / "out").mkdir()
+    (root / "outside" / "victim.db").write_bytes(b"")
+    (root / "out" / "results.db").symlink_to(root / "outside" / "victim.db")
+    return Invocation(analyze([trace], out=str(root / "out")), [trace], ["out"],
+                      check=lambda r, o: _analyzed(r, o, rc=(0, 1)))
 
 
 def _runner_name_escape(root: Path) -> Invocation:
@@ -180,6 +190,7 @@ def _runner_name_escape(root: Path) -> Invocation:
 GROUP_9 = [
     Case(9, "markdown-injection", _markdown_injection),
     Case(9, "symlinks-in-out", _symlinks_in_out),
+    Case(9, "symlinked-results-db", _symlinked_results_db),
     Case(9, "runner-name-escapes-results-dir", _runner_name_escape),
 ]
 
@@ -206,7 +217,7 @@ def _unwritable_results(root: Path) -> Invocation:
                                                                ("step ms" not in o.output, "the benchmark ran first")))
 
 
-def _interrupted(command: list[str], results_file: str, after_s: float):
+def _interrupted(command: list[str], results_file: str, after_s: float, once: str | None = None):
     def build(root: Path) -> Invocation:
         def check(r: Path, o) -> list[str]:
             path = r / "results" / results_file
@@ -214,7 +225,8 @@ def _interrupted(command: list[str], results_file: str, after_s: float):
             return _expect((bool(rows), f"no rows kept in {results_file}"),
                            (o.returncodes[-1] == 130, f"exit {o.returncodes[-1]} after Ctrl-C"))
         return Invocation(runner(*command, results=str(root / "results")), [], ["results"],
-                          interrupt_after_s=after_s, timeout_s=after_s + 60, check=check)
+                          interrupt_after_s=after_s, interrupt_once=once and root / "results" / once,
+                          timeout_s=after_s + 120, check=check)
     return build
 
 
@@ -233,9 +245,9 @@ GROUP_10 = [
                                                    "--context-lengths", "2000000000")),
     Case(10, "results-dir-not-writable", _unwritable_results),
     Case(10, "ctrl-c-overhead", _interrupted(["overhead", *TINY, "--warmup", "1", "--steps", "1000000"],
-                                             "overhead_steps.json", after_s=20)),
-    Case(10, "ctrl-c-bench", _interrupted([*TINY[:4], "--context-lengths", "8", "4096", "--steps", "200"],
-                                          "bench.json", after_s=25)),
+                                             "overhead_steps.json", after_s=45)),
+    Case(10, "ctrl-c-bench", _interrupted([*TINY[:4], "--context-lengths", "8", "4096", "--batch-size", "1"],
+                                          "bench.json", after_s=2, once="bench.json")),
 ]
 
 GROUPS_5_TO_10 = GROUP_5 + GROUP_6 + GROUP_7 + GROUP_8 + GROUP_9 + GROUP_10

@@ -38,6 +38,7 @@ class Invocation:
     env: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 120.0
     interrupt_after_s: float | None = None  # send SIGINT (Ctrl-C) after this long
+    interrupt_once: Path | None = None  # ... counted from when this file appears
     kill_after_s: float | None = None  # send SIGKILL after this long, then run ``then``
     then: list[str] | None = None  # a second command run after the first (rerun)
     concurrent: int = 1  # copies of the command started at once
@@ -133,6 +134,9 @@ def run_case(build: Callable[[Path], Invocation], sandbox: Path) -> Outcome:
     started = time.monotonic()
     processes = [_start(call.argv, env, call) for _ in range(call.concurrent)]
     pause = call.interrupt_after_s or call.kill_after_s
+    while call.interrupt_once is not None and not call.interrupt_once.exists() \
+            and time.monotonic() < started + call.timeout_s and processes[0].poll() is None:
+        time.sleep(0.2)
     if pause:
         time.sleep(pause)
         for process in processes:
