@@ -20,7 +20,7 @@ from analysis.errors import TraceError
 from analysis.phases import PHASES, RangeNames
 from analysis.questions.diff import diff_summaries
 from analysis.summary import analyze_trace, flat_tables
-from analysis.timings import trace_stem
+from cs336_profile.contract import trace_stem
 
 FORMATS = ("json", "md", "csv", "html")
 DEFAULT_OUT = "report"

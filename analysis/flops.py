@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from typing import Mapping, NamedTuple
 
+from cs336_profile.config import ModelConfig
+from cs336_profile.contract import PHASES_BY_MODE
+
 SOFTMAX_FLOPS_PER_SCORE = 5  # max, subtract, exp, sum, divide
 
 # The backward pass of a matmul computes two matmuls of the forward's size: the gradient with
@@ -30,11 +33,9 @@ BACKWARD_MATMUL_FACTOR = 2
 # The step-dependent bias corrections are scalars computed once per step, not per parameter.
 ADAMW_FLOPS_PER_PARAM = 14
 
-MODE_PHASES = {
-    "forward": ("forward",),
-    "forward-backward": ("forward", "backward"),
-    "train": ("forward", "backward", "optimizer_step"),
-}
+# The phases whose FLOPs are counted: the loss is elementwise work (see above) and has none.
+UNCOUNTED_PHASES = ("loss",)
+MODE_PHASES = {mode: tuple(p for p in phases if p not in UNCOUNTED_PHASES) for mode, phases in PHASES_BY_MODE.items()}
 
 _SHAPE_KEYS = ("batch_size", "context_length", "vocab_size", "d_model", "d_ff", "num_layers",
                "num_heads")
@@ -86,11 +87,11 @@ def forward_flops(config: Mapping) -> dict[str, int]:
 
 
 def param_count(config: Mapping) -> int:
-    """Parameters: token embedding, per layer 4 attention projections + 3 SwiGLU matrices + 2
-    RMSNorm gains, the final RMSNorm, and an untied LM head (no biases)."""
+    """Parameters of the config's model shapes (the runner's formula,
+    :meth:`cs336_profile.config.ModelConfig.parameter_count`)."""
     s = _shapes(config)
-    per_layer = 4 * s.d_model * s.d_model + 3 * s.d_model * s.d_ff + 2 * s.d_model
-    return s.vocab * s.d_model + s.layers * per_layer + s.d_model + s.d_model * s.vocab
+    return ModelConfig(d_model=s.d_model, d_ff=s.d_ff, num_layers=s.layers, num_heads=s.heads,
+                       vocab_size=s.vocab).parameter_count()
 
 
 def phase_flops(config: Mapping) -> dict[str, int]:

@@ -13,8 +13,10 @@ table keeps the FP32-accumulate one.
 """
 from __future__ import annotations
 
+import csv
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
@@ -41,77 +43,21 @@ class GpuPeaks:
     source: str
 
 
-def _gpu(gpu: str, pattern: str, source: str, **dense_tflop_per_s: float) -> GpuPeaks:
-    return GpuPeaks(gpu, re.compile(pattern), MappingProxyType(dense_tflop_per_s), source)
+# The table, one row per product, most specific pattern first ("h200 nvl" before "h200", "a100 ...
+# pcie" before "a100"): product, name pattern, dense TFLOP/s per precision (empty where the product
+# has no such tensor-core mode), and the vendor document.
+PEAKS_TABLE = Path(__file__).with_name("gpu_peaks.csv")
 
 
-_HOPPER_SPARSE = "tensor-core figures are with sparsity (*), halved for dense"
+def _read_peaks(path: Path) -> tuple[GpuPeaks, ...]:
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return tuple(GpuPeaks(row["gpu"], re.compile(row["name_pattern"]), MappingProxyType(
+        {p: float(row[f"{p}_tflop_per_s"]) for p in PRECISIONS if row[f"{p}_tflop_per_s"]}), row["source"])
+        for row in rows)
 
-# Most specific first: "h200 nvl" before "h200", "a100 ... pcie" before "a100".
-GPU_PEAKS = (
-    _gpu("NVIDIA H200 NVL", r"\bh200 nvl\b",
-         f"NVIDIA H200 Tensor Core GPU datasheet, H200 NVL column; {_HOPPER_SPARSE}",
-         fp32=60.0, tf32=417.5, bf16=835.5, fp16=835.5),
-    _gpu("NVIDIA H200 SXM", r"\bh200\b",
-         f"NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column; {_HOPPER_SPARSE}",
-         fp32=67.0, tf32=494.5, bf16=989.5, fp16=989.5),
-    _gpu("NVIDIA H100 NVL", r"\bh100 nvl\b",
-         f"NVIDIA H100 Tensor Core GPU datasheet, H100 NVL column; {_HOPPER_SPARSE}",
-         fp32=60.0, tf32=417.5, bf16=835.5, fp16=835.5),
-    _gpu("NVIDIA H100 PCIe", r"\bh100\b.*\bpcie\b",
-         f"NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column; {_HOPPER_SPARSE}",
-         fp32=51.0, tf32=378.0, bf16=756.5, fp16=756.5),
-    _gpu("NVIDIA H100 SXM5", r"\bh100\b.*\b(sxm5?|hbm3)\b",
-         f"NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column; {_HOPPER_SPARSE}",
-         fp32=67.0, tf32=494.5, bf16=989.5, fp16=989.5),
-    _gpu("NVIDIA A100 PCIe", r"\ba100\b.*\bpcie\b",
-         "NVIDIA A100 Tensor Core GPU datasheet, PCIe column (dense figures)",
-         fp32=19.5, tf32=156.0, bf16=312.0, fp16=312.0),
-    _gpu("NVIDIA A100 SXM4", r"\ba100\b.*\bsxm4?\b",
-         "NVIDIA A100 Tensor Core GPU datasheet, SXM column (dense figures)",
-         fp32=19.5, tf32=156.0, bf16=312.0, fp16=312.0),
-    _gpu("NVIDIA A10", r"\ba10\b",
-         "NVIDIA A10 Tensor Core GPU datasheet (dense figures)",
-         fp32=31.2, tf32=62.5, bf16=125.0, fp16=125.0),
-    _gpu("NVIDIA L40S", r"\bl40s\b",
-         "NVIDIA L40S GPU datasheet (dense figures)",
-         fp32=91.6, tf32=183.0, bf16=362.05, fp16=362.05),
-    _gpu("NVIDIA L4", r"\bl4\b",
-         "NVIDIA L4 Tensor Core GPU datasheet; tensor-core figures are with sparsity (*), "
-         "halved for dense",
-         fp32=30.3, tf32=60.0, bf16=121.0, fp16=121.0),
-    _gpu("NVIDIA V100S PCIe", r"\bv100s\b",
-         "NVIDIA V100 Tensor Core GPU datasheet, V100S PCIe column (no TF32/BF16 on Volta)",
-         fp32=16.4, fp16=130.0),
-    _gpu("NVIDIA V100 PCIe", r"\bv100\b.*\bpcie\b",
-         "NVIDIA V100 Tensor Core GPU datasheet, V100 PCIe column (no TF32/BF16 on Volta)",
-         fp32=14.0, fp16=112.0),
-    _gpu("NVIDIA V100 SXM2", r"\bv100\b.*\bsxm2?\b",
-         "NVIDIA V100 Tensor Core GPU datasheet, V100 SXM2 column (no TF32/BF16 on Volta)",
-         fp32=15.7, fp16=125.0),
-    _gpu("NVIDIA T4", r"\bt4\b",
-         "NVIDIA T4 Tensor Core GPU datasheet: single precision, mixed precision FP16/FP32 "
-         "(no TF32/BF16 on Turing)",
-         fp32=8.1, fp16=65.0),
-    _gpu("NVIDIA GeForce RTX 4090", r"\brtx 4090$",
-         "NVIDIA Ada GPU architecture whitepaper, GeForce RTX 4090 column; FP16/BF16 with FP32 "
-         "accumulate, dense",
-         fp32=82.6, tf32=82.6, bf16=165.2, fp16=165.2),
-    _gpu("NVIDIA GeForce RTX 3090", r"\brtx 3090$",
-         "NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090 column; FP16/BF16 "
-         "with FP32 accumulate, dense",
-         fp32=35.6, tf32=35.6, bf16=71.0, fp16=71.0),
-    _gpu("NVIDIA GeForce RTX 3080", r"\brtx 3080$",
-         "NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3080 column; FP16/BF16 "
-         "with FP32 accumulate, dense",
-         fp32=29.8, tf32=29.8, bf16=59.5, fp16=59.5),
-    _gpu("NVIDIA GeForce RTX 2070 SUPER", r"\brtx 2070 super$",
-         "derived from the GeForce RTX 2070 SUPER specifications (2560 CUDA cores, 320 tensor "
-         "cores, 1770 MHz boost) and the NVIDIA Turing GPU architecture whitepaper's per-core "
-         "rates (2 FLOP/clock per CUDA core; 64 FP16 FMA/clock per tensor core, half rate with "
-         "FP32 accumulate on GeForce); no TF32/BF16 on Turing",
-         fp32=9.06, fp16=36.25),
-)
+
+GPU_PEAKS = _read_peaks(PEAKS_TABLE)
 
 
 def _normalized(gpu_name: str) -> str:

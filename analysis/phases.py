@@ -17,11 +17,11 @@ from pandas.api.types import union_categoricals
 
 from analysis.attribution import innermost_ranges, ops_in_windows
 from analysis.load import Trace
-
+from cs336_profile import contract
 
 # The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
 # whatever their ranges are called in the trace (``RangeNames.phases``).
-PHASES = ("forward", "loss", "backward", "optimizer_step")
+PHASES = contract.PHASES
 
 
 @dataclass(frozen=True)
@@ -33,13 +33,13 @@ class RangeNames:
     name is empty, the step prefixes are equal, or ``phases`` does not name each phase once.
     """
 
-    warmup_prefix: str = "warmup_"
-    step_prefix: str = "step_"
+    warmup_prefix: str = contract.WARMUP_PREFIX
+    step_prefix: str = contract.STEP_PREFIX
     phases: tuple[str, ...] = PHASES
-    attention: str = "attention"
-    attention_scores: str = "computing attention scores"
-    softmax: str = "computing softmax"
-    final_matmul: str = "final matmul"
+    attention: str = contract.ATTENTION_RANGE
+    attention_scores: str = contract.ATTENTION_SCORES_RANGE
+    softmax: str = contract.SOFTMAX_RANGE
+    final_matmul: str = contract.FINAL_MATMUL_RANGE
 
     def __post_init__(self):
         object.__setattr__(self, "phases", tuple(self.phases))

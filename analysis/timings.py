@@ -21,9 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from cs336_profile.config import SIZES
-
-RUN_MARK_DOMAIN = "cs336_profile"
-TIMED_PHASES = ("forward", "loss", "backward", "optimizer_step", "step")
+from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN, STEP_TIMING_EVENT, TIMED_PARTS, trace_stem
 
 # timings.json key -> config-mark key
 _TIMINGS_JSON_CONFIG_KEYS = {
@@ -50,28 +48,19 @@ class RunRecord:
     notes: tuple[str, ...] = ()
 
 
-def trace_stem(trace_name: str) -> str:
-    """A trace's file name without its suffix: ``run.sqlite.xz``, ``run.sqlite``, ``run.nsys-rep``
-    -> ``run``."""
-    for suffix in (".sqlite.xz", ".sqlite"):
-        if trace_name.endswith(suffix):
-            return trace_name[: -len(suffix)]
-    return Path(trace_name).stem
-
-
 def timings_json_path(trace_path: Path) -> Path:
     """``run.sqlite``, ``run.sqlite.xz`` or ``run.nsys-rep`` -> ``run.timings.json`` in the same
     folder."""
-    return Path(trace_path).with_name(trace_stem(Path(trace_path).name) + ".timings.json")
+    return Path(trace_path).with_name(trace_stem(trace_path) + ".timings.json")
 
 
 def read_run_record(marks: pd.DataFrame, trace_path: Path) -> RunRecord:
     """Config and Python timings of a trace, from its marks, else from its timings.json."""
     notes: list[str] = []
     events = _run_mark_events(marks, notes)
-    config = next((e for e in events if e.get("event") == "config"), None)
+    config = next((e for e in events if e.get("event") == CONFIG_EVENT), None)
     config_source = "marks" if config is not None else None
-    python_ms = _mean_step_timings(e for e in events if e.get("event") == "step_timing")
+    python_ms = _mean_step_timings(e for e in events if e.get("event") == STEP_TIMING_EVENT)
     python_ms_source = "marks" if python_ms else None
 
     if config is None or not python_ms:
@@ -80,11 +69,11 @@ def read_run_record(marks: pd.DataFrame, trace_path: Path) -> RunRecord:
             config = _config_from_timings_json(sidecar)
             config_source = "timings.json" if config else None
         if not python_ms and sidecar:
-            python_ms = {p: float(sidecar[p]) for p in TIMED_PHASES if _is_number(sidecar.get(p))}
+            python_ms = {p: float(sidecar[p]) for p in TIMED_PARTS if _is_number(sidecar.get(p))}
             python_ms_source = "timings.json" if python_ms else None
             if not python_ms:
                 notes.append(f"{timings_json_path(trace_path).name} has no per-phase timings "
-                             f"({', '.join(TIMED_PHASES)}); Python timings unknown")
+                             f"({', '.join(TIMED_PARTS)}); Python timings unknown")
     if config is not None:
         config = {k: v for k, v in config.items() if k != "event"}
     return RunRecord(config, config_source, python_ms, python_ms_source, tuple(notes))
@@ -94,7 +83,7 @@ def _run_mark_events(marks: pd.DataFrame, notes: list[str]) -> list[dict]:
     """The JSON objects of the runner's marks, in time order; unreadable ones become a note."""
     if marks.empty:
         return []
-    ours = marks[marks["domain"] == RUN_MARK_DOMAIN].sort_values("time_ns")
+    ours = marks[marks["domain"] == MARK_DOMAIN].sort_values("time_ns")
     events = []
     for message in ours["name"]:
         try:
@@ -104,7 +93,7 @@ def _run_mark_events(marks: pd.DataFrame, notes: list[str]) -> list[dict]:
         if isinstance(event, dict):
             events.append(event)
         else:
-            notes.append(f"ignored a {RUN_MARK_DOMAIN} mark that is not a JSON object: {message!r:.80}")
+            notes.append(f"ignored a {MARK_DOMAIN} mark that is not a JSON object: {message!r:.80}")
     return events
 
 
@@ -115,7 +104,7 @@ def _mean_step_timings(step_events) -> dict[str, float]:
     if frame.empty:
         return {}
     means = frame.apply(pd.to_numeric, errors="coerce").mean()
-    return {phase: float(means[phase]) for phase in TIMED_PHASES if phase in means and pd.notna(means[phase])}
+    return {phase: float(means[phase]) for phase in TIMED_PARTS if phase in means and pd.notna(means[phase])}
 
 
 def _read_timings_json(path: Path, notes: list[str]) -> dict:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.request import pathname2url
 
-from analysis.load import KERNEL_COLUMNS, KERNEL_TABLE, NVTX_COLUMNS, NVTX_TABLE, RUNTIME_COLUMNS, RUNTIME_TABLE
+from analysis.load.schema import KERNEL_COLUMNS, KERNEL_TABLE, NVTX_COLUMNS, NVTX_TABLE, RUNTIME_COLUMNS, RUNTIME_TABLE
 
 REPO = Path(__file__).resolve().parents[1]
 FLOOR_RUNS = 3

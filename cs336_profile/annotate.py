@@ -18,7 +18,7 @@ from typing import Iterator
 import nvtx
 import torch
 
-MARK_DOMAIN = "cs336_profile"
+from cs336_profile.contract import MARK_DOMAIN
 
 _enabled = True
 
@@ -56,8 +56,3 @@ def mark(event: str, **fields) -> None:
     """Emit one mark in the `cs336_profile` domain whose message is `{"event": event, **fields}`."""
     if _enabled:
         nvtx.mark(message=json.dumps({"event": event, **fields}), domain=MARK_DOMAIN)
-
-
-def step_range_name(index: int, measured: bool) -> str:
-    """`step_<i>` for measured steps, `warmup_<i>` for warm-up steps."""
-    return f"{'step' if measured else 'warmup'}_{index}"

@@ -17,12 +17,13 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from cs336_profile.annotate import annotations, mark, nvtx_range, step_range_name
-from cs336_profile.config import ALL_PHASES, TIMED_PARTS, RunConfig
+from cs336_profile.annotate import annotations, mark, nvtx_range
+from cs336_profile.config import RunConfig
+from cs336_profile.contract import (CONFIG_EVENT, PEAK_MEMORY_COLUMN, PHASES, STATUS_OK, STATUS_OOM, STEP_TIMING_EVENT,
+                                    TIMED_PARTS, peak_column, step_range_name)
 from cs336_profile.environment import gpu_name
 from cs336_profile.model import TransformerLM, parameter_count
 from cs336_profile.optim import AdamW, cross_entropy
-from cs336_profile.results import STATUS_OK, STATUS_OOM
 
 # Settings that identify a configuration in per-step rows.
 STEP_ROW_KEYS = ("size", "context_length", "batch_size", "mode", "dtype", "compile", "attention",
@@ -164,17 +165,17 @@ def _summary_row(run: RunConfig, config_index: int, status: str, parameters: int
         row |= mean_std_columns(f"{part}_ms", [r.times_ms[part] for r in measured if part in r.times_ms])
     step_mean_ms = row["step_ms_mean"]
     row["tokens_per_s"] = run.tokens_per_step / (step_mean_ms / 1e3) if step_mean_ms else None
-    peaks = {phase: [r.peaks_bytes[phase] for r in measured if phase in r.peaks_bytes] for phase in ALL_PHASES}
-    row["peak_memory_bytes"] = max((max(p) for p in peaks.values() if p), default=None)
+    peaks = {phase: [r.peaks_bytes[phase] for r in measured if phase in r.peaks_bytes] for phase in PHASES}
+    row[PEAK_MEMORY_COLUMN] = max((max(p) for p in peaks.values() if p), default=None)
     for phase, values in peaks.items():
-        row[f"{phase}_peak_bytes"] = max(values) if values else None
+        row[peak_column(phase)] = max(values) if values else None
     return row
 
 
 def _measure(run: RunConfig, config_index: int, around_measured_steps: Callable[[], AbstractContextManager],
              steps: list[dict]) -> tuple[int, list[StepRecord]]:
     workload = prepare_workload(run)
-    mark("config", **run.as_dict(), **asdict(run.model), gpu_name=gpu_name(run.device))
+    mark(CONFIG_EVENT, **run.as_dict(), **asdict(run.model), gpu_name=gpu_name(run.device))
     for index in range(run.warmup_steps):
         record = run_step(run, workload, step_range_name(index, measured=False))
         steps.append(step_row(run, config_index, False, index, record))
@@ -183,7 +184,7 @@ def _measure(run: RunConfig, config_index: int, around_measured_steps: Callable[
     with emit_nvtx, around_measured_steps():
         for index in range(run.measured_steps):
             record = run_step(run, workload, step_range_name(index, measured=True))
-            mark("step_timing", step=index, phases_ms=record.times_ms)
+            mark(STEP_TIMING_EVENT, step=index, phases_ms=record.times_ms)
             steps.append(step_row(run, config_index, True, index, record))
             measured.append(record)
     return parameter_count(workload.model), measured

@@ -8,16 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-MODES = ("forward", "forward-backward", "train")
-# The phases each mode runs, in order; every phase gets an NVTX range and a timer.
-PHASES_BY_MODE = {
-    "forward": ("forward",),
-    "forward-backward": ("forward", "loss", "backward"),
-    "train": ("forward", "loss", "backward", "optimizer_step"),
-}
-ALL_PHASES = PHASES_BY_MODE["train"]
-# What the runner times: every phase and the whole step ("step", phases included).
-TIMED_PARTS = (*ALL_PHASES, "step")
+from cs336_profile.contract import MODES, PHASES_BY_MODE
+
 DTYPES = ("fp32", "bf16")
 ATTENTION_KINDS = ("naive", "sdpa")
 DEVICES = ("cuda", "cpu")

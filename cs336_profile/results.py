@@ -13,10 +13,6 @@ from pathlib import Path
 
 import pandas as pd
 
-STATUS_OK = "ok"
-STATUS_OOM = "OOM"
-STATUS_FAILED = "failed"
-
 
 def _finite_or_none(value):
     if isinstance(value, float) and not math.isfinite(value):

@@ -15,7 +15,9 @@ import torch
 from tqdm import tqdm
 
 from cs336_profile.bench import ConfigResult, run_configs
-from cs336_profile.config import ATTENTION_KINDS, DEVICES, DTYPES, MODES, SIZES, RunConfig
+from cs336_profile.config import ATTENTION_KINDS, DEVICES, DTYPES, SIZES, RunConfig
+from cs336_profile.contract import (ATTENTION, BENCH, COMPILE, GIB, MEMORY, MEMORY_LARGEST_ALLOCATIONS, MIXED_PRECISION,
+                                    MODES, OVERHEAD, PEAK_MEMORY_COLUMN, SNAPSHOT_FOLDER, peak_column)
 from cs336_profile.environment import environment
 from cs336_profile.experiments.attention import IMPLEMENTATIONS, AttentionGrid, run_attention_grid
 from cs336_profile.experiments.compile import compile_runs
@@ -27,7 +29,6 @@ from cs336_profile.results import write_results
 from cs336_profile.tables import mean_std, number, plain, print_table
 
 SUBCOMMANDS = ("bench", "attention", "mixed-precision", "memory", "compile", "overhead")
-GIB = 1024**3
 
 BENCH_COLUMNS = {
     "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "dtype": plain("dtype"),
@@ -35,7 +36,7 @@ BENCH_COLUMNS = {
     "forward ms": mean_std("forward_ms"), "loss ms": mean_std("loss_ms"),
     "backward ms": mean_std("backward_ms"), "optimizer ms": mean_std("optimizer_step_ms"),
     "step ms": mean_std("step_ms"), "tokens/s": number("tokens_per_s", digits=0),
-    "peak GiB": number("peak_memory_bytes", GIB),
+    "peak GiB": number(PEAK_MEMORY_COLUMN, GIB),
 }
 
 
@@ -43,20 +44,22 @@ BENCH_COLUMNS = {
 def _add_common(parser: argparse.ArgumentParser, experiment: str) -> None:
     """Options of every subcommand; its results files are named after `experiment` unless --name says otherwise."""
     parser.set_defaults(experiment=experiment)
-    parser.add_argument("--device", choices=DEVICES,
-                        default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--results-dir", type=Path, default=Path("results"))
+    parser.add_argument("--device", choices=DEVICES, default="cuda" if torch.cuda.is_available() else "cpu",
+                        help="where the model runs (default: cuda when available)")
+    parser.add_argument("--results-dir", type=Path, default=Path("results"),
+                        help="folder of the results files (default: results)")
     parser.add_argument("--name", type=results_name, default=experiment, help="results file name (without extension)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _add_run_settings(parser: argparse.ArgumentParser, warmup: int, steps: int) -> None:
-    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=["small"])
-    parser.add_argument("--batch-size", type=positive_int, default=4)
+    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=["small"], help="model sizes (default: small)")
+    parser.add_argument("--batch-size", type=positive_int, default=RunConfig.batch_size, help="sequences per step (default: 4)")
     parser.add_argument("--warmup", type=non_negative_int, default=warmup, help="warm-up steps")
     parser.add_argument("--steps", type=positive_int, default=steps, help="measured steps")
     parser.add_argument("--dtype", choices=DTYPES, default="fp32", help="bf16 = torch.autocast(bfloat16)")
-    parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive")
+    parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive",
+                        help="the model's attention: its own (naive) or torch's scaled_dot_product_attention (sdpa)")
     parser.add_argument("--no-nvtx", action="store_true", help="no NVTX ranges or marks")
     parser.add_argument("--layer-ranges", action="store_true", help="an NVTX range around each block")
     parser.add_argument("--allow-tf32", action="store_true", help="let fp32 matmuls use TF32")
@@ -74,52 +77,59 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     bench = commands.add_parser("bench", help="time warm-up and measured steps (default subcommand)")
-    _add_common(bench, "bench")
+    _add_common(bench, BENCH)
     _add_run_settings(bench, warmup=2, steps=3)
-    bench.add_argument("--context-lengths", nargs="+", type=positive_int, default=[128])
-    bench.add_argument("--mode", choices=MODES, default="train")
+    bench.add_argument("--context-lengths", nargs="+", type=positive_int, default=[128], help="sequence lengths (default: 128)")
+    bench.add_argument("--mode", choices=MODES, default="train", help="the phases each step runs (default: train)")
     bench.add_argument("--compile", action="store_true", help="torch.compile the model")
     bench.add_argument("--emit-nvtx", action="store_true",
                        help="torch.autograd.profiler.emit_nvtx around the measured steps (one range per op)")
     bench.set_defaults(handler=cmd_bench)
 
     attention = commands.add_parser("attention", help="attention alone: eager, compiled, SDPA")
-    _add_common(attention, "attention")
-    attention.add_argument("--head-dims", nargs="+", type=positive_int, default=list(AttentionGrid.head_dims))
-    attention.add_argument("--seq-lens", nargs="+", type=positive_int, default=list(AttentionGrid.seq_lens))
-    attention.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS, default=list(IMPLEMENTATIONS))
-    attention.add_argument("--batch-size", type=positive_int, default=AttentionGrid.batch_size)
-    attention.add_argument("--warmup-passes", type=non_negative_int, default=AttentionGrid.warmup_passes)
-    attention.add_argument("--passes", type=positive_int, default=AttentionGrid.passes)
+    _add_common(attention, ATTENTION)
+    attention.add_argument("--head-dims", nargs="+", type=positive_int, default=list(AttentionGrid.head_dims),
+                           help="head dimensions d of the grid")
+    attention.add_argument("--seq-lens", nargs="+", type=positive_int, default=list(AttentionGrid.seq_lens),
+                           help="sequence lengths of the grid")
+    attention.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS, default=list(IMPLEMENTATIONS),
+                           help="attention implementations to time (default: all)")
+    attention.add_argument("--batch-size", type=positive_int, default=AttentionGrid.batch_size, help="batch size (default: 8)")
+    attention.add_argument("--warmup-passes", type=non_negative_int, default=AttentionGrid.warmup_passes,
+                           help="untimed forward and backward passes per cell")
+    attention.add_argument("--passes", type=positive_int, default=AttentionGrid.passes, help="timed passes per cell")
     attention.set_defaults(handler=cmd_attention)
 
     mixed = commands.add_parser("mixed-precision", help="accumulation loops and the ToyModel's dtypes")
-    _add_common(mixed, "mixed_precision")
+    _add_common(mixed, MIXED_PRECISION)
     mixed.set_defaults(handler=cmd_mixed_precision)
 
     memory = commands.add_parser("memory", help="peak memory and allocator snapshots of one size")
-    _add_common(memory, "memory")
-    memory.add_argument("--size", choices=list(SIZES), default=MemoryStudy.size)
-    memory.add_argument("--context-lengths", nargs="+", type=positive_int, default=list(MemoryStudy.context_lengths))
-    memory.add_argument("--modes", nargs="+", choices=MODES, default=list(MemoryStudy.modes))
-    memory.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(MemoryStudy.dtypes))
-    memory.add_argument("--snapshot-context-length", type=positive_int, default=MemoryStudy.snapshot_context_length)
+    _add_common(memory, MEMORY)
+    memory.add_argument("--size", choices=list(SIZES), default=MemoryStudy.size, help="the model size")
+    memory.add_argument("--context-lengths", nargs="+", type=positive_int, default=list(MemoryStudy.context_lengths),
+                        help="sequence lengths whose peaks are measured")
+    memory.add_argument("--modes", nargs="+", choices=MODES, default=list(MemoryStudy.modes), help="modes measured")
+    memory.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(MemoryStudy.dtypes), help="dtypes measured")
+    memory.add_argument("--snapshot-context-length", type=positive_int, default=MemoryStudy.snapshot_context_length,
+                        help="the sequence length whose fp32 runs record allocator snapshots (CUDA only)")
     memory.add_argument("--snapshot-dir", type=Path, help="where snapshots go (default: <results-dir>/snapshots)")
-    memory.add_argument("--batch-size", type=positive_int, default=MemoryStudy.batch_size)
+    memory.add_argument("--batch-size", type=positive_int, default=MemoryStudy.batch_size, help="sequences per step")
     memory.set_defaults(handler=cmd_memory)
 
     compiled = commands.add_parser("compile", help="whole model compiled vs eager, per size")
-    _add_common(compiled, "compile")
+    _add_common(compiled, COMPILE)
     _add_run_settings(compiled, warmup=2, steps=5)
-    compiled.add_argument("--context-length", type=positive_int, default=256)
-    compiled.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"])
+    compiled.add_argument("--context-length", type=positive_int, default=256, help="sequence length (default: 256)")
+    compiled.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"],
+                          help="modes timed compiled and eager (default: forward train)")
     compiled.set_defaults(handler=cmd_compile)
 
     overhead = commands.add_parser("overhead", help="steps with and without NVTX annotations, alternating")
-    _add_common(overhead, "overhead")
+    _add_common(overhead, OVERHEAD)
     _add_run_settings(overhead, warmup=3, steps=100)
-    overhead.add_argument("--context-lengths", nargs="+", type=positive_int, default=[128])
-    overhead.add_argument("--mode", choices=MODES, default="train")
+    overhead.add_argument("--context-lengths", nargs="+", type=positive_int, default=[128], help="sequence lengths (default: 128)")
+    overhead.add_argument("--mode", choices=MODES, default="train", help="the phases each step runs (default: train)")
     overhead.set_defaults(handler=cmd_overhead)
     return parser
 
@@ -212,14 +222,14 @@ def cmd_memory(args: argparse.Namespace) -> None:
         for experiment, rows in tables.items():  # "memory", "memory_timeline", ...
             _write(args, rows, experiment.removeprefix(args.experiment))
 
-    tables = run_memory_study(study, args.snapshot_dir or args.results_dir / "snapshots",
+    tables = run_memory_study(study, args.snapshot_dir or args.results_dir / SNAPSHOT_FOLDER,
                               progress=not args.no_progress, on_run=write_tables)
-    print_table(f"peak memory, {args.size}", tables["memory"], {
+    print_table(f"peak memory, {args.size}", tables[MEMORY], {
         "ctx": plain("context_length"), "mode": plain("mode"), "dtype": plain("dtype"),
-        "peak GiB": number("peak_memory_bytes", GIB), "forward GiB": number("forward_peak_bytes", GIB),
-        "backward GiB": number("backward_peak_bytes", GIB), "optimizer GiB": number("optimizer_step_peak_bytes", GIB),
+        "peak GiB": number(PEAK_MEMORY_COLUMN, GIB), "forward GiB": number(peak_column("forward"), GIB),
+        "backward GiB": number(peak_column("backward"), GIB), "optimizer GiB": number(peak_column("optimizer_step"), GIB),
     })
-    print_table("largest allocations of the forward pass", tables["memory_largest_allocations"], {
+    print_table("largest allocations of the forward pass", tables[MEMORY_LARGEST_ALLOCATIONS], {
         "MiB": number("size_mib"), "count": plain("count"), "site": plain("site")})
 
 

@@ -7,7 +7,7 @@ from typing import Callable
 from rich.console import Console
 from rich.table import Table
 
-from cs336_profile.results import STATUS_OK
+from cs336_profile.contract import STATUS_OK
 
 Cell = Callable[[dict], str]
 

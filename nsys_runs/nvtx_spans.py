@@ -1,39 +1,27 @@
-"""A quick look into an export: the CPU span of each phase range of the measured steps.
+"""The CPU span of each phase range of the measured steps, for the sweep table (`nsys_forward_ms`).
 
-The sweep records it next to the Python timer's figures as a check that the trace holds what the
-runner measured (the analyzer does the full job, GPU projection and kernels included).
+The figures come from the analyzer's own rule (:func:`analysis.phases.label_ops`: a phase range is
+measured when it starts inside a `step_<i>` range of its process), so the sweep table's forward
+span is the `cpu_span_ms_per_pass` that `analyze-nsys` reports for the same trace; the report's
+run grids show it for configurations whose trace is not among the report's inputs.
 """
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
 from pathlib import Path
 
-import pandas as pd
-
-from cs336_profile.config import ALL_PHASES
-from nsys_runs.export_schema import column_names, nvtx_name_sql, table_names
-
-PUSH_POP_RANGE = 59  # NVTX_EVENTS.eventType of push/pop ranges
+from analysis.errors import TraceError
+from analysis.load import load_trace
+from analysis.phases import label_ops
 
 
 def measured_phase_spans_ms(export: str | Path) -> dict[str, float]:
-    """Mean CPU span in ms of each phase range nested in a `step_<i>` range on the same thread.
+    """Mean CPU span in ms of each phase's measured ranges (phase -> ms).
 
-    Returns {} when the export has no NVTX ranges.
+    Returns {} when the export has no measured phase ranges or the analyzer refuses it.
     """
-    with closing(sqlite3.connect(f"file:{Path(export)}?mode=ro", uri=True)) as connection:
-        tables = table_names(connection)
-        if "NVTX_EVENTS" not in tables:
-            return {}
-        name = nvtx_name_sql("e", column_names(connection, "NVTX_EVENTS"), tables)
-        ranges = pd.read_sql_query(
-            f'SELECT e.start AS start_ns, e."end" AS end_ns, e.globalTid AS thread, {name} AS name '
-            f'FROM NVTX_EVENTS e WHERE e.eventType = {PUSH_POP_RANGE} AND e."end" IS NOT NULL',
-            connection)
-    steps = ranges[ranges["name"].str.fullmatch(r"step_\d+", na=False)]
-    phases = ranges[ranges["name"].isin(ALL_PHASES)]
-    pairs = phases.merge(steps, on="thread", suffixes=("", "_step"))
-    inside = pairs[(pairs["start_ns"] >= pairs["start_ns_step"]) & (pairs["end_ns"] <= pairs["end_ns_step"])]
-    spans_ns = (inside["end_ns"] - inside["start_ns"]).groupby(inside["name"]).mean()
-    return (spans_ns / 1e6).to_dict()
+    try:
+        ranges = label_ops(load_trace(export)).phase_ranges
+    except TraceError:
+        return {}
+    measured = ranges[ranges["measured"]]
+    return (measured.groupby("phase")["cpu_dur_ns"].mean() / 1e6).to_dict()

@@ -28,8 +28,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from cs336_profile.config import ATTENTION_KINDS, DEVICES, MODES, SIZES, TIMED_PARTS
-from cs336_profile.results import STATUS_FAILED, STATUS_OK, STATUS_OOM, read_results, write_results
+from cs336_profile.config import ATTENTION_KINDS, DEVICES, SIZES, RunConfig
+from cs336_profile.contract import MODES, PEAK_MEMORY_COLUMN, STATUS_FAILED, STATUS_OK, STATUS_OOM, TIMED_PARTS
+from cs336_profile.results import read_results, write_results
 from cs336_profile.tables import number, plain, print_table
 from nsys_runs.nvtx_spans import measured_phase_spans_ms
 from nsys_runs.slim import compress_xz, slim_copy
@@ -43,16 +44,8 @@ OOM_MESSAGES = ("OutOfMemoryError", "CUDA out of memory")
 
 
 @dataclass(frozen=True)
-class TraceConfig:
-    """One profiled configuration."""
-
-    size: str
-    context_length: int
-    mode: str
-    dtype: str
-    compile: bool = False
-    attention: str = "naive"
-    emit_nvtx: bool = False
+class TraceConfig(RunConfig):
+    """One profiled configuration: the runner's RunConfig, plus the stem that names its files."""
 
     @property
     def stem(self) -> str:
@@ -63,32 +56,38 @@ class TraceConfig:
 
 @dataclass(frozen=True)
 class RunnerSettings:
-    """What every profiled runner process gets besides its configuration."""
+    """The Python that runs the runner, and the run settings every configuration of a sweep shares
+    (the runner's defaults unless the sweep's options say otherwise)."""
 
     python: str = sys.executable
-    warmup: int = 2
-    steps: int = 3
-    batch_size: int = 4
-    device: str = "cuda"
+    warmup: int = RunConfig.warmup_steps
+    steps: int = RunConfig.measured_steps
+    batch_size: int = RunConfig.batch_size
+    device: str = RunConfig.device
 
 
 def build_grid(sizes, context_lengths, modes, variants, subset_sizes=(), subset_context_lengths=(),
-               subset_variants=(), attention="naive", emit_nvtx=False) -> list[TraceConfig]:
+               subset_variants=(), attention="naive", emit_nvtx=False,
+               settings: RunnerSettings = RunnerSettings()) -> list[TraceConfig]:
     """The main grid then the subset grid, without duplicates, in run order."""
+    shared = {"attention": attention, "emit_nvtx": emit_nvtx, "warmup_steps": settings.warmup,
+              "measured_steps": settings.steps, "batch_size": settings.batch_size, "device": settings.device}
+
     def grid(sizes_, lengths_, variants_):
-        return [TraceConfig(size, length, mode, *VARIANTS[variant], attention=attention, emit_nvtx=emit_nvtx)
+        return [TraceConfig(size=size, context_length=length, mode=mode, dtype=VARIANTS[variant][0],
+                            compile=VARIANTS[variant][1], **shared)
                 for variant in variants_ for size in sizes_ for length in lengths_ for mode in modes]
     configs = grid(sizes, context_lengths, variants) + grid(subset_sizes, subset_context_lengths, subset_variants)
     return list(dict.fromkeys(configs))
 
 
-def runner_command(config: TraceConfig, settings: RunnerSettings, results_dir: Path) -> list[str]:
+def runner_command(config: TraceConfig, python: str, results_dir: Path) -> list[str]:
     """The `python -m cs336_profile.run bench` command line of one configuration."""
-    command = [settings.python, "-m", "cs336_profile.run", "bench",
+    command = [python, "-m", "cs336_profile.run", "bench",
                "--sizes", config.size, "--context-lengths", str(config.context_length), "--mode", config.mode,
                "--dtype", config.dtype, "--attention", config.attention,
-               "--warmup", str(settings.warmup), "--steps", str(settings.steps),
-               "--batch-size", str(settings.batch_size), "--device", settings.device,
+               "--warmup", str(config.warmup_steps), "--steps", str(config.measured_steps),
+               "--batch-size", str(config.batch_size), "--device", config.device,
                "--results-dir", str(results_dir), "--name", config.stem, "--no-progress"]
     return command + ["--compile"] * config.compile + ["--emit-nvtx"] * config.emit_nvtx
 
@@ -126,7 +125,7 @@ class Sweep:
     def _profile(self, config: TraceConfig) -> dict:
         """Run one configuration under nsys; return returncode, wall time and error text."""
         command = nsys_command(self.nsys, self.out_dir, config,
-                               runner_command(config, self.settings, self.runner_dir))
+                               runner_command(config, self.settings.python, self.runner_dir))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{config.stem}.log"
         start = time.perf_counter()
@@ -179,7 +178,7 @@ class Sweep:
             "trace": str(self._kept_trace(config).relative_to(self.out_dir)) if status == STATUS_OK else None,
             **{f"{part}_ms_mean": result.get(f"{part}_ms_mean") for part in TIMED_PARTS},
             "tokens_per_s": result.get("tokens_per_s"),
-            "peak_memory_bytes": result.get("peak_memory_bytes"),
+            PEAK_MEMORY_COLUMN: result.get(PEAK_MEMORY_COLUMN),
             "nsys_forward_ms": spans.get("forward"),
             "returncode": outcome["returncode"] if outcome else None,
             "wall_s": outcome["wall_s"] if outcome else None,
@@ -250,42 +249,48 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m nsys_runs.sweep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="folder for exports, logs and the sweep table")
-    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(ASSIGNMENT_SIZES))
-    parser.add_argument("--context-lengths", nargs="+", type=int, default=[128, 256, 512, 1024])
-    parser.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"])
-    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["fp32"])
+    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(ASSIGNMENT_SIZES),
+                        help="sizes of the main grid (default: the assignment's five)")
+    parser.add_argument("--context-lengths", nargs="+", type=int, default=[128, 256, 512, 1024],
+                        help="context lengths of the main grid (default: 128 256 512 1024)")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"],
+                        help="modes of both grids (default: forward train)")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["fp32"],
+                        help="dtype and compile variants of the main grid (default: fp32)")
     parser.add_argument("--subset-sizes", nargs="*", choices=list(SIZES), default=["small", "medium"],
                         help="sizes of the subset grid")
-    parser.add_argument("--subset-context-lengths", nargs="*", type=int, default=[128, 256])
-    parser.add_argument("--subset-variants", nargs="*", choices=list(VARIANTS), default=["bf16", "fp32-compiled"])
-    parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive")
+    parser.add_argument("--subset-context-lengths", nargs="*", type=int, default=[128, 256],
+                        help="context lengths of the subset grid")
+    parser.add_argument("--subset-variants", nargs="*", choices=list(VARIANTS), default=["bf16", "fp32-compiled"],
+                        help="variants of the subset grid")
+    parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive", help="the model's attention (default: naive)")
     parser.add_argument("--emit-nvtx", action="store_true", help="one NVTX range per op (dense traces)")
-    parser.add_argument("--warmup", type=int, default=RunnerSettings.warmup)
-    parser.add_argument("--steps", type=int, default=RunnerSettings.steps)
-    parser.add_argument("--batch-size", type=int, default=RunnerSettings.batch_size)
-    parser.add_argument("--device", choices=DEVICES, default=RunnerSettings.device)
+    parser.add_argument("--warmup", type=int, default=RunnerSettings.warmup, help="warm-up steps per configuration")
+    parser.add_argument("--steps", type=int, default=RunnerSettings.steps, help="measured steps per configuration")
+    parser.add_argument("--batch-size", type=int, default=RunnerSettings.batch_size, help="sequences per step")
+    parser.add_argument("--device", choices=DEVICES, default=RunnerSettings.device, help="where the model runs")
     parser.add_argument("--python", default=sys.executable, help="Python that runs cs336_profile.run")
     parser.add_argument("--nsys", default="nsys", help="nsys executable")
     parser.add_argument("--timeout-s", type=float, default=1800, help="per configuration")
     parser.add_argument("--slim", action="store_true", help="also write <out>/slim/<stem>.sqlite without OSRT tables")
     parser.add_argument("--compress", action="store_true", help="xz the kept trace (the slim copy with --slim)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configs = build_grid(args.sizes, args.context_lengths, args.modes, args.variants, args.subset_sizes,
-                         args.subset_context_lengths, args.subset_variants, args.attention, args.emit_nvtx)
     settings = RunnerSettings(python=args.python, warmup=args.warmup, steps=args.steps,
                               batch_size=args.batch_size, device=args.device)
+    configs = build_grid(args.sizes, args.context_lengths, args.modes, args.variants, args.subset_sizes,
+                         args.subset_context_lengths, args.subset_variants, args.attention, args.emit_nvtx, settings)
     if args.dry_run:
         sweep = Sweep(args.out, args.nsys, settings)
         for config in configs:
             done = "done " if sweep.is_done(config) else "run  "
             print(done + " ".join(nsys_command(args.nsys, args.out, config,
-                                               runner_command(config, settings, sweep.runner_dir))))
+                                               runner_command(config, settings.python, sweep.runner_dir))))
         return 0
     version = nsys_version(args.nsys)
     print(version)

@@ -1,13 +1,17 @@
-"""Shared test fixtures: paths to the real traces kept beside the project."""
+"""Shared test fixtures: the recorded traces committed under tests/data, and the external traces
+of the shared folder beside the project (``$CS336_PROFILE_SHARED`` names another place)."""
 from __future__ import annotations
 
+import lzma
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures" / "nsys"
+DATA = REPO / "tests" / "data"
+SHARED = Path(os.environ.get("CS336_PROFILE_SHARED") or REPO.parent / "shared")
 EXTERNAL = SHARED / "external-traces"
 
 
@@ -17,13 +21,31 @@ def _require(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def fixture_trace():
-    """Return the path of a trace in ../shared/fixtures/nsys, skipping when absent."""
-    return lambda name: _require(FIXTURES / name)
+@pytest.fixture(scope="session")
+def fixture_dir(tmp_path_factory) -> Path:
+    """tests/data unpacked into a session folder: each ``.xz`` file decompressed, the rest copied,
+    so a trace keeps its ``.timings.json`` and nsys CSVs beside it and tests never write tests/data."""
+    folder = tmp_path_factory.mktemp("data")
+    for source in sorted(DATA.iterdir()):
+        if source.suffix == ".xz":
+            with lzma.open(source) as packed, open(folder / source.stem, "wb") as unpacked:
+                shutil.copyfileobj(packed, unpacked)
+        else:
+            shutil.copyfile(source, folder / source.name)
+    return folder
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
+def fixture_trace(fixture_dir):
+    """Return the path of a recorded trace (or a file beside it) from tests/data."""
+    def path(name: str) -> Path:
+        found = fixture_dir / name
+        assert found.exists(), f"{name} is not in tests/data"
+        return found
+    return path
+
+
+@pytest.fixture(scope="session")
 def external_trace():
-    """Return the path of a trace in ../shared/external-traces, skipping when absent."""
+    """Return the path of a trace in the shared external-traces folder, skipping when absent."""
     return lambda name: _require(EXTERNAL / name)

@@ -31,13 +31,8 @@ TOP_FORWARD_GEMM = (
 
 
 @pytest.fixture(scope="module")
-def train_trace():
-    from tests.conftest import FIXTURES
-
-    path = FIXTURES / TRAIN
-    if not path.exists():
-        pytest.skip(f"{path} is absent (the shared trace folder sits beside the repository)")
-    return load_trace(path)
+def train_trace(fixture_trace):
+    return load_trace(fixture_trace(TRAIN))
 
 
 @pytest.fixture(scope="module")

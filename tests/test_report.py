@@ -25,7 +25,7 @@ from analysis.report.render import environment
 from analysis.report.tables import display_table
 from analysis.summary import analyze_trace
 from cs336_profile.results import write_results
-from tests.conftest import FIXTURES, REPO
+from tests.conftest import REPO
 
 EXAMPLES = REPO / "nsys_runs"
 FIXTURE_TRACES = ("small_ctx128_train_fp32.sqlite", "small_ctx256_forward_fp32.sqlite", "attention_bench.sqlite")
@@ -61,22 +61,21 @@ def _run_experiments(run, common: list[str]) -> None:
     run(["memory", "--size", "tiny", "--context-lengths", "16", "--dtypes", "fp32"] + common)
 
 
-def example_inputs(kind: str, tmp_path: Path) -> tuple[list[Path], Path]:
-    """(traces, results folder) of the ``examples`` or the ``reference`` site."""
+def example_inputs(kind: str, tmp_path: Path, fixture_dir: Path | None = None) -> tuple[list[Path], Path]:
+    """(traces, results folder) of the ``examples`` site, or of the ``reference`` site (the traces
+    of ``fixture_dir``, tests/data unpacked)."""
     if kind == "examples":
         traces = sorted((EXAMPLES / "traces").glob("*.sqlite.xz"))
         if not traces or not (EXAMPLES / "results").is_dir():
             pytest.skip("no committed examples in nsys_runs/")
         return traces, EXAMPLES / "results"
-    traces = [FIXTURES / name for name in FIXTURE_TRACES]
-    if not all(path.exists() for path in traces):
-        pytest.skip(f"reference traces are absent from {FIXTURES}")
+    traces = [fixture_dir / name for name in FIXTURE_TRACES]
     return traces, cpu_results(tmp_path / "results")
 
 
-def render_example_site(out_dir: Path, work_dir: Path, kind: str = "examples") -> Path:
+def render_example_site(out_dir: Path, work_dir: Path, kind: str = "examples", fixture_dir: Path | None = None) -> Path:
     """Render HTML and Markdown from the ``kind`` inputs into ``out_dir``."""
-    traces, results_dir = example_inputs(kind, work_dir)
+    traces, results_dir = example_inputs(kind, work_dir, fixture_dir)
     summaries = [analyze_trace(path) for path in traces]
     paths = {path.name: path for path in traces}
     render_report(summaries, [REFUSED], out_dir, results_dir, trace_paths=paths)
@@ -89,9 +88,9 @@ def site_kind(request) -> str:
 
 
 @pytest.fixture(scope="module")
-def site(site_kind, tmp_path_factory) -> Path:
+def site(site_kind, tmp_path_factory, fixture_dir) -> Path:
     return render_example_site(tmp_path_factory.mktemp("site"), tmp_path_factory.mktemp("inputs"),
-                               site_kind)
+                               site_kind, fixture_dir)
 
 
 class PageParser(HTMLParser):
@@ -212,10 +211,8 @@ def test_markdown_pages_carry_tables_and_their_figures(site):
         assert figures and all((site / f).is_file() for f in figures)
 
 
-def test_diff_page_of_two_traces(tmp_path):
-    paths = [FIXTURES / name for name in FIXTURE_TRACES[:2]]
-    if not all(p.exists() for p in paths):
-        pytest.skip(f"reference traces are absent from {FIXTURES}")
+def test_diff_page_of_two_traces(tmp_path, fixture_trace):
+    paths = [fixture_trace(name) for name in FIXTURE_TRACES[:2]]
     page = render_diff(analyze_trace(paths[0]), analyze_trace(paths[1]), tmp_path)
     parser = parse(page)
     assert all(t.is_file() for t in local_targets(page, parser.images + ["style.css"]))
@@ -235,10 +232,8 @@ def test_templates_fail_on_a_missing_value():
         environment().from_string("{{ missing }}").render()
 
 
-def test_pairs_that_differ_in_one_setting_get_a_linked_diff_page(tmp_path):
-    path = FIXTURES / FIXTURE_TRACES[0]
-    if not path.exists():
-        pytest.skip(f"reference traces are absent from {FIXTURES}")
+def test_pairs_that_differ_in_one_setting_get_a_linked_diff_page(tmp_path, fixture_trace):
+    path = fixture_trace(FIXTURE_TRACES[0])
     fp32 = analyze_trace(path)
     bf16 = {**fp32, "trace": "small_ctx128_train_bf16.sqlite", "config": {**fp32["config"], "dtype": "bf16"}}
     other_size = {**fp32, "trace": "medium_ctx128_train_bf16.sqlite", "config": {**bf16["config"], "size": "medium"}}

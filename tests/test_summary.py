@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -40,13 +41,8 @@ QUESTION_KEYS = {
 
 
 @pytest.fixture(scope="module")
-def train_summary():
-    from tests.conftest import FIXTURES
-
-    path = FIXTURES / "small_ctx128_train_fp32.sqlite"
-    if not path.exists():
-        pytest.skip(f"{path} is absent (the shared trace folder sits beside the repository)")
-    return analyze_trace(path)
+def train_summary(fixture_trace):
+    return analyze_trace(fixture_trace("small_ctx128_train_fp32.sqlite"))
 
 
 def _assert_json_clean(summary: dict) -> None:
@@ -139,16 +135,11 @@ RENAMED = {"forward": "fwd", "loss": "lossfn", "backward": "bwd", "optimizer_ste
            "computing attention scores": "qk", "computing softmax": "sm", "final matmul": "av"}
 
 
-def _renamed_copy(tmp_path):
+def _renamed_copy(tmp_path, source: Path):
     """The reference training trace with every range the analysis reads renamed, and its timings."""
     import shutil
     import sqlite3
 
-    from tests.conftest import FIXTURES
-
-    source = FIXTURES / "small_ctx128_train_fp32.sqlite"
-    if not source.exists():
-        pytest.skip(f"{source} is absent (the shared trace folder sits beside the repository)")
     copy = tmp_path / "renamed.sqlite"
     shutil.copyfile(source, copy)
     shutil.copyfile(source.with_name("small_ctx128_train_fp32.timings.json"), tmp_path / "renamed.timings.json")
@@ -169,12 +160,12 @@ def _figures(summary: dict) -> dict:
     return figures
 
 
-def test_other_range_names_find_renamed_ranges(tmp_path, train_summary):
+def test_other_range_names_find_renamed_ranges(tmp_path, fixture_trace, train_summary):
     from analysis.phases import RangeNames
 
     names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),
                        attention_scores="qk", softmax="sm", final_matmul="av")
-    copy = _renamed_copy(tmp_path)
+    copy = _renamed_copy(tmp_path, fixture_trace("small_ctx128_train_fp32.sqlite"))
     renamed = analyze_trace(copy, names)
     # Same figures under the same keys: phases keep their summary names whatever their ranges are called.
     assert _figures(renamed) == _figures(train_summary)
@@ -189,12 +180,12 @@ def test_other_range_names_find_renamed_ranges(tmp_path, train_summary):
     assert "`computing softmax`" in defaults["questions"]["e"]["answer"]
 
 
-def test_timeline_relabels_with_the_range_names_in_use(tmp_path):
+def test_timeline_relabels_with_the_range_names_in_use(tmp_path, fixture_trace):
     from analysis.phases import RangeNames
     from analysis.report.timeline import step_timeline
 
     names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),
                        attention_scores="qk", softmax="sm", final_matmul="av")
-    figure = step_timeline(_renamed_copy(tmp_path), names)
+    figure = step_timeline(_renamed_copy(tmp_path, fixture_trace("small_ctx128_train_fp32.sqlite")), names)
     assert "iter0" in figure.axes[0].get_title()
     assert "range: backward" in figure.axes[0].get_legend_handles_labels()[1]

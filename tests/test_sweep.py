@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import shutil
 import sqlite3
 import sys
 import textwrap
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cs336_profile.config import RunConfig
 from nsys_runs.nvtx_spans import measured_phase_spans_ms
 from nsys_runs.slim import DROPPED_TABLES, compress_xz, slim_copy
 from nsys_runs.sweep import (NSYS_PROFILE_OPTIONS, RunnerSettings, Sweep, TraceConfig, build_grid, main,
@@ -19,7 +21,8 @@ from nsys_runs.sweep import (NSYS_PROFILE_OPTIONS, RunnerSettings, Sweep, TraceC
 REPO = Path(__file__).resolve().parents[1]
 
 # A stand-in for `nsys profile`: logs its arguments, writes an export holding one measured forward
-# range of 2.5 ms (and one warm-up forward that must not count), then runs the profiled command.
+# range of 2.5 ms (and one warm-up forward that must not count) and the kernel the analyzer needs to
+# accept it, then runs the profiled command.
 # FAKE_NSYS_MODE=oom|fail|hang imitates a run that dies of OOM, crashes, or never ends.
 FAKE_NSYS = textwrap.dedent('''\
     #!{python}
@@ -42,6 +45,9 @@ FAKE_NSYS = textwrap.dedent('''\
         db.execute("INSERT INTO StringIds VALUES (1, 'forward')")
         db.execute('CREATE TABLE NVTX_EVENTS (start INTEGER, "end" INTEGER, eventType INTEGER, text TEXT, '
                    'textId INTEGER, globalTid INTEGER)')
+        db.execute('CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, "end" INTEGER, deviceId INTEGER, '
+                   'streamId INTEGER, correlationId INTEGER, globalPid INTEGER, shortName INTEGER, demangledName INTEGER)')
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (12000000, 12500000, 0, 7, 1, 0, 1, 1)")
         db.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, ?, ?, 7)", [
             (0, 9000000, "warmup_0", None), (1000000, 8000000, None, 1),
             (10000000, 20000000, "step_0", None), (11000000, 13500000, None, 1)])
@@ -67,13 +73,15 @@ def invocations(tmp_path: Path) -> list[str]:
 
 
 CPU = RunnerSettings(warmup=0, steps=1, device="cpu")
-TINY = TraceConfig("tiny", 8, "forward", "fp32")
+TINY = TraceConfig(size="tiny", context_length=8, mode="forward", warmup_steps=0, measured_steps=1, device="cpu")
 
 
 def test_stems_name_size_context_mode_dtype_and_variants():
-    assert TraceConfig("small", 128, "train", "fp32").stem == "small_ctx128_train_fp32"
-    assert TraceConfig("2.7B", 1024, "forward", "bf16", compile=True).stem == "2.7B_ctx1024_forward_bf16_compiled"
-    assert TraceConfig("xl", 256, "train", "fp32", attention="sdpa", emit_nvtx=True).stem == "xl_ctx256_train_fp32_sdpa_emitnvtx"
+    assert TraceConfig(size="small", context_length=128, mode="train").stem == "small_ctx128_train_fp32"
+    assert TraceConfig(size="2.7B", context_length=1024, mode="forward", dtype="bf16",
+                       compile=True).stem == "2.7B_ctx1024_forward_bf16_compiled"
+    assert TraceConfig(size="xl", context_length=256, mode="train", attention="sdpa",
+                       emit_nvtx=True).stem == "xl_ctx256_train_fp32_sdpa_emitnvtx"
 
 
 def test_default_grid_is_the_fp32_grid_plus_a_subset_of_variants():
@@ -83,12 +91,15 @@ def test_default_grid_is_the_fp32_grid_plus_a_subset_of_variants():
     assert len({config.stem for config in grid}) == len(grid)
     assert grid[0].stem == "small_ctx128_forward_fp32" and grid[-1].stem == "medium_ctx256_train_fp32_compiled"
     assert build_grid(["small"], [128], ["train"], ["fp32"], ["small"], [128], ["fp32"]) == [
-        TraceConfig("small", 128, "train", "fp32")]  # the subset repeats nothing
+        TraceConfig(size="small", context_length=128, mode="train")]  # the subset repeats nothing
+    assert isinstance(grid[0], RunConfig) and grid[0].batch_size == RunConfig.batch_size
+    cpu = build_grid(["tiny"], [8], ["forward"], ["fp32"], settings=CPU)
+    assert (cpu[0].device, cpu[0].warmup_steps, cpu[0].measured_steps) == ("cpu", 0, 1)
 
 
 def test_nsys_command_wraps_the_runner_with_the_documented_options(tmp_path):
-    config = TraceConfig("small", 256, "train", "bf16", compile=True)
-    runner = runner_command(config, RunnerSettings(python="python3"), tmp_path / "runner")
+    config = TraceConfig(size="small", context_length=256, mode="train", dtype="bf16", compile=True)
+    runner = runner_command(config, "python3", tmp_path / "runner")
     command = nsys_command("nsys", tmp_path, config, runner)
     assert command[:2] == ["nsys", "profile"]
     assert " ".join(NSYS_PROFILE_OPTIONS) == ("-t cuda,nvtx,osrt --sample=none --cpuctxsw=none "
@@ -126,7 +137,7 @@ def test_out_of_memory_process_and_earlier_rows_are_kept_in_the_table(tmp_path, 
     out = tmp_path / "sweep"
     Sweep(out, str(fake_nsys), CPU).run([TINY], progress=False)
     monkeypatch.setenv("FAKE_NSYS_MODE", "oom")
-    big = TraceConfig("tiny", 8, "train", "fp32")
+    big = TraceConfig(size="tiny", context_length=8, mode="train", warmup_steps=0, measured_steps=1, device="cpu")
     (previous, row) = Sweep(out, str(fake_nsys), CPU).run([big], progress=False)
     assert previous["stem"] == "tiny_ctx8_forward_fp32" and previous["status"] == "ok"
     assert row["status"] == "OOM" and row["trace"] is None and row["forward_ms_mean"] is None
@@ -164,8 +175,28 @@ def _schemas(path: Path) -> dict[str, str]:
         return dict(db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
 
 
+def _full_export(slim: Path, out: Path) -> Path:
+    """A copy of a slim export given back what slim_copy removes: OS runtime calls with call stacks
+    (as many rows as the reference trace had), nsys's overhead ranges, the environment and working
+    folder, and an environment interned as one NUL-separated string."""
+    shutil.copyfile(slim, out)
+    with closing(sqlite3.connect(out)) as db, db:
+        db.execute('CREATE TABLE OSRT_API (start INTEGER NOT NULL, "end" INTEGER NOT NULL, globalTid INTEGER, '
+                   'nameId INTEGER NOT NULL, callchainId INTEGER NOT NULL)')
+        db.executemany("INSERT INTO OSRT_API VALUES (?, ?, 7, 1, ?)", ((i, i + 5, i) for i in range(35_004)))
+        db.execute("CREATE TABLE OSRT_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, "
+                   "stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth))")
+        db.executemany("INSERT INTO OSRT_CALLCHAINS VALUES (?, 1, ?)", ((i // 2, i % 2) for i in range(55_978)))
+        db.execute('CREATE TABLE PROFILER_OVERHEAD (start INTEGER NOT NULL, "end" INTEGER NOT NULL, nameId INTEGER NOT NULL)')
+        db.execute("INSERT INTO PROFILER_OVERHEAD VALUES (0, 10, 1)")
+        db.executemany("INSERT INTO META_DATA_CAPTURE VALUES (?, ?)", [
+            ("PROCESS_0:WORKING_DIR", "/home/someone"), ("PROCESS_0:ENVIRONMENT_VARIABLE", "TOKEN=secret")])
+        db.execute("INSERT INTO StringIds (value) VALUES ('HOME=/home/someone' || char(0) || 'TOKEN=secret')")
+    return out
+
+
 def test_slim_copy_drops_unread_tables_and_the_environment_but_keeps_every_schema(fixture_trace, tmp_path):
-    export = fixture_trace("small_ctx128_train_fp32.sqlite")
+    export = _full_export(fixture_trace("small_ctx128_train_fp32.sqlite"), tmp_path / "full.sqlite")
     slim = slim_copy(export, tmp_path / "slim.sqlite")
     before, after = _schemas(export), _schemas(slim)
     assert set(before) - set(after) == set(DROPPED_TABLES)
@@ -177,7 +208,7 @@ def test_slim_copy_drops_unread_tables_and_the_environment_but_keeps_every_schem
         assert db.execute("SELECT COUNT(*) FROM META_DATA_CAPTURE WHERE name LIKE '%ENVIRONMENT%' "
                           "OR name LIKE '%WORKING_DIR'").fetchone() == (0,)
         assert db.execute("SELECT COUNT(*) FROM StringIds WHERE instr(CAST(value AS BLOB), X'00') > 0").fetchone() == (0,)
-    assert slim.stat().st_size < export.stat().st_size / 2
+    assert slim.stat().st_size < export.stat().st_size  # VACUUM gives the dropped pages back
 
 
 def test_compressed_copy_decompresses_to_the_original(tmp_path):
@@ -193,6 +224,14 @@ def test_phase_spans_of_the_reference_traces(fixture_trace):
     spans = measured_phase_spans_ms(fixture_trace("small_ctx128_train_fp32.sqlite"))
     assert spans == pytest.approx({"forward": 38.252239333, "backward": 38.445931, "optimizer_step": 16.947347})
     assert measured_phase_spans_ms(fixture_trace("small_ctx256_forward_fp32.sqlite")) == {"forward": 20.887439}
+
+
+def test_the_sweep_forward_span_is_the_analyzers_figure(fixture_trace):
+    from analysis.summary import analyze_trace
+
+    path = fixture_trace("small_ctx128_train_fp32.sqlite")
+    phases = analyze_trace(path)["phases"]
+    assert measured_phase_spans_ms(path) == pytest.approx({p: v["cpu_span_ms_per_pass"] for p, v in phases.items()})
 
 
 def test_phase_spans_of_an_export_without_nvtx_are_empty(tmp_path):

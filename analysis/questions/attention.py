@@ -13,11 +13,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
+from cs336_profile.contract import ATTENTION, FP32_BYTES, GIB
 
-ATTENTION = "attention"
 EAGER = "eager"
-FP32_BYTES = 4
-GIB = 1024**3
 RUN_ATTENTION = "python -m cs336_profile.run attention"
 
 

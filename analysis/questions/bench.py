@@ -10,9 +10,8 @@ import pandas as pd
 
 from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size,
                                               used_files)
+from cs336_profile.contract import BENCH, BENCH_STEPS
 
-BENCH = "bench"
-BENCH_STEPS = "bench_steps"
 # A standard deviation under this share of the mean counts as a small spread.
 SMALL_SPREAD = 0.05
 # A first measured step this many times slower than the later ones shows a one-off cost.

@@ -11,9 +11,9 @@ import pandas as pd
 from analysis.questions.attention import EAGER, attention_rows
 from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size,
                                               used_files)
+from cs336_profile.contract import COMPILE
 
 COMPILED = "compiled"
-COMPILE = "compile"
 # A compiled/eager memory ratio within this of 1 counts as the same memory.
 SAME_MEMORY = 0.05
 # The time compile-b compares per mode: the forward pass alone, or the whole training step.

@@ -10,17 +10,15 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
+from cs336_profile.contract import GIB, MIB, PEAK_COLUMNS, SNAPSHOT_FOLDER, peak_column
+from cs336_profile.contract import MEMORY as PEAKS
+from cs336_profile.contract import MEMORY_ACTIVATION as ACTIVATION
+from cs336_profile.contract import MEMORY_LARGEST_ALLOCATIONS as LARGEST
+from cs336_profile.contract import MEMORY_TIMELINE as TIMELINE
 
-PEAKS = "memory"
-TIMELINE = "memory_timeline"
-ACTIVATION = "memory_activation"
-LARGEST = "memory_largest_allocations"
 RUN_MEMORY = "python -m cs336_profile.run memory on a CUDA device"
-GIB = 1024**3
-MIB = 1024**2
-PEAK_COLUMNS = ("forward_peak_bytes", "backward_peak_bytes", "optimizer_step_peak_bytes", "peak_memory_bytes")
-# The snapshot files the memory experiment writes beside its results, for pytorch.org/memory_viz.
-SNAPSHOT_FOLDER = "snapshots"
+# The peaks the tables show: the loss peak sits between forward and backward and adds nothing.
+SHOWN_PEAKS = tuple(column for column in PEAK_COLUMNS if column != peak_column("loss"))
 # A bf16/fp32 peak ratio within this of 1 counts as no real change.
 SMALL_CHANGE = 0.1
 
@@ -57,7 +55,7 @@ def peak_table(rows: pd.DataFrame, dtype: str) -> pd.DataFrame:
     """Context lengths × modes of one dtype: the peak allocated bytes per phase and overall."""
     chosen = rows[rows["dtype"] == dtype].sort_values(["context_length", "mode"])
     return chosen[["size", "context_length", "mode", "dtype", "status",
-                   *[c for c in PEAK_COLUMNS if c in chosen]]].reset_index(drop=True)
+                   *[c for c in SHOWN_PEAKS if c in chosen]]].reset_index(drop=True)
 
 
 def _peak_sentence(table: pd.DataFrame) -> str:

@@ -12,13 +12,12 @@ import pandas as pd
 from analysis.questions.bench import BENCH, CONFIG_KEYS, TIMED
 from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, size_order,
                                               sorted_by_size, used_files)
+from cs336_profile.contract import ADDEND, ADDITIONS
+from cs336_profile.contract import MIXED_PRECISION_ACCUMULATION as ACCUMULATION
+from cs336_profile.contract import MIXED_PRECISION_TOY_MODEL as TOY_MODEL
 
-ACCUMULATION = "mixed_precision_accumulation"
-TOY_MODEL = "mixed_precision_toy_model"
 RUN_MIXED_PRECISION = "python -m cs336_profile.run mixed-precision"
 FULL_PRECISION = "float32"
-ADDEND = 0.01  # the assignment's loops add 0.01 a thousand times
-ADDITIONS = 1000
 
 
 def answer_mp_accum(results: ResultsSet) -> ResultsAnswer | Unanswered:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-STATUS_OK = "ok"
+from cs336_profile.contract import STATUS_OK
+
 RESULTS_FILE_COLUMN = "results_file"
 
 

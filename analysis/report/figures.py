@@ -17,15 +17,14 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from analysis.classify import CATEGORIES  # noqa: E402
 from analysis.questions.results_files import ResultsAnswer  # noqa: E402
+from cs336_profile.contract import GIB, MIB  # noqa: E402
+from cs336_profile.contract import PHASES as PHASE_ORDER  # noqa: E402
 
-GIB = 1024**3
-MIB = 1024**2
 WIDTH_IN = 7.5
 HEIGHT_IN = 3.6
 RASTER_DPI = 150  # PNG figures (the timeline) stay sharp on high-density screens
 PALETTE = plt.get_cmap("tab20").colors
 CATEGORY_COLORS = {category: PALETTE[index % len(PALETTE)] for index, category in enumerate(CATEGORIES)}
-PHASE_ORDER = ("forward", "loss", "backward", "optimizer_step")
 
 plt.rcParams.update({
     "svg.fonttype": "none",  # text stays text: small files that scale

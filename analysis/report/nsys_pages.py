@@ -3,27 +3,20 @@ per-trace answer, and an answer that reads the whole grid (a single trace keeps 
 """
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
 from analysis.questions import nsys_text
 from analysis.questions.results_files import ResultsAnswer, Unanswered, plural, size_order
+from cs336_profile.contract import trace_stem
 
 ANSWER_COLUMN = "trace_answer"  # the per-trace sentence, carried until the table is final
-TRACE_SUFFIX = re.compile(r"\.sqlite(\.xz)?$")
-
-
-def trace_stem(summary: dict) -> str:
-    """The trace's file name without ``.sqlite``/``.sqlite.xz``."""
-    return TRACE_SUFFIX.sub("", summary["trace"])
 
 
 def run_label(summary: dict) -> str:
     """``small ctx128 train fp32 compiled`` from the config; the trace stem without one."""
     config = summary.get("config") or {}
     if not {"size", "context_length", "mode"} <= set(config):
-        return trace_stem(summary)
+        return trace_stem(summary["trace"])
     parts = [config["size"], f"ctx{config['context_length']}", config["mode"], config.get("dtype", "")]
     if config.get("compile"):
         parts.append("compiled")

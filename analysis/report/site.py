@@ -13,7 +13,8 @@ import pandas as pd
 
 from analysis.questions.results_files import ResultsAnswer, ResultsSet, read_results_dir, size_order
 from analysis.report.catalog import QUESTIONS, Question
-from analysis.report.nsys_pages import nsys_answer, run_label, sorted_summaries, trace_stem
+from analysis.report.nsys_pages import nsys_answer, run_label, sorted_summaries
+from cs336_profile.contract import trace_stem
 
 SWEEP = "sweep"
 # Settings a diff pair may differ in (exactly one of them), with the value that makes a run side A
@@ -85,11 +86,11 @@ class Site:
 
 
 def trace_page(summary: dict) -> str:
-    return f"trace-{page_name(trace_stem(summary))}"
+    return f"trace-{page_name(trace_stem(summary['trace']))}"
 
 
 def diff_page(a: dict, b: dict) -> str:
-    return f"diff-{page_name(trace_stem(a))}--{page_name(trace_stem(b))}"
+    return f"diff-{page_name(trace_stem(a['trace']))}--{page_name(trace_stem(b['trace']))}"
 
 
 def _config_key(config: dict, keys: tuple[str, ...]) -> tuple:

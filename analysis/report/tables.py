@@ -14,10 +14,9 @@ from typing import Callable
 
 import pandas as pd
 
-MIB = 1024**2
+from cs336_profile.contract import MIB, STATUS_COLUMN, STATUS_OK
+
 MISSING = "–"
-STATUS_COLUMN = "status"
-STATUS_OK = "ok"
 # Text cells up to this many characters stay on one line: "forward-backward" broke at its hyphen and a
 # run label ("small ctx128 train fp32 compiled") into a word per line on a phone.
 SHORT_TEXT = 40

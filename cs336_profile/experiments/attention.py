@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from cs336_profile.bench import free_device_memory, is_out_of_memory, mean_std_columns, synchronize
 from cs336_profile.model import causal_mask, scaled_dot_product_attention
-from cs336_profile.results import STATUS_OK, STATUS_OOM
+from cs336_profile.contract import STATUS_OK, STATUS_OOM
 
 IMPLEMENTATIONS = ("eager", "compiled", "sdpa")
 MEASUREMENT_KEYS = ("forward_ms_mean", "forward_ms_std", "backward_ms_mean", "backward_ms_std",

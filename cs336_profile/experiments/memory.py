@@ -21,9 +21,8 @@ from tqdm import tqdm
 
 from cs336_profile.bench import run_config
 from cs336_profile.config import SIZES, RunConfig
-
-FP32_BYTES = 4
-MIB = 1024**2
+from cs336_profile.contract import (FP32_BYTES, MEMORY, MEMORY_ACTIVATION, MEMORY_LARGEST_ALLOCATIONS, MEMORY_TIMELINE,
+                                    MIB)
 PACKAGE = "cs336_profile"
 
 
@@ -162,8 +161,8 @@ def _record_snapshot(run: RunConfig, recorder: MemoryRecorder, snapshot_dir: Pat
 
 def _tables(study: MemoryStudy, peaks: list[dict], timeline: list[dict], largest: list[dict]) -> dict[str, list[dict]]:
     return {
-        "memory": peaks,
-        "memory_timeline": timeline,
-        "memory_largest_allocations": largest,
-        "memory_activation": residual_activation_rows(study.size, study.context_lengths, study.batch_size),
+        MEMORY: peaks,
+        MEMORY_TIMELINE: timeline,
+        MEMORY_LARGEST_ALLOCATIONS: largest,
+        MEMORY_ACTIVATION: residual_activation_rows(study.size, study.context_lengths, study.batch_size),
     }

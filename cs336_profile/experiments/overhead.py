@@ -11,9 +11,10 @@ from typing import Iterator
 
 import pandas as pd
 
-from cs336_profile.annotate import annotations, step_range_name
+from cs336_profile.annotate import annotations
 from cs336_profile.bench import free_device_memory, prepare_workload, run_step, step_row
 from cs336_profile.config import RunConfig
+from cs336_profile.contract import step_range_name
 
 SUMMARY_KEYS = ["size", "context_length", "mode", "dtype", "compile"]
 

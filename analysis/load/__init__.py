@@ -1,0 +1,101 @@
+"""Open an nsys SQLite export read-only and turn it into a few tidy tables (:class:`Trace`).
+
+What the rest of the analyzer may rely on (see docs/architecture.md for the column lists):
+
+* every table is sorted by time here, because nsys does not promise any row order;
+* columns that an export lacks are checked for before any query is written, so old and new
+  schemas load through the same code;
+* process and thread ids are masked out of nsys's ``globalTid`` (``<HW:8><VM:8><PID:24><TID:24>``);
+* the input file is never written: SQLite opens it with ``mode=ro&immutable=1`` and compressed
+  inputs are decompressed into a cache folder, not beside the input.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.errors import NoKernels, NotNsysExport, TruncatedTrace
+from analysis.load.inputs import cache_dir, connect_readonly, file_sha256, resolve_export
+from analysis.load.nvtx import marks_of, ranges_of, read_nvtx
+from analysis.load.schema import (GRAPH_TABLE, KERNEL_COLUMNS, KERNEL_TABLE, NSYS_TABLE_MARKERS, count_rows,
+                                  export_metadata, read_schema, require_columns)
+from analysis.load.tables import (StringTable, has_unmatched, join_launches, read_gpus, read_kernels, read_launches,
+                                  read_memops)
+from analysis.load.trace import Trace
+
+__all__ = ["Trace", "cache_dir", "file_sha256", "load_trace", "resolve_export"]
+
+
+def load_trace(path: str | os.PathLike) -> Trace:
+    """Load an nsys export (``.sqlite``, ``.sqlite.xz`` or ``.nsys-rep`` with nsys on PATH).
+
+    Raises a :class:`~analysis.errors.TraceError` subclass, whose message is one line, for
+    anything that is not a usable nsys export.
+    """
+    path = Path(path)
+    database = resolve_export(path)
+    try:
+        try:
+            with connect_readonly(database) as conn:
+                return _read_trace(conn, path)
+        except sqlite3.OperationalError as err:
+            if "decode" not in str(err):
+                raise
+        with connect_readonly(database, lenient_text=True) as conn:
+            return _read_trace(conn, path)
+    except sqlite3.DatabaseError as err:
+        raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
+
+
+def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
+    schema = read_schema(conn)
+    if not any(table in schema for table in NSYS_TABLE_MARKERS):
+        listed = ", ".join(sorted(schema)[:4]) or "none"
+        raise NotNsysExport(f"is an SQLite database but not an nsys export (tables: {listed})")
+    meta = export_metadata(conn, schema)
+    version = meta.get("EXPORT_PRODUCT_VERSION")
+    graph_launches = count_rows(conn, schema, GRAPH_TABLE)
+    if not count_rows(conn, schema, KERNEL_TABLE):
+        if graph_launches:
+            raise NoKernels(f"has no per-kernel records, only {graph_launches} whole CUDA-graph "
+                            "launches; profile again with --cuda-graph-trace=node")
+        raise NoKernels("has no CUDA kernel records (was it captured with `-t cuda`, and did "
+                        "the program launch kernels?)")
+    require_columns(schema, KERNEL_TABLE, KERNEL_COLUMNS, version)
+    strings = StringTable(conn)
+
+    notes: list[str] = []
+    kernels = read_kernels(conn, schema, strings)
+    memops = read_memops(conn, schema)
+    launches = read_launches(conn, schema, strings, version, launch_calls_only=True)
+    if has_unmatched(kernels, launches) or has_unmatched(memops, launches):
+        launches = read_launches(conn, schema, strings, version, launch_calls_only=False)
+    kernels = join_launches(kernels, launches)
+    memops = join_launches(memops, launches)
+    unlinked = int((kernels["launch_start_ns"] < 0).sum())
+    if unlinked:
+        notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "
+                     "(launched before the capture began?); no NVTX range can claim them")
+
+    events = read_nvtx(conn, schema, strings)
+    start_ns, end_ns = _capture_window(kernels, memops, launches, events)
+    ranges = ranges_of(events, end_ns, notes)
+    marks = marks_of(events)
+    if graph_launches:
+        notes.append(f"{graph_launches:,} CUDA-graph launches were traced as whole graphs; the "
+                     "kernels inside them are not listed one by one")
+    return Trace(
+        path=path, nsys_version=version, schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
+        kernels=kernels, memops=memops, ranges=ranges, marks=marks,
+        gpus=read_gpus(conn, schema), capture_start_ns=start_ns,
+        capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes)
+
+
+def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:
+    starts = [int(t["start_ns"].min()) for t in tables if len(t)]
+    ends = [int(pd.to_numeric(t[c]).max()) for t in tables if len(t)
+            for c in ("start_ns", "end_ns") if pd.to_numeric(t[c]).notna().any()]
+    return min(starts), max(ends)

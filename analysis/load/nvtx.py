@@ -1,0 +1,103 @@
+"""Readers of NVTX events: names (``text`` or ``StringIds[textId]``) and domains, ranges with their
+nesting on each thread, and marks."""
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pandas as pd
+
+from analysis.load.schema import (NVTX_COLUMNS, NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END,
+                                  NVTX_TABLE, read_ints, require_columns)
+from analysis.load.tables import StringTable, pid_of, tid_of
+
+
+def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable) -> pd.DataFrame:
+    """NVTX marks, ranges and domain names; a name is ``text`` or else ``StringIds[textId]``."""
+    if NVTX_TABLE not in schema:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in
+                             ("start_ns", "end_ns", "event_type", "name", "domain", "pid", "tid",
+                              "end_tid")})
+    require_columns(schema, NVTX_TABLE, ("start", "end", "eventType", "globalTid"), None)
+    types = NVTX_MARK + NVTX_PUSH_POP + NVTX_START_END + (NVTX_DOMAIN_CREATE,)
+    where = f"WHERE eventType IN ({', '.join(map(str, types))})"
+    raw = read_ints(conn, schema, NVTX_TABLE, NVTX_COLUMNS, where)
+    text = np.array([row[0] for row in conn.execute(
+        f"SELECT {'text' if 'text' in schema[NVTX_TABLE] else 'NULL'} FROM {NVTX_TABLE} {where}")],
+        dtype=object)
+    name = np.where(pd.isna(text), strings.lookup(raw["textId"]), text)
+    end_tid = np.where(raw["endGlobalTid"] >= 0, raw["endGlobalTid"], raw["globalTid"])
+    events = pd.DataFrame({
+        "start_ns": raw["start"],
+        "end_ns": pd.array(np.where(raw["end"] >= 0, raw["end"], 0), dtype="Int64"),
+        "event_type": raw["eventType"],
+        "name": name,
+        "domain_id": np.maximum(raw["domainId"], 0),
+        "pid": pid_of(raw["globalTid"]),
+        "tid": tid_of(raw["globalTid"]),
+        "end_tid": tid_of(end_tid),
+    })
+    events.loc[raw["end"] < 0, "end_ns"] = pd.NA
+    creates = events[events["event_type"] == NVTX_DOMAIN_CREATE]
+    events = events[events["event_type"] != NVTX_DOMAIN_CREATE]
+    names_of_domains = dict(zip(zip(creates["pid"], creates["domain_id"]), creates["name"]))
+    domain = np.full(len(events), "", dtype=object)
+    custom = np.flatnonzero(events["domain_id"].to_numpy() > 0)   # domain 0 is the default
+    domain[custom] = [names_of_domains.get(key, "") for key in zip(
+        events["pid"].to_numpy()[custom], events["domain_id"].to_numpy()[custom])]
+    return events.assign(domain=domain).drop(columns="domain_id")
+
+
+def ranges_of(events: pd.DataFrame, capture_end_ns: int, notes: list[str]) -> pd.DataFrame:
+    """NVTX ranges sorted by start, ``range_id`` = row, with depth and parent (push/pop nest per thread)."""
+    is_range = events["event_type"].isin(NVTX_PUSH_POP + NVTX_START_END)
+    ranges = events[is_range].copy()
+    ranges["kind"] = np.where(ranges["event_type"].isin(NVTX_PUSH_POP), "push_pop", "start_end")
+    ranges["is_open"] = ranges["end_ns"].isna().to_numpy()
+    ranges["end_ns"] = ranges["end_ns"].fillna(capture_end_ns).astype(np.int64)
+    ranges["name"] = ranges["name"].fillna("").astype(str)
+    ranges = ranges.sort_values(["start_ns", "end_ns"], ascending=[True, False], kind="stable")
+    ranges = ranges.reset_index(drop=True)
+    ranges.insert(0, "range_id", np.arange(len(ranges), dtype=np.int64))
+    depth, parent = _nesting(ranges)
+    ranges["depth"], ranges["parent_id"] = depth, parent
+    open_count = int(ranges["is_open"].sum())
+    if open_count:
+        notes.append(f"{open_count} NVTX ranges were never closed; they are taken to end with "
+                     "the capture")
+    columns = ["range_id", "name", "domain", "kind", "start_ns", "end_ns", "is_open", "pid",
+               "tid", "end_tid", "depth", "parent_id"]
+    return ranges[columns]
+
+
+def _nesting(ranges: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and parent range_id of push/pop ranges; start/end ranges stay at depth 0.
+
+    ``ranges`` is sorted by (start, -end) and ``range_id`` is the row number. Within a thread
+    push/pop ranges nest, so a range's depth is the number of ranges started before it minus
+    those ended by its start, and its parent is the latest earlier range one level up.
+    """
+    depth = np.zeros(len(ranges), dtype=np.int64)
+    parent = np.full(len(ranges), -1, dtype=np.int64)
+    nested = ranges["kind"].to_numpy() == "push_pop"
+    for _, rows in ranges[nested].groupby(["pid", "tid"], sort=False).indices.items():
+        rows = np.flatnonzero(nested)[rows]
+        starts = ranges["start_ns"].to_numpy()[rows]
+        ends = np.sort(ranges["end_ns"].to_numpy()[rows])
+        level = np.arange(len(rows)) - np.searchsorted(ends, starts, side="right")
+        level = np.maximum(level, 0)
+        depth[rows] = level
+        for d in range(1, int(level.max(initial=0)) + 1):
+            above = np.flatnonzero(level == d - 1)
+            here = np.flatnonzero(level == d)
+            pick = np.searchsorted(above, here) - 1
+            parent[rows[here]] = np.where(pick >= 0, rows[above[np.maximum(pick, 0)]], -1)
+    return depth, parent
+
+
+def marks_of(events: pd.DataFrame) -> pd.DataFrame:
+    marks = events[events["event_type"].isin(NVTX_MARK)]
+    marks = pd.DataFrame({"name": marks["name"].fillna("").astype(str),
+                          "domain": marks["domain"], "time_ns": marks["start_ns"],
+                          "pid": marks["pid"], "tid": marks["tid"]})
+    return marks.sort_values("time_ns", kind="stable").reset_index(drop=True)

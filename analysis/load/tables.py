@@ -1,0 +1,177 @@
+"""Readers of the GPU-side tables: interned strings, kernels, memcpy/memset, the runtime and driver
+API calls that launched them (joined by correlationId within a process), and the GPUs."""
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import numpy as np
+import pandas as pd
+
+from analysis.load.schema import (KERNEL_COLUMNS, KERNEL_TABLE, MEMCPY_TABLE, MEMOP_COLUMNS, MEMSET_TABLE,
+                                  RUNTIME_COLUMNS, RUNTIME_TABLE, read_ints, require_columns)
+
+ID_MASK = 0xFFFFFF
+# API calls that put work on the GPU: kernel and graph launches, copies, fills.
+LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
+
+
+class StringTable:
+    """nsys's interned strings (``StringIds``), looked up for whole columns at once."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        rows = conn.execute("SELECT id, value FROM StringIds").fetchall()
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        self.values = np.array([r[1] for r in rows] + [None], dtype=object)
+        self.position = np.full(int(ids.max(initial=-1)) + 2, len(rows), dtype=np.int64)
+        self.position[ids] = np.arange(len(rows))
+
+    def lookup(self, ids) -> np.ndarray:
+        """Strings for an integer id column; None where the id is null, negative or unknown."""
+        as_int = pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64)
+        inside = (as_int >= 0) & (as_int < len(self.position))
+        return self.values[np.where(inside, self.position[np.where(inside, as_int, 0)],
+                                    len(self.values) - 1)]
+
+    def ids_matching(self, pattern: re.Pattern) -> list[int]:
+        """Ids of the strings that ``pattern`` finds."""
+        return [int(i) for i in np.flatnonzero(self.position < len(self.values) - 1)
+                if pattern.search(self.values[self.position[i]])]
+
+    def categorical(self, ids) -> pd.Categorical:
+        """Like :meth:`lookup`, as a categorical; each distinct id is looked up once."""
+        distinct, codes = np.unique(pd.to_numeric(pd.Series(ids), errors="coerce")
+                                    .fillna(-1).to_numpy(np.int64), return_inverse=True)
+        labels = self.lookup(distinct)
+        known = np.array([label is not None for label in labels], dtype=bool)
+        categories = pd.Index(labels[known])
+        if categories.has_duplicates:
+            return pd.Categorical(labels[codes])
+        new_code = np.cumsum(known) - 1
+        return pd.Categorical.from_codes(np.where(known[codes], new_code[codes], -1),
+                                         categories=categories)
+
+
+def pid_of(global_id) -> np.ndarray:
+    return (np.asarray(global_id, dtype=np.int64) >> 24) & ID_MASK
+
+
+def tid_of(global_id) -> np.ndarray:
+    return np.asarray(global_id, dtype=np.int64) & ID_MASK
+
+
+def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The columns every GPU activity table (kernel, memcpy, memset) shares."""
+    return {
+        "start_ns": raw["start"],
+        "end_ns": raw["end"],
+        "dur_ns": raw["end"] - raw["start"],
+        "device_id": raw["deviceId"],
+        "stream_id": raw["streamId"],
+        "correlation_id": raw["correlationId"],
+        "pid": pid_of(raw["globalPid"]),
+    }
+
+
+def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
+                  ) -> pd.DataFrame:
+    raw = read_ints(conn, schema, KERNEL_TABLE, KERNEL_COLUMNS)
+    return pd.DataFrame({
+        **_activity_columns(raw),
+        "name": strings.categorical(raw["shortName"]),
+        "demangled_name": strings.categorical(raw["demangledName"]),
+    })
+
+
+def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
+    frames = []
+    for table, kind in ((MEMCPY_TABLE, "memcpy"), (MEMSET_TABLE, "memset")):
+        if table in schema:
+            raw = read_ints(conn, schema, table, MEMOP_COLUMNS)
+            frames.append(pd.DataFrame({"kind": kind, **_activity_columns(raw),
+                                        "bytes": np.maximum(raw["bytes"], 0)}))
+    if not frames:
+        empty = {c: np.zeros(0, dtype=np.int64) for c in MEMOP_COLUMNS}
+        frames.append(pd.DataFrame({"kind": pd.Series(dtype=object), **_activity_columns(empty),
+                                    "bytes": empty["bytes"]}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
+                   version: str | None, launch_calls_only: bool) -> pd.DataFrame:
+    """Runtime and driver API calls: start, end, pid, tid, correlation id, API name.
+
+    With ``launch_calls_only`` just the calls whose name says they launch GPU work (about half of
+    a PyTorch trace's calls); the caller reads them all when some operation finds no launch.
+    """
+    if RUNTIME_TABLE not in schema:
+        return pd.DataFrame({"start_ns": [], "end_ns": [], "pid": [], "tid": [],
+                             "correlation_id": [], "api": pd.Categorical([])}).astype(
+            {c: np.int64 for c in ("start_ns", "end_ns", "pid", "tid", "correlation_id")})
+    require_columns(schema, RUNTIME_TABLE, RUNTIME_COLUMNS, version)
+    where = ""
+    if launch_calls_only:
+        ids = strings.ids_matching(LAUNCH_API)
+        where = f"WHERE nameId IN ({', '.join(map(str, ids)) or 'NULL'})"
+    raw = read_ints(conn, schema, RUNTIME_TABLE, RUNTIME_COLUMNS, where)
+    return pd.DataFrame({
+        "start_ns": raw["start"],
+        "end_ns": raw["end"],
+        "pid": pid_of(raw["globalTid"]),
+        "tid": tid_of(raw["globalTid"]),
+        "correlation_id": raw["correlationId"],
+        "api": strings.categorical(raw["nameId"]),
+    })
+
+
+def _launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
+    """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1."""
+    key_calls = pd.Index((launches["pid"].to_numpy() << 40) | launches["correlation_id"].to_numpy())
+    key_ops = (ops["pid"].to_numpy() << 40) | ops["correlation_id"].to_numpy()
+    if key_calls.is_unique:
+        return key_calls.get_indexer(key_ops)
+    first = np.flatnonzero(~key_calls.duplicated())
+    found = key_calls[first].get_indexer(key_ops)
+    return np.where(found >= 0, first[np.maximum(found, 0)], -1)
+
+
+def has_unmatched(ops: pd.DataFrame, launches: pd.DataFrame) -> bool:
+    return bool(len(ops)) and bool((_launch_rows(ops, launches) < 0).any())
+
+
+def join_launches(ops: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+    """Add the launching API call's columns and sort by start."""
+    found = _launch_rows(ops, launches)
+    hit = found >= 0
+    rows = np.where(hit, found, 0)
+
+    def take(column: str) -> np.ndarray:
+        values = launches[column].to_numpy()
+        return np.where(hit, values[rows], -1) if len(values) else np.full(len(ops), -1)
+
+    api = launches["api"].cat
+    codes = np.where(hit, api.codes.to_numpy()[rows], -1) if len(launches) else \
+        np.full(len(ops), -1)
+    ops = ops.assign(
+        launch_start_ns=take("start_ns"), launch_end_ns=take("end_ns"), launch_tid=take("tid"),
+        launch_api=pd.Categorical.from_codes(codes, categories=api.categories))
+    return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+
+
+def read_gpus(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
+    """One row per GPU: device_id (CUDA ordinal), name, sm_count, memory_bytes, clock_hz."""
+    columns = ["device_id", "name", "sm_count", "memory_bytes", "clock_hz"]
+    if "TARGET_INFO_CUDA_GPU" in schema:
+        sql = ("SELECT deviceId, name, numMultiprocessors, globalMemorySize, coreClockRate * 1000 "
+               "FROM TARGET_INFO_CUDA_GPU")
+    elif "TARGET_INFO_GPU" in schema:
+        cols = set(schema["TARGET_INFO_GPU"])
+        device = next((c for c in ("cuDevice", "deviceId", "id") if c in cols), None)
+        picks = [device, "name", "smCount", "totalMemory", "clockRate"]
+        sql = "SELECT " + ", ".join(c if c in cols else "NULL" for c in picks) + \
+              " FROM TARGET_INFO_GPU"
+    else:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+    gpus = pd.DataFrame(conn.execute(sql).fetchall(), columns=columns)
+    gpus["device_id"] = pd.to_numeric(gpus["device_id"]).fillna(0).astype(np.int64)
+    return gpus.drop_duplicates("device_id").sort_values("device_id").reset_index(drop=True)

@@ -1,0 +1,31 @@
+"""The loaded trace: one nsys export as tidy tables (columns in docs/architecture.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+
+@dataclass
+class Trace:
+    """One nsys export as tidy tables; units are in the column names."""
+
+    path: Path
+    nsys_version: str | None
+    schema_version: str | None
+    kernels: pd.DataFrame
+    memops: pd.DataFrame
+    ranges: pd.DataFrame
+    marks: pd.DataFrame
+    gpus: pd.DataFrame
+    capture_start_ns: int
+    capture_end_ns: int
+    cuda_graph_launches: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gpu_name(self) -> str | None:
+        """The GPU's name when the trace used one kind of GPU, else None."""
+        names = self.gpus["name"].dropna().unique() if len(self.gpus) else []
+        return str(names[0]) if len(names) == 1 else None
