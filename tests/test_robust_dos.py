@@ -12,3 +12,43 @@ NOT_FIXED = ("stringids-view", "string-id-4e8", "nesting-100k-deep", "fifo-input
 @pytest.mark.parametrize("case", params(GROUP_7, NOT_FIXED))
 def test_case(case, tmp_path):
     assert_clean(case, tmp_path)
+
+
+def _stack_nesting(intervals):
+    """Reference: depth and parent of properly nested (start, end) intervals sorted by (start, -end)."""
+    stack, depth, parent = [], [], []
+    for row, (start, end) in enumerate(intervals):
+        while stack and intervals[stack[-1]][1] <= start:
+            stack.pop()
+        depth.append(len(stack))
+        parent.append(stack[-1] if stack else -1)
+        stack.append(row)
+    return depth, parent
+
+
+def _random_nest(rng, count):
+    """Push/pop intervals of one thread: a random walk of pushes and pops."""
+    intervals, open_starts, time = [], [], 0
+    while len(intervals) < count:
+        time += int(rng.integers(1, 5))
+        if open_starts and rng.random() < 0.5:
+            intervals.append((open_starts.pop(), time))
+        else:
+            open_starts.append(time)
+    return sorted(intervals, key=lambda iv: (iv[0], -iv[1]))
+
+
+def test_nesting_matches_a_stack_at_any_depth():
+    import numpy as np
+    import pandas as pd
+
+    from analysis.load.nvtx import _nesting
+
+    rng = np.random.default_rng(7)
+    for count in (1, 50, 2000):
+        intervals = _random_nest(rng, count) + [(10**9 + i, 2 * 10**9 - i) for i in range(300)]  # 300 deep
+        ranges = pd.DataFrame({"start_ns": [s for s, _ in intervals], "end_ns": [e for _, e in intervals],
+                               "kind": "push_pop", "pid": 1, "tid": 1})
+        depth, parent = _nesting(ranges)
+        expected_depth, expected_parent = _stack_nesting(intervals)
+        assert depth.tolist() == expected_depth and parent.tolist() == expected_parent
