@@ -27,9 +27,10 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
     """Position (row number) in ``windows`` of the window holding each op's launch, else -1.
 
     ``ops`` needs ``pid, launch_start_ns, launch_tid``; ``windows`` needs ``pid, start_ns,
-    end_ns`` and, with ``same_thread``, ``tid``. Windows of one group (process, or thread) should
-    not overlap — e.g. all instances of one phase; where they nest, the latest-starting one that
-    holds the launch wins.
+    end_ns`` and, with ``same_thread``, ``tid``. Of the windows of the op's group (process, or
+    thread) whose ``[start_ns, end_ns]`` holds the launch, the latest-starting one wins: for
+    nested windows that is the innermost one, also after a nested sibling has closed (forward
+    ``[0, 100]`` holding ``[40, 60]``: a launch at 80 belongs to forward).
     """
     result = np.full(len(ops), -1, dtype=np.int64)
     if not len(ops) or not len(windows):
@@ -37,52 +38,50 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
     keys = ["pid", "tid"] if same_thread else ["pid"]
     op_keys = ["pid", "launch_tid"] if same_thread else ["pid"]
     launch = ops["launch_start_ns"].to_numpy()
+    window_starts = windows["start_ns"].to_numpy()
+    window_ends = windows["end_ns"].to_numpy()
     op_groups = ops.groupby(op_keys, sort=False).indices
     for key, window_rows in windows.groupby(keys, sort=False).indices.items():
         op_rows = op_groups.get(key)
         if op_rows is None:
             continue
-        order = window_rows[np.argsort(windows["start_ns"].to_numpy()[window_rows], kind="stable")]
-        starts = windows["start_ns"].to_numpy()[order]
-        ends = windows["end_ns"].to_numpy()[order]
+        order = window_rows[np.argsort(window_starts[window_rows], kind="stable")]
         times = launch[op_rows]
-        pick = np.searchsorted(starts, times, side="right") - 1
+        last_started = np.searchsorted(window_starts[order], times, side="right") - 1
+        pick = _last_ending_at_or_after(window_ends[order], last_started, times)
         ok = (pick >= 0) & (times >= 0)
-        ok[ok] &= times[ok] <= ends[pick[ok]]
         result[op_rows[ok]] = order[pick[ok]]
     return result
+
+
+def _last_ending_at_or_after(ends: np.ndarray, last: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """For each query, the largest ``j <= last`` with ``ends[j] >= time``, else -1.
+
+    Binary lifting over a sparse table of block maxima (``level_max[k][i]`` = max of
+    ``ends[i : i + 2**k]``): every query drops whole blocks that end too early, longest first,
+    so n windows and m launches cost O((n + m) log n) whatever the nesting depth.
+    """
+    level_max = [ends]
+    for level in range(1, len(ends).bit_length()):
+        width = 1 << (level - 1)
+        level_max.append(np.maximum(level_max[-1][:-width], level_max[-1][width:]))
+    after = last + 1  # the candidates are ends[:after]; drop blocks from its right end
+    for level in range(len(level_max) - 1, -1, -1):
+        width = 1 << level
+        start = after - width
+        can_drop = start >= 0
+        can_drop[can_drop] = level_max[level][start[can_drop]] < times[can_drop]
+        after[can_drop] = start[can_drop]
+    return after - 1
 
 
 def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     """``range_id`` of the innermost push/pop range on each op's launching thread, else -1.
 
-    ``ranges`` is :attr:`analysis.load.Trace.ranges` (sorted by start, ``range_id`` = row,
-    push/pop ranges carry ``parent_id``). The latest range started at or before the launch is
-    found by binary search; while it ended before the launch, its parent is taken instead (nested
-    ranges make that the innermost one holding the launch).
+    ``ranges`` is :attr:`analysis.load.Trace.ranges` (``range_id`` = row). Push/pop ranges of
+    one thread nest, so the innermost one holding a launch is the latest-starting one that
+    holds it: the same-thread flavour of :func:`ops_in_windows`.
     """
-    result = np.full(len(ops), -1, dtype=np.int64)
     nested = np.flatnonzero(ranges["kind"].to_numpy() == "push_pop")
-    if not len(ops) or not len(nested):
-        return result
-    starts = ranges["start_ns"].to_numpy()
-    ends = ranges["end_ns"].to_numpy()
-    parents = ranges["parent_id"].to_numpy()
-    launch = ops["launch_start_ns"].to_numpy()
-    op_groups = ops.groupby(["pid", "launch_tid"], sort=False).indices
-    for key, rows in ranges.iloc[nested].groupby(["pid", "tid"], sort=False).indices.items():
-        op_rows = op_groups.get(key)
-        if op_rows is None:
-            continue
-        range_ids = nested[rows]
-        times = launch[op_rows]
-        pick = np.searchsorted(starts[range_ids], times, side="right") - 1
-        current = np.where((pick >= 0) & (times >= 0), range_ids[np.maximum(pick, 0)], -1)
-        while True:
-            stale = current >= 0
-            stale[stale] = ends[current[stale]] < times[stale]
-            if not stale.any():
-                break
-            current[stale] = parents[current[stale]]
-        result[op_rows] = current
-    return result
+    position = ops_in_windows(ops, ranges.iloc[nested], same_thread=True)
+    return np.where(position >= 0, nested[np.maximum(position, 0)], -1) if len(nested) else position

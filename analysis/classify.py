@@ -1,4 +1,5 @@
-"""Kernel name -> category, and whether a matrix kernel runs on tensor cores.
+"""Kernel name -> category, whether a matrix kernel runs on tensor cores, and the precision a
+GEMM kernel computes in.
 
 Ordered rules on the demangled kernel name; the first rule that matches wins, and a name no
 rule matches is ``other``. The order matters where names overlap: Triton pointwise kernels
@@ -58,8 +59,27 @@ def _rule(category: str, regex: str, reason: str) -> Rule:
     return Rule(category, re.compile(regex, re.IGNORECASE), reason)
 
 
+# ATen ops that only move or cast data, as Inductor lists them in a fused kernel's name
+# (bmm/mm appear when the copy feeds a matrix multiplication outside the kernel).
+TRITON_COPY_OPS = ("_unsafe_view", "view", "reshape", "clone", "contiguous", "permute",
+                   "transpose", "t", "squeeze", "unsqueeze", "expand", "slice", "select", "split",
+                   "split_with_sizes", "unbind", "as_strided", "alias", "cat", "stack", "index",
+                   "gather", "_to_copy", "copy", "convert_element_type", "bmm", "mm")
+
 RULES = (
     _rule("communication", r"nccl", "NCCL collectives and send/recv (ncclDevKernel_*)"),
+    _rule(
+        "reduction",
+        r"multi_tensor_apply\w*<.*LpNormFunctor|lpnorm_cleanup",
+        "a gradient norm over a list of tensors (clip_grad_norm_'s foreach norm: "
+        "multi_tensor_apply_kernel<..., LpNormFunctor>, lpnorm_cleanup) is a reduction, not a step",
+    ),
+    _rule(
+        "elementwise",
+        r"_amp_foreach_non_finite_check_and_unscale|amp_update_scale",
+        "AMP's GradScaler unscales gradients and checks them for inf/NaN through "
+        "multi_tensor_apply before the optimizer runs: pointwise work, not the step",
+    ),
     _rule(
         "optimizer",
         r"multi_tensor_apply|fused_?adam",
@@ -80,22 +100,50 @@ RULES = (
         "a hand-written softmax is reduce + elementwise kernels that only NVTX can isolate",
     ),
     _rule(
+        "softmax",
+        r"\btriton_(?:per|red)_fused(?=\w*_exp_)(?=\w*_sum_)",
+        "a Triton reduction that fuses exp with a sum (div, max, sub around them: "
+        "triton_per_fused_div_exp_masked_fill_max_permute_sub_sum_view_*) is a fused softmax, its "
+        "backward recomputing it included",
+    ),
+    _rule(
         "normalization",
         r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|GammaBetaBackward"
-        r"|\bbn_(fw|bw)",
-        "fused normalization kernels (vectorized_layer_norm_kernel, batch_norm_*, cuDNN bn_*); "
-        "an RMSNorm written out in PyTorch is reduce + elementwise kernels",
+        r"|\bbn_(fw|bw)|RowwiseMoments",
+        "fused normalization kernels (vectorized_layer_norm_kernel, batch_norm_*, cuDNN bn_*, "
+        "RowwiseMomentsCUDAKernel: the mean/rstd pass of layer and group norm); an RMSNorm "
+        "written out in PyTorch is reduce + elementwise kernels",
+    ),
+    _rule(
+        "normalization",
+        r"\btriton_(?:per|red)_fused(?=\w*_mean_)(?=\w*_pow_)(?=\w*_r?sqrt_)(?=\w*_mul_)",
+        "a Triton reduction fusing mean, pow, sqrt/rsqrt and mul is a fused RMSNorm "
+        "(triton_per_fused_add_div_index_mean_mul_pow_sqrt_*)",
+    ),
+    _rule(
+        "copy_cast",
+        r"\btriton_poi_fused_(?:(?:" + "|".join(TRITON_COPY_OPS) + r")_)+\d*$",
+        "a Triton pointwise kernel whose fused ops only move or cast data (clone, permute, "
+        "transpose, view, cat, index...) is a copy, as eager's direct_copy kernels are; 'bmm'/'mm' "
+        "in such a name is the consumer of the copied operand",
     ),
     _rule(
         "elementwise",
-        r"\btriton_poi_",
+        r"\btriton_(?:poi|for)_",
         "Triton pointwise kernels: their names list the fused ATen ops, so 'bmm'/'mm' in "
-        "triton_poi_fused_add_bmm_mul_permute_* does not make them matrix multiplications",
+        "triton_poi_fused_add_bmm_mul_permute_* does not make them matrix multiplications; "
+        "triton_for_* kernels apply pointwise ops to a list of tensors (foreach fusion)",
     ),
     _rule(
         "reduction",
         r"\btriton_(red|per)_",
         "Triton reduction and persistent-reduction kernels (names list fused ops, not GEMMs)",
+    ),
+    _rule(
+        "copy_cast",
+        r"nchwToNhwc|nhwcToNchw",
+        "cuDNN's layout transforms (nchwToNhwcKernel, nhwcToNchwKernel) copy tensors between "
+        "memory layouts around a convolution; they compute nothing",
     ),
     _rule(
         "convolution",
@@ -106,18 +154,19 @@ RULES = (
     ),
     _rule(
         GEMM,
-        r"gemm|gemv|nvjet|splitKreduce|\btriton_tem_\w*mm",
+        r"gemm|gemv|nvjet|splitKreduce|cublasLt::epilogue|\btriton_tem_\w*mm",
         "cuBLAS/cuBLASLt and CUTLASS matrix multiplications: *gemm*/*gemv* (sm80_xmma_gemm_*, "
         "ampere_sgemm_*, cutlass_80_*gemm*), Hopper nvjet_* (no 'gemm' in the name), the split-K "
-        "reduction that finishes a split GEMM, Triton matmul templates triton_tem_*mm*",
+        "reduction and the cuBLASLt epilogue kernel (bias, activation) that finish a GEMM, Triton "
+        "matmul templates triton_tem_*mm*",
     ),
     _rule(
         "copy_cast",
         r"copy_kernel|CatArray|gather|scatter|index_elementwise_kernel|indexing_backward"
-        r"|index_put|embedding",
+        r"|index_put|embedding|indexSelect",
         "data movement: copies and dtype casts (direct_copy_kernel_cuda, bfloat16_copy_kernel_"
         "cuda, even inside elementwise templates), concatenation, gathers/scatters such as "
-        "embedding lookups",
+        "embedding lookups (vectorized_gather_kernel, indexSelectLargeIndex)",
     ),
     _rule(
         "reduction",
@@ -126,28 +175,32 @@ RULES = (
     ),
     _rule(
         "elementwise",
-        r"elementwise|triu_tril",
+        r"elementwise|triu_tril|dropout",
         "PyTorch pointwise ops (vectorized_/unrolled_elementwise_kernel, elementwise_kernel, "
-        "random fills) and masks (triu_tril_kernel)",
+        "random fills), masks (triu_tril_kernel) and dropout (fused_dropout_kernel_vec)",
     ),
 )
 
 TENSOR_CORE_RULES = (
     TensorCoreRule(
         False,
-        re.compile(r"_ffma_|simt|sgemm|dgemm|gemv|scudnn|splitKreduce", re.IGNORECASE),
+        re.compile(r"_ffma_|simt|sgemm|dgemm|gemv|scudnn|splitKreduce|cublasLt::epilogue",
+                   re.IGNORECASE),
         "fp32 FFMA/SIMT kernels (sm80_xmma_gemm_f32f32_*_ffma_*, cutlass_80_simt_sgemm_*, "
-        "ampere_sgemm_*, cuDNN scudnn, gemv) and the split-K reduction run on CUDA cores",
+        "ampere_sgemm_*, cuDNN scudnn, gemv), the split-K reduction and the cuBLASLt epilogue "
+        "run on CUDA cores",
     ),
     TensorCoreRule(
         True,
         re.compile(
             r"tensorop|nvjet|hmma|imma|gmma|[hsi]1688|[hsi]16816|[hs]884|i8816"
-            r"|bf16|bfloat16|f16|half|tf32|e4m3|e5m2",
+            r"|bf16|bfloat16|f16|fp16|half|tf32|e4m3|e5m2|fp8|\btriton_tem_",
             re.IGNORECASE,
         ),
         "tensor-core instructions or tile types in the name: tensorop, nvjet, hmma, wgmma, "
-        "s1688/s16816/h884 tiles, bf16/f16/tf32/fp8 operands",
+        "s1688/s16816/h884 tiles, bf16/f16/fp16/tf32/fp8 operands (fmha_*_fp16_*); Triton "
+        "templates (triton_tem_*mm, flex attention) compute with tl.dot on tensor cores (an fp32 "
+        "run with TF32 off is the one case the name cannot show)",
     ),
 )
 
@@ -197,3 +250,50 @@ def classify_kernels(demangled: pd.Series) -> pd.DataFrame:
                                      index=demangled.index),
         }
     )
+
+
+# nvjet names carry a type code after the architecture: operands, accumulator, output
+# (nvjet_sm90_tst_*: bf16 operands, fp32 accumulate, bf16 output).
+_NVJET_OPERANDS = r"nvjet_(?:sm\d+_)?{}[a-z]{{2}}_"
+
+# Rules of the same shape as `RULES`, whose `category` is the precision a GEMM kernel computes in.
+GEMM_PRECISION_RULES = (
+    _rule("fp8", r"e4m3|e5m2|fp8", "fp8 operands (e4m3/e5m2 in the name)"),
+    _rule(
+        "bf16", r"bf16|bfloat16|" + _NVJET_OPERANDS.format("t"),
+        "bf16 operands: bf16/bfloat16 in the name (ampere_bf16_s16816gemm_*, a splitKreduce "
+        "writing __nv_bfloat16), nvjet type code t.. (nvjet_sm90_tst_*)"),
+    _rule(
+        "fp16", r"fp16|f16|half|h1688|h16816|h884|" + _NVJET_OPERANDS.format("h"),
+        "fp16 operands: fp16/f16/half or an h* MMA tile in the name, nvjet type code h.."),
+    _rule(
+        "tf32", r"tf32|s1688gemm|" + _NVJET_OPERANDS.format("s"),
+        "fp32 data on TF32 tensor cores: tf32 in the name (sm80_xmma_gemm_tf32tf32_*, "
+        "nvjet_sss_tf32_*), CUTLASS s1688gemm tiles (fp32 in and out, m16n8k8 TF32 MMA), nvjet "
+        "type code s.. (nvjet always runs on tensor cores)"),
+    _rule(
+        "fp32", r"_ffma_|simt|sgemm|gemv|f32f32_f32f32",
+        "fp32 on CUDA cores: FFMA/SIMT kernels (sm80_xmma_gemm_f32f32_f32f32_*_ffma_*, "
+        "cutlass_80_simt_sgemm_*, ampere_sgemm_*, gemv)"),
+)
+
+
+def gemm_precision(demangled: str) -> str | None:
+    """Precision a GEMM kernel computes in, from its name (`GEMM_PRECISION_RULES`), or None
+    when the name does not tell (a split-K reduction or epilogue in fp32, a Triton template)."""
+    rule = next((rule for rule in GEMM_PRECISION_RULES if rule.pattern.search(demangled)), None)
+    return rule.category if rule else None
+
+
+def gemm_precision_mix(kernels: pd.DataFrame) -> dict[str, float]:
+    """Share of the GEMM kernels' time per precision, largest first, over the rows of `kernels`
+    (columns `demangled_name`, `dur_ns`); GEMMs whose name tells no precision count as
+    `unknown`. Empty when no kernel is a GEMM."""
+    codes, distinct = pd.factorize(kernels["demangled_name"].astype(str))
+    is_gemm = np.array([classify_name(name) == GEMM for name in distinct], dtype=bool)[codes]
+    precision = np.array([gemm_precision(name) or "unknown" for name in distinct], dtype=object)
+    gemm_ns = pd.Series(kernels["dur_ns"].to_numpy()[is_gemm], dtype="float64")
+    if not len(gemm_ns) or not gemm_ns.sum():
+        return {}
+    shares = gemm_ns.groupby(precision[codes][is_gemm]).sum() / gemm_ns.sum()
+    return {str(name): float(share) for name, share in shares.sort_values(ascending=False).items()}

@@ -25,13 +25,15 @@ SOFTMAX_FLOPS_PER_SCORE = 5  # max, subtract, exp, sum, divide
 # respect to its input and the one with respect to its weight (or other operand).
 BACKWARD_MATMUL_FACTOR = 2
 
-# Per-parameter AdamW, as the course writes it:
-#   m = b1*m + (1-b1)*g                      3 (mul, mul, add)
-#   v = b2*v + (1-b2)*g*g                    4 (square, mul, mul, add)
-#   p = p - lr_t * m / (sqrt(v) + eps)       5 (sqrt, add, div, mul, sub)
-#   p = p - lr*wd * p                        2 (mul, sub)
-# The step-dependent bias corrections are scalars computed once per step, not per parameter.
-ADAMW_FLOPS_PER_PARAM = 14
+# Per-parameter FLOPs of the runner's AdamW step (cs336_profile/optim.py), one count per
+# arithmetic operation its in-place tensor calls execute on each element:
+#   m.mul_(b1).add_(g, alpha=1-b1)                 3 (mul; mul by alpha, add)
+#   v.mul_(b2).addcmul_(g, g, value=1-b2)          4 (mul; g*g, mul by value, add)
+#   p.addcdiv_(m, v.sqrt().add_(eps), value=-lr_t) 5 (sqrt, add eps; div, mul by value, add)
+#   p.mul_(1 - lr*wd)                              1 (mul: the decay factor is one scalar)
+# The step size lr_t (bias corrections folded in) and the decay factor are Python scalars
+# computed once per step, not per parameter.
+ADAMW_FLOPS_PER_PARAM = 13
 
 # The phases whose FLOPs are counted: the loss is elementwise work (see above) and has none.
 UNCOUNTED_PHASES = ("loss",)

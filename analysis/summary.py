@@ -28,7 +28,8 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
 - ``devices``: one record per (process, GPU) with measured kernels: ``pid``, ``device_id``,
   ``kernels_per_pass``, ``kernel_ms_per_pass``, ``busy_ms_per_pass``, ``by_category_ms_per_pass``,
   ``top_kernel`` (per measured step, as in ``overall``).
-- ``efficiency``: ``precision``, ``peak_gpu``, ``peak_tflop_per_s``, ``peak_source``, ``answer``.
+- ``efficiency``: ``precision``, ``peak_gpu``, ``peak_tflop_per_s``, ``peak_source``,
+  ``precision_source``, ``gemm_precision_mix``, ``answer``.
 - ``questions``: ``a``..``e`` as in :mod:`analysis.questions.nsys_a` .. ``nsys_e``, each with its
   figures and an ``answer`` sentence; a figure a trace cannot give is null and the answer says why.
 """
@@ -43,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import __version__
+from analysis.classify import gemm_precision_mix
 from analysis.load import Trace, file_sha256, load_trace
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
@@ -70,7 +72,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
     inputs = NsysInputs.build(labelled, run, gpu)
     phases = phase_summaries(inputs)
-    usage = efficiency.answer(phases, run.config, gpu)
+    usage = efficiency.answer(phases, run.config, gpu, gemm_precision_mix(inputs.measured_kernels()))
     for phase, figures in usage.pop("phases").items():
         phases[phase].update(figures)
     passes = labelled.measured_passes

@@ -60,6 +60,49 @@ def test_windows_edges_other_processes_and_unlinked_ops():
     assert ops_in_windows(ops, windows, same_thread=True).tolist() == [0, -1, -1, -1, -1, 2, -1]
 
 
+def test_launch_after_a_nested_window_closed_belongs_to_the_outer_one():
+    # forward [0, 100] holds attention [40, 60]; launches at 50 and 80, and one past both
+    windows = pd.DataFrame({"pid": 1, "tid": 7, "start_ns": [0, 40], "end_ns": [100, 60]})
+    ops = _ops([50, 80, 100, 101], 7)
+    for same_thread in (False, True):
+        assert ops_in_windows(ops, windows, same_thread=same_thread).tolist() == [1, 0, 0, -1]
+
+
+def _latest_starting_holder(launches, starts, ends):
+    """The rule spelled out one launch and one window at a time."""
+    owners = []
+    for t in launches:
+        holders = [i for i in range(len(starts)) if t >= 0 and starts[i] <= t <= ends[i]]
+        owners.append(max(holders, key=lambda i: (starts[i], i)) if holders else -1)
+    return owners
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_windows_match_the_rule_spelled_out(seed):
+    """Random nested and partly overlapping windows, ties on both edges included."""
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, 60, size=rng.integers(1, 25))
+    ends = starts + rng.integers(0, 40, size=len(starts))
+    windows = pd.DataFrame({"pid": 1, "start_ns": starts, "end_ns": ends})
+    launches = np.append(rng.integers(-1, 110, size=200), np.concatenate([starts, ends]))
+    assert ops_in_windows(_ops(launches, 7), windows).tolist() == \
+        _latest_starting_holder(launches, starts, ends)
+
+
+def test_deep_nesting_costs_no_walk_per_level():
+    """100,000 windows nested in one another, a launch just inside each start and each end:
+    the end launches come after every deeper window has closed. A walk up the nest per launch
+    would take 10^10 steps here."""
+    depth = 100_000
+    level = np.arange(depth)
+    windows = pd.DataFrame({"pid": 1, "tid": 7, "start_ns": 2 * level, "end_ns": 4 * depth - 2 * level})
+    ops = _ops(np.concatenate([2 * level + 1, 4 * depth - 2 * level - 1]), 7)
+    owner = ops_in_windows(ops, windows, same_thread=True)
+    assert np.array_equal(owner, np.concatenate([level, level]))
+    ranges = windows.assign(range_id=level, kind="push_pop", parent_id=level - 1)
+    assert np.array_equal(innermost_ranges(ops, ranges), owner)
+
+
 def test_innermost_range_walks_up_past_closed_siblings():
     # outer [0, 100] holds a [10, 20] and b [30, 40]; b holds c [32, 35]
     ranges = pd.DataFrame({

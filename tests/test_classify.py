@@ -14,13 +14,19 @@ from analysis.classify import (
     RULES,
     TENSOR_CORE_RULES,
     classify_kernels,
+    GEMM_PRECISION_RULES,
     classify_name,
+    gemm_precision,
+    gemm_precision_mix,
     matching_rule,
     matching_tensor_core_rule,
 )
+from analysis.load import load_trace
 
 FIXTURE_TRACES = ("small_ctx128_train_fp32.sqlite", "small_ctx256_forward_fp32.sqlite",
                   "attention_bench.sqlite")
+COMMITTED_TRACES = Path(__file__).resolve().parents[1] / "nsys_runs" / "traces"
+COMPILED = "small_ctx128_train_fp32_compiled.sqlite.xz"
 
 # (trace, demangled name as stored in it, expected category, expected tensor-core flag)
 REAL_NAMES = [
@@ -143,6 +149,24 @@ REAL_NAMES = [
      "decomposer_t>(const T3 *, T3 *, const T4 *, T4 *, T5, int, int, T6)", "other", False),
     ("extrap_ex-gpu_2021.sqlite",
      "vector_dot(double const*, double const*, unsigned long, double*)", "other", False),
+    # torch.compile's Triton kernels (small training, fp32): a pointwise kernel that only
+    # copies is a copy as eager's are; one that computes is elementwise even with bmm in its name.
+    (COMPILED, "triton_poi_fused_clone_permute_transpose_view_5", "copy_cast", False),
+    (COMPILED, "triton_poi_fused__unsafe_view_bmm_clone_permute_squeeze_transpose_view_10",
+     "copy_cast", False),
+    (COMPILED, "triton_poi_fused_add_bmm_mul_permute_sigmoid_sigmoid_backward_squeeze_view_3",
+     "elementwise", False),
+    (COMPILED, "triton_poi_fused_add_div_masked_fill_15", "elementwise", False),
+    # Fused softmax (forward, and the backward that recomputes it) and fused RMSNorm.
+    (COMPILED, "triton_per_fused_div_exp_masked_fill_max_permute_sub_sum_view_3", "softmax", False),
+    (COMPILED, "triton_per_fused_add_div_exp_expand_masked_fill_mul_neg_permute_scatter_squeeze_"
+     "sub_sum_view_zeros_14", "softmax", False),
+    (COMPILED, "triton_per_fused_add_div_index_mean_mul_pow_sqrt_0", "normalization", False),
+    (COMPILED, "triton_per_fused_add_bmm_div_mean_mul_permute_pow_sqrt_view_6", "normalization",
+     False),
+    (COMPILED, "triton_per_fused_add_bmm_div_expand_mul_neg_pow_squeeze_sum_view_2", "reduction",
+     False),
+    ("small_ctx128_train_bf16.sqlite.xz", "nvjet_sm90_tst_64x64_64x13_4x2_h_bz_NNT", "gemm", True),
 ]
 
 # Names no trace here holds, as PyTorch, Inductor, cuBLAS and cuDNN write them in public
@@ -153,7 +177,41 @@ DOCUMENTED_NAMES = [
     ("triton_red_fused_mm_0", "reduction", False),
     ("triton_per_fused_native_layer_norm_0", "normalization", False),
     ("triton_red_fused__softmax_0", "softmax", False),
-    ("triton_tem_fused_mm_0", "gemm", False),
+    ("triton_tem_fused_mm_0", "gemm", True),
+    ("triton_tem_fused_flex_attention_0", "attention", True),
+    ("triton_for_fused_0", "elementwise", False),
+    ("fmha_v2_flash_attention_fp16_64_64_S_128_sm80_kernel", "attention", True),
+    # The cuBLASLt epilogue (bias, activation) finishes a GEMM on CUDA cores.
+    ("void cublasLt::epilogue::impl::globalKernel<(int)8, (int)32, float, float, float, (bool)1, "
+     "(bool)1, (int)1>(int, int, long, T3 *, cublasLtEpilogue_t, int, T3 *, long, void *, long, "
+     "long, long, T3 *, long, int *)", "gemm", False),
+    ("void cudnn::engines_precompiled::nchwToNhwcKernel<float, __half, float, (bool)0, (bool)1, "
+     "(cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<T3>, const T1 *, "
+     "T2 *)", "copy_cast", False),
+    # Foreach kernels that are not the optimizer step: clip_grad_norm_'s norm, AMP's unscale.
+    ("void at::native::<unnamed>::multi_tensor_apply_kernel<at::native::<unnamed>::"
+     "TensorListMetadata<(int)1>, at::native::<unnamed>::LpNormFunctor<float, (at::native::"
+     "<unnamed>::NormType)1, float, (int)1, (int)1, (int)0>, float *, int>(T1, T2, T3...)",
+     "reduction", False),
+    ("void at::native::<unnamed>::multi_tensor_apply_kernel<at::native::<unnamed>::"
+     "TensorListMetadata<(int)1>, at::native::<unnamed>::UnaryOpFunctor<float, (int)1, (int)1, "
+     "(int)0>, at::native::_amp_foreach_non_finite_check_and_unscale_cuda_(c10::ArrayRef<at::"
+     "Tensor>, at::Tensor &, const at::Tensor &)::[lambda() (instance 1)]::operator ()() const::"
+     "[lambda() (instance 2)]::operator ()() const::[lambda(float) (instance 1)]>(T1, T2, T3...)",
+     "elementwise", False),
+    ("void at::native::<unnamed>::multi_tensor_apply_kernel<at::native::<unnamed>::"
+     "FusedOptimizerTensorListMetadata<(int)4>, at::native::<unnamed>::FusedAdamMathFunctor<float, "
+     "(int)4, (at::native::ADAM_MODE)1, (bool)0>, double, float *, float *, double, double, double, "
+     "double, bool, float *, float *>(T1, T2, T3...)", "optimizer", False),
+    ("void at::native::<unnamed>::RowwiseMomentsCUDAKernel<float, float>(long, T2, const T1 *, "
+     "T2 *, T2 *)", "normalization", False),
+    ("void at::native::<unnamed>::indexSelectLargeIndex<float, long, unsigned int, (int)2, (int)2, "
+     "(int)-2, (bool)1>(at::cuda::detail::TensorInfo<T1, T3>, at::cuda::detail::TensorInfo<const "
+     "T1, T3>, at::cuda::detail::TensorInfo<const T2, T3>, int, int, T3, T3, long)",
+     "copy_cast", False),
+    ("void at::native::<unnamed>::fused_dropout_kernel_vec<float, float, unsigned int, (int)1, "
+     "(int)4, bool>(at::cuda::detail::TensorInfo<const T1, T3>, at::cuda::detail::TensorInfo<T1, "
+     "T3>, at::cuda::detail::TensorInfo<T6, T3>, T3, T2, at::PhiloxCudaState)", "elementwise", False),
     ("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x64_16x6_tn_align4>(T1::Params)",
      "gemm", True),
     ("ampere_fp16_s16816gemm_fp16_64x64_ldg8_f2f_stages_64x5_tn", "gemm", True),
@@ -178,6 +236,8 @@ ALL_LISTED = [(name, category, tc) for _, name, category, tc in REAL_NAMES] + DO
 @lru_cache(maxsize=None)
 def _kernel_names(path: Path) -> pd.Series:
     """Demangled name of every kernel in a trace (one entry per kernel launch)."""
+    if path.suffix == ".xz":
+        return load_trace(path).kernels["demangled_name"].astype(str)
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         return pd.read_sql_query(
             "SELECT s.value AS name FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
@@ -187,7 +247,11 @@ def _kernel_names(path: Path) -> pd.Series:
 @pytest.fixture
 def trace_path(fixture_trace, external_trace):
     """Path of a trace by file name, from the fixture folder or the external one."""
-    return lambda name: fixture_trace(name) if name in FIXTURE_TRACES else external_trace(name)
+    def path(name: str) -> Path:
+        if name.endswith(".xz"):
+            return COMMITTED_TRACES / name
+        return fixture_trace(name) if name in FIXTURE_TRACES else external_trace(name)
+    return path
 
 
 def test_categories_in_display_order():
@@ -273,3 +337,59 @@ def test_category_totals_match_nsys_kernel_summary(fixture_trace):
     assert {c: (int(r["count"]), int(r["sum"])) for c, r in from_sqlite.iterrows()} == expected
     assert {c: (int(r["Instances"]), int(r["Total Time (ns)"]))
             for c, r in from_nsys.iterrows()} == expected
+
+
+# GEMM kernel names and the precision they compute in; the first four are in the traces here.
+GEMM_PRECISIONS = [
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_"
+     "alignc4_execute_kernel__5x_cublas", "fp32"),
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)", "fp32"),
+    ("nvjet_sm90_tst_64x64_64x13_4x2_h_bz_NNT", "bf16"),
+    ("void cublasLt::splitKreduce_kernel<(int)32, (int)16, int, float, float, float, float, "
+     "(bool)0, float, float, float, (bool)1, (bool)0, (bool)0, (bool)0>(cublasLt::"
+     "cublasSplitKParams<T6>, const T4 *)", None),
+    ("ampere_sgemm_128x64_tn", "fp32"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x64_16x6_tn_align4>(T1::Params)",
+     "tf32"),
+    ("sm80_xmma_gemm_tf32tf32_tf32f32_f32_nt_n_tilesize128x128x16_stage4_warpsize2x2x1_"
+     "tensor16x8x8", "tf32"),
+    ("nvjet_sss_tf32_128x256_TNT", "tf32"),
+    ("ampere_fp16_s16816gemm_fp16_64x64_ldg8_f2f_stages_64x5_tn", "fp16"),
+    ("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn", "bf16"),
+    ("nvjet_sm90_hsh_128x256_64x4_2x1_v_bz_coopA_TNN", "fp16"),
+    ("sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128_warpgroupsize1x1x1_"
+     "execute_segment_k_off_kernel__5x_cublas", "fp8"),
+]
+
+
+@pytest.mark.parametrize("name, precision", GEMM_PRECISIONS, ids=[n[:40] for n, _ in GEMM_PRECISIONS])
+def test_gemm_precision_from_the_name(name, precision):
+    assert classify_name(name) == "gemm"
+    assert gemm_precision(name) == precision
+
+
+def test_every_precision_rule_decides_a_listed_name():
+    deciding = {next(r for r in GEMM_PRECISION_RULES if r.pattern.search(name))
+                for name, precision in GEMM_PRECISIONS if precision}
+    assert [rule.reason for rule in GEMM_PRECISION_RULES if rule not in deciding] == []
+
+
+def test_precision_mix_weighs_gemm_time_only():
+    kernels = pd.DataFrame({"demangled_name": [
+        GEMM_PRECISIONS[5][0], GEMM_PRECISIONS[6][0], GEMM_PRECISIONS[4][0], GEMM_PRECISIONS[3][0],
+        "void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>, "
+        "std::array<char *, (unsigned long)1>>(int, T2, T3)"], "dur_ns": [50, 20, 20, 10, 900]})
+    assert gemm_precision_mix(kernels) == {"tf32": 0.7, "fp32": 0.2, "unknown": 0.1}
+    assert gemm_precision_mix(kernels.iloc[4:]) == {}
+
+
+@pytest.mark.parametrize("trace, precision", [("small_ctx128_train_fp32.sqlite.xz", "fp32"),
+                                              ("medium_ctx256_train_bf16.sqlite.xz", "bf16"),
+                                              (COMPILED, "fp32")])
+def test_precision_mix_of_recorded_runs(trace, precision):
+    """fp32 runs without TF32 call FFMA GEMMs (plus fp32 split-K reductions, of no stated
+    precision); bf16 autocast runs call nvjet bf16 GEMMs for every matmul."""
+    kernels = load_trace(COMMITTED_TRACES / trace).kernels
+    mix = gemm_precision_mix(kernels)
+    assert set(mix) <= {precision, "unknown"}
+    assert mix[precision] > 0.9

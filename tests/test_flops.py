@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from analysis.flops import attention_flops_ratio, forward_flops, param_count, phase_flops
+from analysis.flops import (ADAMW_FLOPS_PER_PARAM, attention_flops_ratio, forward_flops,
+                            param_count, phase_flops)
 
 SMALL = dict(batch_size=4, context_length=128, vocab_size=10_000, d_model=768, d_ff=3072,
              num_layers=12, num_heads=12)
@@ -117,8 +118,8 @@ def test_small_ctx128_phases_by_mode():
     assert phase_flops({**SMALL, "mode": "train"}) == {
         "forward": 126_291_542_016,
         "backward": 252_488_712_192,         # 2 * matmul_total
-        "optimizer_step": 1_800_755_712,     # 14 * 128,625,408 parameters
-        "step": 380_581_009_920,
+        "optimizer_step": 1_672_130_304,     # 13 * 128,625,408 parameters
+        "step": 380_452_384_512,
     }
     assert phase_flops({**SMALL, "mode": "forward"}) == {
         "forward": 126_291_542_016, "step": 126_291_542_016}
@@ -146,3 +147,41 @@ def test_bad_configs():
         phase_flops({**SMALL, "mode": "inference"})
     with pytest.raises(ValueError, match="unknown mode"):
         phase_flops(SMALL)
+
+
+
+def _aten_flops_per_element(name: str, kwargs: dict) -> int:
+    """Arithmetic per output element of the ATen ops the runner's AdamW calls: add with an alpha
+    scales then adds; addcmul/addcdiv multiply or divide two tensors, scale by value and add."""
+    if name == "add_.Tensor":
+        return 1 + (kwargs.get("alpha", 1) != 1)
+    return {"mul_.Tensor": 1, "sqrt.default": 1, "addcmul_.default": 3, "addcdiv_.default": 3}[name]
+
+
+def test_adamw_flops_count_what_the_runner_executes():
+    """One AdamW step of the runner on one parameter, its ATen calls recorded: the per-parameter
+    count of analysis.flops is the sum of their per-element arithmetic."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from cs336_profile.optim import AdamW
+
+    class CountFlops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not func.__name__.startswith("_record_function"):
+                self.calls.append((func.__name__, _aten_flops_per_element(func.__name__, kwargs or {})))
+            return func(*args, **(kwargs or {}))
+
+    weight = torch.nn.Parameter(torch.ones(3))
+    weight.grad = torch.full((3,), 0.5)
+    optimizer = AdamW([weight], lr=0.1, weight_decay=0.1)
+    optimizer.step()  # the first step also creates the moment buffers
+    with CountFlops() as counter:
+        optimizer.step()
+    assert [name for name, _ in counter.calls] == [
+        "mul_.Tensor", "add_.Tensor", "mul_.Tensor", "addcmul_.default", "sqrt.default",
+        "add_.Tensor", "addcdiv_.default", "mul_.Tensor"]
+    assert sum(flops for _, flops in counter.calls) == ADAMW_FLOPS_PER_PARAM == 13

@@ -189,7 +189,22 @@ def test_mfu_is_model_flops_over_gpu_span_against_the_h200_fp32_peak(train_summa
     assert forward["achieved_tflop_per_s"] == pytest.approx(achieved / 1e12)
     assert forward["mfu"] == pytest.approx(achieved / 67e12)
     assert train_summary["efficiency"]["precision"] == "fp32"
+    assert train_summary["efficiency"]["precision_source"] == "GEMM kernels"
+    assert set(train_summary["efficiency"]["gemm_precision_mix"]) == {"fp32", "unknown"}
     assert "launch-bound" in train_summary["efficiency"]["answer"]
+
+
+def test_an_fp32_run_with_tf32_gemms_is_held_to_the_tf32_peak(train_summary):
+    """The config says fp32 without TF32; kernels named TF32 set the peak all the same."""
+    phases, config = train_summary["phases"], train_summary["config"]
+    assert not config.get("allow_tf32")
+    tf32 = efficiency.answer(phases, config, "NVIDIA H200", {"tf32": 0.8, "unknown": 0.2})
+    achieved = phases["forward"]["achieved_tflop_per_s"]
+    assert (tf32["precision"], tf32["peak_tflop_per_s"]) == ("tf32", 494.5)
+    assert tf32["phases"]["forward"]["mfu"] == pytest.approx(achieved / 494.5)
+    assert "tf32 peak (the precision of 80.0% of its GEMM kernels' time)" in tf32["answer"]
+    from_config = efficiency.answer(phases, config, "NVIDIA H200", {"unknown": 1.0})
+    assert (from_config["precision"], from_config["precision_source"]) == ("fp32", "run config")
 
 
 # ---------------------------------------------------------------- traces that cannot answer

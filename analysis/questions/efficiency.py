@@ -2,9 +2,11 @@
 
 Achieved FLOP/s = the phase's model FLOPs (:func:`analysis.flops.phase_flops`, from the run's
 shapes) / its GPU projection (first op start to last op end, so launch latency before the first
-kernel is not counted). MFU = achieved / the GPU's dense peak at the run's matmul precision
-(:mod:`analysis.gpus`). Idle share = idle time / GPU projection: the fraction of the phase's GPU
-span in which no operation ran; with short kernels, the signature of a launch-bound phase.
+kernel is not counted). MFU = achieved / the GPU's dense peak (:mod:`analysis.gpus`) at the
+precision the GEMM kernels run in (:func:`analysis.classify.gemm_precision_mix`), or at the run
+config's dtype and TF32 flag when the kernel names do not tell. Idle share = idle time / GPU
+projection: the fraction of the phase's GPU span in which no operation ran; with short kernels,
+the signature of a launch-bound phase.
 """
 from __future__ import annotations
 
@@ -18,11 +20,19 @@ from analysis.questions import nsys_text as text
 LAUNCH_BOUND_IDLE_SHARE = 0.25
 LAUNCH_COST_US = 20.0
 
-def answer(phases: dict[str, dict], config: dict | None, gpu_name: str | None) -> dict:
+def answer(phases: dict[str, dict], config: dict | None, gpu_name: str | None,
+           gemm_precisions: dict[str, float] | None = None) -> dict:
     """Per-phase ``model_flops_per_pass``, ``achieved_tflop_per_s``, ``mfu`` and ``idle_share``,
-    the peak used, and a sentence; FLOP figures are null when the trace has no usable config."""
+    the peak used, and a sentence; FLOP figures are null when the trace has no usable config.
+    ``gemm_precisions`` is the GEMM time share per precision of the measured kernels
+    (:func:`analysis.classify.gemm_precision_mix`): the peak is the one of the precision that
+    holds most GEMM time, so an fp32 run whose GEMMs are TF32 is not held to the FP32 peak."""
     flops, flops_problem = _phase_flops(config)
-    peak, peak_problem = _peak(config, gpu_name) if flops else (None, None)
+    kernel_precision = max((p for p in gemm_precisions or {} if p != "unknown"),
+                           key=lambda p: gemm_precisions[p], default=None)
+    peak, peak_problem = _peak(config, gpu_name, kernel_precision) if flops else (None, None)
+    precision_note = (f" (the precision of {text.pct(gemm_precisions[kernel_precision])} of its "
+                      "GEMM kernels' time)" if kernel_precision else "")
     per_phase = {}
     for phase, figures in phases.items():
         span_ms = figures["gpu_span_ms_per_pass"]
@@ -39,8 +49,10 @@ def answer(phases: dict[str, dict], config: dict | None, gpu_name: str | None) -
         "peak_gpu": peak.gpu if peak else None,
         "peak_tflop_per_s": peak.flops_per_s / 1e12 if peak else None,
         "peak_source": peak.source if peak else None,
+        "precision_source": "GEMM kernels" if kernel_precision else "run config",
+        "gemm_precision_mix": dict(gemm_precisions or {}),
         "phases": per_phase,
-        "answer": _sentence(per_phase, phases, peak, flops_problem or peak_problem),
+        "answer": _sentence(per_phase, phases, peak, flops_problem or peak_problem, precision_note),
     }
 
 
@@ -53,11 +65,12 @@ def _phase_flops(config: dict | None) -> tuple[dict, str | None]:
         return {}, f"model FLOPs are unknown ({err})"
 
 
-def _peak(config: dict, gpu_name: str | None):
+def _peak(config: dict, gpu_name: str | None, kernel_precision: str | None):
     if not gpu_name:
         return None, "the GPU is not named in the trace, so its peak and the MFU are unknown"
     try:
-        precision = precision_for_run(str(config.get("dtype", "")), tf32=bool(config.get("allow_tf32", False)))
+        precision = kernel_precision or precision_for_run(
+            str(config.get("dtype", "")), tf32=bool(config.get("allow_tf32", False)))
     except ValueError as err:
         return None, f"the matmul precision is unknown ({err})"
     peak = peak_flops(gpu_name, precision)
@@ -66,7 +79,7 @@ def _peak(config: dict, gpu_name: str | None):
     return peak, None
 
 
-def _sentence(per_phase: dict, phases: dict, peak, problem: str | None) -> str:
+def _sentence(per_phase: dict, phases: dict, peak, problem: str | None, precision_note: str) -> str:
     if not per_phase:
         return "The trace has no measured phase ranges, so there is no per-phase efficiency to report."
     parts = []
@@ -79,7 +92,8 @@ def _sentence(per_phase: dict, phases: dict, peak, problem: str | None) -> str:
         parts.append(part)
     sentences = []
     if parts:
-        against = f" against the {peak.gpu}'s {peak.flops_per_s / 1e12:.1f} TFLOP/s {peak.precision} peak" if peak else ""
+        against = (f" against the {peak.gpu}'s {peak.flops_per_s / 1e12:.1f} TFLOP/s "
+                   f"{peak.precision} peak{precision_note}" if peak else "")
         sentences.append("Model FLOPs over GPU time: " + ", ".join(parts) + against + ".")
     if problem:
         sentences.append(problem[0].upper() + problem[1:] + ".")
