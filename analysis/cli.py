@@ -17,6 +17,8 @@ from tqdm import tqdm
 
 from analysis.cache import ResultsCache
 from analysis.errors import TraceError
+from analysis.load import InputCache
+from analysis.load.input_cache import MIB
 from analysis.phases import PHASES, RangeNames
 from analysis.questions.diff import diff_summaries
 from analysis.summary import analyze_trace, flat_tables
@@ -65,7 +67,14 @@ def _analyze_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--results", type=Path, help="folder of the runner's results files, for the report's other pages")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
-    parser.add_argument("--no-cache", action="store_true", help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}")
+    parser.add_argument("--no-cache", action="store_true",
+                        help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}; decompress and export "
+                             "inputs into a temporary folder instead of the input cache")
+    parser.add_argument("--max-decompressed-mib", type=_positive_int, metavar="MIB",
+                        help="refuse an .xz input that decompresses to more (default: the larger of 256 and "
+                             "100 × its compressed size)")
+    parser.add_argument("--export-timeout", type=_positive_int, default=int(InputCache.export_timeout_s), metavar="S",
+                        help=f"seconds `nsys export` may take for an .nsys-rep input (default: {InputCache.export_timeout_s:g})")
     _add_range_name_options(parser)
     return parser
 
@@ -131,18 +140,19 @@ def _positive_int(value: str) -> int:
     return number
 
 
-def analyze_one(path: Path, names: RangeNames = RangeNames()) -> tuple[dict | None, str | None]:
+def analyze_one(path: Path, names: RangeNames = RangeNames(),
+                inputs: InputCache = InputCache()) -> tuple[dict | None, str | None]:
     """(summary, None) for a trace analyzed, (None, one-line reason) for one that failed."""
     try:
-        return analyze_trace(path, names), None
+        return analyze_trace(path, names, inputs), None
     except TraceError as err:
         return None, str(err)
     except Exception as err:  # a defect must not end the batch; the line says it is unexpected
         return None, f"unexpected {type(err).__name__} while analyzing: {err}"
 
 
-def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None,
-                 names: RangeNames = RangeNames()) -> tuple[list[dict], list[dict]]:
+def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None, names: RangeNames = RangeNames(),
+                 inputs: InputCache = InputCache()) -> tuple[list[dict], list[dict]]:
     """Summaries of the traces analyzed with the range ``names`` (cache hits included; the cache
     must key on the same names) and ``{trace, error}`` failures, both in input order. Failures
     are also printed to stderr as they come."""
@@ -153,7 +163,7 @@ def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None,
             results[path] = (cached, None)
     todo = [p for p in dict.fromkeys(paths) if p not in results]
     with tqdm(total=len(todo), desc="analyzing", unit="trace", file=sys.stderr, disable=None) as progress:
-        for path, outcome in _run(todo, jobs, names):
+        for path, outcome in _run(todo, jobs, names, inputs):
             results[path] = outcome
             summary, error = outcome
             if error is not None:
@@ -175,14 +185,14 @@ def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
         return None
 
 
-def _run(paths: list[Path], jobs: int, names: RangeNames):
+def _run(paths: list[Path], jobs: int, names: RangeNames, inputs: InputCache):
     """Yield (path, outcome) as traces finish: in this process for one job or one trace."""
     if jobs == 1 or len(paths) <= 1:
         for path in paths:
-            yield path, analyze_one(path, names)
+            yield path, analyze_one(path, names, inputs)
         return
     with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-        futures = {pool.submit(analyze_one, path, names): path for path in paths}
+        futures = {pool.submit(analyze_one, path, names, inputs): path for path in paths}
         for future in as_completed(futures):
             yield futures[future], future.result()
 
@@ -191,13 +201,20 @@ def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     cache = None if args.no_cache else ResultsCache(args.out / RESULTS_DB, names)
     try:
-        summaries, failures = analyze_many(args.traces, args.jobs, cache, names)
+        summaries, failures = analyze_many(args.traces, args.jobs, cache, names, _input_cache(args))
     finally:
         if cache is not None:
             cache.close()
     trace_paths = {path.name: path for path in args.traces}
     write_outputs(summaries, failures, args.out, args.format, args.results, trace_paths)
     return 1 if failures else 0
+
+
+def _input_cache(args: argparse.Namespace) -> InputCache:
+    """How this run copies compressed and report inputs, from its options."""
+    bound = args.max_decompressed_mib
+    return InputCache(keep=not args.no_cache, max_bytes=bound * MIB if bound else None,
+                      export_timeout_s=float(args.export_timeout))
 
 
 def write_outputs(summaries: list[dict], failures: list[dict], out: Path, formats: tuple[str, ...],

@@ -45,7 +45,7 @@ import pandas as pd
 
 from analysis import __version__
 from analysis.classify import gemm_precision_mix
-from analysis.load import Trace, file_sha256, load_trace
+from analysis.load import InputCache, Trace, file_sha256, load_trace
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.nsys_inputs import NsysInputs
@@ -53,10 +53,10 @@ from analysis.questions.phase_breakdown import device_summaries, overall_summary
 from analysis.timings import read_run_record
 
 
-def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames()) -> dict:
-    """Load and analyze one trace, looking for the NVTX ranges ``names``; raises
-    :class:`analysis.errors.TraceError` on bad input."""
-    trace = load_trace(path)
+def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache()) -> dict:
+    """Load and analyze one trace, looking for the NVTX ranges ``names`` (``inputs``: how
+    compressed inputs are copied); raises :class:`analysis.errors.TraceError` on bad input."""
+    trace = load_trace(path, inputs)
     labelled = label_ops(trace, names)
     # The labelled ops now hold every GPU operation: free the loader's copies before the questions.
     trace.kernels, trace.memops = trace.kernels.iloc[:0], trace.memops.iloc[:0]

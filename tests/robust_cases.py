@@ -275,8 +275,8 @@ def _hanging_export(root: Path) -> Invocation:
     report = _inputs(root) / "run.nsys-rep"
     report.write_bytes(b"\x00nsys report bytes")
     bin_dir = make.fake_nsys(root / "bin", "sleep 600")
-    return Invocation(analyze([report], out=str(root / "out")), [report], ["out"], timeout_s=60,
-                      env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "CS336_PROFILE_EXPORT_TIMEOUT": "5"},
+    return Invocation(analyze([report], "--export-timeout", "5", out=str(root / "out")), [report], ["out"], timeout_s=60,
+                      env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
                       check=_said("timeout", "nsys export"))
 
 
