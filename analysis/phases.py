@@ -162,17 +162,17 @@ def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, names: RangeNames) -> pd.C
 
 
 def _nearest_named(named: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """For each range, the id of itself or its nearest ancestor with ``named`` set, else -1."""
-    nearest = np.where(named, np.arange(len(named)), -1)
-    current = np.where(named, -1, parent)
-    while (searching := current >= 0).any():
-        found = searching.copy()
-        found[searching] = named[current[searching]]
-        nearest[found] = current[found]
-        current[found] = -1
-        going_up = current >= 0
-        current[going_up] = parent[current[going_up]]
-    return nearest
+    """For each range, the id of itself or its nearest ancestor with ``named`` set, else -1.
+
+    Pointer jumping: each range points at itself when named, else at its parent; following
+    the pointers twice per round doubles the distance covered, so ``log2(depth)`` rounds."""
+    pointer = np.where(named, np.arange(len(named)), parent)
+    while True:
+        going_on = pointer >= 0
+        going_on[going_on] = ~named[pointer[going_on]]
+        if not going_on.any():
+            return pointer
+        pointer[going_on] = pointer[pointer[going_on]]
 
 
 def _phase_ranges(phase_windows: pd.DataFrame, step_windows: pd.DataFrame, has_steps: bool,

@@ -6,7 +6,7 @@ import pytest
 from tests.robust_cases import assert_clean, params
 from tests.robust_cases_traces import GROUP_7
 
-NOT_FIXED = ("stringids-view", "string-id-4e8", "nesting-100k-deep", "fifo-input")
+NOT_FIXED = ()
 
 
 @pytest.mark.parametrize("case", params(GROUP_7, NOT_FIXED))
@@ -52,3 +52,25 @@ def test_nesting_matches_a_stack_at_any_depth():
         depth, parent = _nesting(ranges)
         expected_depth, expected_parent = _stack_nesting(intervals)
         assert depth.tolist() == expected_depth and parent.tolist() == expected_parent
+
+
+def test_nearest_named_ancestor_by_pointer_jumping():
+    import numpy as np
+
+    from analysis.phases import _nearest_named
+
+    def walk(named, parent):
+        found = []
+        for row in range(len(named)):
+            while row >= 0 and not named[row]:
+                row = parent[row]
+            found.append(row)
+        return found
+
+    rng = np.random.default_rng(3)
+    for count in (1, 7, 500):
+        parent = np.array([-1] + [int(rng.integers(-1, i)) for i in range(1, count)])
+        named = rng.random(count) < 0.2
+        assert _nearest_named(named, parent).tolist() == walk(named, parent)
+    chain = np.arange(-1, 4999)
+    assert (_nearest_named(np.arange(5000) == 0, chain) == 0).all()

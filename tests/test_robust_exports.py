@@ -6,7 +6,7 @@ import pytest
 from tests.robust_cases import assert_clean, params
 from tests.robust_cases_traces import GROUP_8
 
-NOT_FIXED = ("null-kernel-names", "null-string-value", "blob-string-value", "no-launch-matches", "no-runtime-table")
+NOT_FIXED = ()
 
 
 @pytest.mark.parametrize("case", params(GROUP_8, NOT_FIXED))

@@ -5,7 +5,7 @@ import pytest
 
 from tests.robust_cases import GROUP_4, assert_clean, params
 
-NOT_FIXED = ("xz-bomb", "stale-part-file", "refused-xz-left-in-cache", "failed-export-reused", "hanging-export", "no-cache-bypasses-decompression", "cache-folder-unusable")
+NOT_FIXED = ()
 
 
 @pytest.mark.parametrize("case", params(GROUP_4, NOT_FIXED))
