@@ -68,7 +68,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     """The summary of a loaded trace (see the module docstring for its keys); ``labelled`` is
     ``label_ops(trace, names)`` when the caller has it already (it carries its own names)."""
     labelled = labelled if labelled is not None else label_ops(trace, names)
-    run = read_run_record(trace.marks, trace.path)
+    run = read_run_record(trace.marks, trace.path, labelled.has_steps)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
     inputs = NsysInputs.build(labelled, run, gpu)
     phases = phase_summaries(inputs)

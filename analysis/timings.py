@@ -54,8 +54,11 @@ def timings_json_path(trace_path: Path) -> Path:
     return Path(trace_path).with_name(trace_stem(trace_path) + ".timings.json")
 
 
-def read_run_record(marks: pd.DataFrame, trace_path: Path) -> RunRecord:
-    """Config and Python timings of a trace, from its marks, else from its timings.json."""
+def read_run_record(marks: pd.DataFrame, trace_path: Path, has_steps: bool = True) -> RunRecord:
+    """Config and Python timings of a trace, from its marks, else from its timings.json.
+
+    The Python timer times measured steps: a trace without step ranges (analyzed whole, warm-up
+    included) is not compared with it, and a note says so."""
     notes: list[str] = []
     events = _run_mark_events(marks, notes)
     config = next((e for e in events if e.get("event") == CONFIG_EVENT), None)
@@ -74,6 +77,10 @@ def read_run_record(marks: pd.DataFrame, trace_path: Path) -> RunRecord:
             if not python_ms:
                 notes.append(f"{timings_json_path(trace_path).name} has no per-phase timings "
                              f"({', '.join(TIMED_PARTS)}); Python timings unknown")
+    if python_ms and not has_steps:
+        notes.append(f"the Python timings ({python_ms_source}) are of measured steps, but the trace has no step "
+                     "ranges to match them; its phases are not compared with them")
+        python_ms, python_ms_source = {}, None
     if config is not None:
         config = {k: v for k, v in config.items() if k != "event"}
     return RunRecord(config, config_source, python_ms, python_ms_source, tuple(notes))

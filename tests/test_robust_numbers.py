@@ -6,7 +6,7 @@ import pytest
 from tests.robust_cases import assert_clean, params
 from tests.robust_cases_traces import GROUP_5
 
-NOT_FIXED = ("overlapping-phase-ranges", "no-steps-against-step-timer")
+NOT_FIXED = ()
 
 
 @pytest.mark.parametrize("case", params(GROUP_5, NOT_FIXED))
