@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from cs336_profile.config import SIZES
-from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN, STEP_TIMING_EVENT, TIMED_PARTS, trace_stem
+from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN, MODES, STEP_TIMING_EVENT, TIMED_PARTS, trace_stem
 
 # timings.json key -> config-mark key
 _TIMINGS_JSON_CONFIG_KEYS = {
@@ -82,7 +82,7 @@ def read_run_record(marks: pd.DataFrame, trace_path: Path, has_steps: bool = Tru
                      "ranges to match them; its phases are not compared with them")
         python_ms, python_ms_source = {}, None
     if config is not None:
-        config = {k: v for k, v in config.items() if k != "event"}
+        config = _valid_config({k: v for k, v in config.items() if k != "event"}, config_source, notes)
     return RunRecord(config, config_source, python_ms, python_ms_source, tuple(notes))
 
 
@@ -132,13 +132,51 @@ def _config_from_timings_json(sidecar: dict) -> dict | None:
     config = {ours: sidecar[theirs] for theirs, ours in _TIMINGS_JSON_CONFIG_KEYS.items() if theirs in sidecar}
     if not config:
         return None
-    config.update(_model_dims(config.get("size")))
+    config.update(_model_dims(config.get("size") if isinstance(config.get("size"), str) else None))
     return config
 
 
 def _model_dims(size: str | None) -> dict:
     """d_model, d_ff, num_layers, num_heads, vocab_size, rope_theta of a named size ({} if unknown)."""
     return asdict(SIZES[size]) if size in SIZES else {}
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _text(value) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+# Config key -> (check, what a valid value is). Keys not listed are kept as they are.
+_CONFIG_CHECKS = {
+    **dict.fromkeys(("context_length", "batch_size", "measured_steps", "vocab_size", "d_model", "d_ff",
+                     "num_layers", "num_heads"), (_positive_int, "a positive integer")),
+    **dict.fromkeys(("warmup_steps", "seed"), (lambda v: _positive_int(v) or v == 0 and isinstance(v, int),
+                                                "an integer of at least 0")),
+    **dict.fromkeys(("size", "dtype", "attention", "device", "gpu_name"), (_text, "a name")),
+    "mode": (lambda v: v in MODES, f"one of {', '.join(MODES)}"),
+    **dict.fromkeys(("compile", "nvtx_annotations", "emit_nvtx", "layer_ranges", "allow_tf32"),
+                    (lambda v: isinstance(v, bool), "true or false")),
+    "rope_theta": (lambda v: _is_number(v) and v > 0, "a positive number"),
+}
+
+
+def _valid_config(config: dict, source: str | None, notes: list[str]) -> dict:
+    """The config without the values of the wrong type or range; one note per value left out."""
+    kept = {}
+    for key, value in config.items():
+        check, what = _CONFIG_CHECKS.get(key, (lambda v: True, ""))
+        try:
+            valid = bool(check(value))
+        except TypeError:  # an unhashable value tested for membership
+            valid = False
+        if valid:
+            kept[key] = value
+        else:
+            notes.append(f"the run config ({source}) gives {key} = {json.dumps(value)[:60]}, not {what}; left out")
+    return kept
 
 
 def _is_number(value) -> bool:

@@ -5,7 +5,7 @@ import pytest
 
 from tests.robust_cases import GROUP_2, assert_clean, params
 
-NOT_FIXED = ("context-length-abc", "mode-is-a-number", "size-is-a-list", "timings-json-ctx-abc", "results-file-string-value")
+NOT_FIXED = ("results-file-string-value",)
 
 
 @pytest.mark.parametrize("case", params(GROUP_2, NOT_FIXED))
