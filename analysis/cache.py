@@ -9,8 +9,10 @@ and flat tables to query with SQL:
 - `categories`: key, trace, phase, category, ms_per_pass;
 - `summaries`: key, summary_json (what `get` returns).
 
-The key is what a summary depends on: the sha256 of the trace file's bytes plus
-`analysis.__version__`, then, where they apply, a hash of the NVTX range names when they are not
+The key is what a summary depends on: the sha256 of the trace file's bytes plus the analyzer's
+key (:func:`analyzer_key`: a hash of the summary's JSON schema and of the source of every
+analysis module that makes it, so a summary of another layout or of other code is never served),
+then, where they apply, a hash of the NVTX range names when they are not
 the defaults (`;names=`) and the sha256 of the `<trace stem>.timings.json` beside the trace
 (`;timings=`, the Python timings of traces without marks). A changed trace or timings file,
 other range names or a new analyzer miss the cache; a renamed or copied file hits it (and `get`
@@ -18,6 +20,7 @@ names it as asked).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -27,10 +30,15 @@ from pathlib import Path
 
 import sqlite_utils
 
-from analysis import __version__
 from analysis.load import file_sha256
 from analysis.phases import RangeNames
+from analysis.summary import summary_schema
+from analysis.summary_schema import schema_hash
 from analysis.timings import timings_json_path
+
+ANALYSIS_PACKAGE = Path(__file__).resolve().parent
+RENDER_PACKAGE = ANALYSIS_PACKAGE / "report"  # draws summaries; never changes one
+ANALYZER_KEY_CHARS = 16
 
 LOCK_TIMEOUT_S = 60.0  # several analyzer processes may write the same database at once
 
@@ -46,6 +54,23 @@ PHASE_FIGURES = ("kernels_per_pass", "kernel_ms_per_pass", "gpu_span_ms_per_pass
 PHASES_COLUMNS = {"key": str, "trace": str, "phase": str, **{name: float for name in PHASE_FIGURES}}
 CATEGORIES_COLUMNS = {"key": str, "trace": str, "phase": str, "category": str, "ms_per_pass": float}
 SUMMARIES_COLUMNS = {"key": str, "summary_json": str}
+
+
+@functools.cache
+def code_hash() -> str:
+    """sha256 over the source of the analysis package's modules, the render package excepted."""
+    digest = hashlib.sha256()
+    for path in sorted(ANALYSIS_PACKAGE.rglob("*.py")):
+        if RENDER_PACKAGE not in path.parents:
+            digest.update(path.relative_to(ANALYSIS_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.cache
+def analyzer_key() -> str:
+    """What every cached summary was made by: the hash of the summary schema and of the code."""
+    both = f"{schema_hash(summary_schema())}:{code_hash()}"
+    return hashlib.sha256(both.encode()).hexdigest()[:ANALYZER_KEY_CHARS]
 
 
 class ResultsCache:
@@ -72,10 +97,10 @@ class ResultsCache:
             )
 
     def key_for(self, path: Path) -> str:
-        """Cache key of a trace file: `<sha256 of its bytes>@<analyzer version>`, then
+        """Cache key of a trace file: `<sha256 of its bytes>@<analyzer key>`, then
         `;names=<hash>` for range names other than the defaults and `;timings=<sha256>` when a
         timings.json lies beside the trace."""
-        key = f"{self._sha256(Path(path))}@{__version__}{self._key_suffix}"
+        key = f"{self._sha256(Path(path))}@{analyzer_key()}{self._key_suffix}"
         timings = timings_json_path(Path(path))  # where the analysis looks: beside the path as given
         return f"{key};timings={self._sha256(timings)}" if timings.is_file() else key
 

@@ -15,12 +15,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from analysis.answers import report_data
 from analysis.cache import ResultsCache
 from analysis.errors import TraceError
 from analysis.load import InputCache
 from analysis.load.input_cache import MIB
 from analysis.phases import PHASES, RangeNames
 from analysis.questions.diff import diff_summaries
+from analysis.records import DiffRecord
 from analysis.summary import analyze_trace, flat_tables
 from cs336_profile.contract import trace_stem
 
@@ -205,8 +207,7 @@ def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     finally:
         if cache is not None:
             cache.close()
-    trace_paths = {path.name: path for path in args.traces}
-    write_outputs(summaries, failures, args.out, args.format, args.results, trace_paths)
+    write_outputs(summaries, failures, args.out, args.format, args.results)
     return 1 if failures else 0
 
 
@@ -218,10 +219,10 @@ def _input_cache(args: argparse.Namespace) -> InputCache:
 
 
 def write_outputs(summaries: list[dict], failures: list[dict], out: Path, formats: tuple[str, ...],
-                  results_dir: Path | None, trace_paths: dict[str, Path] | None = None) -> None:
-    """Write each requested format into ``out``; the report package is imported only when asked.
-
-    ``trace_paths`` (file name -> path) lets trace pages load a trace again for its timeline."""
+                  results_dir: Path | None) -> None:
+    """Write each requested format into ``out``; the questions are answered across the traces and
+    the results files in ``results_dir`` for the pages, and the report package is imported only
+    when pages are asked for."""
     if "json" in formats:
         for summary in summaries:
             (out / f"{trace_stem(summary['trace'])}.json").write_text(json.dumps(summary, indent=1))
@@ -232,7 +233,7 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
     if pages:
         from analysis.report import render_report
 
-        render_report(summaries, failures, out, results_dir, trace_paths, pages)
+        render_report(report_data(summaries, results_dir), failures, out, pages)
 
 
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:
@@ -242,10 +243,11 @@ def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     if failures:
         return 1
     summary_a, summary_b = summaries
-    (args.out / "diff.json").write_text(json.dumps(diff_summaries(summary_a, summary_b), indent=1))
+    record = DiffRecord(summary_a, summary_b, "", diff_summaries(summary_a, summary_b))
+    (args.out / "diff.json").write_text(json.dumps(record.diff, indent=1))
     from analysis.report import render_diff
 
-    render_diff(summary_a, summary_b, args.out)
+    render_diff(record, args.out)
     return 0
 
 

@@ -4,7 +4,9 @@ Keys of the summary (stable; the report and the results database read them). "Pe
 a mean over the measured instances of a phase; ms are milliseconds; shares are fractions in
 [0, 1]; kernel names are demangled names; every missing number is null, never NaN.
 
-- ``trace`` (file name), ``trace_sha256``, ``gpu`` (name or null), ``nsys_version``,
+- ``schema_version`` (:data:`analysis.summary_schema.SCHEMA_VERSION`; the types and the JSON
+  schema of every key are in :mod:`analysis.summary_schema` and docs/summary.schema.json),
+  ``trace`` (file name), ``trace_sha256``, ``gpu`` (name or null), ``nsys_version``,
   ``analyzer_version``, ``notes`` (one-line caveats: loader, labelling, run record),
   ``cuda_graph_launches``.
 - ``config`` (the runner's config, keys of its ``config`` mark, or null) and ``config_source``
@@ -30,26 +32,31 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
   ``top_kernel`` (per measured step, as in ``overall``).
 - ``efficiency``: ``precision``, ``peak_gpu``, ``peak_tflop_per_s``, ``peak_source``,
   ``precision_source``, ``gemm_precision_mix``, ``answer``.
-- ``questions``: ``a``..``e`` as in :mod:`analysis.questions.nsys_a` .. ``nsys_e``, each with its
-  figures and an ``answer`` sentence; a figure a trace cannot give is null and the answer says why.
+- ``questions``: one record per per-trace question of the registry (``a``..``e``, see
+  :mod:`analysis.questions.nsys_a` .. ``nsys_e``), each with its figures and an ``answer``
+  sentence; a figure a trace cannot give is null and the answer says why.
+- ``timeline``: the first measured step's operations and phase ranges for the report's timeline
+  (:mod:`analysis.step_timeline`), null without measured operations.
 """
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from analysis import __version__
-from analysis.classify import gemm_precision_mix
 from analysis.load import InputCache, Trace, file_sha256, load_trace
 from analysis.phases import LabelledOps, RangeNames, label_ops
-from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
+from analysis.questions import efficiency
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries
+from analysis.questions.registry import PER_TRACE
+from analysis.step_timeline import step_timeline
+from analysis.summary_schema import SCHEMA_VERSION, json_schema
 from analysis.timings import read_run_record
 
 
@@ -71,12 +78,14 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     run = read_run_record(trace.marks, trace.path, labelled.has_steps)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
     inputs = NsysInputs.build(labelled, run, gpu)
-    phases = phase_summaries(inputs)
-    usage = efficiency.answer(phases, run.config, gpu, gemm_precision_mix(inputs.measured_kernels()))
+    inputs = replace(inputs, phases=phase_summaries(inputs))
+    usage = efficiency.per_trace(inputs)
+    phases = inputs.phases
     for phase, figures in usage.pop("phases").items():
         phases[phase].update(figures)
     passes = labelled.measured_passes
     summary = {
+        "schema_version": SCHEMA_VERSION,
         "trace": Path(trace.path).name,
         "trace_sha256": file_sha256(Path(trace.path)),
         "gpu": gpu,
@@ -96,15 +105,15 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "overall": overall_summary(inputs),
         "devices": device_summaries(inputs),
         "efficiency": usage,
-        "questions": {
-            "a": nsys_a.answer(phases, run.python_ms, labelled.names),
-            "b": nsys_b.answer(inputs),
-            "c": nsys_c.answer(inputs),
-            "d": nsys_d.answer(inputs),
-            "e": nsys_e.answer(inputs),
-        },
+        "questions": {question.summary_key: question.per_trace(inputs) for question in PER_TRACE},
+        "timeline": step_timeline(inputs),
     }
     return json_ready(summary)
+
+
+def summary_schema() -> dict:
+    """The JSON schema of a summary (docs/architecture.md shows it)."""
+    return json_schema({question.summary_key: question.record for question in PER_TRACE})
 
 
 def json_ready(value):

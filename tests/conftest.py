@@ -49,3 +49,19 @@ def fixture_trace(fixture_dir):
 def external_trace():
     """Return the path of a trace in the shared external-traces folder, skipping when absent."""
     return lambda name: _require(EXTERNAL / name)
+
+
+@pytest.fixture(scope="session")
+def example_site(tmp_path_factory, fixture_dir):
+    """Return the folder of the ``examples`` or ``reference`` site (tests/example_site.py), each
+    rendered once per session and shared by the report and browser tests."""
+    from tests.example_site import render_example_site
+
+    built: dict[str, Path] = {}
+
+    def site(kind: str = "examples") -> Path:
+        if kind not in built:
+            built[kind] = render_example_site(tmp_path_factory.mktemp(f"site-{kind}"),
+                                              tmp_path_factory.mktemp(f"inputs-{kind}"), kind, fixture_dir)
+        return built[kind]
+    return site

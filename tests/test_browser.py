@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_report import render_example_site
-
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -26,8 +24,8 @@ if not Path(CHROMIUM).exists():
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    return render_example_site(tmp_path_factory.mktemp("site"), tmp_path_factory.mktemp("inputs"))
+def site(example_site) -> Path:
+    return example_site("examples")
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 
 import pytest
 import sqlite_utils
 
-import analysis
 from analysis import cache as cache_module
 from analysis.cache import ResultsCache
 
@@ -57,12 +57,12 @@ def test_key_of_a_file_larger_than_one_read_chunk(results, tmp_path):
     path = tmp_path / "big.sqlite"
     content = os.urandom(3 * (1 << 20) + 12345)
     path.write_bytes(content)
-    assert results.key_for(path) == f"{hashlib.sha256(content).hexdigest()}@{analysis.__version__}"
+    assert results.key_for(path) == f"{hashlib.sha256(content).hexdigest()}@{cache_module.analyzer_key()}"
 
 
-def test_key_is_content_hash_plus_analyzer_version(results, trace_file, tmp_path):
+def test_key_is_content_hash_plus_analyzer_key(results, trace_file, tmp_path):
     digest = hashlib.sha256(trace_file.read_bytes()).hexdigest()
-    assert results.key_for(trace_file) == f"{digest}@{analysis.__version__}"
+    assert results.key_for(trace_file) == f"{digest}@{cache_module.analyzer_key()}"
     renamed = tmp_path / "renamed.sqlite"
     renamed.write_bytes(trace_file.read_bytes())
     assert results.key_for(renamed) == results.key_for(trace_file)
@@ -87,9 +87,42 @@ def test_round_trip_and_persistence(results, trace_file):
         assert reopened.get(trace_file) == summary
 
 
-def test_new_analyzer_version_misses_old_entries(results, trace_file, monkeypatch):
+def _fresh_analyzer_key(monkeypatch, **patches) -> str:
+    """The analyzer key computed again with the module attributes ``patches`` replaced."""
+    for name, value in patches.items():
+        monkeypatch.setattr(cache_module, name, value)
+    cache_module.code_hash.cache_clear()
+    cache_module.analyzer_key.cache_clear()
+    return cache_module.analyzer_key()
+
+
+@pytest.fixture
+def analyzer_key_restored():
+    yield
+    cache_module.code_hash.cache_clear()
+    cache_module.analyzer_key.cache_clear()
+
+
+def test_a_summary_of_another_schema_is_never_served(results, trace_file, monkeypatch, analyzer_key_restored):
     results.put(trace_file, _summary("run.sqlite", 30.5))
-    monkeypatch.setattr(cache_module, "__version__", analysis.__version__ + ".post1")
+    schema = cache_module.summary_schema()
+    other = {**schema, "properties": {**schema["properties"], "new_section": {"type": "object"}}}
+    assert _fresh_analyzer_key(monkeypatch, summary_schema=lambda: other) != results.key_for(trace_file).split("@")[0]
+    assert results.get(trace_file) is None
+
+
+def test_a_summary_of_other_analysis_code_is_never_served(results, trace_file, tmp_path, monkeypatch,
+                                                          analyzer_key_restored):
+    results.put(trace_file, _summary("run.sqlite", 30.5))
+    before = cache_module.analyzer_key()
+    copy = tmp_path / "analysis"
+    shutil.copytree(cache_module.ANALYSIS_PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    same_code = _fresh_analyzer_key(monkeypatch, ANALYSIS_PACKAGE=copy, RENDER_PACKAGE=copy / "report")
+    assert same_code == before
+    (copy / "report" / "html.py").write_text((copy / "report" / "html.py").read_text() + "\n# drawing only\n")
+    assert _fresh_analyzer_key(monkeypatch) == before  # the render package never changes a summary
+    (copy / "phases.py").write_text((copy / "phases.py").read_text() + "\n# a changed analysis\n")
+    assert _fresh_analyzer_key(monkeypatch) != before
     assert results.get(trace_file) is None
 
 

@@ -111,11 +111,11 @@ def test_html_and_markdown_go_to_the_report_package(fixture_trace, tmp_path, fak
     bad.touch()
     argv = [str(fixture_trace(FORWARD)), str(bad), "--out", str(tmp_path), "--format", "html,md", "--results", "res", "--jobs", "1"]
     assert cli.main(argv) == 1
-    summaries, failures, out_dir, results_dir, trace_paths, formats = fake_report["report"]
-    assert [s["trace"] for s in summaries] == [FORWARD]
+    data, failures, out_dir, formats = fake_report["report"]
+    assert [s["trace"] for s in data.summaries] == [FORWARD]
+    assert [r.card.id for r in data.questions][:3] == ["bench-b", "bench-c", "nsys-a"]  # every question answered
     assert failures == [{"trace": str(bad), "error": "is empty"}]
-    assert (out_dir, str(results_dir)) == (tmp_path, "res")
-    assert trace_paths[FORWARD] == fixture_trace(FORWARD)
+    assert out_dir == tmp_path
     assert formats == ("html", "md")  # one call: the site is built and drawn once for both
     assert not list(tmp_path.glob("*.json"))
 
@@ -126,8 +126,9 @@ def test_diff_writes_its_numbers_and_calls_the_renderer(fixture_trace, tmp_path,
     diff = json.loads((tmp_path / "diff.json").read_text())
     assert (diff["a"], diff["b"]) == (TRAIN, FORWARD)
     assert {"key": "mode", "a": "train", "b": "forward"} in diff["config_changes"]
-    summary_a, summary_b, out_dir = fake_report["diff"]
-    assert (summary_a["trace"], summary_b["trace"], out_dir) == (TRAIN, FORWARD, tmp_path)
+    record, out_dir = fake_report["diff"]
+    assert (record.a["trace"], record.b["trace"], out_dir) == (TRAIN, FORWARD, tmp_path)
+    assert record.diff == diff  # computed once, written and handed to the renderer
 
 
 def test_diff_of_a_bad_trace_exits_1(fixture_trace, tmp_path, capsys, fake_report):

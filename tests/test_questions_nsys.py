@@ -17,7 +17,7 @@ from analysis.phases import gpu_ops, label_ops
 from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.diff import diff_summaries
 from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
-from analysis.questions.nsys_text import kernel_label
+from analysis.text import kernel_label
 from analysis.questions.phase_breakdown import busy_ns, phase_summaries
 from analysis.summary import summarize
 from analysis.timings import RunRecord, read_run_record, timings_json_path
@@ -244,15 +244,15 @@ def test_trace_without_phase_ranges_answers_nothing_but_the_overall_mix(external
 
 
 def test_answers_change_when_the_numbers_change(train_inputs, train_summary):
-    phases = train_summary["phases"]
-    slower = nsys_a.answer(phases, {"forward": 50.0})
+    with_phases = replace(train_inputs, phases=train_summary["phases"])
+    slower = nsys_a.per_trace(replace(with_phases, run=replace(train_inputs.run, python_ms={"forward": 50.0})))
     assert "50.00 ms" in slower["answer"] and slower["answer"] != train_summary["questions"]["a"]["answer"]
     assert "longer" not in slower["answer"] and "shorter" in slower["answer"]
-    assert "nothing to compare" in nsys_a.answer(phases, {})["answer"]
+    assert "nothing to compare" in nsys_a.per_trace(replace(with_phases, run=replace(train_inputs.run, python_ms={})))["answer"]
     without_config = replace(train_inputs, run=RunRecord())
-    assert nsys_e.answer(without_config)["flops_ratio"] is None
-    assert "FLOPs ratio is unknown" in nsys_e.answer(without_config)["answer"]
-    unknown_gpu = efficiency.answer(phases, train_summary["config"], "Some Future GPU")
+    assert nsys_e.per_trace(without_config)["flops_ratio"] is None
+    assert "FLOPs ratio is unknown" in nsys_e.per_trace(without_config)["answer"]
+    unknown_gpu = efficiency.per_trace(replace(with_phases, gpu_name="Some Future GPU"))
     assert unknown_gpu["phases"]["forward"]["mfu"] is None
     assert unknown_gpu["phases"]["forward"]["achieved_tflop_per_s"] is not None
     assert "No fp32 peak is known for Some Future GPU" in unknown_gpu["answer"]
@@ -265,9 +265,9 @@ def test_questions_read_only_measured_passes(train_inputs):
         ops=train_inputs.ops.assign(measured=True),
         measured_passes={p: 5 for p in train_inputs.measured_passes},
     )
-    assert nsys_b.answer(all_steps)["top_forward_ms_per_pass"] != nsys_b.answer(train_inputs)["top_forward_ms_per_pass"]
-    assert nsys_c.answer(all_steps)["answer"] != nsys_c.answer(train_inputs)["answer"]
-    assert nsys_d.answer(all_steps)["gemm_share_forward"] != nsys_d.answer(train_inputs)["gemm_share_forward"]
+    assert nsys_b.per_trace(all_steps)["top_forward_ms_per_pass"] != nsys_b.per_trace(train_inputs)["top_forward_ms_per_pass"]
+    assert nsys_c.per_trace(all_steps)["answer"] != nsys_c.per_trace(train_inputs)["answer"]
+    assert nsys_d.per_trace(all_steps)["gemm_share_forward"] != nsys_d.per_trace(train_inputs)["gemm_share_forward"]
 
 
 # ---------------------------------------------------------------- building blocks

@@ -18,68 +18,17 @@ import pandas as pd
 import pytest
 from jinja2 import UndefinedError
 
-from analysis.questions.results_files import ResultsAnswer
-from analysis.report import figures, render_diff, render_report
-from analysis.report.catalog import QUESTIONS
+from analysis.answers import report_data
+from analysis.questions.diff import diff_summaries
+from analysis.questions.registry import QUESTIONS
+from analysis.records import DiffRecord, ResultsAnswer
+from analysis.report import figures, question_figures, render_diff, render_report
 from analysis.report.render import environment
 from analysis.report.tables import display_table
 from analysis.summary import analyze_trace
-from cs336_profile.results import write_results
-from tests.conftest import REPO
+from tests.example_site import EXAMPLES, FIXTURE_TRACES, REFUSED
 
-EXAMPLES = REPO / "nsys_runs"
-FIXTURE_TRACES = ("small_ctx128_train_fp32.sqlite", "small_ctx256_forward_fp32.sqlite", "attention_bench.sqlite")
-# One configuration of the sweep that ran out of memory: the grid must say so.
-SWEEP_OOM_ROW = {"stem": "small_ctx1024_train_fp32", "size": "small", "context_length": 1024, "mode": "train",
-                 "dtype": "fp32", "compile": False, "attention": "naive", "status": "OOM"}
-REFUSED = {"trace": "broken.sqlite", "error": "not an nsys export: the file is not SQLite"}
 BLANK_OR_MISSING = re.compile(r"\b(nan|NaN|None|null)\b")
-
-
-def cpu_results(results_dir: Path) -> Path:
-    """Results files of the runner at tiny scale on the CPU (bench, warm-up variants, bf16, mixed
-    precision, attention, memory), plus a sweep table with one out-of-memory configuration."""
-    run = pytest.importorskip("cs336_profile.run")
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: one thread avoids contention with parallel test workers
-    try:
-        _run_experiments(run.main, ["--device", "cpu", "--results-dir", str(results_dir), "--no-progress"])
-    finally:
-        torch.set_num_threads(threads)
-    write_results(results_dir, "sweep", [SWEEP_OOM_ROW], config={}, environment={})
-    return results_dir
-
-
-def _run_experiments(run, common: list[str]) -> None:
-    bench = ["bench", "--sizes", "tiny", "--context-lengths", "16", "--warmup", "1", "--steps", "2"]
-    for extra in ([], ["--warmup", "0", "--name", "bench_warmup0"], ["--dtype", "bf16", "--name", "bench_bf16"]):
-        run(bench + extra + common)
-    run(["mixed-precision"] + common)
-    run(["attention", "--implementations", "eager", "sdpa", "--head-dims", "16", "--seq-lens", "32", "64",
-         "--passes", "3", "--warmup-passes", "1"] + common)
-    run(["memory", "--size", "tiny", "--context-lengths", "16", "--dtypes", "fp32"] + common)
-
-
-def example_inputs(kind: str, tmp_path: Path, fixture_dir: Path | None = None) -> tuple[list[Path], Path]:
-    """(traces, results folder) of the ``examples`` site, or of the ``reference`` site (the traces
-    of ``fixture_dir``, tests/data unpacked)."""
-    if kind == "examples":
-        traces = sorted((EXAMPLES / "traces").glob("*.sqlite.xz"))
-        if not traces or not (EXAMPLES / "results").is_dir():
-            pytest.skip("no committed examples in nsys_runs/")
-        return traces, EXAMPLES / "results"
-    traces = [fixture_dir / name for name in FIXTURE_TRACES]
-    return traces, cpu_results(tmp_path / "results")
-
-
-def render_example_site(out_dir: Path, work_dir: Path, kind: str = "examples", fixture_dir: Path | None = None) -> Path:
-    """Render HTML and Markdown from the ``kind`` inputs into ``out_dir``."""
-    traces, results_dir = example_inputs(kind, work_dir, fixture_dir)
-    summaries = [analyze_trace(path) for path in traces]
-    paths = {path.name: path for path in traces}
-    render_report(summaries, [REFUSED], out_dir, results_dir, trace_paths=paths)
-    return out_dir
 
 
 @pytest.fixture(scope="module", params=["examples", "reference"])
@@ -88,9 +37,8 @@ def site_kind(request) -> str:
 
 
 @pytest.fixture(scope="module")
-def site(site_kind, tmp_path_factory, fixture_dir) -> Path:
-    return render_example_site(tmp_path_factory.mktemp("site"), tmp_path_factory.mktemp("inputs"),
-                               site_kind, fixture_dir)
+def site(site_kind, example_site) -> Path:
+    return example_site(site_kind)
 
 
 class PageParser(HTMLParser):
@@ -213,7 +161,8 @@ def test_markdown_pages_carry_tables_and_their_figures(site):
 
 def test_diff_page_of_two_traces(tmp_path, fixture_trace):
     paths = [fixture_trace(name) for name in FIXTURE_TRACES[:2]]
-    page = render_diff(analyze_trace(paths[0]), analyze_trace(paths[1]), tmp_path)
+    a, b = analyze_trace(paths[0]), analyze_trace(paths[1])
+    page = render_diff(DiffRecord(a, b, "", diff_summaries(a, b)), tmp_path)
     parser = parse(page)
     assert all(t.is_file() for t in local_targets(page, parser.images + ["style.css"]))
     assert parser.images and "Why it got" in page.read_text()
@@ -221,7 +170,7 @@ def test_diff_page_of_two_traces(tmp_path, fixture_trace):
 
 
 def test_without_inputs_every_question_is_listed_as_not_answered(tmp_path):
-    render_report([], [], tmp_path, None, formats=("html",))
+    render_report(report_data([], None), [], tmp_path, formats=("html",))
     text = "".join(parse(tmp_path / "index.html").text)
     assert not list(tmp_path.glob("question-*"))
     assert text.count("not answered: needs") == len(QUESTIONS)
@@ -237,7 +186,7 @@ def test_pairs_that_differ_in_one_setting_get_a_linked_diff_page(tmp_path, fixtu
     fp32 = analyze_trace(path)
     bf16 = {**fp32, "trace": "small_ctx128_train_bf16.sqlite", "config": {**fp32["config"], "dtype": "bf16"}}
     other_size = {**fp32, "trace": "medium_ctx128_train_bf16.sqlite", "config": {**bf16["config"], "size": "medium"}}
-    render_report([bf16, other_size, fp32], [], tmp_path, None, formats=("html",))
+    render_report(report_data([bf16, other_size, fp32], None), [], tmp_path, formats=("html",))
     index = parse(tmp_path / "index.html")
     diffs = [href for href in index.links if href.startswith("diff-")]
     assert diffs == ["diff-small_ctx128_train_fp32--small_ctx128_train_bf16.html"]
@@ -252,7 +201,7 @@ def test_largest_allocations_figure_draws_one_bar_per_row():
                           "stack": ["model.py:143 in forward <- model.py:158 in forward",
                                     "model.py:31 in forward <- model.py:142 in forward",
                                     "model.py:31 in forward <- model.py:143 in forward"], "snapshot": "s"})
-    figure = figures.mem_e(ResultsAnswer("mem-e", "", {"Largest allocations": table}, ()))
+    figure = question_figures.mem_e(ResultsAnswer("mem-e", "", {"Largest allocations": table}, ()))
     ax = figure.axes[0]
     assert len(ax.patches) == 3
     assert [t.get_text() for t in ax.get_yticklabels()] == [
@@ -270,7 +219,7 @@ def test_a_speedup_column_says_speedup_in_its_header():
 def test_a_log_axis_within_one_decade_still_has_labelled_ticks():
     figure, (ax,) = figures.new_figure()
     ax.plot([0, 1, 2], [60.0, 200.0, 550.0])
-    figures._plain_log_y(ax)
+    figures.plain_log_y(ax)
     low, high = ax.get_ylim()
     ticks = [tick for tick in ax.get_yticks() if low <= tick <= high]
     assert [ax.yaxis.get_major_formatter()(tick, 0) for tick in ticks] == ["100", "200", "500"]
@@ -286,7 +235,7 @@ def test_short_text_cells_stay_on_one_line():
 
 
 def test_per_trace_figures_keep_the_legend_off_the_bars():
-    figure, ax = figures._per_trace_bars(pd.DataFrame({"trace": ["small", "2.7B"]}), {"a": [1.0, 9.0], "b": [2.0, 9.0]})
+    figure, ax = question_figures.per_trace_bars(pd.DataFrame({"trace": ["small", "2.7B"]}), {"a": [1.0, 9.0], "b": [2.0, 9.0]})
     figure.canvas.draw()
     assert ax.get_legend() is None and len(figure.legends) == 1
     assert figure.legends[0].get_window_extent().y1 <= ax.get_window_extent().y0  # below the plot

@@ -152,11 +152,12 @@ def _renamed_copy(tmp_path, source: Path):
 
 
 def _figures(summary: dict) -> dict:
-    """The summary's numbers: everything but the file's name and hash, the range names, the notes
-    and the answers."""
+    """The summary's numbers: everything but the file's name and hash, the range names, the notes,
+    the answers and the timeline's title (the step's range name)."""
     drop = {"trace", "trace_sha256", "range_names", "notes", "efficiency"}
     figures = {k: v for k, v in summary.items() if k not in drop}
     figures["questions"] = {q: {k: v for k, v in f.items() if k != "answer"} for q, f in summary["questions"].items()}
+    figures["timeline"] = {k: v for k, v in (summary["timeline"] or {}).items() if k != "title"}
     return figures
 
 
@@ -186,6 +187,7 @@ def test_timeline_relabels_with_the_range_names_in_use(tmp_path, fixture_trace):
 
     names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),
                        attention_scores="qk", softmax="sm", final_matmul="av")
-    figure = step_timeline(_renamed_copy(tmp_path, fixture_trace("small_ctx128_train_fp32.sqlite")), names)
+    figure = step_timeline(analyze_trace(_renamed_copy(tmp_path, fixture_trace("small_ctx128_train_fp32.sqlite")),
+                                         names)["timeline"])
     assert "iter0" in figure.axes[0].get_title()
     assert "range: backward" in figure.axes[0].get_legend_handles_labels()[1]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.questions.question import Question, from_results
+from analysis.records import FigureSpec
 from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
 from cs336_profile.contract import ATTENTION, FP32_BYTES, GIB
 
@@ -88,3 +90,12 @@ def answer_attn_a(results: ResultsSet) -> ResultsAnswer | Unanswered:
                        if env.get("gpu_memory_bytes")), None)
     text += " " + oom_accounting(eager, gpu_memory)
     return ResultsAnswer("attn-a", text, {"Eager attention, batch × seq × d": table}, used_files(eager))
+
+
+ATTN_A = Question(
+    id="attn-a", section="Attention", title="Attention at scale",
+    text="Eager attention over head dimension × sequence length: time, memory before backward, out-of-memory "
+         "configurations and their accounting.",
+    needs=f"an `{ATTENTION}` results file with eager rows ({RUN_ATTENTION})",
+    compute=from_results(answer_attn_a), figure=FigureSpec("attn-a", alt="Attention at scale"),
+)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.questions.question import Question, from_results
+from analysis.records import FigureSpec
 from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size,
                                               used_files)
 from cs336_profile.contract import BENCH, BENCH_STEPS
@@ -158,3 +160,18 @@ def _std_change(cold_std: float, warm_std: float) -> str:
     if pd.isna(cold_std) or pd.isna(warm_std) or warm_std == 0:
         return "spread not comparable"
     return f"a standard deviation {cold_std / warm_std:.1f}× as large"
+
+
+BENCH_B = Question(
+    id="bench-b", section="Benchmarking", title="Forward and backward times",
+    text="Forward and backward times (mean ± std) for every size: is the spread small?",
+    needs="a `bench` results file (python -m cs336_profile.run bench)",
+    compute=from_results(answer_bench_b), figure=FigureSpec("bench-b", alt="Forward and backward times"),
+)
+
+BENCH_C = Question(
+    id="bench-c", section="Benchmarking", title="Warm-up steps",
+    text="The same without warm-up and with 1–2 warm-up steps: how and why do results differ?",
+    needs="`bench` results with 0, 1 and 2 warm-up steps (python -m cs336_profile.run bench --warmup N)",
+    compute=from_results(answer_bench_c), figure=FigureSpec("bench-c", alt="Warm-up steps"),
+)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.questions.attention import EAGER, attention_rows
+from analysis.questions.question import Question, from_results
+from analysis.records import FigureSpec
 from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size,
                                               used_files)
 from cs336_profile.contract import COMPILE
@@ -117,3 +119,18 @@ def answer_compile_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
     if not slower.empty:
         text += f" {len(slower)} of {plural(len(ok_rows(table)), 'configuration')} ran slower compiled."
     return ResultsAnswer("compile-b", text, {"Whole model, eager against compiled": table}, used_files(rows))
+
+
+COMPILE_A = Question(
+    id="compile-a", section="torch.compile", title="Compiled attention",
+    text="The attention grid compiled, side by side with eager.",
+    needs="an `attention` results file with eager and compiled rows (python -m cs336_profile.run attention)",
+    compute=from_results(answer_compile_a), figure=FigureSpec("compile-a", alt="Compiled attention"),
+)
+
+COMPILE_B = Question(
+    id="compile-b", section="torch.compile", title="Compiled model",
+    text="The whole model compiled against eager: forward, and forward + backward + optimizer.",
+    needs="a `compile` results file (python -m cs336_profile.run compile)",
+    compute=from_results(answer_compile_b), figure=FigureSpec("compile-b", alt="Compiled model"),
+)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.questions import nsys_text as text
+from analysis import text
 
 TOP_MOVED_KERNELS = 10
 # Tensor-core shares that differ by less than this are not worth a sentence.

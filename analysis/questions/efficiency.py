@@ -10,15 +10,24 @@ the signature of a launch-bound phase.
 """
 from __future__ import annotations
 
+from analysis import text
+from analysis.classify import gemm_precision_mix
 from analysis.flops import phase_flops
 from analysis.gpus import peak_flops, precision_for_run
-from analysis.questions import nsys_text as text
+from analysis.questions.nsys_inputs import NsysInputs
 
 # A phase is launch-bound when the GPU idles for more than this share of its span while its
 # kernels are, on average, shorter than the CPU time PyTorch needs to launch one (a few µs of
 # Python dispatch plus the CUDA launch call): the CPU cannot issue work as fast as the GPU ends it.
 LAUNCH_BOUND_IDLE_SHARE = 0.25
 LAUNCH_COST_US = 20.0
+
+
+def per_trace(inputs: NsysInputs) -> dict:
+    """:func:`answer` for one trace, from ``inputs.phases`` and the precision mix of its measured
+    GEMM kernels."""
+    return answer(inputs.phases, inputs.run.config, inputs.gpu_name, gemm_precision_mix(inputs.measured_kernels()))
+
 
 def answer(phases: dict[str, dict], config: dict | None, gpu_name: str | None,
            gemm_precisions: dict[str, float] | None = None) -> dict:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.questions.question import Question, from_results
+from analysis.records import FigureSpec
 from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
 from cs336_profile.contract import GIB, MIB, PEAK_COLUMNS, SNAPSHOT_FOLDER, peak_column
 from cs336_profile.contract import MEMORY as PEAKS
@@ -182,3 +184,39 @@ def answer_mem_e(results: ResultsSet) -> ResultsAnswer | Unanswered:
         text += "; next come " + " and ".join(f"{r.size_bytes / MIB:,.1f} MiB at {r.site}" for r in others.itertuples())
     text += "."
     return ResultsAnswer("mem-e", text, {"Largest allocations of the forward pass": table}, used_files(rows))
+
+
+MEM_A = Question(
+    id="mem-a", section="Memory", title="Memory over a step",
+    text="Allocated memory over a forward pass and over a full training step.",
+    needs=f"a `{TIMELINE}` results file with allocator snapshots ({RUN_MEMORY})",
+    compute=from_results(answer_mem_a), figure=FigureSpec("mem-a", alt="Memory over a step"),
+)
+
+MEM_B = Question(
+    id="mem-b", section="Memory", title="Peak memory per context length",
+    text="Peak memory per context length: forward only against a full training step.",
+    needs=f"a `{PEAKS}` results file with fp32 peaks ({RUN_MEMORY})",
+    compute=from_results(answer_mem_b), figure=FigureSpec("mem-b", alt="Peak memory per context length"),
+)
+
+MEM_C = Question(
+    id="mem-c", section="Memory", title="Peak memory with bf16 autocast",
+    text="The same peaks under bf16 autocast: does mixed precision change peak memory much?",
+    needs=f"a `{PEAKS}` results file with bf16 peaks ({RUN_MEMORY})",
+    compute=from_results(answer_mem_c), figure=FigureSpec("mem-c", alt="Peak memory with bf16 autocast"),
+)
+
+MEM_D = Question(
+    id="mem-d", section="Memory", title="One residual-stream activation",
+    text="Size of one residual-stream activation tensor in fp32, in MB, and its derivation.",
+    needs=f"a `{ACTIVATION}` results file (python -m cs336_profile.run memory)",
+    compute=from_results(answer_mem_d), figure=FigureSpec("mem-d", alt="One residual-stream activation"),
+)
+
+MEM_E = Question(
+    id="mem-e", section="Memory", title="Largest allocations",
+    text="The largest allocations of the forward pass and where they come from.",
+    needs=f"a `{LARGEST}` results file from an allocator snapshot ({RUN_MEMORY})",
+    compute=from_results(answer_mem_e), figure=FigureSpec("mem-e", alt="Largest allocations"),
+)

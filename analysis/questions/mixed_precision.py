@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.questions.bench import BENCH, CONFIG_KEYS, TIMED
+from analysis.questions.question import Question, from_results
+from analysis.records import FigureSpec
 from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, size_order,
                                               sorted_by_size, used_files)
 from cs336_profile.contract import ADDEND, ADDITIONS
@@ -134,3 +136,25 @@ def _trend(speedups: pd.Series) -> str:
     if abs(change) < 0.05 * speedups.iloc[0]:
         return "about flat with size"
     return "growing with model size" if change > 0 else "shrinking with model size"
+
+
+MP_ACCUM = Question(
+    id="mp-accum", section="Mixed precision", title="Accumulation loops",
+    text="The four accumulation loops (fp32, fp16, fp32 + fp16, fp32 + upcast fp16): results and errors.",
+    needs=f"a `{ACCUMULATION}` results file ({RUN_MIXED_PRECISION})",
+    compute=from_results(answer_mp_accum), figure=FigureSpec("mp-accum", alt="Accumulation loops"),
+)
+
+MP_A = Question(
+    id="mp-a", section="Mixed precision", title="ToyModel dtypes under autocast",
+    text="Under autocast, what dtypes do the parameters, activations, loss and gradients have?",
+    needs=f"a `{TOY_MODEL}` results file ({RUN_MIXED_PRECISION})",
+    compute=from_results(answer_mp_a), figure=FigureSpec("mp-a", alt="ToyModel dtypes under autocast"),
+)
+
+MP_C = Question(
+    id="mp-c", section="Mixed precision", title="bf16 autocast timings",
+    text="Forward and backward time with and without bf16 autocast for every size: what is the trend?",
+    needs="`bench` results of the same sizes in fp32 and in bf16 (python -m cs336_profile.run bench --dtype bf16)",
+    compute=from_results(answer_mp_c), figure=FigureSpec("mp-c", alt="bf16 autocast timings"),
+)

@@ -7,20 +7,36 @@ Python timer's forward time from the run record for the ratio.
 """
 from __future__ import annotations
 
-from analysis.phases import RangeNames
-from analysis.questions import nsys_text as text
+from typing import TypedDict
+
+from analysis import text
+from analysis.questions import nsys_grid as grid
+from analysis.questions.nsys_inputs import NsysInputs
+from analysis.questions.question import Evidence, Question
+from analysis.questions.results_files import plural
+from analysis.records import FigureSpec, ResultsAnswer, Unanswered
+from analysis.runs import sorted_summaries
 
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
 SYNCHRONIZED_SPAN_SHARE = 0.95
 
 
-def answer(phases: dict[str, dict], python_ms: dict[str, float], names: RangeNames = RangeNames()) -> dict:
-    """Answer (a) from the ``phases`` section of a summary and the Python timings; ``names``
-    gives the forward range's name for the sentence."""
-    forward = phases.get("forward")
-    range_name = names.phase_range("forward")
-    python_forward_ms = python_ms.get("forward")
+class Record(TypedDict):
+    """The per-trace record of (a), in the summary's ``questions["a"]``."""
+
+    nsys_forward_ms: float | None
+    nsys_forward_gpu_ms: float | None
+    python_forward_ms: float | None
+    nsys_to_python_ratio: float | None
+    answer: str
+
+
+def per_trace(inputs: NsysInputs) -> dict:
+    """Answer (a) for one trace from its per-phase figures and the Python timings."""
+    forward = inputs.phases.get("forward")
+    range_name = inputs.names.phase_range("forward")
+    python_forward_ms = inputs.run.python_ms.get("forward")
     if forward is None:
         return {
             "nsys_forward_ms": None,
@@ -67,3 +83,41 @@ def _agreement(ratio: float) -> str:
         return "they agree to within 0.5%"
     side = "longer" if ratio > 1 else "shorter"
     return f"nsys's range is {text.pct(off)} {side}"
+
+
+KEYS = ("nsys_forward_ms", "nsys_forward_gpu_ms", "python_forward_ms", "nsys_to_python_ratio")
+
+
+def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
+    """One row per trace with a measured forward pass."""
+    summaries = sorted_summaries(evidence.summaries)
+    table = grid.rows(summaries, "a", KEYS, "nsys_forward_ms")
+    if table.empty:
+        return Unanswered("nsys-a", "a trace with measured `forward` ranges")
+    return grid.finish("nsys-a", {"Forward pass: nsys and the Python timer": table}, summaries)
+
+
+def _grid_text(record: ResultsAnswer) -> str:
+    table = grid.first_table(record)
+    text = f"Over {len(table)} traces nsys times the forward pass at {grid.span(table['nsys_forward_ms'])} ms."
+    if "nsys_to_python_ratio" in table:
+        ratio = table.dropna(subset=["nsys_to_python_ratio"])
+        worst = ratio.loc[(ratio["nsys_to_python_ratio"] - 1).abs().idxmax()]
+        text += (f" Against the Python timer of the same steps the ratio nsys/Python is "
+                 f"{grid.span(ratio['nsys_to_python_ratio'], '{:.3f}')} (median {ratio['nsys_to_python_ratio'].median():.3f}), "
+                 f"farthest from 1 for {worst['trace']}.")
+        if len(ratio) < len(table):
+            text += f" {plural(len(table) - len(ratio), 'trace')} carry no Python timings."
+    return text
+
+
+QUESTION = Question(
+    id="nsys-a", section="nsys_profile", title="Forward time: nsys against Python",
+    text="Total forward-pass time as nsys sees it, against the Python timer of the same steps.",
+    needs="nsys traces of the runner (analyze-nsys TRACE ...)",
+    per_trace=per_trace, record=Record, summary_key="a", compute=compute, write=grid.grid_writer(_grid_text),
+    figure=FigureSpec("trace_bars", {
+        "series": [["nsys forward range", "nsys_forward_ms", 1], ["nsys GPU projection", "nsys_forward_gpu_ms", 1],
+                   ["Python timer", "python_forward_ms", 1]],
+        "xlabel": "ms per forward pass", "title": "Forward pass: nsys against the Python timer"}),
+)

@@ -8,17 +8,41 @@ Needs: measured ``forward`` ranges; a measured ``optimizer_step`` for the traini
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pandas as pd
 
 from analysis.classify import GEMM
-from analysis.questions import nsys_text as text
+from analysis import text
+from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs
+from analysis.questions.question import Evidence, Question
+from analysis.questions.results_files import plural
+from analysis.records import FigureSpec, ResultsAnswer, Unanswered
+from analysis.runs import run_label, sorted_summaries
 
 MOVERS_IN_ANSWER = 2
 
 
-def answer(inputs: NsysInputs) -> dict:
-    """Answer (d): GEMM share forward vs training step, and every category's share in both.
+class CategoryShares(TypedDict):
+    category: str
+    forward_share: float
+    train_step_share: float | None
+    change: float | None
+
+
+class Record(TypedDict):
+    """The per-trace record of (d), in the summary's ``questions["d"]``."""
+
+    gemm_share_forward: float | None
+    gemm_share_forward_backward: float | None
+    gemm_share_train_step: float | None
+    category_shares: list[CategoryShares]
+    answer: str
+
+
+def per_trace(inputs: NsysInputs) -> dict:
+    """Answer (d) for one trace: GEMM share forward vs training step, and every category's share in both.
 
     ``category_shares`` rows: ``category``, ``forward_share``, ``train_step_share`` and ``change``
     (train-step share minus forward share); the last two null when there is no training step.
@@ -82,3 +106,51 @@ def _movers_sentence(table: pd.DataFrame) -> str:
     if not parts:
         return "The other categories keep their shares."
     return "Among the other categories, " + " and ".join(parts) + "."
+
+
+KEYS = ("gemm_share_forward", "gemm_share_forward_backward", "gemm_share_train_step")
+CATEGORIES_TITLE = "Every category, forward against the training step"
+
+
+def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
+    """Per trace: the GEMM shares; and every category's share, forward against the training step."""
+    summaries = sorted_summaries(evidence.summaries)
+    table = grid.rows(summaries, "d", KEYS, "gemm_share_forward")
+    if table.empty:
+        return Unanswered("nsys-d", "a trace with kernels in measured `forward` ranges")
+    categories = pd.DataFrame([{"trace": run_label(s), **row} for s in summaries
+                               for row in s["questions"]["d"].get("category_shares") or []])
+    categories = categories.rename(columns={"change": "change_share"})
+    tables = {"Matmul share of kernel time": table}
+    if not categories.empty:
+        tables[CATEGORIES_TITLE] = categories
+    return grid.finish("nsys-d", tables, summaries)
+
+
+def _grid_text(record: ResultsAnswer) -> str:
+    table = grid.first_table(record)
+    categories = record.tables.get(CATEGORIES_TITLE, pd.DataFrame())
+    text = f"Matrix multiplications take {grid.pct_span(table['gemm_share_forward'])} of forward kernel time"
+    train = table.dropna(subset=["gemm_share_train_step"]) if "gemm_share_train_step" in table else table.iloc[:0]
+    if train.empty:
+        return text + " (no trace of a full training step to compare)."
+    text += f" and {grid.pct_span(train['gemm_share_train_step'])} of a full training step ({plural(len(train), 'training trace')})."
+    change = categories.dropna(subset=["change_share"]) if "change_share" in categories else categories.iloc[:0]
+    if not change.empty:
+        mean_change = change[change["category"] != GEMM].groupby("category")["change_share"].mean()
+        riser = mean_change.idxmax()
+        text += f" The category that gains most in training is {riser} (+{mean_change.max() * 100:.1f} points on average)."
+    return text
+
+
+QUESTION = Question(
+    id="nsys-d", section="nsys_profile", title="Matmul share: inference against training",
+    text="Fraction of GPU time in matrix multiplication, forward only against a full training step; "
+         "how do the other categories move?",
+    needs="nsys traces of the runner (analyze-nsys TRACE ...)",
+    per_trace=per_trace, record=Record, summary_key="d", compute=compute, write=grid.grid_writer(_grid_text),
+    figure=FigureSpec("trace_bars", {
+        "series": [["forward", "gemm_share_forward", 100], ["training step", "gemm_share_train_step", 100]],
+        "xlabel": "matmul share of kernel time (%)", "xlim": [0, 100],
+        "title": "Matrix multiplication: inference against training"}),
+)

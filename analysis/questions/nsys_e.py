@@ -10,14 +10,33 @@ for the FLOPs ratio.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 from analysis.classify import GEMM
 from analysis.flops import attention_flops_ratio
-from analysis.questions import nsys_text as text
+from analysis import text
+from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs
+from analysis.questions.question import Evidence, Question
+from analysis.records import FigureSpec, ResultsAnswer, Unanswered
+from analysis.runs import sorted_summaries
 
 
-def answer(inputs: NsysInputs) -> dict:
-    """Answer (e); ``flops_ratio`` is softmax FLOPs / matmul FLOPs, null without a config.
+class Record(TypedDict):
+    """The per-trace record of (e), in the summary's ``questions["e"]``."""
+
+    softmax_ms_per_pass: float | None
+    matmul_ms_per_pass: float | None
+    matmul_gemm_ms_per_pass: float | None
+    softmax_kernels_per_pass: float | None
+    matmul_kernels_per_pass: float | None
+    runtime_ratio: float | None
+    flops_ratio: float | None
+    answer: str
+
+
+def per_trace(inputs: NsysInputs) -> dict:
+    """Answer (e) for one trace; ``flops_ratio`` is softmax FLOPs / matmul FLOPs, null without a config.
 
     Unanswerable (figures null) unless all three sub-ranges (named by ``inputs.names``) hold
     kernels in measured forward passes.
@@ -74,9 +93,49 @@ def answer(inputs: NsysInputs) -> dict:
         "answer": sentence,
     }
 
+
 def _flops_ratio(config: dict | None) -> float | None:
     """Softmax / matmul FLOPs from the config's shapes; None when the config lacks them."""
     try:
         return attention_flops_ratio(config) if config else None
     except ValueError:
         return None
+
+
+KEYS = ("softmax_ms_per_pass", "matmul_ms_per_pass", "softmax_kernels_per_pass", "matmul_kernels_per_pass",
+        "runtime_ratio", "flops_ratio")
+
+
+def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
+    """Per trace: softmax and matmul time inside attention, their ratio, the FLOPs ratio and the
+    per-FLOP slowdown (time ratio / FLOPs ratio)."""
+    summaries = sorted_summaries(evidence.summaries)
+    table = grid.rows(summaries, "e", KEYS, "runtime_ratio")
+    if table.empty:
+        return Unanswered("nsys-e", "a trace with `computing softmax` and matmul ranges inside measured forward passes")
+    if "flops_ratio" in table and table["flops_ratio"].notna().any():
+        table["per_flop_slowdown_ratio"] = table["runtime_ratio"] / table["flops_ratio"]
+    return grid.finish("nsys-e", {"Attention in the forward pass: softmax against matmuls": table}, summaries)
+
+
+def _grid_text(record: ResultsAnswer) -> str:
+    table = grid.first_table(record)
+    text = f"Over {len(table)} traces the softmax takes {grid.span(table['runtime_ratio'])}× the GPU time of attention's " \
+           f"two matmuls"
+    if "per_flop_slowdown_ratio" not in table:
+        return text + "."
+    per_flop = table["per_flop_slowdown_ratio"].dropna()
+    return text + f", while its FLOPs are only {grid.span(table['flops_ratio'], '{:.3f}')}× theirs: per FLOP the softmax is " \
+                  f"{grid.span(per_flop, '{:.0f}')}× slower, because its kernels read and write the whole score matrix " \
+                  "for a few operations per element."
+
+
+QUESTION = Question(
+    id="nsys-e", section="nsys_profile", title="Softmax against matmuls in attention",
+    text="Inside self-attention, softmax time against the two matmuls' time, compared with their FLOPs ratio.",
+    needs="nsys traces of the runner (analyze-nsys TRACE ...)",
+    per_trace=per_trace, record=Record, summary_key="e", compute=compute, write=grid.grid_writer(_grid_text),
+    figure=FigureSpec("trace_bars", {
+        "series": [["time (softmax / matmuls)", "runtime_ratio", 1], ["FLOPs (softmax / matmuls)", "flops_ratio", 1]],
+        "xlabel": "ratio (log scale)", "xscale": "log", "title": "Softmax against the attention matmuls"}),
+)

@@ -1,10 +1,11 @@
 """What the nsys questions read, built once per trace, and the per-kernel totals they share.
 
-Every nsys question module takes an :class:`NsysInputs`; none reloads or relabels the trace.
+Every per-trace computation takes an :class:`NsysInputs` (one signature); none reloads or
+relabels the trace.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import pandas as pd
@@ -13,7 +14,7 @@ from analysis.classify import classify_kernels
 from analysis.phases import LabelledOps, RangeNames
 from analysis.timings import RunRecord
 # The columns of the labelled ops the questions read (a slim copy keeps the filters cheap).
-OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "op_kind", "demangled_name", "step",
+OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "op_kind", "demangled_name", "step",
               "measured", "phase", "phase_range_id", "region")
 
 
@@ -33,6 +34,7 @@ class NsysInputs:
     run: RunRecord
     gpu_name: str | None
     names: RangeNames  # the NVTX range names the ops were labelled with
+    phases: dict = field(default_factory=dict)  # the summary's per-phase figures, once computed
 
     @classmethod
     def build(cls, labelled: LabelledOps, run: RunRecord, gpu_name: str | None) -> NsysInputs:

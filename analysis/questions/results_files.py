@@ -13,32 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.records import ResultsAnswer, Unanswered  # noqa: F401  (what the questions return)
+from analysis.runs import size_order
 from cs336_profile.contract import STATUS_OK
 
 RESULTS_FILE_COLUMN = "results_file"
-
-
-@dataclass(frozen=True)
-class ResultsAnswer:
-    """A question answered from results files.
-
-    ``tables`` maps a table title to a DataFrame whose column names carry their units
-    (``forward_ms_mean``, ``peak_memory_bytes``); a ``status`` column marks rows that ran out of
-    memory (``OOM``), whose measurements are null. ``inputs`` are the results file names read.
-    """
-
-    question: str
-    answer: str
-    tables: dict[str, pd.DataFrame]
-    inputs: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Unanswered:
-    """A question the results files cannot answer, and what it would need."""
-
-    question: str
-    needs: str
 
 
 @dataclass(frozen=True)
@@ -92,14 +71,6 @@ def used_files(*frames: pd.DataFrame) -> tuple[str, ...]:
 def ok_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows that completed (status ``ok``)."""
     return rows[rows["status"] == STATUS_OK] if "status" in rows else rows
-
-
-def size_order(sizes: pd.Series) -> pd.Series:
-    """Position of each model size in the assignment's table (``tiny`` first, unknown sizes last)."""
-    from cs336_profile.config import SIZES
-
-    order = {name: index for index, name in enumerate(SIZES)}
-    return sizes.map(order).fillna(len(order))
 
 
 def sorted_by_size(rows: pd.DataFrame, *then: str) -> pd.DataFrame:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from analysis.records import DiffRecord
 from analysis.report.render import FigureFile, diff_content, environment, templates_dir, trace_figures, trace_tables
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
@@ -27,15 +28,14 @@ def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[Figu
     shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
     env = environment()
     for page in site.questions:
-        tables = [display_table(title, table) for title, table in page.answer.tables.items()]
-        _write(out_dir / f"{page.question.page}.html", env.get_template("question.html").render(
-            page=page, tables=tables, figures=question_figures[page.question.id], home=True))
+        tables = [display_table(title, table) for title, table in page.result.tables.items()]
+        _write(out_dir / f"{page.card.page}.html", env.get_template("question.html").render(
+            page=page, tables=tables, figures=question_figures[page.card.id], home=True))
     for page in site.traces:
-        trace_path = site.trace_paths.get(page.summary["trace"])
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(
-            page=page, tables=trace_tables(page.summary), figures=trace_figures(page, out_dir, trace_path),
-            has_timeline=trace_path is not None, diffs=diffs, answered={q.question.id for q in site.questions},
+            page=page, tables=trace_tables(page.summary), figures=trace_figures(page, out_dir),
+            has_timeline=bool(page.summary.get("timeline")), diffs=diffs, answered={q.card.id for q in site.questions},
             home=True))
     for page in site.diffs:
         _render_diff_page(page, out_dir, home=True)
@@ -48,10 +48,10 @@ def _render_diff_page(page: DiffPage, out_dir: Path, home: bool) -> Path:
         page=page, diff=diff, tables=tables, figures=figure_files, home=home))
 
 
-def render_diff(summary_a: dict, summary_b: dict, out_dir: Path) -> Path:
+def render_diff(record: DiffRecord, out_dir: Path) -> Path:
     """The diff page of two traces (with its stylesheet), for ``analyze-nsys diff A B``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
-    page = DiffPage(summary_a, summary_b, "", diff_page(summary_a, summary_b))
+    page = DiffPage(record, diff_page(record.a, record.b))
     return _render_diff_page(page, out_dir, home=False)

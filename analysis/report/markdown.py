@@ -15,10 +15,10 @@ def write_markdown(site: Site, out_dir: Path, question_figures: dict[str, list[F
     out_dir.mkdir(parents=True, exist_ok=True)
     env = environment(markdown=True)
     for page in site.questions:
-        tables = [display_table(title, table) for title, table in page.answer.tables.items()]
+        tables = [display_table(title, table) for title, table in page.result.tables.items()]
         text = env.get_template("question.md.j2").render(page=page, tables=tables,
-                                                         figures=question_figures[page.question.id])
-        (out_dir / f"{page.question.page}.md").write_text(text, encoding="utf-8")
+                                                         figures=question_figures[page.card.id])
+        (out_dir / f"{page.card.page}.md").write_text(text, encoding="utf-8")
     index = out_dir / "index.md"
     index.write_text(env.get_template("index.md.j2").render(site=site), encoding="utf-8")
     return index

@@ -11,12 +11,12 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
-from analysis.phases import RangeNames
-from analysis.questions.diff import diff_summaries
-from analysis.report import figures
-from analysis.report.nsys_pages import kernel_cell
-from analysis.report.site import DiffPage, QuestionPage, Site, TracePage
+from analysis.records import QuestionRecord
+from analysis.report import figures, question_figures as drawings
+from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
+from analysis.report.timeline import step_timeline
+from analysis.text import kernel_cell
 
 FIGURES_DIR = "figures"
 PACKAGE_NAME = "cs336-profile"
@@ -68,19 +68,22 @@ def _save(figure, out_dir: Path, name: str, alt: str) -> FigureFile:
     return FigureFile(relative, alt)
 
 
-def question_figures(page: QuestionPage, out_dir: Path) -> list[FigureFile]:
-    """The question's figure, drawn from its answer's tables."""
-    draw = figures.QUESTION_FIGURES[page.question.id]
-    return [_save(draw(page.answer), out_dir, f"{page.question.page}.svg", page.question.title)]
+def question_figures(page: QuestionRecord, out_dir: Path) -> list[FigureFile]:
+    """The question's figure, drawn from its answer's tables as its figure spec says."""
+    spec = page.card.figure
+    if spec is None:
+        return []
+    return [_save(drawings.draw(spec, page.result), out_dir, f"{page.card.page}.svg",
+                  spec.alt or page.card.title)]
 
 
 def all_question_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile]]:
     """Question id -> its figures, drawn once for every page format that shows them."""
-    return {page.question.id: question_figures(page, out_dir) for page in site.questions}
+    return {page.card.id: question_figures(page, out_dir) for page in site.questions}
 
 
-def trace_figures(page: TracePage, out_dir: Path, trace_path: Path | None) -> list[FigureFile]:
-    """Per-phase categories and spans; the step timeline when the trace file is at hand."""
+def trace_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
+    """Per-phase categories and spans; the step timeline when the summary has one."""
     phases = page.summary["phases"]
     if not phases:
         return []
@@ -88,11 +91,8 @@ def trace_figures(page: TracePage, out_dir: Path, trace_path: Path | None) -> li
                    "Kernel time by category per phase"),
              _save(figures.phase_spans(phases), out_dir, f"{page.page}-spans.svg",
                    "Python timer, CPU span, GPU projection and busy time per phase")]
-    if trace_path is not None:
-        from analysis.report.timeline import step_timeline
-
-        names = RangeNames(**page.summary["range_names"])
-        saved.append(_save(step_timeline(trace_path, names), out_dir, f"{page.page}-timeline.png",
+    if page.summary.get("timeline"):
+        saved.append(_save(step_timeline(page.summary["timeline"]), out_dir, f"{page.page}-timeline.png",
                            "Timeline of one measured step"))
     return saved
 
@@ -123,7 +123,7 @@ def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
 
 def diff_content(page: DiffPage, out_dir: Path) -> tuple[dict, list[DisplayTable], list[FigureFile]]:
     """The diff numbers, their tables and the category figure."""
-    diff = diff_summaries(page.a, page.b)
+    diff = page.record.diff
     categories = pd.DataFrame(diff["categories"])
     tables = [display_table("Kernel time by category, per pass", categories),
               display_table("Per phase", pd.DataFrame(diff["phases"])),

@@ -6,20 +6,13 @@ Both the HTML and the Markdown renderers draw from one :class:`Site`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.questions.results_files import ResultsAnswer, ResultsSet, read_results_dir, size_order
-from analysis.report.catalog import QUESTIONS, Question
-from analysis.report.nsys_pages import nsys_answer, run_label, sorted_summaries
-from cs336_profile.contract import trace_stem
+from analysis.records import DiffRecord, QuestionRecord, ReportData
+from analysis.runs import config_value, run_label, size_order, summary_stem
 
-SWEEP = "sweep"
-# Settings a diff pair may differ in (exactly one of them), with the value that makes a run side A
-# (the baseline); everything else must match.
-DIFF_BASELINES = {"dtype": "fp32", "compile": False, "attention": "naive"}
 GRID_GROUP_KEYS = ("mode", "dtype", "compile", "attention")
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -30,15 +23,12 @@ def page_name(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class QuestionPage:
-    question: Question
-    answer: ResultsAnswer
+class Edition:
+    """The questions of one handout edition: answered pages and those the inputs cannot answer."""
 
-
-@dataclass(frozen=True)
-class NotAnswered:
-    question: Question
-    needs: str
+    name: str
+    questions: list[QuestionRecord]  # answered: each gets a page
+    not_answered: list[QuestionRecord]
 
 
 @dataclass(frozen=True)
@@ -50,10 +40,20 @@ class TracePage:
 
 @dataclass(frozen=True)
 class DiffPage:
-    a: dict
-    b: dict
-    changed: str
+    record: DiffRecord
     page: str
+
+    @property
+    def a(self) -> dict:
+        return self.record.a
+
+    @property
+    def b(self) -> dict:
+        return self.record.b
+
+    @property
+    def changed(self) -> str:
+        return self.record.changed
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,7 @@ class RunGrid:
 
 @dataclass
 class Site:
-    questions: list[QuestionPage]
-    not_answered: list[NotAnswered]
+    editions: list[Edition]
     traces: list[TracePage]
     diffs: list[DiffPage]
     grids: list[RunGrid]
@@ -82,50 +81,30 @@ class Site:
     gpus: list[str]
     nsys_versions: list[str]
     results_files: list[str]
-    trace_paths: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def questions(self) -> list[QuestionRecord]:
+        """Every answered question page, over all editions."""
+        return [page for edition in self.editions for page in edition.questions]
 
 
 def trace_page(summary: dict) -> str:
-    return f"trace-{page_name(trace_stem(summary['trace']))}"
+    return f"trace-{page_name(summary_stem(summary))}"
 
 
 def diff_page(a: dict, b: dict) -> str:
-    return f"diff-{page_name(trace_stem(a['trace']))}--{page_name(trace_stem(b['trace']))}"
+    return f"diff-{page_name(summary_stem(a))}--{page_name(summary_stem(b))}"
 
 
 def _config_key(config: dict, keys: tuple[str, ...]) -> tuple:
-    return tuple((k, config.get(k) if k != "attention" else config.get(k) or "naive") for k in keys)
+    return tuple((k, config_value(config, k)) for k in keys)
 
 
-def diff_pairs(summaries: list[dict]) -> list[DiffPage]:
-    """Pairs of traces whose configs differ in exactly one of :data:`DIFF_BASELINES` (fp32/bf16,
-    eager/compiled, naive/SDPA); A is the baseline side (fp32, eager, naive attention)."""
-    with_config = [s for s in summaries if s.get("config")]
-    pairs = []
-    for index, a in enumerate(with_config):
-        for b in with_config[index + 1:]:
-            ca, cb = a["config"], b["config"]
-            same_shape = all(ca.get(k) == cb.get(k) for k in ("size", "context_length", "mode", "batch_size"))
-            changed = [k for k in DIFF_BASELINES if _config_key(ca, (k,)) != _config_key(cb, (k,))]
-            if same_shape and len(changed) == 1:
-                key = changed[0]
-                base, other = (b, a) if _config_key(cb, (key,)) == ((key, DIFF_BASELINES[key]),) else (a, b)
-                values = [dict(_config_key(s["config"], (key,)))[key] for s in (base, other)]
-                pairs.append(DiffPage(base, other, f"{key}: {values[0]} → {values[1]}", diff_page(base, other)))
-    return pairs
-
-
-def _sweep_statuses(results: ResultsSet) -> pd.DataFrame:
-    rows = results.experiment_rows(SWEEP)
-    return rows if rows.empty else rows.drop_duplicates("stem", keep="last")
-
-
-def run_grids(summaries: list[dict], results: ResultsSet) -> list[RunGrid]:
+def run_grids(summaries: list[dict], sweep: pd.DataFrame) -> list[RunGrid]:
     """One grid per mode/dtype/compile/attention: a cell links the trace, or says OOM / failed, or
     (a configuration of the sweep table whose trace is not among the inputs) gives the sweep's
     nsys forward time without a link."""
     cells: dict[tuple, dict[tuple[str, int], GridCell]] = {}
-    sweep = _sweep_statuses(results)
     for row in sweep.to_dict("records"):
         forward = row.get("nsys_forward_ms")
         if row.get("emit_nvtx") is True:  # per-op ranges slow the step: not a grid measurement
@@ -159,34 +138,26 @@ def run_grids(summaries: list[dict], results: ResultsSet) -> list[RunGrid]:
     return grids
 
 
-def build_site(summaries: list[dict], failures: list[dict], results_dir: Path | None,
-               trace_paths: dict[str, Path] | None = None) -> Site:
-    """Answer every question the inputs can answer and lay out the pages."""
-    summaries = sorted_summaries(summaries)
-    results = read_results_dir(results_dir)
-    answered, not_answered = [], []
-    for question in QUESTIONS:
-        if question.nsys_key:
-            result = nsys_answer(question.nsys_key, summaries) if summaries else None
-            needs = "nsys traces of the runner (analyze-nsys TRACE ...)"
-        else:
-            result = question.answer(results)
-            needs = None
-        if isinstance(result, ResultsAnswer):
-            answered.append(QuestionPage(question, result))
-        else:
-            not_answered.append(NotAnswered(question, result.needs if result is not None else needs))
+def editions(data: ReportData) -> list[Edition]:
+    """The question records grouped by handout edition (in order of first appearance)."""
+    names = list(dict.fromkeys(edition for record in data.questions for edition in record.card.editions))
+    grouped = []
+    for name in names:
+        records = [r for r in data.questions if name in r.card.editions]
+        grouped.append(Edition(name, [r for r in records if r.answered], [r for r in records if not r.answered]))
+    return grouped
+
+
+def build_site(data: ReportData, failures: list[dict]) -> Site:
+    """Lay out the pages of the report from the analysis' records."""
+    summaries = data.summaries
     return Site(
-        questions=answered,
-        not_answered=not_answered,
+        editions=editions(data),
         traces=[TracePage(s, run_label(s), trace_page(s)) for s in summaries],
-        diffs=diff_pairs(summaries),
-        grids=run_grids(summaries, results),
+        diffs=[DiffPage(record, diff_page(record.a, record.b)) for record in data.diffs],
+        grids=run_grids(summaries, data.sweep),
         failures=failures,
-        gpus=sorted({s["gpu"] for s in summaries if s.get("gpu")}
-                    | {env.get("gpu_name") for doc in results.documents.values()
-                       for env in [doc.get("environment") or {}] if env.get("gpu_name")}),
+        gpus=sorted({s["gpu"] for s in summaries if s.get("gpu")} | set(data.results_gpus)),
         nsys_versions=sorted({s["nsys_version"] for s in summaries if s.get("nsys_version")}),
-        results_files=sorted(results.documents),
-        trace_paths=dict(trace_paths or {}),
+        results_files=list(data.results_files),
     )

@@ -49,3 +49,8 @@ def kernel_label(demangled: str) -> str:
     if len(label) > KERNEL_LABEL_CHARS:
         label = label[: KERNEL_LABEL_CHARS - 1] + "…"
     return f"`{label}`"
+
+
+def kernel_cell(demangled: str) -> str:
+    """The short kernel name of the answers, without its Markdown backticks (a table cell)."""
+    return kernel_label(demangled).strip("`")

@@ -1,0 +1,67 @@
+"""The cross-trace step: every question answered from the trace summaries and the results files,
+the diff of each pair of runs that differ in one setting, and the run facts the report lists.
+The render layer receives :class:`ReportData` and draws it; it computes nothing itself.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.questions.diff import diff_summaries
+from analysis.questions.question import Evidence
+from analysis.questions.registry import QUESTIONS
+from analysis.questions.results_files import ResultsSet, read_results_dir
+from analysis.records import DiffRecord, QuestionRecord, ReportData, Unanswered
+from analysis.runs import config_value, sorted_summaries
+
+SWEEP = "sweep"
+# Settings a diff pair may differ in (exactly one of them), with the value that makes a run side A
+# (the baseline); everything else must match.
+DIFF_BASELINES = {"dtype": "fp32", "compile": False, "attention": "naive"}
+SAME_SHAPE_KEYS = ("size", "context_length", "mode", "batch_size")
+
+
+def answer_all(summaries: list[dict], results: ResultsSet) -> list[QuestionRecord]:
+    """Every registered question answered from ``summaries`` and ``results``, in handout order."""
+    evidence = Evidence(sorted_summaries(summaries), results)
+    records = []
+    for question in QUESTIONS:
+        if question.per_trace is not None and not summaries:
+            result = Unanswered(question.id, question.needs)
+        else:
+            result = question.answer(evidence)
+        records.append(QuestionRecord(question.card, result))
+    return records
+
+
+def diff_pairs(summaries: list[dict]) -> list[DiffRecord]:
+    """Pairs of traces whose configs differ in exactly one of :data:`DIFF_BASELINES` (fp32/bf16,
+    eager/compiled, naive/SDPA), each with its diff; A is the baseline side."""
+    with_config = [s for s in summaries if s.get("config")]
+    pairs = []
+    for index, a in enumerate(with_config):
+        for b in with_config[index + 1:]:
+            ca, cb = a["config"], b["config"]
+            same_shape = all(ca.get(k) == cb.get(k) for k in SAME_SHAPE_KEYS)
+            changed = [k for k in DIFF_BASELINES if config_value(ca, k) != config_value(cb, k)]
+            if same_shape and len(changed) == 1:
+                key = changed[0]
+                base, other = (b, a) if config_value(cb, key) == DIFF_BASELINES[key] else (a, b)
+                values = [config_value(s["config"], key) for s in (base, other)]
+                pairs.append(DiffRecord(base, other, f"{key}: {values[0]} → {values[1]}", diff_summaries(base, other)))
+    return pairs
+
+
+def report_data(summaries: list[dict], results_dir: Path | None) -> ReportData:
+    """Answer every question, diff every pair and gather the run facts for the report."""
+    summaries = sorted_summaries(summaries)
+    results = read_results_dir(results_dir)
+    sweep = results.experiment_rows(SWEEP)
+    gpus = {env.get("gpu_name") for doc in results.documents.values() for env in [doc.get("environment") or {}]}
+    return ReportData(
+        summaries=summaries,
+        questions=answer_all(summaries, results),
+        diffs=diff_pairs(summaries),
+        sweep=sweep if sweep.empty else sweep.drop_duplicates("stem", keep="last"),
+        results_gpus=sorted(g for g in gpus if g),
+        results_files=sorted(results.documents),
+    )

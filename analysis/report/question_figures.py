@@ -1,0 +1,279 @@
+"""The question figures, drawn with matplotlib from a question's answer and its figure spec.
+
+:func:`draw` looks the spec's ``kind`` up in :data:`DRAWINGS`: ``trace_bars`` and
+``category_stack`` are drawn from the spec's parameters alone (the nsys questions), the others are
+one function per results-file question.
+"""
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from analysis.records import FigureSpec, ResultsAnswer
+from analysis.report.figures import (GIB, HEIGHT_IN, MIB, PALETTE, completed, first_table, grouped_bars, lengths_axis,
+                                     new_figure, plain_log, plain_log_y, run_labels, stacked)
+
+def bench_b(answer: ResultsAnswer) -> Figure:
+    table = completed(first_table(answer))
+    figure, (ax,) = new_figure()
+    parts = [p for p in ("forward", "backward") if f"{p}_ms_mean" in table]
+    grouped_bars(ax, run_labels(table, ("size", "context_length", "warmup_steps")),
+                  {p: table[f"{p}_ms_mean"].to_numpy() for p in parts},
+                  {p: table[f"{p}_ms_std"].fillna(0).to_numpy() for p in parts})
+    ax.set_ylabel("ms per pass (mean ± std)")
+    ax.set_title("Forward and backward time per configuration (last label: warm-up steps)")
+    return figure
+
+
+def bench_c(answer: ResultsAnswer) -> Figure:
+    table = completed(first_table(answer))
+    figure, (ax,) = new_figure()
+    for label, rows in table.groupby(["size", "context_length", "mode"], sort=False):
+        ax.errorbar(rows["warmup_steps"], rows["step_ms_mean"], yerr=rows["step_ms_std"].fillna(0), marker="o",
+                    capsize=3, label=f"{label[0]} ctx{label[1]} {label[2]}")
+    ax.set_xlabel("warm-up steps")
+    ax.set_ylabel("step time, ms (mean ± std)")
+    ax.set_xticks(sorted(table["warmup_steps"].unique()))
+    plain_log_y(ax)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1, 1))  # beside the lines, not over them
+    ax.set_title("Measured step time by number of warm-up steps")
+    return figure
+
+
+def mp_accum(answer: ResultsAnswer) -> Figure:
+    table = first_table(answer)
+    figure, (ax,) = new_figure(height=0.45 * len(table) + 1)
+    errors = table["abs_error"].clip(lower=1e-12)
+    ax.barh(table["loop"], errors, color=PALETTE[0])
+    for y, (value, printed) in enumerate(zip(table["abs_error"], table["printed"])):
+        ax.text(max(value, 1e-12), y, f"  {printed}", va="center", fontsize=8)
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_xlabel("absolute error against 10.0 (log scale)")
+    ax.set_title("Adding 0.01 a thousand times")
+    return figure
+
+
+def mp_a(answer: ResultsAnswer) -> Figure:
+    table = first_table(answer).set_index("quantity")
+    dtypes = sorted(set(table.to_numpy().ravel()))
+    codes = table.apply(lambda column: column.map({d: i for i, d in enumerate(dtypes)})).to_numpy(dtype=float)
+    figure, (ax,) = new_figure(height=0.35 * len(table) + 1.2)
+    ax.imshow(codes, cmap=matplotlib.colors.ListedColormap(PALETTE[: len(dtypes) * 2 : 2]), aspect="auto")
+    for (row, column), dtype in np.ndenumerate(table.to_numpy()):
+        ax.text(column, row, dtype, ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(table.columns)), table.columns)
+    ax.set_yticks(range(len(table)), table.index)
+    ax.grid(False)
+    ax.set_title("dtype of each quantity, as observed")
+    return figure
+
+
+def mp_c(answer: ResultsAnswer) -> Figure:
+    table = completed(first_table(answer))
+    figure, (ax,) = new_figure()
+    parts = [p for p in ("forward", "backward") if f"{p}_speedup" in table]
+    grouped_bars(ax, run_labels(table), {p: table[f"{p}_speedup"].to_numpy() for p in parts})
+    ax.axhline(1, color="black", linewidth=0.8)
+    ax.set_ylabel("fp32 time / bf16 time (×)")
+    ax.set_title("Speedup from bf16 autocast")
+    return figure
+
+
+def mem_a(answer: ResultsAnswer) -> Figure:
+    timeline = first_table(answer, 1)
+    figure, (ax,) = new_figure()
+    for (mode, context), rows in timeline.groupby(["mode", "context_length"], sort=False):
+        ax.plot(rows["event_index"], rows["allocated_bytes"] / GIB, label=f"{mode}, ctx{context}")
+    ax.set_xlabel("allocator event")
+    ax.set_ylabel("allocated (GiB)")
+    ax.legend(frameon=False)
+    ax.set_title("Allocated memory over the recorded step")
+    return figure
+
+
+def _peaks_by_context(ax, table: pd.DataFrame, column: str = "peak_memory_bytes", label_suffix: str = "",
+                      linestyle: str = "-") -> None:
+    """One line per mode (a mode keeps its colour across calls), OOM contexts as crosses on top."""
+    for index, (mode, rows) in enumerate(table.groupby("mode", sort=False)):
+        done = completed(rows)
+        line, = ax.plot(done["context_length"], done[column] / GIB, marker="o", label=f"{mode}{label_suffix}",
+                        color=PALETTE[2 * index], linestyle=linestyle)
+        oom = rows[rows["status"] != "ok"]
+        if not oom.empty:
+            ax.scatter(oom["context_length"], [ax.get_ylim()[1]] * len(oom), marker="x", color=line.get_color(),
+                       label=f"{mode}{label_suffix}: OOM")
+    lengths_axis(ax, table["context_length"], "context length")
+    ax.set_ylabel("peak allocated (GiB)")
+    ax.legend(frameon=False)
+
+
+def mem_b(answer: ResultsAnswer) -> Figure:
+    figure, (ax,) = new_figure()
+    _peaks_by_context(ax, first_table(answer))
+    ax.set_title("Peak memory per context length, fp32")
+    return figure
+
+
+def mem_c(answer: ResultsAnswer) -> Figure:
+    table = first_table(answer, 1)
+    figure, (ax,) = new_figure()
+    for precision, linestyle in (("fp32", "-"), ("bf16", "--")):
+        rows = table.rename(columns={f"{precision}_peak_bytes": "peak_memory_bytes"})
+        _peaks_by_context(ax, rows, label_suffix=f" {precision}", linestyle=linestyle)
+    ax.set_title("Peak memory, fp32 against bf16 autocast")
+    return figure
+
+
+def mem_d(answer: ResultsAnswer) -> Figure:
+    table = first_table(answer)
+    figure, (ax,) = new_figure(height=2.8)
+    ax.bar(table["context_length"].astype(str), table["activation_mib"], color=PALETTE[0])
+    ax.set_xlabel("context length")
+    ax.set_ylabel("MB (bytes / 1024²)")
+    ax.set_title("One residual-stream activation in fp32")
+    return figure
+
+
+def mem_e(answer: ResultsAnswer) -> Figure:
+    table = first_table(answer).head(10)
+    # One bar per row: a site reached through different callers gets its caller in the label, and
+    # bars sit at positions, not at categorical labels (equal labels would draw on one bar).
+    callers = table["stack"].str.split(" <- ").str[1].fillna("")
+    repeated = table["site"].duplicated(keep=False) & (callers != "")
+    labels = [f"{site}{f' ← {caller}' if twin else ''} ×{count}"
+              for site, caller, twin, count in zip(table["site"], callers, repeated, table["count"])]
+    figure, (ax,) = new_figure(height=0.35 * len(table) + 1)
+    y = np.arange(len(table))
+    ax.barh(y, table["size_bytes"] / MIB, color=PALETTE[2])
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("size of one allocation (MiB)")
+    ax.set_title("Largest allocations of the forward pass")
+    return figure
+
+
+def _by_head_dim(ax, table: pd.DataFrame, column: str, scale: float = 1.0) -> None:
+    """One line per head dimension against the sequence length (completed cells only), log-log."""
+    for head_dim, rows in completed(table).groupby("head_dim"):
+        ax.plot(rows["seq_len"], rows[column] / scale, marker="o", label=f"d={head_dim}")
+    lengths_axis(ax, table["seq_len"], "sequence length")
+    if (table[column] > 0).any():
+        plain_log_y(ax)
+
+
+def _mark_oom(ax, table: pd.DataFrame) -> None:
+    oom = table[table["status"] != "ok"]
+    for seq_len in sorted(oom["seq_len"].unique()):
+        ax.axvline(seq_len, color="grey", linestyle=":", linewidth=1)
+        ax.annotate("OOM", (seq_len, 1), xycoords=("data", "axes fraction"), fontsize=7, ha="center", va="bottom")
+
+
+def attn_a(answer: ResultsAnswer) -> Figure:
+    table = first_table(answer)
+    has_memory = table["memory_before_backward_bytes"].notna().any()
+    figure, axes = new_figure(ncols=2 if has_memory else 1)
+    _by_head_dim(axes[0], table, "forward_ms_mean")
+    axes[0].set_ylabel("forward, ms")
+    if has_memory:
+        _by_head_dim(axes[1], table, "memory_before_backward_bytes", MIB)
+        axes[1].set_ylabel("memory before backward (MiB)")
+    for ax in axes:
+        _mark_oom(ax, table)
+    axes[0].legend(frameon=False)
+    figure.suptitle("Eager attention: time" + (" and memory" if has_memory else "") + " against sequence length")
+    return figure
+
+
+def compile_a(answer: ResultsAnswer) -> Figure:
+    table = first_table(answer)
+    figure, axes = new_figure(ncols=2)
+    for ax, part in zip(axes, ("forward", "backward")):
+        for head_dim, rows in completed(table).groupby("head_dim"):
+            ax.plot(rows["seq_len"], rows[f"{part}_speedup"], marker="o", label=f"d={head_dim}")
+        ax.axhline(1, color="black", linewidth=0.8)
+        lengths_axis(ax, table["seq_len"], "sequence length")
+        ax.set_ylabel(f"{part}: eager / compiled (×)")
+    axes[0].legend(frameon=False)
+    figure.suptitle("Speedup of compiled attention over eager")
+    return figure
+
+
+def compile_b(answer: ResultsAnswer) -> Figure:
+    table = completed(first_table(answer))
+    figure, (ax,) = new_figure()
+    grouped_bars(ax, run_labels(table, ("size", "context_length", "timed")),
+                  {"eager": table["eager_ms"].to_numpy(), "compiled": table["compiled_ms"].to_numpy()})
+    plain_log_y(ax)
+    ax.set_ylabel("ms (forward, or whole step)")
+    ax.set_title("Whole model: eager against torch.compile")
+    return figure
+
+
+def trace_labels(table: pd.DataFrame) -> list[str]:
+    return list(table["trace"])
+
+
+def per_trace_bars(table: pd.DataFrame, series: dict[str, np.ndarray]) -> tuple[Figure, plt.Axes]:
+    """Horizontal grouped bars, one group per trace (top to bottom in table order), in a figure
+    whose height grows with the number of traces so every label stays readable."""
+    labels = trace_labels(table)
+    figure, (ax,) = new_figure(height=max(HEIGHT_IN, 0.12 * len(labels) * len(series) + 1.2))
+    y = np.arange(len(labels))
+    height = 0.8 / max(len(series), 1)
+    for index, (name, values) in enumerate(series.items()):
+        ax.barh(y + (index - (len(series) - 1) / 2) * height, values, height, label=name)
+    ax.set_yticks(y, labels)
+    ax.margins(y=0.01)
+    ax.invert_yaxis()
+    # Below the plot: the last rows hold the largest models, whose bars reach the lower right.
+    figure.legend(frameon=False, loc="outside lower center", ncols=len(series))
+    return figure, ax
+
+
+def trace_bars(spec: FigureSpec, answer: ResultsAnswer) -> Figure:
+    """One group of bars per trace: the spec's ``series`` ([label, column, scale]; a column the
+    table lacks is left out, a missing value draws as 0), ``xlabel``, ``title``, and optionally
+    ``xscale`` ("log") and ``xlim``."""
+    table = first_table(answer)
+    params = spec.params
+    series = {label: table[column].fillna(0).to_numpy(dtype=float) * scale
+              for label, column, scale in params["series"] if column in table}
+    figure, ax = per_trace_bars(table, series)
+    if params.get("xscale") == "log":
+        plain_log(ax.xaxis, ax.set_xscale)
+    if params.get("xlim"):
+        ax.set_xlim(*params["xlim"])
+    ax.set_xlabel(params["xlabel"])
+    ax.set_title(params["title"])
+    return figure
+
+
+def category_stack(spec: FigureSpec, answer: ResultsAnswer) -> Figure:
+    """One stacked bar per trace of its ``<category>_share`` columns (in %), ``xlabel``, ``title``."""
+    table = first_table(answer)
+    shares = table[[c for c in table if c.endswith("_share") and c != "non_gemm_share"]]
+    shares.columns = [c.removesuffix("_share") for c in shares.columns]
+    figure, (ax,) = new_figure(height=0.4 * len(table) + 1.4)
+    stacked(ax, trace_labels(table), shares, scale=100)
+    ax.invert_yaxis()
+    ax.set_xlabel(spec.params["xlabel"])
+    ax.set_title(spec.params["title"])
+    return figure
+
+
+RESULTS_DRAWINGS = {
+    "bench-b": bench_b, "bench-c": bench_c, "mp-accum": mp_accum, "mp-a": mp_a, "mp-c": mp_c,
+    "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c, "mem-d": mem_d, "mem-e": mem_e,
+    "attn-a": attn_a, "compile-a": compile_a, "compile-b": compile_b,
+}
+SPEC_DRAWINGS = {"trace_bars": trace_bars, "category_stack": category_stack}
+
+
+def draw(spec: FigureSpec, answer: ResultsAnswer) -> Figure:
+    """The figure ``spec`` describes, drawn from ``answer``'s tables."""
+    if spec.kind in SPEC_DRAWINGS:
+        return SPEC_DRAWINGS[spec.kind](spec, answer)
+    return RESULTS_DRAWINGS[spec.kind](answer)

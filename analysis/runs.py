@@ -1,0 +1,47 @@
+"""Names and order of the runs behind trace summaries: the label a report gives a run, the order
+its tables and pages list runs in, and the position of a model size."""
+from __future__ import annotations
+
+import pandas as pd
+
+from cs336_profile.config import SIZES
+from cs336_profile.contract import trace_stem
+
+
+def size_order(sizes: pd.Series) -> pd.Series:
+    """Position of each model size in the assignment's table (``tiny`` first, unknown sizes last)."""
+    order = {name: index for index, name in enumerate(SIZES)}
+    return sizes.map(order).fillna(len(order))
+
+
+def summary_stem(summary: dict) -> str:
+    """The summary's trace file name without its suffix."""
+    return trace_stem(summary["trace"])
+
+
+def run_label(summary: dict) -> str:
+    """``small ctx128 train fp32 compiled`` from the config; the trace stem without one."""
+    config = summary.get("config") or {}
+    if not {"size", "context_length", "mode"} <= set(config):
+        return summary_stem(summary)
+    parts = [config["size"], f"ctx{config['context_length']}", config["mode"], config.get("dtype", "")]
+    if config.get("compile"):
+        parts.append("compiled")
+    if config.get("attention") not in (None, "naive"):
+        parts.append(config["attention"])
+    return " ".join(p for p in parts if p)
+
+
+def sorted_summaries(summaries: list[dict]) -> list[dict]:
+    """Summaries with a config first, by size, context length, mode, dtype, compile; then the rest by name."""
+    def key(summary: dict):
+        config = summary.get("config") or {}
+        order = size_order(pd.Series([config.get("size")])).iloc[0]
+        return (not config, order, config.get("context_length") or 0, str(config.get("mode")),
+                str(config.get("dtype")), bool(config.get("compile")), summary["trace"])
+    return sorted(summaries, key=key)
+
+
+def config_value(config: dict, key: str):
+    """A config's setting, naive attention when it names none."""
+    return config.get(key) if key != "attention" else config.get(key) or "naive"

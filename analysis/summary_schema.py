@@ -1,0 +1,204 @@
+"""The trace summary's layout as types, and the JSON schema generated from them.
+
+:class:`TraceSummary` and the TypedDicts it holds are the summary's one definition: the report and
+the results database read these keys, :func:`json_schema` turns them into the JSON schema that
+docs/architecture.md shows (a test keeps the two equal and validates real summaries against it),
+and :data:`SCHEMA_VERSION` with the schema's hash keys the results cache. The records of the
+per-trace questions are declared with their questions (``Question.record``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import typing
+from typing import Any, TypedDict, Union
+
+SCHEMA_VERSION = 2  # 1: before the summary carried its timeline and schema version
+
+
+class RangeNamesRecord(TypedDict):
+    warmup_prefix: str
+    step_prefix: str
+    phases: list[str]
+    attention: str
+    attention_scores: str
+    softmax: str
+    final_matmul: str
+
+
+class KernelRecord(TypedDict):
+    kernel: str
+    category: str
+    tensor_core: bool
+    calls_per_pass: float
+    ms_per_pass: float
+    share: float
+
+
+class PhaseRecord(TypedDict):
+    passes: int
+    kernels_per_pass: float
+    kernel_ms_per_pass: float
+    memop_ms_per_pass: float
+    gpu_span_ms_per_pass: float
+    cpu_span_ms_per_pass: float
+    busy_ms_per_pass: float
+    idle_ms_per_pass: float
+    python_ms_per_pass: float | None
+    by_category_ms_per_pass: dict[str, float]
+    top_kernels: list[KernelRecord]
+    model_flops_per_pass: float | None
+    achieved_tflop_per_s: float | None
+    mfu: float | None
+    idle_share: float | None
+
+
+class OverallRecord(TypedDict):
+    scope: str
+    passes: int
+    kernels_per_pass: float
+    kernel_ms_per_pass: float
+    distinct_kernels: int
+    tensor_core_share: float | None
+    by_category_ms_per_pass: dict[str, float]
+    top_kernels: list[KernelRecord]
+
+
+class DeviceRecord(TypedDict):
+    pid: int
+    device_id: int
+    kernels_per_pass: float
+    kernel_ms_per_pass: float
+    busy_ms_per_pass: float
+    by_category_ms_per_pass: dict[str, float]
+    top_kernel: KernelRecord | None
+
+
+class EfficiencyRecord(TypedDict):
+    precision: str | None
+    peak_gpu: str | None
+    peak_tflop_per_s: float | None
+    peak_source: str | None
+    precision_source: str
+    gemm_precision_mix: dict[str, float]
+    answer: str
+
+
+class TimelineBars(TypedDict):
+    stream: list[int]
+    category: list[str]
+    start_ms: list[float]
+    dur_ms: list[float]
+
+
+class TimelinePhases(TypedDict):
+    phase: list[str]
+    start_ms: list[float]
+    dur_ms: list[float]
+
+
+class TimelineRecord(TypedDict):
+    title: str
+    duration_ms: float
+    bars: TimelineBars
+    phases: TimelinePhases
+
+
+class TraceSummary(TypedDict):
+    schema_version: int
+    trace: str
+    trace_sha256: str
+    gpu: str | None
+    nsys_version: str | None
+    analyzer_version: str
+    notes: list[str]
+    cuda_graph_launches: int
+    config: dict[str, Any] | None
+    config_source: str | None
+    python_ms_per_pass: dict[str, float]
+    python_ms_source: str | None
+    range_names: RangeNamesRecord
+    has_steps: bool
+    measured_passes: int
+    measured_passes_by_phase: dict[str, int]
+    phases: dict[str, PhaseRecord]
+    overall: OverallRecord
+    devices: list[DeviceRecord]
+    efficiency: EfficiencyRecord
+    questions: dict[str, Any]  # replaced by one property per per-trace question in the schema
+    timeline: TimelineRecord | None
+
+
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def type_schema(kind) -> dict:
+    """The JSON schema of one annotation: TypedDicts, ``dict[str, X]``, ``list[X]``, ``X | None``,
+    ``Any`` and the scalar types."""
+    if kind is Any:
+        return {}
+    if kind in JSON_TYPES:
+        return {"type": JSON_TYPES[kind]}
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is Union or (origin is not None and origin.__name__ == "UnionType"):
+        options = [type_schema(arg) for arg in args if arg is not type(None)]
+        (inner,) = options
+        return {"anyOf": [inner, {"type": "null"}]} if type(None) in args else inner
+    if origin is list:
+        return {"type": "array", "items": type_schema(args[0])}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": type_schema(args[1])}
+    if typing.is_typeddict(kind):
+        hints = typing.get_type_hints(kind)
+        return {"type": "object", "properties": {name: type_schema(hint) for name, hint in hints.items()},
+                "required": sorted(hints), "additionalProperties": False}
+    raise TypeError(f"no JSON schema for {kind!r}")
+
+
+def json_schema(question_records: dict[str, type]) -> dict:
+    """The summary's JSON schema; ``question_records``: summary key -> record TypedDict of each
+    per-trace question (its ``questions`` section)."""
+    schema = type_schema(TraceSummary)
+    questions = {key: type_schema(record) for key, record in question_records.items()}
+    schema["properties"]["questions"] = {"type": "object", "properties": questions, "required": sorted(questions),
+                                         "additionalProperties": False}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "TraceSummary",
+            "version": SCHEMA_VERSION, **schema}
+
+
+def schema_hash(schema: dict) -> str:
+    """sha256 of the schema's canonical JSON."""
+    return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()
+
+
+def problems(value, schema: dict, where: str = "$") -> list[str]:
+    """Where ``value`` breaks ``schema`` (the subset :func:`type_schema` writes), one line each."""
+    if "anyOf" in schema:
+        if any(not problems(value, option, where) for option in schema["anyOf"]):
+            return []
+        return [f"{where}: {value!r:.60} matches none of {[o.get('type') for o in schema['anyOf']]}"]
+    kind = schema.get("type")
+    checks = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+              "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+              "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+              "null": lambda v: v is None, "array": lambda v: isinstance(v, list),
+              "object": lambda v: isinstance(v, dict)}
+    if kind is None:
+        return []
+    if not checks[kind](value):
+        return [f"{where}: expected {kind}, got {type(value).__name__}"]
+    found = []
+    if kind == "array":
+        for index, item in enumerate(value):
+            found += problems(item, schema["items"], f"{where}[{index}]")
+    if kind == "object":
+        properties = schema.get("properties", {})
+        found += [f"{where}: missing {name!r}" for name in schema.get("required", []) if name not in value]
+        for name, item in value.items():
+            if name in properties:
+                found += problems(item, properties[name], f"{where}.{name}")
+            elif schema.get("additionalProperties") is False:
+                found.append(f"{where}: unexpected key {name!r}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                found += problems(item, schema["additionalProperties"], f"{where}.{name}")
+    return found
