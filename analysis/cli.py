@@ -12,19 +12,23 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import Callable
 
 from tqdm import tqdm
 
 from analysis.answers import report_data
-from analysis.cache import ResultsCache
+from analysis.batch import distinct, output_names
+from analysis.cache import CacheUnusable, ResultsCache
 from analysis.errors import TraceError
-from analysis.load import InputCache
+from analysis.load import InputCache, file_sha256
 from analysis.load.input_cache import MIB
 from analysis.phases import PHASES, RangeNames
 from analysis.questions.diff import diff_summaries
 from analysis.records import DiffRecord
+from analysis.safe_write import write_file
 from analysis.summary import analyze_trace, flat_tables
 from cs336_profile.contract import trace_stem
+from cs336_profile.results import unwritable_reason
 
 FORMATS = ("json", "md", "csv", "html")
 DEFAULT_OUT = "report"
@@ -154,28 +158,51 @@ def analyze_one(path: Path, names: RangeNames = RangeNames(),
 
 
 def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None, names: RangeNames = RangeNames(),
-                 inputs: InputCache = InputCache()) -> tuple[list[dict], list[dict]]:
+                 inputs: InputCache = InputCache(),
+                 on_summary: Callable[[dict], None] | None = None) -> tuple[list[dict], list[dict]]:
     """Summaries of the traces analyzed with the range ``names`` (cache hits included; the cache
-    must key on the same names) and ``{trace, error}`` failures, both in input order. Failures
-    are also printed to stderr as they come."""
+    must key on the same names) and ``{trace, error}`` failures, both in input order.
+
+    Inputs with the same content are analyzed and counted once (a line says so); each summary's
+    ``trace`` is a name no other input's outputs share (:func:`analysis.batch.output_names`).
+    ``on_summary`` gets each summary as it is ready. Failures are printed to stderr as they come."""
+    digests = {path: digest for path in dict.fromkeys(paths) if (digest := _digest(path, cache)) is not None}
+    unique, repeats = distinct(paths, digests)
+    for path, first in repeats.items():
+        print(f"{path}: the same content as {first}; analyzed and counted once", file=sys.stderr)
+    trace_names = output_names(unique, digests)
     results: dict[Path, tuple[dict | None, str | None]] = {}
-    for path in paths:
+
+    def finished(path: Path, summary: dict) -> None:
+        results[path] = ({**summary, "trace": trace_names[path]}, None)
+        if on_summary is not None:
+            on_summary(results[path][0])
+
+    for path in unique:
         cached = _cached(cache, path)
         if cached is not None:
-            results[path] = (cached, None)
-    todo = [p for p in dict.fromkeys(paths) if p not in results]
+            finished(path, cached)
+    todo = [p for p in unique if p not in results]
     with tqdm(total=len(todo), desc="analyzing", unit="trace", file=sys.stderr, disable=None) as progress:
-        for path, outcome in _run(todo, jobs, names, inputs):
-            results[path] = outcome
-            summary, error = outcome
+        for path, (summary, error) in _run(todo, jobs, names, inputs):
             if error is not None:
+                results[path] = (None, error)
                 progress.write(f"{path}: {error}", file=sys.stderr)
-            elif cache is not None:
-                cache.put(path, summary)
+            else:
+                cache = _stored(cache, path, summary, progress)
+                finished(path, summary)
             progress.update()
-    summaries = [results[p][0] for p in paths if results[p][0] is not None]
-    failures = [{"trace": str(p), "error": results[p][1]} for p in paths if results[p][1] is not None]
+    summaries = [results[p][0] for p in unique if results[p][0] is not None]
+    failures = [{"trace": str(p), "error": results[p][1]} for p in unique if results[p][1] is not None]
     return summaries, failures
+
+
+def _digest(path: Path, cache: ResultsCache | None) -> str | None:
+    """The content hash of an input (shared with the cache's), or None when it cannot be read."""
+    try:
+        return cache.content_sha256(path) if cache is not None else file_sha256(path) if path.is_file() else None
+    except OSError:
+        return None
 
 
 def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
@@ -184,6 +211,19 @@ def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
     try:
         return cache.get(path)
     except OSError:  # unreadable file: analyze_one reports it
+        return None
+
+
+def _stored(cache: ResultsCache | None, path: Path, summary: dict, progress: tqdm) -> ResultsCache | None:
+    """Store a summary; the cache itself when that worked, else None after one line saying why."""
+    if cache is None:
+        return None
+    try:
+        cache.put(path, summary)
+        return cache
+    except CacheUnusable as err:
+        progress.write(str(err), file=sys.stderr)
+        cache.close()
         return None
 
 
@@ -200,15 +240,33 @@ def _run(paths: list[Path], jobs: int, names: RangeNames, inputs: InputCache):
 
 
 def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
-    args.out.mkdir(parents=True, exist_ok=True)
-    cache = None if args.no_cache else ResultsCache(args.out / RESULTS_DB, names)
+    why = unwritable_reason(args.out)
+    if why is not None:
+        print(f"analyze-nsys: error: --out {args.out}: {why}", file=sys.stderr)
+        return 2
+    cache = None if args.no_cache else _open_cache(args.out / RESULTS_DB, names)
+    written = OutputLog(args.out)
     try:
-        summaries, failures = analyze_many(args.traces, args.jobs, cache, names, _input_cache(args))
+        summaries, failures = analyze_many(args.traces, args.jobs, cache, names, _input_cache(args),
+                                           on_summary=written.json if "json" in args.format else None)
     finally:
         if cache is not None:
             cache.close()
-    write_outputs(summaries, failures, args.out, args.format, args.results)
-    return 1 if failures else 0
+    write_outputs(summaries, failures, args.out, tuple(f for f in args.format if f != "json"), args.results, written)
+    return 1 if failures or written.failed else 0
+
+
+def _open_cache(db_path: Path, names: RangeNames) -> ResultsCache | None:
+    """The results cache, or None after one line saying why it cannot be used; a line also says
+    when a damaged or foreign database was set aside."""
+    try:
+        cache = ResultsCache(db_path, names)
+    except CacheUnusable as err:
+        print(str(err), file=sys.stderr)
+        return None
+    for notice in cache.notices:
+        print(notice, file=sys.stderr)
+    return cache
 
 
 def _input_cache(args: argparse.Namespace) -> InputCache:
@@ -218,22 +276,49 @@ def _input_cache(args: argparse.Namespace) -> InputCache:
                       export_timeout_s=float(args.export_timeout))
 
 
+class OutputLog:
+    """Writes output files safely into ``out`` (:mod:`analysis.safe_write`): a file that cannot be
+    written costs one line on stderr and sets ``failed``; the others are still written."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.failed = False
+
+    def write(self, name: str, content: str) -> None:
+        """Write ``out/name``."""
+        self.attempt(name, lambda path: write_file(path, content, root=self.out))
+
+    def json(self, summary: dict) -> None:
+        """Write ``out/<trace stem>.json``."""
+        self.write(f"{trace_stem(summary['trace'])}.json", json.dumps(summary, indent=1))
+
+    def attempt(self, name: str, make: Callable[[Path], object]) -> None:
+        """Run ``make(out/name)``; an OSError costs one line instead of the rest of the outputs."""
+        try:
+            make(self.out / name)
+        except OSError as err:
+            self.failed = True
+            print(f"{self.out / name}: not written ({err.strerror or err})", file=sys.stderr)
+
+
 def write_outputs(summaries: list[dict], failures: list[dict], out: Path, formats: tuple[str, ...],
-                  results_dir: Path | None) -> None:
-    """Write each requested format into ``out``; the questions are answered across the traces and
-    the results files in ``results_dir`` for the pages, and the report package is imported only
-    when pages are asked for."""
+                  results_dir: Path | None, log: OutputLog | None = None) -> None:
+    """Write each requested format into ``out`` through ``log``; the questions are answered
+    across the traces and the results files in ``results_dir`` for the pages, and the report
+    package is imported only when pages are asked for."""
+    log = log or OutputLog(out)
     if "json" in formats:
         for summary in summaries:
-            (out / f"{trace_stem(summary['trace'])}.json").write_text(json.dumps(summary, indent=1))
+            log.json(summary)
     if "csv" in formats:
         for name, table in flat_tables(summaries).items():
-            table.to_csv(out / f"{name}.csv", index=False)
+            log.write(f"{name}.csv", table.to_csv(index=False))
     pages = tuple(f for f in formats if f in ("html", "md"))
     if pages:
         from analysis.report import render_report
 
-        render_report(report_data(summaries, results_dir), failures, out, pages)
+        log.attempt("index.html" if "html" in pages else "index.md",
+                    lambda _: render_report(report_data(summaries, results_dir), failures, out, pages))
 
 
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:

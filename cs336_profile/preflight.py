@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
-from pathlib import Path
 
 import torch
 
 from cs336_profile.config import SIZES
+from cs336_profile.results import unwritable_reason
 
 FP32_BYTES = 4
 GIB = 1024**3
@@ -82,17 +81,6 @@ def _shapes(args: argparse.Namespace) -> list[tuple[str, int]]:
             for size in sizes for ctx in lengths for mode in modes]
 
 
-def _check_writable(folder: Path) -> str | None:
-    """Why ``folder`` cannot hold results files (created if absent), or None."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
-            pass
-    except OSError as err:
-        return err.strerror or str(err)
-    return None
-
-
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse, through ``parser.error`` (exit 2), a command that cannot run; create the results folder."""
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -104,6 +92,6 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         if least > available:
             parser.error(f"{what} needs at least {least / GIB:,.1f} GiB, more than the {available / GIB:,.1f} GiB "
                          f"of the {args.device} device")
-    why = _check_writable(args.results_dir)
+    why = unwritable_reason(args.results_dir)
     if why is not None:
         parser.error(f"--results-dir {args.results_dir}: cannot write there ({why})")

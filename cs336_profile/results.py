@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -18,6 +19,19 @@ def _finite_or_none(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def unwritable_reason(folder: Path) -> str | None:
+    """Why files cannot be written in ``folder`` (created when absent), or None when they can."""
+    if folder.exists() and not folder.is_dir():
+        return "is a file, not a folder"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as err:
+        return err.strerror or str(err)
+    return None
 
 
 def write_results(results_dir: str | Path, experiment: str, rows: list[dict], *, config: dict,

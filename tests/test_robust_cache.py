@@ -5,7 +5,7 @@ import pytest
 
 from tests.robust_cases import GROUP_1, assert_clean, params
 
-NOT_FIXED = ("summary-from-an-older-analyzer", "random-bytes", "truncated", "other-schema", "non-json-summary", "hand-written-row")
+NOT_FIXED = ()
 
 
 @pytest.mark.parametrize("case", params(GROUP_1, NOT_FIXED))

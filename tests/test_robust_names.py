@@ -6,7 +6,7 @@ import pytest
 from tests.robust_cases import assert_clean, params
 from tests.robust_cases_traces import GROUP_6
 
-NOT_FIXED = ("same-name-two-folders", "pipe-and-underscore", "same-input-three-times")
+NOT_FIXED = ()
 
 
 @pytest.mark.parametrize("case", params(GROUP_6, NOT_FIXED))

@@ -5,7 +5,7 @@ import pytest
 
 from tests.robust_cases import GROUP_3, assert_clean, params
 
-NOT_FIXED = ("out-under-a-file", "out-is-a-file", "full-disk", "results-db-not-writable")
+NOT_FIXED = ()
 
 
 @pytest.mark.parametrize("case", params(GROUP_3, NOT_FIXED))
