@@ -143,6 +143,7 @@ GROUP_8 = [
 
 
 # ----------------------------------------------------------------------------- 9 security
+CODE_SPANS = re.compile(r"(`+).+?\1")  # shown verbatim by Markdown viewers
 LIVE_MARKDOWN = re.compile(r"<script|<img|<b |^#+ Injected", re.MULTILINE | re.IGNORECASE)
 
 
@@ -154,7 +155,8 @@ def _markdown_injection(root: Path) -> Invocation:
 
     def check(r: Path, o) -> list[str]:
         pages = list((r / "out").glob("*.md"))
-        live = [f"{p.name}: {m.group(0)!r}" for p in pages for m in LIVE_MARKDOWN.finditer(p.read_text())]
+        live = [f"{p.name}: {m.group(0)!r}" for p in pages
+                for m in LIVE_MARKDOWN.finditer(CODE_SPANS.sub("", p.read_text()))]
         return _expect((len(pages) > 1, "no Markdown pages"), (not live, f"live markup in Markdown: {live[:4]}"))
     return Invocation(analyze([trace, broken], out=str(root / "out"), fmt="md"), [trace, broken], ["out"], check=check)
 

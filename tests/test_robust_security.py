@@ -6,7 +6,7 @@ import pytest
 from tests.robust_cases import assert_clean, params
 from tests.robust_cases_traces import GROUP_9
 
-NOT_FIXED = ("markdown-injection", "symlinks-in-out", "symlinked-results-db")
+NOT_FIXED = ()
 
 
 @pytest.mark.parametrize("case", params(GROUP_9, NOT_FIXED))

@@ -20,6 +20,7 @@ from analysis.classify import CATEGORIES  # noqa: E402
 from analysis.records import ResultsAnswer  # noqa: E402
 from cs336_profile.contract import GIB, MIB  # noqa: E402
 from cs336_profile.contract import PHASES as PHASE_ORDER  # noqa: E402
+from analysis.safe_write import atomic_file
 
 WIDTH_IN = 7.5
 HEIGHT_IN = 3.6
@@ -38,11 +39,15 @@ plt.rcParams.update({
 })
 
 
-def save(figure: Figure, path: Path) -> Path:
-    """Write the figure (format from the suffix) and free it."""
+def save(figure: Figure, path: Path, root: Path | None = None) -> Path:
+    """Write the figure (format from the suffix) through the safe writer, never outside ``root``,
+    and free it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, bbox_inches="tight", dpi=RASTER_DPI)
-    plt.close(figure)
+    try:
+        with atomic_file(path, "wb", root=root) as handle:
+            figure.savefig(handle, format=path.suffix[1:], bbox_inches="tight", dpi=RASTER_DPI)
+    finally:
+        plt.close(figure)
     return path
 
 

@@ -5,10 +5,10 @@ the stylesheet beside them, so the site opens from the file system.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from analysis.records import DiffRecord
+from analysis.safe_write import write_file
 from analysis.report.render import FigureFile, diff_content, environment, templates_dir, trace_figures, trace_tables
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
@@ -17,15 +17,18 @@ STYLESHEET = "style.css"
 
 
 def _write(path: Path, text: str) -> Path:
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_file(path, text, root=path.parent)
+
+
+def _copy_stylesheet(out_dir: Path) -> None:
+    write_file(out_dir / STYLESHEET, (templates_dir() / STYLESHEET).read_bytes(), root=out_dir)
 
 
 def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[FigureFile]]) -> Path:
     """Write every page of ``site`` into ``out_dir`` (``question_figures``: question id -> its
     figures, already drawn there); return the index's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
+    _copy_stylesheet(out_dir)
     env = environment()
     for page in site.questions:
         tables = [display_table(title, table) for title, table in page.result.tables.items()]
@@ -52,6 +55,6 @@ def render_diff(record: DiffRecord, out_dir: Path) -> Path:
     """The diff page of two traces (with its stylesheet), for ``analyze-nsys diff A B``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
+    _copy_stylesheet(out_dir)
     page = DiffPage(record, diff_page(record.a, record.b))
     return _render_diff_page(page, out_dir, home=False)

@@ -13,6 +13,7 @@ from markupsafe import Markup, escape
 
 from analysis.records import QuestionRecord
 from analysis.report import figures, question_figures as drawings
+from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
 from analysis.report.timeline import step_timeline
@@ -45,12 +46,14 @@ def _inline_code(text: str) -> Markup:
 
 
 def environment(markdown: bool = False) -> Environment:
-    """jinja2 environment: StrictUndefined (a missing value fails loudly), HTML autoescaped."""
+    """jinja2 environment: StrictUndefined (a missing value fails loudly), HTML autoescaped; in
+    Markdown every value written is made inert (:mod:`analysis.report.markdown_text`)."""
     env = Environment(loader=FileSystemLoader(templates_dir()), undefined=StrictUndefined,
                       autoescape=select_autoescape(["html"]) if not markdown else False,
+                      finalize=markdown_value if markdown else None,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["code"] = _inline_code
-    env.filters["md_cell"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
+    env.filters["md_cell"] = markdown_cell
     return env
 
 
@@ -64,7 +67,7 @@ class FigureFile:
 
 def _save(figure, out_dir: Path, name: str, alt: str) -> FigureFile:
     relative = f"{FIGURES_DIR}/{name}"
-    figures.save(figure, out_dir / relative)
+    figures.save(figure, out_dir / relative, root=out_dir)
     return FigureFile(relative, alt)
 
 
