@@ -19,8 +19,8 @@ from tqdm import tqdm
 
 from cs336_profile.annotate import annotations, mark, nvtx_range
 from cs336_profile.config import RunConfig
-from cs336_profile.contract import (CONFIG_EVENT, PEAK_MEMORY_COLUMN, PHASES, STATUS_OK, STATUS_OOM, STEP_TIMING_EVENT,
-                                    TIMED_PARTS, peak_column, step_range_name)
+from cs336_profile.contract import (CONFIG_EVENT, GRAD_SYNC, PEAK_MEMORY_COLUMN, PHASES, STATUS_OK, STATUS_OOM,
+                                    STEP_TIMING_EVENT, TIMED_PARTS, peak_column, step_range_name)
 from cs336_profile.environment import gpu_name
 from cs336_profile.model import TransformerLM, parameter_count
 from cs336_profile.optim import AdamW, cross_entropy
@@ -54,6 +54,8 @@ class Workload:
     optimizer: AdamW | None
     tokens: torch.Tensor
     targets: torch.Tensor
+    # Data-parallel runs: averages the gradients across ranks after backward (phase `grad_sync`).
+    gradient_sync: Callable[[], None] | None = None
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
@@ -123,6 +125,19 @@ def prepare_workload(run: RunConfig) -> Workload:
     return Workload(model, optimizer, tokens, targets)
 
 
+@dataclass(frozen=True)
+class Setup:
+    """How a configuration's workload is built and what its marks and rows add (data-parallel runs).
+
+    `labels` go into the config mark and every row (e.g. rank and world size); `timed_parts` are
+    the parts whose times the rows hold.
+    """
+
+    prepare: Callable[[RunConfig], Workload] = prepare_workload
+    labels: dict = field(default_factory=dict)
+    timed_parts: tuple[str, ...] = TIMED_PARTS
+
+
 def run_step(run: RunConfig, workload: Workload, range_name: str) -> StepRecord:
     """One step of the run's mode inside the NVTX range `range_name`, each phase timed."""
     record = StepRecord()
@@ -138,6 +153,9 @@ def run_step(run: RunConfig, workload: Workload, range_name: str) -> StepRecord:
                 loss = cross_entropy(logits, workload.targets)
             with _timed_phase("backward", run.device, record):
                 loss.backward()
+            if workload.gradient_sync is not None:
+                with _timed_phase(GRAD_SYNC, run.device, record):
+                    workload.gradient_sync()
         if workload.optimizer is not None:
             with _timed_phase("optimizer_step", run.device, record):
                 workload.optimizer.step()
@@ -145,23 +163,25 @@ def run_step(run: RunConfig, workload: Workload, range_name: str) -> StepRecord:
     return record
 
 
-def step_row(run: RunConfig, config_index: int, measured: bool, index: int, record: StepRecord) -> dict:
+def step_row(run: RunConfig, config_index: int, measured: bool, index: int, record: StepRecord,
+             setup: Setup = Setup()) -> dict:
     """One row of the per-step results: the configuration's keys, the step and its times."""
     settings = run.as_dict()
     return {
         **{key: settings[key] for key in STEP_ROW_KEYS},
+        **setup.labels,
         "config_index": config_index,
         "step_kind": "measured" if measured else "warmup",
         "step_index": index,
-        **{f"{part}_ms": record.times_ms.get(part) for part in TIMED_PARTS},
+        **{f"{part}_ms": record.times_ms.get(part) for part in setup.timed_parts},
     }
 
 
 def _summary_row(run: RunConfig, config_index: int, status: str, parameters: int | None,
-                 measured: list[StepRecord]) -> dict:
+                 measured: list[StepRecord], setup: Setup) -> dict:
     """Mean and sample standard deviation per phase over the measured steps (null when absent)."""
-    row = {**run.as_dict(), "config_index": config_index, "status": status, "parameters": parameters}
-    for part in TIMED_PARTS:
+    row = {**run.as_dict(), **setup.labels, "config_index": config_index, "status": status, "parameters": parameters}
+    for part in setup.timed_parts:
         row |= mean_std_columns(f"{part}_ms", [r.times_ms[part] for r in measured if part in r.times_ms])
     step_mean_ms = row["step_ms_mean"]
     row["tokens_per_s"] = run.tokens_per_step / (step_mean_ms / 1e3) if step_mean_ms else None
@@ -173,40 +193,41 @@ def _summary_row(run: RunConfig, config_index: int, status: str, parameters: int
 
 
 def _measure(run: RunConfig, config_index: int, around_measured_steps: Callable[[], AbstractContextManager],
-             steps: list[dict]) -> tuple[int, list[StepRecord]]:
-    workload = prepare_workload(run)
-    mark(CONFIG_EVENT, **run.as_dict(), **asdict(run.model), gpu_name=gpu_name(run.device))
+             steps: list[dict], setup: Setup) -> tuple[int, list[StepRecord]]:
+    workload = setup.prepare(run)
+    mark(CONFIG_EVENT, **run.as_dict(), **asdict(run.model), gpu_name=gpu_name(run.device), **setup.labels)
     for index in range(run.warmup_steps):
         record = run_step(run, workload, step_range_name(index, measured=False))
-        steps.append(step_row(run, config_index, False, index, record))
+        steps.append(step_row(run, config_index, False, index, record, setup))
     measured = []
     emit_nvtx = torch.autograd.profiler.emit_nvtx() if run.emit_nvtx else nullcontext()
     with emit_nvtx, around_measured_steps():
         for index in range(run.measured_steps):
             record = run_step(run, workload, step_range_name(index, measured=True))
             mark(STEP_TIMING_EVENT, step=index, phases_ms=record.times_ms)
-            steps.append(step_row(run, config_index, True, index, record))
+            steps.append(step_row(run, config_index, True, index, record, setup))
             measured.append(record)
     return parameter_count(workload.model), measured
 
 
 def run_config(run: RunConfig, config_index: int = 0,
-               around_measured_steps: Callable[[], AbstractContextManager] = nullcontext) -> ConfigResult:
+               around_measured_steps: Callable[[], AbstractContextManager] = nullcontext,
+               setup: Setup = Setup()) -> ConfigResult:
     """Build, warm up and measure one configuration; an OOM becomes a row with status `OOM`.
 
     `config_index` is the configuration's position in this process (0 pays the process's one-off
     costs). `around_measured_steps` returns a context manager entered around the measured steps
-    (the memory experiment records an allocator snapshot there).
+    (the memory experiment records an allocator snapshot there); `setup` builds the workload.
     """
     steps: list[dict] = []
     with annotations(run.nvtx_annotations):
         try:
-            parameters, measured = _measure(run, config_index, around_measured_steps, steps)
-            summary = _summary_row(run, config_index, STATUS_OK, parameters, measured)
+            parameters, measured = _measure(run, config_index, around_measured_steps, steps, setup)
+            summary = _summary_row(run, config_index, STATUS_OK, parameters, measured, setup)
         except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are turned into rows
             if not is_out_of_memory(exc):
                 raise
-            summary = _summary_row(run, config_index, STATUS_OOM, None, [])
+            summary = _summary_row(run, config_index, STATUS_OOM, None, [], setup)
     if run.compile:
         torch._dynamo.reset()  # compiled graphs of this model would only count against cache limits
     free_device_memory(run.device)
@@ -214,7 +235,8 @@ def run_config(run: RunConfig, config_index: int = 0,
 
 
 def run_configs(runs: list[RunConfig], progress: bool = True,
-                on_result: Callable[[list[ConfigResult]], None] | None = None) -> list[ConfigResult]:
+                on_result: Callable[[list[ConfigResult]], None] | None = None,
+                setup: Setup = Setup()) -> list[ConfigResult]:
     """Run configurations one after the other, with a progress bar across them.
 
     `on_result` is called with the results so far after each configuration (to save partial results).
@@ -223,7 +245,7 @@ def run_configs(runs: list[RunConfig], progress: bool = True,
     results = []
     for index, run in enumerate(bar):
         bar.set_postfix_str(f"{run.size} ctx{run.context_length} {run.mode} {run.dtype}")
-        results.append(run_config(run, config_index=index))
+        results.append(run_config(run, config_index=index, setup=setup))
         if on_result is not None:
             on_result(results)
     return results

@@ -31,6 +31,10 @@ ATTENTION_SCORES_RANGE = "computing attention scores"
 SOFTMAX_RANGE = "computing softmax"
 FINAL_MATMUL_RANGE = "final matmul"
 LAYER_PREFIX = "layer_"
+# Data-parallel runs (`--parallel`): the DDP modes' gradient averaging, a phase between backward
+# and optimizer_step; the config mark adds `parallel` (one of PARALLEL_MODES), `rank`, `world_size`.
+GRAD_SYNC = "grad_sync"
+PARALLEL_MODES = ("ddp-naive", "ddp-overlap", "fsdp")
 
 
 def step_range_name(index: int, measured: bool) -> str:

@@ -24,6 +24,7 @@ from cs336_profile.experiments.compile import compile_runs
 from cs336_profile.experiments.memory import MemoryStudy, run_memory_study
 from cs336_profile.experiments.mixed_precision import accumulation_loops, toy_model_dtypes
 from cs336_profile.experiments.overhead import alternating_steps, overhead_rows
+from cs336_profile.parallel import PARALLEL_MODES, run_parallel_configs
 from cs336_profile.preflight import check_args, non_negative_int, positive_int, results_name
 from cs336_profile.results import write_results
 from cs336_profile.tables import mean_std, number, plain, print_table
@@ -38,6 +39,8 @@ BENCH_COLUMNS = {
     "step ms": mean_std("step_ms"), "tokens/s": number("tokens_per_s", digits=0),
     "peak GiB": number(PEAK_MEMORY_COLUMN, GIB),
 }
+
+PARALLEL_COLUMNS = {"rank": plain("rank"), **BENCH_COLUMNS, "grad sync ms": mean_std("grad_sync_ms")}
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -84,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--compile", action="store_true", help="torch.compile the model")
     bench.add_argument("--emit-nvtx", action="store_true",
                        help="torch.autograd.profiler.emit_nvtx around the measured steps (one range per op)")
+    bench.add_argument("--parallel", choices=PARALLEL_MODES,
+                       help="data-parallel run over torchrun's processes (batch size per rank)")
     bench.set_defaults(handler=cmd_bench)
 
     attention = commands.add_parser("attention", help="attention alone: eager, compiled, SDPA")
@@ -161,8 +166,16 @@ def cmd_bench(args: argparse.Namespace) -> None:
     runs = [RunConfig(size=size, context_length=ctx, mode=args.mode, compile=args.compile,
                       emit_nvtx=args.emit_nvtx, **_run_settings(args))
             for size in args.sizes for ctx in args.context_lengths]
-    results = _bench_and_write(args, runs)
-    print_table("bench", [result.summary for result in results], BENCH_COLUMNS)
+    if not args.parallel:
+        results = _bench_and_write(args, runs)
+        print_table("bench", [result.summary for result in results], BENCH_COLUMNS)
+        return
+    if args.compile:
+        raise SystemExit("--parallel runs the eager model: leave out --compile")
+    results = run_parallel_configs(runs, args.parallel, progress=not args.no_progress,
+                                   on_result=lambda results: _write_bench(args, results))
+    if results:  # rank 0 holds every rank's rows
+        print_table(f"bench, {args.parallel}", [result.summary for result in results], PARALLEL_COLUMNS)
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
