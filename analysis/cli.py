@@ -317,8 +317,10 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
     if pages:
         from analysis.report import render_report
 
-        log.attempt("index.html" if "html" in pages else "index.md",
-                    lambda _: render_report(report_data(summaries, results_dir), failures, out, pages))
+        data = report_data(summaries, results_dir)
+        for problem in data.input_problems:
+            print(problem, file=sys.stderr)
+        log.attempt("index.html" if "html" in pages else "index.md", lambda _: render_report(data, failures, out, pages))
 
 
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:

@@ -6,6 +6,9 @@ the stylesheet beside them, so the site opens from the file system.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
+
+from markupsafe import escape
 
 from analysis.records import DiffRecord
 from analysis.safe_write import write_file
@@ -20,6 +23,18 @@ def _write(path: Path, text: str) -> Path:
     return write_file(path, text, root=path.parent)
 
 
+def _page(path: Path, render: Callable[[], str]) -> Path:
+    """Write the page ``render()`` makes; a page that cannot be made says why in its place, so the
+    rest of the site is still written (and its links lead somewhere)."""
+    try:
+        text = render()
+    except Exception as err:  # noqa: BLE001 - one page's defect must not cost the site
+        text = (f"<!doctype html><meta charset=utf-8><title>{escape(path.stem)}</title>"
+                f"<p>This page could not be made: {escape(type(err).__name__)}: {escape(str(err))}</p>"
+                "<p><a href=\"index.html\">Back to the report</a></p>\n")
+    return _write(path, text)
+
+
 def _copy_stylesheet(out_dir: Path) -> None:
     write_file(out_dir / STYLESHEET, (templates_dir() / STYLESHEET).read_bytes(), root=out_dir)
 
@@ -31,12 +46,12 @@ def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[Figu
     _copy_stylesheet(out_dir)
     env = environment()
     for page in site.questions:
-        tables = [display_table(title, table) for title, table in page.result.tables.items()]
-        _write(out_dir / f"{page.card.page}.html", env.get_template("question.html").render(
-            page=page, tables=tables, figures=question_figures[page.card.id], home=True))
+        _page(out_dir / f"{page.card.page}.html", lambda: env.get_template("question.html").render(
+            page=page, tables=[display_table(title, table) for title, table in page.result.tables.items()],
+            figures=question_figures[page.card.id], home=True))
     for page in site.traces:
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
-        _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(
+        _page(out_dir / f"{page.page}.html", lambda: env.get_template("trace.html").render(
             page=page, tables=trace_tables(page.summary), figures=trace_figures(page, out_dir),
             has_timeline=bool(page.summary.get("timeline")), diffs=diffs, answered={q.card.id for q in site.questions},
             home=True))
@@ -46,9 +61,11 @@ def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[Figu
 
 
 def _render_diff_page(page: DiffPage, out_dir: Path, home: bool) -> Path:
-    diff, tables, figure_files = diff_content(page, out_dir)
-    return _write(out_dir / f"{page.page}.html", environment().get_template("diff.html").render(
-        page=page, diff=diff, tables=tables, figures=figure_files, home=home))
+    def render() -> str:
+        diff, tables, figure_files = diff_content(page, out_dir)
+        return environment().get_template("diff.html").render(page=page, diff=diff, tables=tables,
+                                                              figures=figure_files, home=home)
+    return _page(out_dir / f"{page.page}.html", render)
 
 
 def render_diff(record: DiffRecord, out_dir: Path) -> Path:
