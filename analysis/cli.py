@@ -324,18 +324,27 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
 
 
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:
-    args.out.mkdir(parents=True, exist_ok=True)
-    with ResultsCache(args.out / RESULTS_DB, names) as cache:
+    why = unwritable_reason(args.out)
+    if why is not None:
+        print(f"analyze-nsys diff: error: --out {args.out}: {why}", file=sys.stderr)
+        return 2
+    cache = _open_cache(args.out / RESULTS_DB, names)
+    try:
         summaries, failures = analyze_many([args.a, args.b], jobs=2, cache=cache, names=names)
-    if failures:
+    finally:
+        if cache is not None:
+            cache.close()
+    if failures or len(summaries) < 2:  # a failed trace, or A and B of the same content (said above)
         return 1
     summary_a, summary_b = summaries
     record = DiffRecord(summary_a, summary_b, "", diff_summaries(summary_a, summary_b))
-    (args.out / "diff.json").write_text(json.dumps(record.diff, indent=1))
+    log = OutputLog(args.out)
+    log.write("diff.json", json.dumps(record.diff, indent=1))
     from analysis.report import render_diff
+    from analysis.report.site import diff_page
 
-    render_diff(record, args.out)
-    return 0
+    log.attempt(f"{diff_page(summary_a, summary_b)}.html", lambda _: render_diff(record, args.out))
+    return 1 if log.failed else 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from tests import bad_inputs as make
-from tests.robust_cases import (KERNEL, RUNTIME, Case, _analyzed, _expect, _inputs, _json, _said, _site, _trace,
+from tests.robust_cases import (KERNEL, RUNTIME, Case, _analyzed, _expect, _inputs, _json, _said, _trace,
                                 analyze, runner)
 from tests.robust_harness import Invocation
 from tests.synthetic import global_tid

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import lzma
 import os
-import shutil
 import subprocess
 import tempfile
 import time
