@@ -341,9 +341,8 @@ def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     log = OutputLog(args.out)
     log.write("diff.json", json.dumps(record.diff, indent=1))
     from analysis.report import render_diff
-    from analysis.report.site import diff_page
 
-    log.attempt(f"{diff_page(summary_a, summary_b)}.html", lambda _: render_diff(record, args.out))
+    log.attempt("diff-*.html", lambda _: render_diff(record, args.out))
     return 1 if log.failed else 0
 
 
