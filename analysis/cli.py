@@ -198,9 +198,12 @@ def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None, names
 
 
 def _digest(path: Path, cache: ResultsCache | None) -> str | None:
-    """The content hash of an input (shared with the cache's), or None when it cannot be read."""
+    """The content hash of a regular file (shared with the cache's), or None for anything else or
+    a file that cannot be read (a FIFO is never opened: it could block)."""
+    if not path.is_file():
+        return None
     try:
-        return cache.content_sha256(path) if cache is not None else file_sha256(path) if path.is_file() else None
+        return cache.content_sha256(path) if cache is not None else file_sha256(path)
     except OSError:
         return None
 
