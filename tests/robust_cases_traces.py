@@ -228,7 +228,7 @@ def _interrupted(command: list[str], results_file: str, after_s: float, once: st
                            (o.returncodes[-1] == 130, f"exit {o.returncodes[-1]} after Ctrl-C"))
         return Invocation(runner(*command, results=str(root / "results")), [], ["results"],
                           interrupt_after_s=after_s, interrupt_once=once and root / "results" / once,
-                          timeout_s=after_s + 120, check=check)
+                          timeout_s=after_s + 300, check=check)
     return build
 
 
