@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import __version__
-from analysis.load import InputCache, Trace, file_sha256, load_trace
+from analysis.load import InputCache, Trace, file_sha256, load_trace, require_claimable_kernels
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency
 from analysis.questions.nsys_inputs import NsysInputs
@@ -64,6 +64,7 @@ def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inp
     """Load and analyze one trace, looking for the NVTX ranges ``names`` (``inputs``: how
     compressed inputs are copied); raises :class:`analysis.errors.TraceError` on bad input."""
     trace = load_trace(path, inputs)
+    require_claimable_kernels(trace)
     labelled = label_ops(trace, names)
     # The labelled ops now hold every GPU operation: free the loader's copies before the questions.
     trace.kernels, trace.memops = trace.kernels.iloc[:0], trace.memops.iloc[:0]

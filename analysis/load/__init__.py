@@ -21,15 +21,14 @@ from analysis.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTr
 from analysis.load.input_cache import InputCache, file_sha256
 from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.nvtx import marks_of, ranges_of, read_nvtx
-from analysis.load.schema import (GRAPH_TABLE, KERNEL_COLUMNS, KERNEL_TABLE, NSYS_TABLE_MARKERS, RUNTIME_TABLE,
-                                  count_rows,
+from analysis.load.schema import (GRAPH_TABLE, KERNEL_COLUMNS, KERNEL_TABLE, NSYS_TABLE_MARKERS, count_rows,
                                   export_metadata, read_schema, require_columns,
                                   require_tables_are_tables)
 from analysis.load.tables import (UNNAMED_KERNEL, StringTable, drop_unusable_times, has_unmatched, join_launches,
                                   read_gpus, read_kernels, read_launches, read_memops)
 from analysis.load.trace import Trace
 
-__all__ = ["InputCache", "Trace", "file_sha256", "load_trace"]
+__all__ = ["InputCache", "Trace", "file_sha256", "load_trace", "require_claimable_kernels"]
 
 
 def load_trace(path: str | os.PathLike, inputs: InputCache = InputCache()) -> Trace:
@@ -52,6 +51,15 @@ def load_trace(path: str | os.PathLike, inputs: InputCache = InputCache()) -> Tr
                 return _read_trace(conn, path)
         except sqlite3.DatabaseError as err:
             raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
+
+
+def require_claimable_kernels(trace: Trace) -> None:
+    """Refuse a trace with NVTX ranges but no kernel tied to a launch call: no range can claim any
+    kernel, so every per-range figure would be empty."""
+    if len(trace.ranges) and len(trace.kernels) and (trace.kernels["launch_start_ns"] < 0).all():
+        raise NoLaunchCalls(
+            f"none of its {len(trace.kernels):,} kernels has a launch call (same correlationId, same process) "
+            "among its CUDA runtime/driver API records, so no NVTX range can claim them; capture with `-t cuda,nvtx`")
 
 
 def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
@@ -93,11 +101,6 @@ def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
     events = read_nvtx(conn, schema, strings)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     ranges = ranges_of(events, end_ns, notes)
-    if unlinked == len(kernels) and len(ranges):
-        raise NoLaunchCalls(
-            f"none of its {len(kernels):,} kernels has a launch call (same correlationId, same process) in "
-            f"{RUNTIME_TABLE if RUNTIME_TABLE in schema else f'a {RUNTIME_TABLE} table (absent)'}, so no NVTX "
-            "range can claim them; capture with `-t cuda,nvtx`")
     marks = marks_of(events)
     if graph_launches:
         notes.append(f"{graph_launches:,} CUDA-graph launches were traced as whole graphs; the "
