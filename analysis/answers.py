@@ -12,12 +12,16 @@ from analysis.questions.registry import QUESTIONS
 from analysis.questions.results_files import ResultsSet, read_results_dir
 from analysis.records import DiffRecord, QuestionRecord, ReportData, Unanswered
 from analysis.runs import config_value, sorted_summaries
+from cs336_profile.contract import PARALLEL_MODES
 
 SWEEP = "sweep"
+NAIVE_DDP, OVERLAPPED_DDP, _ = PARALLEL_MODES
 # Settings a diff pair may differ in (exactly one of them), with the value that makes a run side A
 # (the baseline); everything else must match.
-DIFF_BASELINES = {"dtype": "fp32", "compile": False, "attention": "naive"}
-SAME_SHAPE_KEYS = ("size", "context_length", "mode", "batch_size")
+DIFF_BASELINES = {"dtype": "fp32", "compile": False, "attention": "naive", "parallel": NAIVE_DDP}
+# Settings whose pair must hold exactly these two values (no single-GPU or FSDP run against DDP).
+DIFF_ONLY_BETWEEN = {"parallel": {NAIVE_DDP, OVERLAPPED_DDP}}
+SAME_SHAPE_KEYS = ("size", "context_length", "mode", "batch_size", "world_size")
 
 
 def answer_all(summaries: list[dict], results: ResultsSet) -> list[QuestionRecord]:
@@ -44,7 +48,7 @@ def _answered(question, evidence: Evidence):
 
 def diff_pairs(summaries: list[dict]) -> list[DiffRecord]:
     """Pairs of traces whose configs differ in exactly one of :data:`DIFF_BASELINES` (fp32/bf16,
-    eager/compiled, naive/SDPA), each with its diff; A is the baseline side."""
+    eager/compiled, naive/SDPA, naive/overlapped DDP), each with its diff; A is the baseline side."""
     with_config = [s for s in summaries if s.get("config")]
     pairs = []
     for index, a in enumerate(with_config):
@@ -52,12 +56,18 @@ def diff_pairs(summaries: list[dict]) -> list[DiffRecord]:
             ca, cb = a["config"], b["config"]
             same_shape = all(ca.get(k) == cb.get(k) for k in SAME_SHAPE_KEYS)
             changed = [k for k in DIFF_BASELINES if config_value(ca, k) != config_value(cb, k)]
-            if same_shape and len(changed) == 1:
+            if same_shape and len(changed) == 1 and _allowed(changed[0], ca, cb):
                 key = changed[0]
                 base, other = (b, a) if config_value(cb, key) == DIFF_BASELINES[key] else (a, b)
                 values = [config_value(s["config"], key) for s in (base, other)]
                 pairs.append(DiffRecord(base, other, f"{key}: {values[0]} → {values[1]}", diff_summaries(base, other)))
     return pairs
+
+
+def _allowed(key: str, config_a: dict, config_b: dict) -> bool:
+    """Whether the two values of ``key`` may make a pair (:data:`DIFF_ONLY_BETWEEN`)."""
+    only = DIFF_ONLY_BETWEEN.get(key)
+    return only is None or {config_value(config_a, key), config_value(config_b, key)} == only
 
 
 def report_data(summaries: list[dict], results_dir: Path | None) -> ReportData:

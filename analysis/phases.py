@@ -132,6 +132,8 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
 
     ops["region"] = _regions(ops, ranges, names)
     phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps, names)
+    parent = phase_windows["parent_id"].to_numpy()
+    phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "")
     measured = phase_ranges[phase_ranges["measured"]]
     passes = {p: int((measured["phase"] == p).sum()) for p in PHASES if (measured["phase"] == p).any()}
     if not len(phase_windows):

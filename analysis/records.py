@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 EDITION_2025 = "2025"
+EDITION_2026 = "2026"
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from cs336_profile.config import SIZES
+from cs336_profile.config import DEFAULT_HANDOUT, SIZES
 from cs336_profile.contract import trace_stem
 
 
@@ -19,17 +19,26 @@ def summary_stem(summary: dict) -> str:
     return trace_stem(summary["trace"])
 
 
+# Boolean config switches that change what a run executes or records, as its label writes them.
+VARIANT_FLAGS = (("compile", "compiled"), ("allow_tf32", "tf32"), ("emit_nvtx", "emit_nvtx"),
+                 ("layer_ranges", "layer ranges"))
+
+
 def run_label(summary: dict) -> str:
-    """``small ctx128 train fp32 compiled`` from the config; the trace stem without one."""
+    """``small ctx128 train fp32 compiled`` from the config, with every variant that makes two runs
+    of one size differ (attention kind, TF32, emit_nvtx, layer ranges, a handout edition other than
+    the default: the same size name is another model there); the trace stem without a config.
+    The data-parallel questions add the parallel mode and ranks themselves."""
     config = summary.get("config") or {}
     if not {"size", "context_length", "mode"} <= set(config):
         return summary_stem(summary)
     parts = [config["size"], f"ctx{config['context_length']}", config["mode"], config.get("dtype", "")]
-    if config.get("compile"):
-        parts.append("compiled")
+    parts += [name for key, name in VARIANT_FLAGS if config.get(key)]
     if config.get("attention") not in (None, "naive"):
         parts.append(config["attention"])
-    return " ".join(p for p in parts if p)
+    if config.get("handout") not in (None, DEFAULT_HANDOUT):
+        parts.append(f"handout {config['handout']}")
+    return " ".join(str(p) for p in parts if p)
 
 
 def sorted_summaries(summaries: list[dict]) -> list[dict]:

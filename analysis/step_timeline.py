@@ -58,6 +58,23 @@ def slotted_bars(bars: pd.DataFrame, slot_ns: float) -> pd.DataFrame:
             .reset_index()[["stream_id", "category", "start_ns", "end_ns"]])
 
 
+def bounded_bars(ops: pd.DataFrame, window_ns: float, max_bars: int = MAX_BARS) -> pd.DataFrame:
+    """``ops`` (``stream_id, category, start_ns, end_ns``) as at most ``max_bars`` bars of a window
+    ``window_ns`` long: merged at :data:`RESOLUTION_DIVISIONS`-th of the window, then slotted."""
+    resolution = window_ns / RESOLUTION_DIVISIONS
+    merged = bars = merged_bars(ops, resolution)
+    slot = resolution
+    while len(bars) > max_bars:  # at most streams × categories × window / slot bars: ends as slots widen
+        bars = slotted_bars(merged, slot)
+        slot *= 2
+    return bars
+
+
+def milliseconds(values: pd.Series) -> list[float]:
+    """ns values as ms rounded to ns precision, for the JSON."""
+    return [round(v, MS_DIGITS) for v in (values / NS_PER_MS).tolist()]
+
+
 def step_timeline(inputs: NsysInputs) -> dict | None:
     """The timeline record (null when the trace has no measured operations): ``title``,
     ``duration_ms``, ``bars`` (columns ``stream``, ``category``, ``start_ms``, ``dur_ms``; ms from
@@ -66,18 +83,10 @@ def step_timeline(inputs: NsysInputs) -> dict | None:
         return None
     title, start_ns, end_ns = step_window(inputs)
     ops = inputs.ops[(inputs.ops["start_ns"] >= start_ns) & (inputs.ops["end_ns"] <= end_ns)]
-    resolution = (end_ns - start_ns) / RESOLUTION_DIVISIONS
-    merged = bars = merged_bars(ops, resolution)
-    slot = resolution
-    while len(bars) > MAX_BARS:  # at most streams × categories × window / slot bars: ends as slots widen
-        bars = slotted_bars(merged, slot)
-        slot *= 2
+    bars = bounded_bars(ops, end_ns - start_ns)
     ranges = inputs.phase_ranges
     ranges = ranges[(ranges["start_ns"] >= start_ns) & (ranges["end_ns"] <= end_ns)]
-
-    def ms(values: pd.Series) -> list[float]:
-        return [round(v, MS_DIGITS) for v in (values / NS_PER_MS).tolist()]
-
+    ms = milliseconds
     return {
         "title": title,
         "duration_ms": (end_ns - start_ns) / NS_PER_MS,

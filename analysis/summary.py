@@ -23,6 +23,9 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
   calls_per_pass, ms_per_pass, share}] (10, by time), and from the efficiency analysis
   ``model_flops_per_pass``, ``achieved_tflop_per_s``, ``mfu``, ``idle_share``
   (see :mod:`analysis.questions.phase_breakdown`, :mod:`analysis.questions.efficiency`).
+- ``phase_shapes``: phase -> per shape group [{group, passes, cpu_span_ms_per_pass,
+  kernel_ms_per_pass, first_cpu_span_ms}], for a trace without step ranges whose ranges of that
+  phase run different shapes (empty otherwise); such a trace stays out of model-level answers.
 - ``overall``: every measured kernel per measured step (``scope`` says "measured steps" or
   "whole capture"): ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``,
   ``distinct_kernels``, ``tensor_core_share``, ``by_category_ms_per_pass``, ``top_kernels``
@@ -37,6 +40,9 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
   sentence; a figure a trace cannot give is null and the answer says why.
 - ``timeline``: the first measured step's operations and phase ranges for the report's timeline
   (:mod:`analysis.step_timeline`), null without measured operations.
+- ``communication``: per-rank figures (a rank is a process and its GPU), NCCL collectives,
+  FSDP blocks, skew between ranks and a timeline of one step per rank
+  (:func:`analysis.multi_gpu.communication_summary`; docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -49,11 +55,16 @@ import numpy as np
 import pandas as pd
 
 from analysis import __version__
+<<<<<<< HEAD
 from analysis.load import InputCache, Trace, file_sha256, load_trace, require_claimable_kernels
+=======
+from analysis.load import Trace, file_sha256, load_trace
+from analysis.multi_gpu import communication_summary
+>>>>>>> main
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency
 from analysis.questions.nsys_inputs import NsysInputs
-from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries
+from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries, shape_summaries
 from analysis.questions.registry import PER_TRACE
 from analysis.step_timeline import step_timeline
 from analysis.summary_schema import SCHEMA_VERSION, json_schema
@@ -103,13 +114,22 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "measured_passes": inputs.measured_steps if labelled.has_steps else max(passes.values(), default=0),
         "measured_passes_by_phase": passes,
         "phases": phases,
+        "phase_shapes": shape_summaries(inputs),
         "overall": overall_summary(inputs),
         "devices": device_summaries(inputs),
         "efficiency": usage,
-        "questions": {question.summary_key: question.per_trace(inputs) for question in PER_TRACE},
+        "questions": {question.summary_key: _with_shape_note(question.per_trace(inputs), inputs)
+                      for question in PER_TRACE},
         "timeline": step_timeline(inputs),
+        "communication": communication_summary(trace, labelled),
     }
     return json_ready(summary)
+
+
+def _with_shape_note(record: dict, inputs: NsysInputs) -> dict:
+    """A per-trace answer with the warning that its forward ranges run different shapes, if they do."""
+    note = inputs.mixed_shapes_note("forward")
+    return record | {"answer": record["answer"] + note} if note else record
 
 
 def summary_schema() -> dict:

@@ -13,7 +13,10 @@ import json
 import typing
 from typing import Any, TypedDict, Union
 
-SCHEMA_VERSION = 2  # 1: before the summary carried its timeline and schema version
+from analysis.multi_gpu import CommunicationRecord
+
+SCHEMA_VERSION = 4  # 1: before the summary carried its timeline and schema version; 2: before communication;
+# 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes
 
 
 class RangeNamesRecord(TypedDict):
@@ -104,6 +107,14 @@ class TimelineRecord(TypedDict):
     phases: TimelinePhases
 
 
+class ShapeGroupRecord(TypedDict):
+    group: str
+    passes: int
+    cpu_span_ms_per_pass: float
+    kernel_ms_per_pass: float
+    first_cpu_span_ms: float
+
+
 class TraceSummary(TypedDict):
     schema_version: int
     trace: str
@@ -122,11 +133,13 @@ class TraceSummary(TypedDict):
     measured_passes: int
     measured_passes_by_phase: dict[str, int]
     phases: dict[str, PhaseRecord]
+    phase_shapes: dict[str, list[ShapeGroupRecord]]  # phases whose ranges run different shapes
     overall: OverallRecord
     devices: list[DeviceRecord]
     efficiency: EfficiencyRecord
     questions: dict[str, Any]  # replaced by one property per per-trace question in the schema
     timeline: TimelineRecord | None
+    communication: CommunicationRecord
 
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}

@@ -1,6 +1,7 @@
 """Warm-up and measured steps of one configuration: per-phase timings, peak memory, OOM as a result.
 
-Each step runs inside an NVTX range `warmup_<i>` or `step_<i>`; each phase (forward, loss,
+Each step runs inside an NVTX range `warmup_<i>` or `step_<i>`, the measured steps together inside
+`measured_steps` (where `nsys --capture-range=nvtx` can start, leaving warm-up out); each phase (forward, loss,
 backward, optimizer_step) inside its own range, and ends with `torch.cuda.synchronize()` so that
 its Python time is GPU time. A configuration that runs out of GPU memory gives a row with status
 `OOM` and null measurements; its memory is freed before the next configuration.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import gc
 import time
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import numpy as np
@@ -19,15 +20,16 @@ from tqdm import tqdm
 
 from cs336_profile.annotate import annotations, mark, nvtx_range
 from cs336_profile.config import RunConfig
-from cs336_profile.contract import (CONFIG_EVENT, GRAD_SYNC, PEAK_MEMORY_COLUMN, PHASES, STATUS_OK, STATUS_OOM,
-                                    STEP_TIMING_EVENT, TIMED_PARTS, peak_column, step_range_name)
+from cs336_profile.contract import (CONFIG_EVENT, GRAD_SYNC, MEASURED_STEPS_RANGE, PEAK_MEMORY_COLUMN, PHASES,
+                                    STATUS_OK, STATUS_OOM, STEP_TIMING_EVENT, TIMED_PARTS, peak_column,
+                                    step_range_name)
 from cs336_profile.environment import gpu_name
 from cs336_profile.model import TransformerLM, parameter_count
 from cs336_profile.optim import AdamW, cross_entropy
 
 # Settings that identify a configuration in per-step rows.
-STEP_ROW_KEYS = ("size", "context_length", "batch_size", "mode", "dtype", "compile", "attention",
-                 "device", "warmup_steps", "measured_steps", "nvtx_annotations")
+STEP_ROW_KEYS = ("handout", "size", "context_length", "batch_size", "mode", "dtype", "compile", "attention",
+                 "device", "warmup_steps", "measured_steps", "nvtx_annotations", "checkpoint_every")
 
 
 @dataclass
@@ -79,7 +81,7 @@ def build_model(run: RunConfig) -> torch.nn.Module:
     """The Transformer LM of `run.size`, initialized on the run's device, compiled if asked."""
     torch.manual_seed(run.seed)
     with torch.device(run.device):
-        model = TransformerLM(run.model, run.context_length, run.attention, run.layer_ranges)
+        model = TransformerLM(run.model, run.context_length, run.attention, run.layer_ranges, run.checkpoint_every)
     return torch.compile(model) if run.compile else model
 
 
@@ -195,13 +197,13 @@ def _summary_row(run: RunConfig, config_index: int, status: str, parameters: int
 def _measure(run: RunConfig, config_index: int, around_measured_steps: Callable[[], AbstractContextManager],
              steps: list[dict], setup: Setup) -> tuple[int, list[StepRecord]]:
     workload = setup.prepare(run)
-    mark(CONFIG_EVENT, **run.as_dict(), **asdict(run.model), gpu_name=gpu_name(run.device), **setup.labels)
     for index in range(run.warmup_steps):
         record = run_step(run, workload, step_range_name(index, measured=False))
         steps.append(step_row(run, config_index, False, index, record, setup))
     measured = []
     emit_nvtx = torch.autograd.profiler.emit_nvtx() if run.emit_nvtx else nullcontext()
-    with emit_nvtx, around_measured_steps():
+    with nvtx_range(MEASURED_STEPS_RANGE), emit_nvtx, around_measured_steps():
+        mark(CONFIG_EVENT, **run.as_dict(), gpu_name=gpu_name(run.device), **setup.labels)
         for index in range(run.measured_steps):
             record = run_step(run, workload, step_range_name(index, measured=True))
             mark(STEP_TIMING_EVENT, step=index, phases_ms=record.times_ms)

@@ -31,6 +31,9 @@ ATTENTION_SCORES_RANGE = "computing attention scores"
 SOFTMAX_RANGE = "computing softmax"
 FINAL_MATMUL_RANGE = "final matmul"
 LAYER_PREFIX = "layer_"
+# Around all measured steps; the config mark is emitted first inside it, so that an nsys capture
+# starting at this range (`--capture-range=nvtx --nvtx-capture=measured_steps`) still holds it.
+MEASURED_STEPS_RANGE = "measured_steps"
 # Data-parallel runs (`--parallel`): the DDP modes' gradient averaging, a phase between backward
 # and optimizer_step; the config mark adds `parallel` (one of PARALLEL_MODES), `rank`, `world_size`.
 GRAD_SYNC = "grad_sync"
@@ -45,7 +48,7 @@ def step_range_name(index: int, measured: bool) -> str:
 # ----------------------------------------------------------------------------- marks
 # Each mark's message is one JSON object whose "event" key is one of the events below.
 MARK_DOMAIN = "cs336_profile"
-CONFIG_EVENT = "config"            # once, before the first step: the run config and model shapes
+CONFIG_EVENT = "config"            # once, opening MEASURED_STEPS_RANGE: the run config and model shapes
 STEP_TIMING_EVENT = "step_timing"  # after each measured step: {"step": i, "phases_ms": {...}}
 
 # ----------------------------------------------------------------------------- results files
@@ -66,6 +69,10 @@ MEMORY_ACTIVATION = "memory_activation"
 MIXED_PRECISION = "mixed_precision"
 MIXED_PRECISION_ACCUMULATION = "mixed_precision_accumulation"
 MIXED_PRECISION_TOY_MODEL = "mixed_precision_toy_model"
+CHECKPOINT = "checkpoint"                    # peak memory and step time per blocks-per-checkpoint K
+CHECKPOINT_STEPS = "checkpoint_steps"
+NORM_PRECISION = "layernorm"                # mp-b: one row per norm site, norm, dtype, computation
+NORM_PRECISION_SUMMARY = "layernorm_summary"  # the largest error over the sites, per norm, dtype, computation
 SNAPSHOT_FOLDER = "snapshots"
 
 PEAK_MEMORY_COLUMN = "peak_memory_bytes"

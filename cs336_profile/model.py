@@ -13,6 +13,7 @@ from contextlib import nullcontext
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from cs336_profile.annotate import nvtx_range
 from cs336_profile.config import ModelConfig
@@ -159,12 +160,19 @@ class TransformerBlock(nn.Module):
 
 
 class TransformerLM(nn.Module):
-    """Token ids (B, T) → logits (B, T, vocab_size)."""
+    """Token ids (B, T) → logits (B, T, vocab_size).
 
-    def __init__(self, config: ModelConfig, max_seq_len: int, attention: str = "naive", layer_ranges: bool = False):
+    `layer_ranges` puts an NVTX range `layer_<i>` around each block. `checkpoint_every` K > 0 runs
+    groups of K consecutive blocks under torch.utils.checkpoint: only each group's input is kept
+    for backward, and the group's forward is recomputed there (one level of recomputation).
+    """
+
+    def __init__(self, config: ModelConfig, max_seq_len: int, attention: str = "naive", layer_ranges: bool = False,
+                 checkpoint_every: int = 0):
         super().__init__()
         self.config = config
         self.layer_ranges = layer_ranges
+        self.checkpoint_every = checkpoint_every
         self.token_embeddings = Embedding(config.vocab_size, config.d_model)
         self.layers = nn.ModuleList(
             TransformerBlock(config, max_seq_len, attention) for _ in range(config.num_layers)
@@ -174,10 +182,20 @@ class TransformerLM(nn.Module):
 
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
         x = self.token_embeddings(token_ids)  # (B, T, d_model)
-        for index, layer in enumerate(self.layers):
-            with nvtx_range(f"layer_{index}") if self.layer_ranges else nullcontext():
-                x = layer(x)
+        group = self.checkpoint_every or len(self.layers)
+        for first in range(0, len(self.layers), group):
+            blocks = range(first, min(first + group, len(self.layers)))
+            if self.checkpoint_every and torch.is_grad_enabled():
+                x = checkpoint(self._run_blocks, x, blocks, use_reentrant=False)
+            else:
+                x = self._run_blocks(x, blocks)
         return self.lm_head(self.ln_final(x))  # (B, T, vocab_size)
+
+    def _run_blocks(self, x: torch.Tensor, blocks: range) -> torch.Tensor:
+        for index in blocks:
+            with nvtx_range(f"layer_{index}") if self.layer_ranges else nullcontext():
+                x = self.layers[index](x)
+        return x
 
 
 def parameter_count(model: nn.Module) -> int:

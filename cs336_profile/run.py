@@ -1,7 +1,11 @@
 """`python -m cs336_profile.run`: the bench (default subcommand) and one subcommand per experiment.
 
     python -m cs336_profile.run --sizes small medium --context-lengths 128 256 --mode train
+    python -m cs336_profile.run --handout 2026 --sizes xl --checkpoint-every 4
     python -m cs336_profile.run attention | mixed-precision | memory | compile | overhead
+    python -m cs336_profile.run checkpoint | layernorm
+
+`--handout 2025|2026` picks the edition's size table (default 2025; `xl` differs between them).
 
 Every subcommand prints a table and writes `<results-dir>/<name>.json` and `.csv`.
 """
@@ -15,21 +19,25 @@ import torch
 from tqdm import tqdm
 
 from cs336_profile.bench import ConfigResult, run_configs
-from cs336_profile.config import ATTENTION_KINDS, DEVICES, DTYPES, SIZES, RunConfig
-from cs336_profile.contract import (ATTENTION, BENCH, COMPILE, GIB, MEMORY, MEMORY_LARGEST_ALLOCATIONS, MIXED_PRECISION,
-                                    MODES, OVERHEAD, PEAK_MEMORY_COLUMN, SNAPSHOT_FOLDER, peak_column)
+from cs336_profile.config import (ATTENTION_KINDS, DEFAULT_CONTEXT_LENGTH, DEFAULT_HANDOUT, DEVICES, DTYPES,
+                                  HANDOUTS, SIZE_NAMES, SIZES, RunConfig)
+from cs336_profile.contract import (ATTENTION, BENCH, CHECKPOINT, COMPILE, GIB, MEMORY, MEMORY_LARGEST_ALLOCATIONS,
+                                    MIXED_PRECISION, MODES, NORM_PRECISION, NORM_PRECISION_SUMMARY, OVERHEAD,
+                                    PEAK_MEMORY_COLUMN, SNAPSHOT_FOLDER, peak_column)
 from cs336_profile.environment import environment
 from cs336_profile.experiments.attention import IMPLEMENTATIONS, AttentionGrid, run_attention_grid
+from cs336_profile.experiments.checkpointing import CheckpointStudy, checkpoint_runs
 from cs336_profile.experiments.compile import compile_runs
 from cs336_profile.experiments.memory import MemoryStudy, run_memory_study
 from cs336_profile.experiments.mixed_precision import accumulation_loops, toy_model_dtypes
+from cs336_profile.experiments.norm_precision import NormStudy, norm_precision_rows, worst_over_sites
 from cs336_profile.experiments.overhead import alternating_steps, overhead_rows
 from cs336_profile.parallel import PARALLEL_MODES, run_parallel_configs
 from cs336_profile.preflight import check_args, non_negative_int, positive_int, results_name
 from cs336_profile.results import write_results
 from cs336_profile.tables import mean_std, number, plain, print_table
 
-SUBCOMMANDS = ("bench", "attention", "mixed-precision", "memory", "compile", "overhead")
+SUBCOMMANDS = ("bench", "attention", "mixed-precision", "memory", "compile", "overhead", "checkpoint", "layernorm")
 
 BENCH_COLUMNS = {
     "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "dtype": plain("dtype"),
@@ -55,23 +63,55 @@ def _add_common(parser: argparse.ArgumentParser, experiment: str) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _add_handout(parser: argparse.ArgumentParser, default: str = DEFAULT_HANDOUT) -> None:
+    parser.add_argument("--handout", choices=HANDOUTS, default=default,
+                        help=f"the edition whose size table names the sizes (default {default})")
+
+
+def _add_model_input(parser: argparse.ArgumentParser, study) -> None:
+    """--handout, --size, --context-length and --batch-size of a one-model study, its defaults from `study`."""
+    _add_handout(parser, study.handout)
+    parser.add_argument("--size", choices=SIZE_NAMES, default=study.size, help=f"model size (default: {study.size})")
+    parser.add_argument("--context-length", type=int, default=study.context_length,
+                        help=f"sequence length (default: {study.context_length})")
+    parser.add_argument("--batch-size", type=int, default=study.batch_size,
+                        help=f"sequences per batch (default: {study.batch_size})")
+
+
 def _add_run_settings(parser: argparse.ArgumentParser, warmup: int, steps: int) -> None:
+<<<<<<< HEAD
     parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=["small"], help="model sizes (default: small)")
     parser.add_argument("--batch-size", type=positive_int, default=RunConfig.batch_size, help="sequences per step (default: 4)")
     parser.add_argument("--warmup", type=non_negative_int, default=warmup, help="warm-up steps")
     parser.add_argument("--steps", type=positive_int, default=steps, help="measured steps")
+=======
+    _add_handout(parser)
+    parser.add_argument("--sizes", nargs="+", choices=SIZE_NAMES, default=["small"],
+                        help="model sizes of the handout's table (default: small)")
+    parser.add_argument("--batch-size", type=int, default=RunConfig.batch_size, help="sequences per step (default: 4)")
+    parser.add_argument("--warmup", type=int, default=warmup, help="warm-up steps")
+    parser.add_argument("--steps", type=int, default=steps, help="measured steps")
+>>>>>>> main
     parser.add_argument("--dtype", choices=DTYPES, default="fp32", help="bf16 = torch.autocast(bfloat16)")
     parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive",
                         help="the model's attention: its own (naive) or torch's scaled_dot_product_attention (sdpa)")
     parser.add_argument("--no-nvtx", action="store_true", help="no NVTX ranges or marks")
     parser.add_argument("--layer-ranges", action="store_true", help="an NVTX range around each block")
     parser.add_argument("--allow-tf32", action="store_true", help="let fp32 matmuls use TF32")
+    parser.add_argument("--checkpoint-every", type=int, default=0, metavar="K",
+                        help="activation checkpointing over groups of K consecutive blocks (0: none)")
 
 
 def _run_settings(args: argparse.Namespace) -> dict:
     return dict(batch_size=args.batch_size, warmup_steps=args.warmup, measured_steps=args.steps,
-                dtype=args.dtype, attention=args.attention, device=args.device,
-                nvtx_annotations=not args.no_nvtx, layer_ranges=args.layer_ranges, allow_tf32=args.allow_tf32)
+                dtype=args.dtype, attention=args.attention, device=args.device, handout=args.handout,
+                nvtx_annotations=not args.no_nvtx, layer_ranges=args.layer_ranges, allow_tf32=args.allow_tf32,
+                checkpoint_every=args.checkpoint_every)
+
+
+def _context_lengths(args: argparse.Namespace) -> list[int]:
+    """The lengths asked for, else the handout's default context length."""
+    return args.context_lengths or [DEFAULT_CONTEXT_LENGTH[args.handout]]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,7 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="time warm-up and measured steps (default subcommand)")
     _add_common(bench, BENCH)
     _add_run_settings(bench, warmup=2, steps=3)
+<<<<<<< HEAD
     bench.add_argument("--context-lengths", nargs="+", type=positive_int, default=[128], help="sequence lengths (default: 128)")
+=======
+    bench.add_argument("--context-lengths", nargs="+", type=int,
+                       help="sequence lengths (default: the handout's, 2025: 128, 2026: 512)")
+>>>>>>> main
     bench.add_argument("--mode", choices=MODES, default="train", help="the phases each step runs (default: train)")
     bench.add_argument("--compile", action="store_true", help="torch.compile the model")
     bench.add_argument("--emit-nvtx", action="store_true",
@@ -133,9 +178,31 @@ def build_parser() -> argparse.ArgumentParser:
     overhead = commands.add_parser("overhead", help="steps with and without NVTX annotations, alternating")
     _add_common(overhead, OVERHEAD)
     _add_run_settings(overhead, warmup=3, steps=100)
+<<<<<<< HEAD
     overhead.add_argument("--context-lengths", nargs="+", type=positive_int, default=[128], help="sequence lengths (default: 128)")
+=======
+    overhead.add_argument("--context-lengths", nargs="+", type=int,
+                          help="sequence lengths (default: the handout's, 2025: 128, 2026: 512)")
+>>>>>>> main
     overhead.add_argument("--mode", choices=MODES, default="train", help="the phases each step runs (default: train)")
     overhead.set_defaults(handler=cmd_overhead)
+
+    checkpointed = commands.add_parser("checkpoint", help="peak memory and step time per checkpointed block group")
+    _add_common(checkpointed, CHECKPOINT)
+    _add_model_input(checkpointed, CheckpointStudy())
+    checkpointed.add_argument("--warmup", type=int, default=CheckpointStudy.warmup_steps,
+                              help=f"warm-up steps per group size (default: {CheckpointStudy.warmup_steps})")
+    checkpointed.add_argument("--steps", type=int, default=CheckpointStudy.measured_steps,
+                              help=f"measured steps per group size (default: {CheckpointStudy.measured_steps})")
+    checkpointed.add_argument("--dtype", choices=DTYPES, default="fp32", help="bf16 = torch.autocast(bfloat16)")
+    checkpointed.set_defaults(handler=cmd_checkpoint)
+
+    norms = commands.add_parser("layernorm", help="LayerNorm and RMSNorm in fp16/bf16 against fp32 on real activations")
+    _add_common(norms, NORM_PRECISION)
+    _add_model_input(norms, NormStudy())
+    norms.add_argument("--train-steps", type=int, default=NormStudy.train_steps,
+                       help="training steps before the activations are taken (0: freshly initialized)")
+    norms.set_defaults(handler=cmd_layernorm)
     return parser
 
 
@@ -165,7 +232,7 @@ def _bench_and_write(args: argparse.Namespace, runs: list[RunConfig]) -> list[Co
 def cmd_bench(args: argparse.Namespace) -> None:
     runs = [RunConfig(size=size, context_length=ctx, mode=args.mode, compile=args.compile,
                       emit_nvtx=args.emit_nvtx, **_run_settings(args))
-            for size in args.sizes for ctx in args.context_lengths]
+            for size in args.sizes for ctx in _context_lengths(args)]
     if not args.parallel:
         results = _bench_and_write(args, runs)
         print_table("bench", [result.summary for result in results], BENCH_COLUMNS)
@@ -186,6 +253,7 @@ def cmd_compile(args: argparse.Namespace) -> None:
 
 def cmd_overhead(args: argparse.Namespace) -> None:
     runs = [RunConfig(size=size, context_length=ctx, mode=args.mode, **_run_settings(args))
+<<<<<<< HEAD
             for size in args.sizes for ctx in args.context_lengths]
     step_rows = []
     try:
@@ -196,6 +264,14 @@ def cmd_overhead(args: argparse.Namespace) -> None:
         rows = overhead_rows(step_rows)
         _write(args, rows)
         _write(args, step_rows, "_steps")
+=======
+            for size in args.sizes for ctx in _context_lengths(args)]
+    bar = tqdm(runs, desc="overhead", unit="config", disable=args.no_progress)
+    step_rows = [row for run in bar for row in alternating_steps(run)]
+    rows = overhead_rows(step_rows)
+    _write(args, rows)
+    _write(args, step_rows, "_steps")
+>>>>>>> main
     print_table("NVTX annotation overhead (medians over measured steps)", rows, {
         "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "steps each": plain("steps_each"),
         "annotated step ms": number("annotated_step_ms_median", digits=3),
@@ -244,6 +320,32 @@ def cmd_memory(args: argparse.Namespace) -> None:
     })
     print_table("largest allocations of the forward pass", tables[MEMORY_LARGEST_ALLOCATIONS], {
         "MiB": number("size_mib"), "count": plain("count"), "site": plain("site")})
+
+
+def cmd_checkpoint(args: argparse.Namespace) -> None:
+    study = CheckpointStudy(size=args.size, handout=args.handout, context_length=args.context_length,
+                            batch_size=args.batch_size, warmup_steps=args.warmup, measured_steps=args.steps)
+    results = _bench_and_write(args, checkpoint_runs(study, dtype=args.dtype, device=args.device))
+    print_table(f"activation checkpointing, {args.size} ({args.handout}) batch {args.batch_size} "
+                f"ctx {args.context_length}", [result.summary for result in results], {
+        "blocks per checkpoint": plain("checkpoint_every"), "status": plain("status"),
+        "peak GiB": number("peak_memory_bytes", GIB), "step ms": mean_std("step_ms"),
+        "backward ms": mean_std("backward_ms")})
+
+
+def cmd_layernorm(args: argparse.Namespace) -> None:
+    study = NormStudy(size=args.size, handout=args.handout, context_length=args.context_length,
+                      batch_size=args.batch_size, train_steps=args.train_steps)
+    rows = norm_precision_rows(study, args.device)
+    worst = worst_over_sites(rows)
+    _write(args, rows)
+    _write(args, worst, NORM_PRECISION_SUMMARY.removeprefix(NORM_PRECISION))
+    print_table(f"normalization in low precision against fp32 ({study.size}, largest over the norm sites)", worst, {
+        "norm": plain("norm"), "dtype": plain("dtype"), "compute": plain("compute"),
+        "mean err": number("mean_rel_error", digits=6), "var/ms err": number("spread_rel_error", digits=6),
+        "rsqrt err": number("inv_rel_error", digits=6), "output err": number("output_rel_error", digits=6),
+        "overflow": plain("overflow_count"), "underflow": plain("underflow_squares"),
+        "zero var rows": plain("zero_spread_rows")})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,17 +34,7 @@ exec > >(tee -a "$out/session.log") 2>&1
 nsys_options=$($py -c 'from nsys_runs.sweep import NSYS_PROFILE_OPTIONS as o; print(*o)')
 [ -n "${SWEEP_TABLE:-}" ] && [ ! -e "$work/sweep/sweep.json" ] && cp "$SWEEP_TABLE" "$work/sweep/sweep.json"
 
-# run_part NAME COMMAND...: run with the time left, log to $work/logs/NAME.log, show its end.
-run_part() {
-  local name=$1; shift
-  local left=$(( deadline - SECONDS ))
-  if (( left < 15 )); then echo "[skip] $name: no time left"; return; fi
-  echo "[part] $name (at most ${left}s)"
-  local start=$SECONDS
-  PYTHONUNBUFFERED=1 timeout --signal=INT --kill-after=15 "$left" "$@" > "$work/logs/$name.log" 2>&1
-  echo "[done] $name rc=$? in $(( SECONDS - start ))s"
-  tail -n "${TAIL_LINES:-12}" "$work/logs/$name.log" | cut -c1-200
-}
+source "$(dirname "${BASH_SOURCE[0]}")/session_parts.sh"  # run_part NAME COMMAND...
 
 # Commands the parts share (arrays: `timeout` runs programs, not shell functions).
 run=($py -m cs336_profile.run)

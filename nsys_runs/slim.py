@@ -3,7 +3,8 @@
 A slim copy drops the tables the analyzer never reads (OS runtime calls and their call stacks,
 nsys's own overhead ranges) and the rows and strings that record the profiled process's
 environment and working folder (environment variables can hold credentials), then VACUUMs. Every kept table keeps
-its schema, so the copy is still a valid export.
+its schema, so the copy is still a valid export. Source paths under the working folder (Python
+files that backtraces intern) are made relative to it.
 """
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from pathlib import Path
 from nsys_runs.export_schema import table_names
 
 DROPPED_TABLES = ("OSRT_API", "OSRT_CALLCHAINS", "PROFILER_OVERHEAD")
+WORKING_DIR_ROWS = "name LIKE 'PROCESS\\_%:WORKING\\_DIR' ESCAPE '\\'"
 PRIVATE_ROWS = {  # table → which rows to delete
-    "META_DATA_CAPTURE": "name LIKE 'PROCESS\\_%:ENVIRONMENT\\_VARIABLE' ESCAPE '\\' "
-                         "OR name LIKE 'PROCESS\\_%:WORKING\\_DIR' ESCAPE '\\'",
+    "META_DATA_CAPTURE": f"name LIKE 'PROCESS\\_%:ENVIRONMENT\\_VARIABLE' ESCAPE '\\' OR {WORKING_DIR_ROWS}",
     "TARGET_INFO_SYSTEM_ENV": "name = 'DeviceEnvironment'",
 }
 # Whole environments are also interned as NUL-separated `KEY=VALUE` strings; kernel and range
@@ -26,13 +27,25 @@ PRIVATE_ROWS = {  # table → which rows to delete
 BLANK_ENVIRONMENT_STRINGS = "UPDATE StringIds SET value = '' WHERE instr(CAST(value AS BLOB), X'00') > 0"
 
 
-def slim_copy(export: Path, destination: Path) -> Path:
-    """Write `destination`: `export` without DROPPED_TABLES and PRIVATE_ROWS, vacuumed."""
+def _relative_paths(connection: sqlite3.Connection, folders: list[str]) -> None:
+    """Strings that are paths under one of `folders` lose that prefix (`<folder>/a/b.py` → `a/b.py`)."""
+    for folder in folders:
+        prefix = folder.rstrip("/") + "/"
+        connection.execute("UPDATE StringIds SET value = substr(value, ?) WHERE substr(value, 1, ?) = ?",
+                           (len(prefix) + 1, len(prefix), prefix))
+
+
+def slim_copy(export: Path, destination: Path, working_folders: tuple[str, ...] = ()) -> Path:
+    """Write `destination`: `export` without DROPPED_TABLES and PRIVATE_ROWS, vacuumed, paths under the
+    profiled process's working folder (and `working_folders`) made relative."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     partial = destination.with_name(destination.name + ".partial")
     shutil.copyfile(export, partial)
     with closing(sqlite3.connect(partial, isolation_level=None)) as connection:  # autocommit: VACUUM needs it
         present = table_names(connection)
+        folders = list(working_folders)
+        if "META_DATA_CAPTURE" in present:
+            folders += [row[0] for row in connection.execute(f"SELECT value FROM META_DATA_CAPTURE WHERE {WORKING_DIR_ROWS}")]
         for table in DROPPED_TABLES:
             if table in present:
                 connection.execute(f'DROP TABLE "{table}"')
@@ -41,6 +54,7 @@ def slim_copy(export: Path, destination: Path) -> Path:
                 connection.execute(f'DELETE FROM "{table}" WHERE {condition}')
         if "StringIds" in present:
             connection.execute(BLANK_ENVIRONMENT_STRINGS)
+            _relative_paths(connection, [folder for folder in folders if folder])
         connection.execute("VACUUM")
     partial.replace(destination)
     return destination

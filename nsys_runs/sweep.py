@@ -1,7 +1,13 @@
 """`python -m nsys_runs.sweep`: every configuration of the grid as its own `nsys profile` run.
 
 The grid is sizes × context lengths × modes × variants (fp32, bf16, fp32-compiled, bf16-compiled),
-plus a subset grid for the costlier variants. Each configuration runs
+plus a subset grid for the costlier variants. `--fit-contexts` replaces the context lengths, per
+size, by the 2026 handout's three: the longest power of two whose training step fits in memory and
+the two below it (probes in <out>/fit.json). `--handout 2026` takes the sizes from the 2026 table
+(default 2025); `--nsys-flags 2026` profiles with the 2026 handout's option set, `--memory-events`
+adds tensor-level memory events, `--capture-measured` leaves warm-up out of the trace, and
+`--probe-options` first drops the options this nsys refuses (recorded in <out>/nsys_options.json).
+Each configuration runs
 `nsys profile ... -o <out>/<stem> python -m cs336_profile.run bench ...` and leaves
 
     <out>/<stem>.sqlite (and .nsys-rep)   the export; <stem> = <size>_ctx<L>_<mode>_<dtype>[_compiled]
@@ -28,15 +34,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from cs336_profile.config import ATTENTION_KINDS, DEVICES, SIZES, RunConfig
+from cs336_profile.config import (ATTENTION_KINDS, DEFAULT_HANDOUT, DEVICES, HANDOUTS, MODEL_KEYS, SIZE_NAMES,
+                                  RunConfig)
 from cs336_profile.contract import MODES, PEAK_MEMORY_COLUMN, STATUS_FAILED, STATUS_OK, STATUS_OOM, TIMED_PARTS
 from cs336_profile.results import read_results, write_results
 from cs336_profile.tables import number, plain, print_table
+from nsys_runs.context_fit import largest_fitting_context, profiled_contexts
+from nsys_runs.nsys_options import NSYS_PROFILE_OPTIONS, OPTION_SETS, profile_setup, usable_options
 from nsys_runs.nvtx_spans import measured_phase_spans_ms
 from nsys_runs.slim import compress_xz, slim_copy
 
-NSYS_PROFILE_OPTIONS = ("-t", "cuda,nvtx,osrt", "--sample=none", "--cpuctxsw=none",
-                        "--cuda-memory-usage=false", "--export=sqlite", "--force-overwrite=true")
 VARIANTS = {"fp32": ("fp32", False), "bf16": ("bf16", False),
             "fp32-compiled": ("fp32", True), "bf16-compiled": ("bf16", True)}
 ASSIGNMENT_SIZES = ("small", "medium", "large", "xl", "2.7B")
@@ -49,8 +56,13 @@ class TraceConfig(RunConfig):
 
     @property
     def stem(self) -> str:
-        """File name stem: `<size>_ctx<L>_<mode>_<dtype>[_compiled][_<attention>][_emitnvtx]`."""
-        suffixes = ["compiled"] * self.compile + [self.attention] * (self.attention != "naive") + ["emitnvtx"] * self.emit_nvtx
+        """File name stem: `<size>_ctx<L>_<mode>_<dtype>[_compiled][_<attention>][_emitnvtx][_layers][_<handout>]`.
+
+        The handout is named only when it is not the default 2025.
+        """
+        suffixes = (["compiled"] * self.compile + [self.attention] * (self.attention != "naive")
+                    + ["emitnvtx"] * self.emit_nvtx + ["layers"] * self.layer_ranges
+                    + [self.handout] * (self.handout != DEFAULT_HANDOUT))
         return "_".join([self.size, f"ctx{self.context_length}", self.mode, self.dtype, *suffixes])
 
 
@@ -68,15 +80,21 @@ class RunnerSettings:
 
 def build_grid(sizes, context_lengths, modes, variants, subset_sizes=(), subset_context_lengths=(),
                subset_variants=(), attention="naive", emit_nvtx=False,
-               settings: RunnerSettings = RunnerSettings()) -> list[TraceConfig]:
-    """The main grid then the subset grid, without duplicates, in run order."""
+               settings: RunnerSettings = RunnerSettings(), **run_fields) -> list[TraceConfig]:
+    """The main grid then the subset grid, without duplicates, in run order.
+
+    `context_lengths` is a list, or a dict size → list (each size's fitted contexts); `run_fields`:
+    other RunConfig fields every configuration gets (handout, layer_ranges).
+    """
     shared = {"attention": attention, "emit_nvtx": emit_nvtx, "warmup_steps": settings.warmup,
-              "measured_steps": settings.steps, "batch_size": settings.batch_size, "device": settings.device}
+              "measured_steps": settings.steps, "batch_size": settings.batch_size, "device": settings.device,
+              **run_fields}
 
     def grid(sizes_, lengths_, variants_):
+        per_size = lengths_ if isinstance(lengths_, dict) else dict.fromkeys(sizes_, lengths_)
         return [TraceConfig(size=size, context_length=length, mode=mode, dtype=VARIANTS[variant][0],
                             compile=VARIANTS[variant][1], **shared)
-                for variant in variants_ for size in sizes_ for length in lengths_ for mode in modes]
+                for variant in variants_ for size in sizes_ for length in per_size.get(size, []) for mode in modes]
     configs = grid(sizes, context_lengths, variants) + grid(subset_sizes, subset_context_lengths, subset_variants)
     return list(dict.fromkeys(configs))
 
@@ -89,20 +107,26 @@ def runner_command(config: TraceConfig, python: str, results_dir: Path) -> list[
                "--warmup", str(config.warmup_steps), "--steps", str(config.measured_steps),
                "--batch-size", str(config.batch_size), "--device", config.device,
                "--results-dir", str(results_dir), "--name", config.stem, "--no-progress"]
-    return command + ["--compile"] * config.compile + ["--emit-nvtx"] * config.emit_nvtx
+    handout = ["--handout", config.handout] if config.handout != DEFAULT_HANDOUT else []
+    return (command + ["--compile"] * config.compile + ["--emit-nvtx"] * config.emit_nvtx
+            + ["--layer-ranges"] * config.layer_ranges + handout)
 
 
-def nsys_command(nsys: str, out_dir: Path, config: TraceConfig, runner: list[str]) -> list[str]:
+def nsys_command(nsys: str, out_dir: Path, config: TraceConfig, runner: list[str],
+                 options: tuple[str, ...] = NSYS_PROFILE_OPTIONS) -> list[str]:
     """`nsys profile <options> -o <out>/<stem> <runner command>`."""
-    return [nsys, "profile", *NSYS_PROFILE_OPTIONS, "-o", str(out_dir / config.stem), *runner]
+    return [nsys, "profile", *options, "-o", str(out_dir / config.stem), *runner]
 
 
 class Sweep:
     """Runs configurations under nsys into one output folder and keeps the sweep table there."""
 
     def __init__(self, out_dir: Path, nsys: str, settings: RunnerSettings, timeout_s: float | None = None,
-                 slim: bool = False, compress: bool = False, nsys_version: str | None = None):
+                 slim: bool = False, compress: bool = False, nsys_version: str | None = None,
+                 options: tuple[str, ...] = NSYS_PROFILE_OPTIONS, environment: dict[str, str] | None = None):
+        """`options`: nsys's profile options; `environment`: set for the profiled (and fit-probe) processes."""
         self.out_dir, self.nsys, self.settings, self.nsys_version = out_dir, nsys, settings, nsys_version
+        self.options, self.environment = options, environment or {}
         self.timeout_s, self.slim, self.compress = timeout_s, slim, compress
         self.runner_dir, self.log_dir = out_dir / "runner", out_dir / "logs"
         self.table_path = out_dir / "sweep.json"
@@ -125,7 +149,7 @@ class Sweep:
     def _profile(self, config: TraceConfig) -> dict:
         """Run one configuration under nsys; return returncode, wall time and error text."""
         command = nsys_command(self.nsys, self.out_dir, config,
-                               runner_command(config, self.settings.python, self.runner_dir))
+                               runner_command(config, self.settings.python, self.runner_dir), self.options)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{config.stem}.log"
         start = time.perf_counter()
@@ -133,7 +157,8 @@ class Sweep:
             log.write(" ".join(command) + "\n")
             log.flush()
             # Own process group, so that nsys and the profiled process can be stopped together.
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                       env=os.environ | self.environment)
             try:
                 returncode = process.wait(timeout=self.timeout_s)
             except subprocess.TimeoutExpired:
@@ -170,9 +195,10 @@ class Sweep:
         export = self.export_path(config)
         spans = measured_phase_spans_ms(export) if status == STATUS_OK and export.exists() else {}
         return {
-            "stem": config.stem, "size": config.size, "context_length": config.context_length,
+            "stem": config.stem, "handout": config.handout, "size": config.size,
+            **{key: result.get(key) for key in MODEL_KEYS}, "context_length": config.context_length,
             "mode": config.mode, "dtype": config.dtype, "compile": config.compile,
-            "attention": config.attention, "emit_nvtx": config.emit_nvtx,
+            "attention": config.attention, "emit_nvtx": config.emit_nvtx, "layer_ranges": config.layer_ranges,
             "status": status,
             "gpu_name": runner["environment"]["gpu_name"] if runner else None,
             "trace": str(self._kept_trace(config).relative_to(self.out_dir)) if status == STATUS_OK else None,
@@ -194,7 +220,8 @@ class Sweep:
         """`<stem>.timings.json` beside the trace: the Python timer's means, for traces without marks."""
         timings = {part: row[f"{part}_ms_mean"] for part in TIMED_PARTS if row[f"{part}_ms_mean"] is not None}
         timings |= {"size": row["size"], "ctx": row["context_length"], "batch": self.settings.batch_size,
-                    "mode": row["mode"], "dtype": row["dtype"], "compile": row["compile"]}
+                    "mode": row["mode"], "dtype": row["dtype"], "compile": row["compile"],
+                    **{key: row[key] for key in ("handout", *MODEL_KEYS) if row.get(key) is not None}}
         (folder / f"{row['stem']}.timings.json").write_text(json.dumps(timings, indent=1) + "\n")
 
     def _finish_trace(self, config: TraceConfig, row: dict) -> None:
@@ -231,9 +258,34 @@ class Sweep:
             self._write_table(rows)
         return rows
 
+    def fitted_contexts(self, sizes: list[str], mode: str, handout: str, start: int, maximum: int) -> dict[str, list[int]]:
+        """Per size, the three contexts ending at the longest that fits (one `mode` step of the runner
+        per probe, without nsys); every probe is a row of <out>/fit.json, OOM ones included."""
+        fit_dir = self.out_dir / "fit"
+        rows, contexts = [], {}
+        for size in sizes:
+            def fits(context: int) -> bool:
+                config = TraceConfig(size=size, context_length=context, mode=mode, handout=handout, warmup_steps=0,
+                                     measured_steps=1, batch_size=self.settings.batch_size, device=self.settings.device)
+                done = subprocess.run(runner_command(config, self.settings.python, fit_dir), capture_output=True, text=True,
+                                      env=os.environ | self.environment, timeout=self.timeout_s)
+                path = fit_dir / f"{config.stem}.json"
+                result = read_results(path)["rows"][0] if done.returncode == 0 and path.exists() else {}
+                status = result.get("status", STATUS_FAILED)
+                rows.append({"handout": handout, "size": size, "context_length": context, "mode": mode,
+                             "status": status, "peak_memory_bytes": result.get("peak_memory_bytes"),
+                             "error": None if result else (done.stderr.strip().splitlines() or [""])[-1][-300:]})
+                write_results(self.out_dir, "fit", rows, config={"start": start, "maximum": maximum},
+                              environment={"python": self.settings.python})
+                return status == STATUS_OK
+            largest, _ = largest_fitting_context(fits, start=start, minimum=min(start, 256), maximum=maximum)
+            contexts[size] = profiled_contexts(largest)
+        return contexts
+
     def _write_table(self, rows: list[dict]) -> None:
         environment = {"nsys": self.nsys, "nsys_version": self.nsys_version, "python": self.settings.python}
-        config = {"nsys_profile_options": list(NSYS_PROFILE_OPTIONS), "timeout_s": self.timeout_s,
+        config = {"nsys_profile_options": list(self.options), "nsys_environment": self.environment,
+                  "timeout_s": self.timeout_s,
                   "slim": self.slim, "compress": self.compress, **asdict(self.settings)}
         write_results(self.out_dir, "sweep", rows, config=config, environment=environment)
 
@@ -249,15 +301,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m nsys_runs.sweep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="folder for exports, logs and the sweep table")
-    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(ASSIGNMENT_SIZES),
-                        help="sizes of the main grid (default: the assignment's five)")
+    parser.add_argument("--handout", choices=HANDOUTS, default=DEFAULT_HANDOUT,
+                        help=f"the edition whose size table names the sizes (default {DEFAULT_HANDOUT})")
+    parser.add_argument("--sizes", nargs="+", choices=SIZE_NAMES, default=list(ASSIGNMENT_SIZES),
+                        help="sizes of the main grid (default: the 2025 assignment's five)")
     parser.add_argument("--context-lengths", nargs="+", type=int, default=[128, 256, 512, 1024],
                         help="context lengths of the main grid (default: 128 256 512 1024)")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"],
                         help="modes of both grids (default: forward train)")
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["fp32"],
                         help="dtype and compile variants of the main grid (default: fp32)")
-    parser.add_argument("--subset-sizes", nargs="*", choices=list(SIZES), default=["small", "medium"],
+    parser.add_argument("--fit-contexts", action="store_true",
+                        help="per size: the longest power-of-two context that fits and the two below (replaces --context-lengths)")
+    parser.add_argument("--fit-start", type=int, default=256, help="first context the fit tries (default: 256)")
+    parser.add_argument("--fit-max", type=int, default=16384, help="longest context the fit tries (default: 16384)")
+    parser.add_argument("--subset-sizes", nargs="*", choices=SIZE_NAMES, default=["small", "medium"],
                         help="sizes of the subset grid")
     parser.add_argument("--subset-context-lengths", nargs="*", type=int, default=[128, 256],
                         help="context lengths of the subset grid")
@@ -265,6 +323,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="variants of the subset grid")
     parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive", help="the model's attention (default: naive)")
     parser.add_argument("--emit-nvtx", action="store_true", help="one NVTX range per op (dense traces)")
+    parser.add_argument("--layer-ranges", action="store_true", help="an NVTX range layer_<i> around each block")
+    parser.add_argument("--nsys-flags", choices=list(OPTION_SETS), default="2025",
+                        help="nsys option set: 2025 (default) or the 2026 handout's")
+    parser.add_argument("--memory-events", action="store_true",
+                        help="--cuda-memory-usage=true with PyTorch's cudaMallocAsync allocator (tensor-level events)")
+    parser.add_argument("--capture-measured", action="store_true",
+                        help="trace only the runner's measured_steps range (warm-up left out)")
+    parser.add_argument("--probe-options", action="store_true",
+                        help="try each nsys option first and drop those that fail (<out>/nsys_options.json)")
     parser.add_argument("--warmup", type=int, default=RunnerSettings.warmup, help="warm-up steps per configuration")
     parser.add_argument("--steps", type=int, default=RunnerSettings.steps, help="measured steps per configuration")
     parser.add_argument("--batch-size", type=int, default=RunnerSettings.batch_size, help="sequences per step")
@@ -283,18 +350,26 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = RunnerSettings(python=args.python, warmup=args.warmup, steps=args.steps,
                               batch_size=args.batch_size, device=args.device)
-    configs = build_grid(args.sizes, args.context_lengths, args.modes, args.variants, args.subset_sizes,
-                         args.subset_context_lengths, args.subset_variants, args.attention, args.emit_nvtx, settings)
+    options, environment = profile_setup(args.nsys_flags, args.memory_events, args.capture_measured)
+    if not args.dry_run:
+        version = nsys_version(args.nsys)
+        print(version)
+        if args.probe_options:
+            options = usable_options(args.nsys, args.python, options, environment, args.out)
+    sweep = Sweep(args.out, args.nsys, settings, args.timeout_s, args.slim, args.compress,
+                  None if args.dry_run else version, options, environment)
+    hardest_mode = max(args.modes, key=MODES.index)  # train needs the most memory
+    contexts = (sweep.fitted_contexts(args.sizes, hardest_mode, args.handout, args.fit_start, args.fit_max)
+                if args.fit_contexts and not args.dry_run else args.context_lengths)
+    configs = build_grid(args.sizes, contexts, args.modes, args.variants, args.subset_sizes,
+                         args.subset_context_lengths, args.subset_variants, args.attention, args.emit_nvtx, settings,
+                         handout=args.handout, layer_ranges=args.layer_ranges)
     if args.dry_run:
-        sweep = Sweep(args.out, args.nsys, settings)
         for config in configs:
             done = "done " if sweep.is_done(config) else "run  "
             print(done + " ".join(nsys_command(args.nsys, args.out, config,
-                                               runner_command(config, settings.python, sweep.runner_dir))))
+                                               runner_command(config, settings.python, sweep.runner_dir), options)))
         return 0
-    version = nsys_version(args.nsys)
-    print(version)
-    sweep = Sweep(args.out, args.nsys, settings, args.timeout_s, args.slim, args.compress, version)
     rows = sweep.run(configs, progress=not args.no_progress)
     print_table(f"sweep ({len(rows)} configurations)", rows, {
         "trace": plain("stem"), "status": plain("status"), "gpu": plain("gpu_name"),

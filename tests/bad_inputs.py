@@ -46,7 +46,7 @@ def runner_trace(path: Path, *, config: dict | None = CONFIG, steps: int = 2, wi
     ``kernel_rows`` replaces the kernels; ``config=None`` leaves the config mark out."""
     ranges, kernels, marks = list(extra_ranges), [], []
     if config is not None:
-        marks.append((json.dumps(config), STEP_NS // 2, PID, TID))
+        marks.append((json.dumps(config), STEP_NS // 2, PID, TID, RUN_MARK_DOMAIN))
     correlation = 0
     for name, start, end in step_windows(steps):
         if with_steps:
@@ -61,9 +61,9 @@ def runner_trace(path: Path, *, config: dict | None = CONFIG, steps: int = 2, wi
         if name.startswith("step_") and timing_marks:
             phases_ms = {phase: (hi - lo) for phase, lo, hi in PHASE_SHARES} | {"step": 1.0}
             marks.append((json.dumps({"event": "step_timing", "step": int(name[5:]), "phases_ms": phases_ms}),
-                          end, PID, TID))
+                          end, PID, TID, RUN_MARK_DOMAIN))
     return build_export(path, kernels=kernel_rows if kernel_rows is not None else kernels, ranges=ranges,
-                        marks=marks, strings=tuple(kernel_names), mark_domain=RUN_MARK_DOMAIN)
+                        marks=marks, strings=tuple(kernel_names))
 
 
 def edit_export(path: Path, *statements: str, params=()) -> Path:

@@ -5,8 +5,14 @@ Times are in ns; ``globalTid`` packs pid and tid the way nsys does.
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+
+GEMM = "gemm_kernel"
+ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+PUSH_POP = 59
+US = 1000  # µs in ns: the multi-rank builders below take their times in µs
 
 
 def global_tid(pid: int, tid: int) -> int:
@@ -15,10 +21,12 @@ def global_tid(pid: int, tid: int) -> int:
 
 
 def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
-                 strings=("kernel_a",), mark_domain: str | None = None) -> Path:
-    """Write an export. ``kernels``: (start, end, launch_start, pid, tid, correlation_id);
+                 strings=("kernel_a",)) -> Path:
+    """Write an export. ``kernels``: (start, end, launch_start, pid, tid, correlation_id), optionally
+    followed by (name, device, stream) — name one of ``strings`` (default the first), device 0,
+    stream 7;
     ``ranges``: (name, start, end_or_None, pid, tid, end_tid, event_type);
-    ``marks``: (text, time, pid, tid), in the NVTX domain ``mark_domain`` when one is named."""
+    ``marks``: (text, time, pid, tid), optionally followed by a domain name."""
     conn = sqlite3.connect(path)
     conn.executescript("""
         CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
@@ -37,9 +45,12 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
         conn.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER,
             deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
             demangledName INTEGER, shortName INTEGER)""")
-    for start, end, launch, pid, tid, corr in kernels:
-        conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 0, 7, ?, ?, 1, 1)",
-                     (start, end, corr, global_tid(pid, 0)))
+    string_ids = {name: i for i, name in enumerate(("cudaLaunchKernel",) + tuple(strings))}
+    for start, end, launch, pid, tid, corr, *where in kernels:
+        name, device, stream = tuple(where) + (strings[0], 0, 7)[len(where):]
+        conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (start, end, device, stream, corr, global_tid(pid, 0), string_ids[name],
+                      string_ids[name]))
         conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, 0, 0, 0)",
                      (launch, launch + 5, global_tid(pid, tid), corr))
     for name, start, end, pid, tid, end_tid, event_type in ranges:
@@ -47,12 +58,15 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
                      "endGlobalTid, domainId) VALUES (?, ?, ?, ?, ?, ?, 0)",
                      (start, end, event_type, name, global_tid(pid, tid),
                       global_tid(pid, end_tid) if end_tid is not None else None))
-    domain_id = 0
-    if mark_domain is not None and marks:
-        domain_id = 1
-        conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) "
-                     "VALUES (0, 75, ?, ?, 1)", (mark_domain, global_tid(*marks[0][2:])))
-    for text, time, pid, tid in marks:
+    domains: dict[tuple[int, str], int] = {}  # (pid, name) -> domainId, created on first use
+    for text, time, pid, tid, *domain in marks:
+        domain_id = 0
+        if domain and (pid, domain[0]) not in domains:  # first use: its domain-create row
+            domains[(pid, domain[0])] = len(domains) + 1
+            conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) "
+                         "VALUES (0, 75, ?, ?, ?)", (domain[0], global_tid(pid, tid), len(domains)))
+        if domain:
+            domain_id = domains[(pid, domain[0])]
         conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) "
                      "VALUES (?, 34, ?, ?, ?)", (time, text, global_tid(pid, tid), domain_id))
     if graphs:
@@ -63,3 +77,31 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
     conn.commit()
     conn.close()
     return path
+
+
+def rank_process(pid: int, device: int, rank: int, forward_offset: int, cover: list,
+                 config: dict | None = None) -> tuple:
+    """Ranges, marks and kernels of one process: warmup_0 then step_0, step_1, each a forward,
+    a backward and a range no phase is named after (``grad_sync``); one all-reduce [500, 600) µs
+    into each step's backward, covered by the ``cover`` compute kernels (µs offsets in the
+    step), one all-reduce [950, 960) µs launched in ``grad_sync``; one of each in the warm-up.
+    The runner's config mark holds ``rank``, ``world_size`` 2 and ``config``."""
+    ranges, kernels = [], []
+    corr = iter(range(1, 1000))
+    for index, name in enumerate(("warmup_0", "step_0", "step_1")):
+        base = (index + 1) * 10_000 * US
+        ranges += [(name, base, base + 1000 * US, pid, 1, 1, PUSH_POP),
+                   ("forward", base, base + 400 * US, pid, 1, 1, PUSH_POP),
+                   ("backward", base + 400 * US, base + 900 * US, pid, 1, 1, PUSH_POP),
+                   ("grad_sync", base + 900 * US, base + 1000 * US, pid, 1, 1, PUSH_POP)]
+        kernels.append((base + (10 + forward_offset) * US, base + (110 + forward_offset) * US,
+                        base + US, pid, 1, next(corr), GEMM, device, 7))
+        kernels.append((base + 500 * US, base + 600 * US, base + 410 * US, pid, 2, next(corr),
+                        ALL_REDUCE, device, 20))
+        kernels.append((base + 950 * US, base + 960 * US, base + 905 * US, pid, 1, next(corr),
+                        ALL_REDUCE, device, 20))
+        for start, end in cover:
+            kernels.append((base + start * US, base + end * US, base + 405 * US, pid, 2,
+                            next(corr), GEMM, device, 7))
+    config = json.dumps({"event": "config", **(config or {}), "rank": rank, "world_size": 2})
+    return ranges, [(config, 5 * US, pid, 1, "cs336_profile")], kernels

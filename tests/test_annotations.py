@@ -12,7 +12,7 @@ from tests.cpu_torch import tiny
 
 CONFIG_MARK_KEYS = {"event", "size", "context_length", "batch_size", "mode", "dtype", "compile", "attention",
                     "device", "gpu_name", "warmup_steps", "measured_steps", "vocab_size", "d_model", "d_ff",
-                    "num_layers", "num_heads", "rope_theta", "nvtx_annotations"}
+                    "num_layers", "num_heads", "rope_theta", "nvtx_annotations", "handout", "checkpoint_every"}
 ATTENTION = ("attention", ["computing attention scores", "computing softmax", "final matmul"])
 
 
@@ -48,11 +48,18 @@ def names(nodes) -> list[str]:
     return [name for name, _ in nodes]
 
 
+def steps(root) -> list:
+    """Warm-up step nodes, then the measured ones from inside `measured_steps`."""
+    measured = [children for name, children in root if name == "measured_steps"]
+    return [node for node in root if node[0] != "measured_steps"] + [node for nodes in measured for node in nodes]
+
+
 def test_steps_phases_and_attention_ranges_nest_as_documented(recorder):
     run_config(tiny(mode="train"))
     assert len(recorder.stack) == 1  # every range was popped
-    assert names(recorder.root) == ["warmup_0", "step_0", "step_1"]
-    for _, phases in recorder.root:
+    assert names(recorder.root) == ["warmup_0", "measured_steps"]  # a capture range can start at the second
+    assert names(steps(recorder.root)) == ["warmup_0", "step_0", "step_1"]
+    for _, phases in steps(recorder.root):
         assert names(phases) == ["forward", "loss", "backward", "optimizer_step"]
         forward = phases[0][1]
         assert names(forward) == ["attention"] * 2  # one per layer of the tiny model
@@ -63,18 +70,20 @@ def test_steps_phases_and_attention_ranges_nest_as_documented(recorder):
 
 def test_forward_mode_has_only_forward_ranges(recorder):
     run_config(tiny(mode="forward", warmup_steps=0, measured_steps=1))
-    assert [(step, names(phases)) for step, phases in recorder.root] == [("step_0", ["forward"])]
+    assert [(step, names(phases)) for step, phases in steps(recorder.root)] == [("step_0", ["forward"])]
 
 
-def test_config_mark_comes_first_and_describes_the_run(recorder):
-    run_config(tiny(mode="forward-backward"))
-    kind, (domain, message) = recorder.events[0]
+def test_config_mark_opens_the_measured_steps_and_describes_the_run(recorder):
+    run_config(tiny(mode="forward-backward", handout="2026"))
+    first_measured = recorder.events.index(("push", "measured_steps")) + 1
+    kind, (domain, message) = recorder.events[first_measured]
     assert kind == "mark" and domain == "cs336_profile"
     config = json.loads(message)
     assert CONFIG_MARK_KEYS <= set(config)
     assert config["event"] == "config" and config["mode"] == "forward-backward"
     assert (config["size"], config["d_model"], config["num_layers"], config["vocab_size"]) == ("tiny", 64, 2, 10_000)
     assert config["gpu_name"] is None and config["nvtx_annotations"] is True
+    assert (config["handout"], config["checkpoint_every"]) == ("2026", 0)
 
 
 def test_a_step_timing_mark_follows_each_measured_step(recorder):
@@ -89,7 +98,7 @@ def test_a_step_timing_mark_follows_each_measured_step(recorder):
     # In order: range pushes by name, marks by event.
     sequence = [value if kind == "push" else json.loads(value[1])["event"] for kind, value in recorder.events]
     top_level = [name for name in sequence if name in ("config", "warmup_0", "step_0", "step_1", "step_timing")]
-    assert top_level == ["config", "warmup_0", "step_0", "step_timing", "step_1", "step_timing"]
+    assert top_level == ["warmup_0", "config", "step_0", "step_timing", "step_1", "step_timing"]
 
 
 def test_switching_annotations_off_emits_nothing(recorder):
@@ -100,7 +109,7 @@ def test_switching_annotations_off_emits_nothing(recorder):
 
 def test_layer_ranges_wrap_each_block(recorder):
     run_config(tiny(mode="forward", warmup_steps=0, measured_steps=1, layer_ranges=True))
-    forward = recorder.root[0][1][0][1]
+    forward = steps(recorder.root)[0][1][0][1]
     assert names(forward) == ["layer_0", "layer_1"]
     assert names(forward[0][1]) == ["attention"]
 

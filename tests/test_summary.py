@@ -36,7 +36,8 @@ QUESTION_KEYS = {
     "b": ("top_forward_kernel", "calls_per_forward_pass", "top_forward_backward_kernel", "same_kernel", "answer"),
     "c": ("top_non_gemm_forward", "answer"),
     "d": ("gemm_share_forward", "gemm_share_train_step", "answer"),
-    "e": ("softmax_ms_per_pass", "matmul_ms_per_pass", "runtime_ratio", "flops_ratio", "answer"),
+    "e": ("softmax_ms_per_pass", "matmul_gemm_ms_per_pass", "matmul_range_ms_per_pass", "runtime_ratio", "flops_ratio",
+          "answer"),
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import text
+from analysis.questions.rank_diff import rank_diff
 
 TOP_MOVED_KERNELS = 10
 # Tensor-core shares that differ by less than this are not worth a sentence.
@@ -21,8 +22,9 @@ CONFIG_KEYS_IGNORED = frozenset({"gpu_name", "seed", "warmup_steps", "measured_s
 
 def diff_summaries(a: dict, b: dict) -> dict:
     """What changed from summary ``a`` to summary ``b``: overall, per phase, per category, per
-    kernel (the :data:`TOP_MOVED_KERNELS` that moved most), the config keys that differ, and
-    ``why``, a few sentences generated from those numbers."""
+    kernel (the :data:`TOP_MOVED_KERNELS` that moved most), the config keys that differ,
+    ``why``, a few sentences generated from those numbers, and ``ranks``, the per-rank comparison
+    of two multi-GPU traces (:func:`analysis.questions.rank_diff.rank_diff`, else None)."""
     overall_a, overall_b = a["overall"], b["overall"]
     categories = _categories(overall_a, overall_b)
     kernels = _kernels(overall_a, overall_b)
@@ -58,6 +60,7 @@ def diff_summaries(a: dict, b: dict) -> dict:
         "categories": categories.to_dict("records"),
         "kernels": kernels.head(TOP_MOVED_KERNELS).to_dict("records"),
         "why": _why(a, b, overall, categories, kernels, config_changes),
+        "ranks": rank_diff(a, b),
     }
 
 
@@ -171,7 +174,7 @@ def _why(a: dict, b: dict, overall: dict, categories: pd.DataFrame, kernels: pd.
         top = categories.iloc[0]
         sentences.append(
             f"The largest change is {top['category']}: {text.ms(top['a_ms_per_pass'])} → "
-            f"{text.ms(top['b_ms_per_pass'])} ({_signed_ms(top['delta_ms_per_pass'])})."
+            f"{text.ms(top['b_ms_per_pass'])} ({text.signed_ms(top['delta_ms_per_pass'])})."
         )
     moved = kernels[(kernels["a_calls_per_pass"] > 0) & (kernels["b_calls_per_pass"] > 0)]
     if len(moved):
@@ -203,10 +206,6 @@ def _why(a: dict, b: dict, overall: dict, categories: pd.DataFrame, kernels: pd.
 
 def _signed_pct(fraction: float) -> str:
     return ("+" if fraction >= 0 else "−") + text.pct(abs(fraction))
-
-
-def _signed_ms(delta_ms: float) -> str:
-    return ("+" if delta_ms >= 0 else "−") + text.ms(abs(delta_ms))
 
 
 def _mean_us(total_ms: float, count: float) -> str:

@@ -1,6 +1,12 @@
 """nsys_profile (b): the kernel with the most summed GPU time in the forward pass, its calls in
 ONE forward pass, and whether it still leads when forward and backward are counted together.
 
+The kernel is named as an operation: its label (:func:`analysis.kernel_names.kernel_label`), its
+calls as ``calls_per_layer`` × layers + ``calls_outside_layers`` (the only matmul of the forward
+outside the layers is the lm_head), and for a GEMM the precision and units it computes in
+(:func:`analysis.classify.gemm_precision`: fp32 FFMA on CUDA cores, TF32/bf16 on tensor cores).
+Across traces, fp32 eager, bf16 and compiled runs are answered apart.
+
 Needs: kernels attributed to measured ``forward`` ranges; ``backward`` ranges for the second part.
 """
 from __future__ import annotations
@@ -8,6 +14,8 @@ from __future__ import annotations
 from typing import TypedDict
 
 from analysis import text
+from analysis.classify import GEMM, gemm_precision
+from analysis.kernel_names import kernel_label
 from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
 from analysis.questions.question import Evidence, Question
@@ -19,7 +27,12 @@ class Record(TypedDict):
     """The per-trace record of (b), in the summary's ``questions["b"]``."""
 
     top_forward_kernel: str | None
+    top_forward_label: str | None
     top_forward_category: str | None
+    top_forward_precision: str | None  # of a GEMM: fp32 (CUDA-core FFMA), tf32, bf16, ...
+    top_forward_tensor_core: bool | None
+    calls_per_layer: int | None
+    calls_outside_layers: int | None
     calls_per_forward_pass: float | None
     top_forward_ms_per_pass: float | None
     top_forward_share: float | None
@@ -35,7 +48,12 @@ def per_trace(inputs: NsysInputs) -> dict:
     if forward.empty:
         return {
             "top_forward_kernel": None,
+            "top_forward_label": None,
             "top_forward_category": None,
+            "top_forward_precision": None,
+            "top_forward_tensor_core": None,
+            "calls_per_layer": None,
+            "calls_outside_layers": None,
             "calls_per_forward_pass": None,
             "top_forward_ms_per_pass": None,
             "top_forward_share": None,
@@ -45,14 +63,24 @@ def per_trace(inputs: NsysInputs) -> dict:
             "answer": inputs.no_kernels_reason("forward") + ", so it cannot say which kernel leads the forward pass.",
         }
     top = forward.iloc[0]
+    layers = (inputs.run.config or {}).get("num_layers")
+    calls = top["calls_per_pass"]
+    per_layer, outside = (divmod(int(calls), int(layers)) if layers and float(calls).is_integer() else (None, None))
+    precision = gemm_precision(top["kernel"]) if top["category"] == GEMM else None
     sentence = (
         f"In the forward pass, {text.kernel_label(top['kernel'])} ({top['category']}) takes the most GPU time: "
         f"{text.ms(top['ms_per_pass'])} per pass, {text.pct(top['share'])} of forward kernel time, "
-        f"over {text.plural(top['calls_per_pass'], 'call')} in one forward pass."
+        f"over {text.plural(calls, 'call')} in one forward pass"
+        + _operation_text(top["category"], per_layer, outside, layers, precision, bool(top["tensor_core"])) + "."
     )
     result = {
         "top_forward_kernel": top["kernel"],
+        "top_forward_label": kernel_label(top["kernel"]),
         "top_forward_category": top["category"],
+        "top_forward_precision": precision,
+        "top_forward_tensor_core": bool(top["tensor_core"]),
+        "calls_per_layer": per_layer,
+        "calls_outside_layers": outside,
         "calls_per_forward_pass": float(top["calls_per_pass"]),
         "top_forward_ms_per_pass": float(top["ms_per_pass"]),
         "top_forward_share": float(top["share"]),
@@ -83,38 +111,87 @@ def per_trace(inputs: NsysInputs) -> dict:
     }
 
 
+# The model's matmuls per transformer layer (cs336_profile/model.py): q, k, v, output, SwiGLU's w1,
+# w2, w3, and attention's two products; the lm_head is the forward's only matmul outside the layers.
+MATMULS_PER_LAYER = 9
+PRECISION_UNITS = {"fp32": "fp32 on CUDA cores (FFMA, no TF32)", "tf32": "TF32 on tensor cores",
+                   "bf16": "bf16 on tensor cores", "fp16": "fp16 on tensor cores", "fp8": "fp8 on tensor cores"}
+
+
+def _operation_text(category: str, per_layer: int | None, outside: int | None, layers: int | None,
+                    precision: str | None, tensor_core: bool) -> str:
+    """What the leading kernel does: its calls per layer, and for a GEMM which matmuls and units."""
+    if per_layer is None:
+        return ""
+    split = f": {per_layer} per layer × {layers} layers" + (f" + {outside}" if outside else "")
+    if category == GEMM:
+        split += (f", so it runs {per_layer} of each layer's {MATMULS_PER_LAYER} matmuls (cuBLAS picks one kernel per "
+                  "shape)" + (" and the lm_head" if outside == 1 else ""))
+        units = PRECISION_UNITS.get(precision or "", "on tensor cores" if tensor_core else "")
+        return split + (f", computing in {units}" if units else "")
+    if category == "copy_cast":
+        return split + ": casts launched every pass (autocast casts the fp32 operands of every matmul, weights included)"
+    return split
+
+
 def _ordinal(rank: int) -> str:
     suffix = "th" if 10 <= rank % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(rank % 10, "th")
     return f"{rank}{suffix}"
 
 
-KEYS = ("top_forward_kernel", "top_forward_category", "calls_per_forward_pass", "top_forward_ms_per_pass",
-        "top_forward_share", "top_forward_backward_kernel", "top_forward_backward_share", "same_kernel")
+KEYS = ("top_forward_kernel", "top_forward_category", "top_forward_precision", "calls_per_forward_pass",
+        "calls_per_layer", "calls_outside_layers", "top_forward_ms_per_pass", "top_forward_share",
+        "top_forward_backward_kernel", "top_forward_backward_share", "same_kernel")
+GROUPS = ("fp32 eager", "bf16", "compiled")
+
+
+def run_group(dtype, compiled) -> str:
+    """The like-for-like group of a run: compiled, else its dtype (``fp32 eager``, ``bf16``)."""
+    if compiled:
+        return "compiled"
+    return "fp32 eager" if dtype in (None, "fp32") else str(dtype)
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
-    """One row per trace with forward kernels: its leading kernel, alone and with the backward pass."""
+    """One row per trace with forward kernels: its leading kernel as an operation, alone and with
+    the backward pass; rows grouped fp32 eager / bf16 / compiled."""
     summaries = sorted_summaries(evidence.summaries)
-    table = grid.rows(summaries, "b", KEYS, "top_forward_kernel")
+    table = grid.rows(summaries, "b", KEYS, "top_forward_kernel", ("dtype", "compile"))
     if table.empty:
         return Unanswered("nsys-b", "a trace with kernels in measured `forward` ranges")
+    table.insert(1, "group", [run_group(d, c) for d, c in zip(table.get("dtype", [None] * len(table)),
+                                                               table.get("compile", [None] * len(table)))])
+    table = table.drop(columns=["dtype", "compile"], errors="ignore")
+    order = {group: index for index, group in enumerate(GROUPS)}
+    table = table.sort_values("group", key=lambda g: g.map(order).fillna(len(order)), kind="stable")
     for column in ("top_forward_kernel", "top_forward_backward_kernel"):
         if column in table:
             table[column] = table[column].map(grid.kernel_cell, na_action="ignore")
-    return grid.finish("nsys-b", {"The forward pass's leading kernel": table}, summaries)
+    return grid.finish("nsys-b", {"The forward pass's leading kernel": table.reset_index(drop=True)}, summaries)
 
 
 def _grid_text(record: ResultsAnswer) -> str:
     table = grid.first_table(record)
-    categories = table["top_forward_category"].value_counts()
-    text = (f"In {categories.iloc[0]} of {len(table)} traces the forward pass's leading kernel is a "
-            f"{categories.index[0]} kernel; the leading kernel takes {grid.pct_span(table['top_forward_share'])} of "
-            f"forward kernel time over {grid.span(table['calls_per_forward_pass'], '{:,.0f}')} calls in one forward pass.")
-    if "same_kernel" in table and table["same_kernel"].notna().any():
-        both = table.dropna(subset=["same_kernel"])
-        text += f" With the backward pass counted too, the same kernel still leads in {int(both['same_kernel'].sum())} " \
-                f"of {len(both)} traces."
-    return text
+    parts = []
+    for group, rows in table.groupby("group", sort=False):
+        categories = rows["top_forward_category"].value_counts()
+        lead = ("it" if len(rows) == 1 else f"all {len(rows)}" if categories.iloc[0] == len(rows)
+                else f"{categories.iloc[0]} of {len(rows)}")
+        sentence = (f"Among {group} runs ({text.plural(len(rows), 'trace')}), in {lead} the leading forward kernel "
+                    f"is a {categories.index[0]} kernel")
+        precisions = rows["top_forward_precision"].dropna() if "top_forward_precision" in rows else []
+        if len(precisions):
+            sentence += " computing in " + " or ".join(PRECISION_UNITS.get(p, p) for p in sorted(set(precisions)))
+        sentence += (f"; it takes {grid.pct_span(rows['top_forward_share'])} of forward kernel time over "
+                     f"{grid.span(rows['calls_per_forward_pass'], '{:,.0f}')} calls per pass")
+        if "calls_per_layer" in rows and rows["calls_per_layer"].notna().any():
+            sentence += f" ({grid.span(rows['calls_per_layer'], '{:.0f}')} per layer)"
+        if "same_kernel" in rows and rows["same_kernel"].notna().any():
+            both = rows.dropna(subset=["same_kernel"])
+            sentence += (f"; with the backward pass counted too, the same kernel still leads in "
+                         f"{int(both['same_kernel'].sum())} of {len(both)}")
+        parts.append(sentence + ".")
+    return " ".join(parts)
 
 
 QUESTION = Question(

@@ -1,6 +1,10 @@
 """nsys_profile (c): the non-matmul kernels with non-trivial time in the forward pass, by kernel
 and by category. "Non-trivial" is more than :data:`MIN_SHARE` of forward kernel time.
 
+Each kernel is named as an operation: its label (:func:`analysis.kernel_names.kernel_label`) and
+the NVTX region its time falls in (an attention sub-range: the T² score work, or outside them).
+Across traces: the non-matmul share per like-for-like group and its trend with context length.
+
 Needs: kernels attributed to measured ``forward`` ranges.
 """
 from __future__ import annotations
@@ -11,19 +15,27 @@ import pandas as pd
 
 from analysis.classify import GEMM
 from analysis import text
+from analysis.kernel_names import kernel_label
 from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs, category_ms, kernel_totals
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
+from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.runs import run_label, sorted_summaries
 
 MIN_SHARE = 0.01
 NAMED_IN_ANSWER = 3
 
 
+OUTSIDE = "outside the attention sub-ranges"
+
+
 class NonGemmKernel(TypedDict):
     kernel: str
+    label: str
     category: str
+    region: str  # the attention sub-range (by role) holding most of its time, or OUTSIDE
+    region_share: float  # of its time
     calls_per_pass: float
     ms_per_pass: float
     share: float
@@ -35,11 +47,19 @@ class CategoryShare(TypedDict):
     share: float
 
 
+class RegionShare(TypedDict):
+    region: str
+    ms_per_pass: float
+    share: float
+
+
 class Record(TypedDict):
     """The per-trace record of (c), in the summary's ``questions["c"]``."""
 
     min_share: float
     non_gemm_share: float | None
+    attention_non_gemm_share: float | None  # of forward kernel time, inside the attention sub-ranges
+    non_gemm_by_region: list[RegionShare]
     top_non_gemm_forward: list[NonGemmKernel]
     non_gemm_categories_forward: list[CategoryShare]
     answer: str
@@ -53,6 +73,8 @@ def per_trace(inputs: NsysInputs) -> dict:
         return {
             "min_share": MIN_SHARE,
             "non_gemm_share": None,
+            "attention_non_gemm_share": None,
+            "non_gemm_by_region": [],
             "top_non_gemm_forward": [],
             "non_gemm_categories_forward": [],
             "answer": inputs.no_kernels_reason("forward") + ", so it cannot break the forward pass down.",
@@ -67,6 +89,20 @@ def per_trace(inputs: NsysInputs) -> dict:
         for name, ms in categories.items()
     ]
     non_gemm_share = float(non_gemm["share"].sum())
+    non_gemm_kernels = kernels[kernels["category"] != GEMM]
+    names = inputs.names
+    roles = {"": OUTSIDE, names.attention_scores: "attention scores", names.softmax: "softmax",
+             names.final_matmul: "final matmul"}  # by role, so renamed ranges give the same record
+    region = non_gemm_kernels["region"].astype(str).map(roles)
+    by_region = non_gemm_kernels["dur_ns"].groupby(region).sum().sort_values(ascending=False) / max(passes, 1) / 1e6
+    region_rows = [{"region": str(name), "ms_per_pass": float(ms), "share": float(ms / forward_ms)}
+                   for name, ms in by_region.items()]
+    attention_share = float(sum(row["share"] for row in region_rows if row["region"] != OUTSIDE))
+    per_kernel_region = (non_gemm_kernels.assign(region=region)
+                         .groupby(["demangled_name", "region"], observed=True)["dur_ns"].sum())
+    notable = notable.assign(label=notable["kernel"].map(kernel_label),
+                             region=[_main_region(per_kernel_region, name)[0] for name in notable["kernel"]],
+                             region_share=[_main_region(per_kernel_region, name)[1] for name in notable["kernel"]])
     sentence = (
         f"Kernels other than matrix multiplications take {text.pct(non_gemm_share)} of forward kernel time "
         f"({text.ms(non_gemm['ms_per_pass'].sum())} per pass); "
@@ -75,55 +111,116 @@ def per_trace(inputs: NsysInputs) -> dict:
         sentence += f"none of them alone exceeds {text.pct(MIN_SHARE)}."
     else:
         named = ", ".join(
-            f"{text.kernel_label(row.kernel)} ({row.category}, {text.pct(row.share)})"
+            f"{text.kernel_label(row.kernel)} ({row.category}, {text.pct(row.share)}, "
+            + (f"in the {row.region} range)" if row.region != OUTSIDE else f"{row.region})")
             for row in notable.head(NAMED_IN_ANSWER).itertuples()
         )
         sentence += f"{len(notable)} of them exceed {text.pct(MIN_SHARE)} each, led by {named}."
     if category_rows:
         listed = ", ".join(f"{row['category']} {text.pct(row['share'])}" for row in category_rows[:NAMED_IN_ANSWER])
         sentence += f" By category: {listed}."
+    if attention_share:
+        sentence += (f" Inside the attention sub-ranges (the score matrix's scale, mask, softmax: T² work) they take "
+                     f"{text.pct(attention_share)} of forward kernel time, outside them "
+                     f"{text.pct(non_gemm_share - attention_share)}.")
     return {
         "min_share": MIN_SHARE,
         "non_gemm_share": non_gemm_share,
-        "top_non_gemm_forward": notable[["kernel", "category", "calls_per_pass", "ms_per_pass", "share"]].to_dict("records"),
+        "attention_non_gemm_share": attention_share if any(r["region"] != OUTSIDE for r in region_rows) else None,
+        "non_gemm_by_region": region_rows,
+        "top_non_gemm_forward": notable[["kernel", "label", "category", "region", "region_share", "calls_per_pass",
+                                         "ms_per_pass", "share"]].to_dict("records"),
         "non_gemm_categories_forward": category_rows,
         "answer": sentence,
     }
 
 
+def _main_region(per_kernel_region: pd.Series, kernel: str) -> tuple[str, float]:
+    """The region holding most of a kernel's time, and that share of its time."""
+    regions = per_kernel_region.loc[kernel]
+    return str(regions.idxmax()), float(regions.max() / regions.sum())
+
+
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
-    """Per trace: the non-matmul share of forward kernel time by category; and the kernels above
-    the threshold."""
+    """Per trace: the non-matmul share of forward kernel time, the part inside the attention
+    sub-ranges, by category; and the kernels above the threshold with their labels and regions."""
     summaries = sorted_summaries(evidence.summaries)
-    table = grid.rows(summaries, "c", ("non_gemm_share",), "non_gemm_share")
+    table = grid.rows(summaries, "c", ("non_gemm_share", "attention_non_gemm_share"), "non_gemm_share",
+                      ("size", "context_length", "mode", "dtype", "compile"))
     if table.empty:
         return Unanswered("nsys-c", "a trace with kernels in measured `forward` ranges")
-    by_trace = {run_label(s): s["questions"]["c"] for s in summaries if s["questions"]["c"].get("non_gemm_share") is not None}
+    table.insert(1, "group", [run_group(d, c) for d, c in zip(table.get("dtype", [None] * len(table)),
+                                                               table.get("compile", [None] * len(table)))])
+    by_trace = {run_label(s): s["questions"]["c"] for s in summaries
+                if s["questions"]["c"].get("non_gemm_share") is not None and not grid.mixed_shapes(s)}
     shares = pd.DataFrame([{f"{row['category']}_share": row["share"] for row in by_trace[label]["non_gemm_categories_forward"]}
                            for label in table["trace"]], index=table.index)
     table = pd.concat([table, shares.fillna(0.0)], axis=1)
-    kernels = pd.DataFrame([{"trace": label, **row} for label, answer in by_trace.items()
-                            for row in answer["top_non_gemm_forward"]])
+    trend = _context_trend(table)
+    table = table.drop(columns=["size", "mode", "dtype", "compile"], errors="ignore")
+    order = {group: index for index, group in enumerate(GROUPS)}
+    table = table.sort_values("group", key=lambda g: g.map(order).fillna(len(order)), kind="stable")
+    kernels = pd.DataFrame([{"trace": label, **{k: v for k, v in row.items() if k != "label"}}
+                            for label, answer in by_trace.items() for row in answer["top_non_gemm_forward"]])
     tables = {"Non-matmul share of forward kernel time, by category": table}
     if not kernels.empty:
-        kernels["kernel"] = kernels["kernel"].map(grid.kernel_cell)
         tables["Non-matmul kernels above 1% of forward kernel time"] = kernels
-    return grid.finish("nsys-c", tables, summaries)
+    record = grid.finish("nsys-c", tables, summaries)
+    record.numbers["leaders"] = {label: answer["top_non_gemm_forward"][0]["label"]
+                                 for label, answer in by_trace.items() if answer["top_non_gemm_forward"]}
+    if trend:
+        record.numbers["context_trend"] = trend
+    return record
+
+
+def _context_trend(table: pd.DataFrame) -> str:
+    """The non-matmul share (and its attention part) from the shortest to the longest context, per
+    size, mode and group traced at more than one context length."""
+    trends, grows = [], []
+    for (size, mode, group), rows in table.groupby(["size", "mode", "group"], sort=False):
+        if rows["context_length"].nunique() < 2:
+            continue
+        rows = rows.sort_values("context_length")
+        first, last = rows.iloc[0], rows.iloc[-1]
+        trend = (f"{size} {mode} {group} {text.pct(first['non_gemm_share'])} at {int(first['context_length'])} → "
+                 f"{text.pct(last['non_gemm_share'])} at {int(last['context_length'])}")
+        if pd.notna(first.get("attention_non_gemm_share")) and pd.notna(last.get("attention_non_gemm_share")):
+            trend += (f" (inside attention {text.pct(first['attention_non_gemm_share'])} → "
+                      f"{text.pct(last['attention_non_gemm_share'])})")
+            grows.append(last["attention_non_gemm_share"] > first["attention_non_gemm_share"])
+        trends.append(trend)
+    if not trends:
+        return ""
+    lead = ("the non-matmul time inside attention (T² work) grows in every series" if grows and all(grows)
+            else "the non-matmul share moves")
+    return f"With context length {lead}: " + "; ".join(trends) + "."
 
 
 def category_shares(table: pd.DataFrame) -> pd.DataFrame:
     """The per-category share columns of the cross-trace table, named by category."""
-    shares = table[[c for c in table if c.endswith("_share") and c != "non_gemm_share"]]
+    shares = table[[c for c in table if c.endswith("_share") and c not in ("non_gemm_share", "attention_non_gemm_share")]]
     return shares.rename(columns=lambda c: c.removesuffix("_share"))
 
 
 def _grid_text(record: ResultsAnswer) -> str:
     table = grid.first_table(record)
-    shares = category_shares(table)
-    leaders = shares.idxmax(axis=1).value_counts() if not shares.empty else pd.Series(dtype=int)
-    text = f"Kernels other than matrix multiplications take {grid.pct_span(table['non_gemm_share'])} of forward kernel " \
-           f"time over {len(table)} traces"
-    return text + (f"; the largest of them is {leaders.index[0]} in {leaders.iloc[0]} traces." if not leaders.empty else ".")
+    leaders = record.numbers.get("leaders", {})
+    parts = []
+    for group, rows in table.groupby("group", sort=False):
+        sentence = (f"Among {group} runs ({text.plural(len(rows), 'trace')}) kernels other than matrix multiplications "
+                    f"take {grid.pct_span(rows['non_gemm_share'])} of forward kernel time")
+        if "attention_non_gemm_share" in rows and rows["attention_non_gemm_share"].notna().any():
+            sentence += f", {grid.pct_span(rows['attention_non_gemm_share'].dropna())} inside the attention sub-ranges"
+        shares = category_shares(rows)
+        if not shares.empty:
+            top = shares.mean().idxmax()
+            sentence += f"; the largest category is {top} ({grid.pct_span(shares[top])})"
+        named = pd.Series([leaders[t] for t in rows["trace"] if t in leaders]).value_counts()
+        if len(named):
+            sentence += f", and the leading kernel is most often `{named.index[0]}` ({named.iloc[0]} of {len(rows)})"
+        parts.append(sentence + ".")
+    parts.append(record.numbers.get("context_trend", ""))
+    return " ".join(part for part in parts if part)
 
 
 QUESTION = Question(

@@ -19,6 +19,7 @@ from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.question import Evidence, Question
 from analysis.questions.results_files import plural
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
+from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.runs import run_label, sorted_summaries
 
 MOVERS_IN_ANSWER = 2
@@ -113,13 +114,28 @@ CATEGORIES_TITLE = "Every category, forward against the training step"
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
-    """Per trace: the GEMM shares; and every category's share, forward against the training step."""
+    """Per trace: the GEMM shares and the optimizer step's share of a training step's kernel time;
+    and every category's share, forward against the training step; rows grouped fp32 eager /
+    bf16 / compiled."""
     summaries = sorted_summaries(evidence.summaries)
-    table = grid.rows(summaries, "d", KEYS, "gemm_share_forward")
+    table = grid.rows(summaries, "d", KEYS, "gemm_share_forward", ("dtype", "compile"))
     if table.empty:
         return Unanswered("nsys-d", "a trace with kernels in measured `forward` ranges")
-    categories = pd.DataFrame([{"trace": run_label(s), **row} for s in summaries
-                               for row in s["questions"]["d"].get("category_shares") or []])
+    table.insert(1, "group", [run_group(d, c) for d, c in zip(table.get("dtype", [None] * len(table)),
+                                                               table.get("compile", [None] * len(table)))])
+    optimizer = {run_label(s): _optimizer_share(s) for s in summaries}
+    table["optimizer_share_train_step"] = table["trace"].map(optimizer)
+    optimizer_gemm = {run_label(s): ((s.get("phases") or {}).get("optimizer_step") or {})
+                      .get("by_category_ms_per_pass", {}).get(GEMM, 0.0) for s in summaries}
+    table["optimizer_gemm_ms_per_pass"] = table["trace"].map(optimizer_gemm).where(
+        table["optimizer_share_train_step"].notna())
+    order = {group: index for index, group in enumerate(GROUPS)}
+    table = (table.drop(columns=["dtype", "compile"], errors="ignore")
+             .sort_values("group", key=lambda g: g.map(order).fillna(len(order)), kind="stable")
+             .reset_index(drop=True))
+    groups = dict(zip(table["trace"], table["group"]))
+    categories = pd.DataFrame([{"trace": run_label(s), "group": groups.get(run_label(s)), **row} for s in summaries
+                               if run_label(s) in groups for row in s["questions"]["d"].get("category_shares") or []])
     categories = categories.rename(columns={"change": "change_share"})
     tables = {"Matmul share of kernel time": table}
     if not categories.empty:
@@ -127,20 +143,43 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     return grid.finish("nsys-d", tables, summaries)
 
 
+def _optimizer_share(summary: dict) -> float | None:
+    """The optimizer step's share of the kernel time of a training step (None without one)."""
+    phases = summary.get("phases") or {}
+    if "optimizer_step" not in phases:
+        return None
+    total = sum(figures["kernel_ms_per_pass"] for figures in phases.values())
+    return phases["optimizer_step"]["kernel_ms_per_pass"] / total if total else None
+
+
 def _grid_text(record: ResultsAnswer) -> str:
     table = grid.first_table(record)
     categories = record.tables.get(CATEGORIES_TITLE, pd.DataFrame())
-    text = f"Matrix multiplications take {grid.pct_span(table['gemm_share_forward'])} of forward kernel time"
-    train = table.dropna(subset=["gemm_share_train_step"]) if "gemm_share_train_step" in table else table.iloc[:0]
-    if train.empty:
-        return text + " (no trace of a full training step to compare)."
-    text += f" and {grid.pct_span(train['gemm_share_train_step'])} of a full training step ({plural(len(train), 'training trace')})."
-    change = categories.dropna(subset=["change_share"]) if "change_share" in categories else categories.iloc[:0]
-    if not change.empty:
-        mean_change = change[change["category"] != GEMM].groupby("category")["change_share"].mean()
-        riser = mean_change.idxmax()
-        text += f" The category that gains most in training is {riser} (+{mean_change.max() * 100:.1f} points on average)."
-    return text
+    parts = []
+    for group, rows in table.groupby("group", sort=False):
+        sentence = (f"Among {group} runs ({plural(len(rows), 'trace')}) matrix multiplications take "
+                    f"{grid.pct_span(rows['gemm_share_forward'])} of forward kernel time")
+        train = rows.dropna(subset=["gemm_share_train_step"]) if "gemm_share_train_step" in rows else rows.iloc[:0]
+        if train.empty:
+            parts.append(sentence + " (no trace of a full training step to compare).")
+            continue
+        if "gemm_share_forward_backward" in train and train["gemm_share_forward_backward"].notna().any():
+            sentence += f", {grid.pct_span(train['gemm_share_forward_backward'].dropna())} of forward + backward"
+        sentence += (f" and {grid.pct_span(train['gemm_share_train_step'])} of a full training step "
+                     f"({plural(len(train), 'training trace')})")
+        if train["optimizer_share_train_step"].notna().any():
+            no_gemm = not train["optimizer_gemm_ms_per_pass"].fillna(0).any()
+            sentence += (f"; the optimizer step{', which runs no matmul,' if no_gemm else ''} takes "
+                         f"{grid.pct_span(train['optimizer_share_train_step'].dropna())} of the step's kernel time")
+        in_group = categories[categories["group"] == group] if "group" in categories else categories.iloc[:0]
+        change = in_group.dropna(subset=["change_share"]) if "change_share" in in_group else in_group
+        if not change.empty:
+            mean_change = change[change["category"] != GEMM].groupby("category")["change_share"].mean()
+            if len(mean_change) and mean_change.max() > 0:
+                sentence += (f"; the category that gains most is {mean_change.idxmax()} "
+                             f"(+{mean_change.max() * 100:.1f} points on average)")
+        parts.append(sentence + ".")
+    return " ".join(parts)
 
 
 QUESTION = Question(

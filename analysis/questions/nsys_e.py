@@ -1,133 +1,336 @@
 """nsys_profile (e): inside self-attention in the forward pass, the softmax's GPU time against
 the two matmuls', and against the ratio of their FLOPs.
 
-Softmax time is the summed time of the kernels launched inside the ``computing softmax`` ranges;
-matmul time is the same for ``computing attention scores`` plus ``final matmul`` (the scaling
-and masking kernels inside those ranges included; ``matmul_gemm_ms_per_pass`` is their GEMMs
-alone); all over measured forward passes, per pass. Needs: those NVTX sub-ranges (default names;
-see :class:`analysis.phases.RangeNames`) inside measured ``forward`` ranges; the run's config
-for the FLOPs ratio.
+- Softmax time: the summed time of the kernels launched inside the ``computing softmax`` ranges.
+- Matmul time: the GEMM kernels launched inside the ``computing attention scores`` and ``final
+  matmul`` ranges (``matmul_gemm_ms_per_pass``; ``runtime_ratio`` = softmax / this). The ranges
+  hold more than the GEMMs (the scores' scaling and masking, copies and casts): their whole time
+  is ``matmul_range_ms_per_pass``, with the other kernels by category beside it.
+- FLOPs: per score element the softmax does 5 (max, subtract, exp, sum, divide) and the two
+  matmuls 2·d_head each, so ``flops_ratio`` = 5 / (4·d_head), from the run's shapes.
+
+All over measured forward passes, per pass. Needs: those NVTX sub-ranges (default names; see
+:class:`analysis.phases.RangeNames`) inside measured ``forward`` ranges; the run's config for the
+FLOPs. A compiled model keeps no sub-ranges: its fused softmax kernels (category ``softmax``) are
+counted instead, so the compiled and the eager softmax compare.
 """
 from __future__ import annotations
 
 from typing import TypedDict
 
+import pandas as pd
+
 from analysis.classify import GEMM
-from analysis.flops import attention_flops_ratio
+from analysis.flops import SOFTMAX_FLOPS_PER_SCORE
+from analysis.kernel_names import kernel_label
 from analysis import text
 from analysis.questions import nsys_grid as grid
-from analysis.questions.nsys_inputs import NsysInputs
+from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.runs import sorted_summaries
+
+SOFTMAX_CATEGORY = "softmax"
+
+
+class SoftmaxKernel(TypedDict):
+    kernel: str
+    label: str
+    calls_per_pass: float
+    ms_per_pass: float
+
+
+class RangeOther(TypedDict):
+    category: str
+    kernels_per_pass: float
+    ms_per_pass: float
 
 
 class Record(TypedDict):
     """The per-trace record of (e), in the summary's ``questions["e"]``."""
 
     softmax_ms_per_pass: float | None
-    matmul_ms_per_pass: float | None
-    matmul_gemm_ms_per_pass: float | None
     softmax_kernels_per_pass: float | None
-    matmul_kernels_per_pass: float | None
+    softmax_kernels: list[SoftmaxKernel]
+    softmax_source: str | None  # "ranges" (eager sub-ranges) or "fused kernels" (compiled)
+    attention_calls_per_pass: int | None
+    matmul_gemm_ms_per_pass: float | None
+    matmul_gemm_kernels_per_pass: float | None
+    matmul_range_ms_per_pass: float | None
+    matmul_range_kernels_per_pass: float | None
+    matmul_range_other: list[RangeOther]
     runtime_ratio: float | None
+    runtime_ratio_pass_min: float | None  # the ratio of single passes: the noise of the figure
+    runtime_ratio_pass_max: float | None
+    range_runtime_ratio: float | None
+    d_head: int | None
+    softmax_flops_per_score: int
+    matmul_flops_per_score: int | None
     flops_ratio: float | None
     answer: str
 
 
 def per_trace(inputs: NsysInputs) -> dict:
-    """Answer (e) for one trace; ``flops_ratio`` is softmax FLOPs / matmul FLOPs, null without a config.
+    """Answer (e) for one trace: softmax against the attention GEMMs, in time and in FLOPs.
 
-    Unanswerable (figures null) unless all three sub-ranges (named by ``inputs.names``) hold
-    kernels in measured forward passes.
+    Without the three sub-ranges (named by ``inputs.names``) in measured forward passes the time
+    figures are null; a compiled trace still gives its fused softmax kernels.
     """
     names = inputs.names
     kernels = inputs.measured_kernels(("forward",))
     passes = max(inputs.passes("forward"), 1)
-    flops_ratio = _flops_ratio(inputs.run.config)
-    regions = (names.softmax, names.attention_scores, names.final_matmul)
-    missing = [region for region in regions if not (kernels["region"] == region).any()]
+    record = _empty(inputs.run.config)
+    missing = [region for region in (names.softmax, names.attention_scores, names.final_matmul)
+               if not (kernels["region"] == region).any()]
     if missing:
-        return {
-            "softmax_ms_per_pass": None,
-            "matmul_ms_per_pass": None,
-            "matmul_gemm_ms_per_pass": None,
-            "softmax_kernels_per_pass": None,
-            "matmul_kernels_per_pass": None,
-            "runtime_ratio": None,
-            "flops_ratio": flops_ratio,
-            "answer": (
-                "No kernels were launched inside "
-                + ", ".join(f"`{region}`" for region in missing)
-                + " ranges during measured forward passes, so this trace cannot split attention into softmax and matmuls."
-            ),
-        }
+        fused = kernels[kernels["category"] == SOFTMAX_CATEGORY]
+        if len(fused):
+            record.update(_softmax_figures(fused, passes, "fused kernels", record["attention_calls_per_pass"]))
+            record["answer"] = _fused_sentence(record)
+        else:
+            record["answer"] = ("No kernels were launched inside " + ", ".join(f"`{region}`" for region in missing)
+                                + " ranges during measured forward passes, so this trace cannot split attention "
+                                  "into softmax and matmuls.")
+        return record
     softmax = kernels[kernels["region"] == names.softmax]
-    matmuls = kernels[kernels["region"].isin((names.attention_scores, names.final_matmul))]
-    softmax_ms = softmax["dur_ns"].sum() / passes / 1e6
-    matmul_ms = matmuls["dur_ns"].sum() / passes / 1e6
-    matmul_gemm_ms = matmuls.loc[matmuls["category"] == GEMM, "dur_ns"].sum() / passes / 1e6
-    runtime_ratio = softmax_ms / matmul_ms
-    sentence = (
-        f"Inside attention, the softmax takes {text.ms(softmax_ms)} of GPU time per forward pass "
-        f"({text.plural(len(softmax) / passes, 'kernel')}) against {text.ms(matmul_ms)} for the two matmul ranges "
-        f"({text.plural(len(matmuls) / passes, 'kernel')}, of which GEMMs {text.ms(matmul_gemm_ms)}): "
-        f"{runtime_ratio:.2f}× their time."
+    ranges = kernels[kernels["region"].isin((names.attention_scores, names.final_matmul))]
+    gemms = ranges[ranges["category"] == GEMM]
+    others = ranges[ranges["category"] != GEMM]
+    record.update(_softmax_figures(softmax, passes, "ranges", record["attention_calls_per_pass"]))
+    record.update(
+        matmul_gemm_ms_per_pass=gemms["dur_ns"].sum() / passes / 1e6,
+        matmul_gemm_kernels_per_pass=len(gemms) / passes,
+        matmul_range_ms_per_pass=ranges["dur_ns"].sum() / passes / 1e6,
+        matmul_range_kernels_per_pass=len(ranges) / passes,
+        matmul_range_other=[
+            {"category": str(category), "kernels_per_pass": len(group) / passes,
+             "ms_per_pass": group["dur_ns"].sum() / passes / 1e6}
+            for category, group in sorted(others.groupby("category", observed=True),
+                                          key=lambda item: -item[1]["dur_ns"].sum())],
     )
-    if flops_ratio is None:
-        sentence += " The trace carries no model shapes, so the FLOPs ratio is unknown."
-    else:
-        per_flop = runtime_ratio / flops_ratio
-        sentence += (
-            f" By FLOPs the softmax is {flops_ratio:.3g}× the matmuls, so per FLOP it is "
-            + (f"{per_flop:.0f}× slower." if per_flop >= 1 else f"{1 / per_flop:.0f}× faster.")
-        )
+    if record["matmul_gemm_ms_per_pass"]:
+        record["runtime_ratio"] = record["softmax_ms_per_pass"] / record["matmul_gemm_ms_per_pass"]
+        by_pass = (softmax.groupby("phase_range_id")["dur_ns"].sum()
+                   / gemms.groupby("phase_range_id")["dur_ns"].sum()).dropna()
+        record["runtime_ratio_pass_min"], record["runtime_ratio_pass_max"] = float(by_pass.min()), float(by_pass.max())
+    record["range_runtime_ratio"] = record["softmax_ms_per_pass"] / record["matmul_range_ms_per_pass"]
+    record["answer"] = _sentence(record)
+    return record
+
+
+def _empty(config: dict | None) -> dict:
+    """A record with no time figures, and the FLOPs figures the config's shapes give."""
+    d_head = _d_head(config)
+    layers = (config or {}).get("num_layers")
     return {
-        "softmax_ms_per_pass": softmax_ms,
-        "matmul_ms_per_pass": matmul_ms,
-        "matmul_gemm_ms_per_pass": matmul_gemm_ms,
-        "softmax_kernels_per_pass": len(softmax) / passes,
-        "matmul_kernels_per_pass": len(matmuls) / passes,
-        "runtime_ratio": runtime_ratio,
-        "flops_ratio": flops_ratio,
-        "answer": sentence,
+        "softmax_ms_per_pass": None, "softmax_kernels_per_pass": None, "softmax_kernels": [],
+        "softmax_source": None, "attention_calls_per_pass": int(layers) if layers else None,
+        "matmul_gemm_ms_per_pass": None, "matmul_gemm_kernels_per_pass": None,
+        "matmul_range_ms_per_pass": None, "matmul_range_kernels_per_pass": None, "matmul_range_other": [],
+        "runtime_ratio": None, "runtime_ratio_pass_min": None, "runtime_ratio_pass_max": None,
+        "range_runtime_ratio": None, "d_head": d_head,
+        "softmax_flops_per_score": SOFTMAX_FLOPS_PER_SCORE,
+        "matmul_flops_per_score": 4 * d_head if d_head else None,
+        "flops_ratio": SOFTMAX_FLOPS_PER_SCORE / (4 * d_head) if d_head else None,
+        "answer": "",
     }
 
 
-def _flops_ratio(config: dict | None) -> float | None:
-    """Softmax / matmul FLOPs from the config's shapes; None when the config lacks them."""
+def _d_head(config: dict | None) -> int | None:
+    """d_model / num_heads from the config; None when it lacks them or they do not divide."""
     try:
-        return attention_flops_ratio(config) if config else None
-    except ValueError:
+        d_model, heads = int(config["d_model"]), int(config["num_heads"])
+    except (KeyError, TypeError, ValueError):
         return None
+    return d_model // heads if heads and d_model % heads == 0 else None
 
 
-KEYS = ("softmax_ms_per_pass", "matmul_ms_per_pass", "softmax_kernels_per_pass", "matmul_kernels_per_pass",
-        "runtime_ratio", "flops_ratio")
+def _softmax_figures(softmax: pd.DataFrame, passes: int, source: str, calls: int | None) -> dict:
+    totals = kernel_totals(softmax, passes)
+    return {
+        "softmax_ms_per_pass": softmax["dur_ns"].sum() / passes / 1e6,
+        "softmax_kernels_per_pass": len(softmax) / passes,
+        "softmax_source": source,
+        "softmax_kernels": [{"kernel": row.kernel, "label": kernel_label(row.kernel),
+                             "calls_per_pass": row.calls_per_pass, "ms_per_pass": row.ms_per_pass}
+                            for row in totals.itertuples()],
+    }
+
+
+def _per_call(record: dict) -> str:
+    """``5 kernels per attention call`` when the calls per pass are known and divide evenly."""
+    calls = record["attention_calls_per_pass"]
+    per_call = record["softmax_kernels_per_pass"] / calls if calls else None
+    if per_call is None or not float(per_call).is_integer():
+        return text.plural(record["softmax_kernels_per_pass"], "kernel") + " per pass"
+    return text.plural(per_call, "kernel") + " per attention call"
+
+
+def _flops_text(record: dict) -> str:
+    if record["flops_ratio"] is None:
+        return " The trace carries no model shapes, so the FLOPs ratio is unknown."
+    return (f" Per score element the softmax does {record['softmax_flops_per_score']} FLOPs (max, subtract, exp, "
+            f"sum, divide) and the two matmuls 2·d_head each, 4 × {record['d_head']} = "
+            f"{record['matmul_flops_per_score']}: a FLOPs ratio of {record['flops_ratio']:.4f}.")
+
+
+def _sentence(record: dict) -> str:
+    labels = ", ".join(f"`{k['label']}`" for k in record["softmax_kernels"][:8])
+    gemm_ms, ratio = record["matmul_gemm_ms_per_pass"], record["runtime_ratio"]
+    sentence = (f"Inside attention the softmax takes {text.ms(record['softmax_ms_per_pass'])} of GPU time per forward "
+                f"pass, as {_per_call(record)} ({labels}), against {text.ms(gemm_ms)} for the "
+                f"{text.plural(record['matmul_gemm_kernels_per_pass'], 'GEMM kernel')} of the two matmuls")
+    sentence += f": {ratio:.2f}× their time." if ratio is not None else "."
+    other = ", ".join(f"{o['category']} {text.ms(o['ms_per_pass'])}" for o in record["matmul_range_other"])
+    sentence += (f" The two matmul ranges hold {text.ms(record['matmul_range_ms_per_pass'])} in "
+                 f"{text.plural(record['matmul_range_kernels_per_pass'], 'kernel')}"
+                 + (f" (besides the GEMMs: {other})" if other else "")
+                 + f"; against all of it the softmax is {record['range_runtime_ratio']:.2f}×.")
+    sentence += _flops_text(record)
+    if record["flops_ratio"] is not None and ratio is not None:
+        per_flop = ratio / record["flops_ratio"]
+        sentence += (" Per FLOP the softmax is "
+                     + (f"{per_flop:.0f}× slower" if per_flop >= 1 else f"{1 / per_flop:.0f}× faster")
+                     + _cause(record))
+    return sentence
+
+
+def _cause(record: dict) -> str:
+    """Why the softmax is slow per FLOP, from its kernels: how many separate passes over the score
+    matrix it makes per attention call and how few FLOPs each pass does per element."""
+    calls = record["attention_calls_per_pass"]
+    per_call = record["softmax_kernels_per_pass"] / calls if calls else None
+    if not per_call or per_call < 2:
+        return "."
+    return (f": it runs as {text.count(per_call)} separate kernels per attention call, each reading and writing "
+            f"score-sized data for {text.plural(round(SOFTMAX_FLOPS_PER_SCORE / per_call, 1), 'FLOP')} per element, so its time "
+            "follows memory traffic, not FLOPs.")
+
+
+def _fused_sentence(record: dict) -> str:
+    labels = ", ".join(f"`{k['label']}`" for k in record["softmax_kernels"][:3])
+    return (f"This trace has no attention sub-ranges (a compiled model keeps none); its fused softmax kernels "
+            f"({labels}) take {text.ms(record['softmax_ms_per_pass'])} per forward pass as "
+            f"{_per_call(record)}." + _flops_text(record))
+
+
+KEYS = ("softmax_ms_per_pass", "matmul_gemm_ms_per_pass", "matmul_range_ms_per_pass", "softmax_kernels_per_pass",
+        "matmul_gemm_kernels_per_pass", "matmul_range_kernels_per_pass", "runtime_ratio", "range_runtime_ratio",
+        "flops_ratio")
+DTYPE_GROUPS = ("fp32", "bf16")
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
-    """Per trace: softmax and matmul time inside attention, their ratio, the FLOPs ratio and the
-    per-FLOP slowdown (time ratio / FLOPs ratio)."""
+    """Per trace with the sub-ranges: softmax against the attention GEMMs and against the ranges,
+    the FLOPs ratio and the per-FLOP slowdown; then compiled traces' fused softmax beside the
+    eager trace of the same configuration."""
     summaries = sorted_summaries(evidence.summaries)
-    table = grid.rows(summaries, "e", KEYS, "runtime_ratio")
+    config_keys = ("size", "context_length", "mode", "dtype", "compile")
+    table = grid.rows(summaries, "e", KEYS + ("runtime_ratio_pass_min", "runtime_ratio_pass_max",
+                                              "attention_calls_per_pass"), "runtime_ratio", config_keys)
     if table.empty:
         return Unanswered("nsys-e", "a trace with `computing softmax` and matmul ranges inside measured forward passes")
-    if "flops_ratio" in table and table["flops_ratio"].notna().any():
+    if table["flops_ratio"].notna().any():
         table["per_flop_slowdown_ratio"] = table["runtime_ratio"] / table["flops_ratio"]
-    return grid.finish("nsys-e", {"Attention in the forward pass: softmax against matmuls": table}, summaries)
+    trend = _context_trend(table)
+    table = table.drop(columns=["size", "context_length", "mode", "compile"], errors="ignore")
+    tables = {"Attention in the forward pass: softmax against the GEMMs of the two matmuls": table}
+    fused = grid.rows(summaries, "e", ("softmax_ms_per_pass", "softmax_kernels_per_pass", "softmax_source"),
+                      "softmax_ms_per_pass", config_keys)
+    if not fused.empty and "softmax_source" in fused:
+        pairs = _compiled_pairs(fused)
+        if not pairs.empty:
+            tables["Compiled against eager: the softmax per forward pass"] = pairs
+    record = grid.finish("nsys-e", tables, summaries)
+    if trend:
+        record.numbers["context_trend"] = trend
+    return record
+
+
+def _compiled_pairs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each compiled trace's fused softmax beside the eager trace of the same size, context length,
+    mode and dtype."""
+    keys = ["size", "context_length", "mode", "dtype"]
+    if not set(keys) <= set(rows):
+        return pd.DataFrame()
+    is_fused = rows["softmax_source"] == "fused kernels"
+    columns = keys + ["trace", "softmax_ms_per_pass", "softmax_kernels_per_pass"]
+    pairs = rows.loc[is_fused, columns].merge(rows.loc[~is_fused, columns], on=keys, suffixes=("_compiled", "_eager"))
+    if pairs.empty:
+        return pairs
+    pairs["eager_over_compiled_ratio"] = pairs["softmax_ms_per_pass_eager"] / pairs["softmax_ms_per_pass_compiled"]
+    return pairs.rename(columns={"trace_compiled": "trace", "trace_eager": "eager_trace"})
 
 
 def _grid_text(record: ResultsAnswer) -> str:
     table = grid.first_table(record)
-    text = f"Over {len(table)} traces the softmax takes {grid.span(table['runtime_ratio'])}× the GPU time of attention's " \
-           f"two matmuls"
-    if "per_flop_slowdown_ratio" not in table:
-        return text + "."
-    per_flop = table["per_flop_slowdown_ratio"].dropna()
-    return text + f", while its FLOPs are only {grid.span(table['flops_ratio'], '{:.3f}')}× theirs: per FLOP the softmax is " \
-                  f"{grid.span(per_flop, '{:.0f}')}× slower, because its kernels read and write the whole score matrix " \
-                  "for a few operations per element."
+    parts = []
+    for dtype, group in _dtype_groups(table):
+        sentence = (f"In {dtype} ({text.plural(len(group), 'trace')}) the softmax takes "
+                    f"{grid.span(group['runtime_ratio'])}× the time of the GEMMs of attention's two matmuls "
+                    f"({grid.span(group['range_runtime_ratio'])}× the whole matmul ranges, which also hold the "
+                    "scores' scaling and masking, copies and casts)")
+        if "per_flop_slowdown_ratio" in group and group["per_flop_slowdown_ratio"].notna().any():
+            sentence += (f", while its FLOPs are {grid.span(group['flops_ratio'], '{:.4f}')}× theirs: per FLOP it is "
+                         f"{grid.span(group['per_flop_slowdown_ratio'], '{:.0f}')}× slower")
+        parts.append(sentence + ".")
+    parts += [_kernels_per_call_text(table), _noise_text(table), record.numbers.get("context_trend", "")]
+    pairs = record.tables.get("Compiled against eager: the softmax per forward pass")
+    if pairs is not None:
+        for row in pairs.itertuples():
+            parts.append(f"Compiled, {row.trace} runs its softmax as {text.count(row.softmax_kernels_per_pass_compiled)} "
+                         f"fused kernels per forward pass in {text.ms(row.softmax_ms_per_pass_compiled)}, against "
+                         f"{text.count(row.softmax_kernels_per_pass_eager)} kernels and "
+                         f"{text.ms(row.softmax_ms_per_pass_eager)} eager: {row.eager_over_compiled_ratio:.1f}× less, "
+                         "which is what fewer passes over the score matrix buy.")
+    return " ".join(part for part in parts if part)
+
+
+def _dtype_groups(table: pd.DataFrame):
+    """(dtype, rows) per dtype, fp32 first; rows without a dtype under "unknown dtype"."""
+    dtypes = table["dtype"].fillna("unknown dtype") if "dtype" in table else pd.Series("unknown dtype", table.index)
+    order = [d for d in DTYPE_GROUPS if (dtypes == d).any()] + sorted(set(dtypes) - set(DTYPE_GROUPS))
+    return [(dtype, table[dtypes == dtype]) for dtype in order]
+
+
+def _kernels_per_call_text(table: pd.DataFrame) -> str:
+    """The evidence for why the softmax is slow per FLOP: its kernels per attention call, per dtype."""
+    if "attention_calls_per_pass" not in table or table["attention_calls_per_pass"].isna().all():
+        return ""
+    per_call = table["softmax_kernels_per_pass"] / table["attention_calls_per_pass"]
+    parts = [f"{grid.span(per_call[rows.index].dropna(), '{:.0f}')} in {dtype}" for dtype, rows in _dtype_groups(table)
+             if per_call[rows.index].notna().any()]
+    return ("Its time follows memory traffic, not FLOPs: eager attention runs the softmax as separate kernels per "
+            f"attention call ({', '.join(parts)}), each a pass reading and writing score-sized data for about one "
+            "FLOP per element.")
+
+
+def _noise_text(table: pd.DataFrame) -> str:
+    """How far single passes stray from a trace's ratio, against the smallest gap from 1."""
+    if "runtime_ratio_pass_max" not in table or table["runtime_ratio_pass_max"].isna().all():
+        return ""
+    stray = ((table["runtime_ratio_pass_max"] - table["runtime_ratio_pass_min"]) / table["runtime_ratio"]).max()
+    closest = (table["runtime_ratio"] - 1).abs().min()
+    verdict = ("so every trace's softmax-against-GEMM verdict holds pass by pass" if stray < closest else
+               "so where the ratio is that close to 1 the data cannot say which is slower")
+    return (f"Single passes of one trace give ratios at most {text.pct(stray)} apart; the ratio closest to 1 is "
+            f"{text.pct(closest)} away from it, {verdict}.")
+
+
+def _context_trend(table: pd.DataFrame) -> str:
+    """The ratio against context length, per size, dtype and mode traced at more than one."""
+    keys = [k for k in ("size", "dtype", "mode") if k in table]
+    if "context_length" not in table or len(keys) < 3:
+        return ""
+    trends = []
+    for (size, dtype, mode), group in table.dropna(subset=["context_length"]).groupby(keys, sort=False):
+        if group["context_length"].nunique() < 2:
+            continue
+        group = group.sort_values("context_length")
+        first, last = group.iloc[0], group.iloc[-1]
+        trends.append(f"{size} {mode} {dtype} {first['runtime_ratio']:.2f}× at {int(first['context_length'])} → "
+                      f"{last['runtime_ratio']:.2f}× at {int(last['context_length'])}")
+    return ("With context length the ratio moves: " + "; ".join(trends) + ".") if trends else ""
 
 
 QUESTION = Question(
@@ -136,6 +339,7 @@ QUESTION = Question(
     needs="nsys traces of the runner (analyze-nsys TRACE ...)",
     per_trace=per_trace, record=Record, summary_key="e", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
-        "series": [["time (softmax / matmuls)", "runtime_ratio", 1], ["FLOPs (softmax / matmuls)", "flops_ratio", 1]],
+        "series": [["time (softmax / GEMMs)", "runtime_ratio", 1], ["time (softmax / matmul ranges)", "range_runtime_ratio", 1],
+                   ["FLOPs (softmax / matmuls)", "flops_ratio", 1]],
         "xlabel": "ratio (log scale)", "xscale": "log", "title": "Softmax against the attention matmuls"}),
 )

@@ -10,19 +10,31 @@ from analysis.runs import run_label
 
 ANSWER_COLUMN = "trace_answer"  # the per-trace sentence, carried until the table is final
 SINGLE_TRACE_ANSWER = "single_trace_answer"  # key of ``numbers`` when one trace answers alone
+LEFT_OUT = "left_out"  # key of ``numbers``: traces kept out of the model-level answer, and why
 
 
-def rows(summaries: list[dict], key: str, keys: tuple[str, ...], present: str) -> pd.DataFrame:
+def rows(summaries: list[dict], key: str, keys: tuple[str, ...], present: str,
+         config_keys: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per summary whose record ``questions[key]`` has ``present`` set: the run's label,
-    ``keys``, and the per-trace sentence."""
+    the run's ``config_keys`` (None where its config lacks them), ``keys``, and the per-trace sentence."""
     found = []
     for summary in summaries:
+        if mixed_shapes(summary):
+            continue
         record = summary["questions"][key]
         if record.get(present) is None:
             continue
-        found.append({"trace": run_label(summary), **{k: record.get(k) for k in keys}, ANSWER_COLUMN: record["answer"]})
+        config = summary.get("config") or {}
+        found.append({"trace": run_label(summary), **{k: config.get(k) for k in config_keys},
+                      **{k: record.get(k) for k in keys}, ANSWER_COLUMN: record["answer"]})
     table = pd.DataFrame(found)
     return table.dropna(axis="columns", how="all") if not table.empty else table
+
+
+def mixed_shapes(summary: dict) -> int:
+    """How many shapes the trace's `forward` ranges run when more than one (a trace without step
+    ranges timing several configurations), else 0: such a trace is no model's forward pass."""
+    return len((summary.get("phase_shapes") or {}).get("forward") or [])
 
 
 def span(values: pd.Series, fmt: str = "{:.2f}") -> str:
@@ -42,6 +54,11 @@ def finish(question: str, tables: dict[str, pd.DataFrame], summaries: list[dict]
     numbers = {}
     if len(first) == 1:
         numbers[SINGLE_TRACE_ANSWER] = f"{first['trace'].iloc[0]}: {first[ANSWER_COLUMN].iloc[0]}"
+    left_out = [f"{run_label(s)} (its {s['measured_passes_by_phase'].get('forward', 0)} `forward` ranges run "
+                f"{mixed_shapes(s)} different shapes, so it has no single forward pass; its own page gives them "
+                "per shape)" for s in summaries if mixed_shapes(s)]
+    if left_out:
+        numbers[LEFT_OUT] = "Left out: " + "; ".join(left_out) + "."
     tables = {title: table.drop(columns=ANSWER_COLUMN, errors="ignore") for title, table in tables.items()}
     return ResultsAnswer(question, "", tables, tuple(s["trace"] for s in summaries), numbers)
 
@@ -53,5 +70,6 @@ def first_table(record: ResultsAnswer) -> pd.DataFrame:
 def grid_writer(grid_text):
     """A ``write``: the single trace's own sentence, else ``grid_text(record)`` over the grid."""
     def write(record: ResultsAnswer) -> str:
-        return record.numbers.get(SINGLE_TRACE_ANSWER) or grid_text(record)
+        text = record.numbers.get(SINGLE_TRACE_ANSWER) or grid_text(record)
+        return " ".join(filter(None, [text, record.numbers.get(LEFT_OUT)]))
     return write

@@ -5,6 +5,7 @@ relabels the trace.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -13,6 +14,9 @@ import pandas as pd
 from analysis.classify import classify_kernels
 from analysis.phases import LabelledOps, RangeNames
 from analysis.timings import RunRecord
+# A repeat counter at the end of a range name (`iter=3`, `rep 2`, `_7`): ranges whose names differ
+# only in it repeat one configuration.
+REPEAT_COUNTER = re.compile(r"[\s_,;:-]*(?:[A-Za-z]\w*\s*[=:]\s*)?\d+$")
 # The columns of the labelled ops the questions read (a slim copy keeps the filters cheap).
 OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "op_kind", "demangled_name", "step",
               "measured", "phase", "phase_range_id", "region")
@@ -76,6 +80,31 @@ class NsysInputs:
         if self.passes(phase) == 0:
             return f"This trace has no measured `{range_name}` range"
         return f"This trace launched no kernels inside its measured `{range_name}` ranges"
+
+    def shape_groups(self, phase: str) -> pd.Series:
+        """The shape group of each measured range of ``phase`` (indexed by ``range_id``): in a trace
+        without step ranges, the name of the range enclosing it less a trailing repeat counter
+        (``attn d=16 s=256 iter=3`` -> ``attn d=16 s=256``); ``""`` for every range of a trace
+        with step ranges, whose passes repeat one step."""
+        ranges = self.phase_ranges[self.phase_ranges["measured"] & (self.phase_ranges["phase"] == phase)]
+        if self.has_steps or "parent_name" not in ranges:
+            return pd.Series("", index=ranges["range_id"], dtype=object)
+        groups = ranges["parent_name"].astype(str).map(lambda name: REPEAT_COUNTER.sub("", name))
+        return pd.Series(groups.to_numpy(), index=ranges["range_id"], dtype=object)
+
+    def mixed_shapes(self, phase: str) -> int:
+        """How many shape groups the measured ranges of ``phase`` form when more than one, else 0."""
+        count = self.shape_groups(phase).nunique()
+        return count if count > 1 else 0
+
+    def mixed_shapes_note(self, phase: str) -> str:
+        """A sentence for answers whose per-pass figures would average ranges of different shapes."""
+        count = self.mixed_shapes(phase)
+        if not count:
+            return ""
+        return (f" Its {self.passes(phase)} `{self.names.phase_range(phase)}` ranges run {count} different "
+                "shapes (their enclosing ranges differ), so a per-pass mean averages different work; the "
+                "summary's `phase_shapes` gives them per shape, and this trace stays out of the answers across traces.")
 
     def passes(self, phase: str) -> int:
         """Number of measured instances of a phase (0 when the trace has none)."""

@@ -67,6 +67,27 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     return out.rename_axis("phase")
 
 
+def shape_summaries(inputs: NsysInputs) -> dict[str, list[dict]]:
+    """Per phase whose measured ranges run different shapes (:meth:`NsysInputs.shape_groups`), one
+    record per shape group in order of first appearance: ``group``, ``passes``, the mean
+    ``cpu_span_ms_per_pass`` and ``kernel_ms_per_pass``, and the first range's CPU span
+    (``first_cpu_span_ms``, a cold pass when the group ran first). Empty when every phase is one shape."""
+    shapes = {}
+    kernels = inputs.measured_kernels()
+    for phase in PHASES:
+        if not inputs.mixed_shapes(phase):
+            continue
+        groups = inputs.shape_groups(phase)
+        ranges = inputs.phase_ranges.set_index("range_id").loc[groups.index].sort_values("start_ns")
+        kernel_ns = kernels.groupby("phase_range_id")["dur_ns"].sum().reindex(ranges.index, fill_value=0)
+        table = pd.DataFrame({"group": groups.loc[ranges.index], "cpu_ns": ranges["cpu_dur_ns"], "kernel_ns": kernel_ns})
+        shapes[phase] = [
+            {"group": str(group), "passes": len(rows), "cpu_span_ms_per_pass": rows["cpu_ns"].mean() / 1e6,
+             "kernel_ms_per_pass": rows["kernel_ns"].mean() / 1e6, "first_cpu_span_ms": rows["cpu_ns"].iloc[0] / 1e6}
+            for group, rows in table.groupby("group", sort=False)]
+    return shapes
+
+
 def phase_category_ms(inputs: NsysInputs) -> pd.DataFrame:
     """Kernel ms per pass, phases as rows and categories as columns (0 where a phase has none)."""
     kernels = inputs.measured_kernels(PHASES)

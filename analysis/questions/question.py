@@ -44,11 +44,12 @@ class Question:
     summary_key: str | None = None
     figure: FigureSpec | None = None
     editions: tuple[str, ...] = (EDITION_2025,)
+    reads_traces: bool = False  # a cross-trace question that reads summaries without a per-trace record
 
     @property
     def card(self) -> QuestionCard:
         """What the render layer sees of this question."""
-        source = TRACES if self.per_trace else RESULTS
+        source = TRACES if self.per_trace or self.reads_traces else RESULTS
         return QuestionCard(self.id, self.editions, self.section, self.title, self.text, source, self.needs,
                             self.figure)
 

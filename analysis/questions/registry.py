@@ -7,7 +7,8 @@ catalog, the index, the figures, the summary's ``questions`` section and the pag
 """
 from __future__ import annotations
 
-from analysis.questions import attention, bench, compile, memory, mixed_precision, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
+from analysis.questions import (attention, bench, compile, ddp_b, fsdp_b, memory, mixed_precision, nsys_a, nsys_b,
+                                nsys_c, nsys_d, nsys_e)
 from analysis.questions.question import Question
 
 QUESTIONS: tuple[Question, ...] = (
@@ -17,6 +18,7 @@ QUESTIONS: tuple[Question, ...] = (
     memory.MEM_A, memory.MEM_B, memory.MEM_C, memory.MEM_D, memory.MEM_E,
     attention.ATTN_A,
     compile.COMPILE_A, compile.COMPILE_B,
+    ddp_b.QUESTION, fsdp_b.QUESTION,
 )
 PER_TRACE: tuple[Question, ...] = tuple(q for q in QUESTIONS if q.per_trace is not None)
 

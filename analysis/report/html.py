@@ -11,8 +11,13 @@ from typing import Callable
 from markupsafe import escape
 
 from analysis.records import DiffRecord
+<<<<<<< HEAD
 from analysis.safe_write import write_file
 from analysis.report.render import FigureFile, diff_content, environment, templates_dir, trace_figures, trace_tables
+=======
+from analysis.report.render import (FigureFile, communication_figures, diff_content, environment, templates_dir,
+                                    trace_figures, trace_tables)
+>>>>>>> main
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
 
@@ -53,6 +58,7 @@ def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[Figu
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _page(out_dir / f"{page.page}.html", lambda: env.get_template("trace.html").render(
             page=page, tables=trace_tables(page.summary), figures=trace_figures(page, out_dir),
+            communication_figures=communication_figures(page, out_dir),
             has_timeline=bool(page.summary.get("timeline")), diffs=diffs, answered={q.card.id for q in site.questions},
             home=True))
     for page in site.diffs:

@@ -264,10 +264,28 @@ def category_stack(spec: FigureSpec, answer: ResultsAnswer) -> Figure:
     return figure
 
 
+def fsdp_b(answer: ResultsAnswer) -> Figure:
+    """Mean lead of each block's all-gather (negative: the compute stream waited), one line per
+    trace and rank, with the worst pass as a band below the mean."""
+    table = first_table(answer)
+    figure, (ax,) = new_figure()
+    for index, ((trace, rank), rows) in enumerate(table.groupby(["trace", "rank"], sort=False)):
+        rows = rows.sort_values("block")
+        color = PALETTE[2 * index % len(PALETTE)]
+        ax.plot(rows["block"], rows["lead_ms"], marker="o", markersize=3, color=color, label=f"{trace}, rank {rank}")
+        ax.fill_between(rows["block"], rows["min_lead_ms"], rows["lead_ms"], color=color, alpha=0.2, linewidth=0)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("block (layer)")
+    ax.set_ylabel("all-gather lead, ms (below 0: compute waited)")
+    ax.legend(frameon=False, fontsize=7)
+    ax.set_title("Did each block's all-gather finish before the forward pass needed it?")
+    return figure
+
+
 RESULTS_DRAWINGS = {
     "bench-b": bench_b, "bench-c": bench_c, "mp-accum": mp_accum, "mp-a": mp_a, "mp-c": mp_c,
     "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c, "mem-d": mem_d, "mem-e": mem_e,
-    "attn-a": attn_a, "compile-a": compile_a, "compile-b": compile_b,
+    "attn-a": attn_a, "compile-a": compile_a, "compile-b": compile_b, "fsdp-b": fsdp_b,
 }
 SPEC_DRAWINGS = {"trace_bars": trace_bars, "category_stack": category_stack}
 

@@ -16,7 +16,7 @@ from analysis.report import figures, question_figures as drawings
 from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
-from analysis.report.timeline import step_timeline
+from analysis.report.timeline import rank_timeline, step_timeline
 from analysis.text import kernel_cell
 
 FIGURES_DIR = "figures"
@@ -100,6 +100,15 @@ def trace_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
     return saved
 
 
+def communication_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
+    """One step on every rank, compute and communication streams (traces of two or more ranks)."""
+    timeline = page.summary["communication"]["timeline"]
+    if not timeline:
+        return []
+    return [_save(rank_timeline(timeline), out_dir, f"{page.page}-ranks.png",
+                  f"{timeline['title']} on every rank: compute and communication kernels per stream")]
+
+
 def _label_kernels(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(kernel=table["kernel"].map(kernel_cell))
 
@@ -121,7 +130,32 @@ def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
         top = pd.DataFrame(overall["top_kernels"][:TOP_KERNELS_OVERALL], columns=KERNEL_COLUMNS)
         kernels.append(display_table(f"Top kernels, {scope}", _label_kernels(top)))
     return {"phases": [display_table("Per phase, mean per measured pass", per_phase)] if phases else [],
-            "kernels": kernels}
+            "kernels": kernels, "communication": communication_tables(summary["communication"])}
+
+
+def communication_tables(communication: dict) -> list[DisplayTable]:
+    """Per rank and phase, per collective, per FSDP block and the skew per step; nothing for a
+    trace of one rank without communication kernels."""
+    ranks = communication["ranks"]
+    if len(ranks) < 2 and not communication["collectives"]:
+        return []
+    per_rank = pd.DataFrame([{"rank": r["rank"], "pid": r["pid"], "device_id": r["device_id"], "phase": phase,
+                              **figures_} for r in ranks for phase, figures_ in r["phases"].items()])
+    tables = [display_table("Per rank and phase, mean per pass of that rank", per_rank),
+              display_table("NCCL kernels per rank and collective, per measured step",
+                            pd.DataFrame(communication["collectives"]).drop(columns=["pid", "device_id"],
+                                                                           errors="ignore"))]
+    if communication["fsdp_blocks"]:
+        tables.append(display_table("FSDP blocks: all-gather lead over the forward pass (negative: compute waited)",
+                                    pd.DataFrame(communication["fsdp_blocks"])))
+    skew = pd.DataFrame([{k: v for k, v in step.items() if k != "phase_duration_spread_ms"}
+                         | {f"{phase}_spread_ms": ms for phase, ms in step["phase_duration_spread_ms"].items()}
+                         for step in communication["skew"]["steps"]])
+    tables.append(display_table("Skew between ranks per measured step (GPU clock)", skew))
+    return [t for t in tables if t.rows]
+
+
+RANK_DIFF_TABLE = "Per rank, mean per measured step (spread: longest minus shortest step)"
 
 
 def diff_content(page: DiffPage, out_dir: Path) -> tuple[dict, list[DisplayTable], list[FigureFile]]:
@@ -131,6 +165,8 @@ def diff_content(page: DiffPage, out_dir: Path) -> tuple[dict, list[DisplayTable
     tables = [display_table("Kernel time by category, per pass", categories),
               display_table("Per phase", pd.DataFrame(diff["phases"])),
               display_table("Kernels that moved most, per pass", _label_kernels(pd.DataFrame(diff["kernels"])))]
+    if diff.get("ranks"):
+        tables.insert(0, display_table(RANK_DIFF_TABLE, pd.DataFrame(diff["ranks"]["rows"])))
     if diff["config_changes"]:
         tables.insert(0, display_table("Settings that differ", pd.DataFrame(diff["config_changes"])))
     figure = figures.category_diff(categories, f"A: {page.a['trace']}", f"B: {page.b['trace']}")

@@ -1,0 +1,186 @@
+"""Per-rank figures of a trace of one or more processes: a rank is one (process, GPU) pair.
+
+Nothing is summed across ranks as if they were one pass: each rank's phase figures are divided
+by that rank's own number of measured passes (the measured phase ranges of its process), and
+its whole-step figures (phase ``step``) by its process's measured ``step_<i>`` ranges (1 when
+the trace has no step ranges: the whole capture is one pass).
+
+The rank number is the ``rank`` key of the process's runner ``config`` mark when every process
+has one; otherwise ranks are numbered 0, 1, ... in order of GPU (device id), then process id.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from analysis.phases import PHASES, LabelledOps
+from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
+
+WHOLE_STEP = "step"  # the phase key of a rank's figures over its whole measured steps
+# The key of the measured kernels launched outside every phase range (e.g. a gradient
+# synchronization between backward and the optimizer step), per measured step.
+OUTSIDE_PHASES = "outside_phases"
+NS_PER_MS = 1e6
+
+
+def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
+    """Process id -> the integer ``key`` of its runner ``config`` mark, where it has one."""
+    ours = marks[marks["domain"] == MARK_DOMAIN]
+    values = {}
+    for pid, message in zip(ours["pid"], ours["name"]):
+        try:
+            event = json.loads(message)
+        except (TypeError, ValueError):
+            continue
+        value = event.get(key) if isinstance(event, dict) and event.get("event") == CONFIG_EVENT \
+            else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            values[int(pid)] = value
+    return values
+
+
+def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
+    """One row per (process, GPU) that ran measured kernels (any kernels, when none is measured):
+    ``pid, device_id, rank, rank_source`` (``config mark`` or ``device order``), sorted by rank.
+    A process's stray kernels on another GPU outside the measured steps (set-up before it chose
+    its device) make no rank."""
+    measured = kernels[kernels["measured"].to_numpy()]
+    pairs = ((measured if len(measured) else kernels)[["pid", "device_id"]].drop_duplicates()
+             .sort_values(["device_id", "pid"]).reset_index(drop=True))
+    marked = config_values(marks, "rank")
+    if len(pairs) and pairs["pid"].isin(marked).all():
+        pairs = pairs.assign(rank=pairs["pid"].map(marked).astype(np.int64),
+                             rank_source="config mark")
+    else:
+        pairs = pairs.assign(rank=np.arange(len(pairs), dtype=np.int64), rank_source="device order")
+    return pairs.sort_values(["rank", "device_id", "pid"], kind="stable").reset_index(drop=True)
+
+
+def step_passes(labelled: LabelledOps, ranges: pd.DataFrame) -> dict[int, int]:
+    """Process id -> number of measured ``step_<i>`` ranges (every process: 1 without steps)."""
+    pids = pd.unique(pd.concat([labelled.ops["pid"], ranges["pid"]]))
+    if not labelled.has_steps:
+        return {int(pid): 1 for pid in pids}
+    prefix = ranges["name"].str.extract(labelled.names.step_pattern(), expand=False)
+    counts = ranges[prefix == labelled.names.step_prefix].groupby("pid").size()
+    return {int(pid): int(counts.get(pid, 0)) for pid in pids}
+
+
+def phase_passes(labelled: LabelledOps) -> dict[tuple[int, str], int]:
+    """(process id, phase) -> number of measured instances of the phase in that process."""
+    measured = labelled.phase_ranges[labelled.phase_ranges["measured"]]
+    return {(int(pid), str(phase)): int(n)
+            for (pid, phase), n in measured.groupby(["pid", "phase"]).size().items()}
+
+
+def pass_figures(kernels: pd.DataFrame, passes: int, instance: str) -> dict:
+    """Figures per pass of some measured kernels of one rank (``communication_columns`` rows);
+    ``instance`` names the column that tells the passes apart (``phase_range_id`` or ``step``),
+    for the GPU span of each pass: first kernel start to last kernel end. ``gpu_span_ms_spread``
+    is the longest minus the shortest span (0 with one pass)."""
+    comm = kernels["is_communication"].to_numpy()
+    comm_ns = kernels["dur_ns"].to_numpy()[comm].sum()
+    exposed = kernels["exposed_ns"].to_numpy()[comm].sum()
+    codes, instances = pd.factorize(kernels[instance])
+    first = np.full(len(instances), np.iinfo(np.int64).max)
+    last = np.full(len(instances), np.iinfo(np.int64).min)
+    np.minimum.at(first, codes, kernels["start_ns"].to_numpy())
+    np.maximum.at(last, codes, kernels["end_ns"].to_numpy())
+    spans = last - first
+    return {
+        "kernels_per_pass": len(kernels) / passes,
+        "kernel_ms_per_pass": kernels["dur_ns"].sum() / passes / NS_PER_MS,
+        "gpu_span_ms_per_pass": spans.sum() / passes / NS_PER_MS,
+        "gpu_span_ms_spread": (spans.max() - spans.min()) / NS_PER_MS if len(spans) else 0.0,
+        "communication_ms_per_pass": comm_ns / passes / NS_PER_MS,
+        "exposed_communication_ms_per_pass": exposed / passes / NS_PER_MS,
+        "overlapped_communication_ms_per_pass": (comm_ns - exposed) / passes / NS_PER_MS,
+    }
+
+
+def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledOps,
+                 ranges: pd.DataFrame) -> list[dict]:
+    """The ``ranks`` records: ``pid, device_id, rank, rank_source, passes`` and ``phases``
+    {phase: :func:`pass_figures`} for each phase the rank's process measured, then, per
+    measured step, ``outside_phases`` (when measured kernels were launched outside every phase
+    range) and ``step``.
+
+    ``kernels`` are the kernel rows of ``labelled.ops`` with :func:`communication_columns`."""
+    measured = kernels[kernels["measured"].to_numpy()]
+    groups = measured.groupby(["pid", "device_id"]).indices
+    steps, phases = step_passes(labelled, ranges), phase_passes(labelled)
+    records = []
+    for rank in ranks.itertuples(index=False):
+        mine = measured.iloc[groups.get((rank.pid, rank.device_id), [])]
+        figures = {}
+        for phase in PHASES:
+            passes = phases.get((rank.pid, phase), 0)
+            if passes:
+                figures[phase] = {"passes": passes,
+                                  **pass_figures(mine[mine["phase"] == phase], passes,
+                                                 "phase_range_id")}
+        passes = steps.get(rank.pid, 0)
+        outside = mine[(mine["phase"] == "").to_numpy()]
+        if passes and len(outside) and len(outside) < len(mine):
+            figures[OUTSIDE_PHASES] = {"passes": passes, **pass_figures(outside, passes, "step")}
+        if passes:
+            figures[WHOLE_STEP] = {"passes": passes, **pass_figures(mine, passes, "step")}
+        records.append({"pid": int(rank.pid), "device_id": int(rank.device_id),
+                        "rank": int(rank.rank), "rank_source": rank.rank_source,
+                        "passes": passes, "phases": figures})
+    return records
+
+
+def skew(kernels: pd.DataFrame, ranks: pd.DataFrame) -> dict:
+    """How far the ranks drift apart, per measured step (GPU time of each rank's kernels).
+
+    ``steps``: one record per step name that at least two ranks ran: ``step``, ``ranks``,
+    ``start_spread_ms`` / ``end_spread_ms`` (latest minus earliest first kernel start / last
+    kernel end among the ranks), ``duration_spread_ms`` (longest minus shortest first-start to
+    last-end span) and ``phase_duration_spread_ms`` {phase: the same for each phase's span}.
+    ``max_start_spread_ms``, ``max_end_spread_ms``: the largest over the steps (null when none).
+    """
+    if len(ranks) < 2:
+        return {"steps": [], "max_start_spread_ms": None, "max_end_spread_ms": None}
+    measured = kernels[kernels["measured"].to_numpy() & (kernels["step"] != "").to_numpy()]
+    rank_of = ranks.set_index(["pid", "device_id"])["rank"]
+    measured = measured.assign(rank=rank_of.reindex(
+        pd.MultiIndex.from_frame(measured[["pid", "device_id"]])).to_numpy())
+    spans = _spans(measured, ["step", "rank"])
+    phase_spans = _spans(measured[(measured["phase"] != "").to_numpy()], ["step", "phase", "rank"])
+    steps = []
+    for step, per_rank in spans.groupby("step", sort=False):
+        if len(per_rank) < 2:
+            continue
+        phase_spread = {
+            phase: _spread(rows["span_ns"])
+            for phase in PHASES
+            if len(rows := phase_spans[(phase_spans["step"] == step)
+                                       & (phase_spans["phase"] == phase)]) >= 2
+        }
+        steps.append({"step": step, "ranks": len(per_rank),
+                      "start_spread_ms": _spread(per_rank["start_ns"]),
+                      "end_spread_ms": _spread(per_rank["end_ns"]),
+                      "duration_spread_ms": _spread(per_rank["span_ns"]),
+                      "phase_duration_spread_ms": phase_spread})
+    return {"steps": steps,
+            "max_start_spread_ms": max((s["start_spread_ms"] for s in steps), default=None),
+            "max_end_spread_ms": max((s["end_spread_ms"] for s in steps), default=None)}
+
+
+def _spans(kernels: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """First kernel start, last kernel end and their distance per group of ``by``, steps in
+    the order of their number."""
+    spans = kernels.groupby(by, observed=True, sort=False).agg(
+        start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
+    spans["step"] = spans["step"].astype(str)
+    number = spans["step"].str.extract(r"(\d+)$", expand=False).astype(float)
+    spans = spans.assign(number=number).sort_values(["number", *by], kind="stable")
+    return spans.assign(span_ns=spans["end_ns"] - spans["start_ns"]).drop(columns="number")
+
+
+def _spread(values: pd.Series) -> float:
+    """Largest minus smallest, in ms."""
+    return float(values.max() - values.min()) / NS_PER_MS

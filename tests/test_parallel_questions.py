@@ -1,0 +1,110 @@
+"""ddp-b and fsdp-b from summaries' communication sections with known figures, and what their
+pages need when no trace is given."""
+from __future__ import annotations
+
+import pytest
+
+from analysis.answers import answer_all
+from analysis.questions import ddp_b, fsdp_b
+from analysis.questions.question import Evidence
+from analysis.questions.results_files import ResultsSet
+from analysis.records import ResultsAnswer, Unanswered
+
+
+def _phase(span, spread, communication, exposed, passes=5):
+    return {"passes": passes, "kernels_per_pass": 10.0, "kernel_ms_per_pass": span,
+            "gpu_span_ms_per_pass": span, "gpu_span_ms_spread": spread,
+            "communication_ms_per_pass": communication, "exposed_communication_ms_per_pass": exposed,
+            "overlapped_communication_ms_per_pass": communication - exposed}
+
+
+def _summary(parallel, steps, blocks=(), forward=None):
+    """A summary of a medium ctx128 run on two ranks; ``steps``: (span, spread, comm, exposed)
+    of each rank's whole step."""
+    ranks = [{"pid": 10 + r, "device_id": r, "rank": r, "rank_source": "config mark", "passes": 5,
+              "phases": {"step": _phase(*step), **({"forward": _phase(*forward)} if forward else {})}}
+             for r, step in enumerate(steps)]
+    collective = "all_gather" if parallel == "fsdp" else "all_reduce"
+    return {"trace": f"medium_{parallel}.sqlite",
+            "config": {"size": "medium", "context_length": 128, "mode": "train", "dtype": "fp32",
+                       "batch_size": 4, "world_size": 2, "parallel": parallel},
+            "communication": {
+                "ranks": ranks, "fsdp_blocks": list(blocks),
+                "collectives": [{"collective": collective, "rank": r} for r in range(len(steps))]}}
+
+
+def _evidence(*summaries):
+    return Evidence(list(summaries), ResultsSet({}))
+
+
+def test_ddp_b_compares_naive_and_overlapped_runs_of_the_same_shape():
+    naive = _summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0), (101.0, 3.0, 28.0, 27.0)])
+    overlapped = _summary("ddp-overlap", [(80.0, 2.5, 32.0, 4.0), (81.0, 1.0, 31.0, 5.0)])
+    record = ddp_b.QUESTION.answer(_evidence(naive, overlapped))
+    table = record.tables[ddp_b.TABLE]
+    assert list(table["trace"]) == ["medium ctx128 train fp32 ddp-naive rank 0",
+                                    "medium ctx128 train fp32 ddp-naive rank 1",
+                                    "medium ctx128 train fp32 ddp-overlap rank 0",
+                                    "medium ctx128 train fp32 ddp-overlap rank 1"]
+    assert table["exposed_share"].tolist() == pytest.approx([1.0, 27 / 28, 4 / 32, 5 / 31])
+    # exposed 28.5 -> 4.5 ms: 24 ms hidden; span 100.5 -> 80.5 ms, beyond the 3 ms spread
+    assert "27.00 ms–30.00 ms of it exposed (98.3%)" in record.answer  # 57 of 58 ms
+    assert "hides 24.00 ms of exposed communication" in record.answer
+    assert "−20.00 ms, larger than the step-to-step spread" in record.answer
+
+
+def test_ddp_b_calls_a_difference_within_the_spread_no_difference():
+    naive = _summary("ddp-naive", [(100.0, 6.0, 30.0, 30.0), (100.0, 6.0, 30.0, 30.0)])
+    overlapped = _summary("ddp-overlap", [(97.0, 2.0, 30.0, 25.0), (97.0, 2.0, 30.0, 25.0)])
+    answer = ddp_b.QUESTION.answer(_evidence(naive, overlapped)).answer
+    assert "within the step-to-step spread (up to 6.00 ms), so not a measured difference" in answer
+
+
+def test_ddp_b_says_which_rank_waits_when_ranks_differ():
+    naive = _summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0), (100.0, 2.0, 10.0, 10.0)])
+    answer = ddp_b.QUESTION.answer(_evidence(naive)).answer
+    assert "Rank 0 spends 3.0× rank 1's time in them." in answer
+    assert "the rank that arrives first also spends the wait" in answer
+    even = _summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0), (100.0, 2.0, 20.0, 20.0)])
+    assert "arrives first" not in ddp_b.QUESTION.answer(_evidence(even)).answer
+
+
+def test_ddp_b_with_one_variant_names_the_missing_one():
+    answer = ddp_b.QUESTION.answer(_evidence(_summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0)] * 2))).answer
+    assert "a trace of overlapped DDP is needed" in answer
+
+
+def test_fsdp_b_lead_and_lag_per_block():
+    blocks = [{"pid": 10 + r, "device_id": r, "rank": r, "block": b, "passes": 4, "allgather_ms": 1.0,
+               "lead_ms": lead, "min_lead_ms": worst, "wait_ms": wait, "late_passes": late}
+              for r in (0, 1) for b, (lead, worst, wait, late) in enumerate(
+                  [(0.5, 0.2, 0.0, 0), (-0.3, -0.6, 0.3, 4) if r else (0.4, 0.1, 0.0, 0)])]
+    summary = _summary("fsdp", [(200.0, 1.0, 20.0, 2.0)] * 2, blocks, forward=(60.0, 1.0, 8.0, 0.8))
+    record = fsdp_b.QUESTION.answer(_evidence(summary))
+    assert len(record.tables[fsdp_b.BLOCKS]) == 4
+    answer = record.answer
+    assert answer.startswith("medium ctx128 train fp32: not always — 3 of 4 block all-gathers (2 blocks × 2 ranks)")
+    assert "late: block 1 on rank 1 (4 of 4 passes, by up to 600 µs)." in answer
+    assert "waits 0 µs–300 µs per forward pass" in answer
+    assert "8.00 ms on the ranks, 800 µs of it exposed" in answer
+
+
+def test_fsdp_b_all_in_time():
+    blocks = [{"pid": 10, "device_id": 0, "rank": 0, "block": b, "passes": 4, "allgather_ms": 1.0,
+               "lead_ms": 0.5 + b, "min_lead_ms": 0.25 + b, "wait_ms": 0.0, "late_passes": 0}
+              for b in range(3)]
+    answer = fsdp_b.QUESTION.answer(_evidence(_summary("fsdp", [(200.0, 1.0, 20.0, 2.0)], blocks))).answer
+    assert answer.startswith("medium ctx128 train fp32: yes — 3 of 3 block all-gathers")
+    assert "the closest with 250 µs to spare" in answer
+
+
+def test_without_traces_the_pages_say_what_they_need():
+    records = {r.card.id: r for r in answer_all([], ResultsSet({}))}
+    for question_id, flag in (("ddp-b", "--parallel ddp-naive"), ("fsdp-b", "--parallel fsdp")):
+        assert isinstance(records[question_id].result, Unanswered)
+        assert flag in records[question_id].result.needs
+    assert records["fsdp-b"].card.editions == ("2026",)
+    single_gpu = {"trace": "x.sqlite", "config": None, "communication": {
+        "ranks": [{"rank": 0, "phases": {}}], "collectives": [], "fsdp_blocks": []}}
+    assert isinstance(ddp_b.QUESTION.answer(_evidence(single_gpu)), Unanswered)
+    assert not isinstance(fsdp_b.QUESTION.answer(_evidence(single_gpu)), ResultsAnswer)

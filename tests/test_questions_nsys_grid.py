@@ -1,0 +1,190 @@
+"""The nsys questions across traces: what each cross-trace answer computes from the per-trace
+records (hand-made summaries, so every figure is known) and the results files beside them."""
+from __future__ import annotations
+
+import pytest
+
+from analysis.questions import nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
+from analysis.questions.question import Evidence
+from analysis.questions.results_files import ResultsSet, read_results_dir
+from analysis.runs import run_label
+from cs336_profile.results import write_results
+
+
+def summary(size, ctx, mode="forward", dtype="fp32", questions=None, phases=None, **config):
+    return {"trace": f"{size}_ctx{ctx}_{mode}_{dtype}.sqlite", "phases": phases or {},
+            "config": {"size": size, "context_length": ctx, "mode": mode, "dtype": dtype, **config},
+            "questions": questions or {}}
+
+
+def forward_phase(kernel_ms, span_ms):
+    return {"forward": {"kernel_ms_per_pass": kernel_ms, "gpu_span_ms_per_pass": span_ms,
+                        "idle_ms_per_pass": span_ms - kernel_ms}}
+
+
+def record_a(nsys_ms, python_ms):
+    return {"a": {"nsys_forward_ms": nsys_ms, "nsys_forward_gpu_ms": nsys_ms - 0.1, "python_forward_ms": python_ms,
+                  "nsys_to_python_ratio": nsys_ms / python_ms, "answer": "one trace"}}
+
+
+@pytest.fixture
+def results(tmp_path):
+    bench = [{"size": size, "context_length": 256, "batch_size": 4, "mode": "forward-backward", "dtype": "fp32",
+              "compile": False, "attention": "naive", "device": "cuda", "warmup_steps": 5, "measured_steps": 10,
+              "status": "ok", "forward_ms_mean": ms} for size, ms in (("xl", 124.0), ("xl", 125.0), ("small", 20.0))]
+    write_results(tmp_path, "bench", bench, config={}, environment={}, name="bench_fp32")
+    overhead = {"size": "small", "context_length": 128, "mode": "train", "dtype": "fp32", "compile": False}
+    write_results(tmp_path, "overhead", [overhead | {"plain_step_ms_median": 70.0, "plain_forward_ms_median": 20.0}],
+                  config={}, environment={}, name="overhead")
+    write_results(tmp_path, "overhead", [overhead | {"plain_step_ms_median": 105.0, "plain_forward_ms_median": 28.0}],
+                  config={}, environment={}, name="overhead_nsys")
+    return read_results_dir(tmp_path)
+
+
+def test_nsys_a_sets_the_traced_forward_against_the_unprofiled_benchmark_and_the_overhead(results):
+    summaries = [summary("xl", 256, questions=record_a(145.0, 144.9), phases=forward_phase(119.0, 144.0)),
+                 summary("small", 256, questions=record_a(17.5, 17.49), phases=forward_phase(9.0, 17.4)),
+                 summary("small", 128, questions=record_a(20.0, 20.0))]
+    record = nsys_a.QUESTION.answer(Evidence(summaries, results))
+    against = record.tables[nsys_a.BENCH_TITLE].set_index("trace")
+    assert list(against.index) == ["small ctx256 forward fp32", "xl ctx256 forward fp32"]  # small ctx128: no bench
+    xl = against.loc["xl ctx256 forward fp32"]
+    assert (xl["bench_forward_ms_min"], xl["bench_forward_ms_max"], xl["bench_runs"]) == (124.0, 125.0, 2)
+    assert xl["nsys_over_bench_low_ratio"] == 145.0 / 125.0
+    assert (xl["trace_mode"], xl["bench_mode"]) == ("forward", "forward-backward")
+    text = record.answer
+    assert "Above the benchmark's spread between runs: xl ctx256 forward fp32 145.00 against 124.00–125.00 ms (+16.0%; " \
+           "kernels 119.00 ms, idle 25.00 ms)" in text
+    assert "With one benchmark run only, no spread to weigh against: small ctx256 forward fp32 17.50 against 20.00 ms" in text
+    assert "the modes differ" in text
+    assert "small ctx128 train steps 70.00 → 105.00 ms (+50.0%), forward 20.00 → 28.00 ms (+40.0%)" in text
+    assert "ratio nsys/Python is 1.000–1.001" in text
+
+
+def test_nsys_e_compares_softmax_with_gemms_per_dtype_and_pairs_a_compiled_trace():
+    def record_e(softmax_ms, gemm_ms, range_ms, kernels=60.0, source="ranges"):
+        return {"e": {"softmax_ms_per_pass": softmax_ms, "matmul_gemm_ms_per_pass": gemm_ms,
+                      "matmul_range_ms_per_pass": range_ms, "softmax_kernels_per_pass": kernels,
+                      "softmax_source": source, "matmul_gemm_kernels_per_pass": 24.0 if gemm_ms else None,
+                      "matmul_range_kernels_per_pass": 72.0 if gemm_ms else None,
+                      "runtime_ratio": softmax_ms / gemm_ms if gemm_ms else None,
+                      "runtime_ratio_pass_min": softmax_ms / gemm_ms * 0.99 if gemm_ms else None,
+                      "runtime_ratio_pass_max": softmax_ms / gemm_ms * 1.01 if gemm_ms else None,
+                      "range_runtime_ratio": softmax_ms / range_ms if range_ms else None,
+                      "flops_ratio": 5 / 256, "answer": "one trace"}}
+    summaries = [summary("small", 128, "train", questions=record_e(0.22, 0.176, 0.286)),
+                 summary("small", 1024, "train", questions=record_e(6.8, 4.4, 7.6)),
+                 summary("small", 128, "train", "bf16", questions=record_e(1.5, 0.25, 1.0)),
+                 summary("small", 128, "train", compile=True, questions=record_e(0.044, None, None, 12.0, "fused kernels"))]
+    record = nsys_e.QUESTION.answer(Evidence(summaries, ResultsSet()))
+    table = next(iter(record.tables.values()))
+    by_trace = table.set_index("trace")
+    assert by_trace["runtime_ratio"].round(3).to_dict() == {
+        "small ctx128 train bf16": 6.0, "small ctx128 train fp32": 1.25, "small ctx1024 train fp32": 1.545}
+    assert by_trace["per_flop_slowdown_ratio"].round(1).to_dict() == {
+        "small ctx128 train bf16": 307.2, "small ctx128 train fp32": 64.0, "small ctx1024 train fp32": 79.1}
+    text = record.answer
+    assert "In fp32 (2 traces) the softmax takes 1.25–1.55× the time of the GEMMs" in text
+    assert "(0.77–0.89× the whole matmul ranges" in text
+    assert "In bf16 (1 trace) the softmax takes 6.00×" in text and "per FLOP it is 307× slower" in text
+    assert "small train fp32 1.25× at 128 → 1.55× at 1024" in text
+    assert "Its time follows memory traffic" not in text  # no attention calls per pass in these records
+    pairs = record.tables["Compiled against eager: the softmax per forward pass"]
+    assert pairs["eager_over_compiled_ratio"].round(2).tolist() == [5.0]
+    assert "runs its softmax as 12 fused kernels per forward pass in 44 µs, against 60 kernels and 220 µs eager: " \
+           "5.0× less" in text
+
+
+def test_run_labels_keep_the_variants_that_tell_two_runs_apart():
+    plain = summary("small", 128, "train")
+    assert run_label(plain) == "small ctx128 train fp32"
+    assert run_label(summary("small", 128, "train", emit_nvtx=True)) == "small ctx128 train fp32 emit_nvtx"
+    assert run_label(summary("small", 128, "train", compile=True, attention="flash")) == \
+        "small ctx128 train fp32 compiled flash"
+    assert run_label(summary("xl", 128, "train", handout="2025")) == "xl ctx128 train fp32"
+    assert run_label(summary("xl", 128, "train", handout="2026")) == "xl ctx128 train fp32 handout 2026"
+
+
+def test_a_trace_whose_forward_ranges_run_several_shapes_stays_out_of_the_answers_across_traces(results):
+    mixed = summary("attention", 0, questions=record_a(10.88, 10.88))
+    mixed["measured_passes_by_phase"] = {"forward": 24}
+    mixed["phase_shapes"] = {"forward": [{"group": f"attn s={s}"} for s in range(6)]}
+    plain = summary("xl", 256, questions=record_a(145.0, 144.9))
+    record = nsys_a.QUESTION.answer(Evidence([plain, mixed], results))
+    assert record.tables["Forward pass: nsys and the Python timer"]["trace"].tolist() == ["xl ctx256 forward fp32"]
+    assert "10.88" not in record.answer
+    assert "Left out: attention ctx0 forward fp32 (its 24 `forward` ranges run 6 different shapes" in record.answer
+
+
+def test_nsys_b_answers_fp32_eager_bf16_and_compiled_runs_apart():
+    def record_b(category, precision, calls, per_layer, share):
+        return {"b": {"top_forward_kernel": f"kernel_{category}", "top_forward_category": category,
+                      "top_forward_precision": precision, "calls_per_forward_pass": calls, "calls_per_layer": per_layer,
+                      "calls_outside_layers": 1, "top_forward_ms_per_pass": 1.0, "top_forward_share": share,
+                      "top_forward_backward_kernel": None, "top_forward_backward_share": None, "same_kernel": None,
+                      "answer": "one trace"}}
+    summaries = [summary("small", 128, questions=record_b("gemm", "fp32", 73.0, 6, 0.527)),
+                 summary("xl", 128, questions=record_b("gemm", "fp32", 145.0, 3, 0.481)),
+                 summary("small", 128, dtype="bf16", questions=record_b("copy_cast", None, 182.0, 15, 0.171)),
+                 summary("small", 128, compile=True, questions=record_b("gemm", "fp32", 73.0, 6, 0.662))]
+    record = nsys_b.QUESTION.answer(Evidence(summaries, ResultsSet()))
+    table = next(iter(record.tables.values()))
+    assert table["group"].tolist() == ["fp32 eager", "fp32 eager", "bf16", "compiled"]
+    text = record.answer
+    assert ("Among fp32 eager runs (2 traces), in all 2 the leading forward kernel is a gemm kernel computing in fp32 on "
+            "CUDA cores (FFMA, no TF32); it takes 48.1–52.7% of forward kernel time over 73–145 calls per pass "
+            "(3–6 per layer).") in text
+    assert "Among bf16 runs (1 trace), in it the leading forward kernel is a copy_cast kernel" in text
+    assert "Among compiled runs (1 trace)" in text and "66.2%" in text
+
+
+def test_nsys_c_gives_the_non_matmul_share_per_group_and_its_trend_with_context_length():
+    def record_c(share, attention_share, leader):
+        return {"c": {"non_gemm_share": share, "attention_non_gemm_share": attention_share,
+                      "non_gemm_categories_forward": [{"category": "elementwise", "ms_per_pass": 1.0, "share": share}],
+                      "top_non_gemm_forward": [{"kernel": leader, "label": leader, "category": "elementwise",
+                                                "region": "computing softmax", "region_share": 1.0,
+                                                "calls_per_pass": 12.0, "ms_per_pass": 1.0, "share": 0.05}],
+                      "answer": "one trace"}}
+    summaries = [summary("small", 128, questions=record_c(0.257, 0.064, "mul")),
+                 summary("small", 1024, questions=record_c(0.340, 0.250, "div")),
+                 summary("small", 128, dtype="bf16", questions=record_c(0.797, 0.171, "cast"))]
+    record = nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet()))
+    text = record.answer
+    assert text.startswith("Among fp32 eager runs (2 traces) kernels other than matrix multiplications take 25.7–34.0% "
+                           "of forward kernel time, 6.4–25.0% inside the attention sub-ranges")
+    assert "Among bf16 runs (1 trace)" in text and "`cast` (1 of 1)" in text
+    assert "grows in every series: small forward fp32 eager 25.7% at 128 → 34.0% at 1024 (inside attention 6.4% → " \
+           "25.0%)" in text
+
+
+def test_nsys_d_answers_per_group_with_the_optimizer_steps_share():
+    def record_d(forward, forward_backward, step):
+        return {"d": {"gemm_share_forward": forward, "gemm_share_forward_backward": forward_backward,
+                      "gemm_share_train_step": step, "category_shares": [
+                          {"category": "elementwise", "forward_share": 0.1, "train_step_share": 0.2, "change": 0.1}],
+                      "answer": "one trace"}}
+    phases = {"forward": {"kernel_ms_per_pass": 2.0}, "backward": {"kernel_ms_per_pass": 5.0},
+              "optimizer_step": {"kernel_ms_per_pass": 3.0, "by_category_ms_per_pass": {"optimizer": 3.0}}}
+    summaries = [summary("small", 128, "train", questions=record_d(0.9, 0.8, 0.6), phases=phases),
+                 summary("small", 128, "forward", questions=record_d(0.92, None, None)),
+                 summary("small", 128, "train", "bf16", questions=record_d(0.2, 0.2, 0.15), phases=phases)]
+    record = nsys_d.QUESTION.answer(Evidence(summaries, ResultsSet()))
+    table = next(iter(record.tables.values()))
+    assert table.set_index("trace").loc["small ctx128 train fp32", "optimizer_share_train_step"] == 0.3
+    text = record.answer
+    assert text.startswith("Among fp32 eager runs (2 traces) matrix multiplications take 90.0–92.0% of forward kernel "
+                           "time, 80.0% of forward + backward and 60.0% of a full training step (1 training trace); "
+                           "the optimizer step, which runs no matmul, takes 30.0% of the step's kernel time; the "
+                           "category that gains most is elementwise (+10.0 points on average).")
+    assert "Among bf16 runs (1 trace) matrix multiplications take 20.0%" in text
+
+
+def test_grid_answers_hold_when_no_trace_has_attention_sub_ranges_or_a_backward():
+    record_c = {"c": {"non_gemm_share": 0.3, "attention_non_gemm_share": None, "answer": "one trace",
+                      "non_gemm_categories_forward": [], "top_non_gemm_forward": []}}
+    record_d = {"d": {"gemm_share_forward": 0.7, "gemm_share_forward_backward": None, "gemm_share_train_step": 0.6,
+                      "category_shares": [], "answer": "one trace"}}
+    summaries = [summary(size, 128, "train", questions={**record_c, **record_d}) for size in ("small", "medium")]
+    assert "inside the attention" not in nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet())).answer
+    assert "forward + backward" not in nsys_d.QUESTION.answer(Evidence(summaries, ResultsSet())).answer
