@@ -55,12 +55,8 @@ import numpy as np
 import pandas as pd
 
 from analysis import __version__
-<<<<<<< HEAD
 from analysis.load import InputCache, Trace, file_sha256, load_trace, require_claimable_kernels
-=======
-from analysis.load import Trace, file_sha256, load_trace
 from analysis.multi_gpu import communication_summary
->>>>>>> main
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency
 from analysis.questions.nsys_inputs import NsysInputs

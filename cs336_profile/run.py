@@ -72,33 +72,26 @@ def _add_model_input(parser: argparse.ArgumentParser, study) -> None:
     """--handout, --size, --context-length and --batch-size of a one-model study, its defaults from `study`."""
     _add_handout(parser, study.handout)
     parser.add_argument("--size", choices=SIZE_NAMES, default=study.size, help=f"model size (default: {study.size})")
-    parser.add_argument("--context-length", type=int, default=study.context_length,
+    parser.add_argument("--context-length", type=positive_int, default=study.context_length,
                         help=f"sequence length (default: {study.context_length})")
-    parser.add_argument("--batch-size", type=int, default=study.batch_size,
+    parser.add_argument("--batch-size", type=positive_int, default=study.batch_size,
                         help=f"sequences per batch (default: {study.batch_size})")
 
 
 def _add_run_settings(parser: argparse.ArgumentParser, warmup: int, steps: int) -> None:
-<<<<<<< HEAD
-    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=["small"], help="model sizes (default: small)")
-    parser.add_argument("--batch-size", type=positive_int, default=RunConfig.batch_size, help="sequences per step (default: 4)")
-    parser.add_argument("--warmup", type=non_negative_int, default=warmup, help="warm-up steps")
-    parser.add_argument("--steps", type=positive_int, default=steps, help="measured steps")
-=======
     _add_handout(parser)
     parser.add_argument("--sizes", nargs="+", choices=SIZE_NAMES, default=["small"],
                         help="model sizes of the handout's table (default: small)")
-    parser.add_argument("--batch-size", type=int, default=RunConfig.batch_size, help="sequences per step (default: 4)")
-    parser.add_argument("--warmup", type=int, default=warmup, help="warm-up steps")
-    parser.add_argument("--steps", type=int, default=steps, help="measured steps")
->>>>>>> main
+    parser.add_argument("--batch-size", type=positive_int, default=RunConfig.batch_size, help="sequences per step (default: 4)")
+    parser.add_argument("--warmup", type=non_negative_int, default=warmup, help="warm-up steps")
+    parser.add_argument("--steps", type=positive_int, default=steps, help="measured steps")
     parser.add_argument("--dtype", choices=DTYPES, default="fp32", help="bf16 = torch.autocast(bfloat16)")
     parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive",
                         help="the model's attention: its own (naive) or torch's scaled_dot_product_attention (sdpa)")
     parser.add_argument("--no-nvtx", action="store_true", help="no NVTX ranges or marks")
     parser.add_argument("--layer-ranges", action="store_true", help="an NVTX range around each block")
     parser.add_argument("--allow-tf32", action="store_true", help="let fp32 matmuls use TF32")
-    parser.add_argument("--checkpoint-every", type=int, default=0, metavar="K",
+    parser.add_argument("--checkpoint-every", type=non_negative_int, default=0, metavar="K",
                         help="activation checkpointing over groups of K consecutive blocks (0: none)")
 
 
@@ -122,12 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="time warm-up and measured steps (default subcommand)")
     _add_common(bench, BENCH)
     _add_run_settings(bench, warmup=2, steps=3)
-<<<<<<< HEAD
-    bench.add_argument("--context-lengths", nargs="+", type=positive_int, default=[128], help="sequence lengths (default: 128)")
-=======
-    bench.add_argument("--context-lengths", nargs="+", type=int,
+    bench.add_argument("--context-lengths", nargs="+", type=positive_int,
                        help="sequence lengths (default: the handout's, 2025: 128, 2026: 512)")
->>>>>>> main
     bench.add_argument("--mode", choices=MODES, default="train", help="the phases each step runs (default: train)")
     bench.add_argument("--compile", action="store_true", help="torch.compile the model")
     bench.add_argument("--emit-nvtx", action="store_true",
@@ -178,21 +167,17 @@ def build_parser() -> argparse.ArgumentParser:
     overhead = commands.add_parser("overhead", help="steps with and without NVTX annotations, alternating")
     _add_common(overhead, OVERHEAD)
     _add_run_settings(overhead, warmup=3, steps=100)
-<<<<<<< HEAD
-    overhead.add_argument("--context-lengths", nargs="+", type=positive_int, default=[128], help="sequence lengths (default: 128)")
-=======
-    overhead.add_argument("--context-lengths", nargs="+", type=int,
+    overhead.add_argument("--context-lengths", nargs="+", type=positive_int,
                           help="sequence lengths (default: the handout's, 2025: 128, 2026: 512)")
->>>>>>> main
     overhead.add_argument("--mode", choices=MODES, default="train", help="the phases each step runs (default: train)")
     overhead.set_defaults(handler=cmd_overhead)
 
     checkpointed = commands.add_parser("checkpoint", help="peak memory and step time per checkpointed block group")
     _add_common(checkpointed, CHECKPOINT)
     _add_model_input(checkpointed, CheckpointStudy())
-    checkpointed.add_argument("--warmup", type=int, default=CheckpointStudy.warmup_steps,
+    checkpointed.add_argument("--warmup", type=non_negative_int, default=CheckpointStudy.warmup_steps,
                               help=f"warm-up steps per group size (default: {CheckpointStudy.warmup_steps})")
-    checkpointed.add_argument("--steps", type=int, default=CheckpointStudy.measured_steps,
+    checkpointed.add_argument("--steps", type=positive_int, default=CheckpointStudy.measured_steps,
                               help=f"measured steps per group size (default: {CheckpointStudy.measured_steps})")
     checkpointed.add_argument("--dtype", choices=DTYPES, default="fp32", help="bf16 = torch.autocast(bfloat16)")
     checkpointed.set_defaults(handler=cmd_checkpoint)
@@ -200,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     norms = commands.add_parser("layernorm", help="LayerNorm and RMSNorm in fp16/bf16 against fp32 on real activations")
     _add_common(norms, NORM_PRECISION)
     _add_model_input(norms, NormStudy())
-    norms.add_argument("--train-steps", type=int, default=NormStudy.train_steps,
+    norms.add_argument("--train-steps", type=non_negative_int, default=NormStudy.train_steps,
                        help="training steps before the activations are taken (0: freshly initialized)")
     norms.set_defaults(handler=cmd_layernorm)
     return parser
@@ -253,8 +238,7 @@ def cmd_compile(args: argparse.Namespace) -> None:
 
 def cmd_overhead(args: argparse.Namespace) -> None:
     runs = [RunConfig(size=size, context_length=ctx, mode=args.mode, **_run_settings(args))
-<<<<<<< HEAD
-            for size in args.sizes for ctx in args.context_lengths]
+            for size in args.sizes for ctx in _context_lengths(args)]
     step_rows = []
     try:
         for run in tqdm(runs, desc="overhead", unit="config", disable=args.no_progress):
@@ -264,14 +248,6 @@ def cmd_overhead(args: argparse.Namespace) -> None:
         rows = overhead_rows(step_rows)
         _write(args, rows)
         _write(args, step_rows, "_steps")
-=======
-            for size in args.sizes for ctx in _context_lengths(args)]
-    bar = tqdm(runs, desc="overhead", unit="config", disable=args.no_progress)
-    step_rows = [row for run in bar for row in alternating_steps(run)]
-    rows = overhead_rows(step_rows)
-    _write(args, rows)
-    _write(args, step_rows, "_steps")
->>>>>>> main
     print_table("NVTX annotation overhead (medians over measured steps)", rows, {
         "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "steps each": plain("steps_each"),
         "annotated step ms": number("annotated_step_ms_median", digits=3),

@@ -11,13 +11,9 @@ from typing import Callable
 from markupsafe import escape
 
 from analysis.records import DiffRecord
-<<<<<<< HEAD
 from analysis.safe_write import write_file
-from analysis.report.render import FigureFile, diff_content, environment, templates_dir, trace_figures, trace_tables
-=======
 from analysis.report.render import (FigureFile, communication_figures, diff_content, environment, templates_dir,
                                     trace_figures, trace_tables)
->>>>>>> main
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
 
