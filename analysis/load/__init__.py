@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -43,12 +44,12 @@ def load_trace(path: str | os.PathLike, inputs: InputCache = InputCache()) -> Tr
         try:
             try:
                 with connect_readonly(database) as conn:
-                    return _read_trace(conn, path)
+                    return replace(_read_trace(conn, path), inputs=inputs)
             except sqlite3.OperationalError as err:
                 if "decode" not in str(err):
                     raise
             with connect_readonly(database, lenient_text=True) as conn:
-                return _read_trace(conn, path)
+                return replace(_read_trace(conn, path), inputs=inputs)
         except sqlite3.DatabaseError as err:
             raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
 
