@@ -4,14 +4,15 @@ The render layer receives :class:`ReportData` and draws it; it computes nothing 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from analysis.questions.diff import diff_summaries
 from analysis.questions.question import Evidence
 from analysis.questions.registry import QUESTIONS
-from analysis.questions.results_files import ResultsSet, read_results_dir
+from analysis.questions.results_files import ResultsSet, read_results_dir, results_edition
 from analysis.records import DiffRecord, QuestionRecord, ReportData, Unanswered
-from analysis.runs import config_value, sorted_summaries
+from analysis.runs import config_value, edition, sorted_summaries
 from cs336_profile.contract import PARALLEL_MODES
 
 SWEEP = "sweep"
@@ -21,19 +22,29 @@ NAIVE_DDP, OVERLAPPED_DDP, _ = PARALLEL_MODES
 DIFF_BASELINES = {"dtype": "fp32", "compile": False, "attention": "naive", "parallel": NAIVE_DDP}
 # Settings whose pair must hold exactly these two values (no single-GPU or FSDP run against DDP).
 DIFF_ONLY_BETWEEN = {"parallel": {NAIVE_DDP, OVERLAPPED_DDP}}
-SAME_SHAPE_KEYS = ("size", "context_length", "mode", "batch_size", "world_size")
+SAME_SHAPE_KEYS = ("handout", "size", "context_length", "mode", "batch_size", "world_size")
 
 
 def answer_all(summaries: list[dict], results: ResultsSet) -> list[QuestionRecord]:
-    """Every registered question answered from ``summaries`` and ``results``, in handout order."""
-    evidence = Evidence(sorted_summaries(summaries), results)
+    """Every registered question answered from ``summaries`` and ``results``, in handout order.
+
+    A question that several editions ask is answered once per edition, from that edition's traces
+    and results files only (its later editions' pages get the edition as a suffix); a question of
+    one edition reads every input."""
     records = []
     for question in QUESTIONS:
-        if question.per_trace is not None and not summaries:
-            result = Unanswered(question.id, question.needs)
-        else:
-            result = _answered(question, evidence)
-        records.append(QuestionRecord(question.card, result))
+        for index, name in enumerate(question.editions):
+            if len(question.editions) > 1:
+                evidence = Evidence(sorted_summaries([s for s in summaries if edition(s) == name]),
+                                    ResultsSet({f: d for f, d in results.documents.items() if results_edition(d) == name}))
+                card = replace(question.card, editions=(name,), page_suffix=f"-{name}" if index else "")
+            else:
+                evidence, card = Evidence(sorted_summaries(summaries), results), question.card
+            if question.per_trace is not None and not evidence.summaries:
+                result = Unanswered(question.id, question.needs)
+            else:
+                result = _answered(question, evidence)
+            records.append(QuestionRecord(card, result))
     return records
 
 
@@ -54,7 +65,7 @@ def diff_pairs(summaries: list[dict]) -> list[DiffRecord]:
     for index, a in enumerate(with_config):
         for b in with_config[index + 1:]:
             ca, cb = a["config"], b["config"]
-            same_shape = all(ca.get(k) == cb.get(k) for k in SAME_SHAPE_KEYS)
+            same_shape = all(config_value(ca, k) == config_value(cb, k) for k in SAME_SHAPE_KEYS)
             changed = [k for k in DIFF_BASELINES if config_value(ca, k) != config_value(cb, k)]
             if same_shape and len(changed) == 1 and _allowed(changed[0], ca, cb):
                 key = changed[0]

@@ -42,11 +42,12 @@ class QuestionCard:
     source: str
     needs: str
     figure: FigureSpec | None = None
+    page_suffix: str = ""  # the edition, on the pages of a question asked by several editions but the first
 
     @property
     def page(self) -> str:
         """The stem of the question's page files."""
-        return f"question-{self.id}"
+        return f"question-{self.id}{self.page_suffix}"
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class ResultsAnswer:
     (``forward_ms_mean``, ``peak_memory_bytes``); a ``status`` column marks rows that ran out of
     memory (``OOM``), whose measurements are null. ``inputs`` are the file names read.
     ``answer`` is the answer text; ``numbers`` the headline figures it was written from.
+    ``downloads`` maps a title to a table too long to show (thousands of rows): the page links it
+    as a CSV file written beside it.
     """
 
     question: str
@@ -64,6 +67,7 @@ class ResultsAnswer:
     tables: dict[str, pd.DataFrame]
     inputs: tuple[str, ...]
     numbers: dict = field(default_factory=dict)
+    downloads: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import pandas as pd
 
-from cs336_profile.config import DEFAULT_HANDOUT, SIZES
+from cs336_profile.config import DEFAULT_HANDOUT, SIZE_NAMES
 from cs336_profile.contract import trace_stem
 
 
 def size_order(sizes: pd.Series) -> pd.Series:
     """Position of each model size in the assignment's table (``tiny`` first, unknown sizes last)."""
-    order = {name: index for index, name in enumerate(SIZES)}
+    order = {name: index for index, name in enumerate(SIZE_NAMES)}
     return sizes.map(order).fillna(len(order))
 
 
 def summary_stem(summary: dict) -> str:
     """The summary's trace file name without its suffix."""
     return trace_stem(summary["trace"])
+
+
+def edition(summary: dict) -> str:
+    """The handout edition of a summary's run: its config's ``handout``, 2025 where it does not say."""
+    return config_value(summary.get("config") or {}, "handout")
 
 
 # Boolean config switches that change what a run executes or records, as its label writes them.
@@ -46,11 +51,17 @@ def sorted_summaries(summaries: list[dict]) -> list[dict]:
     def key(summary: dict):
         config = summary.get("config") or {}
         order = size_order(pd.Series([config.get("size")])).iloc[0]
-        return (not config, order, config.get("context_length") or 0, str(config.get("mode")),
+        return (not config, edition(summary), order, config.get("context_length") or 0, str(config.get("mode")),
                 str(config.get("dtype")), bool(config.get("compile")), summary["trace"])
     return sorted(summaries, key=key)
 
 
+DEFAULTS = {"attention": "naive", "handout": DEFAULT_HANDOUT}
+
+
 def config_value(config: dict, key: str):
-    """A config's setting, naive attention when it names none."""
-    return config.get(key) if key != "attention" else config.get(key) or "naive"
+    """A config's setting; naive attention and the 2025 handout when it names none."""
+    value = config.get(key)
+    if key in DEFAULTS and (value is None or (isinstance(value, float) and pd.isna(value))):
+        return DEFAULTS[key]
+    return str(value) if key == "handout" else value

@@ -38,6 +38,9 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
 - ``questions``: one record per per-trace question of the registry (``a``..``e``, see
   :mod:`analysis.questions.nsys_a` .. ``nsys_e``), each with its figures and an ``answer``
   sentence; a figure a trace cannot give is null and the answer says why.
+- ``memory_ledger``: mem-f's record (:mod:`analysis.questions.mem_f`); ``gpu_metrics``: SM,
+  tensor-pipe and DRAM throughput per phase where the trace has GPU metrics
+  (:mod:`analysis.gpu_metrics`).
 - ``timeline``: the first measured step's operations and phase ranges for the report's timeline
   (:mod:`analysis.step_timeline`), null without measured operations.
 - ``communication``: per-rank figures (a rank is a process and its GPU), NCCL collectives,
@@ -59,6 +62,9 @@ from analysis.load import InputCache, Trace, file_sha256, load_trace, require_cl
 from analysis.multi_gpu import communication_summary
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency
+from analysis.gpu_metrics import metrics_per_phase
+from analysis.load.gpu_metrics import read_gpu_metrics
+from analysis.questions.mem_f import ledger_record
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries, shape_summaries
 from analysis.questions.registry import PER_TRACE
@@ -118,6 +124,8 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
                       for question in PER_TRACE},
         "timeline": step_timeline(inputs),
         "communication": communication_summary(trace, labelled),
+        "memory_ledger": ledger_record(trace, run.config, labelled.names),
+        "gpu_metrics": metrics_per_phase(read_gpu_metrics(trace.path), labelled.phase_ranges),
     }
     return json_ready(summary)
 

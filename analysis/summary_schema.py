@@ -15,8 +15,9 @@ from typing import Any, TypedDict, Union
 
 from analysis.multi_gpu import CommunicationRecord
 
-SCHEMA_VERSION = 4  # 1: before the summary carried its timeline and schema version; 2: before communication;
-# 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes
+SCHEMA_VERSION = 5  # 1: before the summary carried its timeline and schema version; 2: before communication;
+# 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes; 4: before the memory
+# ledger and GPU metrics
 
 
 class RangeNamesRecord(TypedDict):
@@ -107,6 +108,54 @@ class TimelineRecord(TypedDict):
     phases: TimelinePhases
 
 
+class MemoryLedgerOp(TypedDict):
+    op: str
+    bytes: float  # per block
+    share: float  # of the bytes saved for backward
+
+
+class MemoryLedgerBlock(TypedDict):
+    block: int
+    forward_allocated_bytes: int
+    saved_for_backward_bytes: int
+    backward_change_bytes: int | None
+    gradient_bytes: int | None
+
+
+class MemoryLedgerSpan(TypedDict):
+    block: int
+    phase: str
+    start_ms: float
+    dur_ms: float
+
+
+class MemoryLedgerTimeline(TypedDict):
+    time_ms: list[float]
+    allocated_bytes: list[int]
+    blocks: list[MemoryLedgerSpan]
+
+
+class MemoryLedgerRecord(TypedDict):
+    available: bool
+    step: str | None
+    blocks_found: int
+    baseline_bytes: int | None
+    saved_for_backward_bytes_per_block: float | None
+    gradient_bytes_per_block: float | None
+    expected_gradient_bytes_per_block: int | None
+    params_per_block: int | None
+    top_ops: list[MemoryLedgerOp]
+    blocks: list[MemoryLedgerBlock]
+    timeline: MemoryLedgerTimeline | None
+    answer: str
+
+
+class GpuMetricsRecord(TypedDict):
+    available: bool
+    samples_per_s: float | None
+    phases: dict[str, dict[str, float]]  # phase -> sm_active_pct, tensor_active_pct, dram_*_pct: mean %
+
+
 class ShapeGroupRecord(TypedDict):
     group: str
     passes: int
@@ -140,6 +189,8 @@ class TraceSummary(TypedDict):
     questions: dict[str, Any]  # replaced by one property per per-trace question in the schema
     timeline: TimelineRecord | None
     communication: CommunicationRecord
+    memory_ledger: MemoryLedgerRecord
+    gpu_metrics: GpuMetricsRecord
 
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}

@@ -7,10 +7,12 @@ Two sources, read independently for the config and for the timings, first found 
 2. ``<trace stem>.timings.json`` beside the trace (runs made before the marks existed): the
    Python timer's mean per measured step in ms under ``forward``, ``loss``, ``backward``,
    ``optimizer_step``, ``step``, plus the config keys ``size``, ``ctx``, ``batch``, ``mode``,
-   ``dtype``, ``compile``, ``warmup``, ``steps``.
+   ``dtype``, ``compile``, ``warmup``, ``steps``, and (the sweep's since editions) ``handout`` and
+the model's dimensions.
 
 Config dicts use the config mark's keys whichever the source (``context_length``, ``batch_size``,
-...); a timings.json config gets its model dimensions from ``cs336_profile.config.SIZES``.
+...). Every config carries ``handout`` (2025 where the trace does not say); a timings.json config
+takes its model dimensions from the file, else from that edition's size table.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cs336_profile.config import SIZES
+from cs336_profile.config import DEFAULT_HANDOUT, MODEL_KEYS, SIZES_BY_HANDOUT
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN, MODES, STEP_TIMING_EVENT, TIMED_PARTS, trace_stem
 
 # timings.json key -> config-mark key
@@ -34,6 +36,8 @@ _TIMINGS_JSON_CONFIG_KEYS = {
     "warmup": "warmup_steps",
     "steps": "measured_steps",
     "emit_nvtx": "emit_nvtx",
+    "handout": "handout",
+    **{key: key for key in MODEL_KEYS},
 }
 
 
@@ -82,7 +86,8 @@ def read_run_record(marks: pd.DataFrame, trace_path: Path, has_steps: bool = Tru
                      "ranges to match them; its phases are not compared with them")
         python_ms, python_ms_source = {}, None
     if config is not None:
-        config = _valid_config({k: v for k, v in config.items() if k != "event"}, config_source, notes)
+        config = _valid_config({"handout": DEFAULT_HANDOUT, **{k: v for k, v in config.items() if k != "event"}},
+                               config_source, notes)
     return RunRecord(config, config_source, python_ms, python_ms_source, tuple(notes))
 
 
@@ -132,13 +137,18 @@ def _config_from_timings_json(sidecar: dict) -> dict | None:
     config = {ours: sidecar[theirs] for theirs, ours in _TIMINGS_JSON_CONFIG_KEYS.items() if theirs in sidecar}
     if not config:
         return None
-    config.update(_model_dims(config.get("size") if isinstance(config.get("size"), str) else None))
+    config.setdefault("handout", DEFAULT_HANDOUT)
+    if not set(MODEL_KEYS) <= set(config):
+        config = {**_model_dims(config.get("size") if isinstance(config.get("size"), str) else None,
+                                           str(config["handout"])), **config}
     return config
 
 
-def _model_dims(size: str | None) -> dict:
-    """d_model, d_ff, num_layers, num_heads, vocab_size, rope_theta of a named size ({} if unknown)."""
-    return asdict(SIZES[size]) if size in SIZES else {}
+def _model_dims(size: str | None, handout: str) -> dict:
+    """d_model, d_ff, num_layers, num_heads, vocab_size, rope_theta of a size in ``handout``'s table
+    ({} if unknown)."""
+    table = SIZES_BY_HANDOUT.get(handout, {})
+    return asdict(table[size]) if size in table else {}
 
 
 def _positive_int(value) -> bool:

@@ -21,12 +21,13 @@ def global_tid(pid: int, tid: int) -> int:
 
 
 def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
-                 strings=("kernel_a",)) -> Path:
+                 strings=("kernel_a",), memory_events=None) -> Path:
     """Write an export. ``kernels``: (start, end, launch_start, pid, tid, correlation_id), optionally
     followed by (name, device, stream) — name one of ``strings`` (default the first), device 0,
     stream 7;
     ``ranges``: (name, start, end_or_None, pid, tid, end_tid, event_type);
-    ``marks``: (text, time, pid, tid), optionally followed by a domain name."""
+    ``marks``: (text, time, pid, tid), optionally followed by a domain name; ``memory_events`` (the
+    table only when given): (start, address, bytes, is_alloc, api_start_or_None, pid, tid, correlation_id)."""
     conn = sqlite3.connect(path)
     conn.executescript("""
         CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
@@ -69,6 +70,16 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
             domain_id = domains[(pid, domain[0])]
         conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) "
                      "VALUES (?, 34, ?, ?, ?)", (time, text, global_tid(pid, tid), domain_id))
+    if memory_events is not None:
+        conn.execute("""CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER, globalPid INTEGER,
+            deviceId INTEGER, address INTEGER, bytes INTEGER, memKind INTEGER, memoryOperationType INTEGER,
+            correlationId INTEGER)""")
+    for start, address, size, is_alloc, api_start, pid, tid, corr in memory_events or ():
+        conn.execute("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (?, ?, 0, ?, ?, 2, ?, ?)",
+                     (start, global_tid(pid, 0), address, size, 0 if is_alloc else 1, corr))
+        if api_start is not None:
+            conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, 0, 0, 0)",
+                         (api_start, api_start + 2, global_tid(pid, tid), corr))
     if graphs:
         conn.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER, end INTEGER, "
                      "graphId INTEGER, correlationId INTEGER)")

@@ -356,7 +356,7 @@ def test_run_record_prefers_the_runners_marks(tmp_path):
     trace_path = tmp_path / "run.sqlite.xz"
     timings_json_path(trace_path).write_text(json.dumps({"forward": 99.0, "size": "small"}))
     record = read_run_record(marks, trace_path)
-    assert record.config == {"size": "tiny", "mode": "train", "d_model": 64}
+    assert record.config == {"handout": "2025", "size": "tiny", "mode": "train", "d_model": 64}  # 2025: not said
     assert record.python_ms == {"forward": 2.0, "backward": 4.0}
     assert (record.config_source, record.python_ms_source) == ("marks", "marks")
     assert len(record.notes) == 1 and "not a JSON object" in record.notes[0]

@@ -173,7 +173,7 @@ def test_without_inputs_every_question_is_listed_as_not_answered(tmp_path):
     render_report(report_data([], None), [], tmp_path, formats=("html",))
     text = "".join(parse(tmp_path / "index.html").text)
     assert not list(tmp_path.glob("question-*"))
-    assert text.count("not answered: needs") == len(QUESTIONS)
+    assert text.count("not answered: needs") == sum(len(q.editions) for q in QUESTIONS)  # once per edition asking it
 
 
 def test_templates_fail_on_a_missing_value():
@@ -198,15 +198,14 @@ def test_pairs_that_differ_in_one_setting_get_a_linked_diff_page(tmp_path, fixtu
 def test_largest_allocations_figure_draws_one_bar_per_row():
     table = pd.DataFrame({"size_bytes": [20 * 1024**2] * 3, "count": [96, 32, 32],
                           "site": ["model.py:143 in forward", "model.py:31 in forward", "model.py:31 in forward"],
-                          "stack": ["model.py:143 in forward <- model.py:158 in forward",
-                                    "model.py:31 in forward <- model.py:142 in forward",
-                                    "model.py:31 in forward <- model.py:143 in forward"], "snapshot": "s"})
+                          "stack": ["model.py:143 ← model.py:158", "model.py:31 ← model.py:142",
+                                    "model.py:31 ← model.py:143"], "snapshot": "s"})
     figure = question_figures.mem_e(ResultsAnswer("mem-e", "", {"Largest allocations": table}, ()))
     ax = figure.axes[0]
     assert len(ax.patches) == 3
     assert [t.get_text() for t in ax.get_yticklabels()] == [
-        "model.py:143 in forward ×96", "model.py:31 in forward ← model.py:142 in forward ×32",
-        "model.py:31 in forward ← model.py:143 in forward ×32"]
+        "model.py:143 in forward ×96", "model.py:31 in forward ← model.py:142 ×32",
+        "model.py:31 in forward ← model.py:143 ×32"]
     figures.plt.close(figure)
 
 
@@ -240,3 +239,14 @@ def test_per_trace_figures_keep_the_legend_off_the_bars():
     assert ax.get_legend() is None and len(figure.legends) == 1
     assert figure.legends[0].get_window_extent().y1 <= ax.get_window_extent().y0  # below the plot
     figures.plt.close(figure)
+
+
+def test_a_download_table_is_a_csv_beside_the_page(tmp_path):
+    from analysis.questions.registry import question
+    from analysis.records import QuestionRecord
+    from analysis.report.render import question_downloads
+    timeline = pd.DataFrame({"time_ms": [0.0, 1.5], "allocated_bytes": [1, 2]})
+    page = QuestionRecord(question("mem-a").card, ResultsAnswer("mem-a", "", {}, (), downloads={"Timeline": timeline}))
+    files = question_downloads(page, tmp_path)
+    assert [(f.path, f.title) for f in files] == [("question-mem-a-data1.csv", "Timeline")]
+    assert pd.read_csv(tmp_path / files[0].path).equals(timeline)

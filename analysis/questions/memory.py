@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.questions.memory_accounting import activation_shapes, fp32_copy_bytes, name_allocation, train_accounting
 from analysis.questions.question import Question, from_results
 from analysis.records import FigureSpec
 from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
@@ -19,38 +20,107 @@ from cs336_profile.contract import MEMORY_LARGEST_ALLOCATIONS as LARGEST
 from cs336_profile.contract import MEMORY_TIMELINE as TIMELINE
 
 RUN_MEMORY = "python -m cs336_profile.run memory on a CUDA device"
+MODEL_FILE = "model.py:"
 # The peaks the tables show: the loss peak sits between forward and backward and adds nothing.
 SHOWN_PEAKS = tuple(column for column in PEAK_COLUMNS if column != peak_column("loss"))
+# A timeline value this close to a phase's measured peak (or to the timeline's own top, if lower)
+# counts as reaching it: the peaks come from the same configuration's timed step, the timeline
+# from the recorded one, and they differ by about an allocator block.
+PEAK_MATCH_BYTES = 2 * MIB
 # A bf16/fp32 peak ratio within this of 1 counts as no real change.
 SMALL_CHANGE = 0.1
 
 
+SNAPSHOT_HOWTO = ("python -m cs336_profile.run memory --size {size} --snapshot-context-length {context} on a CUDA "
+                  "device writes them to {folder}/ in the results folder")
+TIMELINE_TITLE = "Allocated memory over the step"
+
+
+def _with_time(rows: pd.DataFrame) -> pd.DataFrame:
+    """Timeline rows with ``time_ms`` from the first event of their snapshot."""
+    start = rows.groupby("snapshot")["time_us"].transform("min")
+    return rows.assign(time_ms=(rows["time_us"] - start) / 1000)
+
+
+def phase_marks(timeline: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
+    """For each recorded train step: each phase's peak from the peaks results (same context and
+    dtype) and when the timeline first reaches it after its lowest point (the gradients freed)."""
+    rows = []
+    for (snapshot, mode, context, dtype), events in timeline.groupby(
+            ["snapshot", "mode", "context_length", "dtype"], sort=False):
+        match = peaks[(peaks["mode"] == mode) & (peaks["context_length"] == context) & (peaks["dtype"] == dtype)]
+        if match.empty:
+            continue
+        events = events.reset_index(drop=True)
+        after_low = events.iloc[events["allocated_bytes"].idxmin():]
+        for phase in ("forward", "backward", "optimizer_step"):
+            peak = match.iloc[0].get(peak_column(phase))
+            if pd.isna(peak):
+                continue
+            level = min(peak, events["allocated_bytes"].max()) - PEAK_MATCH_BYTES
+            reached = after_low[after_low["allocated_bytes"] >= level]
+            rows.append({"mode": mode, "phase": phase, "phase_peak_bytes": peak,
+                         "reached_at_ms": reached["time_ms"].iloc[0] if not reached.empty else None})
+    return pd.DataFrame(rows)
+
+
 def answer_mem_a(results: ResultsSet) -> ResultsAnswer | Unanswered:
-    """mem-a: allocated memory over the recorded step, forward only against a full training step."""
+    """mem-a: allocated memory over the recorded step, forward only against a full training step,
+    with the state it starts from and when each phase reaches its peak."""
     rows = results.experiment_rows(TIMELINE)
     if rows.empty:
         return Unanswered("mem-a", f"a `{TIMELINE}` results file with allocator snapshots ({RUN_MEMORY})")
-    grouped = rows.groupby(["snapshot", "mode", "context_length", "dtype"], sort=False)["allocated_bytes"]
-    table = grouped.agg(start_bytes="first", peak_bytes="max", end_bytes="last").reset_index()
+    rows = _with_time(rows)
+    grouped = rows.groupby(["snapshot", "mode", "context_length", "dtype"], sort=False)
+    table = grouped["allocated_bytes"].agg(start_bytes="first", lowest_bytes="min", peak_bytes="max",
+                                           end_bytes="last").reset_index()
+    table["peak_at_ms"] = grouped.apply(lambda g: g.loc[g["allocated_bytes"].idxmax(), "time_ms"],
+                                        include_groups=False).to_numpy()
+    table["duration_ms"] = grouped["time_ms"].max().to_numpy()
     table["snapshot_file"] = SNAPSHOT_FOLDER + "/" + table["snapshot"] + ".pickle"
-    size = _size_of(results)
-    parts = [f"{row.mode} peaks at {row.peak_bytes / GIB:.2f} GiB from {row.start_bytes / GIB:.2f} GiB "
-             f"at the start of the step" for row in table.itertuples()]
-    text = f"Allocated memory {size}at context {table['context_length'].iloc[0]} ({table['dtype'].iloc[0]}): " \
-           + "; ".join(parts) + "."
-    if {"forward", "train"} <= set(table["mode"]):
-        peak = table.set_index("mode")["peak_bytes"]
-        text += f" The training step needs {peak['train'] / peak['forward']:.1f}× the forward pass's peak: " \
-                "activations kept for backward, gradients and AdamW's two moments come on top of the parameters."
-    text += " Load a snapshot file at pytorch.org/memory_viz to see every allocation."
-    return ResultsAnswer("mem-a", text, {"Recorded steps": table.drop(columns="snapshot"),
-                                         "Allocated memory over the step": rows}, used_files(rows))
+    peaks = results.experiment_rows(PEAKS)
+    numbers: dict = {}
+    tables = {"Recorded steps": table.drop(columns="snapshot")}
+    size = peaks["size"].iloc[0] if not peaks.empty else None
+    text = f"Allocated memory {f'of the {size} model ' if size else ''}at context {table['context_length'].iloc[0]} " \
+           f"({table['dtype'].iloc[0]}), from the step's first allocator event:"
+    for row in table.itertuples():
+        text += (f" {row.mode}: {row.start_bytes / MIB:,.0f} MiB at the start, lowest {row.lowest_bytes / MIB:,.0f}, "
+                 f"peak {row.peak_bytes / MIB:,.0f} MiB at {row.peak_at_ms:.0f} ms of {row.duration_ms:.0f} ms;")
+    text = text.rstrip(";") + "."
+    if not peaks.empty:
+        marks = phase_marks(rows, peaks)
+        if not marks.empty:
+            tables["Each phase's peak and when the step reaches it"] = marks
+            text += _train_story(table, marks, int(peaks["parameters"].iloc[0]), numbers)
+    text += (" The snapshot files are not shipped with this report: "
+             + SNAPSHOT_HOWTO.format(size=size or "SIZE", context=table["context_length"].iloc[0], folder=SNAPSHOT_FOLDER)
+             + f" ({', '.join(f'{name}.pickle' for name in table['snapshot'])}); drop one on "
+             "https://pytorch.org/memory_viz to see every allocation with its stack.")
+    return ResultsAnswer("mem-a", text, tables, used_files(rows), numbers,
+                         downloads={TIMELINE_TITLE: rows.drop(columns="time_us")})
 
 
-def _size_of(results: ResultsSet) -> str:
-    """``of the 2.7B model `` from the peaks results; empty without them (the timeline has no size)."""
-    rows = results.experiment_rows(PEAKS)
-    return f"of the {rows['size'].iloc[0]} model " if not rows.empty else ""
+def _train_story(table: pd.DataFrame, marks: pd.DataFrame, parameters: int, numbers: dict) -> str:
+    """The train step read against its state: what it starts with, what zero_grad frees, when
+    each phase reaches its peak and which phase's peak is the step's."""
+    train = table[table["mode"] == "train"]
+    marks = marks[marks["mode"] == "train"].dropna(subset=["phase_peak_bytes"])
+    if train.empty or marks.empty:
+        return ""
+    step = train.iloc[0]
+    copy = fp32_copy_bytes(parameters)
+    top = marks.loc[marks["phase_peak_bytes"].idxmax()]
+    numbers.update(start_bytes=step["start_bytes"], state_bytes=4 * copy, lowest_bytes=step["lowest_bytes"],
+                   peak_phase=top["phase"])
+    text = (f" The training step starts with the weights, their gradients and AdamW's two moments in fp32 "
+            f"(4 × {copy / MIB:,.0f} MiB = {4 * copy / MIB:,.0f} MiB for {parameters:,} parameters; "
+            f"{(step['start_bytes'] - 4 * copy) / MIB:,.0f} MiB more are other buffers); zero_grad(set_to_none) "
+            f"frees the gradients (down to {step['lowest_bytes'] / MIB:,.0f} MiB), then")
+    reached = [f"the {row.phase.replace('_', ' ')} reaches its peak, {row.phase_peak_bytes / MIB:,.0f} MiB, at "
+               f"{row.reached_at_ms:.0f} ms" for row in marks.itertuples() if pd.notna(row.reached_at_ms)]
+    text += " " + "; ".join(reached) if reached else ""
+    return text + f". The step's peak is set by the {top['phase'].replace('_', ' ')}."
 
 
 def peak_table(rows: pd.DataFrame, dtype: str) -> pd.DataFrame:
@@ -69,9 +139,9 @@ def _peak_sentence(table: pd.DataFrame) -> str:
             parts.append(f"{mode} ran out of memory at every context length")
             continue
         low, high = done.iloc[0], done.iloc[-1]
-        span = f"{low['peak_memory_bytes'] / GIB:.2f} GiB at context {low['context_length']}"
+        span = f"{low['peak_memory_bytes'] / MIB:,.0f} MiB at context {low['context_length']}"
         if len(done) > 1:
-            span += f" to {high['peak_memory_bytes'] / GIB:.2f} GiB at {high['context_length']}"
+            span += f" to {high['peak_memory_bytes'] / MIB:,.0f} MiB at {high['context_length']}"
         oom = rows[rows["status"] != "ok"]
         if not oom.empty:
             span += f" (out of memory at {', '.join(str(c) for c in oom['context_length'])})"
@@ -80,7 +150,8 @@ def _peak_sentence(table: pd.DataFrame) -> str:
 
 
 def answer_mem_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
-    """mem-b: peak memory per context length, forward only against a full training step (fp32)."""
+    """mem-b: peak memory per context length, forward only against a full training step (fp32),
+    and what the training peak is made of."""
     rows = results.experiment_rows(PEAKS)
     table = peak_table(rows, "fp32") if not rows.empty else rows
     if table.empty or ok_rows(table)["peak_memory_bytes"].isna().all():
@@ -89,7 +160,40 @@ def answer_mem_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
     growth = _train_over_forward(table)
     if growth:
         text += f" A training step needs {growth} the forward pass's peak at the same context length."
-    return ResultsAnswer("mem-b", text, {"Peak memory, fp32": table}, used_files(rows[rows["dtype"] == "fp32"]))
+    tables = {"Peak memory, fp32": table}
+    numbers: dict = {}
+    accounting = train_accounting(rows[rows["dtype"] == "fp32"]) if "parameters" in rows else pd.DataFrame()
+    if not accounting.empty:
+        tables["What the training step holds, fp32"] = accounting
+        text += _accounting_text(accounting, numbers)
+    return ResultsAnswer("mem-b", text, tables, used_files(rows[rows["dtype"] == "fp32"]), numbers)
+
+
+def _mib_list(values: pd.Series) -> str:
+    return " / ".join(f"{v / MIB:,.0f}" for v in values) + " MiB"
+
+
+def _accounting_text(accounting: pd.DataFrame, numbers: dict) -> str:
+    """State, activations (their T² part and the rest per position) and the phase of the peak."""
+    copy = accounting["fp32_copy_bytes"].iloc[0]
+    contexts = "/".join(str(c) for c in accounting["context_length"])
+    numbers.update(activations_bytes=dict(zip(accounting["context_length"], accounting["activations_bytes"])),
+                   peak_phase=dict(zip(accounting["context_length"], accounting["peak_phase"])))
+    text = (f" Accounting of the training step: the weights and AdamW's two moments ({3} × {copy / MIB:,.0f} MiB = "
+            f"{3 * copy / MIB:,.0f} MiB) stay all step and the runner's zero_grad(set_to_none) frees the gradients "
+            f"before the forward, so the train forward's peak minus them is what the forward keeps for backward: "
+            f"{_mib_list(accounting['activations_bytes'])} at context {contexts}.")
+    if "attention_t2_bytes" in accounting:
+        text += (f" Its T² part, the two fp32 B×H×T×T matrices eager attention keeps per layer, is "
+                 f"{_mib_list(accounting['attention_t2_bytes'])}; the rest grows with T alone: "
+                 + " / ".join(f"{v / MIB:.1f}" for v in accounting["rest_per_position_bytes"])
+                 + " MiB per context position.")
+    by_phase = [f"the {row.peak_phase.replace('_', ' ')} at {row.context_length} ({row.peak_bytes / MIB:,.0f} MiB)"
+                for row in accounting.itertuples()]
+    by_phase = by_phase[0] if len(by_phase) == 1 else ", ".join(by_phase[:-1]) + " and " + by_phase[-1]
+    text += (f" The backward adds the gradients ({copy / MIB:,.0f} MiB) while it frees activations; the step's peak is "
+             f"set by {by_phase}.")
+    return text
 
 
 def _train_over_forward(table: pd.DataFrame) -> str:
@@ -129,8 +233,46 @@ def answer_mem_c(results: ResultsSet) -> ResultsAnswer | Unanswered:
         text += " Against fp32 the peak is " + " and ".join(
             f"{_ratio_span(ratios[mode])} as large in {mode} ({effect}: {reason})"
             for mode, (effect, reason) in effects.items()) + "."
+    numbers: dict = {}
+    text += _bf16_accounting_text(rows, numbers)
     return ResultsAnswer("mem-c", text, {"Peak memory, bf16 autocast": bf16, "bf16 against fp32": compared},
-                         used_files(rows))
+                         used_files(rows), numbers)
+
+
+def _bf16_accounting_text(rows: pd.DataFrame, numbers: dict) -> str:
+    """The bf16 forward's extra memory against autocast's weight copies, and the bf16 train step's
+    activations against fp32's."""
+    forward = peak_table(rows, "fp32").merge(peak_table(rows, "bf16"), on=["context_length", "mode"],
+                                               suffixes=("_fp32", "_bf16"))
+    forward = ok_rows(forward.rename(columns={"status_fp32": "status"}))
+    forward = forward[forward["mode"] == "forward"]
+    text = ""
+    if not forward.empty and "parameters" in rows:
+        extra = forward["peak_memory_bytes_bf16"] - forward["peak_memory_bytes_fp32"]
+        copies = int(rows["parameters"].iloc[0]) * 2
+        numbers.update(forward_extra_bytes=extra.tolist(), bf16_weight_copies_bytes=copies)
+        text += (f" The bf16 forward holds {_mib_span(extra)} more than fp32, about autocast's bf16 copies of the "
+                 f"weights ({int(rows['parameters'].iloc[0]):,} × 2 B = {copies / MIB:,.0f} MiB), which it caches "
+                 "for the whole forward.")
+    accounting = train_accounting(rows) if "parameters" in rows else pd.DataFrame()
+    if accounting.empty or set(accounting["dtype"]) != {"fp32", "bf16"}:
+        return text
+    kept = accounting.pivot_table(index="context_length", columns="dtype", values="activations_bytes")
+    ratio = (kept["bf16"] / kept["fp32"]).dropna()
+    if ratio.empty:
+        return text
+    numbers["activation_ratio"] = ratio.to_dict()
+    return text + (f" In the training step the activations kept for backward (forward peak minus weights, moments "
+                   f"and the bf16 copies) are {_ratio_span(ratio)} fp32's ("
+                   + ", ".join(f"{kept.loc[c, 'bf16'] / MIB:,.0f} against {kept.loc[c, 'fp32'] / MIB:,.0f} MiB at {c}"
+                               for c in ratio.index)
+                   + "): bf16 halves what the GEMMs output, not what autocast keeps in fp32 (softmax, norms, loss), "
+                   "and the weight copies come on top, so the train peak moves little.")
+
+
+def _mib_span(values: pd.Series) -> str:
+    low, high = f"{values.min() / MIB:,.0f}", f"{values.max() / MIB:,.0f}"
+    return f"{low} MiB" if low == high else f"{low}–{high} MiB"
 
 
 def _ratio_span(ratio: pd.Series) -> str:
@@ -150,40 +292,61 @@ def _precision_effect(ratio: pd.Series) -> tuple[str, str]:
 
 
 def answer_mem_d(results: ResultsSet) -> ResultsAnswer | Unanswered:
-    """mem-d: size of one residual-stream activation tensor in fp32, with its derivation."""
+    """mem-d: size of one residual-stream activation tensor in fp32, with its derivation, in MiB
+    (bytes / 1024²) and MB (bytes / 10⁶)."""
     rows = results.experiment_rows(ACTIVATION)
     if rows.empty:
         return Unanswered("mem-d", f"a `{ACTIVATION}` results file (python -m cs336_profile.run memory)")
     first = rows.iloc[0]
-    text = f"One residual-stream activation of {first['size']} (batch × context × d_model fp32 values) is " \
-           + "; ".join(f"{r.mib:.2f} MB at context {r.context_length}" for r in rows.itertuples()) \
-           + f": {first['derivation']}."
-    return ResultsAnswer("mem-d", text, {"Residual-stream activation, fp32": rows[
-        ["size", "batch_size", "context_length", "d_model", "bytes", "mib", "derivation"]].rename(
-        columns={"bytes": "activation_bytes_exact", "mib": "activation_mib"})}, used_files(rows))
+    derivations = [f"{r.batch_size} × {r.context_length} × {r.d_model} × 4 B = {r.bytes:,} B = "
+                   f"{r.bytes / MIB:.2f} MiB ({r.bytes / 1e6:.2f} MB)" for r in rows.itertuples()]
+    text = (f"One residual-stream activation of {first['size']} is batch × context × d_model fp32 values: "
+            + "; ".join(f"at context {r.context_length}, {d}" for r, d in zip(rows.itertuples(), derivations)) + ".")
+    table = rows[["size", "batch_size", "context_length", "d_model", "bytes", "mib"]].rename(
+        columns={"bytes": "activation_bytes_exact", "mib": "activation_mib"})
+    table = table.assign(activation_mb=table["activation_bytes_exact"] / 1e6, derivation=derivations)
+    return ResultsAnswer("mem-d", text, {"Residual-stream activation, fp32": table}, used_files(rows),
+                         {"activation_bytes": rows["bytes"].tolist()})
 
 
 def answer_mem_e(results: ResultsSet) -> ResultsAnswer | Unanswered:
-    """mem-e: the largest allocations of the forward pass and the model code that made them."""
+    """mem-e: the largest allocations of the forward pass: the tensor each is (from the model's
+    activation shapes of the same size), the model code that made it, how many."""
     rows = results.experiment_rows(LARGEST)
     if rows.empty:
         return Unanswered("mem-e", f"a `{LARGEST}` results file from an allocator snapshot ({RUN_MEMORY})")
+    peaks = results.experiment_rows(PEAKS)
+    shapes = activation_shapes(peaks["size"].iloc[0], int(peaks["batch_size"].iloc[0]),
+                               int(rows["context_length"].iloc[0])) if not peaks.empty else []
     table = rows.sort_values(["size_bytes", "count"], ascending=False)[
         ["size_bytes", "count", "site", "stack", "snapshot"]].reset_index(drop=True)
-    # Stacks differ below the model code; the answer speaks of sizes and the sites that made them.
-    by_site = table.groupby(["size_bytes", "site"], sort=False)["count"].sum().reset_index() \
-        .sort_values(["size_bytes", "count"], ascending=False, kind="stable")
-    top_size = by_site["size_bytes"].iloc[0]
-    top = by_site[by_site["size_bytes"] == top_size]
-    text = f"The largest allocations of the forward pass are {top_size / MIB:,.1f} MiB each " \
-           f"({int(top['count'].sum())} of them), made at "
-    text += top["site"].iloc[0] if len(top) == 1 else \
-        " and ".join(f"{r.site} ({int(r.count)})" for r in top.itertuples())
-    others = by_site[by_site["size_bytes"] < top_size].head(2)
-    if not others.empty:
-        text += "; next come " + " and ".join(f"{r.size_bytes / MIB:,.1f} MiB at {r.site}" for r in others.itertuples())
-    text += "."
-    return ResultsAnswer("mem-e", text, {"Largest allocations of the forward pass": table}, used_files(rows))
+    named = [name_allocation(size, shapes) for size in table["size_bytes"]]
+    table.insert(1, "tensor", [what for what, _ in named])
+    table.insert(2, "shape", [shape for _, shape in named])
+    # Stacks differ below the model code; keep the model's frames, the answer speaks of those.
+    table["stack"] = [_model_frames(stack) or site for stack, site in zip(table["stack"], table["site"])]
+    table["made_at"] = table["stack"].map(lambda stack: " ← ".join(stack.split(" ← ")[:2]))
+    counted = table.groupby(["size_bytes", "tensor", "shape", "made_at"], sort=False)["count"].sum().reset_index()
+    counted["site_count"] = counted["made_at"] + " (" + counted["count"].astype(str) + ")"
+    by_size = counted.groupby(["size_bytes", "tensor", "shape"], sort=False).agg(
+        count=("count", "sum"), sites=("site_count", ", ".join)).reset_index()
+    sentences = []
+    for row in by_size.head(3).itertuples():
+        label = f"{row.size_bytes / MIB:,.1f} MiB × {int(row.count)}"
+        if row.tensor:
+            dims = row.shape.removesuffix(" fp32").replace("×", " × ")
+            label += f": {row.tensor}, {dims} × 4 B"
+        sentences.append(f"{label}, made at {row.sites}")
+    text = "The largest allocations of the forward pass are " + "; then ".join(sentences) + "."
+    table = table.drop(columns="made_at")
+    return ResultsAnswer("mem-e", text, {"Largest allocations of the forward pass": table}, used_files(rows),
+                         {"largest_bytes": int(by_size["size_bytes"].iloc[0]), "largest_tensor": by_size["tensor"].iloc[0]})
+
+
+def _model_frames(stack: str) -> str:
+    """The frames of a stack inside the model's code (``model.py:143 in forward <- ...``)."""
+    frames = [frame for frame in str(stack).split(" <- ") if frame.startswith(MODEL_FILE)]
+    return " ← ".join(frame.split(" in ")[0] for frame in frames)
 
 
 MEM_A = Question(
@@ -209,7 +372,7 @@ MEM_C = Question(
 
 MEM_D = Question(
     id="mem-d", section="Memory", title="One residual-stream activation",
-    text="Size of one residual-stream activation tensor in fp32, in MB, and its derivation.",
+    text="Size of one residual-stream activation tensor in fp32, in MB (MiB here: bytes / 1024²), and its derivation.",
     needs=f"a `{ACTIVATION}` results file (python -m cs336_profile.run memory)",
     compute=from_results(answer_mem_d), figure=FigureSpec("mem-d", alt="One residual-stream activation"),
 )

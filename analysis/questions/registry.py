@@ -7,16 +7,25 @@ catalog, the index, the figures, the summary's ``questions`` section and the pag
 """
 from __future__ import annotations
 
-from analysis.questions import (attention, bench, compile, ddp_b, fsdp_b, memory, mixed_precision, nsys_a, nsys_b,
-                                nsys_c, nsys_d, nsys_e)
+from dataclasses import replace
+
+from analysis.questions import (attention, bench, checkpointing, compile, ddp_b, fsdp_b, mem_f, memory, mixed_precision,
+                                norm_precision, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e)
 from analysis.questions.question import Question
+from analysis.records import EDITION_2025, EDITION_2026
+
+
+def both_editions(question: Question) -> Question:
+    """A question the 2026 handout asks as 2025's did (nsys_profile (a)–(e), memory (a)–(e))."""
+    return replace(question, editions=(EDITION_2025, EDITION_2026))
+
 
 QUESTIONS: tuple[Question, ...] = (
     bench.BENCH_B, bench.BENCH_C,
-    nsys_a.QUESTION, nsys_b.QUESTION, nsys_c.QUESTION, nsys_d.QUESTION, nsys_e.QUESTION,
-    mixed_precision.MP_ACCUM, mixed_precision.MP_A, mixed_precision.MP_C,
-    memory.MEM_A, memory.MEM_B, memory.MEM_C, memory.MEM_D, memory.MEM_E,
-    attention.ATTN_A,
+    *map(both_editions, (nsys_a.QUESTION, nsys_b.QUESTION, nsys_c.QUESTION, nsys_d.QUESTION, nsys_e.QUESTION)),
+    mixed_precision.MP_ACCUM, mixed_precision.MP_A, norm_precision.MP_B, mixed_precision.MP_C,
+    *map(both_editions, (memory.MEM_A, memory.MEM_B, memory.MEM_C, memory.MEM_D, memory.MEM_E)), mem_f.MEM_F,
+    attention.ATTN_A, checkpointing.CKPT_B,
     compile.COMPILE_A, compile.COMPILE_B,
     ddp_b.QUESTION, fsdp_b.QUESTION,
 )

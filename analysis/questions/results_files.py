@@ -15,6 +15,7 @@ import pandas as pd
 
 from analysis.records import ResultsAnswer, Unanswered  # noqa: F401  (what the questions return)
 from analysis.runs import size_order
+from cs336_profile.config import DEFAULT_HANDOUT
 from cs336_profile.contract import STATUS_OK
 
 RESULTS_FILE_COLUMN = "results_file"
@@ -42,21 +43,31 @@ class ResultsSet:
 
 
 def read_results_dir(results_dir: str | Path | None) -> ResultsSet:
-    """Load every results document (`*.json` with ``experiment`` and ``rows``) in a folder.
+    """Load every results document (`*.json` with ``experiment`` and ``rows``) in a folder and its
+    subfolders (an edition's results, e.g. ``2026/``), keyed by path relative to the folder.
 
-    Other JSON files (timings, snapshots' metadata) are skipped; a missing folder gives an empty set.
+    An experiment is taken from the shallowest level that has it: a subfolder adds experiments the
+    folder lacks (``layernorm``), never more runs of one it has (its ``bench`` rows of another
+    edition stay out of this edition's answers). Other JSON files (timings, snapshots' metadata)
+    are skipped; a missing folder gives an empty set.
     """
     if results_dir is None or not Path(results_dir).is_dir():
         return ResultsSet()
-    documents, problems = {}, []
-    for path in sorted(Path(results_dir).glob("*.json")):
+    root = Path(results_dir)
+    paths = sorted(root.rglob("*.json"), key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
+    documents, depth_of, problems = {}, {}, []
+    for path in paths:
         try:
             document = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(document, dict) and isinstance(document.get("experiment"), str) \
-                and isinstance(document.get("rows"), list):
-            documents[path.name] = {**document, "rows": _valid_rows(path.name, document["rows"], problems)}
+        if not (isinstance(document, dict) and isinstance(document.get("experiment"), str)
+                and isinstance(document.get("rows"), list)):
+            continue
+        depth = len(path.relative_to(root).parts)
+        if depth_of.setdefault(document["experiment"], depth) == depth:
+            name = path.relative_to(root).as_posix()
+            documents[name] = {**document, "rows": _valid_rows(name, document["rows"], problems)}
     return ResultsSet(documents, tuple(problems))
 
 
@@ -86,6 +97,13 @@ def _valid_rows(name: str, rows: list, problems: list[str]) -> list[dict]:
     return cleaned
 
 
+def results_edition(document: dict) -> str:
+    """The handout edition of a results document: its config's, else its rows', else 2025."""
+    rows = [row.get("handout") for row in document.get("rows", []) if isinstance(row, dict)]
+    named = (document.get("config") or {}).get("handout") or next((r for r in rows if r), None)
+    return str(named or DEFAULT_HANDOUT)
+
+
 def used_files(*frames: pd.DataFrame) -> tuple[str, ...]:
     """Sorted names of the results files the rows of ``frames`` came from."""
     names = set()
@@ -110,3 +128,15 @@ def sorted_by_size(rows: pd.DataFrame, *then: str) -> pd.DataFrame:
 def plural(count: int, noun: str) -> str:
     """``1 configuration``, ``2 configurations``."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def joined(names: pd.Series) -> str:
+    """``small, medium and large``: the distinct values in their order."""
+    distinct = [str(name) for name in dict.fromkeys(names)]
+    return distinct[0] if len(distinct) == 1 else f"{', '.join(distinct[:-1])} and {distinct[-1]}"
+
+
+def value_span(values: pd.Series) -> str:
+    """``5`` for one distinct value, ``1–5`` for several."""
+    distinct = sorted(values.unique())
+    return str(distinct[0]) if len(distinct) == 1 else f"{distinct[0]}–{distinct[-1]}"

@@ -12,8 +12,8 @@ from markupsafe import escape
 
 from analysis.records import DiffRecord
 from analysis.safe_write import write_file
-from analysis.report.render import (FigureFile, communication_figures, diff_content, environment, templates_dir,
-                                    trace_figures, trace_tables)
+from analysis.report.render import (FigureFile, communication_figures, diff_content, environment, question_downloads,
+                                    templates_dir, trace_figures, trace_tables)
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
 
@@ -49,7 +49,7 @@ def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[Figu
     for page in site.questions:
         _page(out_dir / f"{page.card.page}.html", lambda: env.get_template("question.html").render(
             page=page, tables=[display_table(title, table) for title, table in page.result.tables.items()],
-            figures=question_figures[page.card.id], home=True))
+            figures=question_figures[page.card.id], downloads=question_downloads(page, out_dir), home=True))
     for page in site.traces:
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _page(out_dir / f"{page.page}.html", lambda: env.get_template("trace.html").render(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.safe_write import write_file
-from analysis.report.render import FigureFile, environment
+from analysis.report.render import FigureFile, environment, question_downloads
 from analysis.report.site import Site
 from analysis.report.tables import display_table
 
@@ -18,6 +18,7 @@ def write_markdown(site: Site, out_dir: Path, question_figures: dict[str, list[F
     for page in site.questions:
         tables = [display_table(title, table) for title, table in page.result.tables.items()]
         text = env.get_template("question.md.j2").render(page=page, tables=tables,
-                                                         figures=question_figures[page.card.id])
+                                                         figures=question_figures[page.card.id],
+                                                         downloads=question_downloads(page, out_dir))
         write_file(out_dir / f"{page.card.page}.md", text, root=out_dir)
     return write_file(out_dir / "index.md", env.get_template("index.md.j2").render(site=site), root=out_dir)

@@ -71,6 +71,21 @@ def mp_a(answer: ResultsAnswer) -> Figure:
     return figure
 
 
+def mp_b(answer: ResultsAnswer) -> Figure:
+    table = first_table(answer)
+    parts = [c for c in ("mean_rel_error_max", "spread_rel_error_max", "inv_rel_error_max", "output_rel_error_max")
+             if c in table]
+    rows = table[table["norm"] == "layernorm"] if (table["norm"] == "layernorm").any() else table
+    figure, (ax,) = new_figure()
+    grouped_bars(ax, [f"{r.dtype} {r.compute}" for r in rows.itertuples()],
+                 {c.removesuffix("_rel_error_max").replace("spread", "variance").replace("inv", "1/sqrt"):
+                  rows[c].to_numpy() for c in parts})
+    ax.set_yscale("log")
+    ax.set_ylabel("largest relative error against fp32")
+    ax.set_title("LayerNorm in low precision: each part's error (low = computed in the dtype, upcast = fp32 math)")
+    return figure
+
+
 def mp_c(answer: ResultsAnswer) -> Figure:
     table = completed(first_table(answer))
     figure, (ax,) = new_figure()
@@ -83,14 +98,54 @@ def mp_c(answer: ResultsAnswer) -> Figure:
 
 
 def mem_a(answer: ResultsAnswer) -> Figure:
-    timeline = first_table(answer, 1)
+    timeline = next(iter(answer.downloads.values()))
     figure, (ax,) = new_figure()
     for (mode, context), rows in timeline.groupby(["mode", "context_length"], sort=False):
-        ax.plot(rows["event_index"], rows["allocated_bytes"] / GIB, label=f"{mode}, ctx{context}")
-    ax.set_xlabel("allocator event")
+        ax.plot(rows["time_ms"], rows["allocated_bytes"] / GIB, label=f"{mode}, ctx{context}")
+    marks = first_table(answer, 1) if len(answer.tables) > 1 else pd.DataFrame()
+    if {"mode", "phase", "reached_at_ms"} <= set(marks.columns):
+        for mark in marks[marks["mode"] != "forward"].dropna(subset=["reached_at_ms"]).itertuples():
+            ax.axvline(mark.reached_at_ms, color="grey", linestyle=":", linewidth=1)
+            ax.annotate(f"{mark.phase.replace('_', ' ')} peak", (mark.reached_at_ms, 0.02),
+                        xycoords=("data", "axes fraction"), rotation=90, fontsize=7, ha="right", va="bottom")
+    ax.set_xlabel("ms from the step's first allocator event")
     ax.set_ylabel("allocated (GiB)")
     ax.legend(frameon=False)
-    ax.set_title("Allocated memory over the recorded step")
+    ax.set_title("Allocated memory over the recorded step, with when each phase reaches its peak")
+    return figure
+
+
+def mem_f(answer: ResultsAnswer) -> Figure:
+    """Allocated memory over one step, each block's forward and backward range shaded under it."""
+    timeline, spans = first_table(answer, 3), first_table(answer, 4)
+    figure, (ax,) = new_figure()
+    ax.plot(timeline["time_ms"], timeline["allocated_bytes"] / GIB, color=PALETTE[0])
+    for index, span in enumerate(spans.itertuples()):
+        colour = PALETTE[1] if span.phase == "forward" else PALETTE[2]
+        ax.axvspan(span.start_ms, span.start_ms + span.dur_ms, color=colour, alpha=0.15 if index % 2 else 0.3, lw=0)
+    ax.set_xlabel("time from the step's start (ms); shaded: blocks' forward (first colour) and backward ranges")
+    ax.set_ylabel("allocated (GiB)")
+    ax.set_title("Allocated memory over one training step, per TransformerBlock")
+    return figure
+
+
+def ckpt_b(answer: ResultsAnswer) -> Figure:
+    """Peak memory per blocks per checkpoint group; OOM block sizes as crosses at the top."""
+    table = first_table(answer)
+    grouped = table[table["blocks_per_group"] > 0]
+    done = completed(grouped)
+    figure, (ax,) = new_figure()
+    ax.plot(done["blocks_per_group"], done["peak_memory_bytes"] / GIB, marker="o", color=PALETTE[0])
+    failed = grouped[grouped["status"] != "ok"]
+    if len(failed):
+        top = done["peak_memory_bytes"].max() / GIB if len(done) else 1.0
+        ax.scatter(failed["blocks_per_group"], [top * 1.05] * len(failed), marker="x", color=PALETTE[1],
+                   label="out of memory")
+        ax.legend(frameon=False)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("blocks per checkpoint group K")
+    ax.set_ylabel("peak allocated (GiB)")
+    ax.set_title("Activation checkpointing: peak memory against K")
     return figure
 
 
@@ -132,7 +187,7 @@ def mem_d(answer: ResultsAnswer) -> Figure:
     figure, (ax,) = new_figure(height=2.8)
     ax.bar(table["context_length"].astype(str), table["activation_mib"], color=PALETTE[0])
     ax.set_xlabel("context length")
-    ax.set_ylabel("MB (bytes / 1024²)")
+    ax.set_ylabel("MiB (bytes / 1024²)")
     ax.set_title("One residual-stream activation in fp32")
     return figure
 
@@ -141,7 +196,7 @@ def mem_e(answer: ResultsAnswer) -> Figure:
     table = first_table(answer).head(10)
     # One bar per row: a site reached through different callers gets its caller in the label, and
     # bars sit at positions, not at categorical labels (equal labels would draw on one bar).
-    callers = table["stack"].str.split(" <- ").str[1].fillna("")
+    callers = table["stack"].str.split(" ← ").str[1].fillna("")
     repeated = table["site"].duplicated(keep=False) & (callers != "")
     labels = [f"{site}{f' ← {caller}' if twin else ''} ×{count}"
               for site, caller, twin, count in zip(table["site"], callers, repeated, table["count"])]
@@ -283,9 +338,9 @@ def fsdp_b(answer: ResultsAnswer) -> Figure:
 
 
 RESULTS_DRAWINGS = {
-    "bench-b": bench_b, "bench-c": bench_c, "mp-accum": mp_accum, "mp-a": mp_a, "mp-c": mp_c,
-    "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c, "mem-d": mem_d, "mem-e": mem_e,
-    "attn-a": attn_a, "compile-a": compile_a, "compile-b": compile_b, "fsdp-b": fsdp_b,
+    "bench-b": bench_b, "bench-c": bench_c, "mp-accum": mp_accum, "mp-a": mp_a, "mp-b": mp_b, "mp-c": mp_c,
+    "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c, "mem-d": mem_d, "mem-e": mem_e, "mem-f": mem_f,
+    "attn-a": attn_a, "ckpt-b": ckpt_b, "compile-a": compile_a, "compile-b": compile_b, "fsdp-b": fsdp_b,
 }
 SPEC_DRAWINGS = {"trace_bars": trace_bars, "category_stack": category_stack}
 

@@ -85,6 +85,24 @@ def all_question_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile
     return {page.card.id: question_figures(page, out_dir) for page in site.questions}
 
 
+@dataclass(frozen=True)
+class DataFile:
+    """A table written as CSV beside its page: path relative to the page, and its title."""
+
+    path: str
+    title: str
+
+
+def question_downloads(page: QuestionRecord, out_dir: Path) -> list[DataFile]:
+    """The answer's ``downloads`` written as CSV files beside the page."""
+    files = []
+    for index, (title, table) in enumerate(page.result.downloads.items()):
+        name = f"{page.card.page}-data{index + 1}.csv"
+        table.to_csv(out_dir / name, index=False)
+        files.append(DataFile(name, title))
+    return files
+
+
 def trace_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
     """Per-phase categories and spans; the step timeline when the summary has one."""
     phases = page.summary["phases"]
@@ -129,8 +147,12 @@ def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
     if overall["top_kernels"]:
         top = pd.DataFrame(overall["top_kernels"][:TOP_KERNELS_OVERALL], columns=KERNEL_COLUMNS)
         kernels.append(display_table(f"Top kernels, {scope}", _label_kernels(top)))
-    return {"phases": [display_table("Per phase, mean per measured pass", per_phase)] if phases else [],
-            "kernels": kernels, "communication": communication_tables(summary["communication"])}
+    tables = [display_table("Per phase, mean per measured pass", per_phase)] if phases else []
+    metrics = (summary.get("gpu_metrics") or {}).get("phases") or {}
+    if metrics:
+        rows = pd.DataFrame([{"phase": name, **values} for name, values in metrics.items()])
+        tables.append(display_table("GPU metrics per phase, mean % over the measured phase windows", rows))
+    return {"phases": tables, "kernels": kernels, "communication": communication_tables(summary["communication"])}
 
 
 def communication_tables(communication: dict) -> list[DisplayTable]:

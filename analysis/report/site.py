@@ -13,7 +13,7 @@ import pandas as pd
 from analysis.records import DiffRecord, QuestionRecord, ReportData
 from analysis.runs import config_value, run_label, size_order, summary_stem
 
-GRID_GROUP_KEYS = ("mode", "dtype", "compile", "attention")
+GRID_GROUP_KEYS = ("handout", "mode", "dtype", "compile", "attention")
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -132,7 +132,7 @@ def run_grids(summaries: list[dict], sweep: pd.DataFrame) -> list[RunGrid]:
         contexts = sorted({c for _, c in by_cell})
         rows = [(size, [by_cell.get((size, c), GridCell("not run")) for c in contexts]) for size in sizes]
         values = dict(group)
-        title = f"{values['mode']}, {values['dtype']}" + (", compiled" if values["compile"] else "") \
+        title = f"{values['handout']} handout: {values['mode']}, {values['dtype']}" + (", compiled" if values["compile"] else "") \
             + (f", {values['attention']} attention" if values["attention"] != "naive" else "")
         grids.append(RunGrid(title, contexts, rows))
     return grids

@@ -55,6 +55,7 @@ UNITS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("_bytes", "MiB", lambda v: f"{v / MIB:,.1f}"),
     ("_mib", "MiB", lambda v: f"{v:,.2f}"),
     ("_share", "%", lambda v: f"{v * 100:.1f}"),
+    ("_pct", "%", lambda v: f"{v:.1f}"),
     ("_ratio", "×", lambda v: f"{v:.4g}"),
     ("_speedup", "×", lambda v: f"{v:.2f}"),
     ("_tflop_per_s", "TFLOP/s", lambda v: f"{v:.1f}"),

@@ -1,0 +1,42 @@
+"""Nsight's GPU metrics samples (``GPU_METRICS``, recorded with ``--gpu-metrics-devices``), named
+through ``TARGET_INFO_GPU_METRICS``. An optional table: :func:`read_gpu_metrics` returns None
+when the export lacks it."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.load.inputs import connect_readonly, resolve_export
+from analysis.load.schema import read_schema
+
+SAMPLES_TABLE, NAMES_TABLE = "GPU_METRICS", "TARGET_INFO_GPU_METRICS"
+# summary key -> nsys metric name
+METRICS = {
+    "sm_active_pct": "SMs Active [Throughput %]",
+    "tensor_active_pct": "Tensor Active [Throughput %]",
+    "dram_read_pct": "DRAM Read Bandwidth [Throughput %]",
+    "dram_write_pct": "DRAM Write Bandwidth [Throughput %]",
+}
+
+
+def read_gpu_metrics(path: str | os.PathLike) -> pd.DataFrame | None:
+    """Samples of :data:`METRICS`: ``time_ns``, ``gpu`` (nsys's typeId), ``metric`` (our key),
+    ``value``; None when the export has no GPU metrics tables."""
+    with connect_readonly(resolve_export(Path(path))) as conn:
+        schema = read_schema(conn)
+        if not {"timestamp", "typeId", "metricId", "value"} <= set(schema.get(SAMPLES_TABLE, {})) \
+                or not {"typeId", "metricId", "metricName"} <= set(schema.get(NAMES_TABLE, {})):
+            return None
+        names = pd.read_sql_query(f"SELECT DISTINCT typeId, metricId, metricName FROM {NAMES_TABLE}", conn)
+        names = names[names["metricName"].isin(METRICS.values())]
+        if names.empty:
+            return pd.DataFrame(columns=["time_ns", "gpu", "metric", "value"])
+        ids = ", ".join(str(int(i)) for i in names["metricId"].unique())
+        samples = pd.read_sql_query(f"SELECT timestamp, typeId, metricId, value FROM {SAMPLES_TABLE} "
+                                    f"WHERE metricId IN ({ids})", conn)
+    keys = {name: key for key, name in METRICS.items()}
+    samples = samples.merge(names, on=["typeId", "metricId"])
+    return pd.DataFrame({"time_ns": samples["timestamp"].astype("int64"), "gpu": samples["typeId"].astype("int64"),
+                         "metric": samples["metricName"].map(keys), "value": samples["value"].astype(float)})

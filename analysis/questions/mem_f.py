@@ -1,0 +1,117 @@
+"""mem-f (2026 handout): memory saved for backward by one TransformerBlock, its largest
+contributing operations, and the gradient bytes per block implied by the backward pass.
+
+Per trace (the summary's ``memory_ledger``): :func:`ledger_record` runs
+:func:`analysis.memory_ledger.memory_ledger` on the trace's tensor-level memory events; a trace
+without them gets a record that says so and how to record them. Across traces, :data:`MEM_F`
+answers from the summaries whose ledger is available.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.load import Trace
+from analysis.load.memory_events import read_memory_events
+from analysis.memory_ledger import memory_ledger
+from analysis.phases import RangeNames
+from analysis.questions.question import Evidence, Question
+from analysis.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
+from cs336_profile.contract import MIB
+
+RECORD_HOW = ("profile a training step with tensor-level memory events and per-block ranges: "
+              "`python -m nsys_runs.sweep --handout 2026 --sizes xl --context-lengths 128 --modes train "
+              "--layer-ranges --nsys-flags 2026 --memory-events` (nsys `--cuda-memory-usage=true` with "
+              "`PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync`, so every tensor's allocation and free is an event)")
+# Gradient bytes within this fraction of parameters × 4 B count as a match.
+MATCH_TOLERANCE = 0.01
+
+
+def _unavailable(reason: str) -> dict:
+    return {"available": False, "step": None, "blocks_found": 0, "baseline_bytes": None,
+            "saved_for_backward_bytes_per_block": None, "gradient_bytes_per_block": None,
+            "expected_gradient_bytes_per_block": None, "params_per_block": None, "top_ops": [], "blocks": [],
+            "timeline": None, "answer": f"{reason}; to answer mem-f, {RECORD_HOW}."}
+
+
+def ledger_record(trace: Trace, config: dict | None, names: RangeNames = RangeNames()) -> dict:
+    """The trace's memory ledger with its answer sentence, or why there is none."""
+    events = read_memory_events(trace.path)
+    if events is None or events.empty:
+        return _unavailable("This trace has no tensor-level memory events (`CUDA_GPU_MEMORY_USAGE_EVENTS`)")
+    if (config or {}).get("mode") not in (None, "train", "forward-backward"):
+        return _unavailable(f"This trace ran `{config['mode']}` only: there is no backward to save memory for")
+    try:
+        record = memory_ledger(trace.ranges, events, config, names)
+    except ValueError as err:
+        return _unavailable(f"This trace's memory events cannot be placed in blocks: {err}")
+    return {"available": True, **record, "answer": ledger_text(record)}
+
+
+def ledger_text(record: dict) -> str:
+    """The mem-f answer of one ledger, written from its numbers."""
+    blocks = pd.DataFrame(record["blocks"])
+    saved = blocks["saved_for_backward_bytes"]
+    spread = ("the same in every block" if saved.min() == saved.max()
+              else f"{saved.min() / MIB:,.1f}–{saved.max() / MIB:,.1f} MiB across blocks")
+    ops = "; ".join(f"{op['op']} {op['bytes'] / MIB:,.1f} MiB ({op['share']:.0%})" for op in record["top_ops"])
+    top_share = sum(op["share"] for op in record["top_ops"])
+    text = (f"In `{record['step']}`, each of the {record['blocks_found']} TransformerBlocks allocates "
+            f"{blocks['forward_allocated_bytes'].mean() / MIB:,.1f} MiB in its forward, of which "
+            f"{record['saved_for_backward_bytes_per_block'] / MIB:,.1f} MiB is still allocated when backward starts "
+            f"(saved for backward; {spread}). The {len(record['top_ops'])} largest contributing operations per block: "
+            f"{ops}; together {top_share:.0%} of the saved bytes. Allocations stamped before the capture "
+            f"(start 0) are the baseline: {record['baseline_bytes'] / 2**30:,.2f} GiB still allocated when it began.")
+    gradient, expected = record["gradient_bytes_per_block"], record["expected_gradient_bytes_per_block"]
+    if gradient is not None:
+        change = blocks["backward_change_bytes"].median()
+        text += (f" In backward, memory changes by {change / MIB:+,.1f} MiB per block; adding back the "
+                 f"{record['saved_for_backward_bytes_per_block'] / MIB:,.1f} MiB of residuals its backward frees gives "
+                 f"{gradient / MIB:,.1f} MiB of gradients per block")
+        if expected:
+            ratio = gradient / expected
+            verdict = "matching" if abs(ratio - 1) <= MATCH_TOLERANCE else f"{ratio:.2f}× of"
+            text += (f", {verdict} the {record['params_per_block']:,} parameters × 4 B = "
+                     f"{expected / MIB:,.1f} MiB expected")
+        text += "."
+    return text
+
+
+def answer_mem_f(evidence: Evidence) -> ResultsAnswer | Unanswered:
+    """mem-f across the traces whose memory ledger is available."""
+    ledgers = [(s["trace"], s["memory_ledger"]) for s in evidence.summaries
+               if (s.get("memory_ledger") or {}).get("available")]
+    if not ledgers:
+        return Unanswered("mem-f", f"a trace with tensor-level memory events: {RECORD_HOW}")
+    headline = pd.DataFrame([{
+        "trace": trace, "blocks": ledger["blocks_found"], "baseline_bytes": ledger["baseline_bytes"],
+        "saved_for_backward_per_block_bytes": ledger["saved_for_backward_bytes_per_block"],
+        "gradient_per_block_bytes": ledger["gradient_bytes_per_block"],
+        "expected_gradient_per_block_bytes": ledger["expected_gradient_bytes_per_block"],
+    } for trace, ledger in ledgers])
+    trace, first = ledgers[0]
+    timeline = pd.DataFrame({"time_ms": first["timeline"]["time_ms"],
+                             "allocated_bytes": first["timeline"]["allocated_bytes"]})
+    tables = {
+        "Memory ledger per trace": headline,
+        f"Largest contributing operations per block ({trace})": pd.DataFrame(first["top_ops"]).rename(columns={"bytes": "per_block_bytes"}),
+        f"Per block ({trace})": pd.DataFrame(first["blocks"]),
+        f"Allocated memory over the step ({trace})": timeline,
+        f"Block ranges ({trace})": pd.DataFrame(first["timeline"]["blocks"]),
+    }
+    text = " ".join(f"{t}: {ledger['answer']}" if len(ledgers) > 1 else ledger["answer"] for t, ledger in ledgers)
+    return ResultsAnswer("mem-f", text, tables, tuple(t for t, _ in ledgers),
+                         {"saved_for_backward_bytes_per_block": first["saved_for_backward_bytes_per_block"],
+                          "gradient_bytes_per_block": first["gradient_bytes_per_block"]})
+
+
+MEM_F = Question(
+    id="mem-f", section="Memory", title="Memory saved for backward per block (Nsight memory events)",
+    text="Use the PyTorch-provided NVTX labels to determine how much memory is saved for backward by a single "
+         "TransformerBlock; the 5 largest contributing operations and their share; from the memory allocated in "
+         "the forward pass and each block's memory change in the backward pass, how much memory the gradient "
+         "tensors of a TransformerBlock take, against what you expect.",
+    needs=f"a trace with tensor-level memory events: {RECORD_HOW}",
+    compute=answer_mem_f, editions=(EDITION_2026,), reads_traces=True,
+    figure=FigureSpec("mem-f", {"x": "time_ms", "y": "allocated_bytes", "spans": "Block ranges"},
+                      alt="Allocated memory over one training step, with each block's forward and backward range"),
+)
