@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.load.inputs import connect_readonly, resolve_export
+from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.schema import read_schema
 
 SAMPLES_TABLE, NAMES_TABLE = "GPU_METRICS", "TARGET_INFO_GPU_METRICS"
@@ -24,7 +24,7 @@ METRICS = {
 def read_gpu_metrics(path: str | os.PathLike) -> pd.DataFrame | None:
     """Samples of :data:`METRICS`: ``time_ns``, ``gpu`` (nsys's typeId), ``metric`` (our key),
     ``value``; None when the export has no GPU metrics tables."""
-    with connect_readonly(resolve_export(Path(path))) as conn:
+    with opened_input(Path(path)) as database, connect_readonly(database) as conn:
         schema = read_schema(conn)
         if not {"timestamp", "typeId", "metricId", "value"} <= set(schema.get(SAMPLES_TABLE, {})) \
                 or not {"typeId", "metricId", "metricName"} <= set(schema.get(NAMES_TABLE, {})):

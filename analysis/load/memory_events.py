@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.load.inputs import connect_readonly, resolve_export
+from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.schema import RUNTIME_TABLE, read_schema
 from analysis.load.tables import pid_of, tid_of
 
@@ -30,7 +30,7 @@ def read_memory_events(path: str | os.PathLike) -> pd.DataFrame | None:
     ``address``, ``bytes``, ``mem_kind``, ``is_alloc`` (bool), ``api_start_ns`` and ``tid``
     (the runtime call with the same correlationId in the same process; -1 when none).
     """
-    with connect_readonly(resolve_export(Path(path))) as conn:
+    with opened_input(Path(path)) as database, connect_readonly(database) as conn:
         schema = read_schema(conn)
         columns = schema.get(MEMORY_EVENTS_TABLE, {})
         if not set(MEMORY_EVENT_COLUMNS) <= set(columns):
