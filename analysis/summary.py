@@ -125,7 +125,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "timeline": step_timeline(inputs),
         "communication": communication_summary(trace, labelled),
         "memory_ledger": ledger_record(trace, run.config, labelled.names),
-        "gpu_metrics": metrics_per_phase(read_gpu_metrics(trace.path), labelled.phase_ranges),
+        "gpu_metrics": metrics_per_phase(read_gpu_metrics(trace.path, trace.inputs), labelled.phase_ranges),
     }
     return json_ready(summary)
 
