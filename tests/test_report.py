@@ -14,17 +14,20 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
 
+import matplotlib
 import pandas as pd
 import pytest
 from jinja2 import UndefinedError
 
 from analysis.answers import report_data
+from analysis.classify import CATEGORIES
 from analysis.questions.diff import diff_summaries
 from analysis.questions.registry import QUESTIONS
 from analysis.records import DiffRecord, ResultsAnswer
 from analysis.report import figures, question_figures, render_diff, render_report
 from analysis.report.render import environment
 from analysis.report.tables import display_table
+from analysis.report.timeline import step_timeline
 from analysis.summary import analyze_trace
 from tests.example_site import EXAMPLES, FIXTURE_TRACES, REFUSED
 
@@ -212,7 +215,7 @@ def test_largest_allocations_figure_draws_one_bar_per_row():
 def test_a_speedup_column_says_speedup_in_its_header():
     shown = display_table("t", pd.DataFrame({"forward_speedup": [2.0], "speedup": [1.5], "bf16_over_fp32_ratio": [0.5]}))
     assert shown.columns == ["forward speedup (×)", "speedup (×)", "bf16 over fp32 (×)"]
-    assert shown.rows == [["2.00", "1.50", "0.5"]]  # a bare name formats like its suffixed twin
+    assert shown.rows == [["2", "1.50", "0.500"]]  # a bare name formats like its suffixed twin
 
 
 def test_a_log_axis_within_one_decade_still_has_labelled_ticks():
@@ -230,7 +233,7 @@ def test_short_text_cells_stay_on_one_line():
                                              "step_ms": [1.0]}))
     assert shown.short == [True, False, False]
     html = str(environment().get_template("macros.html").module.table(shown))
-    assert '<td class="short">forward-backward</td>' in html and '<td class="num">1.00</td>' in html
+    assert '<td class="short">forward-backward</td>' in html and '<td class="num">1</td>' in html
 
 
 def test_per_trace_figures_keep_the_legend_off_the_bars():
@@ -239,6 +242,73 @@ def test_per_trace_figures_keep_the_legend_off_the_bars():
     assert ax.get_legend() is None and len(figure.legends) == 1
     assert figure.legends[0].get_window_extent().y1 <= ax.get_window_extent().y0  # below the plot
     figures.plt.close(figure)
+
+
+def test_every_cell_of_a_column_has_the_same_decimals():
+    shown = display_table("t", pd.DataFrame({"ratio": [1.0, 1.001, 0.95], "forward_ms_mean": [0.43, 12.5, 120.0],
+                                             "forward_ms_std": [0.0495, 0.2, 3.1], "calls_per_pass": [192.0, 97.0, 1.0],
+                                             "busy_ms": [250.0, 0.004, 3.5]}))
+    ratio, forward, calls, busy = zip(*shown.rows)
+    assert ratio == ("1.00", "1.00", "0.95")  # three figures of the largest: no "1" beside "1.001"
+    assert forward == ("0.43 ± 0.05", "12.50 ± 0.20", "120.00 ± 3.10")  # mean and std alike
+    assert calls == ("192", "97", "1")
+    assert busy == ("250.00", "<0.01", "3.50")  # a non-zero value never reads as zero
+    delta = display_table("t", pd.DataFrame({"delta_ms": [-9.6576, 0.0001, 11.333, -0.0002]})).rows
+    assert [row[0] for row in delta] == ["−9.658", "<0.001", "11.333", ">−0.001"]  # at most three decimals
+
+
+def test_a_short_label_shows_its_full_name_on_hover_after_the_numbers():
+    demangled = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, std::array<char*, 3> >(int, T2, T3)"
+    frame = pd.DataFrame({"kernel": ["elementwise MulFunctor<float> (vectorized 4)"], "kernel_full": [demangled],
+                          "category": ["elementwise"], "ms_per_pass": [1.25]})
+    shown = display_table("t", frame)
+    assert shown.columns == ["category", "time (ms per pass)", "kernel"]  # kernel_full is no column of its own
+    assert shown.full == [["", "", demangled]]
+    html = str(environment().get_template("macros.html").module.table(shown))
+    assert 'title="void at::native::vectorized_elementwise_kernel&lt;4' in html
+    assert "kernel_full" not in html
+
+
+def _legends_off_the_axes(figure) -> bool:
+    figure.canvas.draw()
+    legends = [legend.get_window_extent() for legend in figure.legends]
+    return bool(legends) and not any(legend.overlaps(ax.get_window_extent()) for legend in legends for ax in figure.axes)
+
+
+def test_trace_and_diff_figures_keep_their_legends_off_the_data():
+    phases = {name: {"by_category_ms_per_pass": {"gemm": 80.0, "elementwise": 3.0, "copy_cast": 1.0},
+                     "python_ms_per_pass": 90.0, "cpu_span_ms_per_pass": 90.0, "gpu_span_ms_per_pass": 89.0,
+                     "busy_ms_per_pass": 84.0, "kernel_ms_per_pass": 84.0} for name in ("forward", "backward")}
+    categories = pd.DataFrame({"category": ["gemm", "other"], "a_ms_per_pass": [9.0, 0.1], "b_ms_per_pass": [2.0, 0.1]})
+    timeline = {"title": "step_0", "duration_ms": 10.0,
+                "bars": {"stream": [7, 7, 7], "category": ["gemm", "elementwise", "memset"],
+                         "start_ms": [0.0, 4.0, 8.0], "dur_ms": [3.0, 3.0, 1.0]},
+                "phases": {"phase": ["forward", "backward"], "start_ms": [0.0, 4.0], "dur_ms": [4.0, 6.0]}}
+    drawn = [figures.phase_categories(phases), figures.phase_spans(phases),
+             figures.category_diff(categories, "A: small fp32", "B: small bf16"), step_timeline(timeline)]
+    for figure in drawn:
+        assert _legends_off_the_axes(figure), figure.axes[0].get_title()
+        figures.plt.close(figure)
+
+
+def test_every_kernel_category_has_one_colour_in_every_figure():
+    assert set(figures.CATEGORY_COLORS) == set(CATEGORIES)
+    assert len(set(figures.CATEGORY_COLORS.values())) == len(CATEGORIES)
+    figure = step_timeline({"title": "step_0", "duration_ms": 2.0,
+                            "bars": {"stream": [7], "category": ["gemm"], "start_ms": [0.0], "dur_ms": [1.0]},
+                            "phases": {"phase": ["forward"], "start_ms": [0.0], "dur_ms": [2.0]}})
+    ax = figure.axes[0]
+    gemm_bars = [c for c in ax.collections if c.get_label() == "gemm"]
+    assert matplotlib.colors.to_hex(gemm_bars[0].get_facecolor()[0]) == figures.CATEGORY_COLORS["gemm"].lower()
+    assert "forward" in [t.get_text() for t in ax.texts]  # the phase is named inside its range, no legend entry
+    figures.plt.close(figure)
+
+
+def test_a_table_of_many_columns_is_set_dense():
+    few = display_table("t", pd.DataFrame({f"c{i}_ms": [1.0] for i in range(3)}))
+    many = display_table("t", pd.DataFrame({f"c{i}_ms": [1.0] for i in range(13)}))
+    html = str(environment().get_template("macros.html").module.table(many))
+    assert not few.dense and many.dense and '<table class="dense">' in html
 
 
 def test_a_download_table_is_a_csv_beside_the_page(tmp_path):

@@ -22,20 +22,34 @@ from cs336_profile.contract import GIB, MIB  # noqa: E402
 from cs336_profile.contract import PHASES as PHASE_ORDER  # noqa: E402
 from analysis.safe_write import atomic_file
 
-WIDTH_IN = 7.5
-HEIGHT_IN = 3.6
-RASTER_DPI = 150  # PNG figures (the timeline) stay sharp on high-density screens
-PALETTE = plt.get_cmap("tab20").colors
-CATEGORY_COLORS = {category: PALETTE[index % len(PALETTE)] for index, category in enumerate(CATEGORIES)}
+# Drawn at a width a page shows unscaled on a laptop (two side by side) and a phone scales down
+# to three quarters, where text at 10 pt stays legible; the step timeline is drawn wide as well.
+WIDTH_IN = 5.2
+WIDE_IN = 10.4
+HEIGHT_IN = 3.4
+RASTER_DPI = 192  # PNG figures (the timeline) at twice the page's pixels: sharp on high-density screens
+CSS_PX_PER_IN = 96
+# Okabe & Ito's colour-blind-safe palette, in the order series take it.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+# One colour per kernel category in every figure: Okabe–Ito for the common ones, three of Tol's
+# colour-blind-safe colours and greys (by lightness) for the rest.
+CATEGORY_COLORS = {
+    "gemm": "#0072B2", "convolution": "#882255", "attention": "#56B4E9", "softmax": "#CC79A7",
+    "normalization": "#F0E442", "reduction": "#009E73", "elementwise": "#E69F00", "copy_cast": "#D55E00",
+    "optimizer": "#332288", "communication": "#44AA99", "memcpy": "#555555", "memset": "#999999", "other": "#CCCCCC",
+}
 
 plt.rcParams.update({
     "svg.fonttype": "none",  # text stays text: small files that scale
-    "font.size": 9,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
     "grid.alpha": 0.3,
     "figure.dpi": 100,
+    "legend.frameon": False,
 })
 
 
@@ -51,9 +65,27 @@ def save(figure: Figure, path: Path, root: Path | None = None) -> Path:
     return path
 
 
-def new_figure(height: float = HEIGHT_IN, ncols: int = 1) -> tuple[Figure, list]:
-    figure, axes = plt.subplots(1, ncols, figsize=(WIDTH_IN, height), squeeze=False, layout="constrained")
+def css_width(path: Path) -> int | None:
+    """The width a saved PNG shows at on a page (CSS px: its pixels at ``RASTER_DPI``); None for a
+    vector figure, whose file states its size."""
+    if path.suffix != ".png":
+        return None
+    pixels = int.from_bytes(path.read_bytes()[16:20], "big")  # the PNG header's width field
+    return round(pixels * CSS_PX_PER_IN / RASTER_DPI)
+
+
+def new_figure(height: float = HEIGHT_IN, ncols: int = 1, width: float = WIDTH_IN) -> tuple[Figure, list]:
+    figure, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False, layout="constrained")
     return figure, list(axes[0])
+
+
+def legend_below(ax, ncols: int | None = None) -> None:
+    """The legend of ``ax``'s series under the plot, outside every axes: it never covers data."""
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    if unique:
+        ax.figure.legend(unique.values(), unique.keys(), loc="outside lower center",
+                         ncols=ncols or min(len(unique), 4))
 
 
 def completed(table: pd.DataFrame) -> pd.DataFrame:
@@ -78,7 +110,7 @@ def grouped_bars(ax, labels: list[str], series: dict[str, np.ndarray], errors: d
                yerr=None if errors is None else errors.get(name), capsize=2,
                color=None if colors is None else colors.get(name))
     ax.set_xticks(x, labels, rotation=30 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center")
-    ax.legend(frameon=False)
+    legend_below(ax)
 
 
 def first_table(answer: ResultsAnswer, index: int = 0) -> pd.DataFrame:
@@ -87,10 +119,11 @@ def first_table(answer: ResultsAnswer, index: int = 0) -> pd.DataFrame:
 
 
 def lengths_axis(ax, lengths: pd.Series, label: str) -> None:
-    """Log-2 x axis labelled with the lengths themselves (256, 1,024, ...)."""
+    """Log-2 x axis labelled with the lengths themselves (256, 512, 1k, 16k: a side-by-side
+    figure's axis has no room for 16,384)."""
     ax.set_xscale("log", base=2)
     ticks = sorted(lengths.unique())
-    ax.set_xticks(ticks, [f"{int(length):,}" for length in ticks])
+    ax.set_xticks(ticks, [f"{int(n) // 1024}k" if n >= 1024 and n % 1024 == 0 else f"{int(n):,}" for n in ticks])
     ax.minorticks_off()
     ax.set_xlabel(label)
 
@@ -117,7 +150,7 @@ def stacked(ax, labels: list[str], shares: pd.DataFrame, scale: float = 1.0, hor
         draw(labels, values, **({"left": start} if horizontal else {"bottom": start}), label=category,
              color=CATEGORY_COLORS.get(category))
         start = start + values
-    ax.legend(frameon=False, fontsize=7, ncols=2, loc="best")
+    legend_below(ax)
 
 
 # --------------------------------------------------------------------------- trace and diff pages
@@ -152,10 +185,10 @@ def category_diff(categories: pd.DataFrame, label_a: str, label_b: str) -> Figur
     figure, (ax,) = new_figure(height=0.4 * len(categories) + 1.4)
     y = np.arange(len(categories))
     ax.barh(y - 0.2, categories["a_ms_per_pass"], 0.4, label=label_a, color=PALETTE[0])
-    ax.barh(y + 0.2, categories["b_ms_per_pass"], 0.4, label=label_b, color=PALETTE[2])
+    ax.barh(y + 0.2, categories["b_ms_per_pass"], 0.4, label=label_b, color=PALETTE[1])
     ax.set_yticks(y, categories["category"])
     ax.invert_yaxis()
     ax.set_xlabel("kernel time per step (ms)")
-    ax.legend(frameon=False)
+    legend_below(ax, ncols=1)  # the runs' names are long
     ax.set_title("Kernel time by category")
     return figure

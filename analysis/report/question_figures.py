@@ -6,14 +6,19 @@ one function per results-file question.
 """
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis.records import FigureSpec, ResultsAnswer
-from analysis.report.figures import (GIB, HEIGHT_IN, MIB, PALETTE, completed, first_table, grouped_bars, lengths_axis,
-                                     new_figure, plain_log, plain_log_y, run_labels, stacked)
+from analysis.report.figures import (GIB, HEIGHT_IN, MIB, PALETTE, completed, first_table, grouped_bars, legend_below,
+                                     lengths_axis, new_figure, plain_log, plain_log_y, run_labels, stacked)
+
+# dtype cells of mp-a: light colours under black text, the same dtype the same colour
+DTYPE_COLORS = {"float32": "#56B4E9", "bfloat16": "#E69F00", "float16": "#F0E442"}
 
 def bench_b(answer: ResultsAnswer) -> Figure:
     table = completed(first_table(answer))
@@ -37,7 +42,7 @@ def bench_c(answer: ResultsAnswer) -> Figure:
     ax.set_ylabel("step time, ms (mean ± std)")
     ax.set_xticks(sorted(table["warmup_steps"].unique()))
     plain_log_y(ax)
-    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1, 1))  # beside the lines, not over them
+    legend_below(ax, ncols=2)
     ax.set_title("Measured step time by number of warm-up steps")
     return figure
 
@@ -61,10 +66,11 @@ def mp_a(answer: ResultsAnswer) -> Figure:
     dtypes = sorted(set(table.to_numpy().ravel()))
     codes = table.apply(lambda column: column.map({d: i for i, d in enumerate(dtypes)})).to_numpy(dtype=float)
     figure, (ax,) = new_figure(height=0.35 * len(table) + 1.2)
-    ax.imshow(codes, cmap=matplotlib.colors.ListedColormap(PALETTE[: len(dtypes) * 2 : 2]), aspect="auto")
+    colors = [DTYPE_COLORS.get(str(d), "#CCCCCC") for d in dtypes]
+    ax.imshow(codes, cmap=matplotlib.colors.ListedColormap(colors), vmin=0, vmax=max(len(dtypes) - 1, 1), aspect="auto")
     for (row, column), dtype in np.ndenumerate(table.to_numpy()):
         ax.text(column, row, dtype, ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(table.columns)), table.columns)
+    ax.set_xticks(range(len(table.columns)), [textwrap.fill(str(c), 16) for c in table.columns])  # side by side
     ax.set_yticks(range(len(table)), table.index)
     ax.grid(False)
     ax.set_title("dtype of each quantity, as observed")
@@ -110,7 +116,7 @@ def mem_a(answer: ResultsAnswer) -> Figure:
                         xycoords=("data", "axes fraction"), rotation=90, fontsize=7, ha="right", va="bottom")
     ax.set_xlabel("ms from the step's first allocator event")
     ax.set_ylabel("allocated (GiB)")
-    ax.legend(frameon=False)
+    legend_below(ax)
     ax.set_title("Allocated memory over the recorded step, with when each phase reaches its peak")
     return figure
 
@@ -155,19 +161,19 @@ def _peaks_by_context(ax, table: pd.DataFrame, column: str = "peak_memory_bytes"
     for index, (mode, rows) in enumerate(table.groupby("mode", sort=False)):
         done = completed(rows)
         line, = ax.plot(done["context_length"], done[column] / GIB, marker="o", label=f"{mode}{label_suffix}",
-                        color=PALETTE[2 * index], linestyle=linestyle)
+                        color=PALETTE[index], linestyle=linestyle)
         oom = rows[rows["status"] != "ok"]
         if not oom.empty:
             ax.scatter(oom["context_length"], [ax.get_ylim()[1]] * len(oom), marker="x", color=line.get_color(),
                        label=f"{mode}{label_suffix}: OOM")
     lengths_axis(ax, table["context_length"], "context length")
     ax.set_ylabel("peak allocated (GiB)")
-    ax.legend(frameon=False)
 
 
 def mem_b(answer: ResultsAnswer) -> Figure:
     figure, (ax,) = new_figure()
     _peaks_by_context(ax, first_table(answer))
+    legend_below(ax)
     ax.set_title("Peak memory per context length, fp32")
     return figure
 
@@ -178,6 +184,7 @@ def mem_c(answer: ResultsAnswer) -> Figure:
     for precision, linestyle in (("fp32", "-"), ("bf16", "--")):
         rows = table.rename(columns={f"{precision}_peak_bytes": "peak_memory_bytes"})
         _peaks_by_context(ax, rows, label_suffix=f" {precision}", linestyle=linestyle)
+    legend_below(ax, ncols=2)
     ax.set_title("Peak memory, fp32 against bf16 autocast")
     return figure
 
@@ -202,7 +209,7 @@ def mem_e(answer: ResultsAnswer) -> Figure:
               for site, caller, twin, count in zip(table["site"], callers, repeated, table["count"])]
     figure, (ax,) = new_figure(height=0.35 * len(table) + 1)
     y = np.arange(len(table))
-    ax.barh(y, table["size_bytes"] / MIB, color=PALETTE[2])
+    ax.barh(y, table["size_bytes"] / MIB, color=PALETTE[0])
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
     ax.set_xlabel("size of one allocation (MiB)")
@@ -237,7 +244,7 @@ def attn_a(answer: ResultsAnswer) -> Figure:
         axes[1].set_ylabel("memory before backward (MiB)")
     for ax in axes:
         _mark_oom(ax, table)
-    axes[0].legend(frameon=False)
+    legend_below(axes[0])
     figure.suptitle("Eager attention: time" + (" and memory" if has_memory else "") + " against sequence length")
     return figure
 
@@ -251,7 +258,7 @@ def compile_a(answer: ResultsAnswer) -> Figure:
         ax.axhline(1, color="black", linewidth=0.8)
         lengths_axis(ax, table["seq_len"], "sequence length")
         ax.set_ylabel(f"{part}: eager / compiled (×)")
-    axes[0].legend(frameon=False)
+    legend_below(axes[0])
     figure.suptitle("Speedup of compiled attention over eager")
     return figure
 
@@ -284,7 +291,7 @@ def per_trace_bars(table: pd.DataFrame, series: dict[str, np.ndarray]) -> tuple[
     ax.margins(y=0.01)
     ax.invert_yaxis()
     # Below the plot: the last rows hold the largest models, whose bars reach the lower right.
-    figure.legend(frameon=False, loc="outside lower center", ncols=len(series))
+    legend_below(ax, ncols=len(series))
     return figure, ax
 
 
@@ -326,13 +333,13 @@ def fsdp_b(answer: ResultsAnswer) -> Figure:
     figure, (ax,) = new_figure()
     for index, ((trace, rank), rows) in enumerate(table.groupby(["trace", "rank"], sort=False)):
         rows = rows.sort_values("block")
-        color = PALETTE[2 * index % len(PALETTE)]
+        color = PALETTE[index % len(PALETTE)]
         ax.plot(rows["block"], rows["lead_ms"], marker="o", markersize=3, color=color, label=f"{trace}, rank {rank}")
         ax.fill_between(rows["block"], rows["min_lead_ms"], rows["lead_ms"], color=color, alpha=0.2, linewidth=0)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xlabel("block (layer)")
     ax.set_ylabel("all-gather lead, ms (below 0: compute waited)")
-    ax.legend(frameon=False, fontsize=7)
+    legend_below(ax, ncols=1)
     ax.set_title("Did each block's all-gather finish before the forward pass needed it?")
     return figure
 

@@ -11,13 +11,13 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from analysis.kernel_names import kernel_label
 from analysis.records import QuestionRecord
 from analysis.report import figures, question_figures as drawings
 from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
 from analysis.report.timeline import rank_timeline, step_timeline
-from analysis.text import kernel_cell
 
 FIGURES_DIR = "figures"
 PACKAGE_NAME = "cs336-profile"
@@ -59,16 +59,29 @@ def environment(markdown: bool = False) -> Environment:
 
 @dataclass(frozen=True)
 class FigureFile:
-    """A saved figure: ``path`` relative to the output folder, and its alt text."""
+    """A saved figure: ``path`` relative to the output folder, its alt text, the width it shows at
+    (CSS px; None where the file states it), and for a figure drawn wide (``wide``: it spans the
+    page) the ``phone`` drawing of the same data that a narrow screen shows instead."""
 
     path: str
     alt: str
+    width: int | None = None
+    phone: str | None = None
+    wide: bool = False
 
 
 def _save(figure, out_dir: Path, name: str, alt: str) -> FigureFile:
     relative = f"{FIGURES_DIR}/{name}"
-    figures.save(figure, out_dir / relative, root=out_dir)
-    return FigureFile(relative, alt)
+    saved = figures.save(figure, out_dir / relative, root=out_dir)
+    return FigureFile(relative, alt, figures.css_width(saved))
+
+
+def _save_wide(draw, out_dir: Path, name: str, alt: str) -> FigureFile:
+    """``draw(width)`` saved wide for a laptop and narrow (``-phone``) for a phone."""
+    stem, suffix = name.rsplit(".", 1)
+    wide = _save(draw(figures.WIDE_IN), out_dir, name, alt)
+    phone = _save(draw(figures.WIDTH_IN), out_dir, f"{stem}-phone.{suffix}", alt)
+    return FigureFile(wide.path, alt, wide.width, phone=phone.path, wide=True)
 
 
 def question_figures(page: QuestionRecord, out_dir: Path) -> list[FigureFile]:
@@ -113,8 +126,8 @@ def trace_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
              _save(figures.phase_spans(phases), out_dir, f"{page.page}-spans.svg",
                    "Python timer, CPU span, GPU projection and busy time per phase")]
     if page.summary.get("timeline"):
-        saved.append(_save(step_timeline(page.summary["timeline"]), out_dir, f"{page.page}-timeline.png",
-                           "Timeline of one measured step"))
+        saved.append(_save_wide(lambda width: step_timeline(page.summary["timeline"], width), out_dir,
+                                f"{page.page}-timeline.png", "Timeline of one measured step"))
     return saved
 
 
@@ -128,7 +141,8 @@ def communication_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
 
 
 def _label_kernels(table: pd.DataFrame) -> pd.DataFrame:
-    return table.assign(kernel=table["kernel"].map(kernel_cell))
+    """Demangled names → ``kernel`` (the short label) and ``kernel_full`` (the name, on hover)."""
+    return table.assign(kernel=table["kernel"].map(kernel_label), kernel_full=table["kernel"])
 
 
 def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:

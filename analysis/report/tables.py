@@ -1,25 +1,77 @@
 """Analysis tables → display tables: headers and cells as text, units read off the column names.
 
 Analysis tables keep raw numbers with the unit in the column name (``forward_ms_mean``,
-``peak_memory_bytes``, ``share``); this module is the one place that converts them. A pair
-``X_mean`` / ``X_std`` becomes one ``mean ± std`` column. A missing value in a row whose
-``status`` is not ``ok`` shows that status (``OOM``); any other missing value shows an en dash,
-so no cell is ever blank, ``nan`` or ``None``.
+``peak_memory_bytes``, ``share``); this module is the one place that converts them. What a table's
+author decides through column names (docs/architecture.md, "The render layer"):
+
+- **Units in the name**: the header shows the unit once (``forward (ms)``), the cells numbers only.
+  A pair ``X_mean`` / ``X_std`` becomes one ``mean ± std`` column, both with the same decimals.
+- **Short label + full name**: a column ``X_full`` beside a column ``X`` holds the full text of
+  ``X``'s cells (``kernel`` = ``analysis.kernel_names.kernel_label`` of the demangled name,
+  ``kernel_full`` = the demangled name). The page shows ``X`` with ``X_full`` on hover;
+  ``X_full`` is never a column of its own.
+- **Numbers before names**: a column with a full-name partner, or whose text runs longer than a
+  short label (``SHORT_TEXT``), is shown after the other columns, so the numbers stay in view.
+- **One format per column**: every cell of a numeric column has the same decimals, chosen from the
+  column's values (``column_decimals``), with thousands separators.
+
+A missing value in a row whose ``status`` is not ``ok`` shows that status (``OOM``); any other
+missing value shows an en dash, so no cell is ever blank, ``nan`` or ``None``.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
 
 import pandas as pd
 
 from cs336_profile.contract import MIB, STATUS_COLUMN, STATUS_OK
 
 MISSING = "–"
+MINUS = "−"
+FULL_SUFFIX = "_full"
 # Text cells up to this many characters stay on one line: "forward-backward" broke at its hyphen and a
-# run label ("small ctx128 train fp32 compiled") into a word per line on a phone.
+# run label ("small ctx128 train fp32 compiled") into a word per line on a phone. Longer text (a
+# kernel's name) wraps, and its column comes after the numbers.
 SHORT_TEXT = 40
+SIGNIFICANT = 3  # figures of a column's largest value
+MIN_SIGNIFICANT = 2  # figures of its smallest non-zero value, within EXTRA_DECIMALS more decimals
+EXTRA_DECIMALS = 2
+# From this many columns a table is set dense (smaller type, short text may wrap at spaces) so that
+# it still fits a laptop's column: nsys-b shows 13.
+DENSE_COLUMNS = 11
+MAX_DECIMALS = 3  # 0.0001 ms beside 11 ms reads <0.001, not 11.3330
+
+
+@dataclass(frozen=True)
+class Unit:
+    """How a column's numbers show: ``label`` in the header, ``value × scale`` in the cells, with
+    ``decimals`` fixed or (None) chosen from the column's values (``column_decimals``)."""
+
+    label: str
+    scale: float = 1.0
+    decimals: int | None = None
+
+
+# (suffix of the column name, its unit); first match wins.
+UNITS: tuple[tuple[str, Unit], ...] = (
+    ("_ms_per_pass", Unit("ms per pass")),
+    ("_ms", Unit("ms")),
+    ("_bytes", Unit("MiB", scale=1 / MIB)),
+    ("_mib", Unit("MiB")),
+    ("_share", Unit("%", scale=100, decimals=1)),
+    ("_pct", Unit("%", decimals=1)),
+    ("_ratio", Unit("×")),
+    ("_speedup", Unit("×")),
+    ("_tflop_per_s", Unit("TFLOP/s")),
+    ("_per_pass", Unit("per pass")),
+)
+NO_UNIT = Unit("")
+# Names that are a unit alone (the kernel tables' ``share``, compile-b's ``speedup``): label, and the
+# suffix whose unit they take.
+BARE_UNITS = {"share": ("share", "_share"), "ms_per_pass": ("time", "_ms_per_pass"), "ratio": ("ratio", "_ratio"), "mfu": ("MFU", "_share"),
+              "speedup": ("speedup", "_speedup")}
+UNIT_BY_SUFFIX = dict(UNITS)
 
 
 @dataclass(frozen=True)
@@ -31,56 +83,27 @@ class DisplayTable:
     rows: list[list[str]]
     numeric: list[bool]  # per column: right-align
     short: list[bool]  # per column: text short enough to keep on one line (a size, a mode, a status)
+    full: list[list[str]]  # per cell: the full text shown on hover, "" where the cell is all there is
+
+    @property
+    def dense(self) -> bool:
+        """Many columns: set in smaller type, short text wrapping at spaces."""
+        return len(self.columns) >= DENSE_COLUMNS
 
 
-def _number(value: float) -> str:
-    if float(value).is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    magnitude = abs(value)
-    if magnitude >= 100:
-        return f"{value:,.0f}"
-    if magnitude >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3g}"
-
-
-def _ms(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}" if abs(value) < 0.1 else f"{value:.2f}"
-
-
-# (suffix of the column name, unit shown in the header, cell formatter); first match wins.
-UNITS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
-    ("_ms_per_pass", "ms per pass", _ms),
-    ("_ms", "ms", _ms),
-    ("_bytes", "MiB", lambda v: f"{v / MIB:,.1f}"),
-    ("_mib", "MiB", lambda v: f"{v:,.2f}"),
-    ("_share", "%", lambda v: f"{v * 100:.1f}"),
-    ("_pct", "%", lambda v: f"{v:.1f}"),
-    ("_ratio", "×", lambda v: f"{v:.4g}"),
-    ("_speedup", "×", lambda v: f"{v:.2f}"),
-    ("_tflop_per_s", "TFLOP/s", lambda v: f"{v:.1f}"),
-    ("_per_pass", "per pass", _number),
-)
-# Names that are a unit alone (the kernel tables' ``share``, compile-b's ``speedup``): label, and the
-# suffix whose unit and format they take.
-BARE_UNITS = {"share": ("share", "_share"), "ratio": ("ratio", "_ratio"), "mfu": ("MFU", "_share"),
-              "speedup": ("speedup", "_speedup")}
-UNIT_BY_SUFFIX = {suffix: (unit, formatter) for suffix, unit, formatter in UNITS}
-
-
-def _unit(column: str) -> tuple[str, str, Callable[[float], str]]:
-    """(label, unit, formatter) of a column from its name."""
+def _unit(column: str) -> tuple[str, Unit]:
+    """(label, unit) of a column from its name."""
     if column.startswith("share_") or "_share_" in column:  # gemm_share_forward: a share too
-        return (column.replace("_", " "), *UNIT_BY_SUFFIX["_share"])
+        return column.replace("_", " "), UNIT_BY_SUFFIX["_share"]
     if column in BARE_UNITS:
         label, suffix = BARE_UNITS[column]
-        return (label, *UNIT_BY_SUFFIX[suffix])
-    for suffix, unit, formatter in UNITS:
+        return label, UNIT_BY_SUFFIX[suffix]
+    for suffix, unit in UNITS:
         if column.endswith(suffix):
             # "forward (×)" would read as any ratio: a speedup keeps its name in the header.
             stem = column if suffix == "_speedup" else column[: -len(suffix)]
-            return stem.replace("_", " "), unit, formatter
-    return column.replace("_", " "), "", _number
+            return stem.replace("_", " "), unit
+    return column.replace("_", " "), NO_UNIT
 
 
 def _split_statistic(column: str) -> tuple[str, str]:
@@ -94,20 +117,55 @@ def _split_statistic(column: str) -> tuple[str, str]:
 def header(column: str, with_std: bool = False) -> str:
     """``forward_ms_mean`` → ``forward mean (ms)``; ``peak_memory_bytes`` → ``peak memory (MiB)``."""
     base, statistic = _split_statistic(column)
-    label, unit, _ = _unit(base)
+    label, unit = _unit(base)
     if statistic:
         label += " mean ± std" if with_std else f" {statistic}"
-    return f"{label} ({unit})" if unit else label
+    return f"{label} ({unit.label})" if unit.label else label
 
 
-def cell(value, column: str, status: str | None = None) -> str:
-    """One value as text, by its column's unit; a missing value shows the row's status or a dash."""
+def column_decimals(values: list[float], unit: Unit) -> int:
+    """Decimals for every cell of a column: the unit's fixed ones; none for whole numbers; else
+    enough for ``SIGNIFICANT`` figures of the largest value, raised (by at most
+    ``EXTRA_DECIMALS``) until the smallest non-zero value keeps ``MIN_SIGNIFICANT`` figures."""
+    if unit.decimals is not None:
+        return unit.decimals
+    shown = [abs(v * unit.scale) for v in values if math.isfinite(v)]
+    if all(v.is_integer() for v in shown):
+        return 0
+    nonzero = [v for v in shown if v > 0]
+    top = SIGNIFICANT - 1 - math.floor(math.log10(max(nonzero)))
+    bottom = MIN_SIGNIFICANT - 1 - math.floor(math.log10(min(nonzero)))
+    return min(max(top, min(bottom, top + EXTRA_DECIMALS), 0), MAX_DECIMALS)
+
+
+def number(value: float, decimals: int) -> str:
+    """``1,234.5`` with ``decimals`` (``−`` for negatives); a non-zero value that would read as zero
+    shows ``<0.01``."""
+    text = f"{value:,.{decimals}f}"
+    if value != 0 and not any(ch in "123456789" for ch in text):
+        text = f"{'>-' if value < 0 else '<'}{10.0 ** -decimals:.{decimals}f}"
+    return text.replace("-", MINUS)
+
+
+def _numbers(values) -> list[float]:
+    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and not _missing(v)]
+
+
+def _formatter(column: str, values: list[float]):
+    """The cell formatter of a column: its unit's scale and the column's decimals."""
+    unit = _unit(_split_statistic(column)[0])[1]
+    decimals = column_decimals(values, unit) if values else 0
+    return lambda value: number(float(value) * unit.scale, decimals)
+
+
+def cell(value, formatter, status: str | None = None) -> str:
+    """One value as text with its column's formatter; a missing value shows the row's status or a dash."""
     if _missing(value):
         return status if isinstance(status, str) and status != STATUS_OK else MISSING
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (int, float)):
-        return _unit(_split_statistic(column)[0])[2](float(value))
+        return formatter(value)
     return str(value)
 
 
@@ -115,26 +173,44 @@ def _is_numeric(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
 
 
+def _shown_columns(frame: pd.DataFrame) -> list[str]:
+    """The columns that get a column of their own, numbers before long names (module docstring)."""
+    shown = [c for c in frame.columns
+             if not (c.endswith("_std") and f"{c[:-4]}_mean" in frame)
+             and not (c.endswith(FULL_SUFFIX) and c[: -len(FULL_SUFFIX)] in frame)]
+
+    def is_name(column: str) -> bool:
+        if _is_numeric(frame[column]):
+            return False
+        return f"{column}{FULL_SUFFIX}" in frame or any(len(str(v)) > SHORT_TEXT for v in frame[column])
+    return [c for c in shown if not is_name(c)] + [c for c in shown if is_name(c)]
+
+
 def display_table(title: str, frame: pd.DataFrame) -> DisplayTable:
-    """Format every cell of ``frame``; ``X_mean``/``X_std`` pairs merge into ``mean ± std``."""
+    """Format every cell of ``frame`` (the conventions of the module docstring)."""
     statuses = frame[STATUS_COLUMN] if STATUS_COLUMN in frame else pd.Series(None, index=frame.index)
-    columns, numeric, cells = [], [], []
-    for column in frame.columns:
-        if column.endswith("_std") and f"{column[:-4]}_mean" in frame:
-            continue
+    columns, numeric, cells, full = [], [], [], []
+    for column in _shown_columns(frame):
         values = frame[column].astype(object)
-        text = [cell(v, column, s) for v, s in zip(values, statuses)]
         std_column = f"{column[:-5]}_std" if column.endswith("_mean") else None
         with_std = std_column in frame
+        # mean ± std: one set of decimals for both, chosen from both
+        formatter = _formatter(column, _numbers(values) + (_numbers(frame[std_column].astype(object)) if with_std else []))
+        text = [cell(v, formatter, s) for v, s in zip(values, statuses)]
         if with_std:
-            text = [t if _missing(s) else f"{t} ± {cell(s, column)}" for t, s in zip(text, frame[std_column])]
+            text = [t if _missing(s) else f"{t} ± {cell(s, formatter)}" for t, s in zip(text, frame[std_column])]
+        full_column = f"{column}{FULL_SUFFIX}"
+        hover = [("" if _missing(f) or str(f) == t else str(f)) for f, t in zip(frame[full_column], text)] \
+            if full_column in frame else [""] * len(text)
         columns.append(header(column, with_std))
         numeric.append(_is_numeric(frame[column]))
         cells.append(text)
+        full.append(hover)
     rows = [list(row) for row in zip(*cells)] if cells else []
     short = [not is_numeric and all(len(text) <= SHORT_TEXT for text in column_cells)
              for is_numeric, column_cells in zip(numeric, cells)]
-    return DisplayTable(title, columns, rows, numeric, short)
+    full_rows = [list(row) for row in zip(*full)] if full else []
+    return DisplayTable(title, columns, rows, numeric, short, full_rows)
 
 
 def _missing(value) -> bool:
