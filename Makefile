@@ -1,4 +1,6 @@
 # Two entry points for a fresh machine: `make report` and `make test`.
+# `make report` installs the analyzer alone (no torch, no test tools); `make test` adds the runner
+# (torch, CPU build), the Dask extra and the test tools to the same virtual environment.
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
@@ -7,14 +9,23 @@ TORCH  ?= torch==2.13.0
 
 .PHONY: install install-test report test
 
-$(VENV)/.installed: pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[runner,test]'
+
+$(VENV)/.installed-report: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
 	touch $@
 
-install: $(VENV)/.installed
+$(VENV)/.installed-test: pyproject.toml | $(PY)
+	$(PY) -m pip install -q $(TORCH)
+	$(PY) -m pip install -q -e '.[runner,dask,test]'
+	touch $@ $(VENV)/.installed-report
+
+## The analyzer and what its report needs.
+install: $(VENV)/.installed-report
+
+## Everything: the analyzer, the runner, the Dask extra and the test tools.
+install-test: $(VENV)/.installed-test
 
 # The shipped traces: 2025 handout (top level), 2026 handout, multi-GPU runs. Summaries are cached in
 # report/results.db (keyed by trace content and analyzer code), so a second `make report` only renders.
@@ -22,9 +33,8 @@ TRACES = nsys_runs/traces/*.sqlite.xz nsys_runs/traces/2026/*.sqlite.xz nsys_run
 
 ## Render the HTML report (both handout editions) from the example traces and results shipped in nsys_runs/.
 report: install
-	$(VENV)/bin/analyze-nsys $(TRACES) --results nsys_runs/results --format html,md,json --out report
-	@echo "open report/index.html"
+	$(VENV)/bin/analyze-nsys $(TRACES) --results nsys_runs/results --out report
 
 ## Run the test suite on the CPU.
-test: install
+test: install-test
 	$(PY) -m pytest -n 2 -q tests

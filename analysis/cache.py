@@ -29,8 +29,6 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-import sqlite_utils
-
 from analysis.load import file_sha256
 from analysis.phases import RangeNames
 from analysis.summary import summary_schema
@@ -96,7 +94,6 @@ class ResultsCache:
         new database made; :class:`CacheUnusable` when none can be opened or made there."""
         self.db_path = Path(db_path)
         self.notices: list[str] = []
-        self._digests: dict[tuple[Path, int, int], str] = {}  # (path, size, mtime_ns) -> sha256: hash once
         self._key_suffix = "" if names == RangeNames() else ";names=" + hashlib.sha256(
             json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
         try:
@@ -105,6 +102,8 @@ class ResultsCache:
             raise CacheUnusable(f"{self.db_path}: cannot be used ({err}); analyzing without the results cache") from err
 
     def _open(self) -> sqlite_utils.Database:
+        import sqlite_utils  # here, not at the top: a --no-cache run never needs it
+
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         why = "is a symbolic link" if self.db_path.is_symlink() else None
         if why is None and self.db_path.exists():
@@ -155,18 +154,9 @@ class ResultsCache:
         """Cache key of a trace file: `<sha256 of its bytes>@<analyzer key>`, then
         `;names=<hash>` for range names other than the defaults and `;timings=<sha256>` when a
         timings.json lies beside the trace."""
-        key = f"{self.content_sha256(Path(path))}@{analyzer_key()}{self._key_suffix}"
+        key = f"{file_sha256(Path(path))}@{analyzer_key()}{self._key_suffix}"
         timings = timings_json_path(Path(path))  # where the analysis looks: beside the path as given
-        return f"{key};timings={self.content_sha256(timings)}" if timings.is_file() else key
-
-    def content_sha256(self, path: Path) -> str:
-        """sha256 of a file's bytes, hashed once per (path, size, mtime)."""
-        path = path.resolve()
-        stat = path.stat()
-        seen = (path, stat.st_size, stat.st_mtime_ns)
-        if seen not in self._digests:
-            self._digests[seen] = file_sha256(path)
-        return self._digests[seen]
+        return f"{key};timings={file_sha256(timings)}" if timings.is_file() else key
 
     def get(self, path: Path) -> dict | None:
         """The stored summary of this file's content, or None when it was never analyzed.

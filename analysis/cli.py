@@ -10,15 +10,12 @@ import argparse
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
-from tqdm import tqdm
-
-from analysis.answers import report_data
 from analysis.batch import distinct, output_names
 from analysis.cache import CacheUnusable, ResultsCache
+from analysis.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
 from analysis.errors import TraceError
 from analysis.load import InputCache, file_sha256
 from analysis.load.input_cache import MIB
@@ -31,8 +28,10 @@ from cs336_profile.contract import trace_stem
 from cs336_profile.results import unwritable_reason
 
 FORMATS = ("json", "md", "csv", "html")
+DEFAULT_FORMATS = ("html", "md", "json")
 DEFAULT_OUT = "report"
 RESULTS_DB = "results.db"
+Made = TypeVar("Made")
 
 EPILOG = """\
 compare two runs:
@@ -54,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         return command(args, _range_names(parser, args))
     except SystemExit as stop:  # argparse: --help (0) and usage errors (2)
         return stop.code if isinstance(stop.code, int) else 2
+    except SchedulerUnavailable as err:
+        print(f"analyze-nsys: {err}", file=sys.stderr)
+        return 2
 
 
 def _analyze_parser() -> argparse.ArgumentParser:
@@ -68,8 +70,9 @@ def _analyze_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--format",
         type=_formats,
-        default=("json",),
-        help=f"comma-separated outputs among {','.join(FORMATS)} (default: json)",
+        default=DEFAULT_FORMATS,
+        help=f"comma-separated outputs among {','.join(FORMATS)} (default: {','.join(DEFAULT_FORMATS)}: "
+             "the HTML report with its Markdown pages and the JSON of each trace)",
     )
     parser.add_argument("--results", type=Path, help="folder of the runner's results files, for the report's other pages")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
@@ -81,6 +84,7 @@ def _analyze_parser() -> argparse.ArgumentParser:
                              "100 × its compressed size)")
     parser.add_argument("--export-timeout", type=_positive_int, default=int(InputCache.export_timeout_s), metavar="S",
                         help=f"seconds `nsys export` may take for an .nsys-rep input (default: {InputCache.export_timeout_s:g})")
+    add_engine_options(parser)
     _add_range_name_options(parser)
     return parser
 
@@ -157,16 +161,18 @@ def analyze_one(path: Path, names: RangeNames = RangeNames(),
         return None, f"unexpected {type(err).__name__} while analyzing: {err}"
 
 
-def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None, names: RangeNames = RangeNames(),
+def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, names: RangeNames = RangeNames(),
                  inputs: InputCache = InputCache(),
                  on_summary: Callable[[dict], None] | None = None) -> tuple[list[dict], list[dict]]:
-    """Summaries of the traces analyzed with the range ``names`` (cache hits included; the cache
-    must key on the same names) and ``{trace, error}`` failures, both in input order.
+    """Summaries of the traces analyzed on ``engine`` with the range ``names`` (cache hits
+    included; the cache must key on the same names, and only this process writes it) and
+    ``{trace, error}`` failures, both in input order. ``inputs`` travels with each task, so a Dask
+    worker copies compressed and report inputs under the same bounds (into its own input cache).
 
     Inputs with the same content are analyzed and counted once (a line says so); each summary's
     ``trace`` is a name no other input's outputs share (:func:`analysis.batch.output_names`).
     ``on_summary`` gets each summary as it is ready. Failures are printed to stderr as they come."""
-    digests = {path: digest for path in dict.fromkeys(paths) if (digest := _digest(path, cache)) is not None}
+    digests = {path: digest for path in dict.fromkeys(paths) if (digest := _digest(path)) is not None}
     unique, repeats = distinct(paths, digests)
     for path, first in repeats.items():
         print(f"{path}: the same content as {first}; analyzed and counted once", file=sys.stderr)
@@ -183,8 +189,8 @@ def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None, names
         if cached is not None:
             finished(path, cached)
     todo = [p for p in unique if p not in results]
-    with tqdm(total=len(todo), desc="analyzing", unit="trace", file=sys.stderr, disable=None) as progress:
-        for path, (summary, error) in _run(todo, jobs, names, inputs):
+    with _progress_bar(len(todo)) as progress:
+        for path, (summary, error) in engine.map(analyze_one, todo, names, inputs, lost=lambda why: (None, why)):
             if error is not None:
                 results[path] = (None, error)
                 progress.write(f"{path}: {error}", file=sys.stderr)
@@ -197,15 +203,40 @@ def analyze_many(paths: list[Path], jobs: int, cache: ResultsCache | None, names
     return summaries, failures
 
 
-def _digest(path: Path, cache: ResultsCache | None) -> str | None:
-    """The content hash of a regular file (shared with the cache's), or None for anything else or
-    a file that cannot be read (a FIFO is never opened: it could block)."""
+def _digest(path: Path) -> str | None:
+    """The content hash of a regular file (hashed once per process, shared with the cache's), or
+    None for anything else or a file that cannot be read (a FIFO is never opened: it could block)."""
     if not path.is_file():
         return None
     try:
-        return cache.content_sha256(path) if cache is not None else file_sha256(path)
+        return file_sha256(path)
     except OSError:
         return None
+
+
+class _Lines:
+    """The progress bar's stand-in when stderr is not a terminal: failure lines only."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        return None
+
+    def write(self, line: str, file=sys.stderr) -> None:
+        print(line, file=file)
+
+    def update(self) -> None:
+        return None
+
+
+def _progress_bar(total: int):
+    """A progress bar on a terminal (tqdm, imported only then), plain failure lines otherwise."""
+    if not sys.stderr.isatty():
+        return _Lines()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="analyzing", unit="trace", file=sys.stderr)
 
 
 def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
@@ -217,7 +248,7 @@ def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
         return None
 
 
-def _stored(cache: ResultsCache | None, path: Path, summary: dict, progress: tqdm) -> ResultsCache | None:
+def _stored(cache: ResultsCache | None, path: Path, summary: dict, progress) -> ResultsCache | None:
     """Store a summary; the cache itself when that worked, else None after one line saying why."""
     if cache is None:
         return None
@@ -230,18 +261,6 @@ def _stored(cache: ResultsCache | None, path: Path, summary: dict, progress: tqd
         return None
 
 
-def _run(paths: list[Path], jobs: int, names: RangeNames, inputs: InputCache):
-    """Yield (path, outcome) as traces finish: in this process for one job or one trace."""
-    if jobs == 1 or len(paths) <= 1:
-        for path in paths:
-            yield path, analyze_one(path, names, inputs)
-        return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-        futures = {pool.submit(analyze_one, path, names, inputs): path for path in paths}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
-
-
 def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     why = unwritable_reason(args.out)
     if why is not None:
@@ -250,12 +269,15 @@ def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     cache = None if args.no_cache else _open_cache(args.out / RESULTS_DB, names)
     written = OutputLog(args.out)
     try:
-        summaries, failures = analyze_many(args.traces, args.jobs, cache, names, _input_cache(args),
+        summaries, failures = analyze_many(args.traces, engine_from(args), cache, names, _input_cache(args),
                                            on_summary=written.json if "json" in args.format else None)
     finally:
         if cache is not None:
             cache.close()
-    write_outputs(summaries, failures, args.out, tuple(f for f in args.format if f != "json"), args.results, written)
+    pages = write_outputs(summaries, failures, args.out, tuple(f for f in args.format if f != "json"),
+                          args.results, written)
+    if "html" in pages:
+        print(f"report: {pages['html']}")
     return 1 if failures or written.failed else 0
 
 
@@ -295,20 +317,22 @@ class OutputLog:
         """Write ``out/<trace stem>.json``."""
         self.write(f"{trace_stem(summary['trace'])}.json", json.dumps(summary, indent=1))
 
-    def attempt(self, name: str, make: Callable[[Path], object]) -> None:
-        """Run ``make(out/name)``; an OSError costs one line instead of the rest of the outputs."""
+    def attempt(self, name: str, make: Callable[[Path], Made]) -> Made | None:
+        """``make(out/name)``; an OSError costs one line (and None) instead of the rest of the outputs."""
         try:
-            make(self.out / name)
+            return make(self.out / name)
         except OSError as err:
             self.failed = True
             print(f"{self.out / name}: not written ({err.strerror or err})", file=sys.stderr)
+            return None
 
 
 def write_outputs(summaries: list[dict], failures: list[dict], out: Path, formats: tuple[str, ...],
-                  results_dir: Path | None, log: OutputLog | None = None) -> None:
+                  results_dir: Path | None, log: OutputLog | None = None) -> dict[str, Path]:
     """Write each requested format into ``out`` through ``log``; the questions are answered
     across the traces and the results files in ``results_dir`` for the pages, and the report
-    package is imported only when pages are asked for."""
+    package is imported only when pages are asked for. Returns page format (``html``, ``md``) ->
+    its index file, for the pages written."""
     log = log or OutputLog(out)
     if "json" in formats:
         for summary in summaries:
@@ -317,13 +341,17 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
         for name, table in flat_tables(summaries).items():
             log.write(f"{name}.csv", table.to_csv(index=False))
     pages = tuple(f for f in formats if f in ("html", "md"))
-    if pages:
-        from analysis.report import render_report
+    if not pages:
+        return {}
+    from analysis.answers import report_data
+    from analysis.report import render_report
 
-        data = report_data(summaries, results_dir)
-        for problem in data.input_problems:
-            print(problem, file=sys.stderr)
-        log.attempt("index.html" if "html" in pages else "index.md", lambda _: render_report(data, failures, out, pages))
+    data = report_data(summaries, results_dir)
+    for problem in data.input_problems:
+        print(problem, file=sys.stderr)
+    written = log.attempt("index.html" if "html" in pages else "index.md",
+                          lambda _: render_report(data, failures, out, pages))
+    return written or {}
 
 
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:
@@ -333,7 +361,7 @@ def _diff(args: argparse.Namespace, names: RangeNames) -> int:
         return 2
     cache = _open_cache(args.out / RESULTS_DB, names)
     try:
-        summaries, failures = analyze_many([args.a, args.b], jobs=2, cache=cache, names=names)
+        summaries, failures = analyze_many([args.a, args.b], Engine(jobs=2), cache=cache, names=names)
     finally:
         if cache is not None:
             cache.close()

@@ -16,7 +16,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from analysis.attribution import innermost_ranges, ops_in_windows
-from analysis.load import Trace
+from analysis.load import RangeFilter, Trace
 from cs336_profile import contract
 
 # The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
@@ -64,6 +64,14 @@ class RangeNames:
         """The fine-grained ranges ops are labelled with (``LabelledOps.ops["region"]``)."""
         return (self.attention_scores, self.softmax, self.final_matmul)
 
+    def nvtx_filter(self) -> RangeFilter:
+        """The ranges the analysis looks at, for the loader to read (and no others): steps,
+        phases, attention and the runner's per-layer ranges (FSDP blocks); every range of a
+        trace without step ranges."""
+        return RangeFilter(names=frozenset((*self.phases, self.attention, *self.regions)),
+                           numbered=(self.warmup_prefix, self.step_prefix, contract.LAYER_PREFIX),
+                           steps=self.step_prefix)
+
     def phase_range(self, phase: str) -> str:
         """The range name of one of :data:`PHASES`."""
         return self.phases[PHASES.index(phase)]
@@ -87,19 +95,27 @@ class LabelledOps:
 
 
 def gpu_ops(trace: Trace) -> pd.DataFrame:
-    """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``."""
-    kernels = trace.kernels.assign(op_kind="kernel", bytes=0)
-    labels = pd.Categorical("[CUDA " + trace.memops["kind"].astype(str) + "]")
-    memops = trace.memops.drop(columns="kind").assign(
-        op_kind=trace.memops["kind"].astype(str), name=labels, demangled_name=labels)
-    categorical = ("name", "demangled_name", "launch_api")
-    ops = pd.concat([kernels.drop(columns=list(categorical)),
-                     memops[kernels.columns].drop(columns=list(categorical))], ignore_index=True)
-    for column in categorical:
-        ops[column] = union_categoricals([kernels[column], memops[column].astype("category")],
-                                         ignore_order=True)
-    ops["op_kind"] = ops["op_kind"].astype("category")
-    return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+    """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``.
+
+    Built column by column (one ordering, no whole-table copies): at millions of kernels the
+    table is the largest thing the analysis holds."""
+    kernels, memops = trace.kernels, trace.memops
+    order = np.lexsort([np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("end_ns", "start_ns")])
+    memop_names = pd.Categorical("[CUDA " + memops["kind"].astype(str) + "]")
+    op_kinds = pd.Categorical.from_codes(
+        np.concatenate([np.zeros(len(kernels), np.int8), np.where(memops["kind"] == "memcpy", 1, 2).astype(np.int8)]),
+        categories=["kernel", "memcpy", "memset"]).remove_unused_categories()
+    columns = {}
+    for column in kernels.columns:
+        if column in ("name", "demangled_name", "launch_api"):
+            memop_values = memop_names if column != "launch_api" else memops[column].astype("category")
+            both = union_categoricals([kernels[column], memop_values], ignore_order=True)
+        else:
+            both = np.concatenate([kernels[column].to_numpy(), memops[column].to_numpy()])
+        columns[column] = both[order]
+    columns["op_kind"] = op_kinds[order]
+    columns["bytes"] = np.concatenate([np.zeros(len(kernels), np.int64), memops["bytes"].to_numpy(np.int64)])[order]
+    return pd.DataFrame(columns, copy=False)
 
 
 def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:

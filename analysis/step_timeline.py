@@ -23,14 +23,15 @@ MS_DIGITS = 6  # ns precision
 def step_window(inputs: NsysInputs) -> tuple[str, int, int]:
     """(title, start_ns, end_ns) of the first measured step: from its first phase range start (or
     first op start) to its last op end; the whole run when there are no steps."""
-    measured = inputs.ops[inputs.ops["measured"]]
-    steps = [s for s in measured["step"].unique() if s]
+    measured = inputs.ops["measured"].to_numpy()  # masks, not copies: the ops may be millions of rows
+    steps = [s for s in inputs.ops["step"][measured].unique() if s]
     prefix = inputs.names.step_prefix
     step = min(steps, key=lambda name: int(name.removeprefix(prefix))) if steps else ""
-    ops = measured[measured["step"] == step] if step else measured
+    in_step = measured & (inputs.ops["step"] == step).to_numpy() if step else measured
+    op_start, op_end = inputs.ops["start_ns"].to_numpy()[in_step].min(), inputs.ops["end_ns"].to_numpy()[in_step].max()
     ranges = inputs.phase_ranges[inputs.phase_ranges["step"] == step] if step else inputs.phase_ranges
-    start = min(ops["start_ns"].min(), ranges["start_ns"].min()) if not ranges.empty else ops["start_ns"].min()
-    end = max(ops["end_ns"].max(), ranges["end_ns"].max()) if not ranges.empty else ops["end_ns"].max()
+    start = min(op_start, ranges["start_ns"].min()) if not ranges.empty else op_start
+    end = max(op_end, ranges["end_ns"].max()) if not ranges.empty else op_end
     return (step or "whole capture"), int(start), int(end)
 
 

@@ -74,13 +74,15 @@ from analysis.timings import read_run_record
 
 
 def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache()) -> dict:
-    """Load and analyze one trace, looking for the NVTX ranges ``names`` (``inputs``: how
-    compressed inputs are copied); raises :class:`analysis.errors.TraceError` on bad input."""
-    trace = load_trace(path, inputs)
+    """Load and analyze one trace, looking for the NVTX ranges ``names`` (only those are read;
+    ``inputs``: how compressed inputs are copied); raises :class:`analysis.errors.TraceError` on
+    bad input."""
+    trace = load_trace(path, names.nvtx_filter(), inputs)
     require_claimable_kernels(trace)
     labelled = label_ops(trace, names)
-    # The labelled ops now hold every GPU operation: free the loader's copies before the questions.
-    trace.kernels, trace.memops = trace.kernels.iloc[:0], trace.memops.iloc[:0]
+    # The labelled ops now hold every GPU operation: free the loader's copies before the questions
+    # (copies of the empty slices: a slice is a view that would keep the whole table alive).
+    trace.kernels, trace.memops = trace.kernels.iloc[:0].copy(), trace.memops.iloc[:0].copy()
     return summarize(trace, labelled)
 
 

@@ -15,7 +15,11 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
+try:
+    import nvtx  # noqa: F401  (the annotations' package: checked here with torch, used in annotate)
+    import torch
+except ModuleNotFoundError as missing:  # an analyzer-only install
+    sys.exit(f"the runner needs {missing.name}: pip install 'cs336-profile[runner]' (torch and nvtx)")
 from tqdm import tqdm
 
 from cs336_profile.bench import ConfigResult, run_configs

@@ -152,7 +152,7 @@ def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_
         return {"trace": path.name, "phases": {}}
 
     monkeypatch.setattr(cli, "analyze_trace", record)
-    argv = [str(trace), "--out", str(tmp_path), "--jobs", "1"]
+    argv = [str(trace), "--out", str(tmp_path), "--jobs", "1", "--format", "json"]
     custom = ["--step-prefix", "iter", "--warmup-prefix", "warm", "--phase-names", "fwd, loss ,bwd,opt",
               "--attention-names", "qk,sm,av"]
     assert cli.main(argv + custom) == 0

@@ -14,6 +14,7 @@ from analysis.load import load_trace
 from analysis.load.memory_events import read_memory_events
 from analysis.memory_ledger import block_params, memory_ledger, op_label
 from analysis.questions.mem_f import ledger_record
+from analysis.summary import analyze_trace
 from analysis.timings import read_run_record
 from tests.synthetic import build_export
 
@@ -143,3 +144,11 @@ def test_real_xl_trace_matches_independent_sql(xl_export):
     assert record["gradient_bytes_per_block"] == record["expected_gradient_bytes_per_block"]
     assert sum(op["share"] for op in record["top_ops"]) < 1
     json.dumps(record)
+
+
+def test_the_analysis_reads_the_op_ranges_the_ledger_needs(xl_export):
+    """analyze_trace reads only the NVTX ranges it names, except in a trace with memory events,
+    where the ledger needs every op range and autograd node range."""
+    ledger = analyze_trace(xl_export)["memory_ledger"]
+    assert ledger["gradient_bytes_per_block"] == ledger["expected_gradient_bytes_per_block"]
+    assert "(no op range)" not in {op["op"] for op in ledger["top_ops"]}

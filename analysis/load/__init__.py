@@ -21,35 +21,38 @@ import pandas as pd
 from analysis.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTrace
 from analysis.load.input_cache import InputCache, file_sha256
 from analysis.load.inputs import connect_readonly, opened_input
-from analysis.load.nvtx import marks_of, ranges_of, read_nvtx
+from analysis.load.memory_events import MEMORY_EVENTS_TABLE
+from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_nvtx
 from analysis.load.schema import (GRAPH_TABLE, KERNEL_COLUMNS, KERNEL_TABLE, NSYS_TABLE_MARKERS, count_rows,
-                                  export_metadata, read_schema, require_columns,
+                                  export_metadata, has_rows, read_schema, require_columns,
                                   require_tables_are_tables)
 from analysis.load.tables import (UNNAMED_KERNEL, StringTable, drop_unusable_times, has_unmatched, join_launches,
                                   read_gpus, read_kernels, read_launches, read_memops)
 from analysis.load.trace import Trace
 
-__all__ = ["InputCache", "Trace", "file_sha256", "load_trace", "require_claimable_kernels"]
+__all__ = ["InputCache", "RangeFilter", "Trace", "file_sha256", "load_trace", "require_claimable_kernels"]
 
 
-def load_trace(path: str | os.PathLike, inputs: InputCache = InputCache()) -> Trace:
+def load_trace(path: str | os.PathLike, ranges: RangeFilter | None = None,
+               inputs: InputCache = InputCache()) -> Trace:
     """Load an nsys export (``.sqlite``, ``.sqlite.xz`` or ``.nsys-rep`` with nsys on PATH);
     ``inputs`` says how compressed and report inputs are copied (:mod:`analysis.load.input_cache`).
 
     Raises a :class:`~analysis.errors.TraceError` subclass, whose message is one line, for
-    anything that is not a usable nsys export.
+    anything that is not a usable nsys export. With ``ranges`` only the NVTX ranges it names are
+    read (marks always are).
     """
     path = Path(path)
     with opened_input(path, inputs) as database:
         try:
             try:
                 with connect_readonly(database) as conn:
-                    return replace(_read_trace(conn, path), inputs=inputs)
+                    return replace(_read_trace(conn, path, ranges), inputs=inputs)
             except sqlite3.OperationalError as err:
                 if "decode" not in str(err):
                     raise
             with connect_readonly(database, lenient_text=True) as conn:
-                return replace(_read_trace(conn, path), inputs=inputs)
+                return replace(_read_trace(conn, path, ranges), inputs=inputs)
         except sqlite3.DatabaseError as err:
             raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
 
@@ -63,7 +66,7 @@ def require_claimable_kernels(trace: Trace) -> None:
             "among its CUDA runtime/driver API records, so no NVTX range can claim them; capture with `-t cuda,nvtx`")
 
 
-def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
+def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None) -> Trace:
     schema = read_schema(conn)
     require_tables_are_tables(conn)
     if not any(table in schema for table in NSYS_TABLE_MARKERS):
@@ -72,7 +75,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
     meta = export_metadata(conn, schema)
     version = meta.get("EXPORT_PRODUCT_VERSION")
     graph_launches = count_rows(conn, schema, GRAPH_TABLE)
-    if not count_rows(conn, schema, KERNEL_TABLE):
+    if not has_rows(conn, schema, KERNEL_TABLE):
         if graph_launches:
             raise NoKernels(f"has no per-kernel records, only {graph_launches} whole CUDA-graph "
                             "launches; profile again with --cuda-graph-trace=node")
@@ -99,7 +102,12 @@ def _read_trace(conn: sqlite3.Connection, path: Path) -> Trace:
         notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "
                      "(launched before the capture began?); no NVTX range can claim them")
 
-    events = read_nvtx(conn, schema, strings)
+    if ranges is not None and has_rows(conn, schema, MEMORY_EVENTS_TABLE):
+        # The memory ledger charges each allocation to the op range around its call and finds a
+        # block's backward by its autograd nodes' ranges: with tensor-level memory events every
+        # range is read.
+        ranges = None
+    events = read_nvtx(conn, schema, strings, ranges)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     ranges = ranges_of(events, end_ns, notes)
     marks = marks_of(events)

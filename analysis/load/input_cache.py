@@ -10,6 +10,7 @@ Every message names the folder.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import lzma
 import os
@@ -55,7 +56,14 @@ def default_folder() -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in chunks."""
+    """Hex SHA-256 of a file's bytes, read in chunks; a file unchanged since (same size and
+    modification time) is hashed once per process."""
+    stat = os.stat(path)
+    return _sha256(Path(path).resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sha256(path: Path, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(MIB), b""):

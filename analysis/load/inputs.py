@@ -9,7 +9,6 @@ import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
-from urllib.request import pathname2url
 
 from analysis.errors import NotATraceFile, NotSQLite, NsysReportGiven, TraceBeingWritten, TraceError, TruncatedTrace
 from analysis.load.input_cache import InputCache, cache_folder, decompress_xz, discard, export_report
@@ -85,8 +84,7 @@ def _check_complete(path: Path, header: bytes) -> None:
 
 
 def connect_readonly(path: Path, lenient_text: bool = False) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{pathname2url(str(path.resolve()))}?mode=ro&immutable=1",
-                           uri=True)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
     if lenient_text:  # exports made on Windows can hold strings in a code page, not UTF-8
         conn.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
     return conn

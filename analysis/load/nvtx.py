@@ -2,30 +2,86 @@
 nesting on each thread, and marks."""
 from __future__ import annotations
 
+import re
 import sqlite3
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from analysis.load.schema import (NVTX_COLUMNS, NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END,
-                                  NVTX_TABLE, read_ints, require_columns)
+                                  NVTX_TABLE, require_columns)
 from analysis.load.tables import StringTable, pid_of, tid_of
 
 
-def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable) -> pd.DataFrame:
-    """NVTX marks, ranges and domain names; a name is ``text`` or else ``StringIds[textId]``."""
+@dataclass(frozen=True)
+class RangeFilter:
+    """Which NVTX ranges to read: those named one of ``names``, or one of ``numbered`` followed by
+    digits (``step_`` reads ``step_0``, ``step_1``...). Marks and domain names are always read.
+
+    A dense trace (``emit_nvtx``: a range per operator) holds hundreds of thousands of ranges the
+    analysis never looks at; the filter leaves them in the file."""
+
+    names: frozenset[str]
+    numbered: tuple[str, ...] = ()
+    # A trace without a range <steps><digits> is read whole: there the ranges enclosing the phases,
+    # whatever their names, tell the shapes a benchmark ran apart.
+    steps: str | None = None
+
+    def pattern(self) -> re.Pattern:
+        """Matches the wanted names, whole."""
+        alternatives = [*map(re.escape, sorted(self.names)), *(rf"{re.escape(p)}\d+" for p in self.numbered)]
+        return re.compile(f"^(?:{'|'.join(alternatives)})$" if alternatives else "(?!)")
+
+    def where(self, strings: StringTable, has_text: bool) -> tuple[str, list[str]]:
+        """SQL condition on a range row (its ``text``, else its ``textId``) and its parameters;
+        it may let through a few names :meth:`pattern` then refuses (``step_1b``)."""
+        ids = ", ".join(map(str, strings.ids_matching(self.pattern()))) or "NULL"
+        by_id = f"textId IN ({ids})"
+        if not has_text:
+            return by_id, []
+        globs = " OR ".join(["text GLOB ?"] * len(self.numbered)) or "0"
+        names = ", ".join(["?"] * len(self.names)) or "NULL"
+        condition = f"(text IS NULL AND {by_id}) OR text IN ({names}) OR {globs}"
+        return condition, [*sorted(self.names), *(_glob_literal(p) + "[0-9]*" for p in self.numbered)]
+
+
+def _glob_literal(text: str) -> str:
+    """``text`` matched literally by SQLite's GLOB (its wildcards in brackets)."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+NVTX_EVENT_COLUMNS = ("start_ns", "end_ns", "event_type", "name", "domain", "pid", "tid", "end_tid")
+
+
+def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable,
+              ranges: RangeFilter | None = None) -> pd.DataFrame:
+    """NVTX marks, ranges and domain names, in one scan; a name is ``text`` or else
+    ``StringIds[textId]``. With ``ranges`` only the ranges it names are read."""
     if NVTX_TABLE not in schema:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in
-                             ("start_ns", "end_ns", "event_type", "name", "domain", "pid", "tid",
-                              "end_tid")})
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in NVTX_EVENT_COLUMNS})
     require_columns(schema, NVTX_TABLE, ("start", "end", "eventType", "globalTid"), None)
-    types = NVTX_MARK + NVTX_PUSH_POP + NVTX_START_END + (NVTX_DOMAIN_CREATE,)
-    where = f"WHERE eventType IN ({', '.join(map(str, types))})"
-    raw = read_ints(conn, schema, NVTX_TABLE, NVTX_COLUMNS, where)
-    text = np.array([row[0] for row in conn.execute(
-        f"SELECT {'text' if 'text' in schema[NVTX_TABLE] else 'NULL'} FROM {NVTX_TABLE} {where}")],
-        dtype=object)
+    has_text = "text" in schema[NVTX_TABLE]
+    kinds = ", ".join(map(str, NVTX_PUSH_POP + NVTX_START_END))
+    always = ", ".join(map(str, NVTX_MARK + (NVTX_DOMAIN_CREATE,)))
+    condition, parameters = ("1", []) if ranges is None else ranges.where(strings, has_text)
+    declared = schema[NVTX_TABLE]
+    ints = ", ".join(f'coalesce("{c}", -1)' if c in declared else "-1" for c in NVTX_COLUMNS)
+    rows = conn.execute(
+        f"SELECT {ints}, {'text' if has_text else 'NULL'} FROM {NVTX_TABLE} "
+        f"WHERE eventType IN ({always}) OR (eventType IN ({kinds}) AND ({condition}))", parameters).fetchall()
+    table = np.array(rows, dtype=object).reshape(len(rows), len(NVTX_COLUMNS) + 1)
+    raw = {c: table[:, i].astype(np.int64) for i, c in enumerate(NVTX_COLUMNS)}
+    text = table[:, -1]
     name = np.where(pd.isna(text), strings.lookup(raw["textId"]), text)
+    if ranges is not None:
+        is_range = np.isin(raw["eventType"], NVTX_PUSH_POP + NVTX_START_END)
+        wanted = ranges.pattern()
+        keep = ~is_range | np.array([isinstance(n, str) and wanted.match(n) is not None for n in name], dtype=bool)
+        step = re.compile(rf"{re.escape(ranges.steps)}\d+$") if ranges.steps else None
+        if step and not any(isinstance(n, str) and step.match(n) for n in name[keep & is_range]):
+            return read_nvtx(conn, schema, strings)
+        raw, name = {c: values[keep] for c, values in raw.items()}, name[keep]
     end_tid = np.where(raw["endGlobalTid"] >= 0, raw["endGlobalTid"], raw["globalTid"])
     events = pd.DataFrame({
         "start_ns": raw["start"],

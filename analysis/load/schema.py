@@ -53,6 +53,11 @@ def count_rows(conn: sqlite3.Connection, schema: dict, table: str) -> int:
     return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
+def has_rows(conn: sqlite3.Connection, schema: dict, table: str) -> bool:
+    """Whether ``table`` exists and holds a row (without counting them all)."""
+    return table in schema and conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0] == 1
+
+
 def require_columns(schema: dict, table: str, columns: tuple[str, ...], version: str | None):
     missing = [c for c in columns if c not in schema[table]]
     if missing:
@@ -63,20 +68,26 @@ def require_columns(schema: dict, table: str, columns: tuple[str, ...], version:
 
 
 def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
-               where: str = "", chunk_rows: int = 1 << 16) -> dict[str, np.ndarray]:
-    """Integer columns of a table as numpy arrays, streamed in chunks to bound memory.
+              where: str = "", chunk_rows: int = 1 << 16) -> dict[str, np.ndarray]:
+    """Integer columns of a table as numpy arrays, in one scan streamed in chunks.
 
-    NULLs and columns this export lacks read as -1.
+    NULLs and columns this export lacks read as -1. The buffer is sized by the table's largest
+    rowid (an index lookup, not a count): rows a ``where`` skips leave its pages untouched, so
+    they cost no memory.
     """
     declared = schema[table]
     select = ", ".join(
         f'"{c}"' if declared.get(c) else f'coalesce("{c}", -1)' if c in declared else "-1"
         for c in columns)
-    rows = conn.execute(f"SELECT count(*) FROM {table} {where}").fetchone()[0]
-    values = np.empty((rows, len(columns)), dtype=np.int64, order="F")
+    capacity = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
+    values = np.empty((max(capacity, 0), len(columns)), dtype=np.int64, order="F")
     cursor = conn.execute(f"SELECT {select} FROM {table} {where}")
     filled = 0
     while chunk := cursor.fetchmany(chunk_rows):
+        if filled + len(chunk) > len(values):  # rowids below 1: grow
+            grown = np.empty((2 * (filled + len(chunk)), len(columns)), dtype=np.int64, order="F")
+            grown[:filled] = values[:filled]
+            values = grown
         values[filled:filled + len(chunk)] = chunk
         filled += len(chunk)
     return {c: values[:filled, i] for i, c in enumerate(columns)}

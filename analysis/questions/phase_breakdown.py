@@ -11,6 +11,7 @@ Every figure is a mean per measured pass: a sum over measured instances divided 
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from analysis.phases import PHASES
@@ -21,14 +22,25 @@ TOP_KERNELS_OVERALL = 100
 
 
 def busy_ns(ops: pd.DataFrame, by: str) -> pd.Series:
-    """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``."""
+    """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``.
+
+    On numpy arrays (millions of operations): within each value, sorted by start, an operation
+    opens a new busy segment when it starts after every earlier one ended; a segment lasts from
+    its first start to the latest end reached at its last operation."""
     if ops.empty:
         return pd.Series(dtype="int64")
-    ordered = ops.sort_values([by, "start_ns"])
-    prev_end = ordered.groupby(by)["end_ns"].cummax().groupby(ordered[by]).shift()
-    segment = (~(ordered["start_ns"] <= prev_end)).cumsum()
-    segments = ordered.groupby(segment).agg(key=(by, "first"), start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
-    return (segments["end_ns"] - segments["start_ns"]).groupby(segments["key"]).sum()
+    keys, starts, ends = (ops[column].to_numpy() for column in (by, "start_ns", "end_ns"))
+    order = np.lexsort((starts, keys))
+    keys, starts, ends = keys[order], starts[order], ends[order]
+    group_first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    reach = np.empty_like(ends)
+    for first, stop in zip(group_first, np.r_[group_first[1:], len(keys)]):
+        reach[first:stop] = np.maximum.accumulate(ends[first:stop])
+    opens = np.r_[True, starts[1:] > reach[:-1]]
+    opens[group_first] = True
+    segment_first = np.flatnonzero(opens)
+    segment_last = np.r_[segment_first[1:], len(keys)] - 1
+    return pd.Series(reach[segment_last] - starts[segment_first]).groupby(keys[segment_first]).sum()
 
 
 def phase_table(inputs: NsysInputs) -> pd.DataFrame:
@@ -38,7 +50,8 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     ``cpu_span_ms_per_pass``, ``gpu_span_ms_per_pass``, ``busy_ms_per_pass``, ``idle_ms_per_pass``.
     """
     ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
-    ops = inputs.ops[inputs.ops["measured"] & inputs.ops["phase_range_id"].isin(ranges["range_id"])]
+    ops = inputs.ops.loc[inputs.ops["measured"] & inputs.ops["phase_range_id"].isin(ranges["range_id"]),
+                         ["phase_range_id", "phase", "op_kind", "start_ns", "end_ns", "dur_ns"]]
     per_range = ops.groupby("phase_range_id").agg(first_start_ns=("start_ns", "min"), last_end_ns=("end_ns", "max"))
     per_range["busy_ns"] = busy_ns(ops, "phase_range_id")
     ranges = ranges.join(per_range, on="range_id")
@@ -143,11 +156,12 @@ def device_summaries(inputs: NsysInputs) -> list[dict]:
     """The ``devices`` section: measured kernels per (process, GPU) pair, per measured step, so
     traces of several processes or GPUs are read one device at a time."""
     kernels = inputs.measured_kernels()
-    kernels = kernels.assign(device_key=kernels["pid"] * 65536 + kernels["device_id"])
+    keys = kernels["pid"].to_numpy() * 65536 + kernels["device_id"].to_numpy()
     steps = inputs.measured_steps
-    busy = busy_ns(kernels, "device_key")
+    busy = busy_ns(kernels[["start_ns", "end_ns"]].assign(device_key=keys), "device_key")
     records = []
-    for key, rows in kernels.groupby("device_key", sort=True):
+    for key, at in sorted(pd.Series(keys).groupby(keys).indices.items()):
+        rows = kernels if len(at) == len(kernels) else kernels.iloc[at]  # one device: no copy
         records.append({
             "pid": int(rows["pid"].iloc[0]),
             "device_id": int(rows["device_id"].iloc[0]),

@@ -18,17 +18,12 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from analysis.classify import CATEGORIES  # noqa: E402
 from analysis.records import ResultsAnswer  # noqa: E402
+from analysis.report.drawing import RASTER_DPI, WIDTH_IN  # noqa: E402
 from cs336_profile.contract import GIB, MIB  # noqa: E402
 from cs336_profile.contract import PHASES as PHASE_ORDER  # noqa: E402
 from analysis.safe_write import atomic_file
 
-# Drawn at a width a page shows unscaled on a laptop (two side by side) and a phone scales down
-# to three quarters, where text at 10 pt stays legible; the step timeline is drawn wide as well.
-WIDTH_IN = 5.2
-WIDE_IN = 10.4
 HEIGHT_IN = 3.4
-RASTER_DPI = 192  # PNG figures (the timeline) at twice the page's pixels: sharp on high-density screens
-CSS_PX_PER_IN = 96
 # Okabe & Ito's colour-blind-safe palette, in the order series take it.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 # One colour per kernel category in every figure: Okabe–Ito for the common ones, three of Tol's
@@ -63,15 +58,6 @@ def save(figure: Figure, path: Path, root: Path | None = None) -> Path:
     finally:
         plt.close(figure)
     return path
-
-
-def css_width(path: Path) -> int | None:
-    """The width a saved PNG shows at on a page (CSS px: its pixels at ``RASTER_DPI``); None for a
-    vector figure, whose file states its size."""
-    if path.suffix != ".png":
-        return None
-    pixels = int.from_bytes(path.read_bytes()[16:20], "big")  # the PNG header's width field
-    return round(pixels * CSS_PX_PER_IN / RASTER_DPI)
 
 
 def new_figure(height: float = HEIGHT_IN, ncols: int = 1, width: float = WIDTH_IN) -> tuple[Figure, list]:

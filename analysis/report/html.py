@@ -12,8 +12,9 @@ from markupsafe import escape
 
 from analysis.records import DiffRecord
 from analysis.safe_write import write_file
-from analysis.report.render import (FigureFile, communication_figures, diff_content, environment, question_downloads,
-                                    templates_dir, trace_figures, trace_tables)
+from analysis.report.drawing import FigureFile, FigureNotDrawn, draw_all, shown
+from analysis.report.render import (diff_content, diff_figures, environment, question_downloads, ranks_key,
+                                    templates_dir, trace_tables)
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
 
@@ -40,33 +41,34 @@ def _copy_stylesheet(out_dir: Path) -> None:
     write_file(out_dir / STYLESHEET, (templates_dir() / STYLESHEET).read_bytes(), root=out_dir)
 
 
-def render_site(site: Site, out_dir: Path, question_figures: dict[str, list[FigureFile]]) -> Path:
-    """Write every page of ``site`` into ``out_dir`` (``question_figures``: question id -> its
-    figures, already drawn there); return the index's path."""
+def render_site(site: Site, out_dir: Path, figures: dict[str, list[FigureFile]]) -> Path:
+    """Write every page of ``site`` into ``out_dir`` (``figures``: page name -> its figures,
+    already drawn there); return the index's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     _copy_stylesheet(out_dir)
     env = environment()
     for page in site.questions:
         _page(out_dir / f"{page.card.page}.html", lambda: env.get_template("question.html").render(
             page=page, tables=[display_table(title, table) for title, table in page.result.tables.items()],
-            figures=question_figures[page.card.id], downloads=question_downloads(page, out_dir), home=True))
+            figures=shown(figures[page.card.page]), downloads=question_downloads(page, out_dir), home=True))
     for page in site.traces:
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _page(out_dir / f"{page.page}.html", lambda: env.get_template("trace.html").render(
-            page=page, tables=trace_tables(page.summary), figures=trace_figures(page, out_dir),
-            communication_figures=communication_figures(page, out_dir),
+            page=page, tables=trace_tables(page.summary), figures=shown(figures[page.page]),
+            communication_figures=shown(figures[ranks_key(page)]),
             has_timeline=bool(page.summary.get("timeline")), diffs=diffs, answered={q.card.id for q in site.questions},
             home=True))
     for page in site.diffs:
-        _render_diff_page(page, out_dir, home=True)
+        _render_diff_page(page, out_dir, figures[page.page], home=True)
     return _write(out_dir / "index.html", env.get_template("index.html").render(site=site, home=False))
 
 
-def _render_diff_page(page: DiffPage, out_dir: Path, home: bool) -> Path:
+def _render_diff_page(page: DiffPage, out_dir: Path, figure_files: list[FigureFile | FigureNotDrawn],
+                      home: bool) -> Path:
     def render() -> str:
-        diff, tables, figure_files = diff_content(page, out_dir)
+        diff, tables = diff_content(page)
         return environment().get_template("diff.html").render(page=page, diff=diff, tables=tables,
-                                                              figures=figure_files, home=home)
+                                                              figures=shown(figure_files), home=home)
     return _page(out_dir / f"{page.page}.html", render)
 
 
@@ -76,4 +78,4 @@ def render_diff(record: DiffRecord, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     _copy_stylesheet(out_dir)
     page = DiffPage(record, diff_page(record.a, record.b))
-    return _render_diff_page(page, out_dir, home=False)
+    return _render_diff_page(page, out_dir, draw_all(diff_figures(page), out_dir, workers=1), home=False)

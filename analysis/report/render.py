@@ -2,6 +2,7 @@
 figure files of each page, and the display tables of a trace page and a diff page."""
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from dataclasses import dataclass
@@ -11,15 +12,14 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
-from analysis.kernel_names import kernel_label
 from analysis.records import QuestionRecord
-from analysis.report import figures, question_figures as drawings
+from analysis.report.drawing import FigureFile, FigureJob, FigureNotDrawn, draw_all
+from analysis.safe_write import write_file
 from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
-from analysis.report.timeline import rank_timeline, step_timeline
+from analysis.text import kernel_cell
 
-FIGURES_DIR = "figures"
 PACKAGE_NAME = "cs336-profile"
 PHASE_COLUMNS = ("passes", "kernels_per_pass", "kernel_ms_per_pass", "python_ms_per_pass", "cpu_span_ms_per_pass",
                  "gpu_span_ms_per_pass", "busy_ms_per_pass", "idle_ms_per_pass", "idle_share", "achieved_tflop_per_s",
@@ -45,9 +45,11 @@ def _inline_code(text: str) -> Markup:
     return Markup(INLINE_CODE.sub(r"<code>\1</code>", str(escape(text))))
 
 
+@functools.lru_cache(maxsize=2)
 def environment(markdown: bool = False) -> Environment:
     """jinja2 environment: StrictUndefined (a missing value fails loudly), HTML autoescaped; in
-    Markdown every value written is made inert (:mod:`analysis.report.markdown_text`)."""
+    Markdown every value written is made inert (:mod:`analysis.report.markdown_text`). One per
+    process and flavour, so each template is compiled once."""
     env = Environment(loader=FileSystemLoader(templates_dir()), undefined=StrictUndefined,
                       autoescape=select_autoescape(["html"]) if not markdown else False,
                       finalize=markdown_value if markdown else None,
@@ -57,45 +59,13 @@ def environment(markdown: bool = False) -> Environment:
     return env
 
 
-@dataclass(frozen=True)
-class FigureFile:
-    """A saved figure: ``path`` relative to the output folder, its alt text, the width it shows at
-    (CSS px; None where the file states it), and for a figure drawn wide (``wide``: it spans the
-    page) the ``phone`` drawing of the same data that a narrow screen shows instead."""
-
-    path: str
-    alt: str
-    width: int | None = None
-    phone: str | None = None
-    wide: bool = False
-
-
-def _save(figure, out_dir: Path, name: str, alt: str) -> FigureFile:
-    relative = f"{FIGURES_DIR}/{name}"
-    saved = figures.save(figure, out_dir / relative, root=out_dir)
-    return FigureFile(relative, alt, figures.css_width(saved))
-
-
-def _save_wide(draw, out_dir: Path, name: str, alt: str) -> FigureFile:
-    """``draw(width)`` saved wide for a laptop and narrow (``-phone``) for a phone."""
-    stem, suffix = name.rsplit(".", 1)
-    wide = _save(draw(figures.WIDE_IN), out_dir, name, alt)
-    phone = _save(draw(figures.WIDTH_IN), out_dir, f"{stem}-phone.{suffix}", alt)
-    return FigureFile(wide.path, alt, wide.width, phone=phone.path, wide=True)
-
-
-def question_figures(page: QuestionRecord, out_dir: Path) -> list[FigureFile]:
+def question_figures(page: QuestionRecord) -> list[FigureJob]:
     """The question's figure, drawn from its answer's tables as its figure spec says."""
     spec = page.card.figure
     if spec is None:
         return []
-    return [_save(drawings.draw(spec, page.result), out_dir, f"{page.card.page}.svg",
-                  spec.alt or page.card.title)]
-
-
-def all_question_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile]]:
-    """Question id -> its figures, drawn once for every page format that shows them."""
-    return {page.card.id: question_figures(page, out_dir) for page in site.questions}
+    return [FigureJob("analysis.report.question_figures:draw", (spec, page.result), f"{page.card.page}.svg",
+                      spec.alt or page.card.title)]
 
 
 @dataclass(frozen=True)
@@ -111,38 +81,62 @@ def question_downloads(page: QuestionRecord, out_dir: Path) -> list[DataFile]:
     files = []
     for index, (title, table) in enumerate(page.result.downloads.items()):
         name = f"{page.card.page}-data{index + 1}.csv"
-        table.to_csv(out_dir / name, index=False)
+        write_file(out_dir / name, table.to_csv(index=False), root=out_dir)
         files.append(DataFile(name, title))
     return files
 
 
-def trace_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
+def trace_figures(page: TracePage) -> list[FigureJob]:
     """Per-phase categories and spans; the step timeline when the summary has one."""
     phases = page.summary["phases"]
     if not phases:
         return []
-    saved = [_save(figures.phase_categories(phases), out_dir, f"{page.page}-categories.svg",
-                   "Kernel time by category per phase"),
-             _save(figures.phase_spans(phases), out_dir, f"{page.page}-spans.svg",
-                   "Python timer, CPU span, GPU projection and busy time per phase")]
+    jobs = [FigureJob("analysis.report.figures:phase_categories", (phases,), f"{page.page}-categories.svg",
+                      "Kernel time by category per phase"),
+            FigureJob("analysis.report.figures:phase_spans", (phases,), f"{page.page}-spans.svg",
+                      "Python timer, CPU span, GPU projection and busy time per phase")]
     if page.summary.get("timeline"):
-        saved.append(_save_wide(lambda width: step_timeline(page.summary["timeline"], width), out_dir,
-                                f"{page.page}-timeline.png", "Timeline of one measured step"))
-    return saved
+        jobs.append(FigureJob("analysis.report.timeline:step_timeline", (page.summary["timeline"],),
+                              f"{page.page}-timeline.png", "Timeline of one measured step", wide=True))
+    return jobs
 
 
-def communication_figures(page: TracePage, out_dir: Path) -> list[FigureFile]:
+def diff_figures(page: DiffPage) -> list[FigureJob]:
+    """Kernel time by category of the two traces."""
+    categories = pd.DataFrame(page.record.diff["categories"])
+    return [FigureJob("analysis.report.figures:category_diff",
+                      (categories, f"A: {page.a['trace']}", f"B: {page.b['trace']}"), f"{page.page}.svg",
+                      "Kernel time by category, A and B")]
+
+
+def site_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile | FigureNotDrawn]]:
+    """Every figure of the site, drawn in worker processes where missing or out of date: page name
+    (question, trace or diff page) -> its figure files."""
+    planned = {**{page.card.page: question_figures(page) for page in site.questions},
+               **{page.page: trace_figures(page) for page in site.traces},
+               **{ranks_key(page): communication_figures(page) for page in site.traces},
+               **{page.page: diff_figures(page) for page in site.diffs}}
+    files = iter(draw_all([job for jobs in planned.values() for job in jobs], out_dir))
+    return {name: [next(files) for _ in jobs] for name, jobs in planned.items()}
+
+
+def communication_figures(page: TracePage) -> list[FigureJob]:
     """One step on every rank, compute and communication streams (traces of two or more ranks)."""
     timeline = page.summary["communication"]["timeline"]
     if not timeline:
         return []
-    return [_save(rank_timeline(timeline), out_dir, f"{page.page}-ranks.png",
-                  f"{timeline['title']} on every rank: compute and communication kernels per stream")]
+    return [FigureJob("analysis.report.timeline:rank_timeline", (timeline,), f"{page.page}-ranks.png",
+                      f"{timeline['title']} on every rank: compute and communication kernels per stream")]
+
+
+def ranks_key(page: TracePage) -> str:
+    """Where :func:`site_figures` files a trace page's per-rank timeline."""
+    return f"{page.page}-ranks"
 
 
 def _label_kernels(table: pd.DataFrame) -> pd.DataFrame:
     """Demangled names → ``kernel`` (the short label) and ``kernel_full`` (the name, on hover)."""
-    return table.assign(kernel=table["kernel"].map(kernel_label), kernel_full=table["kernel"])
+    return table.assign(kernel=table["kernel"].map(kernel_cell), kernel_full=table["kernel"])
 
 
 def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
@@ -194,16 +188,14 @@ def communication_tables(communication: dict) -> list[DisplayTable]:
 RANK_DIFF_TABLE = "Per rank, mean per measured step (spread: longest minus shortest step)"
 
 
-def diff_content(page: DiffPage, out_dir: Path) -> tuple[dict, list[DisplayTable], list[FigureFile]]:
-    """The diff numbers, their tables and the category figure."""
+def diff_content(page: DiffPage) -> tuple[dict, list[DisplayTable]]:
+    """The diff numbers and their tables."""
     diff = page.record.diff
-    categories = pd.DataFrame(diff["categories"])
-    tables = [display_table("Kernel time by category, per pass", categories),
+    tables = [display_table("Kernel time by category, per pass", pd.DataFrame(diff["categories"])),
               display_table("Per phase", pd.DataFrame(diff["phases"])),
               display_table("Kernels that moved most, per pass", _label_kernels(pd.DataFrame(diff["kernels"])))]
     if diff.get("ranks"):
         tables.insert(0, display_table(RANK_DIFF_TABLE, pd.DataFrame(diff["ranks"]["rows"])))
     if diff["config_changes"]:
         tables.insert(0, display_table("Settings that differ", pd.DataFrame(diff["config_changes"])))
-    figure = figures.category_diff(categories, f"A: {page.a['trace']}", f"B: {page.b['trace']}")
-    return diff, [t for t in tables if t.rows], [_save(figure, out_dir, f"{page.page}.svg", "Kernel time by category, A and B")]
+    return diff, [t for t in tables if t.rows]

@@ -1,0 +1,107 @@
+"""Where per-trace analysis runs: in this process, a local process pool, or a Dask cluster.
+
+The local pool is the default. With ``--scheduler ADDRESS`` or ``--scheduler-file PATH`` (or the
+``NSYS_DASK_SCHEDULER_FILE`` environment variable, which nsys's own recipes read) each trace is a
+task on a Dask cluster: the workers import this package and read the traces at the paths given
+(made absolute, so a shared file system is assumed), and send back the summaries. Only the
+calling process writes the results cache. Dask is the optional ``dask`` extra (``distributed``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, TypeVar
+
+SCHEDULER_FILE_ENV = "NSYS_DASK_SCHEDULER_FILE"
+INSTALL_HINT = "pip install 'cs336-profile[dask]'"
+
+Outcome = TypeVar("Outcome")
+
+
+class SchedulerUnavailable(RuntimeError):
+    """The Dask scheduler asked for cannot be used; the message is one line for users."""
+
+
+@dataclass(frozen=True)
+class Engine:
+    """How to run a batch: ``jobs`` local processes, or the Dask scheduler at ``address`` or
+    named by ``scheduler_file`` (then ``jobs`` is the cluster's business)."""
+
+    jobs: int = 1
+    address: str | None = None
+    scheduler_file: Path | None = None
+
+    @property
+    def uses_dask(self) -> bool:
+        return self.address is not None or self.scheduler_file is not None
+
+    def map(self, task: Callable[..., Outcome], paths: list[Path], *args,
+            lost: Callable[[str], Outcome]) -> Iterator[tuple[Path, Outcome]]:
+        """Yield ``(path, task(path, *args))`` as each finishes. ``task`` is a module-level
+        function that returns its failures rather than raising; a task whose worker died gives
+        ``lost(why)`` instead, so that one trace cannot end the batch."""
+        if self.uses_dask:
+            yield from self._on_dask(task, paths, args, lost)
+        elif self.jobs == 1 or len(paths) <= 1:
+            for path in paths:
+                yield path, task(path, *args)
+        else:
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            with ProcessPoolExecutor(max_workers=min(self.jobs, len(paths))) as pool:
+                futures = {pool.submit(task, path, *args): path for path in paths}
+                for future in as_completed(futures):
+                    error = future.exception()
+                    yield futures[future], lost(_lost_why(error)) if error else future.result()
+
+    def _on_dask(self, task, paths, args, lost):
+        if not paths:
+            return
+        with self._client() as client:
+            from distributed import as_completed
+
+            # pure=False: two copies of one file are two traces, each named as given.
+            futures = {client.submit(task, path.resolve(), *args, pure=False): path for path in paths}
+            for future in as_completed(futures, loop=client.loop):
+                error = future.exception() if future.status == "error" else None
+                yield futures[future], lost(_lost_why(error)) if error else future.result()
+
+    def _client(self):
+        try:
+            from distributed import Client
+        except ModuleNotFoundError:
+            raise SchedulerUnavailable(f"a Dask scheduler needs the dask extra: {INSTALL_HINT}") from None
+        if self.address is None and not self.scheduler_file.is_file():
+            raise SchedulerUnavailable(f"no Dask scheduler file at {self.scheduler_file}")
+        where = self.address or f"the scheduler file {self.scheduler_file}"
+        try:
+            if self.address is not None:
+                return Client(self.address, set_as_default=False)
+            return Client(scheduler_file=str(self.scheduler_file), set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as err:
+            raise SchedulerUnavailable(f"cannot reach the Dask scheduler at {where}: {err}") from None
+
+
+def _lost_why(error: BaseException) -> str:
+    return f"its worker was lost ({type(error).__name__}: {error})"
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """``--scheduler`` / ``--scheduler-file`` (``--jobs`` stays with the command)."""
+    group = parser.add_argument_group("Dask (optional: the dask extra)").add_mutually_exclusive_group()
+    group.add_argument("--scheduler", metavar="ADDRESS",
+                       help="analyze each trace on the Dask cluster of this scheduler (e.g. tcp://host:8786); "
+                            "the workers must see the trace paths")
+    group.add_argument("--scheduler-file", type=Path, metavar="PATH",
+                       default=os.environ.get(SCHEDULER_FILE_ENV) or None,
+                       help=f"as --scheduler, the address read from a Dask scheduler file "
+                            f"(default: ${SCHEDULER_FILE_ENV} when set)")
+
+
+def engine_from(args: argparse.Namespace) -> Engine:
+    """The Engine the parsed options ask for; an explicit ``--scheduler`` wins over the
+    environment's scheduler file."""
+    scheduler_file = None if args.scheduler else args.scheduler_file
+    return Engine(jobs=args.jobs, address=args.scheduler, scheduler_file=scheduler_file and Path(scheduler_file))

@@ -1,0 +1,55 @@
+"""The loader reads only the NVTX ranges the analysis names: a dense trace (a range around every
+API call, as emit_nvtx makes) gives the summary of the same trace without them."""
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+from analysis.load import RangeFilter, load_trace
+from analysis.phases import RangeNames
+from analysis.summary import analyze_trace
+
+TRAIN = "small_ctx128_train_fp32.sqlite"
+
+
+def _dense_copy(source, target):
+    """``source`` plus two nested push/pop ranges around each runtime API call, on its thread."""
+    shutil.copyfile(source, target)
+    with sqlite3.connect(target) as conn:
+        calls = conn.execute("SELECT start, end, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
+        rows = [row for i, (start, end, tid) in enumerate(calls)
+                for row in ((start - 2, end + 2, 59, f"aten::op{i % 7}, seq = {i}", tid),
+                            (start - 1, end + 1, 59, "aten::inner", tid))]
+        conn.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (?, ?, ?, ?, ?)", rows)
+    return len(rows)
+
+
+def test_a_dense_trace_gives_the_summary_of_its_plain_twin(fixture_trace, tmp_path):
+    plain = fixture_trace(TRAIN)
+    dense = tmp_path / TRAIN
+    added = _dense_copy(plain, dense)
+    timings = plain.with_suffix(".timings.json")  # the run record of this trace without marks
+    shutil.copyfile(timings, tmp_path / timings.name)
+    everything = load_trace(dense)
+    assert len(everything.ranges) == len(load_trace(plain).ranges) + added
+    names = RangeNames()
+    read = load_trace(dense, names.nvtx_filter())
+    wanted = everything.ranges["name"].str.fullmatch(names.nvtx_filter().pattern())
+    columns = ["name", "kind", "start_ns", "end_ns", "pid", "tid"]
+    assert read.ranges[columns].equals(everything.ranges.loc[wanted, columns].reset_index(drop=True))
+    assert len(read.ranges) < len(everything.ranges) - added
+    assert read.marks.equals(everything.marks)
+    summary, twin = analyze_trace(dense), analyze_trace(plain)
+    assert {key: value for key, value in summary.items() if key != "trace_sha256"} == \
+        {key: value for key, value in twin.items() if key != "trace_sha256"}
+
+
+def test_numbered_prefixes_match_literally(fixture_trace, tmp_path):
+    """A prefix with GLOB or regex wildcards in it matches only itself followed by digits."""
+    trace = tmp_path / TRAIN
+    shutil.copyfile(fixture_trace(TRAIN), trace)
+    with sqlite3.connect(trace) as conn:
+        conn.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (1, 2, 59, ?, 0)",
+                         [("it[*]_3",), ("itx_3",), ("it[*]_3b",), ("it[*]_",)])
+    names = set(load_trace(trace, RangeFilter(names=frozenset(), numbered=("it[*]_",))).ranges["name"])
+    assert names == {"it[*]_3"}
