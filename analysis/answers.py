@@ -43,9 +43,18 @@ def answer_all(summaries: list[dict], results: ResultsSet) -> list[QuestionRecor
             if question.per_trace is not None and not evidence.summaries:
                 result = Unanswered(question.id, question.needs)
             else:
-                result = question.answer(evidence)
+                result = _answered(question, evidence)
             records.append(QuestionRecord(card, result))
     return records
+
+
+def _answered(question, evidence: Evidence):
+    """The question's answer; an answer that fails on odd inputs becomes an unanswered question
+    that says why, so the other pages are still made."""
+    try:
+        return question.answer(evidence)
+    except Exception as err:  # noqa: BLE001 - one question's defect must not cost the whole report
+        return Unanswered(question.id, f"inputs it can read (answering failed: {type(err).__name__}: {err})")
 
 
 def diff_pairs(summaries: list[dict]) -> list[DiffRecord]:
@@ -85,4 +94,5 @@ def report_data(summaries: list[dict], results_dir: Path | None) -> ReportData:
         sweep=sweep if sweep.empty else sweep.drop_duplicates("stem", keep="last"),
         results_gpus=sorted(g for g in gpus if g),
         results_files=sorted(results.documents),
+        input_problems=list(results.problems),
     )

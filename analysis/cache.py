@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import sqlite3
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -51,7 +52,18 @@ TRACES_COLUMNS = {
 PHASE_FIGURES = ("kernels_per_pass", "kernel_ms_per_pass", "gpu_span_ms_per_pass", "cpu_span_ms_per_pass")
 PHASES_COLUMNS = {"key": str, "trace": str, "phase": str, **{name: float for name in PHASE_FIGURES}}
 CATEGORIES_COLUMNS = {"key": str, "trace": str, "phase": str, "category": str, "ms_per_pass": float}
-SUMMARIES_COLUMNS = {"key": str, "summary_json": str}
+SUMMARIES_COLUMNS = {"key": str, "summary_json": str, "checksum": str}
+TABLES = {"traces": TRACES_COLUMNS, "summaries": SUMMARIES_COLUMNS, "phases": PHASES_COLUMNS,
+          "categories": CATEGORIES_COLUMNS}
+
+
+class CacheUnusable(Exception):
+    """The results database cannot be opened or written; the message (one line) names it."""
+
+
+def _checksum(key: str, summary_json: str) -> str:
+    """What a stored summary must hash to: a row edited by hand, or half written, does not."""
+    return hashlib.sha256(f"{key}\0{summary_json}".encode()).hexdigest()
 
 
 @functools.cache
@@ -75,15 +87,58 @@ class ResultsCache:
     """Per-trace summaries in a SQLite results database, looked up by file content."""
 
     def __init__(self, db_path: Path, names: RangeNames = RangeNames()):
-        """``names``: the NVTX range names the summaries stored and looked up were made with."""
-        self.db_path = Path(db_path)
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        import sqlite_utils  # here, not at the top: a --no-cache run never needs it
+        """``names``: the NVTX range names the summaries stored and looked up were made with.
 
-        self.db = sqlite_utils.Database(sqlite3.connect(self.db_path, timeout=LOCK_TIMEOUT_S))
+        A file at ``db_path`` that is a link, not an SQLite database, damaged, or laid out
+        otherwise is set aside (renamed ``results.db.set-aside-<time>``, said in ``notices``) and a
+        new database made; :class:`CacheUnusable` when none can be opened or made there."""
+        self.db_path = Path(db_path)
+        self.notices: list[str] = []
         self._key_suffix = "" if names == RangeNames() else ";names=" + hashlib.sha256(
             json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
+        try:
+            self.db = self._open()
+        except (sqlite3.Error, OSError) as err:
+            raise CacheUnusable(f"{self.db_path}: cannot be used ({err}); analyzing without the results cache") from err
+
+    def _open(self) -> sqlite_utils.Database:
+        import sqlite_utils  # here, not at the top: a --no-cache run never needs it
+
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        why = "is a symbolic link" if self.db_path.is_symlink() else None
+        if why is None and self.db_path.exists():
+            why = self._unusable_because()
+        if why is not None:
+            self._set_aside(why)
+        db = sqlite_utils.Database(sqlite3.connect(self.db_path, timeout=LOCK_TIMEOUT_S))
+        self.db = db
         self._create_tables()
+        return db
+
+    def _unusable_because(self) -> str | None:
+        """Why the existing file is not a results database of this layout, or None."""
+        try:
+            conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=LOCK_TIMEOUT_S)
+            try:
+                if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                    return "is damaged"
+                for table, columns in TABLES.items():
+                    found = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+                    if found and found != set(columns):
+                        return f"has a {table} table of another layout"
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as err:
+            return f"is not a results database ({err})"
+        return None
+
+    def _set_aside(self, why: str) -> None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        aside = self.db_path.with_name(f"{self.db_path.name}.set-aside-{stamp}")
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            if Path(f"{self.db_path}{suffix}").is_symlink() or Path(f"{self.db_path}{suffix}").exists():
+                os.replace(f"{self.db_path}{suffix}", f"{aside}{suffix}")
+        self.notices.append(f"{self.db_path} {why}; set aside as {aside.name}, a new results cache is made")
 
     def _create_tables(self) -> None:
         child_key = [("key", "traces", "key")]
@@ -106,16 +161,35 @@ class ResultsCache:
     def get(self, path: Path) -> dict | None:
         """The stored summary of this file's content, or None when it was never analyzed.
 
-        A copy of an analyzed file gets the stored summary under its own name (`trace`).
+        A copy of an analyzed file gets the stored summary under its own name (`trace`). A row
+        that is not what :meth:`put` wrote (edited, half written, not JSON) is deleted and None
+        returned, so the trace is analyzed again.
         """
-        rows = list(self.db["summaries"].rows_where("key = ?", [self.key_for(path)], select="summary_json"))
-        return {**json.loads(rows[0]["summary_json"]), "trace": Path(path).name} if rows else None
+        key = self.key_for(path)
+        try:
+            rows = list(self.db["summaries"].rows_where("key = ?", [key], select="summary_json, checksum"))
+            summary = json.loads(rows[0]["summary_json"]) if rows else None
+        except (sqlite3.DatabaseError, ValueError):
+            rows, summary = [None], None
+        if rows and (not isinstance(summary, dict) or rows[0]["checksum"] != _checksum(key, rows[0]["summary_json"])):
+            with self.db.atomic():
+                self._delete(key)
+            return None
+        return {**summary, "trace": Path(path).name} if rows else None
 
     def put(self, path: Path, summary: dict) -> None:
-        """Store (or replace) the summary of this file's content and its flat rows."""
-        key = self.key_for(path)
+        """Store (or replace) the summary of this file's content and its flat rows;
+        :class:`CacheUnusable` when the database cannot be written (full disk, read-only)."""
+        try:
+            self._put(self.key_for(path), summary)
+        except (sqlite3.Error, OSError) as err:
+            raise CacheUnusable(f"{self.db_path}: cannot be written ({err}); the rest is analyzed without "
+                                "the results cache") from err
+
+    def _put(self, key: str, summary: dict) -> None:
         trace = summary["trace"]
         phases = summary.get("phases", {})
+        summary_json = json.dumps(summary)
         with self.db.atomic():
             self._delete(key)
             self.db["traces"].insert(
@@ -128,7 +202,8 @@ class ResultsCache:
                     "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 }
             )
-            self.db["summaries"].insert({"key": key, "summary_json": json.dumps(summary)})
+            self.db["summaries"].insert({"key": key, "summary_json": summary_json,
+                                         "checksum": _checksum(key, summary_json)})
             self.db["phases"].insert_all(
                 {"key": key, "trace": trace, "phase": phase, **{name: figures.get(name) for name in PHASE_FIGURES}}
                 for phase, figures in phases.items()

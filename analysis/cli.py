@@ -11,20 +11,27 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Callable, TypeVar
 
-from analysis.cache import ResultsCache
+from analysis.batch import distinct, output_names
+from analysis.cache import CacheUnusable, ResultsCache
 from analysis.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
 from analysis.errors import TraceError
+from analysis.load import InputCache, file_sha256
+from analysis.load.input_cache import MIB
 from analysis.phases import PHASES, RangeNames
 from analysis.questions.diff import diff_summaries
 from analysis.records import DiffRecord
+from analysis.safe_write import write_file
 from analysis.summary import analyze_trace, flat_tables
 from cs336_profile.contract import trace_stem
+from cs336_profile.results import unwritable_reason
 
 FORMATS = ("json", "md", "csv", "html")
 DEFAULT_FORMATS = ("html", "md", "json")
 DEFAULT_OUT = "report"
 RESULTS_DB = "results.db"
+Made = TypeVar("Made")
 
 EPILOG = """\
 compare two runs:
@@ -69,7 +76,14 @@ def _analyze_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--results", type=Path, help="folder of the runner's results files, for the report's other pages")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
-    parser.add_argument("--no-cache", action="store_true", help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}")
+    parser.add_argument("--no-cache", action="store_true",
+                        help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}; decompress and export "
+                             "inputs into a temporary folder instead of the input cache")
+    parser.add_argument("--max-decompressed-mib", type=_positive_int, metavar="MIB",
+                        help="refuse an .xz input that decompresses to more (default: the larger of 256 and "
+                             "100 × its compressed size)")
+    parser.add_argument("--export-timeout", type=_positive_int, default=int(InputCache.export_timeout_s), metavar="S",
+                        help=f"seconds `nsys export` may take for an .nsys-rep input (default: {InputCache.export_timeout_s:g})")
     add_engine_options(parser)
     _add_range_name_options(parser)
     return parser
@@ -136,40 +150,68 @@ def _positive_int(value: str) -> int:
     return number
 
 
-def analyze_one(path: Path, names: RangeNames = RangeNames()) -> tuple[dict | None, str | None]:
+def analyze_one(path: Path, names: RangeNames = RangeNames(),
+                inputs: InputCache = InputCache()) -> tuple[dict | None, str | None]:
     """(summary, None) for a trace analyzed, (None, one-line reason) for one that failed."""
     try:
-        return analyze_trace(path, names), None
+        return analyze_trace(path, names, inputs), None
     except TraceError as err:
         return None, str(err)
     except Exception as err:  # a defect must not end the batch; the line says it is unexpected
         return None, f"unexpected {type(err).__name__} while analyzing: {err}"
 
 
-def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None,
-                 names: RangeNames = RangeNames()) -> tuple[list[dict], list[dict]]:
+def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, names: RangeNames = RangeNames(),
+                 inputs: InputCache = InputCache(),
+                 on_summary: Callable[[dict], None] | None = None) -> tuple[list[dict], list[dict]]:
     """Summaries of the traces analyzed on ``engine`` with the range ``names`` (cache hits
     included; the cache must key on the same names, and only this process writes it) and
-    ``{trace, error}`` failures, both in input order. Failures are also printed to stderr as
-    they come."""
+    ``{trace, error}`` failures, both in input order. ``inputs`` travels with each task, so a Dask
+    worker copies compressed and report inputs under the same bounds (into its own input cache).
+
+    Inputs with the same content are analyzed and counted once (a line says so); each summary's
+    ``trace`` is a name no other input's outputs share (:func:`analysis.batch.output_names`).
+    ``on_summary`` gets each summary as it is ready. Failures are printed to stderr as they come."""
+    digests = {path: digest for path in dict.fromkeys(paths) if (digest := _digest(path)) is not None}
+    unique, repeats = distinct(paths, digests)
+    for path, first in repeats.items():
+        print(f"{path}: the same content as {first}; analyzed and counted once", file=sys.stderr)
+    trace_names = output_names(unique, digests)
     results: dict[Path, tuple[dict | None, str | None]] = {}
-    for path in paths:
+
+    def finished(path: Path, summary: dict) -> None:
+        results[path] = ({**summary, "trace": trace_names[path]}, None)
+        if on_summary is not None:
+            on_summary(results[path][0])
+
+    for path in unique:
         cached = _cached(cache, path)
         if cached is not None:
-            results[path] = (cached, None)
-    todo = [p for p in dict.fromkeys(paths) if p not in results]
+            finished(path, cached)
+    todo = [p for p in unique if p not in results]
     with _progress_bar(len(todo)) as progress:
-        for path, outcome in engine.map(analyze_one, todo, names, lost=lambda why: (None, why)):
-            results[path] = outcome
-            summary, error = outcome
+        for path, (summary, error) in engine.map(analyze_one, todo, names, inputs, lost=lambda why: (None, why)):
             if error is not None:
+                results[path] = (None, error)
                 progress.write(f"{path}: {error}", file=sys.stderr)
-            elif cache is not None:
-                cache.put(path, summary)
+            else:
+                cache = _stored(cache, path, summary, progress)
+                finished(path, summary)
             progress.update()
-    summaries = [results[p][0] for p in paths if results[p][0] is not None]
-    failures = [{"trace": str(p), "error": results[p][1]} for p in paths if results[p][1] is not None]
+    summaries = [results[p][0] for p in unique if results[p][0] is not None]
+    failures = [{"trace": str(p), "error": results[p][1]} for p in unique if results[p][1] is not None]
     return summaries, failures
+
+
+def _digest(path: Path) -> str | None:
+    """The content hash of a regular file (hashed once per process, shared with the cache's), or
+    None for anything else or a file that cannot be read (a FIFO is never opened: it could block)."""
+    if not path.is_file():
+        return None
+    try:
+        return file_sha256(path)
+    except OSError:
+        return None
 
 
 class _Lines:
@@ -206,53 +248,133 @@ def _cached(cache: ResultsCache | None, path: Path) -> dict | None:
         return None
 
 
-def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
-    args.out.mkdir(parents=True, exist_ok=True)
-    cache = None if args.no_cache else ResultsCache(args.out / RESULTS_DB, names)
+def _stored(cache: ResultsCache | None, path: Path, summary: dict, progress) -> ResultsCache | None:
+    """Store a summary; the cache itself when that worked, else None after one line saying why."""
+    if cache is None:
+        return None
     try:
-        summaries, failures = analyze_many(args.traces, engine_from(args), cache, names)
+        cache.put(path, summary)
+        return cache
+    except CacheUnusable as err:
+        progress.write(str(err), file=sys.stderr)
+        cache.close()
+        return None
+
+
+def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
+    why = unwritable_reason(args.out)
+    if why is not None:
+        print(f"analyze-nsys: error: --out {args.out}: {why}", file=sys.stderr)
+        return 2
+    cache = None if args.no_cache else _open_cache(args.out / RESULTS_DB, names)
+    written = OutputLog(args.out)
+    try:
+        summaries, failures = analyze_many(args.traces, engine_from(args), cache, names, _input_cache(args),
+                                           on_summary=written.json if "json" in args.format else None)
     finally:
         if cache is not None:
             cache.close()
-    pages = write_outputs(summaries, failures, args.out, args.format, args.results)
+    pages = write_outputs(summaries, failures, args.out, tuple(f for f in args.format if f != "json"),
+                          args.results, written)
     if "html" in pages:
         print(f"report: {pages['html']}")
-    return 1 if failures else 0
+    return 1 if failures or written.failed else 0
+
+
+def _open_cache(db_path: Path, names: RangeNames) -> ResultsCache | None:
+    """The results cache, or None after one line saying why it cannot be used; a line also says
+    when a damaged or foreign database was set aside."""
+    try:
+        cache = ResultsCache(db_path, names)
+    except CacheUnusable as err:
+        print(str(err), file=sys.stderr)
+        return None
+    for notice in cache.notices:
+        print(notice, file=sys.stderr)
+    return cache
+
+
+def _input_cache(args: argparse.Namespace) -> InputCache:
+    """How this run copies compressed and report inputs, from its options."""
+    bound = args.max_decompressed_mib
+    return InputCache(keep=not args.no_cache, max_bytes=bound * MIB if bound else None,
+                      export_timeout_s=float(args.export_timeout))
+
+
+class OutputLog:
+    """Writes output files safely into ``out`` (:mod:`analysis.safe_write`): a file that cannot be
+    written costs one line on stderr and sets ``failed``; the others are still written."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.failed = False
+
+    def write(self, name: str, content: str) -> None:
+        """Write ``out/name``."""
+        self.attempt(name, lambda path: write_file(path, content, root=self.out))
+
+    def json(self, summary: dict) -> None:
+        """Write ``out/<trace stem>.json``."""
+        self.write(f"{trace_stem(summary['trace'])}.json", json.dumps(summary, indent=1))
+
+    def attempt(self, name: str, make: Callable[[Path], Made]) -> Made | None:
+        """``make(out/name)``; an OSError costs one line (and None) instead of the rest of the outputs."""
+        try:
+            return make(self.out / name)
+        except OSError as err:
+            self.failed = True
+            print(f"{self.out / name}: not written ({err.strerror or err})", file=sys.stderr)
+            return None
 
 
 def write_outputs(summaries: list[dict], failures: list[dict], out: Path, formats: tuple[str, ...],
-                  results_dir: Path | None) -> dict[str, Path]:
-    """Write each requested format into ``out``; the questions are answered across the traces and
-    the results files in ``results_dir`` for the pages, and the report package is imported only
-    when pages are asked for. Returns page format (``html``, ``md``) -> its index file."""
+                  results_dir: Path | None, log: OutputLog | None = None) -> dict[str, Path]:
+    """Write each requested format into ``out`` through ``log``; the questions are answered
+    across the traces and the results files in ``results_dir`` for the pages, and the report
+    package is imported only when pages are asked for. Returns page format (``html``, ``md``) ->
+    its index file, for the pages written."""
+    log = log or OutputLog(out)
     if "json" in formats:
         for summary in summaries:
-            (out / f"{trace_stem(summary['trace'])}.json").write_text(json.dumps(summary, indent=1))
+            log.json(summary)
     if "csv" in formats:
         for name, table in flat_tables(summaries).items():
-            table.to_csv(out / f"{name}.csv", index=False)
+            log.write(f"{name}.csv", table.to_csv(index=False))
     pages = tuple(f for f in formats if f in ("html", "md"))
     if not pages:
         return {}
     from analysis.answers import report_data
     from analysis.report import render_report
 
-    return render_report(report_data(summaries, results_dir), failures, out, pages)
+    data = report_data(summaries, results_dir)
+    for problem in data.input_problems:
+        print(problem, file=sys.stderr)
+    written = log.attempt("index.html" if "html" in pages else "index.md",
+                          lambda _: render_report(data, failures, out, pages))
+    return written or {}
 
 
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:
-    args.out.mkdir(parents=True, exist_ok=True)
-    with ResultsCache(args.out / RESULTS_DB, names) as cache:
+    why = unwritable_reason(args.out)
+    if why is not None:
+        print(f"analyze-nsys diff: error: --out {args.out}: {why}", file=sys.stderr)
+        return 2
+    cache = _open_cache(args.out / RESULTS_DB, names)
+    try:
         summaries, failures = analyze_many([args.a, args.b], Engine(jobs=2), cache=cache, names=names)
-    if failures:
+    finally:
+        if cache is not None:
+            cache.close()
+    if failures or len(summaries) < 2:  # a failed trace, or A and B of the same content (said above)
         return 1
     summary_a, summary_b = summaries
     record = DiffRecord(summary_a, summary_b, "", diff_summaries(summary_a, summary_b))
-    (args.out / "diff.json").write_text(json.dumps(record.diff, indent=1))
+    log = OutputLog(args.out)
+    log.write("diff.json", json.dumps(record.diff, indent=1))
     from analysis.report import render_diff
 
-    render_diff(record, args.out)
-    return 0
+    log.attempt("diff-*.html", lambda _: render_diff(record, args.out))
+    return 1 if log.failed else 0
 
 
 if __name__ == "__main__":

@@ -41,3 +41,7 @@ class UnsupportedSchema(TraceError):
 
 class NoKernels(TraceError):
     """An export without CUDA kernel records."""
+
+
+class NoLaunchCalls(TraceError):
+    """An export with NVTX ranges whose kernels have no launch call to tie them to a range."""

@@ -97,7 +97,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
     ops = labelled.ops
     kernels = communication_columns(ops.loc[(ops["op_kind"] == "kernel").to_numpy(), COLUMNS])
-    calls = read_message_sizes(trace.path)
+    calls = read_message_sizes(trace.path, trace.inputs)
     calls = calls.assign(collective=calls["call"].map(collective_of).astype(object))
     kernels = kernels.assign(bytes=kernel_bytes(kernels, calls))
     ranks = rank_table(kernels, trace.marks)

@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.load.inputs import connect_readonly, resolve_export
+from analysis.load.input_cache import InputCache
+from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.schema import NVTX_PUSH_POP, NVTX_START_END, NVTX_TABLE, read_schema
 from analysis.load.tables import pid_of, tid_of
 
@@ -38,10 +39,10 @@ SCHEMA_ENTRIES = "NVTX_PAYLOAD_SCHEMA_ENTRIES"
 CALL_COLUMNS = ["pid", "tid", "start_ns", "call", "bytes"]
 
 
-def read_message_sizes(path: Path) -> pd.DataFrame:
+def read_message_sizes(path: Path, inputs: InputCache = InputCache()) -> pd.DataFrame:
     """The NCCL calls of an export with a message size: ``pid, tid, start_ns, call`` (the range
     name, e.g. ``ncclAllReduce``), ``bytes``; empty when the export holds no such payloads."""
-    with connect_readonly(resolve_export(Path(path))) as conn:
+    with opened_input(Path(path), inputs) as database, connect_readonly(database) as conn:
         schema = read_schema(conn)
         if "binaryData" not in schema.get(NVTX_TABLE, {}) or \
                 not {"schemaId", "name", "offset"} <= set(schema.get(SCHEMA_ENTRIES, {})):

@@ -141,6 +141,7 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
 
     phase_windows = ranges[ranges["name"].isin(names.phases)]
     phase_windows = phase_windows.assign(name=phase_windows["name"].map(dict(zip(names.phases, PHASES))))
+    phase_windows = _merge_overlapping(phase_windows, notes)
     in_phase = ops_in_windows(ops, phase_windows)
     ops["phase"] = _labels(in_phase, phase_windows["name"])
     ops["phase_range_id"] = np.append(phase_windows["range_id"].to_numpy(), -1)[in_phase]
@@ -180,17 +181,36 @@ def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, names: RangeNames) -> pd.C
 
 
 def _nearest_named(named: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """For each range, the id of itself or its nearest ancestor with ``named`` set, else -1."""
-    nearest = np.where(named, np.arange(len(named)), -1)
-    current = np.where(named, -1, parent)
-    while (searching := current >= 0).any():
-        found = searching.copy()
-        found[searching] = named[current[searching]]
-        nearest[found] = current[found]
-        current[found] = -1
-        going_up = current >= 0
-        current[going_up] = parent[current[going_up]]
-    return nearest
+    """For each range, the id of itself or its nearest ancestor with ``named`` set, else -1.
+
+    Pointer jumping: each range points at itself when named, else at its parent; following
+    the pointers twice per round doubles the distance covered, so ``log2(depth)`` rounds."""
+    pointer = np.where(named, np.arange(len(named)), parent)
+    while True:
+        going_on = pointer >= 0
+        going_on[going_on] = ~named[pointer[going_on]]
+        if not going_on.any():
+            return pointer
+        pointer[going_on] = pointer[pointer[going_on]]
+
+
+def _merge_overlapping(windows: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Phase windows with each window that overlaps an earlier one of the same phase and process
+    merged into it (its end extended), so an overlapping pair counts as one pass; a note counts them."""
+    if windows.empty:
+        return windows
+    ordered = windows.sort_values(["pid", "name", "start_ns"], kind="stable")
+    same_group = (ordered["pid"] == ordered["pid"].shift()) & (ordered["name"] == ordered["name"].shift())
+    reach = ordered.groupby(["pid", "name"], sort=False, observed=True)["end_ns"].cummax().shift()
+    overlaps = (same_group & (ordered["start_ns"] < reach)).to_numpy()
+    if not overlaps.any():
+        return windows
+    merged = ordered[~overlaps].assign(
+        end_ns=ordered.groupby(np.cumsum(~overlaps), sort=True)["end_ns"].max().to_numpy())
+    phases = ", ".join(sorted(ordered.loc[overlaps, "name"].unique()))
+    notes.append(f"{int(overlaps.sum())} phase ranges ({phases}) overlap an earlier range of the same phase in "
+                 "their process; each was merged into it, so an overlapping pair counts as one pass")
+    return merged.sort_values("range_id", kind="stable")
 
 
 def _phase_ranges(phase_windows: pd.DataFrame, step_windows: pd.DataFrame, has_steps: bool,

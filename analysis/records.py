@@ -113,3 +113,4 @@ class ReportData:
     sweep: pd.DataFrame
     results_gpus: list[str] = field(default_factory=list)
     results_files: list[str] = field(default_factory=list)
+    input_problems: list[str] = field(default_factory=list)  # values of the results files left out

@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import __version__
-from analysis.load import Trace, file_sha256, load_trace
+from analysis.load import InputCache, Trace, file_sha256, load_trace, require_claimable_kernels
 from analysis.multi_gpu import communication_summary
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency
@@ -73,10 +73,12 @@ from analysis.summary_schema import SCHEMA_VERSION, json_schema
 from analysis.timings import read_run_record
 
 
-def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames()) -> dict:
-    """Load and analyze one trace, looking for the NVTX ranges ``names``; raises
-    :class:`analysis.errors.TraceError` on bad input."""
-    trace = load_trace(path, names.nvtx_filter())
+def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache()) -> dict:
+    """Load and analyze one trace, looking for the NVTX ranges ``names`` (only those are read;
+    ``inputs``: how compressed inputs are copied); raises :class:`analysis.errors.TraceError` on
+    bad input."""
+    trace = load_trace(path, names.nvtx_filter(), inputs)
+    require_claimable_kernels(trace)
     labelled = label_ops(trace, names)
     # The labelled ops now hold every GPU operation: free the loader's copies before the questions
     # (copies of the empty slices: a slice is a view that would keep the whole table alive).
@@ -89,7 +91,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     """The summary of a loaded trace (see the module docstring for its keys); ``labelled`` is
     ``label_ops(trace, names)`` when the caller has it already (it carries its own names)."""
     labelled = labelled if labelled is not None else label_ops(trace, names)
-    run = read_run_record(trace.marks, trace.path)
+    run = read_run_record(trace.marks, trace.path, labelled.has_steps)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
     inputs = NsysInputs.build(labelled, run, gpu)
     inputs = replace(inputs, phases=phase_summaries(inputs))
@@ -125,7 +127,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "timeline": step_timeline(inputs),
         "communication": communication_summary(trace, labelled),
         "memory_ledger": ledger_record(trace, run.config, labelled.names),
-        "gpu_metrics": metrics_per_phase(read_gpu_metrics(trace.path), labelled.phase_ranges),
+        "gpu_metrics": metrics_per_phase(read_gpu_metrics(trace.path, trace.inputs), labelled.phase_ranges),
     }
     return json_ready(summary)
 

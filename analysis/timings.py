@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from cs336_profile.config import DEFAULT_HANDOUT, MODEL_KEYS, SIZES_BY_HANDOUT
-from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN, STEP_TIMING_EVENT, TIMED_PARTS, trace_stem
+from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN, MODES, STEP_TIMING_EVENT, TIMED_PARTS, trace_stem
 
 # timings.json key -> config-mark key
 _TIMINGS_JSON_CONFIG_KEYS = {
@@ -58,8 +58,11 @@ def timings_json_path(trace_path: Path) -> Path:
     return Path(trace_path).with_name(trace_stem(trace_path) + ".timings.json")
 
 
-def read_run_record(marks: pd.DataFrame, trace_path: Path) -> RunRecord:
-    """Config and Python timings of a trace, from its marks, else from its timings.json."""
+def read_run_record(marks: pd.DataFrame, trace_path: Path, has_steps: bool = True) -> RunRecord:
+    """Config and Python timings of a trace, from its marks, else from its timings.json.
+
+    The Python timer times measured steps: a trace without step ranges (analyzed whole, warm-up
+    included) is not compared with it, and a note says so."""
     notes: list[str] = []
     events = _run_mark_events(marks, notes)
     config = next((e for e in events if e.get("event") == CONFIG_EVENT), None)
@@ -78,8 +81,13 @@ def read_run_record(marks: pd.DataFrame, trace_path: Path) -> RunRecord:
             if not python_ms:
                 notes.append(f"{timings_json_path(trace_path).name} has no per-phase timings "
                              f"({', '.join(TIMED_PARTS)}); Python timings unknown")
+    if python_ms and not has_steps:
+        notes.append(f"the Python timings ({python_ms_source}) are of measured steps, but the trace has no step "
+                     "ranges to match them; its phases are not compared with them")
+        python_ms, python_ms_source = {}, None
     if config is not None:
-        config = {"handout": DEFAULT_HANDOUT, **{k: v for k, v in config.items() if k != "event"}}
+        config = _valid_config({"handout": DEFAULT_HANDOUT, **{k: v for k, v in config.items() if k != "event"}},
+                               config_source, notes)
     return RunRecord(config, config_source, python_ms, python_ms_source, tuple(notes))
 
 
@@ -131,7 +139,8 @@ def _config_from_timings_json(sidecar: dict) -> dict | None:
         return None
     config.setdefault("handout", DEFAULT_HANDOUT)
     if not set(MODEL_KEYS) <= set(config):
-        config = {**_model_dims(config.get("size"), str(config["handout"])), **config}
+        config = {**_model_dims(config.get("size") if isinstance(config.get("size"), str) else None,
+                                           str(config["handout"])), **config}
     return config
 
 
@@ -140,6 +149,44 @@ def _model_dims(size: str | None, handout: str) -> dict:
     ({} if unknown)."""
     table = SIZES_BY_HANDOUT.get(handout, {})
     return asdict(table[size]) if size in table else {}
+
+
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _text(value) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+# Config key -> (check, what a valid value is). Keys not listed are kept as they are.
+_CONFIG_CHECKS = {
+    **dict.fromkeys(("context_length", "batch_size", "measured_steps", "vocab_size", "d_model", "d_ff",
+                     "num_layers", "num_heads"), (_positive_int, "a positive integer")),
+    **dict.fromkeys(("warmup_steps", "seed"), (lambda v: _positive_int(v) or v == 0 and isinstance(v, int),
+                                                "an integer of at least 0")),
+    **dict.fromkeys(("size", "dtype", "attention", "device", "gpu_name"), (_text, "a name")),
+    "mode": (lambda v: v in MODES, f"one of {', '.join(MODES)}"),
+    **dict.fromkeys(("compile", "nvtx_annotations", "emit_nvtx", "layer_ranges", "allow_tf32"),
+                    (lambda v: isinstance(v, bool), "true or false")),
+    "rope_theta": (lambda v: _is_number(v) and v > 0, "a positive number"),
+}
+
+
+def _valid_config(config: dict, source: str | None, notes: list[str]) -> dict:
+    """The config without the values of the wrong type or range; one note per value left out."""
+    kept = {}
+    for key, value in config.items():
+        check, what = _CONFIG_CHECKS.get(key, (lambda v: True, ""))
+        try:
+            valid = bool(check(value))
+        except TypeError:  # an unhashable value tested for membership
+            valid = False
+        if valid:
+            kept[key] = value
+        else:
+            notes.append(f"the run config ({source}) gives {key} = {json.dumps(value)[:60]}, not {what}; left out")
+    return kept
 
 
 def _is_number(value) -> bool:

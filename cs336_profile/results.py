@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,12 +21,27 @@ def _finite_or_none(value):
     return value
 
 
+def unwritable_reason(folder: Path) -> str | None:
+    """Why files cannot be written in ``folder`` (created when absent), or None when they can."""
+    if folder.exists() and not folder.is_dir():
+        return "is a file, not a folder"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as err:
+        return err.strerror or str(err)
+    return None
+
+
 def write_results(results_dir: str | Path, experiment: str, rows: list[dict], *, config: dict,
                   environment: dict, name: str | None = None) -> Path:
     """Write `<name>.json` and `<name>.csv` (name defaults to the experiment); return the JSON path."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     name = name or experiment
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise ValueError(f"results name {name!r} is not a plain file name: the files would leave {results_dir}")
     clean_rows = [{key: _finite_or_none(value) for key, value in row.items()} for row in rows]
     document = {
         "experiment": experiment,

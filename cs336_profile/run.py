@@ -37,6 +37,7 @@ from cs336_profile.experiments.mixed_precision import accumulation_loops, toy_mo
 from cs336_profile.experiments.norm_precision import NormStudy, norm_precision_rows, worst_over_sites
 from cs336_profile.experiments.overhead import alternating_steps, overhead_rows
 from cs336_profile.parallel import PARALLEL_MODES, run_parallel_configs
+from cs336_profile.preflight import check_args, non_negative_int, positive_int, results_name
 from cs336_profile.results import write_results
 from cs336_profile.tables import mean_std, number, plain, print_table
 
@@ -62,7 +63,7 @@ def _add_common(parser: argparse.ArgumentParser, experiment: str) -> None:
                         help="where the model runs (default: cuda when available)")
     parser.add_argument("--results-dir", type=Path, default=Path("results"),
                         help="folder of the results files (default: results)")
-    parser.add_argument("--name", default=experiment, help="results file name (without extension)")
+    parser.add_argument("--name", type=results_name, default=experiment, help="results file name (without extension)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -75,9 +76,9 @@ def _add_model_input(parser: argparse.ArgumentParser, study) -> None:
     """--handout, --size, --context-length and --batch-size of a one-model study, its defaults from `study`."""
     _add_handout(parser, study.handout)
     parser.add_argument("--size", choices=SIZE_NAMES, default=study.size, help=f"model size (default: {study.size})")
-    parser.add_argument("--context-length", type=int, default=study.context_length,
+    parser.add_argument("--context-length", type=positive_int, default=study.context_length,
                         help=f"sequence length (default: {study.context_length})")
-    parser.add_argument("--batch-size", type=int, default=study.batch_size,
+    parser.add_argument("--batch-size", type=positive_int, default=study.batch_size,
                         help=f"sequences per batch (default: {study.batch_size})")
 
 
@@ -85,16 +86,16 @@ def _add_run_settings(parser: argparse.ArgumentParser, warmup: int, steps: int) 
     _add_handout(parser)
     parser.add_argument("--sizes", nargs="+", choices=SIZE_NAMES, default=["small"],
                         help="model sizes of the handout's table (default: small)")
-    parser.add_argument("--batch-size", type=int, default=RunConfig.batch_size, help="sequences per step (default: 4)")
-    parser.add_argument("--warmup", type=int, default=warmup, help="warm-up steps")
-    parser.add_argument("--steps", type=int, default=steps, help="measured steps")
+    parser.add_argument("--batch-size", type=positive_int, default=RunConfig.batch_size, help="sequences per step (default: 4)")
+    parser.add_argument("--warmup", type=non_negative_int, default=warmup, help="warm-up steps")
+    parser.add_argument("--steps", type=positive_int, default=steps, help="measured steps")
     parser.add_argument("--dtype", choices=DTYPES, default="fp32", help="bf16 = torch.autocast(bfloat16)")
     parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive",
                         help="the model's attention: its own (naive) or torch's scaled_dot_product_attention (sdpa)")
     parser.add_argument("--no-nvtx", action="store_true", help="no NVTX ranges or marks")
     parser.add_argument("--layer-ranges", action="store_true", help="an NVTX range around each block")
     parser.add_argument("--allow-tf32", action="store_true", help="let fp32 matmuls use TF32")
-    parser.add_argument("--checkpoint-every", type=int, default=0, metavar="K",
+    parser.add_argument("--checkpoint-every", type=non_negative_int, default=0, metavar="K",
                         help="activation checkpointing over groups of K consecutive blocks (0: none)")
 
 
@@ -118,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="time warm-up and measured steps (default subcommand)")
     _add_common(bench, BENCH)
     _add_run_settings(bench, warmup=2, steps=3)
-    bench.add_argument("--context-lengths", nargs="+", type=int,
+    bench.add_argument("--context-lengths", nargs="+", type=positive_int,
                        help="sequence lengths (default: the handout's, 2025: 128, 2026: 512)")
     bench.add_argument("--mode", choices=MODES, default="train", help="the phases each step runs (default: train)")
     bench.add_argument("--compile", action="store_true", help="torch.compile the model")
@@ -130,16 +131,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     attention = commands.add_parser("attention", help="attention alone: eager, compiled, SDPA")
     _add_common(attention, ATTENTION)
-    attention.add_argument("--head-dims", nargs="+", type=int, default=list(AttentionGrid.head_dims),
+    attention.add_argument("--head-dims", nargs="+", type=positive_int, default=list(AttentionGrid.head_dims),
                            help="head dimensions d of the grid")
-    attention.add_argument("--seq-lens", nargs="+", type=int, default=list(AttentionGrid.seq_lens),
+    attention.add_argument("--seq-lens", nargs="+", type=positive_int, default=list(AttentionGrid.seq_lens),
                            help="sequence lengths of the grid")
     attention.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS, default=list(IMPLEMENTATIONS),
                            help="attention implementations to time (default: all)")
-    attention.add_argument("--batch-size", type=int, default=AttentionGrid.batch_size, help="batch size (default: 8)")
-    attention.add_argument("--warmup-passes", type=int, default=AttentionGrid.warmup_passes,
+    attention.add_argument("--batch-size", type=positive_int, default=AttentionGrid.batch_size, help="batch size (default: 8)")
+    attention.add_argument("--warmup-passes", type=non_negative_int, default=AttentionGrid.warmup_passes,
                            help="untimed forward and backward passes per cell")
-    attention.add_argument("--passes", type=int, default=AttentionGrid.passes, help="timed passes per cell")
+    attention.add_argument("--passes", type=positive_int, default=AttentionGrid.passes, help="timed passes per cell")
     attention.set_defaults(handler=cmd_attention)
 
     mixed = commands.add_parser("mixed-precision", help="accumulation loops and the ToyModel's dtypes")
@@ -149,20 +150,20 @@ def build_parser() -> argparse.ArgumentParser:
     memory = commands.add_parser("memory", help="peak memory and allocator snapshots of one size")
     _add_common(memory, MEMORY)
     memory.add_argument("--size", choices=list(SIZES), default=MemoryStudy.size, help="the model size")
-    memory.add_argument("--context-lengths", nargs="+", type=int, default=list(MemoryStudy.context_lengths),
+    memory.add_argument("--context-lengths", nargs="+", type=positive_int, default=list(MemoryStudy.context_lengths),
                         help="sequence lengths whose peaks are measured")
     memory.add_argument("--modes", nargs="+", choices=MODES, default=list(MemoryStudy.modes), help="modes measured")
     memory.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(MemoryStudy.dtypes), help="dtypes measured")
-    memory.add_argument("--snapshot-context-length", type=int, default=MemoryStudy.snapshot_context_length,
+    memory.add_argument("--snapshot-context-length", type=positive_int, default=MemoryStudy.snapshot_context_length,
                         help="the sequence length whose fp32 runs record allocator snapshots (CUDA only)")
     memory.add_argument("--snapshot-dir", type=Path, help="where snapshots go (default: <results-dir>/snapshots)")
-    memory.add_argument("--batch-size", type=int, default=MemoryStudy.batch_size, help="sequences per step")
+    memory.add_argument("--batch-size", type=positive_int, default=MemoryStudy.batch_size, help="sequences per step")
     memory.set_defaults(handler=cmd_memory)
 
     compiled = commands.add_parser("compile", help="whole model compiled vs eager, per size")
     _add_common(compiled, COMPILE)
     _add_run_settings(compiled, warmup=2, steps=5)
-    compiled.add_argument("--context-length", type=int, default=256, help="sequence length (default: 256)")
+    compiled.add_argument("--context-length", type=positive_int, default=256, help="sequence length (default: 256)")
     compiled.add_argument("--modes", nargs="+", choices=MODES, default=["forward", "train"],
                           help="modes timed compiled and eager (default: forward train)")
     compiled.set_defaults(handler=cmd_compile)
@@ -170,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     overhead = commands.add_parser("overhead", help="steps with and without NVTX annotations, alternating")
     _add_common(overhead, OVERHEAD)
     _add_run_settings(overhead, warmup=3, steps=100)
-    overhead.add_argument("--context-lengths", nargs="+", type=int,
+    overhead.add_argument("--context-lengths", nargs="+", type=positive_int,
                           help="sequence lengths (default: the handout's, 2025: 128, 2026: 512)")
     overhead.add_argument("--mode", choices=MODES, default="train", help="the phases each step runs (default: train)")
     overhead.set_defaults(handler=cmd_overhead)
@@ -178,9 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     checkpointed = commands.add_parser("checkpoint", help="peak memory and step time per checkpointed block group")
     _add_common(checkpointed, CHECKPOINT)
     _add_model_input(checkpointed, CheckpointStudy())
-    checkpointed.add_argument("--warmup", type=int, default=CheckpointStudy.warmup_steps,
+    checkpointed.add_argument("--warmup", type=non_negative_int, default=CheckpointStudy.warmup_steps,
                               help=f"warm-up steps per group size (default: {CheckpointStudy.warmup_steps})")
-    checkpointed.add_argument("--steps", type=int, default=CheckpointStudy.measured_steps,
+    checkpointed.add_argument("--steps", type=positive_int, default=CheckpointStudy.measured_steps,
                               help=f"measured steps per group size (default: {CheckpointStudy.measured_steps})")
     checkpointed.add_argument("--dtype", choices=DTYPES, default="fp32", help="bf16 = torch.autocast(bfloat16)")
     checkpointed.set_defaults(handler=cmd_checkpoint)
@@ -188,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     norms = commands.add_parser("layernorm", help="LayerNorm and RMSNorm in fp16/bf16 against fp32 on real activations")
     _add_common(norms, NORM_PRECISION)
     _add_model_input(norms, NormStudy())
-    norms.add_argument("--train-steps", type=int, default=NormStudy.train_steps,
+    norms.add_argument("--train-steps", type=non_negative_int, default=NormStudy.train_steps,
                        help="training steps before the activations are taken (0: freshly initialized)")
     norms.set_defaults(handler=cmd_layernorm)
     return parser
@@ -242,11 +243,15 @@ def cmd_compile(args: argparse.Namespace) -> None:
 def cmd_overhead(args: argparse.Namespace) -> None:
     runs = [RunConfig(size=size, context_length=ctx, mode=args.mode, **_run_settings(args))
             for size in args.sizes for ctx in _context_lengths(args)]
-    bar = tqdm(runs, desc="overhead", unit="config", disable=args.no_progress)
-    step_rows = [row for run in bar for row in alternating_steps(run)]
-    rows = overhead_rows(step_rows)
-    _write(args, rows)
-    _write(args, step_rows, "_steps")
+    step_rows = []
+    try:
+        for run in tqdm(runs, desc="overhead", unit="config", disable=args.no_progress):
+            for row in alternating_steps(run):
+                step_rows.append(row)
+    finally:  # an interrupted run keeps the steps measured so far
+        rows = overhead_rows(step_rows)
+        _write(args, rows)
+        _write(args, step_rows, "_steps")
     print_table("NVTX annotation overhead (medians over measured steps)", rows, {
         "size": plain("size"), "ctx": plain("context_length"), "mode": plain("mode"), "steps each": plain("steps_each"),
         "annotated step ms": number("annotated_step_ms_median", digits=3),
@@ -282,10 +287,12 @@ def cmd_memory(args: argparse.Namespace) -> None:
     study = MemoryStudy(size=args.size, context_lengths=tuple(args.context_lengths), modes=tuple(args.modes),
                         dtypes=tuple(args.dtypes), snapshot_context_length=args.snapshot_context_length,
                         batch_size=args.batch_size, device=args.device)
+    def write_tables(tables: dict[str, list[dict]]) -> None:
+        for experiment, rows in tables.items():  # "memory", "memory_timeline", ...
+            _write(args, rows, experiment.removeprefix(args.experiment))
+
     tables = run_memory_study(study, args.snapshot_dir or args.results_dir / SNAPSHOT_FOLDER,
-                              progress=not args.no_progress)
-    for experiment, rows in tables.items():  # "memory", "memory_timeline", ...
-        _write(args, rows, experiment.removeprefix(args.experiment))
+                              progress=not args.no_progress, on_run=write_tables)
     print_table(f"peak memory, {args.size}", tables[MEMORY], {
         "ctx": plain("context_length"), "mode": plain("mode"), "dtype": plain("dtype"),
         "peak GiB": number(PEAK_MEMORY_COLUMN, GIB), "forward GiB": number(peak_column("forward"), GIB),
@@ -326,8 +333,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in SUBCOMMANDS + ("-h", "--help"):
         argv.insert(0, "bench")
-    args = build_parser().parse_args(argv)
-    args.handler(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
+    try:
+        args.handler(args)
+    except KeyboardInterrupt:
+        print(f"interrupted: what was measured so far is in {args.results_dir}", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -147,7 +147,7 @@ def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_
         assert option in help_text
     seen = []
 
-    def record(path, names):
+    def record(path, names, inputs):
         seen.append(names)
         return {"trace": path.name, "phases": {}}
 

@@ -4,7 +4,7 @@ report and says where its index is."""
 from __future__ import annotations
 
 from analysis import cli
-from analysis.report.drawing import WIDE_IN, WIDTH_IN, FigureJob, draw_all
+from analysis.report.drawing import WIDE_IN, WIDTH_IN, FigureJob, FigureNotDrawn, draw_all
 
 FORWARD = "small_ctx256_forward_fp32.sqlite"
 PHASES = {"forward": {"by_category_ms_per_pass": {"gemm": 2.0, "elementwise": 1.0}, "python_ms_per_pass": 3.5,
@@ -30,6 +30,19 @@ def test_a_figure_is_drawn_again_only_when_its_data_changes(tmp_path):
     (tmp_path / "figures/a.svg").unlink()  # a deleted file is drawn again
     draw_all(jobs, tmp_path, workers=1)
     assert (tmp_path / "figures/a.svg").is_file()
+
+
+def test_a_figure_that_fails_or_meets_a_link_is_not_drawn_and_the_others_are(tmp_path):
+    victim = tmp_path / "victim.svg"
+    victim.write_text("keep")
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "linked.svg").symlink_to(victim)
+    broken = FigureJob("analysis.report.figures:no_such_drawing", (PHASES,), "broken.svg", "spans")
+    good, linked, failed = draw_all([_job("good.svg", PHASES), _job("linked.svg", PHASES), broken], tmp_path, workers=1)
+    assert good.path == "figures/good.svg" and (tmp_path / good.path).is_file()
+    assert isinstance(linked, FigureNotDrawn) and "symbolic link" in str(linked)
+    assert victim.read_text() == "keep"
+    assert isinstance(failed, FigureNotDrawn) and "broken.svg" in str(failed)
 
 
 def test_no_format_writes_the_report_and_prints_its_index(fixture_trace, tmp_path, capsys):

@@ -137,7 +137,7 @@ def test_compile_runs_pair_eager_and_compiled():
 
 def test_overhead_alternates_annotated_and_plain_steps_on_one_model():
     assert [is_annotated_step(i) for i in range(8)] == [True, False, False, True] * 2
-    rows = alternating_steps(tiny(measured_steps=4))
+    rows = list(alternating_steps(tiny(measured_steps=4)))
     assert [(r["step_index"], r["nvtx_annotations"]) for r in rows] == [(0, True), (1, False), (2, False), (3, True)]
 
 

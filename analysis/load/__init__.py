@@ -13,48 +13,62 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.errors import NoKernels, NotNsysExport, TruncatedTrace
-from analysis.load.inputs import cache_dir, connect_readonly, file_sha256, resolve_export
-from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_nvtx
+from analysis.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTrace
+from analysis.load.input_cache import InputCache, file_sha256
+from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.memory_events import MEMORY_EVENTS_TABLE
+from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_nvtx
 from analysis.load.schema import (GRAPH_TABLE, KERNEL_COLUMNS, KERNEL_TABLE, NSYS_TABLE_MARKERS, count_rows,
-                                  has_rows,
-                                  export_metadata, read_schema, require_columns)
-from analysis.load.tables import (StringTable, has_unmatched, join_launches, read_gpus, read_kernels, read_launches,
-                                  read_memops)
+                                  export_metadata, has_rows, read_schema, require_columns,
+                                  require_tables_are_tables)
+from analysis.load.tables import (UNNAMED_KERNEL, StringTable, drop_unusable_times, has_unmatched, join_launches,
+                                  read_gpus, read_kernels, read_launches, read_memops)
 from analysis.load.trace import Trace
 
-__all__ = ["RangeFilter", "Trace", "cache_dir", "file_sha256", "load_trace", "resolve_export"]
+__all__ = ["InputCache", "RangeFilter", "Trace", "file_sha256", "load_trace", "require_claimable_kernels"]
 
 
-def load_trace(path: str | os.PathLike, ranges: RangeFilter | None = None) -> Trace:
-    """Load an nsys export (``.sqlite``, ``.sqlite.xz`` or ``.nsys-rep`` with nsys on PATH).
+def load_trace(path: str | os.PathLike, ranges: RangeFilter | None = None,
+               inputs: InputCache = InputCache()) -> Trace:
+    """Load an nsys export (``.sqlite``, ``.sqlite.xz`` or ``.nsys-rep`` with nsys on PATH);
+    ``inputs`` says how compressed and report inputs are copied (:mod:`analysis.load.input_cache`).
 
     Raises a :class:`~analysis.errors.TraceError` subclass, whose message is one line, for
     anything that is not a usable nsys export. With ``ranges`` only the NVTX ranges it names are
     read (marks always are).
     """
     path = Path(path)
-    database = resolve_export(path)
-    try:
+    with opened_input(path, inputs) as database:
         try:
-            with connect_readonly(database) as conn:
-                return _read_trace(conn, path, ranges)
-        except sqlite3.OperationalError as err:
-            if "decode" not in str(err):
-                raise
-        with connect_readonly(database, lenient_text=True) as conn:
-            return _read_trace(conn, path, ranges)
-    except sqlite3.DatabaseError as err:
-        raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
+            try:
+                with connect_readonly(database) as conn:
+                    return replace(_read_trace(conn, path, ranges), inputs=inputs)
+            except sqlite3.OperationalError as err:
+                if "decode" not in str(err):
+                    raise
+            with connect_readonly(database, lenient_text=True) as conn:
+                return replace(_read_trace(conn, path, ranges), inputs=inputs)
+        except sqlite3.DatabaseError as err:
+            raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
+
+
+def require_claimable_kernels(trace: Trace) -> None:
+    """Refuse a trace with NVTX ranges but no kernel tied to a launch call: no range can claim any
+    kernel, so every per-range figure would be empty."""
+    if len(trace.ranges) and len(trace.kernels) and (trace.kernels["launch_start_ns"] < 0).all():
+        raise NoLaunchCalls(
+            f"none of its {len(trace.kernels):,} kernels has a launch call (same correlationId, same process) "
+            "among its CUDA runtime/driver API records, so no NVTX range can claim them; capture with `-t cuda,nvtx`")
 
 
 def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None) -> Trace:
     schema = read_schema(conn)
+    require_tables_are_tables(conn)
     if not any(table in schema for table in NSYS_TABLE_MARKERS):
         listed = ", ".join(sorted(schema)[:4]) or "none"
         raise NotNsysExport(f"is an SQLite database but not an nsys export (tables: {listed})")
@@ -68,11 +82,16 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         raise NoKernels("has no CUDA kernel records (was it captured with `-t cuda`, and did "
                         "the program launch kernels?)")
     require_columns(schema, KERNEL_TABLE, KERNEL_COLUMNS, version)
-    strings = StringTable(conn)
+    strings = StringTable(conn, schema)
 
     notes: list[str] = []
-    kernels = read_kernels(conn, schema, strings)
-    memops = read_memops(conn, schema)
+    kernels = drop_unusable_times(read_kernels(conn, schema, strings), "kernels", notes)
+    if kernels.empty:
+        raise NoKernels("has no kernel with a usable start and end time (all are missing, negative or reversed)")
+    unnamed = int((kernels["demangled_name"] == UNNAMED_KERNEL).sum())
+    if unnamed:
+        notes.append(f"{unnamed:,} kernels have no name in the trace; they are listed as {UNNAMED_KERNEL}")
+    memops = drop_unusable_times(read_memops(conn, schema), "memory copies and fills", notes)
     launches = read_launches(conn, schema, strings, version, launch_calls_only=True)
     if has_unmatched(kernels, launches) or has_unmatched(memops, launches):
         launches = read_launches(conn, schema, strings, version, launch_calls_only=False)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.load.inputs import connect_readonly, resolve_export
+from analysis.load.input_cache import InputCache
+from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.schema import read_schema
 
 SAMPLES_TABLE, NAMES_TABLE = "GPU_METRICS", "TARGET_INFO_GPU_METRICS"
@@ -21,10 +22,10 @@ METRICS = {
 }
 
 
-def read_gpu_metrics(path: str | os.PathLike) -> pd.DataFrame | None:
+def read_gpu_metrics(path: str | os.PathLike, inputs: InputCache = InputCache()) -> pd.DataFrame | None:
     """Samples of :data:`METRICS`: ``time_ns``, ``gpu`` (nsys's typeId), ``metric`` (our key),
     ``value``; None when the export has no GPU metrics tables."""
-    with connect_readonly(resolve_export(Path(path))) as conn:
+    with opened_input(Path(path), inputs) as database, connect_readonly(database) as conn:
         schema = read_schema(conn)
         if not {"timestamp", "typeId", "metricId", "value"} <= set(schema.get(SAMPLES_TABLE, {})) \
                 or not {"typeId", "metricId", "metricName"} <= set(schema.get(NAMES_TABLE, {})):

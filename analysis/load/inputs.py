@@ -1,18 +1,17 @@
-"""From the path a user gives to a readable SQLite file: checks, xz decompression and ``.nsys-rep``
-export into a cache folder (never beside the input), and the read-only connection."""
+"""From the path a user gives to a readable SQLite file: checks (a regular file, SQLite, complete),
+xz decompression and ``.nsys-rep`` export through the input cache (never beside the input), and
+the read-only connection."""
 from __future__ import annotations
 
-import functools
-import hashlib
-import lzma
-import os
 import shutil
 import sqlite3
-import subprocess
-import tempfile
+import stat
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
-from analysis.errors import NotATraceFile, NotSQLite, NsysReportGiven, TraceBeingWritten, TruncatedTrace
+from analysis.errors import NotATraceFile, NotSQLite, NsysReportGiven, TraceBeingWritten, TraceError, TruncatedTrace
+from analysis.load.input_cache import InputCache, cache_folder, decompress_xz, discard, export_report
 from cs336_profile.contract import trace_stem
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -20,18 +19,37 @@ XZ_MAGIC = b"\xfd7zXZ\x00"
 NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
 
 
-def resolve_export(path: Path) -> Path:
-    """Return the path of a readable SQLite export for ``path``, checking it on the way."""
+@contextmanager
+def opened_input(path: Path, settings: InputCache = InputCache()) -> Iterator[Path]:
+    """The path of a readable SQLite export for ``path``, checked on the way; an ``.xz`` or
+    ``.nsys-rep`` input is copied into the input cache first. A copy whose trace is refused
+    (a :class:`TraceError` raised in the ``with`` body) is removed."""
     if not path.exists():
         raise NotATraceFile("no such file")
     if path.is_dir():
         raise NotATraceFile("is a directory, not a trace file")
-    if path.suffix in NSYS_REPORT_SUFFIXES:
-        return _export_report(path)
-    header = _read_header(path)
-    if header.startswith(XZ_MAGIC):
-        path = _decompress_xz(path)
-        header = _read_header(path)
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise NotATraceFile("is not a regular file (a FIFO, socket or device); give the export file itself")
+    header = b"" if path.suffix in NSYS_REPORT_SUFFIXES else _read_header(path)
+    if path.suffix not in NSYS_REPORT_SUFFIXES and not header.startswith(XZ_MAGIC):
+        yield _checked(path, header)
+        return
+    nsys = shutil.which("nsys")
+    if path.suffix in NSYS_REPORT_SUFFIXES and nsys is None:
+        raise NsysReportGiven(
+            f"is an nsys report, not an SQLite export; export it with "
+            f"`nsys export --type sqlite --output {trace_stem(path)}.sqlite {path.name}`")
+    with cache_folder(settings) as folder:
+        copy = export_report(path, nsys, folder, settings) if path.suffix in NSYS_REPORT_SUFFIXES else \
+            decompress_xz(path, folder, settings)
+        try:
+            yield _checked(copy, _read_header(copy))
+        except TraceError:
+            discard(copy, path)
+            raise
+
+
+def _checked(path: Path, header: bytes) -> Path:
     if not header:
         raise NotSQLite("is empty")
     if not header.startswith(SQLITE_MAGIC):
@@ -41,69 +59,12 @@ def resolve_export(path: Path) -> Path:
     return path
 
 
-def cache_dir() -> Path:
-    """Folder for decompressed and exported inputs (``$CS336_PROFILE_CACHE`` overrides)."""
-    base = os.environ.get("CS336_PROFILE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "cs336-profile")
-    folder = Path(base)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in chunks; a file unchanged since (same size and
-    modification time) is hashed once per process."""
-    stat = os.stat(path)
-    return _sha256(Path(path).resolve(), stat.st_size, stat.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=1024)
-def _sha256(path: Path, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _read_header(path: Path) -> bytes:
     try:
         with open(path, "rb") as handle:
             return handle.read(100)
     except OSError as err:
         raise NotATraceFile(f"cannot be read ({err.strerror or err})") from err
-
-
-def _decompress_xz(path: Path) -> Path:
-    target = cache_dir() / f"{file_sha256(path)}.sqlite"
-    if target.exists():
-        return target
-    with tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".part") as out:
-        try:
-            with lzma.open(path) as src:
-                shutil.copyfileobj(src, out, 1 << 20)
-        except (lzma.LZMAError, EOFError) as err:
-            os.unlink(out.name)
-            raise TruncatedTrace(f"the xz stream is damaged or cut short ({err})") from err
-    os.replace(out.name, target)
-    return target
-
-
-def _export_report(path: Path) -> Path:
-    nsys = shutil.which("nsys")
-    if nsys is None:
-        raise NsysReportGiven(
-            f"is an nsys report, not an SQLite export; export it with "
-            f"`nsys export --type sqlite --output {trace_stem(path)}.sqlite {path.name}`")
-    target = cache_dir() / f"{file_sha256(path)}.sqlite"
-    if not target.exists():
-        result = subprocess.run(
-            [nsys, "export", "--type", "sqlite", "--force-overwrite", "true",
-             "--output", str(target), str(path)], capture_output=True, text=True)
-        if result.returncode != 0 or not target.exists():
-            last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise NsysReportGiven(f"is an nsys report and `nsys export` failed: {last[0]}")
-    return target
 
 
 def _check_complete(path: Path, header: bytes) -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.load.inputs import connect_readonly, resolve_export
+from analysis.load.input_cache import InputCache
+from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.schema import RUNTIME_TABLE, read_schema
 from analysis.load.tables import pid_of, tid_of
 
@@ -23,14 +24,14 @@ MEMORY_EVENT_COLUMNS = ("start", "globalPid", "deviceId", "address", "bytes", "m
 ALLOCATION, DEALLOCATION = 0, 1  # ENUM_CUDA_DEV_MEM_EVENT_OPER
 
 
-def read_memory_events(path: str | os.PathLike) -> pd.DataFrame | None:
+def read_memory_events(path: str | os.PathLike, inputs: InputCache = InputCache()) -> pd.DataFrame | None:
     """The memory events of a trace, in time order; None when it has no such table.
 
     Columns: ``start_ns`` (0 for events from before the capture), ``pid``, ``device_id``,
     ``address``, ``bytes``, ``mem_kind``, ``is_alloc`` (bool), ``api_start_ns`` and ``tid``
     (the runtime call with the same correlationId in the same process; -1 when none).
     """
-    with connect_readonly(resolve_export(Path(path))) as conn:
+    with opened_input(Path(path), inputs) as database, connect_readonly(database) as conn:
         schema = read_schema(conn)
         columns = schema.get(MEMORY_EVENTS_TABLE, {})
         if not set(MEMORY_EVENT_COLUMNS) <= set(columns):

@@ -131,7 +131,8 @@ def _nesting(ranges: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
     ``ranges`` is sorted by (start, -end) and ``range_id`` is the row number. Within a thread
     push/pop ranges nest, so a range's depth is the number of ranges started before it minus
-    those ended by its start, and its parent is the latest earlier range one level up.
+    those ended by its start, and its parent is the latest earlier range one level up: found
+    for all ranges at once by a binary search over (level, row) keys, O(n log n) at any depth.
     """
     depth = np.zeros(len(ranges), dtype=np.int64)
     parent = np.full(len(ranges), -1, dtype=np.int64)
@@ -140,14 +141,15 @@ def _nesting(ranges: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         rows = np.flatnonzero(nested)[rows]
         starts = ranges["start_ns"].to_numpy()[rows]
         ends = np.sort(ranges["end_ns"].to_numpy()[rows])
-        level = np.arange(len(rows)) - np.searchsorted(ends, starts, side="right")
-        level = np.maximum(level, 0)
+        order = np.arange(len(rows), dtype=np.int64)
+        level = np.maximum(order - np.searchsorted(ends, starts, side="right"), 0)
         depth[rows] = level
-        for d in range(1, int(level.max(initial=0)) + 1):
-            above = np.flatnonzero(level == d - 1)
-            here = np.flatnonzero(level == d)
-            pick = np.searchsorted(above, here) - 1
-            parent[rows[here]] = np.where(pick >= 0, rows[above[np.maximum(pick, 0)]], -1)
+        span = len(rows) + 1
+        keys = np.sort(level * span + order)
+        found = np.searchsorted(keys, (level - 1) * span + order, side="right") - 1
+        candidate = keys[np.maximum(found, 0)]
+        has_parent = (level > 0) & (found >= 0) & (candidate // span == level - 1)
+        parent[rows[has_parent]] = rows[candidate[has_parent] % span]
     return depth, parent
 
 

@@ -8,13 +8,14 @@ import numpy as np
 
 from analysis.errors import UnsupportedSchema
 
+STRINGS_TABLE = "StringIds"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
 NVTX_TABLE = "NVTX_EVENTS"
 GRAPH_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
-NSYS_TABLE_MARKERS = ("StringIds", KERNEL_TABLE, RUNTIME_TABLE, NVTX_TABLE, "TARGET_INFO_GPU",
+NSYS_TABLE_MARKERS = (STRINGS_TABLE, KERNEL_TABLE, RUNTIME_TABLE, NVTX_TABLE, "TARGET_INFO_GPU",
                       "TARGET_INFO_CUDA_GPU", "META_DATA_EXPORT", "EXPORT_META_DATA")
 
 # NVTX event types (ENUM_NSYS_EVENT_TYPE). 70/71 are the older "Nvtxt" spellings of 59/60.
@@ -35,6 +36,15 @@ def read_schema(conn: sqlite3.Connection) -> dict[str, dict[str, bool]]:
     tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     return {t: {row[1]: bool(row[3]) for row in conn.execute(f'PRAGMA table_info("{t}")')}
             for t in tables}
+
+
+def require_tables_are_tables(conn: sqlite3.Connection) -> None:
+    """Refuse an export where a name the analyzer reads is a view (or other non-table): nsys writes
+    tables only, and a view can compute rows without bound."""
+    read = (*NSYS_TABLE_MARKERS, MEMCPY_TABLE, MEMSET_TABLE, GRAPH_TABLE)
+    for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE type NOT IN ('table', 'index')"):
+        if name in read:
+            raise UnsupportedSchema(f"its {name} is a {kind}, not a table; nsys exports hold tables only")
 
 
 def count_rows(conn: sqlite3.Connection, schema: dict, table: str) -> int:

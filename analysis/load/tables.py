@@ -9,34 +9,43 @@ import numpy as np
 import pandas as pd
 
 from analysis.load.schema import (KERNEL_COLUMNS, KERNEL_TABLE, MEMCPY_TABLE, MEMOP_COLUMNS, MEMSET_TABLE,
-                                  RUNTIME_COLUMNS, RUNTIME_TABLE, read_ints, require_columns)
+                                  RUNTIME_COLUMNS, RUNTIME_TABLE, STRINGS_TABLE, read_ints, require_columns)
 
 ID_MASK = 0xFFFFFF
+# nsys times are ns since the session began; 2^53 ns is 104 days, so a later time is corrupt.
+MAX_TIME_NS = 1 << 53
+UNNAMED_KERNEL = "(kernel without a name)"
 # API calls that put work on the GPU: kernel and graph launches, copies, fills.
 LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
 
 
 class StringTable:
-    """nsys's interned strings (``StringIds``), looked up for whole columns at once."""
+    """nsys's interned strings (``StringIds``), looked up for whole columns at once.
 
-    def __init__(self, conn: sqlite3.Connection):
-        rows = conn.execute("SELECT id, value FROM StringIds").fetchall()
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        self.values = np.array([r[1] for r in rows] + [None], dtype=object)
-        self.position = np.full(int(ids.max(initial=-1)) + 2, len(rows), dtype=np.int64)
-        self.position[ids] = np.arange(len(rows))
+    Held as sorted ids beside their values, so memory follows the number of strings, not the
+    largest id; a BLOB value is decoded as UTF-8 (bad bytes replaced), NULL stays unknown."""
+
+    def __init__(self, conn: sqlite3.Connection, schema: dict):
+        rows = conn.execute("SELECT id, value FROM StringIds").fetchall() if STRINGS_TABLE in schema else []
+        ids = np.fromiter((r[0] if isinstance(r[0], int) else -1 for r in rows), dtype=np.int64, count=len(rows))
+        order = np.argsort(ids, kind="stable")
+        self.ids = ids[order]
+        self.values = np.array([_as_text(rows[i][1]) for i in order] + [None], dtype=object)
+
+    def _rows(self, ids) -> np.ndarray:
+        """Row in ``values`` of each id; the last row (None) for null, negative or unknown ids."""
+        as_int = pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64)
+        found = np.minimum(np.searchsorted(self.ids, as_int), max(len(self.ids) - 1, 0))
+        hit = (as_int >= 0) & (self.ids[found] == as_int) if len(self.ids) else np.zeros(len(as_int), bool)
+        return np.where(hit, found, len(self.values) - 1)
 
     def lookup(self, ids) -> np.ndarray:
         """Strings for an integer id column; None where the id is null, negative or unknown."""
-        as_int = pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64)
-        inside = (as_int >= 0) & (as_int < len(self.position))
-        return self.values[np.where(inside, self.position[np.where(inside, as_int, 0)],
-                                    len(self.values) - 1)]
+        return self.values[self._rows(ids)]
 
     def ids_matching(self, pattern: re.Pattern) -> list[int]:
         """Ids of the strings that ``pattern`` finds."""
-        return [int(i) for i in np.flatnonzero(self.position < len(self.values) - 1)
-                if pattern.search(self.values[self.position[i]])]
+        return [int(i) for i, value in zip(self.ids, self.values) if value is not None and pattern.search(value)]
 
     def categorical(self, ids) -> pd.Categorical:
         """Like :meth:`lookup`, as a categorical; each distinct id is looked up once."""
@@ -50,6 +59,12 @@ class StringTable:
         new_code = np.cumsum(known) - 1
         return pd.Categorical.from_codes(np.where(known[codes], new_code[codes], -1),
                                          categories=categories)
+
+
+def _as_text(value) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return None if value is None else str(value)
 
 
 def pid_of(global_id) -> np.ndarray:
@@ -75,12 +90,34 @@ def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
                   ) -> pd.DataFrame:
+    """Kernels; a name that is NULL or not in StringIds reads as :data:`UNNAMED_KERNEL`."""
     raw = read_ints(conn, schema, KERNEL_TABLE, KERNEL_COLUMNS)
     return pd.DataFrame({
         **_activity_columns(raw),
-        "name": strings.categorical(raw["shortName"]),
-        "demangled_name": strings.categorical(raw["demangledName"]),
+        "name": _named(strings.categorical(raw["shortName"])),
+        "demangled_name": _named(strings.categorical(raw["demangledName"])),
     })
+
+
+def _named(names: pd.Categorical) -> pd.Categorical:
+    if not names.isna().any():
+        return names
+    if UNNAMED_KERNEL not in names.categories:
+        names = names.add_categories([UNNAMED_KERNEL])
+    return names.fillna(UNNAMED_KERNEL)
+
+
+def drop_unusable_times(ops: pd.DataFrame, what: str, notes: list[str]) -> pd.DataFrame:
+    """``ops`` without the rows whose start/end is missing (NULL reads as -1), negative, before
+    its start or past :data:`MAX_TIME_NS`; a note counts them."""
+    start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
+    usable = (start >= 0) & (end >= start) & (end < MAX_TIME_NS)
+    dropped = len(ops) - int(usable.sum())
+    if not dropped:
+        return ops
+    notes.append(f"left out {dropped:,} of {len(ops):,} {what} whose start or end time is missing, negative, "
+                 "before its start or past 2^53 ns")
+    return ops[usable].reset_index(drop=True)
 
 
 def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:

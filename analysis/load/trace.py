@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.load.input_cache import InputCache
+
 
 @dataclass
 class Trace:
@@ -23,6 +25,7 @@ class Trace:
     capture_end_ns: int
     cuda_graph_launches: int = 0
     notes: list[str] = field(default_factory=list)
+    inputs: InputCache = InputCache()  # how its file was copied; readers that open it again use the same
 
     @property
     def gpu_name(self) -> str | None:

@@ -26,6 +26,7 @@ class ResultsSet:
     """Every results document of a folder, by file name."""
 
     documents: dict[str, dict] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()  # one line per value left out while reading
 
     def experiment_rows(self, experiment: str) -> pd.DataFrame:
         """Rows of every document of ``experiment``, with a ``results_file`` column (empty if none)."""
@@ -54,7 +55,7 @@ def read_results_dir(results_dir: str | Path | None) -> ResultsSet:
         return ResultsSet()
     root = Path(results_dir)
     paths = sorted(root.rglob("*.json"), key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
-    documents, depth_of = {}, {}
+    documents, depth_of, problems = {}, {}, []
     for path in paths:
         try:
             document = json.loads(path.read_text())
@@ -65,8 +66,35 @@ def read_results_dir(results_dir: str | Path | None) -> ResultsSet:
             continue
         depth = len(path.relative_to(root).parts)
         if depth_of.setdefault(document["experiment"], depth) == depth:
-            documents[path.relative_to(root).as_posix()] = document
-    return ResultsSet(documents)
+            name = path.relative_to(root).as_posix()
+            documents[name] = {**document, "rows": _valid_rows(name, document["rows"], problems)}
+    return ResultsSet(documents, tuple(problems))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _valid_rows(name: str, rows: list, problems: list[str]) -> list[dict]:
+    """The rows that are objects, with each value that is not a number in a column of numbers
+    (one holding at least as many numbers as other values, nulls aside) made null; one problem
+    line per change."""
+    kept = [row for row in rows if isinstance(row, dict)]
+    if len(kept) < len(rows):
+        problems.append(f"{name}: {len(rows) - len(kept)} rows are not JSON objects; left out")
+    numeric = set()
+    for key in {key for row in kept for key in row}:
+        values = [row[key] for row in kept if row.get(key) is not None]
+        numbers = sum(map(_is_number, values))
+        if numbers and numbers >= len(values) - numbers:
+            numeric.add(key)
+    cleaned = []
+    for index, row in enumerate(kept):
+        bad = [key for key in numeric if key in row and row[key] is not None and not _is_number(row[key])]
+        problems += [f"{name}: row {index} has {key} = {json.dumps(row[key])[:40]}, not a number; left out"
+                     for key in sorted(bad)]
+        cleaned.append({**row, **dict.fromkeys(bad)})
+    return cleaned
 
 
 def results_edition(document: dict) -> str:

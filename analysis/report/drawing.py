@@ -1,6 +1,11 @@
 """Figures drawn in worker processes and kept by content: a figure whose drawing function and data
 are unchanged since the last report into the same folder is not drawn again.
 
+Every file is written through the safe writer (:mod:`analysis.safe_write`: a link where a figure
+or the manifest belongs, or a ``figures`` folder leading out of the output folder, is refused).
+A figure that cannot be drawn or written is a :class:`FigureNotDrawn` in place of its file, so
+the page that shows it says why and the other pages are still made.
+
 A :class:`FigureJob` names its drawing function as ``"module:function"`` (a worker imports it; a
 report whose figures are all current never imports matplotlib) and holds the function's
 arguments. Its key is the SHA-256 of the function's name, its arguments as JSON and the source
@@ -18,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from analysis.safe_write import write_file
 
 FIGURES_DIR = "figures"
 MANIFEST = "hashes.json"
@@ -44,6 +51,19 @@ class FigureFile:
     width: int | None = None
     phone: str | None = None
     wide: bool = False
+
+
+class FigureNotDrawn(Exception):
+    """A figure whose drawing or saving failed; the message says which and why."""
+
+
+def shown(files: list[FigureFile | FigureNotDrawn]) -> list[FigureFile]:
+    """A page's figure files; raises the first :class:`FigureNotDrawn` among them, which the page
+    writer turns into a page saying why."""
+    for file in files:
+        if isinstance(file, FigureNotDrawn):
+            raise file
+    return files
 
 
 @dataclass(frozen=True)
@@ -94,33 +114,43 @@ def _plain(value):
     return repr(value)
 
 
-def draw_all(jobs: list[FigureJob], out_dir: Path, workers: int | None = None) -> list[FigureFile]:
+def draw_all(jobs: list[FigureJob], out_dir: Path, workers: int | None = None) -> list[FigureFile | FigureNotDrawn]:
     """Draw the figures of ``jobs`` whose file is missing or was drawn from other inputs, in up to
-    ``workers`` processes (default: all cores); returns every job's file, in order."""
-    folder = Path(out_dir) / FIGURES_DIR
+    ``workers`` processes (default: all cores); returns every job's file, in order, or a
+    :class:`FigureNotDrawn` for a job one of whose files could not be drawn or written."""
+    out_dir = Path(out_dir)
+    folder = out_dir / FIGURES_DIR
     folder.mkdir(parents=True, exist_ok=True)
     manifest_path = folder / MANIFEST
     try:
-        drawn = json.loads(manifest_path.read_text())
+        drawn = {} if manifest_path.is_symlink() else json.loads(manifest_path.read_text())
     except (OSError, ValueError):
         drawn = {}
     code = _drawing_code()
     planned = {name: (job.draw, args) for job in jobs for name, args in job.drawings()}
     keys = {name: key for job in jobs for name, key in job.keys(code).items()}
-    todo = [name for name in planned if drawn.get(name) != keys[name] or not (folder / name).is_file()]
+    todo = [name for name in planned if drawn.get(name) != keys[name] or (folder / name).is_symlink()
+            or not (folder / name).is_file()]
     workers = min(workers or os.cpu_count() or 1, len(todo))
-    calls = [(planned[name][0], planned[name][1], folder / name) for name in todo]
+    calls = [(planned[name][0], planned[name][1], folder / name, out_dir) for name in todo]
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(_draw, *zip(*calls), chunksize=1))
+            errors = list(pool.map(_draw, *zip(*calls), chunksize=1))
     else:
-        for call in calls:
-            _draw(*call)
-    drawn.update({name: keys[name] for name in todo})
-    manifest_path.write_text(json.dumps(drawn, indent=0, sort_keys=True))
-    return [job.file(folder) for job in jobs]
+        errors = [_draw(*call) for call in calls]
+    failed = {name: error for name, error in zip(todo, errors) if error is not None}
+    drawn.update({name: keys[name] for name in todo if name not in failed})
+    for name in failed:
+        drawn.pop(name, None)
+    write_file(manifest_path, json.dumps(drawn, indent=0, sort_keys=True), root=out_dir)
+    return [_file_or_failure(job, folder, failed) for job in jobs]
+
+
+def _file_or_failure(job: FigureJob, folder: Path, failed: dict[str, str]) -> FigureFile | FigureNotDrawn:
+    errors = [failed[name] for name, _ in job.drawings() if name in failed]
+    return FigureNotDrawn(f"its figure {job.name} could not be drawn ({errors[0]})") if errors else job.file(folder)
 
 
 def css_width(path: Path) -> int | None:
@@ -132,12 +162,16 @@ def css_width(path: Path) -> int | None:
     return round(pixels * CSS_PX_PER_IN / RASTER_DPI)
 
 
-def _draw(draw: str, args: tuple, path: Path) -> None:
-    """Worker side: draw one figure and save it."""
-    from analysis.report.figures import save
+def _draw(draw: str, args: tuple, path: Path, root: Path) -> str | None:
+    """Worker side: draw one figure and save it safely under ``root``; None, or why it failed."""
+    try:
+        from analysis.report.figures import save
 
-    module, function = draw.split(":")
-    save(getattr(importlib.import_module(module), function)(*args), path)
+        module, function = draw.split(":")
+        save(getattr(importlib.import_module(module), function)(*args), path, root=root)
+    except Exception as err:  # noqa: BLE001 - one figure's defect must not cost the report
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 def _drawing_code() -> str:

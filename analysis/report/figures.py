@@ -21,6 +21,7 @@ from analysis.records import ResultsAnswer  # noqa: E402
 from analysis.report.drawing import RASTER_DPI, WIDTH_IN  # noqa: E402
 from cs336_profile.contract import GIB, MIB  # noqa: E402
 from cs336_profile.contract import PHASES as PHASE_ORDER  # noqa: E402
+from analysis.safe_write import atomic_file
 
 HEIGHT_IN = 3.4
 # Okabe & Ito's colour-blind-safe palette, in the order series take it.
@@ -47,11 +48,15 @@ plt.rcParams.update({
 })
 
 
-def save(figure: Figure, path: Path) -> Path:
-    """Write the figure (format from the suffix) and free it."""
+def save(figure: Figure, path: Path, root: Path | None = None) -> Path:
+    """Write the figure (format from the suffix) through the safe writer, never outside ``root``,
+    and free it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, bbox_inches="tight", dpi=RASTER_DPI)
-    plt.close(figure)
+    try:
+        with atomic_file(path, "wb", root=root) as handle:
+            figure.savefig(handle, format=path.suffix[1:], bbox_inches="tight", dpi=RASTER_DPI)
+    finally:
+        plt.close(figure)
     return path
 
 

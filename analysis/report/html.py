@@ -5,11 +5,14 @@ the stylesheet beside them, so the site opens from the file system.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+from typing import Callable
+
+from markupsafe import escape
 
 from analysis.records import DiffRecord
-from analysis.report.drawing import FigureFile, draw_all
+from analysis.safe_write import write_file
+from analysis.report.drawing import FigureFile, FigureNotDrawn, draw_all, shown
 from analysis.report.render import (diff_content, diff_figures, environment, question_downloads, ranks_key,
                                     templates_dir, trace_tables)
 from analysis.report.site import DiffPage, Site, diff_page
@@ -19,26 +22,40 @@ STYLESHEET = "style.css"
 
 
 def _write(path: Path, text: str) -> Path:
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_file(path, text, root=path.parent)
+
+
+def _page(path: Path, render: Callable[[], str]) -> Path:
+    """Write the page ``render()`` makes; a page that cannot be made says why in its place, so the
+    rest of the site is still written (and its links lead somewhere)."""
+    try:
+        text = render()
+    except Exception as err:  # noqa: BLE001 - one page's defect must not cost the site
+        text = (f"<!doctype html><meta charset=utf-8><title>{escape(path.stem)}</title>"
+                f"<p>This page could not be made: {escape(type(err).__name__)}: {escape(str(err))}</p>"
+                "<p><a href=\"index.html\">Back to the report</a></p>\n")
+    return _write(path, text)
+
+
+def _copy_stylesheet(out_dir: Path) -> None:
+    write_file(out_dir / STYLESHEET, (templates_dir() / STYLESHEET).read_bytes(), root=out_dir)
 
 
 def render_site(site: Site, out_dir: Path, figures: dict[str, list[FigureFile]]) -> Path:
     """Write every page of ``site`` into ``out_dir`` (``figures``: page name -> its figures,
     already drawn there); return the index's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
+    _copy_stylesheet(out_dir)
     env = environment()
     for page in site.questions:
-        tables = [display_table(title, table) for title, table in page.result.tables.items()]
-        _write(out_dir / f"{page.card.page}.html", env.get_template("question.html").render(
-            page=page, tables=tables, figures=figures[page.card.page],
-            downloads=question_downloads(page, out_dir), home=True))
+        _page(out_dir / f"{page.card.page}.html", lambda: env.get_template("question.html").render(
+            page=page, tables=[display_table(title, table) for title, table in page.result.tables.items()],
+            figures=shown(figures[page.card.page]), downloads=question_downloads(page, out_dir), home=True))
     for page in site.traces:
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
-        _write(out_dir / f"{page.page}.html", env.get_template("trace.html").render(
-            page=page, tables=trace_tables(page.summary), figures=figures[page.page],
-            communication_figures=figures[ranks_key(page)],
+        _page(out_dir / f"{page.page}.html", lambda: env.get_template("trace.html").render(
+            page=page, tables=trace_tables(page.summary), figures=shown(figures[page.page]),
+            communication_figures=shown(figures[ranks_key(page)]),
             has_timeline=bool(page.summary.get("timeline")), diffs=diffs, answered={q.card.id for q in site.questions},
             home=True))
     for page in site.diffs:
@@ -46,16 +63,19 @@ def render_site(site: Site, out_dir: Path, figures: dict[str, list[FigureFile]])
     return _write(out_dir / "index.html", env.get_template("index.html").render(site=site, home=False))
 
 
-def _render_diff_page(page: DiffPage, out_dir: Path, figure_files: list[FigureFile], home: bool) -> Path:
-    diff, tables = diff_content(page)
-    return _write(out_dir / f"{page.page}.html", environment().get_template("diff.html").render(
-        page=page, diff=diff, tables=tables, figures=figure_files, home=home))
+def _render_diff_page(page: DiffPage, out_dir: Path, figure_files: list[FigureFile | FigureNotDrawn],
+                      home: bool) -> Path:
+    def render() -> str:
+        diff, tables = diff_content(page)
+        return environment().get_template("diff.html").render(page=page, diff=diff, tables=tables,
+                                                              figures=shown(figure_files), home=home)
+    return _page(out_dir / f"{page.page}.html", render)
 
 
 def render_diff(record: DiffRecord, out_dir: Path) -> Path:
     """The diff page of two traces (with its stylesheet), for ``analyze-nsys diff A B``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(templates_dir() / STYLESHEET, out_dir / STYLESHEET)
+    _copy_stylesheet(out_dir)
     page = DiffPage(record, diff_page(record.a, record.b))
     return _render_diff_page(page, out_dir, draw_all(diff_figures(page), out_dir, workers=1), home=False)

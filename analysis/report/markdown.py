@@ -4,23 +4,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.report.drawing import FigureFile
+from analysis.safe_write import write_file
+from analysis.report.drawing import FigureFile, FigureNotDrawn, shown
+from analysis.report.markdown_text import markdown_value
 from analysis.report.render import environment, question_downloads
 from analysis.report.site import Site
 from analysis.report.tables import display_table
 
 
-def write_markdown(site: Site, out_dir: Path, figures: dict[str, list[FigureFile]]) -> Path:
+def write_markdown(site: Site, out_dir: Path, figures: dict[str, list[FigureFile | FigureNotDrawn]]) -> Path:
     """Write ``index.md`` and one ``question-<id>.md`` per answered question (``figures``: page
     name -> its figures, already drawn in ``out_dir``); return the index's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     env = environment(markdown=True)
     for page in site.questions:
         tables = [display_table(title, table) for title, table in page.result.tables.items()]
-        text = env.get_template("question.md.j2").render(page=page, tables=tables,
-                                                         figures=figures[page.card.page],
-                                                         downloads=question_downloads(page, out_dir))
-        (out_dir / f"{page.card.page}.md").write_text(text, encoding="utf-8")
-    index = out_dir / "index.md"
-    index.write_text(env.get_template("index.md.j2").render(site=site), encoding="utf-8")
-    return index
+        try:
+            text = env.get_template("question.md.j2").render(page=page, tables=tables,
+                                                             figures=shown(figures[page.card.page]),
+                                                             downloads=question_downloads(page, out_dir))
+        except FigureNotDrawn as err:  # the page says why; the other pages are still written
+            text = f"# {markdown_value(page.card.title)}\n\nThis page could not be made: {markdown_value(str(err))}\n"
+        write_file(out_dir / f"{page.card.page}.md", text, root=out_dir)
+    return write_file(out_dir / "index.md", env.get_template("index.md.j2").render(site=site), root=out_dir)

@@ -13,7 +13,9 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup, escape
 
 from analysis.records import QuestionRecord
-from analysis.report.drawing import FigureFile, FigureJob, draw_all
+from analysis.report.drawing import FigureFile, FigureJob, FigureNotDrawn, draw_all
+from analysis.safe_write import write_file
+from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
 from analysis.text import kernel_cell
@@ -45,13 +47,15 @@ def _inline_code(text: str) -> Markup:
 
 @functools.lru_cache(maxsize=2)
 def environment(markdown: bool = False) -> Environment:
-    """jinja2 environment: StrictUndefined (a missing value fails loudly), HTML autoescaped; one per
+    """jinja2 environment: StrictUndefined (a missing value fails loudly), HTML autoescaped; in
+    Markdown every value written is made inert (:mod:`analysis.report.markdown_text`). One per
     process and flavour, so each template is compiled once."""
     env = Environment(loader=FileSystemLoader(templates_dir()), undefined=StrictUndefined,
                       autoescape=select_autoescape(["html"]) if not markdown else False,
+                      finalize=markdown_value if markdown else None,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["code"] = _inline_code
-    env.filters["md_cell"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
+    env.filters["md_cell"] = markdown_cell
     return env
 
 
@@ -77,7 +81,7 @@ def question_downloads(page: QuestionRecord, out_dir: Path) -> list[DataFile]:
     files = []
     for index, (title, table) in enumerate(page.result.downloads.items()):
         name = f"{page.card.page}-data{index + 1}.csv"
-        table.to_csv(out_dir / name, index=False)
+        write_file(out_dir / name, table.to_csv(index=False), root=out_dir)
         files.append(DataFile(name, title))
     return files
 
@@ -105,7 +109,7 @@ def diff_figures(page: DiffPage) -> list[FigureJob]:
                       "Kernel time by category, A and B")]
 
 
-def site_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile]]:
+def site_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile | FigureNotDrawn]]:
     """Every figure of the site, drawn in worker processes where missing or out of date: page name
     (question, trace or diff page) -> its figure files."""
     planned = {**{page.card.page: question_figures(page) for page in site.questions},

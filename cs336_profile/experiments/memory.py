@@ -12,7 +12,7 @@ import pickle
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -121,10 +121,12 @@ def snapshot_name(run: RunConfig) -> str:
     return f"memory_{run.size}_ctx{run.context_length}_{run.mode}_{run.dtype}"
 
 
-def run_memory_study(study: MemoryStudy, snapshot_dir: Path, progress: bool = True) -> dict[str, list[dict]]:
+def run_memory_study(study: MemoryStudy, snapshot_dir: Path, progress: bool = True,
+                     on_run: Callable[[dict[str, list[dict]]], None] | None = None) -> dict[str, list[dict]]:
     """Run the study; return results tables by name (peaks, timeline, largest allocations, activations).
 
-    Snapshots (cuda only) are written to `snapshot_dir/<name>.pickle`.
+    Snapshots (cuda only) are written to `snapshot_dir/<name>.pickle`. `on_run` is called with the
+    tables so far after each run (to save partial results).
     """
     runs = [RunConfig(size=study.size, context_length=ctx, batch_size=study.batch_size, mode=mode, dtype=dtype,
                       device=study.device, warmup_steps=study.warmup_steps, measured_steps=study.measured_steps)
@@ -135,16 +137,29 @@ def run_memory_study(study: MemoryStudy, snapshot_dir: Path, progress: bool = Tr
         recorder = MemoryRecorder()
         result = run_config(run, config_index=index, around_measured_steps=recorder if record else nullcontext)
         peaks.append(result.summary)
-        if recorder.snapshot is None:
-            continue
-        name = snapshot_name(run)
-        snapshot_dir.mkdir(parents=True, exist_ok=True)
-        with open(snapshot_dir / f"{name}.pickle", "wb") as file:
-            pickle.dump(recorder.snapshot, file)
-        labels = {"snapshot": name, "mode": run.mode, "context_length": run.context_length, "dtype": run.dtype}
-        timeline += [labels | row for row in allocated_timeline(recorder.snapshot, recorder.baseline_bytes).to_dict("records")]
-        if run.mode == "forward":
-            largest += [labels | row for row in largest_allocations(recorder.snapshot).to_dict("records")]
+        if recorder.snapshot is not None:
+            timeline, largest = _record_snapshot(run, recorder, snapshot_dir, timeline, largest)
+        if on_run is not None:
+            on_run(_tables(study, peaks, timeline, largest))
+    return _tables(study, peaks, timeline, largest)
+
+
+def _record_snapshot(run: RunConfig, recorder: MemoryRecorder, snapshot_dir: Path, timeline: list[dict],
+                     largest: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Save a run's allocator snapshot; return the timeline and largest-allocation rows with its own added."""
+    name = snapshot_name(run)
+    snapshot_dir.mkdir(parents=True, exist_ok=True)
+    with open(snapshot_dir / f"{name}.pickle", "wb") as file:
+        pickle.dump(recorder.snapshot, file)
+    labels = {"snapshot": name, "mode": run.mode, "context_length": run.context_length, "dtype": run.dtype}
+    timeline = timeline + [labels | row for row in allocated_timeline(recorder.snapshot, recorder.baseline_bytes)
+                           .to_dict("records")]
+    if run.mode == "forward":
+        largest = largest + [labels | row for row in largest_allocations(recorder.snapshot).to_dict("records")]
+    return timeline, largest
+
+
+def _tables(study: MemoryStudy, peaks: list[dict], timeline: list[dict], largest: list[dict]) -> dict[str, list[dict]]:
     return {
         MEMORY: peaks,
         MEMORY_TIMELINE: timeline,

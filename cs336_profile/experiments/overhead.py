@@ -7,6 +7,7 @@ the overhead is the ratio of the median step times (launch-bound steps have rare
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Iterator
 
 import pandas as pd
 
@@ -23,25 +24,28 @@ def is_annotated_step(index: int) -> bool:
     return index % 4 in (0, 3)
 
 
-def alternating_steps(run: RunConfig) -> list[dict]:
-    """Per-step rows of one model: warm-up steps (annotated), then `run.measured_steps` ABBA steps."""
+def alternating_steps(run: RunConfig) -> Iterator[dict]:
+    """Per-step rows of one model, each yielded as its step ends (an interrupted run keeps them):
+    warm-up steps (annotated, no rows), then `run.measured_steps` ABBA steps."""
     workload = prepare_workload(run)
-    with annotations(True):
-        for index in range(run.warmup_steps):
-            run_step(run, workload, step_range_name(index, measured=False))
-    rows = []
-    for index in range(run.measured_steps):
-        annotated = is_annotated_step(index)
-        with annotations(annotated):
-            record = run_step(run, workload, step_range_name(index, measured=True))
-        rows.append(step_row(replace(run, nvtx_annotations=annotated), 0, True, index, record))
-    del workload
-    free_device_memory(run.device)
-    return rows
+    try:
+        with annotations(True):
+            for index in range(run.warmup_steps):
+                run_step(run, workload, step_range_name(index, measured=False))
+        for index in range(run.measured_steps):
+            annotated = is_annotated_step(index)
+            with annotations(annotated):
+                record = run_step(run, workload, step_range_name(index, measured=True))
+            yield step_row(replace(run, nvtx_annotations=annotated), 0, True, index, record)
+    finally:
+        del workload
+        free_device_memory(run.device)
 
 
 def overhead_rows(step_rows: list[dict]) -> list[dict]:
     """Per configuration: median step and forward times with and without annotations, overhead in %."""
+    if not step_rows:
+        return []
     steps = pd.DataFrame(step_rows)
     rows = []
     for key, group in steps.groupby(SUMMARY_KEYS, sort=False):

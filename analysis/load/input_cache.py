@@ -1,0 +1,161 @@
+"""The folder of decompressed (``.sqlite.xz``) and exported (``.nsys-rep``) inputs.
+
+A copy is made under a temporary name (``*.part``) and renamed when complete, so a killed run
+or a full disk never leaves a file that looks finished; ``*.part`` files older than an hour
+(left by killed runs) are removed on the way. Decompression stops at a size bound (a file that
+expands past it is refused, never kept), ``nsys export`` runs under a timeout, a failed export
+is removed instead of being reused, and a copy whose trace is then refused is removed by the
+loader (:func:`discard`). With ``keep=False`` copies go to a temporary folder removed after use.
+Every message names the folder.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import lzma
+import os
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from analysis.errors import NsysReportGiven, TraceError, TruncatedTrace
+
+MIB = 1 << 20
+STALE_PART_S = 3600.0
+
+
+class InputCacheError(TraceError):
+    """The cache folder cannot be used, or a copy grew past the bound; the message names the folder."""
+
+
+@dataclass(frozen=True)
+class InputCache:
+    """How inputs are copied: ``keep`` them in the cache folder (``folder``, default
+    :func:`default_folder`), decompress at most ``max_bytes`` (default: the larger of 256 MiB and
+    100 × the compressed size), let ``nsys export`` run ``export_timeout_s`` seconds."""
+
+    keep: bool = True
+    folder: Path | None = None
+    max_bytes: int | None = None
+    export_timeout_s: float = 600.0
+
+    def bound(self, compressed_bytes: int) -> int:
+        """The most bytes one input may decompress to."""
+        return self.max_bytes if self.max_bytes is not None else max(256 * MIB, 100 * compressed_bytes)
+
+
+def default_folder() -> Path:
+    """``$CS336_PROFILE_CACHE``, else ``$XDG_CACHE_HOME/cs336-profile`` (``~/.cache/cs336-profile``)."""
+    base = os.environ.get("CS336_PROFILE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "cs336-profile")
+    return Path(base)
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in chunks; a file unchanged since (same size and
+    modification time) is hashed once per process."""
+    stat = os.stat(path)
+    return _sha256(Path(path).resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sha256(path: Path, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(MIB), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@contextmanager
+def cache_folder(settings: InputCache) -> Iterator[Path]:
+    """The folder copies go to: the cache folder (created, stale parts removed), or with
+    ``keep=False`` a temporary folder removed on exit."""
+    if not settings.keep:
+        with tempfile.TemporaryDirectory(prefix="cs336-profile-") as folder:
+            yield Path(folder)
+        return
+    folder = settings.folder or default_folder()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputCacheError(f"cannot use the cache folder {folder} ({err.strerror or err}); "
+                              "set CS336_PROFILE_CACHE to a folder that can be written") from err
+    _remove_stale_parts(folder)
+    yield folder
+
+
+def _remove_stale_parts(folder: Path) -> None:
+    cutoff = time.time() - STALE_PART_S
+    for part in folder.glob("*.part*"):
+        try:
+            if part.stat().st_mtime < cutoff:
+                part.unlink()
+        except OSError:
+            pass  # another run's file, or gone already
+
+
+@contextmanager
+def _part_file(target: Path, suffix: str = ".part") -> Iterator[Path]:
+    """A temporary name beside ``target``, renamed to it on success and removed on any error."""
+    part = target.with_name(f"{target.stem}.{os.getpid()}{suffix}")
+    try:
+        yield part
+        os.replace(part, target)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+
+
+def decompress_xz(path: Path, folder: Path, settings: InputCache) -> Path:
+    """The decompressed copy of an ``.xz`` input in ``folder`` (made if absent)."""
+    target = folder / f"{file_sha256(path)}.sqlite"
+    if target.exists():
+        return target
+    bound = settings.bound(path.stat().st_size)
+    try:
+        with _part_file(target) as part, lzma.open(path) as source, open(part, "wb") as out:
+            written = 0
+            while chunk := source.read(MIB):
+                written += len(chunk)
+                if written > bound:
+                    raise InputCacheError(
+                        f"decompresses to more than {bound / MIB:,.0f} MiB (the bound; raise it with "
+                        "--max-decompressed-mib); nothing was kept")
+                out.write(chunk)
+    except (lzma.LZMAError, EOFError) as err:
+        raise TruncatedTrace(f"the xz stream is damaged or cut short ({err})") from err
+    except OSError as err:
+        raise InputCacheError(f"cannot decompress into {folder} ({err.strerror or err})") from err
+    return target
+
+
+def export_report(path: Path, nsys: str, folder: Path, settings: InputCache) -> Path:
+    """The SQLite export of an ``.nsys-rep`` in ``folder``, made with ``nsys export`` if absent."""
+    target = folder / f"{file_sha256(path)}.sqlite"
+    if target.exists():
+        return target
+    with _part_file(target, ".part.sqlite") as part:  # nsys adds .sqlite to a name without it
+        try:
+            result = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true",
+                                     "--output", str(part), str(path)], capture_output=True, text=True,
+                                    timeout=settings.export_timeout_s)
+        except subprocess.TimeoutExpired as err:
+            raise NsysReportGiven(f"is an nsys report and `nsys export` did not finish in "
+                                  f"{settings.export_timeout_s:g} s (timeout; raise it with --export-timeout)") from err
+        except OSError as err:
+            raise InputCacheError(f"cannot export into {folder} ({err.strerror or err})") from err
+        if result.returncode != 0 or not part.exists():
+            last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise NsysReportGiven(f"is an nsys report and `nsys export` failed: {last[0]}")
+    return target
+
+
+def discard(copy: Path, original: Path) -> None:
+    """Remove the cached copy of an input that was refused (never the input itself)."""
+    if copy != original:
+        copy.unlink(missing_ok=True)
