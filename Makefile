@@ -35,6 +35,7 @@ TRACES = nsys_runs/traces/*.sqlite.xz nsys_runs/traces/2026/*.sqlite.xz nsys_run
 report: install
 	$(VENV)/bin/analyze-nsys $(TRACES) --results nsys_runs/results --out report
 
-## Run the test suite on the CPU.
+## Lint, then the test suite on the CPU.
 test: install-test
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 -q tests

@@ -28,12 +28,16 @@ import sqlite3
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.load import file_sha256
 from analysis.phases import RangeNames
 from analysis.summary import summary_schema
 from analysis.summary_schema import schema_hash
 from analysis.timings import timings_json_path
+
+if TYPE_CHECKING:  # the annotation only: a --no-cache run never imports sqlite-utils
+    import sqlite_utils
 
 ANALYSIS_PACKAGE = Path(__file__).resolve().parent
 RENDER_PACKAGE = ANALYSIS_PACKAGE / "report"  # draws summaries; never changes one

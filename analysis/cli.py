@@ -10,8 +10,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from analysis.batch import distinct, output_names
 from analysis.cache import CacheUnusable, ResultsCache

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 SCHEDULER_FILE_ENV = "NSYS_DASK_SCHEDULER_FILE"
 INSTALL_HINT = "pip install 'cs336-profile[dask]'"

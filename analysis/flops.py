@@ -14,7 +14,8 @@ for the full batch. Conventions:
 """
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from cs336_profile.config import ModelConfig
 from cs336_profile.contract import PHASES_BY_MODE

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 

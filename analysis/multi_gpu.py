@@ -13,7 +13,6 @@ from analysis.rank_timeline import RankTimelineRecord, rank_timeline
 from analysis.ranks import config_values, rank_figures, rank_table, skew, step_passes
 
 
-
 class RankPhaseRecord(TypedDict):
     passes: int
     kernels_per_pass: float

@@ -58,12 +58,12 @@ import numpy as np
 import pandas as pd
 
 from analysis import __version__
+from analysis.gpu_metrics import metrics_per_phase
 from analysis.load import InputCache, Trace, file_sha256, load_trace, require_claimable_kernels
+from analysis.load.gpu_metrics import read_gpu_metrics
 from analysis.multi_gpu import communication_summary
 from analysis.phases import LabelledOps, RangeNames, label_ops
 from analysis.questions import efficiency
-from analysis.gpu_metrics import metrics_per_phase
-from analysis.load.gpu_metrics import read_gpu_metrics
 from analysis.questions.mem_f import ledger_record
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.phase_breakdown import device_summaries, overall_summary, phase_summaries, shape_summaries

@@ -12,8 +12,8 @@ change what is measured, and a compiled region's kernels are fused across those 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import nvtx
 import torch

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -20,9 +20,19 @@ from tqdm import tqdm
 
 from cs336_profile.annotate import annotations, mark, nvtx_range
 from cs336_profile.config import RunConfig
-from cs336_profile.contract import (CONFIG_EVENT, GRAD_SYNC, MEASURED_STEPS_RANGE, PEAK_MEMORY_COLUMN, PHASES,
-                                    STATUS_OK, STATUS_OOM, STEP_TIMING_EVENT, TIMED_PARTS, peak_column,
-                                    step_range_name)
+from cs336_profile.contract import (
+    CONFIG_EVENT,
+    GRAD_SYNC,
+    MEASURED_STEPS_RANGE,
+    PEAK_MEMORY_COLUMN,
+    PHASES,
+    STATUS_OK,
+    STATUS_OOM,
+    STEP_TIMING_EVENT,
+    TIMED_PARTS,
+    peak_column,
+    step_range_name,
+)
 from cs336_profile.environment import gpu_name
 from cs336_profile.model import TransformerLM, parameter_count
 from cs336_profile.optim import AdamW, cross_entropy

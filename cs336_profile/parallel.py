@@ -13,9 +13,9 @@ backward and optimizer_step in the DDP modes; the config mark carries `parallel`
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable
 
 import torch
 import torch.distributed as dist

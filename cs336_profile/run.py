@@ -23,11 +23,34 @@ except ModuleNotFoundError as missing:  # an analyzer-only install
 from tqdm import tqdm
 
 from cs336_profile.bench import ConfigResult, run_configs
-from cs336_profile.config import (ATTENTION_KINDS, DEFAULT_CONTEXT_LENGTH, DEFAULT_HANDOUT, DEVICES, DTYPES,
-                                  HANDOUTS, SIZE_NAMES, SIZES, RunConfig)
-from cs336_profile.contract import (ATTENTION, BENCH, CHECKPOINT, COMPILE, GIB, MEMORY, MEMORY_LARGEST_ALLOCATIONS,
-                                    MIXED_PRECISION, MODES, NORM_PRECISION, NORM_PRECISION_SUMMARY, OVERHEAD,
-                                    PEAK_MEMORY_COLUMN, SNAPSHOT_FOLDER, peak_column)
+from cs336_profile.config import (
+    ATTENTION_KINDS,
+    DEFAULT_CONTEXT_LENGTH,
+    DEFAULT_HANDOUT,
+    DEVICES,
+    DTYPES,
+    HANDOUTS,
+    SIZE_NAMES,
+    SIZES,
+    RunConfig,
+)
+from cs336_profile.contract import (
+    ATTENTION,
+    BENCH,
+    CHECKPOINT,
+    COMPILE,
+    GIB,
+    MEMORY,
+    MEMORY_LARGEST_ALLOCATIONS,
+    MIXED_PRECISION,
+    MODES,
+    NORM_PRECISION,
+    NORM_PRECISION_SUMMARY,
+    OVERHEAD,
+    PEAK_MEMORY_COLUMN,
+    SNAPSHOT_FOLDER,
+    peak_column,
+)
 from cs336_profile.environment import environment
 from cs336_profile.experiments.attention import IMPLEMENTATIONS, AttentionGrid, run_attention_grid
 from cs336_profile.experiments.checkpointing import CheckpointStudy, checkpoint_runs

@@ -6,7 +6,7 @@ does not. Every probe is returned, so the OOM rows are kept as results.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 def largest_fitting_context(fits: Callable[[int], bool], start: int = 256, minimum: int = 256,

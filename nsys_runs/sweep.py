@@ -34,8 +34,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from cs336_profile.config import (ATTENTION_KINDS, DEFAULT_HANDOUT, DEVICES, HANDOUTS, MODEL_KEYS, SIZE_NAMES,
-                                  RunConfig)
+from cs336_profile.config import ATTENTION_KINDS, DEFAULT_HANDOUT, DEVICES, HANDOUTS, MODEL_KEYS, SIZE_NAMES, RunConfig
 from cs336_profile.contract import MODES, PEAK_MEMORY_COLUMN, STATUS_FAILED, STATUS_OK, STATUS_OOM, TIMED_PARTS
 from cs336_profile.results import read_results, write_results
 from cs336_profile.tables import number, plain, print_table

@@ -13,9 +13,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from tests import bad_inputs as make
 from tests.robust_harness import REPO, Invocation, run_case

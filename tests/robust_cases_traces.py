@@ -11,8 +11,7 @@ import shutil
 from pathlib import Path
 
 from tests import bad_inputs as make
-from tests.robust_cases import (KERNEL, RUNTIME, Case, _analyzed, _expect, _inputs, _json, _said, _trace,
-                                analyze, runner)
+from tests.robust_cases import KERNEL, RUNTIME, Case, _analyzed, _expect, _inputs, _json, _said, _trace, analyze, runner
 from tests.robust_harness import Invocation
 from tests.synthetic import global_tid
 
@@ -112,7 +111,7 @@ GROUP_7 = [
         "SELECT id + 1, 'kernel_a' FROM n LIMIT 3000000) SELECT id, value FROM n",
         check=_refused_with("StringIds", "view"))),
     Case(7, "string-id-4e8", lambda root: Invocation(**{**_edited(
-        f"UPDATE StringIds SET id = 400000000 WHERE id = 1",
+        "UPDATE StringIds SET id = 400000000 WHERE id = 1",
         f"UPDATE {KERNEL} SET shortName = 400000000, demangledName = 400000000")(root).__dict__,
         "memory_limit": 2 << 30})),
     Case(7, "nesting-100k-deep", lambda root: Invocation(

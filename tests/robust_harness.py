@@ -19,9 +19,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 MEMORY_LIMIT_BYTES = 6 << 30  # a crafted input must not take the machine down with it
@@ -44,7 +44,7 @@ class Invocation:
     concurrent: int = 1  # copies of the command started at once
     file_size_limit: int | None = None  # RLIMIT_FSIZE: a full disk
     memory_limit: int = MEMORY_LIMIT_BYTES  # RLIMIT_AS of the command
-    check: Callable[[Path, "Outcome"], list[str]] | None = None  # the case's own checks
+    check: Callable[[Path, Outcome], list[str]] | None = None  # the case's own checks
 
 
 @dataclass

@@ -8,9 +8,16 @@ import stat
 
 import pytest
 
-from analysis.errors import (NoKernels, NotATraceFile, NotNsysExport, NotSQLite,
-                             NsysReportGiven, TraceBeingWritten, TruncatedTrace,
-                             UnsupportedSchema)
+from analysis.errors import (
+    NoKernels,
+    NotATraceFile,
+    NotNsysExport,
+    NotSQLite,
+    NsysReportGiven,
+    TraceBeingWritten,
+    TruncatedTrace,
+    UnsupportedSchema,
+)
 from analysis.load import file_sha256, load_trace
 from analysis.phases import label_ops
 from tests.synthetic import build_export

@@ -13,7 +13,6 @@ from cs336_profile.run import main
 from tests.cpu_torch import tiny  # noqa: F401 - one thread for torch
 
 
-
 def _loss_and_grads(checkpoint_every: int) -> tuple[float, dict[str, torch.Tensor]]:
     config = model_config("tiny")
     torch.manual_seed(0)

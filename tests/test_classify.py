@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sqlite3
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
@@ -10,11 +10,11 @@ import pytest
 
 from analysis.classify import (
     CATEGORIES,
+    GEMM_PRECISION_RULES,
     MATRIX_CATEGORIES,
     RULES,
     TENSOR_CORE_RULES,
     classify_kernels,
-    GEMM_PRECISION_RULES,
     classify_name,
     gemm_precision,
     gemm_precision_mix,
@@ -233,7 +233,7 @@ DOCUMENTED_NAMES = [
 ALL_LISTED = [(name, category, tc) for _, name, category, tc in REAL_NAMES] + DOCUMENTED_NAMES
 
 
-@lru_cache(maxsize=None)
+@cache
 def _kernel_names(path: Path) -> pd.Series:
     """Demangled name of every kernel in a trace (one entry per kernel launch)."""
     if path.suffix == ".xz":

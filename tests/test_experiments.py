@@ -9,8 +9,13 @@ import torch
 from cs336_profile.experiments import attention
 from cs336_profile.experiments.attention import MEASUREMENT_KEYS, AttentionGrid, run_attention_grid
 from cs336_profile.experiments.compile import compile_runs
-from cs336_profile.experiments.memory import (MemoryStudy, allocated_timeline, largest_allocations,
-                                              residual_activation_rows, run_memory_study)
+from cs336_profile.experiments.memory import (
+    MemoryStudy,
+    allocated_timeline,
+    largest_allocations,
+    residual_activation_rows,
+    run_memory_study,
+)
 from cs336_profile.experiments.mixed_precision import accumulation_loops, toy_model_dtypes
 from cs336_profile.experiments.overhead import alternating_steps, is_annotated_step, overhead_rows
 from cs336_profile.run import main

@@ -9,8 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from analysis.flops import (ADAMW_FLOPS_PER_PARAM, attention_flops_ratio, forward_flops,
-                            param_count, phase_flops)
+from analysis.flops import ADAMW_FLOPS_PER_PARAM, attention_flops_ratio, forward_flops, param_count, phase_flops
 
 SMALL = dict(batch_size=4, context_length=128, vocab_size=10_000, d_model=768, d_ff=3072,
              num_layers=12, num_heads=12)

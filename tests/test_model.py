@@ -6,8 +6,15 @@ import torch
 import torch.nn.functional as F
 
 from cs336_profile.config import SIZES, ModelConfig
-from cs336_profile.model import (Linear, RotaryPositionalEmbedding, TransformerLM, causal_mask, parameter_count,
-                                 scaled_dot_product_attention, softmax)
+from cs336_profile.model import (
+    Linear,
+    RotaryPositionalEmbedding,
+    TransformerLM,
+    causal_mask,
+    parameter_count,
+    scaled_dot_product_attention,
+    softmax,
+)
 from cs336_profile.optim import AdamW, cross_entropy
 
 PARAMETERS = {

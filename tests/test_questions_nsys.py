@@ -10,15 +10,15 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
+from analysis import text
 from analysis.attribution import ops_in_windows
 from analysis.flops import phase_flops
+from analysis.kernel_names import kernel_label
 from analysis.load import load_trace
 from analysis.phases import gpu_ops, label_ops
 from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.diff import diff_summaries
 from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
-from analysis import text
-from analysis.kernel_names import kernel_label
 from analysis.questions.phase_breakdown import busy_ns, phase_summaries
 from analysis.summary import summarize
 from analysis.timings import RunRecord, read_run_record, timings_json_path

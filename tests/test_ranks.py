@@ -12,8 +12,7 @@ from analysis.communication import collective_of
 from analysis.load import load_trace
 from analysis.multi_gpu import communication_summary
 from analysis.phases import label_ops
-from tests.synthetic import ALL_REDUCE, GEMM, PUSH_POP, US, build_export, global_tid, rank_process
-
+from tests.synthetic import ALL_REDUCE, GEMM, US, build_export, global_tid, rank_process
 
 
 @pytest.fixture

@@ -15,8 +15,7 @@ import pytest
 from cs336_profile.config import RunConfig
 from nsys_runs.nvtx_spans import measured_phase_spans_ms
 from nsys_runs.slim import DROPPED_TABLES, compress_xz, slim_copy
-from nsys_runs.sweep import (NSYS_PROFILE_OPTIONS, RunnerSettings, Sweep, TraceConfig, build_grid, main,
-                             nsys_command, runner_command)
+from nsys_runs.sweep import NSYS_PROFILE_OPTIONS, RunnerSettings, Sweep, TraceConfig, build_grid, main, nsys_command, runner_command
 
 REPO = Path(__file__).resolve().parents[1]
 

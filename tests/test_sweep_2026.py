@@ -8,8 +8,15 @@ import textwrap
 import pytest
 
 from nsys_runs.context_fit import largest_fitting_context, profiled_contexts
-from nsys_runs.nsys_options import (CAPTURE_OPTIONS, NSYS_2026_OPTIONS, NSYS_PROFILE_OPTIONS, merge_options,
-                                    option_groups, profile_setup, usable_options)
+from nsys_runs.nsys_options import (
+    CAPTURE_OPTIONS,
+    NSYS_2026_OPTIONS,
+    NSYS_PROFILE_OPTIONS,
+    merge_options,
+    option_groups,
+    profile_setup,
+    usable_options,
+)
 from nsys_runs.sweep import TraceConfig, main, runner_command
 from tests.test_sweep import fake_nsys  # noqa: F401 - the fixture
 

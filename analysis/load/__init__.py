@@ -23,11 +23,29 @@ from analysis.load.input_cache import InputCache, file_sha256
 from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.memory_events import MEMORY_EVENTS_TABLE
 from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_nvtx
-from analysis.load.schema import (GRAPH_TABLE, KERNEL_COLUMNS, KERNEL_TABLE, NSYS_TABLE_MARKERS, count_rows,
-                                  export_metadata, has_rows, read_schema, require_columns,
-                                  require_tables_are_tables)
-from analysis.load.tables import (UNNAMED_KERNEL, StringTable, drop_unusable_times, has_unmatched, join_launches,
-                                  read_gpus, read_kernels, read_launches, read_memops)
+from analysis.load.schema import (
+    GRAPH_TABLE,
+    KERNEL_COLUMNS,
+    KERNEL_TABLE,
+    NSYS_TABLE_MARKERS,
+    count_rows,
+    export_metadata,
+    has_rows,
+    read_schema,
+    require_columns,
+    require_tables_are_tables,
+)
+from analysis.load.tables import (
+    UNNAMED_KERNEL,
+    StringTable,
+    drop_unusable_times,
+    has_unmatched,
+    join_launches,
+    read_gpus,
+    read_kernels,
+    read_launches,
+    read_memops,
+)
 from analysis.load.trace import Trace
 
 __all__ = ["InputCache", "RangeFilter", "Trace", "file_sha256", "load_trace", "require_claimable_kernels"]

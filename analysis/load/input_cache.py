@@ -17,10 +17,10 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from analysis.errors import NsysReportGiven, TraceError, TruncatedTrace
 

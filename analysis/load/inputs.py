@@ -6,9 +6,9 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import stat
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from analysis.errors import NotATraceFile, NotSQLite, NsysReportGiven, TraceBeingWritten, TraceError, TruncatedTrace
 from analysis.load.input_cache import InputCache, cache_folder, decompress_xz, discard, export_report

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.load.schema import (NVTX_COLUMNS, NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END,
-                                  NVTX_TABLE, require_columns)
+from analysis.load.schema import NVTX_COLUMNS, NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_TABLE, require_columns
 from analysis.load.tables import StringTable, pid_of, tid_of
 
 

@@ -8,8 +8,18 @@ import sqlite3
 import numpy as np
 import pandas as pd
 
-from analysis.load.schema import (KERNEL_COLUMNS, KERNEL_TABLE, MEMCPY_TABLE, MEMOP_COLUMNS, MEMSET_TABLE,
-                                  RUNTIME_COLUMNS, RUNTIME_TABLE, STRINGS_TABLE, read_ints, require_columns)
+from analysis.load.schema import (
+    KERNEL_COLUMNS,
+    KERNEL_TABLE,
+    MEMCPY_TABLE,
+    MEMOP_COLUMNS,
+    MEMSET_TABLE,
+    RUNTIME_COLUMNS,
+    RUNTIME_TABLE,
+    STRINGS_TABLE,
+    read_ints,
+    require_columns,
+)
 
 ID_MASK = 0xFFFFFF
 # nsys times are ns since the session began; 2^53 ns is 104 days, so a later time is corrupt.

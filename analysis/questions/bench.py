@@ -10,9 +10,18 @@ import pandas as pd
 
 from analysis.questions import run_spread, story
 from analysis.questions.question import Evidence, Question, from_results
+from analysis.questions.results_files import (
+    ResultsAnswer,
+    ResultsSet,
+    Unanswered,
+    joined,
+    ok_rows,
+    plural,
+    sorted_by_size,
+    used_files,
+    value_span,
+)
 from analysis.records import FigureSpec
-from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, joined, ok_rows, plural,
-                                              sorted_by_size, used_files, value_span)
 from analysis.text import ms, pct
 from cs336_profile.contract import BENCH, BENCH_STEPS
 

@@ -11,13 +11,13 @@ import pandas as pd
 
 from analysis.questions.memory_accounting import activation_shapes, fp32_copy_bytes, name_allocation, train_accounting
 from analysis.questions.question import Question, from_results
-from analysis.records import FigureSpec
 from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
-from cs336_profile.contract import GIB, MIB, PEAK_COLUMNS, SNAPSHOT_FOLDER, peak_column
+from analysis.records import FigureSpec
 from cs336_profile.contract import MEMORY as PEAKS
 from cs336_profile.contract import MEMORY_ACTIVATION as ACTIVATION
 from cs336_profile.contract import MEMORY_LARGEST_ALLOCATIONS as LARGEST
 from cs336_profile.contract import MEMORY_TIMELINE as TIMELINE
+from cs336_profile.contract import MIB, PEAK_COLUMNS, SNAPSHOT_FOLDER, peak_column
 
 RUN_MEMORY = "python -m cs336_profile.run memory on a CUDA device"
 MODEL_FILE = "model.py:"

@@ -10,12 +10,22 @@ import numpy as np
 import pandas as pd
 
 from analysis.questions import run_spread, story
-from analysis.questions.trace_pairs import phase_pairs
 from analysis.questions.bench import BENCH, CONFIG_KEYS, TIMED
 from analysis.questions.question import Evidence, Question, from_results
+from analysis.questions.results_files import (
+    ResultsAnswer,
+    ResultsSet,
+    Unanswered,
+    joined,
+    ok_rows,
+    plural,
+    size_order,
+    sorted_by_size,
+    used_files,
+    value_span,
+)
+from analysis.questions.trace_pairs import phase_pairs
 from analysis.records import FigureSpec
-from analysis.questions.results_files import (ResultsAnswer, ResultsSet, Unanswered, joined, ok_rows, plural,
-                                              size_order, sorted_by_size, used_files, value_span)
 from cs336_profile.contract import ADDEND, ADDITIONS
 from cs336_profile.contract import MIXED_PRECISION_ACCUMULATION as ACCUMULATION
 from cs336_profile.contract import MIXED_PRECISION_TOY_MODEL as TOY_MODEL

@@ -15,8 +15,8 @@ from typing import TypedDict
 import pandas as pd
 
 from analysis import text
-
-from analysis.questions import nsys_grid as grid, story
+from analysis.questions import nsys_grid as grid
+from analysis.questions import story
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.phase_breakdown import shape_summaries
 from analysis.questions.question import Evidence, Question

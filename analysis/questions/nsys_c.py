@@ -13,14 +13,14 @@ from typing import TypedDict
 
 import pandas as pd
 
-from analysis.classify import GEMM
 from analysis import text
+from analysis.classify import GEMM
 from analysis.kernel_names import kernel_label
 from analysis.questions import nsys_grid as grid
+from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.questions.nsys_inputs import NsysInputs, category_ms, kernel_totals
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.runs import run_label, sorted_summaries
 
 MIN_SHARE = 0.01

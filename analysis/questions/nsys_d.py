@@ -12,14 +12,14 @@ from typing import TypedDict
 
 import pandas as pd
 
-from analysis.classify import GEMM
 from analysis import text
+from analysis.classify import GEMM
 from analysis.questions import nsys_grid as grid
+from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.question import Evidence, Question
 from analysis.questions.results_files import plural
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.runs import run_label, sorted_summaries
 
 MOVERS_IN_ANSWER = 2

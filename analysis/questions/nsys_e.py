@@ -20,10 +20,10 @@ from typing import TypedDict
 
 import pandas as pd
 
+from analysis import text
 from analysis.classify import GEMM
 from analysis.flops import SOFTMAX_FLOPS_PER_SCORE
 from analysis.kernel_names import kernel_label
-from analysis import text
 from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
 from analysis.questions.question import Evidence, Question

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.text import kernel_cell  # noqa: F401  (the table cell of a kernel name)
 from analysis.records import ResultsAnswer
 from analysis.runs import run_label
+from analysis.text import kernel_cell  # noqa: F401  (the table cell of a kernel name)
 
 ANSWER_COLUMN = "trace_answer"  # the per-trace sentence, carried until the table is final
 SINGLE_TRACE_ANSWER = "single_trace_answer"  # key of ``numbers`` when one trace answers alone

@@ -14,6 +14,7 @@ import pandas as pd
 from analysis.classify import classify_kernels
 from analysis.phases import LabelledOps, RangeNames
 from analysis.timings import RunRecord
+
 # A repeat counter at the end of a range name (`iter=3`, `rep 2`, `_7`): ranges whose names differ
 # only in it repeat one configuration.
 REPEAT_COUNTER = re.compile(r"[\s_,;:-]*(?:[A-Za-z]\w*\s*[=:]\s*)?\d+$")

@@ -9,11 +9,11 @@ JSON schema.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
-from analysis.records import EDITION_2025, FigureSpec, QuestionCard, ResultsAnswer, Unanswered
 from analysis.questions.results_files import ResultsSet
+from analysis.records import EDITION_2025, FigureSpec, QuestionCard, ResultsAnswer, Unanswered
 
 TRACES = "traces"
 RESULTS = "results files"

@@ -9,8 +9,23 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from analysis.questions import (attention, bench, checkpointing, compile, ddp_b, fsdp_b, mem_f, memory, mixed_precision,
-                                norm_precision, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e)
+from analysis.questions import (
+    attention,
+    bench,
+    checkpointing,
+    compile,
+    ddp_b,
+    fsdp_b,
+    mem_f,
+    memory,
+    mixed_precision,
+    norm_precision,
+    nsys_a,
+    nsys_b,
+    nsys_c,
+    nsys_d,
+    nsys_e,
+)
 from analysis.questions.question import Question
 from analysis.records import EDITION_2025, EDITION_2026
 

@@ -7,7 +7,7 @@ same configuration.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 

@@ -19,9 +19,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from analysis.classify import CATEGORIES  # noqa: E402
 from analysis.records import ResultsAnswer  # noqa: E402
 from analysis.report.drawing import RASTER_DPI, WIDTH_IN  # noqa: E402
-from cs336_profile.contract import GIB, MIB  # noqa: E402
-from cs336_profile.contract import PHASES as PHASE_ORDER  # noqa: E402
 from analysis.safe_write import atomic_file
+from cs336_profile.contract import PHASES as PHASE_ORDER  # noqa: E402
 
 HEIGHT_IN = 3.4
 # Okabe & Ito's colour-blind-safe palette, in the order series take it.

@@ -5,18 +5,17 @@ the stylesheet beside them, so the site opens from the file system.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from markupsafe import escape
 
 from analysis.records import DiffRecord
-from analysis.safe_write import write_file
 from analysis.report.drawing import FigureFile, FigureNotDrawn, draw_all, shown
-from analysis.report.render import (diff_content, diff_figures, environment, question_downloads, ranks_key,
-                                    templates_dir, trace_tables)
+from analysis.report.render import diff_content, diff_figures, environment, question_downloads, ranks_key, templates_dir, trace_tables
 from analysis.report.site import DiffPage, Site, diff_page
 from analysis.report.tables import display_table
+from analysis.safe_write import write_file
 
 STYLESHEET = "style.css"
 

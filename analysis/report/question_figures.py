@@ -15,8 +15,22 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from analysis.records import FigureSpec, ResultsAnswer
-from analysis.report.figures import (GIB, HEIGHT_IN, MIB, PALETTE, completed, first_table, grouped_bars, legend_below,
-                                     lengths_axis, new_figure, plain_log, plain_log_y, run_labels, stacked)
+from analysis.report.figures import (
+    GIB,
+    HEIGHT_IN,
+    MIB,
+    PALETTE,
+    completed,
+    first_table,
+    grouped_bars,
+    legend_below,
+    lengths_axis,
+    new_figure,
+    plain_log,
+    plain_log_y,
+    run_labels,
+    stacked,
+)
 
 # dtype cells of mp-a: light colours under black text, the same dtype the same colour
 DTYPE_COLORS = {"float32": "#56B4E9", "bfloat16": "#E69F00", "float16": "#F0E442"}

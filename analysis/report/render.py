@@ -14,10 +14,10 @@ from markupsafe import Markup, escape
 
 from analysis.records import QuestionRecord
 from analysis.report.drawing import FigureFile, FigureJob, FigureNotDrawn, draw_all
-from analysis.safe_write import write_file
 from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
+from analysis.safe_write import write_file
 from analysis.text import kernel_cell
 
 PACKAGE_NAME = "cs336-profile"

@@ -9,17 +9,17 @@ pass starts and ends with a synchronize. A cell that runs out of memory is a row
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
 from cs336_profile.bench import free_device_memory, is_out_of_memory, mean_std_columns, synchronize
-from cs336_profile.model import causal_mask, scaled_dot_product_attention
 from cs336_profile.contract import STATUS_OK, STATUS_OOM
+from cs336_profile.model import causal_mask, scaled_dot_product_attention
 
 IMPLEMENTATIONS = ("eager", "compiled", "sdpa")
 MEASUREMENT_KEYS = ("forward_ms_mean", "forward_ms_std", "backward_ms_mean", "backward_ms_std",

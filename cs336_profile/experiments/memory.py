@@ -9,10 +9,10 @@ allocations with the model code that made them.
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -21,8 +21,8 @@ from tqdm import tqdm
 
 from cs336_profile.bench import run_config
 from cs336_profile.config import SIZES, RunConfig
-from cs336_profile.contract import (FP32_BYTES, MEMORY, MEMORY_ACTIVATION, MEMORY_LARGEST_ALLOCATIONS, MEMORY_TIMELINE,
-                                    MIB)
+from cs336_profile.contract import FP32_BYTES, MEMORY, MEMORY_ACTIVATION, MEMORY_LARGEST_ALLOCATIONS, MEMORY_TIMELINE, MIB
+
 PACKAGE = "cs336_profile"
 
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from cs336_profile.contract import ADDEND, ADDITIONS
+
 EXACT_SUM = ADDEND * ADDITIONS
 
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
-from cs336_profile.config import RunConfig
 from cs336_profile.bench import prepare_workload, run_step
+from cs336_profile.config import RunConfig
 from cs336_profile.model import RMSNorm
 
 LOW_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}

@@ -6,8 +6,8 @@ the overhead is the ratio of the median step times (launch-bound steps have rare
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import Iterator
 
 import pandas as pd
 
