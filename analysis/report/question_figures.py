@@ -16,9 +16,7 @@ from matplotlib.figure import Figure
 
 from analysis.records import FigureSpec, ResultsAnswer
 from analysis.report.figures import (
-    GIB,
     HEIGHT_IN,
-    MIB,
     PALETTE,
     completed,
     first_table,
@@ -31,6 +29,7 @@ from analysis.report.figures import (
     run_labels,
     stacked,
 )
+from cs336_profile.contract import GIB, MIB
 
 # dtype cells of mp-a: light colours under black text, the same dtype the same colour
 DTYPE_COLORS = {"float32": "#56B4E9", "bfloat16": "#E69F00", "float16": "#F0E442"}
