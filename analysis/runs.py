@@ -33,7 +33,7 @@ def run_label(summary: dict) -> str:
     """``small ctx128 train fp32 compiled`` from the config, with every variant that makes two runs
     of one size differ (attention kind, TF32, emit_nvtx, layer ranges, a handout edition other than
     the default: the same size name is another model there); the trace stem without a config.
-    The data-parallel questions add the parallel mode and ranks themselves."""
+    A data-parallel run names its mode (``ddp-naive``): otherwise it reads like the one-GPU run."""
     config = summary.get("config") or {}
     if not {"size", "context_length", "mode"} <= set(config):
         return summary_stem(summary)
@@ -41,6 +41,8 @@ def run_label(summary: dict) -> str:
     parts += [name for key, name in VARIANT_FLAGS if config.get(key)]
     if config.get("attention") not in (None, "naive"):
         parts.append(config["attention"])
+    if config.get("parallel"):
+        parts.append(config["parallel"])
     if config.get("handout") not in (None, DEFAULT_HANDOUT):
         parts.append(f"handout {config['handout']}")
     return " ".join(str(p) for p in parts if p)

@@ -83,7 +83,7 @@ def test_fsdp_b_lead_and_lag_per_block():
     record = fsdp_b.QUESTION.answer(_evidence(summary))
     assert len(record.tables[fsdp_b.BLOCKS]) == 4
     answer = record.answer
-    assert answer.startswith("medium ctx128 train fp32: not always — 3 of 4 block all-gathers (2 blocks × 2 ranks)")
+    assert answer.startswith("medium ctx128 train fp32 fsdp: not always — 3 of 4 block all-gathers (2 blocks × 2 ranks)")
     assert "late: block 1 on rank 1 (4 of 4 passes, by up to 600 µs)." in answer
     assert "waits 0 µs–300 µs per forward pass" in answer
     assert "8.00 ms on the ranks, 800 µs of it exposed" in answer
@@ -94,7 +94,7 @@ def test_fsdp_b_all_in_time():
                "lead_ms": 0.5 + b, "min_lead_ms": 0.25 + b, "wait_ms": 0.0, "late_passes": 0}
               for b in range(3)]
     answer = fsdp_b.QUESTION.answer(_evidence(_summary("fsdp", [(200.0, 1.0, 20.0, 2.0)], blocks))).answer
-    assert answer.startswith("medium ctx128 train fp32: yes — 3 of 3 block all-gathers")
+    assert answer.startswith("medium ctx128 train fp32 fsdp: yes — 3 of 3 block all-gathers")
     assert "the closest with 250 µs to spare" in answer
 
 

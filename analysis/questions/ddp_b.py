@@ -41,12 +41,6 @@ def ddp_summaries(summaries: list[dict]) -> list[dict]:
     return chosen
 
 
-def run_name(summary: dict) -> str:
-    """The run's label with its DDP variant."""
-    parallel = (summary.get("config") or {}).get("parallel")
-    return f"{run_label(summary)} {parallel}" if parallel else run_label(summary)
-
-
 def rank_rows(summary: dict) -> list[dict]:
     """One row per rank: step span and its spread, communication, exposed and overlapped ms."""
     rows = []
@@ -56,7 +50,7 @@ def rank_rows(summary: dict) -> list[dict]:
             continue
         communication = step["communication_ms_per_pass"]
         rows.append({
-            "trace": f"{run_name(summary)} rank {rank['rank']}", "run": run_name(summary),
+            "trace": f"{run_label(summary)} rank {rank['rank']}", "run": run_label(summary),
             "parallel": (summary.get("config") or {}).get("parallel") or "unknown", "rank": rank["rank"],
             "passes": rank["passes"], "step_gpu_span_ms": step["gpu_span_ms_per_pass"],
             "step_gpu_span_spread_ms": step["gpu_span_ms_spread"], "communication_ms": communication,
@@ -75,7 +69,7 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     if table.empty:
         return Unanswered("ddp-b", NEEDS)
     pair = matching_pair(summaries)
-    numbers = {"pair": [run_name(s) for s in pair] if pair else None}
+    numbers = {"pair": [run_label(s) for s in pair] if pair else None}
     return ResultsAnswer("ddp-b", "", {TABLE: table}, tuple(s["trace"] for s in summaries), numbers)
 
 
