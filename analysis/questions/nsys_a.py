@@ -231,7 +231,7 @@ QUESTION = Question(
     id="nsys-a", section="nsys_profile", title="Forward time: nsys against Python",
     text="Total forward-pass time as nsys sees it, against the Python timer of the same steps and the unprofiled "
          "benchmark.",
-    needs="nsys traces of the runner (analyze-nsys TRACE ...)",
+    needs=grid.NEEDS_TRACES,
     per_trace=per_trace, record=Record, summary_key="a", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["nsys forward range", "nsys_forward_ms", 1], ["nsys GPU projection", "nsys_forward_gpu_ms", 1],

@@ -198,7 +198,7 @@ QUESTION = Question(
     id="nsys-b", section="nsys_profile", title="The leading kernel",
     text="Which kernel takes the most GPU time in the forward pass, how many times does it run in one pass, "
          "and does it still lead with the backward pass?",
-    needs="nsys traces of the runner (analyze-nsys TRACE ...)",
+    needs=grid.NEEDS_TRACES,
     per_trace=per_trace, record=Record, summary_key="b", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["forward", "top_forward_share", 100], ["forward + backward", "top_forward_backward_share", 100]],

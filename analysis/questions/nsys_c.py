@@ -226,7 +226,7 @@ def _grid_text(record: ResultsAnswer) -> str:
 QUESTION = Question(
     id="nsys-c", section="nsys_profile", title="Non-matmul kernels",
     text="Which non-matmul kernels take non-trivial time in the forward pass?",
-    needs="nsys traces of the runner (analyze-nsys TRACE ...)",
+    needs=grid.NEEDS_TRACES,
     per_trace=per_trace, record=Record, summary_key="c", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("category_stack", {
         "xlabel": "share of forward kernel time (%)", "title": "Non-matmul kernels in the forward pass, by category"}),

@@ -186,7 +186,7 @@ QUESTION = Question(
     id="nsys-d", section="nsys_profile", title="Matmul share: inference against training",
     text="Fraction of GPU time in matrix multiplication, forward only against a full training step; "
          "how do the other categories move?",
-    needs="nsys traces of the runner (analyze-nsys TRACE ...)",
+    needs=grid.NEEDS_TRACES,
     per_trace=per_trace, record=Record, summary_key="d", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["forward", "gemm_share_forward", 100], ["training step", "gemm_share_train_step", 100]],

@@ -336,7 +336,7 @@ def _context_trend(table: pd.DataFrame) -> str:
 QUESTION = Question(
     id="nsys-e", section="nsys_profile", title="Softmax against matmuls in attention",
     text="Inside self-attention, softmax time against the two matmuls' time, compared with their FLOPs ratio.",
-    needs="nsys traces of the runner (analyze-nsys TRACE ...)",
+    needs=grid.NEEDS_TRACES,
     per_trace=per_trace, record=Record, summary_key="e", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["time (softmax / GEMMs)", "runtime_ratio", 1], ["time (softmax / matmul ranges)", "range_runtime_ratio", 1],

@@ -10,6 +10,8 @@ from analysis.text import kernel_cell  # noqa: F401  (the table cell of a kernel
 
 ANSWER_COLUMN = "trace_answer"  # the per-trace sentence, carried until the table is final
 SINGLE_TRACE_ANSWER = "single_trace_answer"  # key of ``numbers`` when one trace answers alone
+# What the nsys questions need, as their pages say when no trace is given.
+NEEDS_TRACES = "nsys traces of the runner (analyze-nsys TRACE ...)"
 LEFT_OUT = "left_out"  # key of ``numbers``: traces kept out of the model-level answer, and why
 
 
