@@ -18,7 +18,7 @@ from analysis.classify import GEMM
 from analysis.kernel_names import kernel_label
 from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_b import GROUPS, run_group
-from analysis.questions.nsys_inputs import NsysInputs, category_ms, kernel_totals
+from analysis.questions.nsys_inputs import NsysInputs, category_ms
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.runs import run_label, sorted_summaries
@@ -79,7 +79,7 @@ def per_trace(inputs: NsysInputs) -> dict:
             "non_gemm_categories_forward": [],
             "answer": inputs.no_kernels_reason("forward") + ", so it cannot break the forward pass down.",
         }
-    totals = kernel_totals(kernels, passes)
+    totals = inputs.kernel_totals(("forward",), passes)
     non_gemm = totals[totals["category"] != GEMM]
     notable = non_gemm[non_gemm["share"] > MIN_SHARE]
     forward_ms = kernels["dur_ns"].sum() / max(passes, 1) / 1e6

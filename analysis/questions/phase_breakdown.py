@@ -50,34 +50,49 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     ``cpu_span_ms_per_pass``, ``gpu_span_ms_per_pass``, ``busy_ms_per_pass``, ``idle_ms_per_pass``.
     """
     ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
-    ops = inputs.ops.loc[inputs.ops["measured"] & inputs.ops["phase_range_id"].isin(ranges["range_id"]),
-                         ["phase_range_id", "phase", "op_kind", "start_ns", "end_ns", "dur_ns"]]
-    per_range = ops.groupby("phase_range_id").agg(first_start_ns=("start_ns", "min"), last_end_ns=("end_ns", "max"))
-    per_range["busy_ns"] = busy_ns(ops, "phase_range_id")
-    ranges = ranges.join(per_range, on="range_id")
-    ranges = ranges.assign(
-        gpu_span_ns=(ranges["last_end_ns"] - ranges["first_start_ns"]).fillna(0),
-        busy_ns=ranges["busy_ns"].fillna(0),
-    )
-    is_kernel = ops["op_kind"] == "kernel"
-    table = pd.DataFrame(
-        {
-            "kernels": ops[is_kernel].groupby("phase", observed=True).size(),
-            "kernel_ns": ops[is_kernel].groupby("phase", observed=True)["dur_ns"].sum(),
-            "memop_ns": ops[~is_kernel].groupby("phase", observed=True)["dur_ns"].sum(),
-            "cpu_span_ns": ranges.groupby("phase", observed=True)["cpu_dur_ns"].sum(),
-            "gpu_span_ns": ranges.groupby("phase", observed=True)["gpu_span_ns"].sum(),
-            "busy_ns": ranges.groupby("phase", observed=True)["busy_ns"].sum(),
-        }
-    )
+    range_of_op = pd.Index(ranges["range_id"]).get_indexer(inputs.ops["phase_range_id"])
+    in_range = inputs.ops["measured"].to_numpy() & (range_of_op >= 0)
+    ops = inputs.ops.loc[in_range, ["phase_range_id", "phase", "op_kind", "start_ns", "end_ns", "dur_ns"]]
+    first_start, last_end = _first_start_last_end(range_of_op[in_range], ops, len(ranges))
+    busy = busy_ns(ops, "phase_range_id").reindex(ranges["range_id"], fill_value=0).to_numpy()
+    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
+    dur = ops["dur_ns"].to_numpy()
+    summed = pd.DataFrame({
+        "kernels": _per_phase(ops["phase"], is_kernel),
+        "kernel_ns": _per_phase(ops["phase"], np.where(is_kernel, dur, 0)),
+        "memop_ns": _per_phase(ops["phase"], np.where(is_kernel, 0, dur)),
+        "cpu_span_ns": _per_phase(ranges["phase"], ranges["cpu_dur_ns"].to_numpy()),
+        "gpu_span_ns": _per_phase(ranges["phase"], last_end - first_start),
+        "busy_ns": _per_phase(ranges["phase"], busy),
+    }, index=list(PHASES))
     phases = [p for p in PHASES if inputs.passes(p) > 0]
-    table = table.reindex(phases).fillna(0)
+    table = summed.loc[phases]
     passes = pd.Series({p: inputs.passes(p) for p in phases}, dtype="int64")
     out = pd.DataFrame({"passes": passes, "kernels_per_pass": table["kernels"] / passes})
     for column in ("kernel", "memop", "cpu_span", "gpu_span", "busy"):
         out[f"{column}_ms_per_pass"] = table[f"{column}_ns"] / passes / 1e6
     out["idle_ms_per_pass"] = out["gpu_span_ms_per_pass"] - out["busy_ms_per_pass"]
     return out.rename_axis("phase")
+
+
+def _first_start_last_end(group: np.ndarray, ops: pd.DataFrame, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Earliest start and latest end of ``ops`` per group number (``group``: 0 .. ``groups`` - 1
+    per op); both 0 for a group without ops, so its span is 0."""
+    first = np.full(groups, np.iinfo(np.int64).max)
+    last = np.full(groups, np.iinfo(np.int64).min)
+    np.minimum.at(first, group, ops["start_ns"].to_numpy())
+    np.maximum.at(last, group, ops["end_ns"].to_numpy())
+    empty = np.bincount(group, minlength=groups) == 0
+    first[empty], last[empty] = 0, 0
+    return first, last
+
+
+def _per_phase(phase: pd.Series, values: np.ndarray) -> np.ndarray:
+    """Sums of ``values`` per phase of :data:`PHASES`, in that order (rows of other phases left out).
+    Integer values summed in float64 stay exact below 2**53."""
+    codes = pd.Categorical(phase, categories=PHASES).codes
+    known = codes >= 0
+    return np.bincount(codes[known], weights=np.asarray(values)[known], minlength=len(PHASES))
 
 
 def shape_summaries(inputs: NsysInputs) -> dict[str, list[dict]]:
@@ -116,7 +131,6 @@ def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
     python_ms = inputs.run.python_ms
     summaries = {}
     for phase, row in table.iterrows():
-        kernels = inputs.measured_kernels((phase,))
         categories = by_category.loc[phase] if phase in by_category.index else pd.Series(dtype=float)
         summaries[phase] = {
             "passes": int(row["passes"]),
@@ -129,7 +143,7 @@ def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
             "idle_ms_per_pass": float(row["idle_ms_per_pass"]),
             "python_ms_per_pass": python_ms.get(phase),
             "by_category_ms_per_pass": _nonzero(categories.sort_values(ascending=False)),
-            "top_kernels": kernel_records(kernel_totals(kernels, int(row["passes"])), TOP_KERNELS_PER_PHASE),
+            "top_kernels": kernel_records(inputs.kernel_totals((phase,), int(row["passes"])), TOP_KERNELS_PER_PHASE),
         }
     return summaries
 
@@ -139,7 +153,7 @@ def overall_summary(inputs: NsysInputs) -> dict:
     the trace has no step ranges), by category and by kernel."""
     kernels = inputs.measured_kernels()
     steps = inputs.measured_steps
-    totals = kernel_totals(kernels, steps)
+    totals = inputs.kernel_totals(None, steps)
     return {
         "scope": "measured steps" if inputs.has_steps else "whole capture",
         "passes": steps,
