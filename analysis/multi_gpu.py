@@ -105,12 +105,12 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
         world_size, world_size_source = sizes.pop(), "config mark"
     else:
         world_size, world_size_source = len(ranks), "ranks in the trace"
+    steps = step_passes(labelled, trace.ranges)
     return {
         "world_size": world_size,
         "world_size_source": world_size_source,
-        "ranks": rank_figures(kernels, ranks, labelled, trace.ranges),
-        "collectives": collective_figures(kernels, ranks, step_passes(labelled, trace.ranges),
-                                          world_size),
+        "ranks": rank_figures(kernels, ranks, labelled, steps),
+        "collectives": collective_figures(kernels, ranks, steps, world_size),
         "fsdp_blocks": block_figures(kernels, ranks, trace.ranges, labelled),
         "skew": skew(kernels, ranks),
         "timeline": rank_timeline(kernels, ranks, labelled),

@@ -143,8 +143,15 @@ def summary_schema() -> dict:
     return json_schema({question.summary_key: question.record for question in PER_TRACE})
 
 
+_JSON_SCALARS = frozenset({str, int, bool, type(None)})  # exact types that are JSON-ready as they are
+
+
 def json_ready(value):
     """``value`` with numpy/pandas scalars made Python ones and NaN/inf made None, recursively."""
+    if type(value) in _JSON_SCALARS:
+        return value
+    if type(value) is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -57,13 +57,14 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     busy = busy_ns(ops, "phase_range_id").reindex(ranges["range_id"], fill_value=0).to_numpy()
     is_kernel = (ops["op_kind"] == "kernel").to_numpy()
     dur = ops["dur_ns"].to_numpy()
+    op_phase, range_phase = _phase_index(ops["phase"]), _phase_index(ranges["phase"])
     summed = pd.DataFrame({
-        "kernels": _per_phase(ops["phase"], is_kernel),
-        "kernel_ns": _per_phase(ops["phase"], np.where(is_kernel, dur, 0)),
-        "memop_ns": _per_phase(ops["phase"], np.where(is_kernel, 0, dur)),
-        "cpu_span_ns": _per_phase(ranges["phase"], ranges["cpu_dur_ns"].to_numpy()),
-        "gpu_span_ns": _per_phase(ranges["phase"], last_end - first_start),
-        "busy_ns": _per_phase(ranges["phase"], busy),
+        "kernels": _per_phase(op_phase, is_kernel),
+        "kernel_ns": _per_phase(op_phase, np.where(is_kernel, dur, 0)),
+        "memop_ns": _per_phase(op_phase, np.where(is_kernel, 0, dur)),
+        "cpu_span_ns": _per_phase(range_phase, ranges["cpu_dur_ns"].to_numpy()),
+        "gpu_span_ns": _per_phase(range_phase, last_end - first_start),
+        "busy_ns": _per_phase(range_phase, busy),
     }, index=list(PHASES))
     phases = [p for p in PHASES if inputs.passes(p) > 0]
     table = summed.loc[phases]
@@ -87,12 +88,19 @@ def _first_start_last_end(group: np.ndarray, ops: pd.DataFrame, groups: int) -> 
     return first, last
 
 
-def _per_phase(phase: pd.Series, values: np.ndarray) -> np.ndarray:
-    """Sums of ``values`` per phase of :data:`PHASES`, in that order (rows of other phases left out).
-    Integer values summed in float64 stay exact below 2**53."""
-    codes = pd.Categorical(phase, categories=PHASES).codes
-    known = codes >= 0
-    return np.bincount(codes[known], weights=np.asarray(values)[known], minlength=len(PHASES))
+def _phase_index(phase: pd.Series) -> np.ndarray:
+    """The position of each row's phase in :data:`PHASES` (-1 for any other value)."""
+    codes, names = pd.factorize(phase)
+    position = np.array([PHASES.index(name) if name in PHASES else -1 for name in names] + [-1], dtype=np.int64)
+    return position[codes]  # code -1 (missing) takes the trailing -1
+
+
+def _per_phase(phase_index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Sums of ``values`` per phase of :data:`PHASES`, in that order (``phase_index``: see
+    :func:`_phase_index`; rows of other phases left out). Integer values summed in float64 stay
+    exact below 2**53."""
+    known = phase_index >= 0
+    return np.bincount(phase_index[known], weights=np.asarray(values)[known], minlength=len(PHASES))
 
 
 def shape_summaries(inputs: NsysInputs) -> dict[str, list[dict]]:
@@ -116,24 +124,15 @@ def shape_summaries(inputs: NsysInputs) -> dict[str, list[dict]]:
     return shapes
 
 
-def phase_category_ms(inputs: NsysInputs) -> pd.DataFrame:
-    """Kernel ms per pass, phases as rows and categories as columns (0 where a phase has none)."""
-    kernels = inputs.measured_kernels(PHASES)
-    summed = kernels.groupby(["phase", "category"], observed=True)["dur_ns"].sum().unstack(fill_value=0)
-    passes = pd.Series({p: inputs.passes(p) for p in summed.index}).clip(lower=1)
-    return summed.div(passes, axis=0) / 1e6
-
-
 def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
     """The ``phases`` section of a trace summary: figures, categories and top kernels per phase."""
     table = phase_table(inputs)
-    by_category = phase_category_ms(inputs)
     python_ms = inputs.run.python_ms
     summaries = {}
     for phase, row in table.iterrows():
-        categories = by_category.loc[phase] if phase in by_category.index else pd.Series(dtype=float)
+        passes = int(row["passes"])
         summaries[phase] = {
-            "passes": int(row["passes"]),
+            "passes": passes,
             "kernels_per_pass": float(row["kernels_per_pass"]),
             "kernel_ms_per_pass": float(row["kernel_ms_per_pass"]),
             "memop_ms_per_pass": float(row["memop_ms_per_pass"]),
@@ -142,8 +141,8 @@ def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
             "busy_ms_per_pass": float(row["busy_ms_per_pass"]),
             "idle_ms_per_pass": float(row["idle_ms_per_pass"]),
             "python_ms_per_pass": python_ms.get(phase),
-            "by_category_ms_per_pass": _nonzero(categories.sort_values(ascending=False)),
-            "top_kernels": kernel_records(inputs.kernel_totals((phase,), int(row["passes"])), TOP_KERNELS_PER_PHASE),
+            "by_category_ms_per_pass": _nonzero(category_ms(inputs.measured_kernels((phase,)), passes)),
+            "top_kernels": kernel_records(inputs.kernel_totals((phase,), passes), TOP_KERNELS_PER_PHASE),
         }
     return summaries
 
@@ -191,7 +190,8 @@ def device_summaries(inputs: NsysInputs) -> list[dict]:
 def kernel_records(totals: pd.DataFrame, limit: int) -> list[dict]:
     """The first ``limit`` rows of :func:`analysis.questions.nsys_inputs.kernel_totals` as dicts."""
     columns = ["kernel", "category", "tensor_core", "calls_per_pass", "ms_per_pass", "share"]
-    return totals.head(limit)[columns].to_dict("records")
+    top = totals.head(limit)
+    return [dict(zip(columns, row)) for row in zip(*(top[column].tolist() for column in columns))]
 
 
 def _tensor_core_share(kernels: pd.DataFrame) -> float | None:
