@@ -297,7 +297,8 @@ def gemm_precision_mix(kernels: pd.DataFrame) -> dict[str, float]:
     """Share of the GEMM kernels' time per precision, largest first, over the rows of `kernels`
     (columns `demangled_name`, `dur_ns`); GEMMs whose name tells no precision count as
     `unknown`. Empty when no kernel is a GEMM."""
-    codes, distinct = pd.factorize(kernels["demangled_name"].astype(str))
+    codes, distinct = pd.factorize(kernels["demangled_name"])
+    distinct = [str(name) for name in distinct] + ["nan"]  # code -1, a missing name, reads "nan" as astype(str) would
     is_gemm = np.array([classify_name(name) == GEMM for name in distinct], dtype=bool)[codes]
     precision = np.array([gemm_precision(name) or "unknown" for name in distinct], dtype=object)
     gemm_ns = pd.Series(kernels["dur_ns"].to_numpy()[is_gemm], dtype="float64")

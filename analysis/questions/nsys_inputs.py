@@ -46,12 +46,8 @@ class NsysInputs:
     def build(cls, labelled: LabelledOps, run: RunRecord, gpu_name: str | None) -> NsysInputs:
         """Add kernel categories to the labelled ops."""
         ops = labelled.ops[list(OP_COLUMNS)]
-        is_kernel = ops["op_kind"] == "kernel"
-        classes = classify_kernels(ops["demangled_name"])
-        ops = ops.assign(
-            category=classes["category"].where(is_kernel, ops["op_kind"]).astype("category"),
-            tensor_core=classes["tensor_core"] & is_kernel,
-        )
+        category, tensor_core = op_classes(ops)
+        ops = ops.assign(category=category, tensor_core=tensor_core)
         if labelled.has_steps:
             measured_steps = int(ops.loc[ops["measured"], "step"].nunique())
         else:
@@ -126,6 +122,25 @@ class NsysInputs:
     def passes(self, phase: str) -> int:
         """Number of measured instances of a phase (0 when the trace has none)."""
         return int(self.measured_passes.get(phase, 0))
+
+
+def op_classes(ops: pd.DataFrame) -> tuple[pd.Categorical, np.ndarray]:
+    """The category of each op (a kernel's from its demangled name, a memory operation's
+    ``op_kind``) as a categorical of the sorted categories present, and whether it is a
+    tensor-core kernel. Each distinct name is classified once: a trace has millions of ops but a
+    few hundred names."""
+    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
+    name_code, names = pd.factorize(ops["demangled_name"])
+    classes = classify_kernels(pd.Series([*np.asarray(names, dtype=object), ""]))  # code -1 (no name) is ""
+    kind_code, kinds = pd.factorize(ops["op_kind"])
+    labels = np.concatenate([classes["category"].to_numpy(dtype=object), np.asarray(kinds, dtype=object)])
+    label_code = np.where(is_kernel, name_code % len(classes), len(classes) + kind_code)
+    present = np.unique(label_code)
+    categories, position = np.unique(labels[present].astype(str), return_inverse=True)
+    code_of_label = np.zeros(len(labels), dtype=np.int64)
+    code_of_label[present] = position
+    category = pd.Categorical.from_codes(code_of_label[label_code], categories=pd.Index(categories, dtype="str"))
+    return category, classes["tensor_core"].to_numpy()[name_code % len(classes)] & is_kernel
 
 
 def kernel_totals(kernels: pd.DataFrame, passes: int) -> pd.DataFrame:
