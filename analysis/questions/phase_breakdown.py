@@ -58,22 +58,21 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     is_kernel = (ops["op_kind"] == "kernel").to_numpy()
     dur = ops["dur_ns"].to_numpy()
     op_phase, range_phase = _phase_index(ops["phase"]), _phase_index(ranges["phase"])
-    summed = pd.DataFrame({
-        "kernels": _per_phase(op_phase, is_kernel),
-        "kernel_ns": _per_phase(op_phase, np.where(is_kernel, dur, 0)),
-        "memop_ns": _per_phase(op_phase, np.where(is_kernel, 0, dur)),
-        "cpu_span_ns": _per_phase(range_phase, ranges["cpu_dur_ns"].to_numpy()),
-        "gpu_span_ns": _per_phase(range_phase, last_end - first_start),
-        "busy_ns": _per_phase(range_phase, busy),
-    }, index=list(PHASES))
+    summed_ns = {
+        "kernel": _per_phase(op_phase, np.where(is_kernel, dur, 0)),
+        "memop": _per_phase(op_phase, np.where(is_kernel, 0, dur)),
+        "cpu_span": _per_phase(range_phase, ranges["cpu_dur_ns"].to_numpy()),
+        "gpu_span": _per_phase(range_phase, last_end - first_start),
+        "busy": _per_phase(range_phase, busy),
+    }
     phases = [p for p in PHASES if inputs.passes(p) > 0]
-    table = summed.loc[phases]
-    passes = pd.Series({p: inputs.passes(p) for p in phases}, dtype="int64")
-    out = pd.DataFrame({"passes": passes, "kernels_per_pass": table["kernels"] / passes})
-    for column in ("kernel", "memop", "cpu_span", "gpu_span", "busy"):
-        out[f"{column}_ms_per_pass"] = table[f"{column}_ns"] / passes / 1e6
+    rows = [PHASES.index(p) for p in phases]
+    passes = np.array([inputs.passes(p) for p in phases], dtype=np.int64)
+    out = pd.DataFrame({"passes": passes, "kernels_per_pass": _per_phase(op_phase, is_kernel)[rows] / passes}
+                       | {f"{name}_ms_per_pass": ns[rows] / passes / 1e6 for name, ns in summed_ns.items()},
+                       index=pd.Index(phases, name="phase"))
     out["idle_ms_per_pass"] = out["gpu_span_ms_per_pass"] - out["busy_ms_per_pass"]
-    return out.rename_axis("phase")
+    return out
 
 
 def _first_start_last_end(group: np.ndarray, ops: pd.DataFrame, groups: int) -> tuple[np.ndarray, np.ndarray]:
