@@ -37,7 +37,7 @@ RASTER_DPI = 192  # PNG figures (the timeline) at twice the page's pixels: sharp
 CSS_PX_PER_IN = 96
 PHONE_SUFFIX = "-phone"
 # The code a figure's pixels depend on besides its data: a change to it redraws every figure.
-DRAWING_MODULES = ("figures.py", "question_figures.py", "timeline.py")
+DRAWING_MODULES = ("svg.py", "figures.py", "question_figures.py", "timeline.py")
 
 
 @dataclass(frozen=True)
