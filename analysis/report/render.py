@@ -97,7 +97,7 @@ def trace_figures(page: TracePage) -> list[FigureJob]:
                       "Python timer, CPU span, GPU projection and busy time per phase")]
     if page.summary.get("timeline"):
         jobs.append(FigureJob("analysis.report.timeline:step_timeline", (page.summary["timeline"],),
-                              f"{page.page}-timeline.png", "Timeline of one measured step", wide=True))
+                              f"{page.page}-timeline.svg", "Timeline of one measured step", wide=True))
     return jobs
 
 
@@ -125,7 +125,7 @@ def communication_figures(page: TracePage) -> list[FigureJob]:
     timeline = page.summary["communication"]["timeline"]
     if not timeline:
         return []
-    return [FigureJob("analysis.report.timeline:rank_timeline", (timeline,), f"{page.page}-ranks.png",
+    return [FigureJob("analysis.report.timeline:rank_timeline", (timeline,), f"{page.page}-ranks.svg",
                       f"{timeline['title']} on every rank: compute and communication kernels per stream")]
 
 

@@ -113,13 +113,15 @@ class Canvas:
 @dataclass(frozen=True)
 class Scale:
     """Values ``low``..``high`` onto pixels ``start``..``end`` (``end`` < ``start`` runs upwards);
-    ``log``: base 10, ticks at 1, 2 and 5 of each decade."""
+    ``log``: base 10, ticks at 1, 2 and 5 of each decade; ``divisions``: about how many steps a
+    linear axis is cut into."""
 
     low: float
     high: float
     start: float
     end: float
     log: bool = False
+    divisions: int = 5
 
     def __call__(self, value: float) -> float:
         if self.log:
@@ -134,7 +136,7 @@ class Scale:
             decades = range(math.floor(math.log10(self.low)), math.ceil(math.log10(self.high)) + 1)
             ticks = [m * 10.0 ** d for d in decades for m in (1, 2, 5)]
             return [t for t in ticks if self.low * (1 - 1e-9) <= t <= self.high * (1 + 1e-9)]
-        step = nice_step((self.high - self.low) / 5)
+        step = nice_step((self.high - self.low) / self.divisions)
         first = math.ceil(self.low / step - 1e-9)
         return [round(i * step, 12) for i in range(first, math.floor(self.high / step + 1e-9) + 1)]
 
@@ -142,7 +144,7 @@ class Scale:
         """A tick's text: as many decimals as the step needs, no exponent."""
         if self.log:
             return f"{value:g}" if 1e-4 <= value < 1e6 else f"{value:.0e}"
-        step = nice_step((self.high - self.low) / 5)
+        step = nice_step((self.high - self.low) / self.divisions)
         return f"{value:.{max(0, -math.floor(math.log10(step) + 1e-9))}f}"
 
 
