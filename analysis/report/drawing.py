@@ -33,7 +33,7 @@ MANIFEST = "hashes.json"
 # timeline) is drawn wide as well, and a phone shows its narrow drawing.
 WIDTH_IN = 5.2
 WIDE_IN = 10.4
-RASTER_DPI = 192  # PNG figures (the timeline) at twice the page's pixels: sharp on high-density screens
+RASTER_DPI = 192  # a PNG figure at twice the page's pixels: sharp on high-density screens
 CSS_PX_PER_IN = 96
 PHONE_SUFFIX = "-phone"
 # The code a figure's pixels depend on besides its data: a change to it redraws every figure.
