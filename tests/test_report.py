@@ -24,7 +24,7 @@ from analysis.classify import CATEGORIES
 from analysis.questions.diff import diff_summaries
 from analysis.questions.registry import QUESTIONS
 from analysis.records import DiffRecord, ResultsAnswer
-from analysis.report import figures, question_figures, render_diff, render_report
+from analysis.report import figures, render_diff, render_report
 from analysis.report.render import environment
 from analysis.report.tables import display_table
 from analysis.report.timeline import step_timeline
@@ -199,20 +199,6 @@ def test_pairs_that_differ_in_one_setting_get_a_linked_diff_page(tmp_path, fixtu
     assert page.images and all(t.is_file() for t in local_targets(tmp_path / diffs[0], page.images))
 
 
-def test_largest_allocations_figure_draws_one_bar_per_row():
-    table = pd.DataFrame({"size_bytes": [20 * 1024**2] * 3, "count": [96, 32, 32],
-                          "site": ["model.py:143 in forward", "model.py:31 in forward", "model.py:31 in forward"],
-                          "stack": ["model.py:143 ← model.py:158", "model.py:31 ← model.py:142",
-                                    "model.py:31 ← model.py:143"], "snapshot": "s"})
-    figure = question_figures.mem_e(ResultsAnswer("mem-e", "", {"Largest allocations": table}, ()))
-    ax = figure.axes[0]
-    assert len(ax.patches) == 3
-    assert [t.get_text() for t in ax.get_yticklabels()] == [
-        "model.py:143 in forward ×96", "model.py:31 in forward ← model.py:142 ×32",
-        "model.py:31 in forward ← model.py:143 ×32"]
-    figures.plt.close(figure)
-
-
 def test_a_speedup_column_says_speedup_in_its_header():
     shown = display_table("t", pd.DataFrame({"forward_speedup": [2.0], "speedup": [1.5], "bf16_over_fp32_ratio": [0.5]}))
     assert shown.columns == ["forward speedup (×)", "speedup (×)", "bf16 over fp32 (×)"]
@@ -235,14 +221,6 @@ def test_short_text_cells_stay_on_one_line():
     assert shown.short == [True, False, False]
     html = str(environment().get_template("macros.html").module.table(shown))
     assert '<td class="short">forward-backward</td>' in html and '<td class="num">1</td>' in html
-
-
-def test_per_trace_figures_keep_the_legend_off_the_bars():
-    figure, ax = question_figures.per_trace_bars(pd.DataFrame({"trace": ["small", "2.7B"]}), {"a": [1.0, 9.0], "b": [2.0, 9.0]})
-    figure.canvas.draw()
-    assert ax.get_legend() is None and len(figure.legends) == 1
-    assert figure.legends[0].get_window_extent().y1 <= ax.get_window_extent().y0  # below the plot
-    figures.plt.close(figure)
 
 
 def test_every_cell_of_a_column_has_the_same_decimals():
@@ -268,24 +246,6 @@ def test_a_short_label_shows_its_full_name_on_hover_after_the_numbers():
     html = str(environment().get_template("macros.html").module.table(shown))
     assert 'title="void at::native::vectorized_elementwise_kernel&lt;4' in html
     assert "kernel_full" not in html
-
-
-def _legends_off_the_axes(figure) -> bool:
-    figure.canvas.draw()
-    legends = [legend.get_window_extent() for legend in figure.legends]
-    return bool(legends) and not any(legend.overlaps(ax.get_window_extent()) for legend in legends for ax in figure.axes)
-
-
-def test_trace_and_diff_figures_keep_their_legends_off_the_data():
-    phases = {name: {"by_category_ms_per_pass": {"gemm": 80.0, "elementwise": 3.0, "copy_cast": 1.0},
-                     "python_ms_per_pass": 90.0, "cpu_span_ms_per_pass": 90.0, "gpu_span_ms_per_pass": 89.0,
-                     "busy_ms_per_pass": 84.0, "kernel_ms_per_pass": 84.0} for name in ("forward", "backward")}
-    categories = pd.DataFrame({"category": ["gemm", "other"], "a_ms_per_pass": [9.0, 0.1], "b_ms_per_pass": [2.0, 0.1]})
-    drawn = [figures.phase_categories(phases), figures.phase_spans(phases),
-             figures.category_diff(categories, "A: small fp32", "B: small bf16")]
-    for figure in drawn:
-        assert _legends_off_the_axes(figure), figure.axes[0].get_title()
-        figures.plt.close(figure)
 
 
 def test_every_kernel_category_has_one_colour_in_every_figure():

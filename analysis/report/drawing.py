@@ -37,7 +37,7 @@ RASTER_DPI = 192  # a PNG figure at twice the page's pixels: sharp on high-densi
 CSS_PX_PER_IN = 96
 PHONE_SUFFIX = "-phone"
 # The code a figure's pixels depend on besides its data: a change to it redraws every figure.
-DRAWING_MODULES = ("svg.py", "figures.py", "question_figures.py", "timeline.py")
+DRAWING_MODULES = ("svg.py", "bar_figures.py", "figures.py", "question_figures.py", "timeline.py")
 
 
 @dataclass(frozen=True)

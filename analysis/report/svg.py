@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 # Okabe & Ito's colour-blind-safe palette, in the order series take it.
@@ -38,6 +40,8 @@ FONT_FAMILY = "DejaVu Sans, Verdana, Arial, sans-serif"
 GRID = "#DDDDDD"
 AXIS = "#333333"
 PAD = 8
+TICKS = 6  # about as many steps on a linear axis
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def escape(text: object) -> str:
@@ -95,6 +99,14 @@ class Canvas:
         self.parts.append(f'<text x="{x:.2f}" y="{y:.2f}" dy="0.35em" font-size="{size:g}" text-anchor="{anchor}"'
                           f'{bold}{turn}>{escape(text)}</text>')
 
+    @contextmanager
+    def group(self, name: str) -> Iterator[None]:
+        """What is drawn inside the ``with`` block goes into ``<g class="name">`` (a reader of the
+        file, a test or a style, finds the bars or the legend by it)."""
+        self.parts.append(f'<g class="{escape(name)}">')
+        yield
+        self.parts.append("</g>")
+
     def title(self, text: str, top: float = PAD) -> float:
         """The figure's title centred at ``top``, wrapped to the width; returns the y under it."""
         lines = textwrap.wrap(text, max(20, int((self.width - 2 * PAD) / (TITLE_PX * CHAR_EM)))) or [""]
@@ -121,7 +133,7 @@ class Scale:
     start: float
     end: float
     log: bool = False
-    divisions: int = 5
+    divisions: int = TICKS
 
     def __call__(self, value: float) -> float:
         if self.log:
@@ -141,9 +153,15 @@ class Scale:
         return [round(i * step, 12) for i in range(first, math.floor(self.high / step + 1e-9) + 1)]
 
     def label(self, value: float) -> str:
-        """A tick's text: as many decimals as the step needs, no exponent."""
+        """A tick's text: as many decimals as the step needs (linear); plain numbers (0.5, 2, 100),
+        or powers of ten (2·10⁻⁵) on an axis that reaches beyond 0.001..100,000 (log)."""
         if self.log:
-            return f"{value:g}" if 1e-4 <= value < 1e6 else f"{value:.0e}"
+            if 1e-3 <= self.low and self.high < 1e5:
+                return f"{value:g}"
+            exponent = math.floor(math.log10(value) + 1e-9)
+            mantissa = round(value / 10.0 ** exponent)
+            power = f"10{str(exponent).translate(SUPERSCRIPTS)}"
+            return power if mantissa == 1 else f"{mantissa}·{power}"
         step = nice_step((self.high - self.low) / self.divisions)
         return f"{value:.{max(0, -math.floor(math.log10(step) + 1e-9))}f}"
 
@@ -165,11 +183,12 @@ def value_range(values: list[float], log: bool = False, limits: tuple[float, flo
     if log:
         if not finite:
             return 1.0, 10.0
-        return _log_tick_at_or(min(finite), below=True), _log_tick_at_or(max(finite), below=False)
+        # below the smallest value by a margin: a bar drawn from the axis's low end never has no length
+        return _log_tick_at_or(min(finite) / 1.5, below=True), _log_tick_at_or(max(finite), below=False)
     low, high = min([0.0, *finite]), max([0.0, *finite])
     if low == high:
         return 0.0, 1.0
-    step = nice_step((high - low) / 5)
+    step = nice_step((high - low) / TICKS)
     return math.floor(low / step - 1e-9) * step if low < 0 else 0.0, math.ceil(high / step - 1e-9) * step
 
 
@@ -201,6 +220,16 @@ def value_axis(canvas: Canvas, scale: Scale, horizontal: bool, at: float, across
         canvas.text(at - 8 - widest - FONT_PX * 0.7, (scale.start + scale.end) / 2, label, FONT_PX, "middle", rotate=-90)
 
 
+def _crowded(scale: Scale, ticks: list[float], horizontal: bool) -> bool:
+    """Whether any two neighbouring tick labels would touch."""
+    for a, b in zip(ticks, ticks[1:]):
+        room = abs(scale(b) - scale(a))
+        needed = (text_width(scale.label(a), SMALL_PX) + text_width(scale.label(b), SMALL_PX)) / 2 + 4 if horizontal else SMALL_PX + 2
+        if room < needed:
+            return True
+    return False
+
+
 def legend(canvas: Canvas, entries: list[tuple[str, str]], top: float) -> float:
     """A legend of (label, colour) swatches under ``top``, centred, entries wrapping onto as many
     rows as the width needs; returns the y under it."""
@@ -215,12 +244,13 @@ def legend(canvas: Canvas, entries: list[tuple[str, str]], top: float) -> float:
     if row:
         rows.append((row, used))
     line = FONT_PX * 1.5
-    for index, (row, used) in enumerate(rows):
-        x, y = (canvas.width - used) / 2, top + (index + 0.5) * line
-        for label, color, width in row:
-            canvas.rect(x, y - 5, 10, 10, color, title=label)
-            canvas.text(x + 14, y, label)
-            x += width
+    with canvas.group("legend"):
+        for index, (row, used) in enumerate(rows):
+            x, y = (canvas.width - used) / 2, top + (index + 0.5) * line
+            for label, color, width in row:
+                canvas.rect(x, y - 5, 10, 10, color, title=label)
+                canvas.text(x + 14, y, label)
+                x += width
     return top + len(rows) * line
 
 
@@ -236,17 +266,19 @@ class Series:
 
 def bar_chart(labels: list[str], series: list[Series], title: str, value_label: str, *, horizontal: bool = True,
               stacked: bool = False, log: bool = False, limits: tuple[float, float] | None = None,
-              unit: str = "", reference: float | None = None, show_legend: bool = True, label_axis: str = "") -> str:
+              unit: str = "", reference: float | None = None, label_axis: str = "") -> str:
     """Bars of ``series`` for each label as an SVG document: side by side (``stacked``: one on top
     of the other, in series order), labels top to bottom (``horizontal``) or left to right;
     ``value_label`` names the value axis (with its unit), ``unit`` follows a value in its tooltip,
     ``reference`` draws a black line at that value, ``log`` a 1-2-5 log axis (bars from its low end),
-    ``limits`` fixes the axis range, ``label_axis`` names the labels' axis. The legend (series with a name, when ``show_legend``) sits
-    under the plot and wraps."""
+    ``limits`` fixes the axis range, ``label_axis`` names the labels' axis. The legend of the series
+    that have a name sits under the plot and wraps."""
     canvas = Canvas(WIDTH_PX)
     top = canvas.title(title)
-    tops = [sum(v for v in values if v > 0) for values in zip(*(s.values for s in series))] if stacked else []
-    values = tops or [v + (e if s.errors else 0) for s in series for v, e in zip(s.values, s.errors or s.values)]
+    if stacked:
+        values = [sum(v for v in column if v > 0) for column in zip(*(s.values for s in series))]
+    else:
+        values = [v + e for s in series for v, e in zip(s.values, s.errors or [0.0] * len(s.values))]
     low, high = value_range([*values, *([reference] if reference is not None else [])], log, limits)
     groups = 1 if stacked else max(len(series), 1)
     label_px = max((text_width(label) for label in labels), default=0)
@@ -263,9 +295,11 @@ def bar_chart(labels: list[str], series: list[Series], title: str, value_label: 
             canvas.text(PAD + FONT_PX * 0.6, (top + plot_bottom) / 2, label_axis, anchor="middle", rotate=-90)
         bottom = plot_bottom + 10 + SMALL_PX + FONT_PX * 1.4
     else:
-        rotate = len(labels) > 4
         tick_px = max((text_width(f"{scale_label}", SMALL_PX) for scale_label in _tick_texts(low, high, log)), default=0)
         left = PAD + FONT_PX * 1.4 + tick_px + 8
+        rotate = label_px > (canvas.width - PAD - left) / max(len(labels), 1) - 6  # side by side they would touch
+        if rotate and labels:  # the first label, slanted down to the left of its bar, stays on the canvas
+            left = max(left, PAD + text_width(labels[0]) * 0.87 - (canvas.width - PAD - left) / len(labels) / 2)
         plot_bottom = top + 220
         label_depth = label_px * 0.5 + FONT_PX if rotate else FONT_PX * 1.4
         band = (canvas.width - PAD - left) / max(len(labels), 1)
@@ -282,7 +316,8 @@ def bar_chart(labels: list[str], series: list[Series], title: str, value_label: 
         if label_axis:
             canvas.text((left + canvas.width - PAD) / 2, bottom + FONT_PX * 0.5, label_axis, anchor="middle")
             bottom += FONT_PX * 1.5
-    _bars(canvas, scale, labels, series, horizontal, stacked, band, top if horizontal else left, unit)
+    with canvas.group("bars"):
+        _bars(canvas, scale, labels, series, horizontal, stacked, band, top if horizontal else left, unit)
     if reference is not None:
         at = scale(reference)
         if horizontal:
@@ -290,7 +325,7 @@ def bar_chart(labels: list[str], series: list[Series], title: str, value_label: 
         else:
             canvas.line(left, at, canvas.width - PAD, at, "#000000", 0.9)
     named = [(s.name, s.color) for s in series if s.name]
-    canvas.height = legend(canvas, named, bottom) + PAD if show_legend and named else bottom
+    canvas.height = legend(canvas, named, bottom) + PAD if named else bottom
     return canvas.document()
 
 
