@@ -1,7 +1,7 @@
 """Timeline of one measured step: the NVTX phase ranges above the GPU's operations, drawn from the
 summary's ``timeline`` record (:mod:`analysis.step_timeline`); operations are drawn per stream and
-coloured by category. Written as SVG directly: a step holds thousands of bars, which a plotting
-library draws a hundred times slower than it takes to write them.
+coloured by category. Written as SVG text directly: a step holds thousands of bars, which a
+plotting library takes far longer to draw than it takes to write them.
 
 The phase ranges carry their names inside them and their boundaries run down through the streams
 as dashed lines, so the phases need no legend; the category legend sits under the plot. The rank
@@ -36,8 +36,8 @@ AXIS_STEP_PX = 90  # about one time tick per this many pixels of axis
 
 @dataclass
 class Lane:
-    """One row of the plot: its label and either its phase ranges (``phases``) or its bars, as
-    ``(start_ms, dur_ms, category or phase name)``."""
+    """One row of the plot: its label and either its phase ranges (``phases``: ``start_ms, dur_ms,
+    name``) or its ``bars`` (``start_ms, dur_ms, category``)."""
 
     label: str
     bars: list[tuple[float, float, str]] = field(default_factory=list)
