@@ -63,3 +63,12 @@ def test_a_wide_figure_is_drawn_for_a_laptop_and_a_phone(tmp_path):
     assert [name for name, _ in job.drawings()] == ["t.svg", "t-phone.svg"]
     assert [args[-1] for _, args in job.drawings()] == [WIDE_IN, WIDTH_IN]
     assert len(set(job.keys("code").values())) == 2
+
+
+def test_the_drawing_code_key_covers_every_module_that_draws():
+    from pathlib import Path
+
+    import analysis.report.drawing as drawing
+    here = Path(drawing.__file__).parent
+    drawn_by = {"svg.py", "bar_figures.py", "figures.py", "question_figures.py", "timeline.py"}
+    assert drawn_by <= set(drawing.DRAWING_MODULES) and all((here / name).is_file() for name in drawing.DRAWING_MODULES)

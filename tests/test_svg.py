@@ -14,7 +14,18 @@ import pytest
 from analysis.classify import CATEGORIES
 from analysis.records import FigureSpec, ResultsAnswer
 from analysis.report import bar_figures
-from analysis.report.svg import CATEGORY_COLORS, PALETTE, Scale, Series, bar_chart, escape, value_range
+from analysis.report.svg import (
+    CATEGORY_COLORS,
+    PALETTE,
+    SMALL_PX,
+    Scale,
+    Series,
+    bar_chart,
+    escape,
+    shown_ticks,
+    text_width,
+    value_range,
+)
 from tests.conftest import REPO
 
 NS = {"s": "http://www.w3.org/2000/svg"}
@@ -67,6 +78,8 @@ def test_text_is_escaped_and_reads_back_unchanged():
     root = parse(bar_chart([label], [Series("x < y & z", [1.0], PALETTE[0])], "<title> & more", "ms"))
     assert label in texts(root) and "<title> & more" in texts(root) and "x < y & z" in texts(root)
     assert escape('<a href="x">&') == "&lt;a href=&quot;x&quot;&gt;&amp;"
+    root = parse(bar_chart(["nccl\x1b[0m\x00kernel"], [Series("s", [1.0], PALETTE[0])], "t", "ms"))  # still XML
+    assert "nccl\ufffd[0m\ufffdkernel" in texts(root)
 
 
 def test_stacked_segments_follow_each_other_in_category_colours():
@@ -159,3 +172,13 @@ def test_bar_figures_are_drawn_without_importing_matplotlib(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
     parse((tmp_path / "figures" / "phase_spans.svg").read_text())
+
+
+def test_a_crowded_log_axis_labels_fewer_ticks_that_do_not_touch():
+    wide = Scale(1e-12, 10.0, 0.0, 250.0, log=True)
+    shown = shown_ticks(wide, horizontal=True)
+    assert len(shown) >= 2 and all(abs(math.log10(t) - round(math.log10(t))) < 1e-9 for t in shown)
+    widths = [text_width(wide.label(t), SMALL_PX) for t in shown]
+    assert all(wide(b) - wide(a) >= (wa + wb) / 2 for a, b, wa, wb in zip(shown, shown[1:], widths, widths[1:]))
+    roomy = Scale(0.1, 10.0, 0.0, 400.0, log=True)
+    assert shown_ticks(roomy, horizontal=True) == roomy.ticks()

@@ -119,6 +119,14 @@ def mp_c(spec: FigureSpec, answer: ResultsAnswer) -> str:
                      reference=1.0)
 
 
+def mp_accum(spec: FigureSpec, answer: ResultsAnswer) -> str:
+    """Absolute error of each accumulation loop on a log axis, with the value it printed."""
+    table = first_table(answer)
+    series = [Series("", list(table["abs_error"].clip(lower=1e-12).astype(float)), PALETTE[0])]
+    return bar_chart(list(table["loop"]), series, "Adding 0.01 a thousand times",
+                     "absolute error against 10.0 (log scale)", log=True, notes=[str(p) for p in table["printed"]])
+
+
 def mp_b(spec: FigureSpec, answer: ResultsAnswer) -> str:
     """LayerNorm's parts' largest relative error per dtype and compute, on a log axis."""
     table = first_table(answer)
@@ -163,7 +171,7 @@ def compile_b(spec: FigureSpec, answer: ResultsAnswer) -> str:
                      log=True, unit=" ms")
 
 
-DRAWINGS = {"trace_bars": trace_bars, "category_stack": category_stack, "bench-b": bench_b, "mp-b": mp_b, "mp-c": mp_c,
+DRAWINGS = {"trace_bars": trace_bars, "category_stack": category_stack, "bench-b": bench_b, "mp-accum": mp_accum, "mp-b": mp_b, "mp-c": mp_c,
             "mem-d": mem_d, "mem-e": mem_e, "compile-b": compile_b}
 
 

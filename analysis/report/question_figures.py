@@ -34,20 +34,6 @@ def bench_c(answer: ResultsAnswer) -> Figure:
     return figure
 
 
-def mp_accum(answer: ResultsAnswer) -> Figure:
-    table = first_table(answer)
-    figure, (ax,) = new_figure(height=0.45 * len(table) + 1)
-    errors = table["abs_error"].clip(lower=1e-12)
-    ax.barh(table["loop"], errors, color=PALETTE[0])
-    for y, (value, printed) in enumerate(zip(table["abs_error"], table["printed"])):
-        ax.text(max(value, 1e-12), y, f"  {printed}", va="center", fontsize=8)
-    ax.set_xscale("log")
-    ax.invert_yaxis()
-    ax.set_xlabel("absolute error against 10.0 (log scale)")
-    ax.set_title("Adding 0.01 a thousand times")
-    return figure
-
-
 def mp_a(answer: ResultsAnswer) -> Figure:
     table = first_table(answer).set_index("quantity")
     dtypes = sorted(set(table.to_numpy().ravel()))
@@ -215,7 +201,7 @@ def fsdp_b(answer: ResultsAnswer) -> Figure:
 
 
 RESULTS_DRAWINGS = {
-    "bench-c": bench_c, "mp-accum": mp_accum, "mp-a": mp_a, "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c,
+    "bench-c": bench_c, "mp-a": mp_a, "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c,
     "mem-f": mem_f, "attn-a": attn_a, "ckpt-b": ckpt_b, "compile-a": compile_a, "fsdp-b": fsdp_b,
 }
 
