@@ -1,7 +1,7 @@
 """Results database: per-trace analysis results, keyed by the trace file's content.
 
 `<out>/results.db` (SQLite, written with the standard library's sqlite3) holds the whole JSON of
-each analyzed trace and flat tables to query with SQL (`sqlite3`, sqlite-utils, Datasette):
+each analyzed trace and flat tables to query with SQL (`sqlite3`, sqlite-utils):
 
 - `traces`: key, trace, gpu, nsys_version, measured_passes, analyzed_at (UTC, ISO 8601);
 - `phases`: key, trace, phase, kernels_per_pass, kernel_ms_per_pass, gpu_span_ms_per_pass,
