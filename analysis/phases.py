@@ -151,7 +151,8 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
     parent = phase_windows["parent_id"].to_numpy()
     phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "")
     measured = phase_ranges[phase_ranges["measured"]]
-    passes = {p: int((measured["phase"] == p).sum()) for p in PHASES if (measured["phase"] == p).any()}
+    counts = measured["phase"].value_counts()
+    passes = {p: int(counts[p]) for p in PHASES if counts.get(p, 0)}
     if not len(phase_windows):
         notes.append("no phase ranges (" + ", ".join(names.phases) + ") in the trace")
     return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,

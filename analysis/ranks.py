@@ -15,6 +15,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from analysis.attribution import rows_by_key
 from analysis.phases import PHASES, LabelledOps
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
 
@@ -41,15 +42,21 @@ def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
     return values
 
 
+def rows_per_device(pid: np.ndarray, device_id: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
+    """Row positions per (process id, device id) pair, pairs sorted by device id, then process id."""
+    found = {(int(p), int(d)): rows for (p, d), rows in rows_by_key(pid, device_id).items()}
+    return dict(sorted(found.items(), key=lambda item: (item[0][1], item[0][0])))
+
+
 def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
     """One row per (process, GPU) that ran measured kernels (any kernels, when none is measured):
     ``pid, device_id, rank, rank_source`` (``config mark`` or ``device order``), sorted by rank.
     A process's stray kernels on another GPU outside the measured steps (set-up before it chose
     its device) make no rank."""
     measured = kernels["measured"].to_numpy()
-    pairs = kernels[["pid", "device_id"]]
-    pairs = (pairs[measured] if measured.any() else pairs).drop_duplicates()
-    pairs = pairs.sort_values(["device_id", "pid"]).reset_index(drop=True)
+    rows = measured if measured.any() else slice(None)
+    found = rows_per_device(kernels["pid"].to_numpy()[rows], kernels["device_id"].to_numpy()[rows])
+    pairs = pd.DataFrame(list(found) or None, columns=["pid", "device_id"], dtype=np.int64)
     marked = config_values(marks, "rank")
     if len(pairs) and pairs["pid"].isin(marked).all():
         pairs = pairs.assign(rank=pairs["pid"].map(marked).astype(np.int64),
@@ -133,7 +140,7 @@ def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledO
     columns = _pass_columns(kernels)
     phase_codes, phase_names = pd.factorize(kernels["phase"])
     code_of = {str(name): code for code, name in enumerate(phase_names)}
-    groups = kernels[["pid", "device_id"]].iloc[measured].groupby(["pid", "device_id"]).indices
+    groups = rows_per_device(kernels["pid"].to_numpy()[measured], kernels["device_id"].to_numpy()[measured])
     phases = phase_passes(labelled)
     records = []
     for rank in ranks.itertuples(index=False):
