@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+import numpy as np
+import pandas as pd
+
 from analysis.communication import collective_figures, collective_of, communication_columns
 from analysis.fsdp import block_figures
 from analysis.load import Trace
@@ -96,9 +99,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
     ops = labelled.ops
     kernels = communication_columns(ops.loc[(ops["op_kind"] == "kernel").to_numpy(), COLUMNS])
-    calls = read_message_sizes(trace.path, trace.inputs)
-    calls = calls.assign(collective=calls["call"].map(collective_of).astype(object))
-    kernels = kernels.assign(bytes=kernel_bytes(kernels, calls))
+    kernels["bytes"] = message_bytes(trace, kernels)
     ranks = rank_table(kernels, trace.marks)
     sizes = set(config_values(trace.marks, "world_size").values())
     if len(sizes) == 1:
@@ -115,3 +116,13 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
         "skew": skew(kernels, ranks),
         "timeline": rank_timeline(kernels, ranks, labelled),
     }
+
+
+def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
+    """:func:`analysis.nccl_payloads.kernel_bytes` of ``kernels`` (with ``communication_columns``)
+    and the trace's NCCL calls; the export is read for them only when some kernel communicates
+    (otherwise every kernel's bytes are -1, unknown, without them)."""
+    if not kernels["is_communication"].any():
+        return np.full(len(kernels), -1, dtype=np.int64)
+    calls = read_message_sizes(trace.path, trace.inputs)
+    return kernel_bytes(kernels, calls.assign(collective=calls["call"].map(collective_of).astype(object)))

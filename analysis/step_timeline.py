@@ -113,7 +113,8 @@ def step_timeline(inputs: NsysInputs) -> dict | None:
     if not inputs.ops["measured"].any():
         return None
     title, start_ns, end_ns = step_window(inputs)
-    ops = inputs.ops[(inputs.ops["start_ns"] >= start_ns) & (inputs.ops["end_ns"] <= end_ns)]
+    in_window = (inputs.ops["start_ns"] >= start_ns) & (inputs.ops["end_ns"] <= end_ns)
+    ops = inputs.ops.loc[in_window, ["stream_id", "category", "start_ns", "end_ns"]]
     bars = bounded_bars(ops, end_ns - start_ns)
     ranges = inputs.phase_ranges
     ranges = ranges[(ranges["start_ns"] >= start_ns) & (ranges["end_ns"] <= end_ns)]

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -94,7 +94,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     run = read_run_record(trace.marks, trace.path, labelled.has_steps)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
     inputs = NsysInputs.build(labelled, run, gpu)
-    inputs = replace(inputs, phases=phase_summaries(inputs))
+    inputs.phases.update(phase_summaries(inputs))  # in place: the totals it computed stay shared with the questions
     usage = efficiency.per_trace(inputs)
     phases = inputs.phases
     for phase, figures in usage.pop("phases").items():
