@@ -83,15 +83,6 @@ def phase_passes(labelled: LabelledOps) -> dict[tuple[int, str], int]:
             for (pid, phase), n in measured.groupby(["pid", "phase"]).size().items()}
 
 
-def pass_figures(kernels: pd.DataFrame, passes: int, instance: str) -> dict:
-    """Figures per pass of some measured kernels of one rank (``communication_columns`` rows);
-    ``instance`` names the column that tells the passes apart (``phase_range_id`` or ``step``),
-    for the GPU span of each pass: first kernel start to last kernel end. ``gpu_span_ms_spread``
-    is the longest minus the shortest span (0 with one pass)."""
-    columns = _pass_columns(kernels)
-    return _pass_figures(columns, np.arange(len(kernels)), passes, columns[instance])
-
-
 # The columns pass figures read, as numpy arrays (``phase_range_id`` and ``step`` tell passes apart).
 PASS_COLUMNS = ("is_communication", "dur_ns", "exposed_ns", "start_ns", "end_ns", "phase_range_id")
 
@@ -103,9 +94,12 @@ def _pass_columns(kernels: pd.DataFrame) -> dict[str, np.ndarray]:
     return columns
 
 
-def _pass_figures(columns: dict[str, np.ndarray], rows: np.ndarray, passes: int, instance: np.ndarray) -> dict:
-    """:func:`pass_figures` of the kernels at positions ``rows`` of ``columns``, passes told apart
-    by ``instance`` (one integer per kernel)."""
+def pass_figures(columns: dict[str, np.ndarray], rows: np.ndarray, passes: int, instance: np.ndarray) -> dict:
+    """Figures per pass of some measured kernels of one rank: those at positions ``rows`` of
+    ``columns`` (:func:`_pass_columns` of ``communication_columns`` rows); ``instance`` (one value
+    per kernel: ``phase_range_id`` or the step code) tells the passes apart, for the GPU span of
+    each pass: first kernel start to last kernel end. ``gpu_span_ms_spread`` is the longest minus
+    the shortest span (0 with one pass)."""
     dur = columns["dur_ns"][rows]
     comm = columns["is_communication"][rows]
     comm_ns = dur[comm].sum()
@@ -150,13 +144,13 @@ def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledO
             passes = phases.get((rank.pid, name), 0)
             if passes:
                 rows = mine[phase_codes[mine] == code_of.get(name, -2)]
-                figures[name] = {"passes": passes, **_pass_figures(columns, rows, passes, columns["phase_range_id"])}
+                figures[name] = {"passes": passes, **pass_figures(columns, rows, passes, columns["phase_range_id"])}
         passes = steps.get(rank.pid, 0)
         outside = mine[phase_codes[mine] == code_of.get("", -2)]
         if passes and len(outside) and len(outside) < len(mine):
-            figures[OUTSIDE_PHASES] = {"passes": passes, **_pass_figures(columns, outside, passes, columns["step"])}
+            figures[OUTSIDE_PHASES] = {"passes": passes, **pass_figures(columns, outside, passes, columns["step"])}
         if passes:
-            figures[WHOLE_STEP] = {"passes": passes, **_pass_figures(columns, mine, passes, columns["step"])}
+            figures[WHOLE_STEP] = {"passes": passes, **pass_figures(columns, mine, passes, columns["step"])}
         records.append({"pid": int(rank.pid), "device_id": int(rank.device_id),
                         "rank": int(rank.rank), "rank_source": rank.rank_source,
                         "passes": passes, "phases": figures})
