@@ -39,8 +39,8 @@ from analysis.load.tables import (
     UNNAMED_KERNEL,
     StringTable,
     drop_unusable_times,
-    has_unmatched,
     join_launches,
+    launch_rows,
     read_gpus,
     read_kernels,
     read_launches,
@@ -111,10 +111,12 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         notes.append(f"{unnamed:,} kernels have no name in the trace; they are listed as {UNNAMED_KERNEL}")
     memops = drop_unusable_times(read_memops(conn, schema), "memory copies and fills", notes)
     launches = read_launches(conn, schema, strings, version, launch_calls_only=True)
-    if has_unmatched(kernels, launches) or has_unmatched(memops, launches):
+    found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
+    if any((rows < 0).any() for rows in found):
         launches = read_launches(conn, schema, strings, version, launch_calls_only=False)
-    kernels = join_launches(kernels, launches)
-    memops = join_launches(memops, launches)
+        found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
+    kernels = join_launches(kernels, launches, found[0])
+    memops = join_launches(memops, launches, found[1])
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
     if unlinked:
         notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "

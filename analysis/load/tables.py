@@ -58,9 +58,13 @@ class StringTable:
         return [int(i) for i, value in zip(self.ids, self.values) if value is not None and pattern.search(value)]
 
     def categorical(self, ids) -> pd.Categorical:
-        """Like :meth:`lookup`, as a categorical; each distinct id is looked up once."""
-        distinct, codes = np.unique(pd.to_numeric(pd.Series(ids), errors="coerce")
-                                    .fillna(-1).to_numpy(np.int64), return_inverse=True)
+        """Like :meth:`lookup`, as a categorical; each distinct id is looked up once. Categories
+        follow the ids' order (hashed, then only the distinct ids sorted)."""
+        codes, distinct = pd.factorize(pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64))
+        order = np.argsort(distinct)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        codes, distinct = rank[codes], distinct[order]
         labels = self.lookup(distinct)
         known = np.array([label is not None for label in labels], dtype=bool)
         categories = pd.Index(labels[known])
@@ -106,7 +110,7 @@ def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
         **_activity_columns(raw),
         "name": _named(strings.categorical(raw["shortName"])),
         "demangled_name": _named(strings.categorical(raw["demangledName"])),
-    })
+    }, copy=False)
 
 
 def _named(names: pd.Categorical) -> pd.Categorical:
@@ -168,10 +172,10 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
         "tid": tid_of(raw["globalTid"]),
         "correlation_id": raw["correlationId"],
         "api": strings.categorical(raw["nameId"]),
-    })
+    }, copy=False)
 
 
-def _launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
+def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1."""
     key_calls = pd.Index((launches["pid"].to_numpy() << 40) | launches["correlation_id"].to_numpy())
     key_ops = (ops["pid"].to_numpy() << 40) | ops["correlation_id"].to_numpy()
@@ -182,13 +186,9 @@ def _launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     return np.where(found >= 0, first[np.maximum(found, 0)], -1)
 
 
-def has_unmatched(ops: pd.DataFrame, launches: pd.DataFrame) -> bool:
-    return bool(len(ops)) and bool((_launch_rows(ops, launches) < 0).any())
-
-
-def join_launches(ops: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
-    """Add the launching API call's columns and sort by start."""
-    found = _launch_rows(ops, launches)
+def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) -> pd.DataFrame:
+    """Add the launching API call's columns (``found``: :func:`launch_rows`) and sort by start
+    and end; an export already in that order (the usual case) is not sorted again."""
     hit = found >= 0
     rows = np.where(hit, found, 0)
 
@@ -202,7 +202,15 @@ def join_launches(ops: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
     ops = ops.assign(
         launch_start_ns=take("start_ns"), launch_end_ns=take("end_ns"), launch_tid=take("tid"),
         launch_api=pd.Categorical.from_codes(codes, categories=api.categories))
+    if _in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
+        return ops.reset_index(drop=True)
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+
+
+def _in_time_order(start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether rows are sorted by start, then end (one pass, no sort)."""
+    same_start = start[1:] == start[:-1]
+    return bool((start[1:] >= start[:-1]).all() and (end[1:][same_start] >= end[:-1][same_start]).all())
 
 
 def read_gpus(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
