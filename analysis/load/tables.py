@@ -150,29 +150,39 @@ def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
 
 def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
                    version: str | None, launch_calls_only: bool) -> pd.DataFrame:
-    """Runtime and driver API calls: start, end, pid, tid, correlation id, API name.
+    """Runtime and driver API calls: start, pid, tid, correlation id (only what the analysis
+    reads of a call: each column read is a Python object per row).
 
     With ``launch_calls_only`` just the calls whose name says they launch GPU work (about half of
     a PyTorch trace's calls); the caller reads them all when some operation finds no launch.
     """
     if RUNTIME_TABLE not in schema:
-        return pd.DataFrame({"start_ns": [], "end_ns": [], "pid": [], "tid": [],
-                             "correlation_id": [], "api": pd.Categorical([])}).astype(
-            {c: np.int64 for c in ("start_ns", "end_ns", "pid", "tid", "correlation_id")})
+        return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in ("start_ns", "pid", "tid", "correlation_id")})
     require_columns(schema, RUNTIME_TABLE, RUNTIME_COLUMNS, version)
-    where = ""
-    if launch_calls_only:
-        ids = strings.ids_matching(LAUNCH_API)
-        where = f"WHERE nameId IN ({', '.join(map(str, ids)) or 'NULL'})"
-    raw = read_ints(conn, schema, RUNTIME_TABLE, RUNTIME_COLUMNS, where)
+    where = _launch_filter(strings, launch_calls_only)
+    raw = read_ints(conn, schema, RUNTIME_TABLE, ("start", "globalTid", "correlationId"), where)
     return pd.DataFrame({
         "start_ns": raw["start"],
-        "end_ns": raw["end"],
         "pid": pid_of(raw["globalTid"]),
         "tid": tid_of(raw["globalTid"]),
         "correlation_id": raw["correlationId"],
-        "api": strings.categorical(raw["nameId"]),
     }, copy=False)
+
+
+def last_call_end(conn: sqlite3.Connection, schema: dict, strings: StringTable, launch_calls_only: bool) -> int | None:
+    """The latest end of the calls :func:`read_launches` reads (NULL as -1), found by SQLite
+    without reading the column into Python; None when there are none."""
+    if RUNTIME_TABLE not in schema:
+        return None
+    where = _launch_filter(strings, launch_calls_only)
+    return conn.execute(f'SELECT max(coalesce("end", -1)) FROM {RUNTIME_TABLE} {where}').fetchone()[0]
+
+
+def _launch_filter(strings: StringTable, launch_calls_only: bool) -> str:
+    if not launch_calls_only:
+        return ""
+    ids = strings.ids_matching(LAUNCH_API)
+    return f"WHERE nameId IN ({', '.join(map(str, ids)) or 'NULL'})"
 
 
 def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
@@ -196,12 +206,7 @@ def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) 
         values = launches[column].to_numpy()
         return np.where(hit, values[rows], -1) if len(values) else np.full(len(ops), -1)
 
-    api = launches["api"].cat
-    codes = np.where(hit, api.codes.to_numpy()[rows], -1) if len(launches) else \
-        np.full(len(ops), -1)
-    ops = ops.assign(
-        launch_start_ns=take("start_ns"), launch_end_ns=take("end_ns"), launch_tid=take("tid"),
-        launch_api=pd.Categorical.from_codes(codes, categories=api.categories))
+    ops = ops.assign(launch_start_ns=take("start_ns"), launch_tid=take("tid"))
     if _in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
         return ops.reset_index(drop=True)
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
