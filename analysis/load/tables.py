@@ -27,6 +27,7 @@ MAX_TIME_NS = 1 << 53
 UNNAMED_KERNEL = "(kernel without a name)"
 # API calls that put work on the GPU: kernel and graph launches, copies, fills.
 LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
+INT32 = np.iinfo(np.int32)
 
 
 class StringTable:
@@ -89,16 +90,24 @@ def tid_of(global_id) -> np.ndarray:
     return np.asarray(global_id, dtype=np.int64) & ID_MASK
 
 
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """``values`` as int32 when they all fit (ids: half the memory of a row's int64), else as is."""
+    if len(values) and not (INT32.min <= values.min() and values.max() <= INT32.max):
+        return values
+    return values.astype(np.int32)
+
+
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The columns every GPU activity table (kernel, memcpy, memset) shares."""
+    """The columns every GPU activity table (kernel, memcpy, memset) shares; ids that fit in
+    32 bits are held so (times and correlation ids stay 64-bit)."""
     return {
         "start_ns": raw["start"],
         "end_ns": raw["end"],
         "dur_ns": raw["end"] - raw["start"],
-        "device_id": raw["deviceId"],
-        "stream_id": raw["streamId"],
+        "device_id": _narrow(raw["deviceId"]),
+        "stream_id": _narrow(raw["streamId"]),
         "correlation_id": raw["correlationId"],
-        "pid": pid_of(raw["globalPid"]),
+        "pid": _narrow(pid_of(raw["globalPid"])),
     }
 
 
@@ -163,8 +172,8 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
     raw = read_ints(conn, schema, RUNTIME_TABLE, ("start", "globalTid", "correlationId"), where)
     return pd.DataFrame({
         "start_ns": raw["start"],
-        "pid": pid_of(raw["globalTid"]),
-        "tid": tid_of(raw["globalTid"]),
+        "pid": _narrow(pid_of(raw["globalTid"])),
+        "tid": _narrow(tid_of(raw["globalTid"])),
         "correlation_id": raw["correlationId"],
     }, copy=False)
 
@@ -187,8 +196,8 @@ def _launch_filter(strings: StringTable, launch_calls_only: bool) -> str:
 
 def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1."""
-    key_calls = pd.Index((launches["pid"].to_numpy() << 40) | launches["correlation_id"].to_numpy())
-    key_ops = (ops["pid"].to_numpy() << 40) | ops["correlation_id"].to_numpy()
+    key_calls = pd.Index((launches["pid"].to_numpy(np.int64) << 40) | launches["correlation_id"].to_numpy())
+    key_ops = (ops["pid"].to_numpy(np.int64) << 40) | ops["correlation_id"].to_numpy()
     if key_calls.is_unique:
         return key_calls.get_indexer(key_ops)
     first = np.flatnonzero(~key_calls.duplicated())
