@@ -42,6 +42,7 @@ class StringTable:
         order = np.argsort(ids, kind="stable")
         self.ids = ids[order]
         self.values = np.array([_as_text(rows[i][1]) for i in order] + [None], dtype=object)
+        self._matching: dict[re.Pattern, list[int]] = {}
 
     def _rows(self, ids) -> np.ndarray:
         """Row in ``values`` of each id; the last row (None) for null, negative or unknown ids."""
@@ -55,8 +56,11 @@ class StringTable:
         return self.values[self._rows(ids)]
 
     def ids_matching(self, pattern: re.Pattern) -> list[int]:
-        """Ids of the strings that ``pattern`` finds."""
-        return [int(i) for i, value in zip(self.ids, self.values) if value is not None and pattern.search(value)]
+        """Ids of the strings that ``pattern`` finds (each pattern searched for once)."""
+        if pattern not in self._matching:
+            self._matching[pattern] = [int(i) for i, value in zip(self.ids, self.values)
+                                       if value is not None and pattern.search(value)]
+        return self._matching[pattern]
 
     def categorical(self, ids) -> pd.Categorical:
         """Like :meth:`lookup`, as a categorical; each distinct id is looked up once. Categories
