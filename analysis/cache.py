@@ -1,7 +1,7 @@
 """Results database: per-trace analysis results, keyed by the trace file's content.
 
-`<out>/results.db` (SQLite, written with sqlite-utils) holds the whole JSON of each analyzed trace
-and flat tables to query with SQL:
+`<out>/results.db` (SQLite, written with the standard library's sqlite3) holds the whole JSON of
+each analyzed trace and flat tables to query with SQL (`sqlite3`, sqlite-utils):
 
 - `traces`: key, trace, gpu, nsys_version, measured_passes, analyzed_at (UTC, ISO 8601);
 - `phases`: key, trace, phase, kernels_per_pass, kernel_ms_per_pass, gpu_span_ms_per_pass,
@@ -25,19 +25,17 @@ import hashlib
 import json
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from analysis.load import file_sha256
 from analysis.phases import RangeNames
 from analysis.summary import summary_schema
 from analysis.summary_schema import schema_hash
 from analysis.timings import timings_json_path
-
-if TYPE_CHECKING:  # the annotation only: a --no-cache run never imports sqlite-utils
-    import sqlite_utils
 
 ANALYSIS_PACKAGE = Path(__file__).resolve().parent
 RENDER_PACKAGE = ANALYSIS_PACKAGE / "report"  # draws summaries; never changes one
@@ -59,10 +57,21 @@ CATEGORIES_COLUMNS = {"key": str, "trace": str, "phase": str, "category": str, "
 SUMMARIES_COLUMNS = {"key": str, "summary_json": str, "checksum": str}
 TABLES = {"traces": TRACES_COLUMNS, "summaries": SUMMARIES_COLUMNS, "phases": PHASES_COLUMNS,
           "categories": CATEGORIES_COLUMNS}
+PRIMARY_KEYS = {"traces": ("key",), "summaries": ("key",), "phases": ("key", "phase"), "categories": ("key", "phase", "category")}
+SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "FLOAT"}
 
 
 class CacheUnusable(Exception):
     """The results database cannot be opened or written; the message (one line) names it."""
+
+
+def create_table_sql(table: str) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` of one of :data:`TABLES`: its columns, primary key, and a
+    reference to ``traces`` from every other table's ``key``."""
+    columns = [f'"{name}" {SQL_TYPES[kind]}' for name, kind in TABLES[table].items()]
+    keys = ", ".join(f'"{name}"' for name in PRIMARY_KEYS[table])
+    references = [] if table == "traces" else ['FOREIGN KEY ("key") REFERENCES "traces" ("key")']
+    return f'CREATE TABLE IF NOT EXISTS "{table}" ({", ".join([*columns, f"PRIMARY KEY ({keys})", *references])})'
 
 
 def _checksum(key: str, summary_json: str) -> str:
@@ -105,18 +114,19 @@ class ResultsCache:
         except (sqlite3.Error, OSError) as err:
             raise CacheUnusable(f"{self.db_path}: cannot be used ({err}); analyzing without the results cache") from err
 
-    def _open(self) -> sqlite_utils.Database:
-        import sqlite_utils  # here, not at the top: a --no-cache run never needs it
-
+    def _open(self) -> sqlite3.Connection:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         why = "is a symbolic link" if self.db_path.is_symlink() else None
         if why is None and self.db_path.exists():
             why = self._unusable_because()
         if why is not None:
             self._set_aside(why)
-        db = sqlite_utils.Database(sqlite3.connect(self.db_path, timeout=LOCK_TIMEOUT_S))
+        # isolation_level=None: transactions are the explicit ones of _atomic.
+        db = sqlite3.connect(self.db_path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
         self.db = db
-        self._create_tables()
+        with self._atomic():
+            for table in TABLES:
+                db.execute(create_table_sql(table))
         return db
 
     def _unusable_because(self) -> str | None:
@@ -144,15 +154,23 @@ class ResultsCache:
                 os.replace(f"{self.db_path}{suffix}", f"{aside}{suffix}")
         self.notices.append(f"{self.db_path} {why}; set aside as {aside.name}, a new results cache is made")
 
-    def _create_tables(self) -> None:
-        child_key = [("key", "traces", "key")]
-        with self.db.atomic():
-            self.db["traces"].create(TRACES_COLUMNS, pk="key", if_not_exists=True)
-            self.db["summaries"].create(SUMMARIES_COLUMNS, pk="key", foreign_keys=child_key, if_not_exists=True)
-            self.db["phases"].create(PHASES_COLUMNS, pk=("key", "phase"), foreign_keys=child_key, if_not_exists=True)
-            self.db["categories"].create(
-                CATEGORIES_COLUMNS, pk=("key", "phase", "category"), foreign_keys=child_key, if_not_exists=True
-            )
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        """One transaction: committed when the block ends, rolled back when it (or the commit) raises."""
+        self.db.execute("BEGIN")
+        try:
+            yield
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:  # an error may have ended the transaction already
+                self.db.execute("ROLLBACK")
+            raise
+
+    def _insert(self, table: str, rows: Iterable[dict]) -> None:
+        columns = list(TABLES[table])
+        names, marks = ", ".join(f'"{name}"' for name in columns), ", ".join("?" * len(columns))
+        self.db.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})',
+                            ([row[name] for name in columns] for row in rows))
 
     def key_for(self, path: Path) -> str:
         """Cache key of a trace file: `<sha256 of its bytes>@<analyzer key>`, then
@@ -171,15 +189,15 @@ class ResultsCache:
         """
         key = self.key_for(path)
         try:
-            rows = list(self.db["summaries"].rows_where("key = ?", [key], select="summary_json, checksum"))
-            summary = json.loads(rows[0]["summary_json"]) if rows else None
+            row = self.db.execute('SELECT summary_json, checksum FROM "summaries" WHERE key = ?', [key]).fetchone()
+            summary = json.loads(row[0]) if row else None
         except (sqlite3.DatabaseError, ValueError):
-            rows, summary = [None], None
-        if rows and (not isinstance(summary, dict) or rows[0]["checksum"] != _checksum(key, rows[0]["summary_json"])):
-            with self.db.atomic():
+            row, summary = (None, None), None
+        if row and (not isinstance(summary, dict) or row[1] != _checksum(key, row[0])):
+            with self._atomic():
                 self._delete(key)
             return None
-        return {**summary, "trace": Path(path).name} if rows else None
+        return {**summary, "trace": Path(path).name} if row else None
 
     def put(self, path: Path, summary: dict) -> None:
         """Store (or replace) the summary of this file's content and its flat rows;
@@ -194,9 +212,9 @@ class ResultsCache:
         trace = summary["trace"]
         phases = summary.get("phases", {})
         summary_json = json.dumps(summary)
-        with self.db.atomic():
+        with self._atomic():
             self._delete(key)
-            self.db["traces"].insert(
+            self._insert("traces", [
                 {
                     "key": key,
                     "trace": trace,
@@ -205,22 +223,21 @@ class ResultsCache:
                     "measured_passes": summary.get("measured_passes"),
                     "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 }
-            )
-            self.db["summaries"].insert({"key": key, "summary_json": summary_json,
-                                         "checksum": _checksum(key, summary_json)})
-            self.db["phases"].insert_all(
+            ])
+            self._insert("summaries", [{"key": key, "summary_json": summary_json, "checksum": _checksum(key, summary_json)}])
+            self._insert("phases", (
                 {"key": key, "trace": trace, "phase": phase, **{name: figures.get(name) for name in PHASE_FIGURES}}
                 for phase, figures in phases.items()
-            )
-            self.db["categories"].insert_all(
+            ))
+            self._insert("categories", (
                 {"key": key, "trace": trace, "phase": phase, "category": category, "ms_per_pass": ms}
                 for phase, figures in phases.items()
                 for category, ms in figures.get("by_category_ms_per_pass", {}).items()
-            )
+            ))
 
     def _delete(self, key: str) -> None:
         for table in ("categories", "phases", "summaries", "traces"):
-            self.db[table].delete_where("key = ?", [key])
+            self.db.execute(f'DELETE FROM "{table}" WHERE key = ?', [key])
 
     def close(self) -> None:
         """Close the database connection."""

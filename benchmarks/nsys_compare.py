@@ -6,7 +6,9 @@ For each trace: `nsys stats` with the three reports that answer the same questio
 (`cuda_gpu_kern_sum`, `nvtx_kern_sum`, `nvtx_gpu_proj_sum`, CSV to a temporary folder) and
 `analyze-nsys TRACE --format json --no-cache --jobs 1`, each a fresh process timed from the
 outside, alternating, `--runs` times; prints the medians and their ratio. Without `nsys` on the
-PATH it says so and times analyze-nsys alone.
+PATH it says so and times analyze-nsys alone. The yardstick of a Python analyzer's fixed cost,
+`python -c "import pandas"` on the same machine (median of `--runs`, timed the same way), is
+printed first, and each trace's analyze-nsys time as a multiple of it.
 """
 from __future__ import annotations
 
@@ -62,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     nsys = shutil.which(args.nsys)
     if nsys is None:
         print(f"{args.nsys} is not on the PATH: analyze-nsys alone")
-    print(f"{'trace':<48} {'nsys s':>7} {'analyze-nsys s':>14} {'nsys / analyze-nsys':>20}")
+    pandas_s = statistics.median(wall_s([sys.executable, "-c", "import pandas"], []) for _ in range(args.runs))
+    print(f"python -c 'import pandas': {pandas_s:.2f} s")
+    print(f"{'trace':<48} {'nsys s':>7} {'analyze-nsys s':>14} {'nsys / analyze-nsys':>20} {'x pandas import':>16}")
     with tempfile.TemporaryDirectory(prefix="nsys_compare_") as tmp:
         for trace in args.traces:
             nsys_times, ours = [], []
@@ -74,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             ours_s = statistics.median(ours)
             theirs = f"{statistics.median(nsys_times):7.2f}" if nsys_times else f"{'-':>7}"
             ratio = f"{statistics.median(nsys_times) / ours_s:19.2f}x" if nsys_times else f"{'-':>20}"
-            print(f"{trace.name:<48} {theirs} {ours_s:14.2f} {ratio}", flush=True)
+            print(f"{trace.name:<48} {theirs} {ours_s:14.2f} {ratio} {ours_s / pandas_s:15.2f}x", flush=True)
     return 0
 
 

@@ -45,8 +45,8 @@ def test_trace_and_question_pages(ddp_traces, tmp_path):
     out = tmp_path / "report"
     assert main([*map(str, ddp_traces), "--out", str(out), "--format", "html", "--no-cache", "--jobs", "1"]) == 0
     page = (out / "trace-medium_ddp-naive.html").read_text()
-    assert "Communication between ranks" in page and "trace-medium_ddp-naive-ranks.png" in page
-    assert (out / "figures" / "trace-medium_ddp-naive-ranks.png").stat().st_size > 0
+    assert "Communication between ranks" in page and "trace-medium_ddp-naive-ranks.svg" in page
+    assert (out / "figures" / "trace-medium_ddp-naive-ranks.svg").stat().st_size > 0
     question = html.unescape((out / "question-ddp-b.html").read_text())
     assert "Naive DDP (medium ctx128 train fp32 ddp-naive, 2 ranks)" in question
     # the backward all-reduce is hidden behind a compute kernel; the grad_sync one stays exposed

@@ -13,7 +13,7 @@ PHASES = {"forward": {"by_category_ms_per_pass": {"gemm": 2.0, "elementwise": 1.
 
 
 def _job(name: str, phases: dict) -> FigureJob:
-    return FigureJob("analysis.report.figures:phase_spans", (phases,), name, "spans")
+    return FigureJob("analysis.report.bar_figures:phase_spans", (phases,), name, "spans")
 
 
 def test_a_figure_is_drawn_again_only_when_its_data_changes(tmp_path):
@@ -37,7 +37,7 @@ def test_a_figure_that_fails_or_meets_a_link_is_not_drawn_and_the_others_are(tmp
     victim.write_text("keep")
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "linked.svg").symlink_to(victim)
-    broken = FigureJob("analysis.report.figures:no_such_drawing", (PHASES,), "broken.svg", "spans")
+    broken = FigureJob("analysis.report.bar_figures:no_such_drawing", (PHASES,), "broken.svg", "spans")
     good, linked, failed = draw_all([_job("good.svg", PHASES), _job("linked.svg", PHASES), broken], tmp_path, workers=1)
     assert good.path == "figures/good.svg" and (tmp_path / good.path).is_file()
     assert isinstance(linked, FigureNotDrawn) and "symbolic link" in str(linked)
@@ -59,7 +59,16 @@ def test_a_summary_read_back_from_the_cache_keys_its_figures_as_when_computed():
 
 
 def test_a_wide_figure_is_drawn_for_a_laptop_and_a_phone(tmp_path):
-    job = FigureJob("analysis.report.figures:phase_spans", (PHASES,), "t.svg", "spans", wide=True)
+    job = FigureJob("analysis.report.bar_figures:phase_spans", (PHASES,), "t.svg", "spans", wide=True)
     assert [name for name, _ in job.drawings()] == ["t.svg", "t-phone.svg"]
     assert [args[-1] for _, args in job.drawings()] == [WIDE_IN, WIDTH_IN]
     assert len(set(job.keys("code").values())) == 2
+
+
+def test_the_drawing_code_key_covers_every_module_that_draws():
+    from pathlib import Path
+
+    import analysis.report.drawing as drawing
+    here = Path(drawing.__file__).parent
+    drawn_by = {"svg.py", "bar_figures.py", "figures.py", "question_figures.py", "timeline.py"}
+    assert drawn_by <= set(drawing.DRAWING_MODULES) and all((here / name).is_file() for name in drawing.DRAWING_MODULES)

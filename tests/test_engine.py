@@ -38,7 +38,7 @@ def test_dask_gives_the_local_summaries_and_the_client_writes_the_cache(cluster,
     assert sorted(str(task["key"]).split("-")[0] for task in tasks.data) == ["analyze_one", "analyze_one"]
     assert _summaries(tmp_path / "dask") == _summaries(tmp_path / "local")
     with cli.ResultsCache(tmp_path / "dask" / cli.RESULTS_DB) as cache:
-        assert {row["trace"] for row in cache.db["traces"].rows} == {TRAIN, FORWARD}
+        assert {trace for (trace,) in cache.db.execute("SELECT trace FROM traces")} == {TRAIN, FORWARD}
 
 
 def test_scheduler_file_from_the_environment(cluster, fixture_trace, tmp_path, monkeypatch):

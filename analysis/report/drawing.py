@@ -6,8 +6,8 @@ or the manifest belongs, or a ``figures`` folder leading out of the output folde
 A figure that cannot be drawn or written is a :class:`FigureNotDrawn` in place of its file, so
 the page that shows it says why and the other pages are still made.
 
-A :class:`FigureJob` names its drawing function as ``"module:function"`` (a worker imports it; a
-report whose figures are all current never imports matplotlib) and holds the function's
+A :class:`FigureJob` names its drawing function as ``"module:function"`` (a worker imports it: a
+report whose figures are all current, or all SVG written directly, never imports matplotlib) and holds the function's
 arguments. Its key is the SHA-256 of the function's name, its arguments as JSON and the source
 of the drawing modules; ``figures/hashes.json`` maps each file to the key it was drawn from.
 """
@@ -33,11 +33,11 @@ MANIFEST = "hashes.json"
 # timeline) is drawn wide as well, and a phone shows its narrow drawing.
 WIDTH_IN = 5.2
 WIDE_IN = 10.4
-RASTER_DPI = 192  # PNG figures (the timeline) at twice the page's pixels: sharp on high-density screens
+RASTER_DPI = 192  # a PNG figure at twice the page's pixels: sharp on high-density screens
 CSS_PX_PER_IN = 96
 PHONE_SUFFIX = "-phone"
 # The code a figure's pixels depend on besides its data: a change to it redraws every figure.
-DRAWING_MODULES = ("figures.py", "question_figures.py", "timeline.py")
+DRAWING_MODULES = ("svg.py", "bar_figures.py", "figures.py", "question_figures.py", "timeline.py")
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,9 @@ def shown(files: list[FigureFile | FigureNotDrawn]) -> list[FigureFile]:
 
 @dataclass(frozen=True)
 class FigureJob:
-    """One figure to draw: ``draw`` (``"module:function"``) called with ``args`` returns a
-    matplotlib Figure, saved as ``figures/<name>`` (the suffix picks the format)."""
+    """One figure to draw: ``draw`` (``"module:function"``) called with ``args`` returns an SVG
+    document (text, written as it is) or a matplotlib Figure (saved in the format of the suffix),
+    as ``figures/<name>``."""
 
     draw: str
     args: tuple
@@ -165,10 +166,14 @@ def css_width(path: Path) -> int | None:
 def _draw(draw: str, args: tuple, path: Path, root: Path) -> str | None:
     """Worker side: draw one figure and save it safely under ``root``; None, or why it failed."""
     try:
-        from analysis.report.figures import save
-
         module, function = draw.split(":")
-        save(getattr(importlib.import_module(module), function)(*args), path, root=root)
+        drawn = getattr(importlib.import_module(module), function)(*args)
+        if isinstance(drawn, str):
+            write_file(path, drawn, root=root)
+        else:
+            from analysis.report.figures import save
+
+            save(drawn, path, root=root)
     except Exception as err:  # noqa: BLE001 - one figure's defect must not cost the report
         return f"{type(err).__name__}: {err}"
     return None

@@ -1,9 +1,7 @@
-"""The question figures, drawn with matplotlib from a question's answer and its figure spec.
-
-:func:`draw` looks the spec's ``kind`` up in :data:`DRAWINGS`: ``trace_bars`` and
-``category_stack`` are drawn from the spec's parameters alone (the nsys questions), the others are
-one function per results-file question.
-"""
+"""The question figures that are not plain bars (lines, log-log axes, a dtype grid), drawn with
+matplotlib from a question's answer: one function per results-file question, looked up by the
+spec's ``kind`` in :data:`RESULTS_DRAWINGS`. The bar charts, ``trace_bars`` and ``category_stack``
+among them, are :mod:`analysis.report.bar_figures`'."""
 from __future__ import annotations
 
 import textwrap
@@ -11,40 +9,15 @@ import textwrap
 import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from analysis.records import FigureSpec, ResultsAnswer
-from analysis.report.figures import (
-    HEIGHT_IN,
-    PALETTE,
-    completed,
-    first_table,
-    grouped_bars,
-    legend_below,
-    lengths_axis,
-    new_figure,
-    plain_log,
-    plain_log_y,
-    run_labels,
-    stacked,
-)
+from analysis.report.bar_figures import completed, first_table
+from analysis.report.figures import PALETTE, legend_below, lengths_axis, new_figure, plain_log_y
 from cs336_profile.contract import GIB, MIB
 
 # dtype cells of mp-a: light colours under black text, the same dtype the same colour
 DTYPE_COLORS = {"float32": "#56B4E9", "bfloat16": "#E69F00", "float16": "#F0E442"}
-
-def bench_b(answer: ResultsAnswer) -> Figure:
-    table = completed(first_table(answer))
-    figure, (ax,) = new_figure()
-    parts = [p for p in ("forward", "backward") if f"{p}_ms_mean" in table]
-    grouped_bars(ax, run_labels(table, ("size", "context_length", "warmup_steps")),
-                  {p: table[f"{p}_ms_mean"].to_numpy() for p in parts},
-                  {p: table[f"{p}_ms_std"].fillna(0).to_numpy() for p in parts})
-    ax.set_ylabel("ms per pass (mean ± std)")
-    ax.set_title("Forward and backward time per configuration (last label: warm-up steps)")
-    return figure
-
 
 def bench_c(answer: ResultsAnswer) -> Figure:
     table = completed(first_table(answer))
@@ -61,20 +34,6 @@ def bench_c(answer: ResultsAnswer) -> Figure:
     return figure
 
 
-def mp_accum(answer: ResultsAnswer) -> Figure:
-    table = first_table(answer)
-    figure, (ax,) = new_figure(height=0.45 * len(table) + 1)
-    errors = table["abs_error"].clip(lower=1e-12)
-    ax.barh(table["loop"], errors, color=PALETTE[0])
-    for y, (value, printed) in enumerate(zip(table["abs_error"], table["printed"])):
-        ax.text(max(value, 1e-12), y, f"  {printed}", va="center", fontsize=8)
-    ax.set_xscale("log")
-    ax.invert_yaxis()
-    ax.set_xlabel("absolute error against 10.0 (log scale)")
-    ax.set_title("Adding 0.01 a thousand times")
-    return figure
-
-
 def mp_a(answer: ResultsAnswer) -> Figure:
     table = first_table(answer).set_index("quantity")
     dtypes = sorted(set(table.to_numpy().ravel()))
@@ -88,32 +47,6 @@ def mp_a(answer: ResultsAnswer) -> Figure:
     ax.set_yticks(range(len(table)), table.index)
     ax.grid(False)
     ax.set_title("dtype of each quantity, as observed")
-    return figure
-
-
-def mp_b(answer: ResultsAnswer) -> Figure:
-    table = first_table(answer)
-    parts = [c for c in ("mean_rel_error_max", "spread_rel_error_max", "inv_rel_error_max", "output_rel_error_max")
-             if c in table]
-    rows = table[table["norm"] == "layernorm"] if (table["norm"] == "layernorm").any() else table
-    figure, (ax,) = new_figure()
-    grouped_bars(ax, [f"{r.dtype} {r.compute}" for r in rows.itertuples()],
-                 {c.removesuffix("_rel_error_max").replace("spread", "variance").replace("inv", "1/sqrt"):
-                  rows[c].to_numpy() for c in parts})
-    ax.set_yscale("log")
-    ax.set_ylabel("largest relative error against fp32")
-    ax.set_title("LayerNorm in low precision: each part's error (low = computed in the dtype, upcast = fp32 math)")
-    return figure
-
-
-def mp_c(answer: ResultsAnswer) -> Figure:
-    table = completed(first_table(answer))
-    figure, (ax,) = new_figure()
-    parts = [p for p in ("forward", "backward") if f"{p}_speedup" in table]
-    grouped_bars(ax, run_labels(table), {p: table[f"{p}_speedup"].to_numpy() for p in parts})
-    ax.axhline(1, color="black", linewidth=0.8)
-    ax.set_ylabel("fp32 time / bf16 time (×)")
-    ax.set_title("Speedup from bf16 autocast")
     return figure
 
 
@@ -203,34 +136,6 @@ def mem_c(answer: ResultsAnswer) -> Figure:
     return figure
 
 
-def mem_d(answer: ResultsAnswer) -> Figure:
-    table = first_table(answer)
-    figure, (ax,) = new_figure(height=2.8)
-    ax.bar(table["context_length"].astype(str), table["activation_mib"], color=PALETTE[0])
-    ax.set_xlabel("context length")
-    ax.set_ylabel("MiB (bytes / 1024²)")
-    ax.set_title("One residual-stream activation in fp32")
-    return figure
-
-
-def mem_e(answer: ResultsAnswer) -> Figure:
-    table = first_table(answer).head(10)
-    # One bar per row: a site reached through different callers gets its caller in the label, and
-    # bars sit at positions, not at categorical labels (equal labels would draw on one bar).
-    callers = table["stack"].str.split(" ← ").str[1].fillna("")
-    repeated = table["site"].duplicated(keep=False) & (callers != "")
-    labels = [f"{site}{f' ← {caller}' if twin else ''} ×{count}"
-              for site, caller, twin, count in zip(table["site"], callers, repeated, table["count"])]
-    figure, (ax,) = new_figure(height=0.35 * len(table) + 1)
-    y = np.arange(len(table))
-    ax.barh(y, table["size_bytes"] / MIB, color=PALETTE[0])
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()
-    ax.set_xlabel("size of one allocation (MiB)")
-    ax.set_title("Largest allocations of the forward pass")
-    return figure
-
-
 def _by_head_dim(ax, table: pd.DataFrame, column: str, scale: float = 1.0) -> None:
     """One line per head dimension against the sequence length (completed cells only), log-log."""
     for head_dim, rows in completed(table).groupby("head_dim"):
@@ -277,69 +182,6 @@ def compile_a(answer: ResultsAnswer) -> Figure:
     return figure
 
 
-def compile_b(answer: ResultsAnswer) -> Figure:
-    table = completed(first_table(answer))
-    figure, (ax,) = new_figure()
-    grouped_bars(ax, run_labels(table, ("size", "context_length", "timed")),
-                  {"eager": table["eager_ms"].to_numpy(), "compiled": table["compiled_ms"].to_numpy()})
-    plain_log_y(ax)
-    ax.set_ylabel("ms (forward, or whole step)")
-    ax.set_title("Whole model: eager against torch.compile")
-    return figure
-
-
-def trace_labels(table: pd.DataFrame) -> list[str]:
-    return list(table["trace"])
-
-
-def per_trace_bars(table: pd.DataFrame, series: dict[str, np.ndarray]) -> tuple[Figure, Axes]:
-    """Horizontal grouped bars, one group per trace (top to bottom in table order), in a figure
-    whose height grows with the number of traces so every label stays readable."""
-    labels = trace_labels(table)
-    figure, (ax,) = new_figure(height=max(HEIGHT_IN, 0.12 * len(labels) * len(series) + 1.2))
-    y = np.arange(len(labels))
-    height = 0.8 / max(len(series), 1)
-    for index, (name, values) in enumerate(series.items()):
-        ax.barh(y + (index - (len(series) - 1) / 2) * height, values, height, label=name)
-    ax.set_yticks(y, labels)
-    ax.margins(y=0.01)
-    ax.invert_yaxis()
-    # Below the plot: the last rows hold the largest models, whose bars reach the lower right.
-    legend_below(ax, ncols=len(series))
-    return figure, ax
-
-
-def trace_bars(spec: FigureSpec, answer: ResultsAnswer) -> Figure:
-    """One group of bars per trace: the spec's ``series`` ([label, column, scale]; a column the
-    table lacks is left out, a missing value draws as 0), ``xlabel``, ``title``, and optionally
-    ``xscale`` ("log") and ``xlim``."""
-    table = first_table(answer)
-    params = spec.params
-    series = {label: table[column].fillna(0).to_numpy(dtype=float) * scale
-              for label, column, scale in params["series"] if column in table}
-    figure, ax = per_trace_bars(table, series)
-    if params.get("xscale") == "log":
-        plain_log(ax.xaxis, ax.set_xscale)
-    if params.get("xlim"):
-        ax.set_xlim(*params["xlim"])
-    ax.set_xlabel(params["xlabel"])
-    ax.set_title(params["title"])
-    return figure
-
-
-def category_stack(spec: FigureSpec, answer: ResultsAnswer) -> Figure:
-    """One stacked bar per trace of its ``<category>_share`` columns (in %), ``xlabel``, ``title``."""
-    table = first_table(answer)
-    shares = table[[c for c in table if c.endswith("_share") and c != "non_gemm_share"]]
-    shares.columns = [c.removesuffix("_share") for c in shares.columns]
-    figure, (ax,) = new_figure(height=0.4 * len(table) + 1.4)
-    stacked(ax, trace_labels(table), shares, scale=100)
-    ax.invert_yaxis()
-    ax.set_xlabel(spec.params["xlabel"])
-    ax.set_title(spec.params["title"])
-    return figure
-
-
 def fsdp_b(answer: ResultsAnswer) -> Figure:
     """Mean lead of each block's all-gather (negative: the compute stream waited), one line per
     trace and rank, with the worst pass as a band below the mean."""
@@ -359,15 +201,11 @@ def fsdp_b(answer: ResultsAnswer) -> Figure:
 
 
 RESULTS_DRAWINGS = {
-    "bench-b": bench_b, "bench-c": bench_c, "mp-accum": mp_accum, "mp-a": mp_a, "mp-b": mp_b, "mp-c": mp_c,
-    "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c, "mem-d": mem_d, "mem-e": mem_e, "mem-f": mem_f,
-    "attn-a": attn_a, "ckpt-b": ckpt_b, "compile-a": compile_a, "compile-b": compile_b, "fsdp-b": fsdp_b,
+    "bench-c": bench_c, "mp-a": mp_a, "mem-a": mem_a, "mem-b": mem_b, "mem-c": mem_c,
+    "mem-f": mem_f, "attn-a": attn_a, "ckpt-b": ckpt_b, "compile-a": compile_a, "fsdp-b": fsdp_b,
 }
-SPEC_DRAWINGS = {"trace_bars": trace_bars, "category_stack": category_stack}
 
 
 def draw(spec: FigureSpec, answer: ResultsAnswer) -> Figure:
     """The figure ``spec`` describes, drawn from ``answer``'s tables."""
-    if spec.kind in SPEC_DRAWINGS:
-        return SPEC_DRAWINGS[spec.kind](spec, answer)
     return RESULTS_DRAWINGS[spec.kind](answer)

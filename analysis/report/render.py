@@ -13,6 +13,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup, escape
 
 from analysis.records import QuestionRecord
+from analysis.report.bar_figures import DRAWINGS as BAR_DRAWINGS
 from analysis.report.drawing import FigureFile, FigureJob, FigureNotDrawn, draw_all
 from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
@@ -64,7 +65,8 @@ def question_figures(page: QuestionRecord) -> list[FigureJob]:
     spec = page.card.figure
     if spec is None:
         return []
-    return [FigureJob("analysis.report.question_figures:draw", (spec, page.result), f"{page.card.page}.svg",
+    module = "bar_figures" if spec.kind in BAR_DRAWINGS else "question_figures"
+    return [FigureJob(f"analysis.report.{module}:draw", (spec, page.result), f"{page.card.page}.svg",
                       spec.alt or page.card.title)]
 
 
@@ -91,20 +93,20 @@ def trace_figures(page: TracePage) -> list[FigureJob]:
     phases = page.summary["phases"]
     if not phases:
         return []
-    jobs = [FigureJob("analysis.report.figures:phase_categories", (phases,), f"{page.page}-categories.svg",
+    jobs = [FigureJob("analysis.report.bar_figures:phase_categories", (phases,), f"{page.page}-categories.svg",
                       "Kernel time by category per phase"),
-            FigureJob("analysis.report.figures:phase_spans", (phases,), f"{page.page}-spans.svg",
+            FigureJob("analysis.report.bar_figures:phase_spans", (phases,), f"{page.page}-spans.svg",
                       "Python timer, CPU span, GPU projection and busy time per phase")]
     if page.summary.get("timeline"):
         jobs.append(FigureJob("analysis.report.timeline:step_timeline", (page.summary["timeline"],),
-                              f"{page.page}-timeline.png", "Timeline of one measured step", wide=True))
+                              f"{page.page}-timeline.svg", "Timeline of one measured step", wide=True))
     return jobs
 
 
 def diff_figures(page: DiffPage) -> list[FigureJob]:
     """Kernel time by category of the two traces."""
     categories = pd.DataFrame(page.record.diff["categories"])
-    return [FigureJob("analysis.report.figures:category_diff",
+    return [FigureJob("analysis.report.bar_figures:category_diff",
                       (categories, f"A: {page.a['trace']}", f"B: {page.b['trace']}"), f"{page.page}.svg",
                       "Kernel time by category, A and B")]
 
@@ -125,7 +127,7 @@ def communication_figures(page: TracePage) -> list[FigureJob]:
     timeline = page.summary["communication"]["timeline"]
     if not timeline:
         return []
-    return [FigureJob("analysis.report.timeline:rank_timeline", (timeline,), f"{page.page}-ranks.png",
+    return [FigureJob("analysis.report.timeline:rank_timeline", (timeline,), f"{page.page}-ranks.svg",
                       f"{timeline['title']} on every rank: compute and communication kernels per stream")]
 
 
