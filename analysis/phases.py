@@ -107,9 +107,8 @@ def gpu_ops(trace: Trace) -> pd.DataFrame:
         categories=["kernel", "memcpy", "memset"]).remove_unused_categories()
     columns = {}
     for column in kernels.columns:
-        if column in ("name", "demangled_name", "launch_api"):
-            memop_values = memop_names if column != "launch_api" else memops[column].astype("category")
-            both = union_categoricals([kernels[column], memop_values], ignore_order=True)
+        if column in ("name", "demangled_name"):
+            both = union_categoricals([kernels[column], memop_names], ignore_order=True)
         else:
             both = np.concatenate([kernels[column].to_numpy(), memops[column].to_numpy()])
         columns[column] = both[order]

@@ -72,3 +72,14 @@ def test_the_drawing_code_key_covers_every_module_that_draws():
     here = Path(drawing.__file__).parent
     drawn_by = {"svg.py", "bar_figures.py", "figures.py", "question_figures.py", "timeline.py"}
     assert drawn_by <= set(drawing.DRAWING_MODULES) and all((here / name).is_file() for name in drawing.DRAWING_MODULES)
+
+
+def test_svg_figures_are_drawn_in_this_process_without_a_pool(tmp_path, monkeypatch):
+    import concurrent.futures
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a worker pool was started for figures written as SVG text")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
+    files = draw_all([_job("a.svg", PHASES), _job("b.svg", PHASES)], tmp_path, workers=2)
+    assert [f.path for f in files] == ["figures/a.svg", "figures/b.svg"]

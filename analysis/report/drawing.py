@@ -1,14 +1,16 @@
-"""Figures drawn in worker processes and kept by content: a figure whose drawing function and data
-are unchanged since the last report into the same folder is not drawn again.
+"""Figures drawn and kept by content: a figure whose drawing function and data are unchanged since
+the last report into the same folder is not drawn again. Figures written as SVG text (the modules
+of ``DIRECT_MODULES``) are drawn in this process; matplotlib figures in worker processes, which
+start first so both run at once.
 
 Every file is written through the safe writer (:mod:`analysis.safe_write`: a link where a figure
 or the manifest belongs, or a ``figures`` folder leading out of the output folder, is refused).
 A figure that cannot be drawn or written is a :class:`FigureNotDrawn` in place of its file, so
 the page that shows it says why and the other pages are still made.
 
-A :class:`FigureJob` names its drawing function as ``"module:function"`` (a worker imports it: a
-report whose figures are all current, or all SVG written directly, never imports matplotlib) and holds the function's
-arguments. Its key is the SHA-256 of the function's name, its arguments as JSON and the source
+A :class:`FigureJob` names its drawing function as ``"module:function"`` (imported where it is
+drawn: a report whose figures are all current, or all SVG written directly, never imports
+matplotlib) and holds the function's arguments. Its key is the SHA-256 of the function's name, its arguments as JSON and the source
 of the drawing modules; ``figures/hashes.json`` maps each file to the key it was drawn from.
 """
 from __future__ import annotations
@@ -36,6 +38,9 @@ WIDE_IN = 10.4
 RASTER_DPI = 192  # a PNG figure at twice the page's pixels: sharp on high-density screens
 CSS_PX_PER_IN = 96
 PHONE_SUFFIX = "-phone"
+# Modules whose figures are SVG text, a millisecond or so each: drawn in this process, where a
+# worker would cost more to start and to send the data to than the drawing itself.
+DIRECT_MODULES = ("analysis.report.bar_figures", "analysis.report.timeline")
 # The code a figure's pixels depend on besides its data: a change to it redraws every figure.
 DRAWING_MODULES = ("svg.py", "bar_figures.py", "figures.py", "question_figures.py", "timeline.py")
 
@@ -116,8 +121,9 @@ def _plain(value):
 
 
 def draw_all(jobs: list[FigureJob], out_dir: Path, workers: int | None = None) -> list[FigureFile | FigureNotDrawn]:
-    """Draw the figures of ``jobs`` whose file is missing or was drawn from other inputs, in up to
-    ``workers`` processes (default: all cores); returns every job's file, in order, or a
+    """Draw the figures of ``jobs`` whose file is missing or was drawn from other inputs: those of
+    :data:`DIRECT_MODULES` here, the others (matplotlib) in up to ``workers`` processes (default:
+    all cores); returns every job's file, in order, or a
     :class:`FigureNotDrawn` for a job one of whose files could not be drawn or written."""
     out_dir = Path(out_dir)
     folder = out_dir / FIGURES_DIR
@@ -132,16 +138,20 @@ def draw_all(jobs: list[FigureJob], out_dir: Path, workers: int | None = None) -
     keys = {name: key for job in jobs for name, key in job.keys(code).items()}
     todo = [name for name in planned if drawn.get(name) != keys[name] or (folder / name).is_symlink()
             or not (folder / name).is_file()]
-    workers = min(workers or os.cpu_count() or 1, len(todo))
-    calls = [(planned[name][0], planned[name][1], folder / name, out_dir) for name in todo]
+    calls = {name: (planned[name][0], planned[name][1], folder / name, out_dir) for name in todo}
+    pooled = [name for name in todo if planned[name][0].split(":")[0] not in DIRECT_MODULES]
+    here = [name for name in todo if name not in pooled]
+    workers = min(workers or os.cpu_count() or 1, len(pooled))
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            errors = list(pool.map(_draw, *zip(*calls), chunksize=1))
+        with ProcessPoolExecutor(max_workers=workers) as pool:  # the workers draw while this process does
+            futures = {name: pool.submit(_draw, *calls[name]) for name in pooled}
+            errors = {name: _draw(*calls[name]) for name in here}
+            errors.update({name: future.result() for name, future in futures.items()})
     else:
-        errors = [_draw(*call) for call in calls]
-    failed = {name: error for name, error in zip(todo, errors) if error is not None}
+        errors = {name: _draw(*calls[name]) for name in here + pooled}
+    failed = {name: error for name, error in errors.items() if error is not None}
     drawn.update({name: keys[name] for name in todo if name not in failed})
     for name in failed:
         drawn.pop(name, None)
