@@ -45,15 +45,26 @@ def collective_of(demangled: str) -> str:
 
 def communication_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     """``kernels`` (rows of ``LabelledOps.ops`` with ``op_kind == "kernel"``) with three columns
-    added: ``is_communication``, ``collective`` (``""`` for compute kernels) and ``exposed_ns``
-    (0 for compute kernels)."""
-    codes, distinct = pd.factorize(kernels["demangled_name"])
-    collectives = np.array([collective_of(str(name)) if _COMMUNICATION_RULE.search(str(name))
-                            else "" for name in distinct] + [""], dtype=object)
-    collective = collectives[codes]  # code -1 (no name) takes the trailing ""
-    is_communication = collective != ""
+    added: ``is_communication``, ``collective`` (a categorical of ``""``, for compute kernels, and
+    :data:`COLLECTIVES`) and ``exposed_ns`` (0 for compute kernels)."""
+    codes, distinct = name_codes(kernels["demangled_name"])
+    categories = ["", *COLLECTIVES]
+    collectives = np.array([categories.index(collective_of(str(name))) if _COMMUNICATION_RULE.search(str(name))
+                            else 0 for name in distinct] + [0], dtype=np.int8)
+    collective_codes = collectives[codes]  # code -1 (no name) takes the trailing ""
+    is_communication = collective_codes != 0
+    collective = pd.Categorical.from_codes(collective_codes, categories=pd.Index(categories, dtype=object))
     return kernels.assign(is_communication=is_communication, collective=collective,
                           exposed_ns=exposed_ns(kernels, is_communication))
+
+
+def name_codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes (-1 for missing) and the distinct values of a column: a categorical's own
+    codes (no copy) and categories, else ``pd.factorize``."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy(), values.cat.categories
+    codes, distinct = pd.factorize(values)
+    return codes, pd.Index(distinct)
 
 
 def exposed_ns(kernels: pd.DataFrame, is_communication: np.ndarray) -> np.ndarray:
@@ -95,7 +106,7 @@ def collective_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, passes: dict[
     if not len(comm):
         return []
     comm = comm.assign(unknown=comm["bytes"] < 0)
-    totals = comm.groupby(["pid", "device_id", "collective"]).agg(
+    totals = comm.groupby(["pid", "device_id", "collective"], observed=True).agg(
         calls=("dur_ns", "size"), dur_ns=("dur_ns", "sum"), exposed_ns=("exposed_ns", "sum"),
         bytes=("bytes", "sum"), unknown=("unknown", "sum"))
     records = []

@@ -97,8 +97,7 @@ COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "lau
 def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationRecord:
     """``world_size``, ``ranks``, ``collectives``, ``fsdp_blocks``, ``skew`` and ``timeline`` of
     a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
-    ops = labelled.ops
-    kernels = communication_columns(ops.loc[(ops["op_kind"] == "kernel").to_numpy(), COLUMNS])
+    kernels = communication_columns(kernel_columns(labelled.ops))
     kernels["bytes"] = message_bytes(trace, kernels)
     ranks = rank_table(kernels, trace.marks)
     sizes = set(config_values(trace.marks, "world_size").values())
@@ -116,6 +115,15 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
         "skew": skew(kernels, ranks),
         "timeline": rank_timeline(kernels, ranks, labelled),
     }
+
+
+def kernel_columns(ops: pd.DataFrame) -> pd.DataFrame:
+    """The :data:`COLUMNS` of the kernel rows of ``ops``, taken column by column: no other
+    column is copied, and none at all when every op is a kernel."""
+    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
+    if is_kernel.all():
+        return pd.DataFrame({column: ops[column] for column in COLUMNS}, copy=False)
+    return pd.DataFrame({column: ops[column].array[is_kernel] for column in COLUMNS}, copy=False)
 
 
 def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:

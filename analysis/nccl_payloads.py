@@ -81,7 +81,7 @@ def kernel_bytes(kernels: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
     with a size belongs to the kernel. ``kernels`` and ``calls`` both carry a ``collective``
     column (``""`` for compute kernels)."""
     result = np.full(len(kernels), -1, dtype=np.int64)
-    comm = kernels["collective"].to_numpy() != ""
+    comm = (kernels["collective"] != "").to_numpy()
     if not len(calls) or not comm.any():
         return result
     calls = calls[(calls["collective"] != "send_recv") | calls["call"].str.contains("Send")]
@@ -98,7 +98,7 @@ def kernel_bytes(kernels: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
         owner = np.searchsorted(launches, calls["start_ns"].to_numpy()[call_rows], side="left")
         ok = owner < len(kernel_rows)
         owner_rows = kernel_rows[owner[ok]]
-        same = collective[call_rows[ok]] == kernels["collective"].to_numpy()[owner_rows]
+        same = collective[call_rows[ok]] == np.asarray(kernels["collective"].array[owner_rows], dtype=object)
         sizes = calls["bytes"].to_numpy()[call_rows[ok]][same]
         np.maximum.at(result, owner_rows[same], 0)
         np.add.at(result, owner_rows[same], sizes)

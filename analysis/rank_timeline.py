@@ -51,12 +51,13 @@ def rank_timeline(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: Labelled
     if step is None:
         return None
     rank_of = ranks.set_index(["pid", "device_id"])["rank"]
-    in_step = kernels[(kernels["step"] == step).to_numpy() & kernels["measured"].to_numpy()]
+    in_step = kernels.loc[(kernels["step"] == step).to_numpy() & kernels["measured"].to_numpy(), ["start_ns", "end_ns"]]
     ranges = labelled.phase_ranges
     ranges = ranges[(ranges["step"] == step).to_numpy()].merge(ranks[["pid", "rank"]], on="pid")
     start = int(min(in_step["start_ns"].min(), ranges["start_ns"].min() if len(ranges) else np.inf))
     end = int(max(in_step["end_ns"].max(), ranges["end_ns"].max() if len(ranges) else -np.inf))
-    during = kernels[(kernels["start_ns"] >= start).to_numpy() & (kernels["end_ns"] <= end).to_numpy()]
+    during = kernels.loc[(kernels["start_ns"] >= start).to_numpy() & (kernels["end_ns"] <= end).to_numpy(),
+                         ["pid", "device_id", "stream_id", "start_ns", "end_ns", "is_communication"]]
     during = during.assign(
         rank=rank_of.reindex(pd.MultiIndex.from_frame(during[["pid", "device_id"]])).to_numpy(),
         category=np.where(during["is_communication"], COMMUNICATION, COMPUTE))
@@ -81,8 +82,7 @@ def _common_step(kernels: pd.DataFrame, ranks: pd.DataFrame) -> str | None:
     capture) when the measured kernels carry no step names."""
     if len(ranks) < 2:
         return None
-    measured = kernels[kernels["measured"].to_numpy()]
-    pairs = measured[["step", "pid", "device_id"]].drop_duplicates()
+    pairs = kernels.loc[kernels["measured"].to_numpy(), ["step", "pid", "device_id"]].drop_duplicates()
     counts = pairs.groupby("step", observed=True).size()
     shared = [str(step) for step, count in counts.items() if count == len(ranks)]
     if shared == [""]:

@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from analysis.attribution import rows_by_key
+from analysis.communication import name_codes
 from analysis.phases import PHASES, LabelledOps
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
 
@@ -42,10 +42,20 @@ def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
     return values
 
 
-def rows_per_device(pid: np.ndarray, device_id: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
-    """Row positions per (process id, device id) pair, pairs sorted by device id, then process id."""
-    found = {(int(p), int(d)): rows for (p, d), rows in rows_by_key(pid, device_id).items()}
-    return dict(sorted(found.items(), key=lambda item: (item[0][1], item[0][0])))
+def pair_key(pid, device_id):
+    """An int64 naming a (process id, device id) pair (numbers or arrays): the process id in the
+    high 32 bits, the device id's 32 bits in the low ones (:func:`pair_of` reads it back)."""
+    return (pid << 32) | (device_id & 0xFFFFFFFF)
+
+
+def pair_keys(kernels: pd.DataFrame) -> np.ndarray:
+    """:func:`pair_key` of each row's ``pid`` and ``device_id``."""
+    return pair_key(kernels["pid"].to_numpy().astype(np.int64), kernels["device_id"].to_numpy().astype(np.int64))
+
+
+def pair_of(key: int) -> tuple[int, int]:
+    """(process id, device id) of a :func:`pair_keys` key."""
+    return key >> 32, int(np.uint32(key & 0xFFFFFFFF).astype(np.int32))
 
 
 def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
@@ -54,9 +64,10 @@ def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
     A process's stray kernels on another GPU outside the measured steps (set-up before it chose
     its device) make no rank."""
     measured = kernels["measured"].to_numpy()
-    rows = measured if measured.any() else slice(None)
-    found = rows_per_device(kernels["pid"].to_numpy()[rows], kernels["device_id"].to_numpy()[rows])
-    pairs = pd.DataFrame(list(found) or None, columns=["pid", "device_id"], dtype=np.int64)
+    keys = pair_keys(kernels)
+    found = sorted((pair_of(int(key)) for key in pd.unique(keys[measured] if measured.any() else keys)),
+                   key=lambda pair: (pair[1], pair[0]))  # by device id, then process id
+    pairs = pd.DataFrame(found or None, columns=["pid", "device_id"], dtype=np.int64)
     marked = config_values(marks, "rank")
     if len(pairs) and pairs["pid"].isin(marked).all():
         pairs = pairs.assign(rank=pairs["pid"].map(marked).astype(np.int64),
@@ -90,7 +101,7 @@ PASS_COLUMNS = ("is_communication", "dur_ns", "exposed_ns", "start_ns", "end_ns"
 def _pass_columns(kernels: pd.DataFrame) -> dict[str, np.ndarray]:
     """:data:`PASS_COLUMNS` of ``kernels`` as arrays, with ``step`` as integer codes (one per name)."""
     columns = {column: kernels[column].to_numpy() for column in PASS_COLUMNS}
-    columns["step"] = pd.factorize(kernels["step"])[0]
+    columns["step"] = name_codes(kernels["step"])[0]
     return columns
 
 
@@ -130,15 +141,15 @@ def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledO
 
     ``kernels`` are the kernel rows of ``labelled.ops`` with :func:`communication_columns`;
     ``steps`` is :func:`step_passes`."""
-    measured = np.flatnonzero(kernels["measured"].to_numpy())
+    measured = kernels["measured"].to_numpy()
     columns = _pass_columns(kernels)
-    phase_codes, phase_names = pd.factorize(kernels["phase"])
+    phase_codes, phase_names = name_codes(kernels["phase"])
     code_of = {str(name): code for code, name in enumerate(phase_names)}
-    groups = rows_per_device(kernels["pid"].to_numpy()[measured], kernels["device_id"].to_numpy()[measured])
+    keys = pair_keys(kernels) if len(ranks) > 1 else None  # one rank owns every measured kernel
     phases = phase_passes(labelled)
     records = []
     for rank in ranks.itertuples(index=False):
-        mine = measured[groups.get((rank.pid, rank.device_id), np.array([], dtype=np.int64))]
+        mine = np.flatnonzero(measured if keys is None else measured & (keys == pair_key(int(rank.pid), int(rank.device_id))))
         figures = {}
         for name in PHASES:
             passes = phases.get((rank.pid, name), 0)
@@ -168,7 +179,8 @@ def skew(kernels: pd.DataFrame, ranks: pd.DataFrame) -> dict:
     """
     if len(ranks) < 2:
         return {"steps": [], "max_start_spread_ms": None, "max_end_spread_ms": None}
-    measured = kernels[kernels["measured"].to_numpy() & (kernels["step"] != "").to_numpy()]
+    measured = kernels.loc[kernels["measured"].to_numpy() & (kernels["step"] != "").to_numpy(),
+                           ["pid", "device_id", "step", "phase", "start_ns", "end_ns"]]
     rank_of = ranks.set_index(["pid", "device_id"])["rank"]
     measured = measured.assign(rank=rank_of.reindex(
         pd.MultiIndex.from_frame(measured[["pid", "device_id"]])).to_numpy())

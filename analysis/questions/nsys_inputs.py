@@ -77,11 +77,11 @@ class NsysInputs:
     def measured_kernels(self, phases: tuple[str, ...] | None = None) -> pd.DataFrame:
         """Kernel rows of measured steps, in the given phases (all, when ``phases`` is None).
 
-        The same table for the same ``phases`` (read it, do not modify it)."""
-        if phases is None:
-            return self._once(("kernels", None), lambda: self.ops[self.ops["measured"] & (self.ops["op_kind"] == "kernel")])
-        kernels = self.measured_kernels()
-        return self._once(("kernels", tuple(phases)), lambda: kernels[kernels["phase"].isin(phases)])
+        All of them are one table kept for the trace (read it, do not modify it); the rows of
+        some phases are selected from it at each call, not kept: at millions of kernels each
+        kept selection would cost as much memory as the rows it holds."""
+        kernels = self._once(("kernels", None), lambda: self.ops[self.ops["measured"] & (self.ops["op_kind"] == "kernel")])
+        return kernels if phases is None else kernels[kernels["phase"].isin(phases).to_numpy()]
 
     def kernel_totals(self, phases: tuple[str, ...] | None, passes: int) -> pd.DataFrame:
         """:func:`kernel_totals` of ``measured_kernels(phases)``, computed once per argument pair."""
