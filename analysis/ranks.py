@@ -42,20 +42,12 @@ def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
     return values
 
 
-def pair_key(pid, device_id):
-    """An int64 naming a (process id, device id) pair (numbers or arrays): the process id in the
-    high 32 bits, the device id's 32 bits in the low ones (:func:`pair_of` reads it back)."""
-    return (pid << 32) | (device_id & 0xFFFFFFFF)
-
-
-def pair_keys(kernels: pd.DataFrame) -> np.ndarray:
-    """:func:`pair_key` of each row's ``pid`` and ``device_id``."""
-    return pair_key(kernels["pid"].to_numpy().astype(np.int64), kernels["device_id"].to_numpy().astype(np.int64))
-
-
-def pair_of(key: int) -> tuple[int, int]:
-    """(process id, device id) of a :func:`pair_keys` key."""
-    return key >> 32, int(np.uint32(key & 0xFFFFFFFF).astype(np.int32))
+def device_pairs(pid: np.ndarray, device_id: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct (process id, device id) pairs of rows, sorted by device id, then process id
+    (one pass over the devices per process: a trace has a few processes, millions of rows)."""
+    pids = pd.unique(pid)
+    pairs = [(int(p), int(d)) for p in pids for d in pd.unique(device_id if len(pids) == 1 else device_id[pid == p])]
+    return sorted(pairs, key=lambda pair: (pair[1], pair[0]))
 
 
 def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
@@ -64,9 +56,8 @@ def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
     A process's stray kernels on another GPU outside the measured steps (set-up before it chose
     its device) make no rank."""
     measured = kernels["measured"].to_numpy()
-    keys = pair_keys(kernels)
-    found = sorted((pair_of(int(key)) for key in pd.unique(keys[measured] if measured.any() else keys)),
-                   key=lambda pair: (pair[1], pair[0]))  # by device id, then process id
+    rows = measured if measured.any() and not measured.all() else slice(None)
+    found = device_pairs(kernels["pid"].to_numpy()[rows], kernels["device_id"].to_numpy()[rows])
     pairs = pd.DataFrame(found or None, columns=["pid", "device_id"], dtype=np.int64)
     marked = config_values(marks, "rank")
     if len(pairs) and pairs["pid"].isin(marked).all():
@@ -145,11 +136,12 @@ def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledO
     columns = _pass_columns(kernels)
     phase_codes, phase_names = name_codes(kernels["phase"])
     code_of = {str(name): code for code, name in enumerate(phase_names)}
-    keys = pair_keys(kernels) if len(ranks) > 1 else None  # one rank owns every measured kernel
+    pid, device_id = kernels["pid"].to_numpy(), kernels["device_id"].to_numpy()
     phases = phase_passes(labelled)
     records = []
     for rank in ranks.itertuples(index=False):
-        mine = np.flatnonzero(measured if keys is None else measured & (keys == pair_key(int(rank.pid), int(rank.device_id))))
+        # one rank owns every measured kernel: its rows need no comparison
+        mine = np.flatnonzero(measured if len(ranks) == 1 else measured & (pid == rank.pid) & (device_id == rank.device_id))
         figures = {}
         for name in PHASES:
             passes = phases.get((rank.pid, name), 0)

@@ -93,6 +93,9 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     labelled = labelled if labelled is not None else label_ops(trace, names)
     run = read_run_record(trace.marks, trace.path, labelled.has_steps)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
+    # Before the questions' tables exist: at millions of kernels the peak memory is the largest
+    # of the stages, and the communication figures copy the kernel rows they read.
+    communication = communication_summary(trace, labelled)
     inputs = NsysInputs.build(labelled, run, gpu)
     inputs.phases.update(phase_summaries(inputs))  # in place: the totals it computed stay shared with the questions
     usage = efficiency.per_trace(inputs)
@@ -125,7 +128,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "questions": {question.summary_key: _with_shape_note(question.per_trace(inputs), inputs)
                       for question in PER_TRACE},
         "timeline": step_timeline(inputs),
-        "communication": communication_summary(trace, labelled),
+        "communication": communication,
         "memory_ledger": ledger_record(trace, run.config, labelled.names),
         "gpu_metrics": metrics_per_phase(read_gpu_metrics(trace.path, trace.inputs), labelled.phase_ranges),
     }
