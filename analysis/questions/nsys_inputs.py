@@ -22,6 +22,10 @@ REPEAT_COUNTER = re.compile(r"[\s_,;:-]*(?:[A-Za-z]\w*\s*[=:]\s*)?\d+$")
 # The columns of the labelled ops the questions read (a slim copy keeps the filters cheap).
 OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "op_kind", "demangled_name", "step",
               "measured", "phase", "phase_range_id", "region")
+# The columns of :meth:`NsysInputs.measured_kernels` (what the per-kernel figures read; not the
+# ones that are the same on every row there, ``op_kind`` and ``measured``).
+MEASURED_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "demangled_name", "phase", "phase_range_id",
+                    "region", "category", "tensor_core")
 
 
 @dataclass(frozen=True)
@@ -75,12 +79,14 @@ class NsysInputs:
         return self._memo[key]
 
     def measured_kernels(self, phases: tuple[str, ...] | None = None) -> pd.DataFrame:
-        """Kernel rows of measured steps, in the given phases (all, when ``phases`` is None).
+        """Kernel rows of measured steps (their :data:`MEASURED_COLUMNS`), in the given phases
+        (all, when ``phases`` is None).
 
         All of them are one table kept for the trace (read it, do not modify it); the rows of
         some phases are selected from it at each call, not kept: at millions of kernels each
         kept selection would cost as much memory as the rows it holds."""
-        kernels = self._once(("kernels", None), lambda: self.ops[self.ops["measured"] & (self.ops["op_kind"] == "kernel")])
+        kernels = self._once(("kernels", None), lambda: self.ops.loc[
+            (self.ops["measured"] & (self.ops["op_kind"] == "kernel")).to_numpy(), list(MEASURED_COLUMNS)])
         return kernels if phases is None else kernels[kernels["phase"].isin(phases).to_numpy()]
 
     def kernel_totals(self, phases: tuple[str, ...] | None, passes: int) -> pd.DataFrame:
