@@ -18,7 +18,7 @@ from analysis.load import load_trace
 from analysis.phases import gpu_ops, label_ops
 from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.diff import diff_summaries
-from analysis.questions.nsys_inputs import NsysInputs, kernel_totals, op_classes
+from analysis.questions.nsys_inputs import MEASURED_COLUMNS, NsysInputs, kernel_totals, op_classes
 from analysis.questions.phase_breakdown import busy_ns, phase_summaries
 from analysis.step_timeline import merged_bars, slotted_bars
 from analysis.summary import summarize
@@ -380,7 +380,11 @@ def test_timeline_bars_merge_close_ops_of_one_stream_and_category():
 def test_inputs_compute_shared_totals_once(train_inputs):
     forward = train_inputs.kernel_totals(("forward",), train_inputs.passes("forward"))
     assert train_inputs.kernel_totals(("forward",), train_inputs.passes("forward")) is forward
-    assert train_inputs.measured_kernels(("forward",)) is train_inputs.measured_kernels(("forward",))
+    measured = train_inputs.measured_kernels()
+    assert train_inputs.measured_kernels() is measured  # kept; a phase's rows are selected from it per call
+    assert list(measured.columns) == list(MEASURED_COLUMNS)
+    in_forward = train_inputs.measured_kernels(("forward",))
+    assert len(in_forward) == (measured["phase"] == "forward").sum() > 0 and (in_forward["phase"] == "forward").all()
     pd.testing.assert_frame_equal(forward, kernel_totals(train_inputs.measured_kernels(("forward",)),
                                                          train_inputs.passes("forward")))
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import sqlite3
 import struct
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from analysis.classify import RULES, classify_name
-from analysis.communication import collective_of
+from analysis.communication import collective_of, communication_columns
 from analysis.load import load_trace
-from analysis.multi_gpu import communication_summary
+from analysis.multi_gpu import COLUMNS, communication_summary, kernel_columns
 from analysis.phases import label_ops
+from analysis.ranks import device_pairs
 from tests.synthetic import ALL_REDUCE, GEMM, US, build_export, global_tid, rank_process
 
 
@@ -189,3 +192,24 @@ def test_message_sizes_from_nccl_payloads_give_bytes_and_bus_bandwidth(tmp_path)
     # all-reduce on 2 ranks moves 2(n-1)/n = 1 bus byte per message byte; 110 µs per step
     assert [r["bus_bandwidth_gb_per_s"] for r in rows] == pytest.approx(
         [6 * mib / 110_000, 3 * mib / 110_000])
+
+
+def test_device_pairs_are_sorted_by_device_then_process():
+    pid = np.array([200, 100, 200, 300, 100], dtype=np.int32)
+    device = np.array([0, 1, 0, 0, 1], dtype=np.int32)
+    assert device_pairs(pid, device) == [(200, 0), (300, 0), (100, 1)]
+    assert device_pairs(pid[:1], device[:1]) == [(200, 0)]
+
+
+def test_communication_reads_only_kernel_rows_and_their_columns():
+    ops = pd.DataFrame({column: np.arange(4) for column in COLUMNS} | {
+        "op_kind": pd.Categorical(["kernel", "memcpy", "kernel", "memset"]), "bytes": np.arange(4)})
+    kernels = kernel_columns(ops)
+    assert list(kernels.columns) == COLUMNS
+    assert kernels["start_ns"].tolist() == [0, 2]
+    names = pd.Series(pd.Categorical(["ncclDevKernel_AllGather_RING_LL", "gemm", None]))
+    labelled = communication_columns(pd.DataFrame({"demangled_name": names, "pid": 1, "device_id": 0,
+                                                   "start_ns": [0, 1, 2], "end_ns": [5, 2, 3]}))
+    assert labelled["collective"].tolist() == ["all_gather", "", ""]
+    assert labelled["is_communication"].tolist() == [True, False, False]
+    assert labelled["exposed_ns"].tolist() == [3, 0, 0]  # [1, 2) and [2, 3) compute
