@@ -89,7 +89,8 @@ def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inp
 def summarize(trace: Trace, labelled: LabelledOps | None = None,
               names: RangeNames = RangeNames()) -> dict:
     """The summary of a loaded trace (see the module docstring for its keys); ``labelled`` is
-    ``label_ops(trace, names)`` when the caller has it already (it carries its own names)."""
+    ``label_ops(trace, names)`` when the caller has it already (it carries its own names). Once
+    the communication figures are done, ``labelled.ops`` keeps only the questions' columns."""
     labelled = labelled if labelled is not None else label_ops(trace, names)
     run = read_run_record(trace.marks, trace.path, labelled.has_steps)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
@@ -97,6 +98,9 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     # of the stages, and the communication figures copy the kernel rows they read.
     communication = communication_summary(trace, labelled)
     inputs = NsysInputs.build(labelled, run, gpu)
+    # Nothing reads the other columns (launch calls, correlation ids, bytes) any more: at millions
+    # of kernels they would stay beside the questions' tables.
+    labelled.ops = inputs.ops
     inputs.phases.update(phase_summaries(inputs))  # in place: the totals it computed stay shared with the questions
     usage = efficiency.per_trace(inputs)
     phases = inputs.phases
