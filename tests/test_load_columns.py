@@ -40,8 +40,9 @@ def test_ids_are_int32_when_they_fit_and_keep_their_value_when_not(tmp_path):
     kernels = [(100, 200, 90, 7, 8, 1, "kernel_a", 0, 7), (300, 400, 290, 7, 8, 2, "kernel_a", 1, big_stream)]
     trace = load_trace(build_export(tmp_path / "t.sqlite", kernels=kernels))
     kernels = trace.kernels
-    assert {c: kernels[c].dtype for c in ("device_id", "pid", "launch_tid")} == \
-        {"device_id": np.int32, "pid": np.int32, "launch_tid": np.int32}
+    assert {c: kernels[c].dtype for c in ("device_id", "pid", "launch_tid", "correlation_id")} == \
+        {"device_id": np.int32, "pid": np.int32, "launch_tid": np.int32, "correlation_id": np.int32}
+    assert kernels["correlation_id"].tolist() == [1, 2] and kernels["launch_start_ns"].tolist() == [90, 290]
     assert kernels["stream_id"].dtype == np.int64 and kernels["stream_id"].tolist() == [7, big_stream]
     assert kernels["pid"].tolist() == [7, 7] and kernels["launch_tid"].tolist() == [8, 8]
 

@@ -103,14 +103,14 @@ def _narrow(values: np.ndarray) -> np.ndarray:
 
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The columns every GPU activity table (kernel, memcpy, memset) shares; ids that fit in
-    32 bits are held so (times and correlation ids stay 64-bit)."""
+    32 bits (correlation ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit."""
     return {
         "start_ns": raw["start"],
         "end_ns": raw["end"],
         "dur_ns": raw["end"] - raw["start"],
         "device_id": _narrow(raw["deviceId"]),
         "stream_id": _narrow(raw["streamId"]),
-        "correlation_id": raw["correlationId"],
+        "correlation_id": _narrow(raw["correlationId"]),
         "pid": _narrow(pid_of(raw["globalPid"])),
     }
 
@@ -178,7 +178,7 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
         "start_ns": raw["start"],
         "pid": _narrow(pid_of(raw["globalTid"])),
         "tid": _narrow(tid_of(raw["globalTid"])),
-        "correlation_id": raw["correlationId"],
+        "correlation_id": _narrow(raw["correlationId"]),
     }, copy=False)
 
 
