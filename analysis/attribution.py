@@ -40,8 +40,8 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
     launch = ops["launch_start_ns"].to_numpy()
     window_starts = windows["start_ns"].to_numpy()
     window_ends = windows["end_ns"].to_numpy()
-    op_groups = ops.groupby(op_keys, sort=False).indices
-    for key, window_rows in windows.groupby(keys, sort=False).indices.items():
+    op_groups = rows_by_key(*(ops[key].to_numpy() for key in op_keys))
+    for key, window_rows in rows_by_key(*(windows[key].to_numpy() for key in keys)).items():
         op_rows = op_groups.get(key)
         if op_rows is None:
             continue
@@ -52,6 +52,31 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
         ok = (pick >= 0) & (times >= 0)
         result[op_rows[ok]] = order[pick[ok]]
     return result
+
+
+def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
+    """Row positions (ascending) per distinct combination of the values of ``columns`` (equal
+    lengths, no missing values), keyed by the tuple of values; ``groupby(...).indices`` without
+    pandas' per-call cost."""
+    if not len(columns[0]):
+        return {}
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    distinct = []
+    for column in columns:
+        codes, uniques = pd.factorize(column)
+        key = key * len(uniques) + codes
+        distinct.append(uniques)
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    first = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+    groups = {}
+    for code, rows in zip(sorted_key[first].tolist(), np.split(order, first[1:])):
+        values = []
+        for uniques in reversed(distinct):
+            code, position = divmod(code, len(uniques))
+            values.append(uniques[position])
+        groups[tuple(reversed(values))] = rows
+    return groups
 
 
 def _last_ending_at_or_after(ends: np.ndarray, last: np.ndarray, times: np.ndarray) -> np.ndarray:

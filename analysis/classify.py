@@ -10,6 +10,7 @@ kernel templates (``vectorized_elementwise_kernel<4, direct_copy_kernel_cuda...>
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -210,6 +211,11 @@ def matching_rule(demangled: str) -> Rule | None:
     return next((rule for rule in RULES if rule.pattern.search(demangled)), None)
 
 
+# Name -> answer caches: traces share most kernel names, and a report classifies each name many times.
+NAMES_CACHED = 8192
+
+
+@lru_cache(maxsize=NAMES_CACHED)
 def classify_name(demangled: str) -> str:
     """Return the category of one kernel from its demangled name (`other` when no rule matches)."""
     rule = matching_rule(demangled)
@@ -221,6 +227,7 @@ def matching_tensor_core_rule(demangled: str) -> TensorCoreRule | None:
     return next((rule for rule in TENSOR_CORE_RULES if rule.pattern.search(demangled)), None)
 
 
+@lru_cache(maxsize=NAMES_CACHED)
 def uses_tensor_cores(demangled: str, category: str) -> bool:
     """True when a kernel of a matrix category names tensor-core instructions or operand types.
 
@@ -278,6 +285,7 @@ GEMM_PRECISION_RULES = (
 )
 
 
+@lru_cache(maxsize=NAMES_CACHED)
 def gemm_precision(demangled: str) -> str | None:
     """Precision a GEMM kernel computes in, from its name (`GEMM_PRECISION_RULES`), or None
     when the name does not tell (a split-K reduction or epilogue in fp32, a Triton template)."""
@@ -289,7 +297,8 @@ def gemm_precision_mix(kernels: pd.DataFrame) -> dict[str, float]:
     """Share of the GEMM kernels' time per precision, largest first, over the rows of `kernels`
     (columns `demangled_name`, `dur_ns`); GEMMs whose name tells no precision count as
     `unknown`. Empty when no kernel is a GEMM."""
-    codes, distinct = pd.factorize(kernels["demangled_name"].astype(str))
+    codes, distinct = pd.factorize(kernels["demangled_name"])
+    distinct = [str(name) for name in distinct] + ["nan"]  # code -1, a missing name, reads "nan" as astype(str) would
     is_gemm = np.array([classify_name(name) == GEMM for name in distinct], dtype=bool)[codes]
     precision = np.array([gemm_precision(name) or "unknown" for name in distinct], dtype=object)
     gemm_ns = pd.Series(kernels["dur_ns"].to_numpy()[is_gemm], dtype="float64")

@@ -66,6 +66,8 @@ def _blocks(ranges: pd.DataFrame, labelled: LabelledOps) -> pd.DataFrame:
     """``layer_<i>`` ranges inside measured forward ranges, with ``block`` and ``forward_id``
     (the forward range's ``range_id``)."""
     named = ranges[ranges["name"].str.startswith(LAYER_PREFIX).to_numpy()]
+    if named.empty:
+        return named.assign(block=np.int64(0), forward_id=np.int64(0))
     index = named["name"].str.extract(BLOCK_RANGE, expand=False)
     blocks = named[index.notna()].assign(block=index.dropna().astype(np.int64))
     forwards = labelled.phase_ranges[labelled.phase_ranges["measured"]

@@ -21,6 +21,7 @@ Distinct names give distinct labels on every kernel of the recorded traces (a te
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _NAMESPACE = re.compile(r"\b(?:[A-Za-z_]\w*::)+(?=[A-Za-z_~])")
 _CAST = re.compile(r"\((?:unsigned |signed )?(?:int|long|char|short|bool|long long|unsigned)\)")
@@ -47,6 +48,7 @@ _XMMA = re.compile(r"^(sm\d+)_xmma_gemm_(\w+?)_([nt][nt])_n_tilesize(\w+?)_stage
                    r"_warpsize(\w+?)_(\w+?)_aligna\d+_alignc\d+_execute(_split_k)?_kernel__5x_cublas$")
 
 
+@lru_cache(maxsize=8192)  # traces share most kernel names, and every report labels them again
 def kernel_label(demangled: str) -> str:
     """A short label that names one kernel and its operation (see the module docstring)."""
     name = _ANONYMOUS.sub("", demangled.strip()).removeprefix("void ")

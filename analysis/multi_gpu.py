@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+import numpy as np
+import pandas as pd
+
 from analysis.communication import collective_figures, collective_of, communication_columns
 from analysis.fsdp import block_figures
 from analysis.load import Trace
@@ -96,22 +99,30 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
     ops = labelled.ops
     kernels = communication_columns(ops.loc[(ops["op_kind"] == "kernel").to_numpy(), COLUMNS])
-    calls = read_message_sizes(trace.path, trace.inputs)
-    calls = calls.assign(collective=calls["call"].map(collective_of).astype(object))
-    kernels = kernels.assign(bytes=kernel_bytes(kernels, calls))
+    kernels["bytes"] = message_bytes(trace, kernels)
     ranks = rank_table(kernels, trace.marks)
     sizes = set(config_values(trace.marks, "world_size").values())
     if len(sizes) == 1:
         world_size, world_size_source = sizes.pop(), "config mark"
     else:
         world_size, world_size_source = len(ranks), "ranks in the trace"
+    steps = step_passes(labelled, trace.ranges)
     return {
         "world_size": world_size,
         "world_size_source": world_size_source,
-        "ranks": rank_figures(kernels, ranks, labelled, trace.ranges),
-        "collectives": collective_figures(kernels, ranks, step_passes(labelled, trace.ranges),
-                                          world_size),
+        "ranks": rank_figures(kernels, ranks, labelled, steps),
+        "collectives": collective_figures(kernels, ranks, steps, world_size),
         "fsdp_blocks": block_figures(kernels, ranks, trace.ranges, labelled),
         "skew": skew(kernels, ranks),
         "timeline": rank_timeline(kernels, ranks, labelled),
     }
+
+
+def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
+    """:func:`analysis.nccl_payloads.kernel_bytes` of ``kernels`` (with ``communication_columns``)
+    and the trace's NCCL calls; the export is read for them only when some kernel communicates
+    (otherwise every kernel's bytes are -1, unknown, without them)."""
+    if not kernels["is_communication"].any():
+        return np.full(len(kernels), -1, dtype=np.int64)
+    calls = read_message_sizes(trace.path, trace.inputs)
+    return kernel_bytes(kernels, calls.assign(collective=calls["call"].map(collective_of).astype(object)))

@@ -107,9 +107,8 @@ def gpu_ops(trace: Trace) -> pd.DataFrame:
         categories=["kernel", "memcpy", "memset"]).remove_unused_categories()
     columns = {}
     for column in kernels.columns:
-        if column in ("name", "demangled_name", "launch_api"):
-            memop_values = memop_names if column != "launch_api" else memops[column].astype("category")
-            both = union_categoricals([kernels[column], memop_values], ignore_order=True)
+        if column in ("name", "demangled_name"):
+            both = union_categoricals([kernels[column], memop_names], ignore_order=True)
         else:
             both = np.concatenate([kernels[column].to_numpy(), memops[column].to_numpy()])
         columns[column] = both[order]
@@ -151,7 +150,8 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
     parent = phase_windows["parent_id"].to_numpy()
     phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "")
     measured = phase_ranges[phase_ranges["measured"]]
-    passes = {p: int((measured["phase"] == p).sum()) for p in PHASES if (measured["phase"] == p).any()}
+    counts = measured["phase"].value_counts()
+    passes = {p: int(counts[p]) for p in PHASES if counts.get(p, 0)}
     if not len(phase_windows):
         notes.append("no phase ranges (" + ", ".join(names.phases) + ") in the trace")
     return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,

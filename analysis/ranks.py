@@ -15,6 +15,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from analysis.attribution import rows_by_key
 from analysis.phases import PHASES, LabelledOps
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
 
@@ -41,14 +42,21 @@ def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
     return values
 
 
+def rows_per_device(pid: np.ndarray, device_id: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
+    """Row positions per (process id, device id) pair, pairs sorted by device id, then process id."""
+    found = {(int(p), int(d)): rows for (p, d), rows in rows_by_key(pid, device_id).items()}
+    return dict(sorted(found.items(), key=lambda item: (item[0][1], item[0][0])))
+
+
 def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
     """One row per (process, GPU) that ran measured kernels (any kernels, when none is measured):
     ``pid, device_id, rank, rank_source`` (``config mark`` or ``device order``), sorted by rank.
     A process's stray kernels on another GPU outside the measured steps (set-up before it chose
     its device) make no rank."""
-    measured = kernels[kernels["measured"].to_numpy()]
-    pairs = ((measured if len(measured) else kernels)[["pid", "device_id"]].drop_duplicates()
-             .sort_values(["device_id", "pid"]).reset_index(drop=True))
+    measured = kernels["measured"].to_numpy()
+    rows = measured if measured.any() else slice(None)
+    found = rows_per_device(kernels["pid"].to_numpy()[rows], kernels["device_id"].to_numpy()[rows])
+    pairs = pd.DataFrame(list(found) or None, columns=["pid", "device_id"], dtype=np.int64)
     marked = config_values(marks, "rank")
     if len(pairs) and pairs["pid"].isin(marked).all():
         pairs = pairs.assign(rank=pairs["pid"].map(marked).astype(np.int64),
@@ -60,7 +68,7 @@ def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
 
 def step_passes(labelled: LabelledOps, ranges: pd.DataFrame) -> dict[int, int]:
     """Process id -> number of measured ``step_<i>`` ranges (every process: 1 without steps)."""
-    pids = pd.unique(pd.concat([labelled.ops["pid"], ranges["pid"]]))
+    pids = pd.unique(np.concatenate([labelled.ops["pid"].to_numpy(), ranges["pid"].to_numpy()]))
     if not labelled.has_steps:
         return {int(pid): 1 for pid in pids}
     prefix = ranges["name"].str.extract(labelled.names.step_pattern(), expand=False)
@@ -75,23 +83,36 @@ def phase_passes(labelled: LabelledOps) -> dict[tuple[int, str], int]:
             for (pid, phase), n in measured.groupby(["pid", "phase"]).size().items()}
 
 
-def pass_figures(kernels: pd.DataFrame, passes: int, instance: str) -> dict:
-    """Figures per pass of some measured kernels of one rank (``communication_columns`` rows);
-    ``instance`` names the column that tells the passes apart (``phase_range_id`` or ``step``),
-    for the GPU span of each pass: first kernel start to last kernel end. ``gpu_span_ms_spread``
-    is the longest minus the shortest span (0 with one pass)."""
-    comm = kernels["is_communication"].to_numpy()
-    comm_ns = kernels["dur_ns"].to_numpy()[comm].sum()
-    exposed = kernels["exposed_ns"].to_numpy()[comm].sum()
-    codes, instances = pd.factorize(kernels[instance])
+# The columns pass figures read, as numpy arrays (``phase_range_id`` and ``step`` tell passes apart).
+PASS_COLUMNS = ("is_communication", "dur_ns", "exposed_ns", "start_ns", "end_ns", "phase_range_id")
+
+
+def _pass_columns(kernels: pd.DataFrame) -> dict[str, np.ndarray]:
+    """:data:`PASS_COLUMNS` of ``kernels`` as arrays, with ``step`` as integer codes (one per name)."""
+    columns = {column: kernels[column].to_numpy() for column in PASS_COLUMNS}
+    columns["step"] = pd.factorize(kernels["step"])[0]
+    return columns
+
+
+def pass_figures(columns: dict[str, np.ndarray], rows: np.ndarray, passes: int, instance: np.ndarray) -> dict:
+    """Figures per pass of some measured kernels of one rank: those at positions ``rows`` of
+    ``columns`` (:func:`_pass_columns` of ``communication_columns`` rows); ``instance`` (one value
+    per kernel: ``phase_range_id`` or the step code) tells the passes apart, for the GPU span of
+    each pass: first kernel start to last kernel end. ``gpu_span_ms_spread`` is the longest minus
+    the shortest span (0 with one pass)."""
+    dur = columns["dur_ns"][rows]
+    comm = columns["is_communication"][rows]
+    comm_ns = dur[comm].sum()
+    exposed = columns["exposed_ns"][rows][comm].sum()
+    codes, instances = pd.factorize(instance[rows])
     first = np.full(len(instances), np.iinfo(np.int64).max)
     last = np.full(len(instances), np.iinfo(np.int64).min)
-    np.minimum.at(first, codes, kernels["start_ns"].to_numpy())
-    np.maximum.at(last, codes, kernels["end_ns"].to_numpy())
+    np.minimum.at(first, codes, columns["start_ns"][rows])
+    np.maximum.at(last, codes, columns["end_ns"][rows])
     spans = last - first
     return {
-        "kernels_per_pass": len(kernels) / passes,
-        "kernel_ms_per_pass": kernels["dur_ns"].sum() / passes / NS_PER_MS,
+        "kernels_per_pass": len(rows) / passes,
+        "kernel_ms_per_pass": dur.sum() / passes / NS_PER_MS,
         "gpu_span_ms_per_pass": spans.sum() / passes / NS_PER_MS,
         "gpu_span_ms_spread": (spans.max() - spans.min()) / NS_PER_MS if len(spans) else 0.0,
         "communication_ms_per_pass": comm_ns / passes / NS_PER_MS,
@@ -101,32 +122,35 @@ def pass_figures(kernels: pd.DataFrame, passes: int, instance: str) -> dict:
 
 
 def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledOps,
-                 ranges: pd.DataFrame) -> list[dict]:
+                 steps: dict[int, int]) -> list[dict]:
     """The ``ranks`` records: ``pid, device_id, rank, rank_source, passes`` and ``phases``
     {phase: :func:`pass_figures`} for each phase the rank's process measured, then, per
     measured step, ``outside_phases`` (when measured kernels were launched outside every phase
     range) and ``step``.
 
-    ``kernels`` are the kernel rows of ``labelled.ops`` with :func:`communication_columns`."""
-    measured = kernels[kernels["measured"].to_numpy()]
-    groups = measured.groupby(["pid", "device_id"]).indices
-    steps, phases = step_passes(labelled, ranges), phase_passes(labelled)
+    ``kernels`` are the kernel rows of ``labelled.ops`` with :func:`communication_columns`;
+    ``steps`` is :func:`step_passes`."""
+    measured = np.flatnonzero(kernels["measured"].to_numpy())
+    columns = _pass_columns(kernels)
+    phase_codes, phase_names = pd.factorize(kernels["phase"])
+    code_of = {str(name): code for code, name in enumerate(phase_names)}
+    groups = rows_per_device(kernels["pid"].to_numpy()[measured], kernels["device_id"].to_numpy()[measured])
+    phases = phase_passes(labelled)
     records = []
     for rank in ranks.itertuples(index=False):
-        mine = measured.iloc[groups.get((rank.pid, rank.device_id), [])]
+        mine = measured[groups.get((rank.pid, rank.device_id), np.array([], dtype=np.int64))]
         figures = {}
-        for phase in PHASES:
-            passes = phases.get((rank.pid, phase), 0)
+        for name in PHASES:
+            passes = phases.get((rank.pid, name), 0)
             if passes:
-                figures[phase] = {"passes": passes,
-                                  **pass_figures(mine[mine["phase"] == phase], passes,
-                                                 "phase_range_id")}
+                rows = mine[phase_codes[mine] == code_of.get(name, -2)]
+                figures[name] = {"passes": passes, **pass_figures(columns, rows, passes, columns["phase_range_id"])}
         passes = steps.get(rank.pid, 0)
-        outside = mine[(mine["phase"] == "").to_numpy()]
+        outside = mine[phase_codes[mine] == code_of.get("", -2)]
         if passes and len(outside) and len(outside) < len(mine):
-            figures[OUTSIDE_PHASES] = {"passes": passes, **pass_figures(outside, passes, "step")}
+            figures[OUTSIDE_PHASES] = {"passes": passes, **pass_figures(columns, outside, passes, columns["step"])}
         if passes:
-            figures[WHOLE_STEP] = {"passes": passes, **pass_figures(mine, passes, "step")}
+            figures[WHOLE_STEP] = {"passes": passes, **pass_figures(columns, mine, passes, columns["step"])}
         records.append({"pid": int(rank.pid), "device_id": int(rank.device_id),
                         "rank": int(rank.rank), "rank_source": rank.rank_source,
                         "passes": passes, "phases": figures})

@@ -10,6 +10,7 @@ bars fit, so the size of a summary stays bounded whatever the trace.
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from analysis.questions.nsys_inputs import NsysInputs
@@ -37,26 +38,55 @@ def step_window(inputs: NsysInputs) -> tuple[str, int, int]:
 
 def merged_bars(ops: pd.DataFrame, resolution_ns: float) -> pd.DataFrame:
     """Bars ``stream_id, category, start_ns, end_ns``: consecutive ops of one stream and category
-    whose gap is under ``resolution_ns`` become one bar."""
-    ops = ops.sort_values(["stream_id", "start_ns"], kind="stable")
-    previous_end = ops.groupby("stream_id")["end_ns"].transform(lambda ends: ends.cummax().shift())
-    same_stream = ops["stream_id"].eq(ops["stream_id"].shift())
-    same_category = ops["category"].astype(str).eq(ops["category"].astype(str).shift())
-    joins = same_stream & same_category & (ops["start_ns"] - previous_end < resolution_ns)
-    bar = (~joins).cumsum()
-    return (ops.groupby(bar, sort=False)
-            .agg(stream_id=("stream_id", "first"), category=("category", "first"), start_ns=("start_ns", "min"),
-                 end_ns=("end_ns", "max"))
-            .reset_index(drop=True))
+    whose gap is under ``resolution_ns`` become one bar.
+
+    Ops sorted by stream, then start: an op joins the bar before it when it is on the same stream,
+    of the same category, and starts less than ``resolution_ns`` after the latest end so far on
+    its stream."""
+    order = np.lexsort((ops["start_ns"].to_numpy(), ops["stream_id"].to_numpy()))
+    stream, start, end = (ops[column].to_numpy()[order] for column in ("stream_id", "start_ns", "end_ns"))
+    category = ops["category"].array[order]
+    category_code = pd.factorize(category)[0]
+    stream_first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]])
+    reach = np.empty_like(end)
+    for first, stop in zip(stream_first, np.r_[stream_first[1:], len(end)]):
+        reach[first:stop] = np.maximum.accumulate(end[first:stop])
+    joins = np.zeros(len(end), dtype=bool)
+    joins[1:] = (stream[1:] == stream[:-1]) & (category_code[1:] == category_code[:-1]) & (start[1:] - reach[:-1] < resolution_ns)
+    bar_first = np.flatnonzero(~joins)
+    return pd.DataFrame({
+        "stream_id": stream[bar_first],
+        "category": category[bar_first],
+        "start_ns": start[bar_first],
+        "end_ns": np.maximum.reduceat(end, bar_first) if len(end) else end,
+    })
 
 
 def slotted_bars(bars: pd.DataFrame, slot_ns: float) -> pd.DataFrame:
     """One bar per stream, slot of ``slot_ns`` (by start time) and category present in it,
-    spanning that category's bars in the slot."""
-    slots = (bars["start_ns"] // slot_ns).astype("int64").rename("slot")
-    return (bars.groupby([bars["stream_id"], slots, bars["category"].astype(str)], sort=True)
-            .agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
-            .reset_index()[["stream_id", "category", "start_ns", "end_ns"]])
+    spanning that category's bars in the slot; sorted by stream, slot and category name."""
+    slot = (bars["start_ns"] // slot_ns).astype("int64").to_numpy()
+    category, names = _sorted_codes(bars["category"].astype(str))
+    stream, start, end = (bars[column].to_numpy() for column in ("stream_id", "start_ns", "end_ns"))
+    order = np.lexsort((category, slot, stream))
+    stream, slot, category, start, end = stream[order], slot[order], category[order], start[order], end[order]
+    first = np.flatnonzero(np.r_[True, (stream[1:] != stream[:-1]) | (slot[1:] != slot[:-1]) | (category[1:] != category[:-1])])
+    return pd.DataFrame({
+        "stream_id": stream[first],
+        "category": pd.Series(names[category[first]], dtype=str),
+        "start_ns": np.minimum.reduceat(start, first),
+        "end_ns": np.maximum.reduceat(end, first),
+    })
+
+
+def _sorted_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of ``values`` numbered in the sorted order of the distinct values, and those values."""
+    codes, distinct = pd.factorize(values)
+    distinct = np.asarray(distinct, dtype=object)
+    by_value = np.argsort(distinct, kind="stable")
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[by_value] = np.arange(len(distinct))
+    return rank[codes], distinct[by_value]
 
 
 def bounded_bars(ops: pd.DataFrame, window_ns: float, max_bars: int = MAX_BARS) -> pd.DataFrame:
@@ -83,7 +113,8 @@ def step_timeline(inputs: NsysInputs) -> dict | None:
     if not inputs.ops["measured"].any():
         return None
     title, start_ns, end_ns = step_window(inputs)
-    ops = inputs.ops[(inputs.ops["start_ns"] >= start_ns) & (inputs.ops["end_ns"] <= end_ns)]
+    in_window = (inputs.ops["start_ns"] >= start_ns) & (inputs.ops["end_ns"] <= end_ns)
+    ops = inputs.ops.loc[in_window, ["stream_id", "category", "start_ns", "end_ns"]]
     bars = bounded_bars(ops, end_ns - start_ns)
     ranges = inputs.phase_ranges
     ranges = ranges[(ranges["start_ns"] >= start_ns) & (ranges["end_ns"] <= end_ns)]

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -94,7 +94,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     run = read_run_record(trace.marks, trace.path, labelled.has_steps)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
     inputs = NsysInputs.build(labelled, run, gpu)
-    inputs = replace(inputs, phases=phase_summaries(inputs))
+    inputs.phases.update(phase_summaries(inputs))  # in place: the totals it computed stay shared with the questions
     usage = efficiency.per_trace(inputs)
     phases = inputs.phases
     for phase, figures in usage.pop("phases").items():
@@ -143,8 +143,15 @@ def summary_schema() -> dict:
     return json_schema({question.summary_key: question.record for question in PER_TRACE})
 
 
+_JSON_SCALARS = frozenset({str, int, bool, type(None)})  # exact types that are JSON-ready as they are
+
+
 def json_ready(value):
     """``value`` with numpy/pandas scalars made Python ones and NaN/inf made None, recursively."""
+    if type(value) in _JSON_SCALARS:
+        return value
+    if type(value) is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

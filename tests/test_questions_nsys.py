@@ -18,8 +18,9 @@ from analysis.load import load_trace
 from analysis.phases import gpu_ops, label_ops
 from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.diff import diff_summaries
-from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
+from analysis.questions.nsys_inputs import NsysInputs, kernel_totals, op_classes
 from analysis.questions.phase_breakdown import busy_ns, phase_summaries
+from analysis.step_timeline import merged_bars, slotted_bars
 from analysis.summary import summarize
 from analysis.timings import RunRecord, read_run_record, timings_json_path
 
@@ -327,6 +328,61 @@ def test_busy_time_is_the_union_of_intervals_per_group():
     # group 1: [0, 12) and [20, 30) -> 12 + 10; group 2: [100, 150) -> 50
     assert busy_ns(ops, "group").to_dict() == {1: 22, 2: 50}
     assert busy_ns(ops.iloc[::-1], "group").to_dict() == {1: 22, 2: 50}
+
+
+def test_kernel_totals_rank_by_time_then_name_and_skip_unnamed_rows():
+    kernels = pd.DataFrame({
+        "demangled_name": pd.Categorical(["b", "a", "c", None, "b", "a"]),
+        "category": pd.Categorical(["gemm", "softmax", "gemm", "gemm", "gemm", "softmax"]),
+        "tensor_core": [True, False, False, True, True, False],
+        "dur_ns": [10, 15, 30, 99, 20, 15],
+    })
+    totals = kernel_totals(kernels, 2)
+    assert totals["kernel"].tolist() == ["a", "b", "c"]  # a and b tie at 30 ns: by name
+    assert totals["calls"].tolist() == [2, 2, 1]
+    assert totals["total_ns"].tolist() == [30, 30, 30]
+    assert totals["ms_per_pass"].tolist() == [15e-6, 15e-6, 15e-6]
+    assert totals["share"].tolist() == pytest.approx([1 / 3] * 3)
+    assert totals["category"].astype(str).tolist() == ["softmax", "gemm", "gemm"]
+    assert totals["tensor_core"].tolist() == [False, True, False]
+    assert kernel_totals(kernels.iloc[:0], 1).empty
+
+
+def test_op_classes_name_kernels_by_rule_and_memory_operations_by_kind():
+    ops = pd.DataFrame({
+        "op_kind": pd.Categorical(["kernel", "memcpy", "kernel", "memset", "kernel"]),
+        "demangled_name": pd.Categorical(["ampere_bf16_s16816gemm_128x64", "[CUDA memcpy]", "softmax_warp_forward",
+                                          "[CUDA memset]", None]),
+    })
+    category, tensor_core = op_classes(ops)
+    assert list(category) == ["gemm", "memcpy", "softmax", "memset", "other"]
+    assert list(category.categories) == sorted(set(category))
+    assert tensor_core.tolist() == [True, False, False, False, False]
+
+
+def test_timeline_bars_merge_close_ops_of_one_stream_and_category():
+    ops = pd.DataFrame({
+        "stream_id": [7, 7, 7, 7, 9],
+        "category": ["gemm", "gemm", "softmax", "gemm", "gemm"],
+        "start_ns": [0, 12, 20, 200, 5],
+        "end_ns": [10, 15, 30, 210, 8],
+    })
+    bars = merged_bars(ops.iloc[::-1], resolution_ns=5)  # order of the rows does not matter
+    assert bars.values.tolist() == [[7, "gemm", 0, 15], [7, "softmax", 20, 30], [7, "gemm", 200, 210],
+                                     [9, "gemm", 5, 8]]
+    slotted = slotted_bars(bars, slot_ns=100)  # one bar per stream, slot and category
+    assert slotted.values.tolist() == [[7, "gemm", 0, 15], [7, "softmax", 20, 30], [7, "gemm", 200, 210],
+                                       [9, "gemm", 5, 8]]
+    assert slotted_bars(bars, slot_ns=1000).values.tolist() == [[7, "gemm", 0, 210], [7, "softmax", 20, 30],
+                                                               [9, "gemm", 5, 8]]
+
+
+def test_inputs_compute_shared_totals_once(train_inputs):
+    forward = train_inputs.kernel_totals(("forward",), train_inputs.passes("forward"))
+    assert train_inputs.kernel_totals(("forward",), train_inputs.passes("forward")) is forward
+    assert train_inputs.measured_kernels(("forward",)) is train_inputs.measured_kernels(("forward",))
+    pd.testing.assert_frame_equal(forward, kernel_totals(train_inputs.measured_kernels(("forward",)),
+                                                         train_inputs.passes("forward")))
 
 
 def test_phase_summaries_survive_a_phase_with_no_operations(train_inputs):

@@ -39,8 +39,9 @@ from analysis.load.tables import (
     UNNAMED_KERNEL,
     StringTable,
     drop_unusable_times,
-    has_unmatched,
     join_launches,
+    last_call_end,
+    launch_rows,
     read_gpus,
     read_kernels,
     read_launches,
@@ -110,11 +111,15 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     if unnamed:
         notes.append(f"{unnamed:,} kernels have no name in the trace; they are listed as {UNNAMED_KERNEL}")
     memops = drop_unusable_times(read_memops(conn, schema), "memory copies and fills", notes)
-    launches = read_launches(conn, schema, strings, version, launch_calls_only=True)
-    if has_unmatched(kernels, launches) or has_unmatched(memops, launches):
-        launches = read_launches(conn, schema, strings, version, launch_calls_only=False)
-    kernels = join_launches(kernels, launches)
-    memops = join_launches(memops, launches)
+    calls_only = True
+    launches = read_launches(conn, schema, strings, version, calls_only)
+    found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
+    if any((rows < 0).any() for rows in found):
+        calls_only = False
+        launches = read_launches(conn, schema, strings, version, calls_only)
+        found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
+    kernels = join_launches(kernels, launches, found[0])
+    memops = join_launches(memops, launches, found[1])
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
     if unlinked:
         notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "
@@ -127,6 +132,8 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         ranges = None
     events = read_nvtx(conn, schema, strings, ranges)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
+    if len(launches):
+        end_ns = max(end_ns, last_call_end(conn, schema, strings, calls_only))
     ranges = ranges_of(events, end_ns, notes)
     marks = marks_of(events)
     if graph_launches:
@@ -142,5 +149,5 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
 def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:
     starts = [int(t["start_ns"].min()) for t in tables if len(t)]
     ends = [int(pd.to_numeric(t[c]).max()) for t in tables if len(t)
-            for c in ("start_ns", "end_ns") if pd.to_numeric(t[c]).notna().any()]
+            for c in ("start_ns", "end_ns") if c in t and pd.to_numeric(t[c]).notna().any()]
     return min(starts), max(ends)

@@ -3,6 +3,7 @@ there (``sqlite_master`` / ``PRAGMA table_info``), and reading integer columns a
 from __future__ import annotations
 
 import sqlite3
+from itertools import islice
 
 import numpy as np
 
@@ -71,26 +72,29 @@ def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple
               where: str = "", chunk_rows: int = 1 << 16) -> dict[str, np.ndarray]:
     """Integer columns of a table as numpy arrays, in one scan streamed in chunks.
 
-    NULLs and columns this export lacks read as -1. The buffer is sized by the table's largest
-    rowid (an index lookup, not a count): rows a ``where`` skips leave its pages untouched, so
+    NULLs and columns this export lacks read as -1. Each chunk of rows becomes one structured
+    array (``np.fromiter``, no per-value Python loop) whose fields are copied into the columns,
+    so the scan holds the columns plus one chunk. The columns are sized by the table's largest
+    rowid (an index lookup, not a count): rows a ``where`` skips leave their pages untouched, so
     they cost no memory.
     """
     declared = schema[table]
     select = ", ".join(
         f'"{c}"' if declared.get(c) else f'coalesce("{c}", -1)' if c in declared else "-1"
         for c in columns)
-    capacity = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
-    values = np.empty((max(capacity, 0), len(columns)), dtype=np.int64, order="F")
+    capacity = max(conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0, 0)
+    row = np.dtype([(f"f{i}", np.int64) for i in range(len(columns))])
+    values = [np.empty(capacity, dtype=np.int64) for _ in columns]
     cursor = conn.execute(f"SELECT {select} FROM {table} {where}")
     filled = 0
-    while chunk := cursor.fetchmany(chunk_rows):
-        if filled + len(chunk) > len(values):  # rowids below 1: grow
-            grown = np.empty((2 * (filled + len(chunk)), len(columns)), dtype=np.int64, order="F")
-            grown[:filled] = values[:filled]
-            values = grown
-        values[filled:filled + len(chunk)] = chunk
-        filled += len(chunk)
-    return {c: values[:filled, i] for i, c in enumerate(columns)}
+    while len(chunk := np.fromiter(islice(cursor, chunk_rows), dtype=row)):
+        end = filled + len(chunk)
+        if end > len(values[0]):  # rowids below 1: grow
+            values = [np.concatenate([v[:filled], np.empty(2 * end - filled, dtype=np.int64)]) for v in values]
+        for i, column in enumerate(values):
+            column[filled:end] = chunk[f"f{i}"]
+        filled = end
+    return {c: v[:filled] for c, v in zip(columns, values)}
 
 
 def export_metadata(conn: sqlite3.Connection, schema: dict) -> dict[str, str]:

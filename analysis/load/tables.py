@@ -27,6 +27,7 @@ MAX_TIME_NS = 1 << 53
 UNNAMED_KERNEL = "(kernel without a name)"
 # API calls that put work on the GPU: kernel and graph launches, copies, fills.
 LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
+INT32 = np.iinfo(np.int32)
 
 
 class StringTable:
@@ -41,6 +42,7 @@ class StringTable:
         order = np.argsort(ids, kind="stable")
         self.ids = ids[order]
         self.values = np.array([_as_text(rows[i][1]) for i in order] + [None], dtype=object)
+        self._matching: dict[re.Pattern, list[int]] = {}
 
     def _rows(self, ids) -> np.ndarray:
         """Row in ``values`` of each id; the last row (None) for null, negative or unknown ids."""
@@ -54,13 +56,20 @@ class StringTable:
         return self.values[self._rows(ids)]
 
     def ids_matching(self, pattern: re.Pattern) -> list[int]:
-        """Ids of the strings that ``pattern`` finds."""
-        return [int(i) for i, value in zip(self.ids, self.values) if value is not None and pattern.search(value)]
+        """Ids of the strings that ``pattern`` finds (each pattern searched for once)."""
+        if pattern not in self._matching:
+            self._matching[pattern] = [int(i) for i, value in zip(self.ids, self.values)
+                                       if value is not None and pattern.search(value)]
+        return self._matching[pattern]
 
     def categorical(self, ids) -> pd.Categorical:
-        """Like :meth:`lookup`, as a categorical; each distinct id is looked up once."""
-        distinct, codes = np.unique(pd.to_numeric(pd.Series(ids), errors="coerce")
-                                    .fillna(-1).to_numpy(np.int64), return_inverse=True)
+        """Like :meth:`lookup`, as a categorical; each distinct id is looked up once. Categories
+        follow the ids' order (hashed, then only the distinct ids sorted)."""
+        codes, distinct = pd.factorize(pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64))
+        order = np.argsort(distinct)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        codes, distinct = rank[codes], distinct[order]
         labels = self.lookup(distinct)
         known = np.array([label is not None for label in labels], dtype=bool)
         categories = pd.Index(labels[known])
@@ -85,16 +94,24 @@ def tid_of(global_id) -> np.ndarray:
     return np.asarray(global_id, dtype=np.int64) & ID_MASK
 
 
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """``values`` as int32 when they all fit (ids: half the memory of a row's int64), else as is."""
+    if len(values) and not (INT32.min <= values.min() and values.max() <= INT32.max):
+        return values
+    return values.astype(np.int32)
+
+
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The columns every GPU activity table (kernel, memcpy, memset) shares."""
+    """The columns every GPU activity table (kernel, memcpy, memset) shares; ids that fit in
+    32 bits are held so (times and correlation ids stay 64-bit)."""
     return {
         "start_ns": raw["start"],
         "end_ns": raw["end"],
         "dur_ns": raw["end"] - raw["start"],
-        "device_id": raw["deviceId"],
-        "stream_id": raw["streamId"],
+        "device_id": _narrow(raw["deviceId"]),
+        "stream_id": _narrow(raw["streamId"]),
         "correlation_id": raw["correlationId"],
-        "pid": pid_of(raw["globalPid"]),
+        "pid": _narrow(pid_of(raw["globalPid"])),
     }
 
 
@@ -106,7 +123,7 @@ def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
         **_activity_columns(raw),
         "name": _named(strings.categorical(raw["shortName"])),
         "demangled_name": _named(strings.categorical(raw["demangledName"])),
-    })
+    }, copy=False)
 
 
 def _named(names: pd.Categorical) -> pd.Categorical:
@@ -146,35 +163,45 @@ def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
 
 def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
                    version: str | None, launch_calls_only: bool) -> pd.DataFrame:
-    """Runtime and driver API calls: start, end, pid, tid, correlation id, API name.
+    """Runtime and driver API calls: start, pid, tid, correlation id (only what the analysis
+    reads of a call: each column read is a Python object per row).
 
     With ``launch_calls_only`` just the calls whose name says they launch GPU work (about half of
     a PyTorch trace's calls); the caller reads them all when some operation finds no launch.
     """
     if RUNTIME_TABLE not in schema:
-        return pd.DataFrame({"start_ns": [], "end_ns": [], "pid": [], "tid": [],
-                             "correlation_id": [], "api": pd.Categorical([])}).astype(
-            {c: np.int64 for c in ("start_ns", "end_ns", "pid", "tid", "correlation_id")})
+        return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in ("start_ns", "pid", "tid", "correlation_id")})
     require_columns(schema, RUNTIME_TABLE, RUNTIME_COLUMNS, version)
-    where = ""
-    if launch_calls_only:
-        ids = strings.ids_matching(LAUNCH_API)
-        where = f"WHERE nameId IN ({', '.join(map(str, ids)) or 'NULL'})"
-    raw = read_ints(conn, schema, RUNTIME_TABLE, RUNTIME_COLUMNS, where)
+    where = _launch_filter(strings, launch_calls_only)
+    raw = read_ints(conn, schema, RUNTIME_TABLE, ("start", "globalTid", "correlationId"), where)
     return pd.DataFrame({
         "start_ns": raw["start"],
-        "end_ns": raw["end"],
-        "pid": pid_of(raw["globalTid"]),
-        "tid": tid_of(raw["globalTid"]),
+        "pid": _narrow(pid_of(raw["globalTid"])),
+        "tid": _narrow(tid_of(raw["globalTid"])),
         "correlation_id": raw["correlationId"],
-        "api": strings.categorical(raw["nameId"]),
-    })
+    }, copy=False)
 
 
-def _launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
+def last_call_end(conn: sqlite3.Connection, schema: dict, strings: StringTable, launch_calls_only: bool) -> int | None:
+    """The latest end of the calls :func:`read_launches` reads (NULL as -1), found by SQLite
+    without reading the column into Python; None when there are none."""
+    if RUNTIME_TABLE not in schema:
+        return None
+    where = _launch_filter(strings, launch_calls_only)
+    return conn.execute(f'SELECT max(coalesce("end", -1)) FROM {RUNTIME_TABLE} {where}').fetchone()[0]
+
+
+def _launch_filter(strings: StringTable, launch_calls_only: bool) -> str:
+    if not launch_calls_only:
+        return ""
+    ids = strings.ids_matching(LAUNCH_API)
+    return f"WHERE nameId IN ({', '.join(map(str, ids)) or 'NULL'})"
+
+
+def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1."""
-    key_calls = pd.Index((launches["pid"].to_numpy() << 40) | launches["correlation_id"].to_numpy())
-    key_ops = (ops["pid"].to_numpy() << 40) | ops["correlation_id"].to_numpy()
+    key_calls = pd.Index((launches["pid"].to_numpy(np.int64) << 40) | launches["correlation_id"].to_numpy())
+    key_ops = (ops["pid"].to_numpy(np.int64) << 40) | ops["correlation_id"].to_numpy()
     if key_calls.is_unique:
         return key_calls.get_indexer(key_ops)
     first = np.flatnonzero(~key_calls.duplicated())
@@ -182,13 +209,9 @@ def _launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     return np.where(found >= 0, first[np.maximum(found, 0)], -1)
 
 
-def has_unmatched(ops: pd.DataFrame, launches: pd.DataFrame) -> bool:
-    return bool(len(ops)) and bool((_launch_rows(ops, launches) < 0).any())
-
-
-def join_launches(ops: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
-    """Add the launching API call's columns and sort by start."""
-    found = _launch_rows(ops, launches)
+def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) -> pd.DataFrame:
+    """Add the launching API call's columns (``found``: :func:`launch_rows`) and sort by start
+    and end; an export already in that order (the usual case) is not sorted again."""
     hit = found >= 0
     rows = np.where(hit, found, 0)
 
@@ -196,13 +219,16 @@ def join_launches(ops: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
         values = launches[column].to_numpy()
         return np.where(hit, values[rows], -1) if len(values) else np.full(len(ops), -1)
 
-    api = launches["api"].cat
-    codes = np.where(hit, api.codes.to_numpy()[rows], -1) if len(launches) else \
-        np.full(len(ops), -1)
-    ops = ops.assign(
-        launch_start_ns=take("start_ns"), launch_end_ns=take("end_ns"), launch_tid=take("tid"),
-        launch_api=pd.Categorical.from_codes(codes, categories=api.categories))
+    ops = ops.assign(launch_start_ns=take("start_ns"), launch_tid=take("tid"))
+    if _in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
+        return ops.reset_index(drop=True)
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+
+
+def _in_time_order(start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether rows are sorted by start, then end (one pass, no sort)."""
+    same_start = start[1:] == start[:-1]
+    return bool((start[1:] >= start[:-1]).all() and (end[1:][same_start] >= end[:-1][same_start]).all())
 
 
 def read_gpus(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from analysis import text
 from analysis.classify import GEMM, gemm_precision
 from analysis.kernel_names import kernel_label
 from analysis.questions import nsys_grid as grid
-from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
+from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.runs import sorted_summaries
@@ -44,7 +44,7 @@ class Record(TypedDict):
 
 def per_trace(inputs: NsysInputs) -> dict:
     """Answer (b) for one trace; kernel names are demangled names."""
-    forward = kernel_totals(inputs.measured_kernels(("forward",)), inputs.passes("forward"))
+    forward = inputs.kernel_totals(("forward",), inputs.passes("forward"))
     if forward.empty:
         return {
             "top_forward_kernel": None,
@@ -92,7 +92,7 @@ def per_trace(inputs: NsysInputs) -> dict:
         sentence += " The trace has no measured backward pass, so forward and backward cannot be compared."
         return result | {"answer": sentence}
 
-    both = kernel_totals(inputs.measured_kernels(("forward", "backward")), inputs.passes("forward"))
+    both = inputs.kernel_totals(("forward", "backward"), inputs.passes("forward"))
     leader = both.iloc[0]
     same = leader["kernel"] == top["kernel"]
     if same:

@@ -18,7 +18,7 @@ from analysis.classify import GEMM
 from analysis.kernel_names import kernel_label
 from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_b import GROUPS, run_group
-from analysis.questions.nsys_inputs import NsysInputs, category_ms, kernel_totals
+from analysis.questions.nsys_inputs import NsysInputs, category_ms
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.runs import run_label, sorted_summaries
@@ -79,7 +79,7 @@ def per_trace(inputs: NsysInputs) -> dict:
             "non_gemm_categories_forward": [],
             "answer": inputs.no_kernels_reason("forward") + ", so it cannot break the forward pass down.",
         }
-    totals = kernel_totals(kernels, passes)
+    totals = inputs.kernel_totals(("forward",), passes)
     non_gemm = totals[totals["category"] != GEMM]
     notable = non_gemm[non_gemm["share"] > MIN_SHARE]
     forward_ms = kernels["dur_ns"].sum() / max(passes, 1) / 1e6
@@ -100,9 +100,10 @@ def per_trace(inputs: NsysInputs) -> dict:
     attention_share = float(sum(row["share"] for row in region_rows if row["region"] != OUTSIDE))
     per_kernel_region = (non_gemm_kernels.assign(region=region)
                          .groupby(["demangled_name", "region"], observed=True)["dur_ns"].sum())
+    main_regions = _main_regions(per_kernel_region)
     notable = notable.assign(label=notable["kernel"].map(kernel_label),
-                             region=[_main_region(per_kernel_region, name)[0] for name in notable["kernel"]],
-                             region_share=[_main_region(per_kernel_region, name)[1] for name in notable["kernel"]])
+                             region=[main_regions[name][0] for name in notable["kernel"]],
+                             region_share=[main_regions[name][1] for name in notable["kernel"]])
     sentence = (
         f"Kernels other than matrix multiplications take {text.pct(non_gemm_share)} of forward kernel time "
         f"({text.ms(non_gemm['ms_per_pass'].sum())} per pass); "
@@ -135,10 +136,16 @@ def per_trace(inputs: NsysInputs) -> dict:
     }
 
 
-def _main_region(per_kernel_region: pd.Series, kernel: str) -> tuple[str, float]:
-    """The region holding most of a kernel's time, and that share of its time."""
-    regions = per_kernel_region.loc[kernel]
-    return str(regions.idxmax()), float(regions.max() / regions.sum())
+def _main_regions(per_kernel_region: pd.Series) -> dict[str, tuple[str, float]]:
+    """Per kernel, the region holding most of its time (the first in region order on a tie) and
+    that share of its time; ``per_kernel_region`` is summed time by (kernel, region)."""
+    if per_kernel_region.empty:
+        return {}
+    table = per_kernel_region.unstack(fill_value=0)
+    values = table.to_numpy()
+    main = values.argmax(axis=1)
+    return {str(kernel): (str(table.columns[column]), float(values[row, column] / values[row].sum()))
+            for row, (kernel, column) in enumerate(zip(table.index, main))}
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:

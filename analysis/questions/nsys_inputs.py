@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
 import pandas as pd
 
 from analysis.classify import classify_kernels
@@ -45,12 +46,8 @@ class NsysInputs:
     def build(cls, labelled: LabelledOps, run: RunRecord, gpu_name: str | None) -> NsysInputs:
         """Add kernel categories to the labelled ops."""
         ops = labelled.ops[list(OP_COLUMNS)]
-        is_kernel = ops["op_kind"] == "kernel"
-        classes = classify_kernels(ops["demangled_name"])
-        ops = ops.assign(
-            category=classes["category"].where(is_kernel, ops["op_kind"]).astype("category"),
-            tensor_core=classes["tensor_core"] & is_kernel,
-        )
+        category, tensor_core = op_classes(ops)
+        ops = ops.assign(category=category, tensor_core=tensor_core)
         if labelled.has_steps:
             measured_steps = int(ops.loc[ops["measured"], "step"].nunique())
         else:
@@ -67,13 +64,28 @@ class NsysInputs:
         )
 
     @cached_property
-    def _measured_kernels(self) -> pd.DataFrame:
-        return self.ops[self.ops["measured"] & (self.ops["op_kind"] == "kernel")]
+    def _memo(self) -> dict:
+        """Figures several questions ask for, computed once per trace (keyed by method and argument)."""
+        return {}
+
+    def _once(self, key: tuple, compute):
+        """``compute()``, or what it returned the first time ``key`` was asked for."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def measured_kernels(self, phases: tuple[str, ...] | None = None) -> pd.DataFrame:
-        """Kernel rows of measured steps, in the given phases (all, when ``phases`` is None)."""
-        kernels = self._measured_kernels
-        return kernels if phases is None else kernels[kernels["phase"].isin(phases)]
+        """Kernel rows of measured steps, in the given phases (all, when ``phases`` is None).
+
+        The same table for the same ``phases`` (read it, do not modify it)."""
+        if phases is None:
+            return self._once(("kernels", None), lambda: self.ops[self.ops["measured"] & (self.ops["op_kind"] == "kernel")])
+        kernels = self.measured_kernels()
+        return self._once(("kernels", tuple(phases)), lambda: kernels[kernels["phase"].isin(phases)])
+
+    def kernel_totals(self, phases: tuple[str, ...] | None, passes: int) -> pd.DataFrame:
+        """:func:`kernel_totals` of ``measured_kernels(phases)``, computed once per argument pair."""
+        return self._once(("totals", phases, passes), lambda: kernel_totals(self.measured_kernels(phases), passes))
 
     def no_kernels_reason(self, phase: str) -> str:
         """Why a phase has no measured kernels to analyze, as the start of an answer sentence."""
@@ -95,7 +107,7 @@ class NsysInputs:
 
     def mixed_shapes(self, phase: str) -> int:
         """How many shape groups the measured ranges of ``phase`` form when more than one, else 0."""
-        count = self.shape_groups(phase).nunique()
+        count = 0 if self.has_steps else self._once(("shapes", phase), lambda: self.shape_groups(phase).nunique())
         return count if count > 1 else 0
 
     def mixed_shapes_note(self, phase: str) -> str:
@@ -112,36 +124,60 @@ class NsysInputs:
         return int(self.measured_passes.get(phase, 0))
 
 
+def op_classes(ops: pd.DataFrame) -> tuple[pd.Categorical, np.ndarray]:
+    """The category of each op (a kernel's from its demangled name, a memory operation's
+    ``op_kind``) as a categorical of the sorted categories present, and whether it is a
+    tensor-core kernel. Each distinct name is classified once: a trace has millions of ops but a
+    few hundred names."""
+    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
+    name_code, names = pd.factorize(ops["demangled_name"])
+    classes = classify_kernels(pd.Series([*np.asarray(names, dtype=object), ""]))  # code -1 (no name) is ""
+    kind_code, kinds = pd.factorize(ops["op_kind"])
+    labels = np.concatenate([classes["category"].to_numpy(dtype=object), np.asarray(kinds, dtype=object)])
+    label_code = np.where(is_kernel, name_code % len(classes), len(classes) + kind_code)
+    present = np.unique(label_code)
+    categories, position = np.unique(labels[present].astype(str), return_inverse=True)
+    code_of_label = np.zeros(len(labels), dtype=np.int64)
+    code_of_label[present] = position
+    category = pd.Categorical.from_codes(code_of_label[label_code], categories=pd.Index(categories, dtype="str"))
+    return category, classes["tensor_core"].to_numpy()[name_code % len(classes)] & is_kernel
+
+
 def kernel_totals(kernels: pd.DataFrame, passes: int) -> pd.DataFrame:
     """One row per kernel (demangled name), most summed time first.
 
-    Columns: ``kernel``, ``category``, ``tensor_core``, ``calls``, ``total_ns``,
-    ``calls_per_pass``, ``ms_per_pass`` (divided by ``passes``) and ``share`` (of the summed
-    time of ``kernels``).
+    Columns: ``kernel``, ``category``, ``tensor_core`` (of the kernel's first row), ``calls``,
+    ``total_ns``, ``calls_per_pass``, ``ms_per_pass`` (divided by ``passes``) and ``share`` (of
+    the summed time of ``kernels``). Rows without a name are left out.
     """
-    totals = (
-        kernels.groupby("demangled_name", sort=False, observed=True)
-        .agg(
-            category=("category", "first"),
-            tensor_core=("tensor_core", "first"),
-            calls=("dur_ns", "size"),
-            total_ns=("dur_ns", "sum"),
-        )
-        .rename_axis("kernel")
-        .reset_index()
-        .astype({"kernel": str})
-        .sort_values(["total_ns", "kernel"], ascending=[False, True], ignore_index=True)
-    )
+    codes, names = pd.factorize(kernels["demangled_name"])
+    named = np.flatnonzero(codes >= 0)
+    codes = codes[named]
+    calls = np.bincount(codes, minlength=len(names))
+    # Integer ns summed in float64 stay exact below 2**53 ns (104 days).
+    total_ns = np.bincount(codes, weights=kernels["dur_ns"].to_numpy()[named], minlength=len(names)).astype(np.int64)
+    first_row = named[np.unique(codes, return_index=True)[1]]
+    names = np.asarray(names, dtype=object).astype(str)
+    order = np.array(sorted(range(len(names)), key=lambda i: (-total_ns[i], names[i])), dtype=np.int64)
+    calls, total_ns, first_row = calls[order], total_ns[order], first_row[order]
     divisor = max(passes, 1)
-    all_ns = totals["total_ns"].sum()
-    return totals.assign(
-        calls_per_pass=totals["calls"] / divisor,
-        ms_per_pass=totals["total_ns"] / divisor / 1e6,
-        share=totals["total_ns"] / all_ns if all_ns else 0.0,
-    )
+    all_ns = total_ns.sum()
+    return pd.DataFrame({
+        "kernel": pd.Series(names[order], dtype=str),
+        "category": kernels["category"].array[first_row],
+        "tensor_core": kernels["tensor_core"].to_numpy()[first_row],
+        "calls": calls,
+        "total_ns": total_ns,
+        "calls_per_pass": calls / divisor,
+        "ms_per_pass": total_ns / divisor / 1e6,
+        "share": total_ns / all_ns if all_ns else 0.0,
+    })
 
 
 def category_ms(kernels: pd.DataFrame, passes: int) -> pd.Series:
-    """Summed time per category in ms per pass, largest first."""
-    per_category = kernels.groupby("category", sort=False)["dur_ns"].sum() / max(passes, 1) / 1e6
+    """Summed time per category in ms per pass, largest first (index: category names)."""
+    codes, categories = pd.factorize(kernels["category"])
+    known = codes >= 0
+    summed = np.bincount(codes[known], weights=kernels["dur_ns"].to_numpy()[known], minlength=len(categories))
+    per_category = pd.Series(summed.astype(np.int64), index=np.asarray(categories, dtype=object)) / max(passes, 1) / 1e6
     return per_category.sort_values(ascending=False)

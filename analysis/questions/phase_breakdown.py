@@ -50,34 +50,56 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     ``cpu_span_ms_per_pass``, ``gpu_span_ms_per_pass``, ``busy_ms_per_pass``, ``idle_ms_per_pass``.
     """
     ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
-    ops = inputs.ops.loc[inputs.ops["measured"] & inputs.ops["phase_range_id"].isin(ranges["range_id"]),
-                         ["phase_range_id", "phase", "op_kind", "start_ns", "end_ns", "dur_ns"]]
-    per_range = ops.groupby("phase_range_id").agg(first_start_ns=("start_ns", "min"), last_end_ns=("end_ns", "max"))
-    per_range["busy_ns"] = busy_ns(ops, "phase_range_id")
-    ranges = ranges.join(per_range, on="range_id")
-    ranges = ranges.assign(
-        gpu_span_ns=(ranges["last_end_ns"] - ranges["first_start_ns"]).fillna(0),
-        busy_ns=ranges["busy_ns"].fillna(0),
-    )
-    is_kernel = ops["op_kind"] == "kernel"
-    table = pd.DataFrame(
-        {
-            "kernels": ops[is_kernel].groupby("phase", observed=True).size(),
-            "kernel_ns": ops[is_kernel].groupby("phase", observed=True)["dur_ns"].sum(),
-            "memop_ns": ops[~is_kernel].groupby("phase", observed=True)["dur_ns"].sum(),
-            "cpu_span_ns": ranges.groupby("phase", observed=True)["cpu_dur_ns"].sum(),
-            "gpu_span_ns": ranges.groupby("phase", observed=True)["gpu_span_ns"].sum(),
-            "busy_ns": ranges.groupby("phase", observed=True)["busy_ns"].sum(),
-        }
-    )
+    range_of_op = pd.Index(ranges["range_id"]).get_indexer(inputs.ops["phase_range_id"])
+    in_range = inputs.ops["measured"].to_numpy() & (range_of_op >= 0)
+    ops = inputs.ops.loc[in_range, ["phase_range_id", "phase", "op_kind", "start_ns", "end_ns", "dur_ns"]]
+    first_start, last_end = _first_start_last_end(range_of_op[in_range], ops, len(ranges))
+    busy = busy_ns(ops, "phase_range_id").reindex(ranges["range_id"], fill_value=0).to_numpy()
+    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
+    dur = ops["dur_ns"].to_numpy()
+    op_phase, range_phase = _phase_index(ops["phase"]), _phase_index(ranges["phase"])
+    summed_ns = {
+        "kernel": _per_phase(op_phase, np.where(is_kernel, dur, 0)),
+        "memop": _per_phase(op_phase, np.where(is_kernel, 0, dur)),
+        "cpu_span": _per_phase(range_phase, ranges["cpu_dur_ns"].to_numpy()),
+        "gpu_span": _per_phase(range_phase, last_end - first_start),
+        "busy": _per_phase(range_phase, busy),
+    }
     phases = [p for p in PHASES if inputs.passes(p) > 0]
-    table = table.reindex(phases).fillna(0)
-    passes = pd.Series({p: inputs.passes(p) for p in phases}, dtype="int64")
-    out = pd.DataFrame({"passes": passes, "kernels_per_pass": table["kernels"] / passes})
-    for column in ("kernel", "memop", "cpu_span", "gpu_span", "busy"):
-        out[f"{column}_ms_per_pass"] = table[f"{column}_ns"] / passes / 1e6
+    rows = [PHASES.index(p) for p in phases]
+    passes = np.array([inputs.passes(p) for p in phases], dtype=np.int64)
+    out = pd.DataFrame({"passes": passes, "kernels_per_pass": _per_phase(op_phase, is_kernel)[rows] / passes}
+                       | {f"{name}_ms_per_pass": ns[rows] / passes / 1e6 for name, ns in summed_ns.items()},
+                       index=pd.Index(phases, name="phase"))
     out["idle_ms_per_pass"] = out["gpu_span_ms_per_pass"] - out["busy_ms_per_pass"]
-    return out.rename_axis("phase")
+    return out
+
+
+def _first_start_last_end(group: np.ndarray, ops: pd.DataFrame, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Earliest start and latest end of ``ops`` per group number (``group``: 0 .. ``groups`` - 1
+    per op); both 0 for a group without ops, so its span is 0."""
+    first = np.full(groups, np.iinfo(np.int64).max)
+    last = np.full(groups, np.iinfo(np.int64).min)
+    np.minimum.at(first, group, ops["start_ns"].to_numpy())
+    np.maximum.at(last, group, ops["end_ns"].to_numpy())
+    empty = np.bincount(group, minlength=groups) == 0
+    first[empty], last[empty] = 0, 0
+    return first, last
+
+
+def _phase_index(phase: pd.Series) -> np.ndarray:
+    """The position of each row's phase in :data:`PHASES` (-1 for any other value)."""
+    codes, names = pd.factorize(phase)
+    position = np.array([PHASES.index(name) if name in PHASES else -1 for name in names] + [-1], dtype=np.int64)
+    return position[codes]  # code -1 (missing) takes the trailing -1
+
+
+def _per_phase(phase_index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Sums of ``values`` per phase of :data:`PHASES`, in that order (``phase_index``: see
+    :func:`_phase_index`; rows of other phases left out). Integer values summed in float64 stay
+    exact below 2**53."""
+    known = phase_index >= 0
+    return np.bincount(phase_index[known], weights=np.asarray(values)[known], minlength=len(PHASES))
 
 
 def shape_summaries(inputs: NsysInputs) -> dict[str, list[dict]]:
@@ -101,25 +123,15 @@ def shape_summaries(inputs: NsysInputs) -> dict[str, list[dict]]:
     return shapes
 
 
-def phase_category_ms(inputs: NsysInputs) -> pd.DataFrame:
-    """Kernel ms per pass, phases as rows and categories as columns (0 where a phase has none)."""
-    kernels = inputs.measured_kernels(PHASES)
-    summed = kernels.groupby(["phase", "category"], observed=True)["dur_ns"].sum().unstack(fill_value=0)
-    passes = pd.Series({p: inputs.passes(p) for p in summed.index}).clip(lower=1)
-    return summed.div(passes, axis=0) / 1e6
-
-
 def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
     """The ``phases`` section of a trace summary: figures, categories and top kernels per phase."""
     table = phase_table(inputs)
-    by_category = phase_category_ms(inputs)
     python_ms = inputs.run.python_ms
     summaries = {}
     for phase, row in table.iterrows():
-        kernels = inputs.measured_kernels((phase,))
-        categories = by_category.loc[phase] if phase in by_category.index else pd.Series(dtype=float)
+        passes = int(row["passes"])
         summaries[phase] = {
-            "passes": int(row["passes"]),
+            "passes": passes,
             "kernels_per_pass": float(row["kernels_per_pass"]),
             "kernel_ms_per_pass": float(row["kernel_ms_per_pass"]),
             "memop_ms_per_pass": float(row["memop_ms_per_pass"]),
@@ -128,8 +140,8 @@ def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
             "busy_ms_per_pass": float(row["busy_ms_per_pass"]),
             "idle_ms_per_pass": float(row["idle_ms_per_pass"]),
             "python_ms_per_pass": python_ms.get(phase),
-            "by_category_ms_per_pass": _nonzero(categories.sort_values(ascending=False)),
-            "top_kernels": kernel_records(kernel_totals(kernels, int(row["passes"])), TOP_KERNELS_PER_PHASE),
+            "by_category_ms_per_pass": _nonzero(category_ms(inputs.measured_kernels((phase,)), passes)),
+            "top_kernels": kernel_records(inputs.kernel_totals((phase,), passes), TOP_KERNELS_PER_PHASE),
         }
     return summaries
 
@@ -139,7 +151,7 @@ def overall_summary(inputs: NsysInputs) -> dict:
     the trace has no step ranges), by category and by kernel."""
     kernels = inputs.measured_kernels()
     steps = inputs.measured_steps
-    totals = kernel_totals(kernels, steps)
+    totals = inputs.kernel_totals(None, steps)
     return {
         "scope": "measured steps" if inputs.has_steps else "whole capture",
         "passes": steps,
@@ -177,7 +189,8 @@ def device_summaries(inputs: NsysInputs) -> list[dict]:
 def kernel_records(totals: pd.DataFrame, limit: int) -> list[dict]:
     """The first ``limit`` rows of :func:`analysis.questions.nsys_inputs.kernel_totals` as dicts."""
     columns = ["kernel", "category", "tensor_core", "calls_per_pass", "ms_per_pass", "share"]
-    return totals.head(limit)[columns].to_dict("records")
+    top = totals.head(limit)
+    return [dict(zip(columns, row)) for row in zip(*(top[column].tolist() for column in columns))]
 
 
 def _tensor_core_share(kernels: pd.DataFrame) -> float | None:

@@ -1,0 +1,51 @@
+"""How the loader turns table rows into columns: chunked integer reads, row order, id widths and
+the capture end that launch calls set."""
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+
+from analysis.load import load_trace
+from analysis.load.schema import read_ints, read_schema
+from tests.synthetic import build_export
+
+
+def test_read_ints_is_the_same_in_any_chunk_size_and_below_rowid_one():
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (a INTEGER NOT NULL, b INTEGER)")
+    rows = [(-5, i, None if i % 3 == 0 else i * 10) for i in range(7)]  # rowids -5..1
+    conn.executemany("INSERT INTO t (rowid, a, b) VALUES (? + ?, ?, ?)", [(r[0], r[1], r[1], r[2]) for r in rows])
+    schema = read_schema(conn)
+    whole = read_ints(conn, schema, "t", ("a", "b", "missing"))
+    for chunk_rows in (1, 2, 3, 100):
+        parts = read_ints(conn, schema, "t", ("a", "b", "missing"), chunk_rows=chunk_rows)
+        for column in whole:
+            np.testing.assert_array_equal(parts[column], whole[column])
+    np.testing.assert_array_equal(whole["a"], np.arange(7))
+    np.testing.assert_array_equal(whole["b"], [-1, 10, 20, -1, 40, 50, -1])
+    np.testing.assert_array_equal(whole["missing"], np.full(7, -1))
+
+
+def test_kernels_come_back_in_time_order_whatever_the_export_order(tmp_path):
+    kernels = [(300, 400, 290, 1, 1, 3), (100, 250, 90, 1, 1, 1), (100, 200, 95, 1, 1, 2)]
+    trace = load_trace(build_export(tmp_path / "t.sqlite", kernels=kernels))
+    assert trace.kernels[["start_ns", "end_ns", "correlation_id"]].values.tolist() == \
+        [[100, 200, 2], [100, 250, 1], [300, 400, 3]]
+    assert trace.kernels["launch_start_ns"].tolist() == [95, 90, 290]
+
+
+def test_ids_are_int32_when_they_fit_and_keep_their_value_when_not(tmp_path):
+    big_stream = 2**40 + 3
+    kernels = [(100, 200, 90, 7, 8, 1, "kernel_a", 0, 7), (300, 400, 290, 7, 8, 2, "kernel_a", 1, big_stream)]
+    trace = load_trace(build_export(tmp_path / "t.sqlite", kernels=kernels))
+    kernels = trace.kernels
+    assert {c: kernels[c].dtype for c in ("device_id", "pid", "launch_tid")} == \
+        {"device_id": np.int32, "pid": np.int32, "launch_tid": np.int32}
+    assert kernels["stream_id"].dtype == np.int64 and kernels["stream_id"].tolist() == [7, big_stream]
+    assert kernels["pid"].tolist() == [7, 7] and kernels["launch_tid"].tolist() == [8, 8]
+
+
+def test_capture_ends_with_a_launch_call_that_ends_after_every_kernel(tmp_path):
+    trace = load_trace(build_export(tmp_path / "t.sqlite", kernels=[(100, 200, 300, 1, 1, 1)]))
+    assert trace.capture_end_ns == 305  # the call starts at 300 and lasts 5 ns
