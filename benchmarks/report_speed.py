@@ -2,9 +2,8 @@
 
     python -m benchmarks.report_speed [--runs N]
 
-The floor is `xz -dc TRACE > /dev/null` of every trace `make report` analyzes (`nsys_runs/traces/`,
-its `2026/` and `multi_gpu/` folders),
-one after another. Cold: the report command (`analyze-nsys` on those traces and
+The floor is `xz -dc TRACE > /dev/null` of every trace `make report` analyzes (`nsys_runs/traces/`
+and its `2026/` and `multi_gpu/` folders), one after another. Cold: the report command (`analyze-nsys` on those traces and
 `nsys_runs/results`, HTML + Markdown + JSON) into an empty output folder with an empty
 decompression cache (`CS336_PROFILE_CACHE`); warm: the same command again, as a user re-running
 `make report` gets it. Whole processes; the best of `--runs` for each; prints seconds and
