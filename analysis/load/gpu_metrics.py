@@ -26,7 +26,7 @@ def read_gpu_metrics(path: str | os.PathLike, inputs: InputCache = InputCache())
     """Samples of :data:`METRICS`: ``time_ns``, ``gpu`` (nsys's typeId), ``metric`` (our key),
     ``value``; None when the export has no GPU metrics tables."""
     with opened_input(Path(path), inputs) as database, connect_readonly(database) as conn:
-        schema = read_schema(conn)
+        schema = read_schema(conn, (SAMPLES_TABLE, NAMES_TABLE))
         if not {"timestamp", "typeId", "metricId", "value"} <= set(schema.get(SAMPLES_TABLE, {})) \
                 or not {"typeId", "metricId", "metricName"} <= set(schema.get(NAMES_TABLE, {})):
             return None

@@ -32,11 +32,16 @@ RUNTIME_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
 NVTX_COLUMNS = ("start", "end", "eventType", "textId", "globalTid", "endGlobalTid", "domainId")
 
 
-def read_schema(conn: sqlite3.Connection) -> dict[str, dict[str, bool]]:
-    """{table: {column: declared NOT NULL}} for every table of the export."""
-    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-    return {t: {row[1]: bool(row[3]) for row in conn.execute(f'PRAGMA table_info("{t}")')}
-            for t in tables}
+def read_schema(conn: sqlite3.Connection, tables: tuple[str, ...] | None = None) -> dict[str, dict[str, bool]]:
+    """{table: {column: declared NOT NULL}} for every table of the export, or for those of
+    ``tables`` it has (one query either way)."""
+    only = f"AND m.name IN ({', '.join('?' * len(tables))})" if tables is not None else ""
+    schema: dict[str, dict[str, bool]] = {}
+    for table, column, not_null in conn.execute(
+            "SELECT m.name, p.name, p.\"notnull\" FROM sqlite_master m JOIN pragma_table_info(m.name) p "
+            f"WHERE m.type = 'table' {only}", tables or ()):
+        schema.setdefault(table, {})[column] = bool(not_null)
+    return schema
 
 
 def require_tables_are_tables(conn: sqlite3.Connection) -> None:
