@@ -80,16 +80,18 @@ def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple
 
     NULLs and columns this export lacks read as -1. SQLite writes each chunk's column as one
     comma-separated text (``group_concat``, formatted in C) that numpy parses, so no Python object
-    is made per value; all columns of a chunk come from one scan, so their rows line up. The
-    columns are sized by the table's rowid span (an index lookup, not a count): rows a ``where``
-    skips leave their pages untouched, so they cost no memory.
+    is made per value; all columns of a chunk come from one scan, so their rows line up. Chunks
+    are rowid ranges of the table itself (``NOT INDEXED``: an index on a ``where`` column would
+    make every chunk scan it), so the read stays linear. The columns are sized by the table's
+    rowid span (an index lookup, not a count): rows a ``where`` skips leave their pages
+    untouched, so they cost no memory.
     """
     declared = schema[table]
     values = [
         f'"{c}"' if declared.get(c) else f'coalesce("{c}", -1)' if c in declared else "-1"
         for c in columns]
     condition = f"AND ({where.strip().removeprefix('WHERE')})" if where.strip() else ""
-    chunk_query = (f"SELECT count(*), {', '.join(f'group_concat({v})' for v in values)} FROM {table} "
+    chunk_query = (f"SELECT count(*), {', '.join(f'group_concat({v})' for v in values)} FROM {table} NOT INDEXED "
                    f"WHERE rowid >= ? AND rowid < ? {condition}")
     first, last = conn.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
     first, last = (0, -1) if first is None else (first, last)
@@ -123,7 +125,7 @@ def _row_by_row(conn: sqlite3.Connection, table: str, values: list[str], low: in
                 condition: str) -> list[np.ndarray]:
     """One chunk of :func:`read_ints` through Python rows, for values SQLite does not print as integers."""
     row = np.dtype([(f"f{i}", np.int64) for i in range(len(values))])
-    rows = np.fromiter(conn.execute(f"SELECT {', '.join(values)} FROM {table} WHERE rowid >= ? AND rowid < ? {condition}",
+    rows = np.fromiter(conn.execute(f"SELECT {', '.join(values)} FROM {table} NOT INDEXED WHERE rowid >= ? AND rowid < ? {condition}",
                                     (low, high)), dtype=row)
     return [rows[f"f{i}"] for i in range(len(values))]
 
