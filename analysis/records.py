@@ -17,8 +17,9 @@ EDITION_2026 = "2026"
 
 @dataclass(frozen=True)
 class FigureSpec:
-    """A question's figure: ``kind`` names a drawing of :mod:`analysis.report.figures`
-    (``trace_bars`` for the shared per-trace bar chart, else the question id), ``params`` its
+    """A question's figure: ``kind`` names a drawing of :mod:`analysis.report.bar_figures` or
+    :mod:`analysis.report.line_figures` (``trace_bars`` for the shared per-trace bar chart, else
+    the question id), ``params`` its
     declarative settings (column names, labels, scales), ``alt`` the figure's alt text."""
 
     kind: str

@@ -2,8 +2,8 @@
 
     python -m benchmarks.report_speed [--runs N]
 
-The floor is `xz -dc TRACE > /dev/null` of every shipped trace (`nsys_runs/traces/*.sqlite.xz`),
-one after another. Cold: the report command (`analyze-nsys` on those traces and
+The floor is `xz -dc TRACE > /dev/null` of every trace `make report` analyzes (`nsys_runs/traces/`
+and its `2026/` and `multi_gpu/` folders), one after another. Cold: the report command (`analyze-nsys` on those traces and
 `nsys_runs/results`, HTML + Markdown + JSON) into an empty output folder with an empty
 decompression cache (`CS336_PROFILE_CACHE`); warm: the same command again, as a user re-running
 `make report` gets it. Whole processes; the best of `--runs` for each; prints seconds and
@@ -24,7 +24,9 @@ from pathlib import Path
 
 from benchmarks.analysis_speed import REPO
 
-TRACES = sorted((REPO / "nsys_runs" / "traces").glob("*.sqlite.xz"))
+# The traces `make report` analyzes (its TRACES): the 2025 handout's, the 2026 handout's, the multi-GPU runs.
+TRACES = [trace for folder in ("", "2026", "multi_gpu")
+          for trace in sorted((REPO / "nsys_runs" / "traces" / folder).glob("*.sqlite.xz"))]
 RESULTS = REPO / "nsys_runs" / "results"
 
 

@@ -18,17 +18,17 @@ def _job(name: str, phases: dict) -> FigureJob:
 
 def test_a_figure_is_drawn_again_only_when_its_data_changes(tmp_path):
     jobs = [_job("a.svg", PHASES), _job("b.svg", PHASES)]
-    files = draw_all(jobs, tmp_path, workers=1)
+    files = draw_all(jobs, tmp_path)
     assert [f.path for f in files] == ["figures/a.svg", "figures/b.svg"]
     first = {f.path: (tmp_path / f.path).stat().st_mtime_ns for f in files}
-    draw_all(jobs, tmp_path, workers=1)
+    draw_all(jobs, tmp_path)
     assert {f.path: (tmp_path / f.path).stat().st_mtime_ns for f in files} == first
     changed = {"forward": {**PHASES["forward"], "busy_ms_per_pass": 2.0}}
-    draw_all([_job("a.svg", PHASES), _job("b.svg", changed)], tmp_path, workers=2)
+    draw_all([_job("a.svg", PHASES), _job("b.svg", changed)], tmp_path)
     assert (tmp_path / "figures/a.svg").stat().st_mtime_ns == first["figures/a.svg"]
     assert (tmp_path / "figures/b.svg").stat().st_mtime_ns != first["figures/b.svg"]
     (tmp_path / "figures/a.svg").unlink()  # a deleted file is drawn again
-    draw_all(jobs, tmp_path, workers=1)
+    draw_all(jobs, tmp_path)
     assert (tmp_path / "figures/a.svg").is_file()
 
 
@@ -38,7 +38,7 @@ def test_a_figure_that_fails_or_meets_a_link_is_not_drawn_and_the_others_are(tmp
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "linked.svg").symlink_to(victim)
     broken = FigureJob("analysis.report.bar_figures:no_such_drawing", (PHASES,), "broken.svg", "spans")
-    good, linked, failed = draw_all([_job("good.svg", PHASES), _job("linked.svg", PHASES), broken], tmp_path, workers=1)
+    good, linked, failed = draw_all([_job("good.svg", PHASES), _job("linked.svg", PHASES), broken], tmp_path)
     assert good.path == "figures/good.svg" and (tmp_path / good.path).is_file()
     assert isinstance(linked, FigureNotDrawn) and "symbolic link" in str(linked)
     assert victim.read_text() == "keep"
@@ -70,16 +70,16 @@ def test_the_drawing_code_key_covers_every_module_that_draws():
 
     import analysis.report.drawing as drawing
     here = Path(drawing.__file__).parent
-    drawn_by = {"svg.py", "bar_figures.py", "figures.py", "question_figures.py", "timeline.py"}
+    drawn_by = {"svg.py", "svg_plot.py", "bar_figures.py", "line_figures.py", "timeline.py"}
     assert drawn_by <= set(drawing.DRAWING_MODULES) and all((here / name).is_file() for name in drawing.DRAWING_MODULES)
 
 
-def test_svg_figures_are_drawn_in_this_process_without_a_pool(tmp_path, monkeypatch):
+def test_figures_are_drawn_in_this_process_without_a_pool(tmp_path, monkeypatch):
     import concurrent.futures
 
     def no_pool(*args, **kwargs):
         raise AssertionError("a worker pool was started for figures written as SVG text")
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
-    files = draw_all([_job("a.svg", PHASES), _job("b.svg", PHASES)], tmp_path, workers=2)
+    files = draw_all([_job("a.svg", PHASES), _job("b.svg", PHASES)], tmp_path)
     assert [f.path for f in files] == ["figures/a.svg", "figures/b.svg"]

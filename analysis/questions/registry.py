@@ -2,8 +2,8 @@
 module (:class:`~analysis.questions.question.Question`).
 
 To add a question: declare a ``Question`` in its module, list it in :data:`QUESTIONS`, and, when
-its figure is a new kind, add the drawing to :data:`analysis.report.figures.DRAWINGS`. The
-catalog, the index, the figures, the summary's ``questions`` section and the pages follow.
+its figure is a new kind, add the drawing to :data:`analysis.report.bar_figures.DRAWINGS` (bars)
+or :data:`analysis.report.line_figures.DRAWINGS` (lines, a grid). The catalog, the index, the figures, the summary's ``questions`` section and the pages follow.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 trace page's per-phase figures, the diff page's categories, and the question figures that are bars.
 
 Each function returns the SVG document as a string. :func:`draw` draws a question figure whose
-spec ``kind`` is in :data:`DRAWINGS`; the other kinds are drawn with matplotlib by
-:mod:`analysis.report.question_figures`.
+spec ``kind`` is in :data:`DRAWINGS`; the other kinds (lines, a grid) are
+:mod:`analysis.report.line_figures`'.
 """
 from __future__ import annotations
 

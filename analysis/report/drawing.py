@@ -1,17 +1,17 @@
 """Figures drawn and kept by content: a figure whose drawing function and data are unchanged since
-the last report into the same folder is not drawn again. Figures written as SVG text (the modules
-of ``DIRECT_MODULES``) are drawn in this process; matplotlib figures in worker processes, which
-start first so both run at once.
+the last report into the same folder is not drawn again. Every figure is SVG text, a millisecond
+or so each, drawn in this process (a worker would cost more to start and to send the data to than
+the drawing itself).
 
 Every file is written through the safe writer (:mod:`analysis.safe_write`: a link where a figure
 or the manifest belongs, or a ``figures`` folder leading out of the output folder, is refused).
 A figure that cannot be drawn or written is a :class:`FigureNotDrawn` in place of its file, so
 the page that shows it says why and the other pages are still made.
 
-A :class:`FigureJob` names its drawing function as ``"module:function"`` (imported where it is
-drawn: a report whose figures are all current, or all SVG written directly, never imports
-matplotlib) and holds the function's arguments. Its key is the SHA-256 of the function's name, its arguments as JSON and the source
-of the drawing modules; ``figures/hashes.json`` maps each file to the key it was drawn from.
+A :class:`FigureJob` names its drawing function as ``"module:function"`` (imported when a figure
+of it is drawn: a report whose figures are all current imports none) and holds the function's
+arguments. Its key is the SHA-256 of the function's name, its arguments as JSON and the source of
+the drawing modules; ``figures/hashes.json`` maps each file to the key it was drawn from.
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import dataclasses
 import hashlib
 import importlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,25 +34,20 @@ MANIFEST = "hashes.json"
 # timeline) is drawn wide as well, and a phone shows its narrow drawing.
 WIDTH_IN = 5.2
 WIDE_IN = 10.4
-RASTER_DPI = 192  # a PNG figure at twice the page's pixels: sharp on high-density screens
 CSS_PX_PER_IN = 96
 PHONE_SUFFIX = "-phone"
-# Modules whose figures are SVG text, a millisecond or so each: drawn in this process, where a
-# worker would cost more to start and to send the data to than the drawing itself.
-DIRECT_MODULES = ("analysis.report.bar_figures", "analysis.report.timeline")
 # The code a figure's pixels depend on besides its data: a change to it redraws every figure.
-DRAWING_MODULES = ("svg.py", "bar_figures.py", "figures.py", "question_figures.py", "timeline.py")
+DRAWING_MODULES = ("svg.py", "svg_plot.py", "bar_figures.py", "line_figures.py", "timeline.py")
 
 
 @dataclass(frozen=True)
 class FigureFile:
-    """A saved figure: ``path`` relative to the output folder, its alt text, the width it shows at
-    (CSS px; None where the file states it), and for a figure drawn wide (``wide``: it spans the
-    page) the ``phone`` drawing of the same data that a narrow screen shows instead."""
+    """A saved figure: ``path`` relative to the output folder, its alt text (the SVG file states
+    its size), and for a figure drawn wide (``wide``: it spans the page) the ``phone`` drawing of
+    the same data that a narrow screen shows instead."""
 
     path: str
     alt: str
-    width: int | None = None
     phone: str | None = None
     wide: bool = False
 
@@ -74,8 +68,7 @@ def shown(files: list[FigureFile | FigureNotDrawn]) -> list[FigureFile]:
 @dataclass(frozen=True)
 class FigureJob:
     """One figure to draw: ``draw`` (``"module:function"``) called with ``args`` returns an SVG
-    document (text, written as it is) or a matplotlib Figure (saved in the format of the suffix),
-    as ``figures/<name>``."""
+    document, written as it is as ``figures/<name>``."""
 
     draw: str
     args: tuple
@@ -99,11 +92,10 @@ class FigureJob:
         return {name: hashlib.sha256(json.dumps([self.draw, args, code], default=_plain).encode()).hexdigest()
                 for name, args in self.drawings()}
 
-    def file(self, folder: Path) -> FigureFile:
-        """The saved figure as a page shows it (``folder``: where the files were drawn)."""
+    def file(self) -> FigureFile:
+        """The saved figure as a page shows it."""
         paths = [f"{FIGURES_DIR}/{name}" for name, _ in self.drawings()]
-        return FigureFile(paths[0], self.alt, css_width(folder / self.name),
-                          phone=paths[1] if self.wide else None, wide=self.wide)
+        return FigureFile(paths[0], self.alt, phone=paths[1] if self.wide else None, wide=self.wide)
 
 
 
@@ -120,11 +112,10 @@ def _plain(value):
     return repr(value)
 
 
-def draw_all(jobs: list[FigureJob], out_dir: Path, workers: int | None = None) -> list[FigureFile | FigureNotDrawn]:
-    """Draw the figures of ``jobs`` whose file is missing or was drawn from other inputs: those of
-    :data:`DIRECT_MODULES` here, the others (matplotlib) in up to ``workers`` processes (default:
-    all cores); returns every job's file, in order, or a
-    :class:`FigureNotDrawn` for a job one of whose files could not be drawn or written."""
+def draw_all(jobs: list[FigureJob], out_dir: Path) -> list[FigureFile | FigureNotDrawn]:
+    """Draw the figures of ``jobs`` whose file is missing or was drawn from other inputs; returns
+    every job's file, in order, or a :class:`FigureNotDrawn` for a job one of whose files could not
+    be drawn or written."""
     out_dir = Path(out_dir)
     folder = out_dir / FIGURES_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -138,52 +129,25 @@ def draw_all(jobs: list[FigureJob], out_dir: Path, workers: int | None = None) -
     keys = {name: key for job in jobs for name, key in job.keys(code).items()}
     todo = [name for name in planned if drawn.get(name) != keys[name] or (folder / name).is_symlink()
             or not (folder / name).is_file()]
-    calls = {name: (planned[name][0], planned[name][1], folder / name, out_dir) for name in todo}
-    pooled = [name for name in todo if planned[name][0].split(":")[0] not in DIRECT_MODULES]
-    here = [name for name in todo if name not in pooled]
-    workers = min(workers or os.cpu_count() or 1, len(pooled))
-    if workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=workers) as pool:  # the workers draw while this process does
-            futures = {name: pool.submit(_draw, *calls[name]) for name in pooled}
-            errors = {name: _draw(*calls[name]) for name in here}
-            errors.update({name: future.result() for name, future in futures.items()})
-    else:
-        errors = {name: _draw(*calls[name]) for name in here + pooled}
+    errors = {name: _draw(*planned[name], folder / name, out_dir) for name in todo}
     failed = {name: error for name, error in errors.items() if error is not None}
     drawn.update({name: keys[name] for name in todo if name not in failed})
     for name in failed:
         drawn.pop(name, None)
     write_file(manifest_path, json.dumps(drawn, indent=0, sort_keys=True), root=out_dir)
-    return [_file_or_failure(job, folder, failed) for job in jobs]
+    return [_file_or_failure(job, failed) for job in jobs]
 
 
-def _file_or_failure(job: FigureJob, folder: Path, failed: dict[str, str]) -> FigureFile | FigureNotDrawn:
+def _file_or_failure(job: FigureJob, failed: dict[str, str]) -> FigureFile | FigureNotDrawn:
     errors = [failed[name] for name, _ in job.drawings() if name in failed]
-    return FigureNotDrawn(f"its figure {job.name} could not be drawn ({errors[0]})") if errors else job.file(folder)
-
-
-def css_width(path: Path) -> int | None:
-    """The width a saved PNG shows at on a page (CSS px: its pixels at ``RASTER_DPI``); None for a
-    vector figure, whose file states its size."""
-    if path.suffix != ".png":
-        return None
-    pixels = int.from_bytes(path.read_bytes()[16:20], "big")  # the PNG header's width field
-    return round(pixels * CSS_PX_PER_IN / RASTER_DPI)
+    return FigureNotDrawn(f"its figure {job.name} could not be drawn ({errors[0]})") if errors else job.file()
 
 
 def _draw(draw: str, args: tuple, path: Path, root: Path) -> str | None:
-    """Worker side: draw one figure and save it safely under ``root``; None, or why it failed."""
+    """Draw one figure and write it safely under ``root``; None, or why it failed."""
     try:
         module, function = draw.split(":")
-        drawn = getattr(importlib.import_module(module), function)(*args)
-        if isinstance(drawn, str):
-            write_file(path, drawn, root=root)
-        else:
-            from analysis.report.figures import save
-
-            save(drawn, path, root=root)
+        write_file(path, getattr(importlib.import_module(module), function)(*args), root=root)
     except Exception as err:  # noqa: BLE001 - one figure's defect must not cost the report
         return f"{type(err).__name__}: {err}"
     return None

@@ -77,4 +77,4 @@ def render_diff(record: DiffRecord, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     _copy_stylesheet(out_dir)
     page = DiffPage(record, diff_page(record.a, record.b))
-    return _render_diff_page(page, out_dir, draw_all(diff_figures(page), out_dir, workers=1), home=False)
+    return _render_diff_page(page, out_dir, draw_all(diff_figures(page), out_dir), home=False)

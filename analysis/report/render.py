@@ -65,7 +65,7 @@ def question_figures(page: QuestionRecord) -> list[FigureJob]:
     spec = page.card.figure
     if spec is None:
         return []
-    module = "bar_figures" if spec.kind in BAR_DRAWINGS else "question_figures"
+    module = "bar_figures" if spec.kind in BAR_DRAWINGS else "line_figures"
     return [FigureJob(f"analysis.report.{module}:draw", (spec, page.result), f"{page.card.page}.svg",
                       spec.alt or page.card.title)]
 
@@ -112,7 +112,7 @@ def diff_figures(page: DiffPage) -> list[FigureJob]:
 
 
 def site_figures(site: Site, out_dir: Path) -> dict[str, list[FigureFile | FigureNotDrawn]]:
-    """Every figure of the site, drawn in worker processes where missing or out of date: page name
+    """Every figure of the site, drawn where missing or out of date: page name
     (question, trace or diff page) -> its figure files."""
     planned = {**{page.card.page: question_figures(page) for page in site.questions},
                **{page.page: trace_figures(page) for page in site.traces},

@@ -1,5 +1,5 @@
-"""Charts written as SVG text directly, without matplotlib: a figure of bars costs about a
-millisecond instead of a fifth of a second, and a report of bar charts never imports matplotlib.
+"""Charts written as SVG text directly: a figure of bars costs about a millisecond, and no plotting
+library is imported. :mod:`analysis.report.svg_plot` draws lines and grids with the same parts.
 
 Two layers. :class:`Canvas` is a document in CSS pixels (y downwards) that takes rectangles with
 ``<title>`` tooltips, lines and escaped text, and :func:`legend` writes a wrapping legend onto
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -31,8 +31,8 @@ CATEGORY_COLORS = {
     "optimizer": "#332288", "communication": "#44AA99", "memcpy": "#555555", "memset": "#999999", "other": "#CCCCCC",
 }
 
-WIDTH_PX = round(WIDTH_IN * CSS_PX_PER_IN)  # a figure's width, as the matplotlib ones are drawn
-FONT_PX = 13  # 10 pt, the size matplotlib figures use
+WIDTH_PX = round(WIDTH_IN * CSS_PX_PER_IN)  # a figure's width
+FONT_PX = 13  # 10 pt
 TITLE_PX = 15
 SMALL_PX = 11
 # Advance of a character in font sizes, by kind: roughly DejaVu Sans, a little generous, so a
@@ -204,25 +204,26 @@ def _log_tick_at_or(value: float, below: bool) -> float:
     return max(t for t in ticks if t <= value * (1 + 1e-9)) if below else min(t for t in ticks if t >= value * (1 - 1e-9))
 
 
-def value_axis(canvas: Canvas, scale: Scale, horizontal: bool, at: float, across: tuple[float, float], label: str) -> None:
+def value_axis(canvas: Canvas, scale: Scale, horizontal: bool, at: float, across: tuple[float, float], label: str,
+               ticks: dict[float, str] | None = None) -> None:
     """The value axis of ``scale``: grid lines spanning ``across`` (pixels on the other axis),
     tick labels outside ``at`` (the axis line's position), and ``label`` beyond them. ``horizontal``:
-    values run left to right, ticks under the plot."""
-    ticks = shown_ticks(scale, horizontal)
-    for tick in ticks:
+    values run left to right, ticks under the plot; ``ticks``: value -> label, in place of the scale's."""
+    ticks = ticks or {tick: scale.label(tick) for tick in shown_ticks(scale, horizontal)}
+    for tick, text in ticks.items():
         pixel = scale(tick)
         if horizontal:
             canvas.line(pixel, across[0], pixel, across[1], GRID, 0.8)
-            canvas.text(pixel, at + 4 + SMALL_PX / 2, scale.label(tick), SMALL_PX, "middle")
+            canvas.text(pixel, at + 4 + SMALL_PX / 2, text, SMALL_PX, "middle")
         else:
             canvas.line(across[0], pixel, across[1], pixel, GRID, 0.8)
-            canvas.text(at - 4, pixel, scale.label(tick), SMALL_PX, "end")
+            canvas.text(at - 4, pixel, text, SMALL_PX, "end")
     if horizontal:
         canvas.line(scale.start, at, scale.end, at)
         canvas.text((scale.start + scale.end) / 2, at + 8 + SMALL_PX + FONT_PX * 0.7, label, FONT_PX, "middle")
     else:
         canvas.line(at, scale.start, at, scale.end)
-        widest = max((text_width(scale.label(t), SMALL_PX) for t in ticks), default=0)
+        widest = max((text_width(text, SMALL_PX) for text in ticks.values()), default=0)
         canvas.text(at - 8 - widest - FONT_PX * 0.7, (scale.start + scale.end) / 2, label, FONT_PX, "middle", rotate=-90)
 
 
@@ -247,9 +248,15 @@ def _crowded(scale: Scale, ticks: list[float], horizontal: bool) -> bool:
     return False
 
 
-def legend(canvas: Canvas, entries: list[tuple[str, str]], top: float) -> float:
-    """A legend of (label, colour) swatches under ``top``, centred, entries wrapping onto as many
-    rows as the width needs; returns the y under it."""
+def swatch(canvas: Canvas, x: float, y: float, label: str, color: str) -> None:
+    """A legend entry's square of colour, 10 px from ``x``, centred on ``y``."""
+    canvas.rect(x, y - 5, 10, 10, color, title=label)
+
+
+def legend(canvas: Canvas, entries: list[tuple[str, str]], top: float, mark: Callable = swatch) -> float:
+    """A legend of (label, colour) entries under ``top``, centred, wrapping onto as many rows as
+    the width needs, each drawn by ``mark`` (canvas, x, y, label, colour) before its label;
+    returns the y under it."""
     rows, row, used = [], [], 0.0
     for label, color in entries:
         width = 14 + text_width(label) + 14
@@ -265,7 +272,7 @@ def legend(canvas: Canvas, entries: list[tuple[str, str]], top: float) -> float:
         for index, (row, used) in enumerate(rows):
             x, y = (canvas.width - used) / 2, top + (index + 0.5) * line
             for label, color, width in row:
-                canvas.rect(x, y - 5, 10, 10, color, title=label)
+                mark(canvas, x, y, label, color)
                 canvas.text(x + 14, y, label)
                 x += width
     return top + len(rows) * line
@@ -289,8 +296,7 @@ def bar_chart(labels: list[str], series: list[Series], title: str, value_label: 
     ``value_label`` names the value axis (with its unit), ``unit`` follows a value in its tooltip,
     ``reference`` draws a black line at that value, ``log`` a 1-2-5 log axis (bars from its low end),
     ``limits`` fixes the axis range, ``label_axis`` names the labels' axis, ``notes`` (horizontal)
-    are written after each label's bars. The legend of the series
-    that have a name sits under the plot and wraps."""
+    are written after each label's bars. The legend of the named series sits under the plot and wraps."""
     canvas = Canvas(WIDTH_PX)
     top = canvas.title(title)
     if stacked:
@@ -314,7 +320,8 @@ def bar_chart(labels: list[str], series: list[Series], title: str, value_label: 
             canvas.text(PAD + FONT_PX * 0.6, (top + plot_bottom) / 2, label_axis, anchor="middle", rotate=-90)
         bottom = plot_bottom + 10 + SMALL_PX + FONT_PX * 1.4
     else:
-        tick_px = max((text_width(f"{scale_label}", SMALL_PX) for scale_label in _tick_texts(low, high, log)), default=0)
+        ticks = Scale(low, high, 0, 1, log)
+        tick_px = max((text_width(ticks.label(t), SMALL_PX) for t in ticks.ticks()), default=0)
         left = PAD + FONT_PX * 1.4 + tick_px + 8
         rotate = label_px > (canvas.width - PAD - left) / max(len(labels), 1) - 6  # side by side they would touch
         if rotate and labels:  # the first label, slanted down to the left of its bar, stays on the canvas
@@ -349,11 +356,6 @@ def bar_chart(labels: list[str], series: list[Series], title: str, value_label: 
     named = [(s.name, s.color) for s in series if s.name]
     canvas.height = legend(canvas, named, bottom) + PAD if named else bottom
     return canvas.document()
-
-
-def _tick_texts(low: float, high: float, log: bool) -> list[str]:
-    scale = Scale(low, high, 0, 1, log)
-    return [scale.label(t) for t in scale.ticks()]
 
 
 def _bars(canvas: Canvas, scale: Scale, labels: list[str], series: list[Series], horizontal: bool, stacked: bool,
