@@ -41,33 +41,44 @@ MATRIX_CATEGORIES = frozenset({GEMM, "convolution", "attention"})
 
 
 class Rule(NamedTuple):
-    """One classification rule: kernels whose demangled name matches `pattern` are `category`.
+    """One classification rule: kernels whose demangled name matches `pattern` (`regex`, any
+    case) are `category`.
 
-    `lowercase` is the same regular expression in lower case, matched case-sensitively against a
-    lower-cased name: the same answer (the rules are ASCII and hold no upper-case escapes), found
-    several times faster than a case-insensitive search of a long templated name."""
+    Names are matched by `lowercase`, the regex in lower case against the lower-cased name: the
+    same answer (the rules are ASCII and hold no upper-case escapes), found several times faster
+    than a case-insensitive search of a long templated name. `pattern` is compiled when asked for."""
 
     category: str
-    pattern: re.Pattern
+    regex: str
     reason: str
     lowercase: re.Pattern
+
+    @property
+    def pattern(self) -> re.Pattern:
+        """`regex` compiled to match any case."""
+        return re.compile(self.regex, re.IGNORECASE)
 
 
 class TensorCoreRule(NamedTuple):
-    """One tensor-core rule for matrix kernels: a match means `tensor_core` (`lowercase` as in `Rule`)."""
+    """One tensor-core rule for matrix kernels: a match means `tensor_core` (fields as in `Rule`)."""
 
     tensor_core: bool
-    pattern: re.Pattern
+    regex: str
     reason: str
     lowercase: re.Pattern
 
+    @property
+    def pattern(self) -> re.Pattern:
+        """`regex` compiled to match any case."""
+        return re.compile(self.regex, re.IGNORECASE)
+
 
 def _rule(category: str, regex: str, reason: str) -> Rule:
-    return Rule(category, re.compile(regex, re.IGNORECASE), reason, re.compile(regex.lower()))
+    return Rule(category, regex, reason, re.compile(regex.lower()))
 
 
 def _tensor_core_rule(tensor_core: bool, regex: str, reason: str) -> TensorCoreRule:
-    return TensorCoreRule(tensor_core, re.compile(regex, re.IGNORECASE), reason, re.compile(regex.lower()))
+    return TensorCoreRule(tensor_core, regex, reason, re.compile(regex.lower()))
 
 
 def _first_match(rules: tuple, demangled: str):
