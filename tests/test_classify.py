@@ -285,6 +285,14 @@ def test_every_rule_decides_a_listed_name():
     assert [rule.reason for rule in TENSOR_CORE_RULES if rule not in deciding_tc_rules] == []
 
 
+def test_lowercase_twin_of_each_rule_matches_as_its_case_insensitive_pattern():
+    names = [name for name, _, _ in ALL_LISTED] + [name for name, _ in GEMM_PRECISIONS]
+    names += [name.upper() for name in names] + [name.swapcase() for name in names]
+    for rule in (*RULES, *TENSOR_CORE_RULES, *GEMM_PRECISION_RULES):
+        for name in names:
+            assert bool(rule.lowercase.search(name.lower())) == bool(rule.pattern.search(name)), (rule.reason, name)
+
+
 def test_classify_kernels_maps_each_kernel_of_a_trace(fixture_trace):
     names = _kernel_names(fixture_trace("small_ctx128_train_fp32.sqlite"))
     names = pd.Series(names.to_numpy(), index=names.index + 1000)  # a non-default index

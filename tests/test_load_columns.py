@@ -27,6 +27,25 @@ def test_read_ints_is_the_same_in_any_chunk_size_and_below_rowid_one():
     np.testing.assert_array_equal(whole["missing"], np.full(7, -1))
 
 
+def test_read_ints_reads_values_sqlite_does_not_print_as_integers_row_by_row():
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (a INTEGER, b)")
+    conn.executemany("INSERT INTO t (a, b) VALUES (?, ?)", [(1, 5.0), (2, 7), (3, None), (4, 2**62)])
+    columns = read_ints(conn, read_schema(conn), "t", ("a", "b"), where="WHERE a > 1")
+    np.testing.assert_array_equal(columns["a"], [2, 3, 4])
+    np.testing.assert_array_equal(columns["b"], [7, -1, 2**62])
+    with_real = read_ints(conn, read_schema(conn), "t", ("a", "b"))
+    np.testing.assert_array_equal(with_real["b"], [5, 7, -1, 2**62])
+
+
+def test_read_schema_of_some_tables():
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (a INTEGER NOT NULL, b INTEGER)")
+    conn.execute("CREATE TABLE u (c TEXT)")
+    assert read_schema(conn) == {"t": {"a": True, "b": False}, "u": {"c": False}}
+    assert read_schema(conn, ("u", "missing")) == {"u": {"c": False}}
+
+
 def test_kernels_come_back_in_time_order_whatever_the_export_order(tmp_path):
     kernels = [(300, 400, 290, 1, 1, 3), (100, 250, 90, 1, 1, 1), (100, 200, 95, 1, 1, 2)]
     trace = load_trace(build_export(tmp_path / "t.sqlite", kernels=kernels))

@@ -32,7 +32,7 @@ def read_memory_events(path: str | os.PathLike, inputs: InputCache = InputCache(
     (the runtime call with the same correlationId in the same process; -1 when none).
     """
     with opened_input(Path(path), inputs) as database, connect_readonly(database) as conn:
-        schema = read_schema(conn)
+        schema = read_schema(conn, (MEMORY_EVENTS_TABLE, RUNTIME_TABLE))
         columns = schema.get(MEMORY_EVENTS_TABLE, {})
         if not set(MEMORY_EVENT_COLUMNS) <= set(columns):
             return None

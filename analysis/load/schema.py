@@ -3,7 +3,7 @@ there (``sqlite_master`` / ``PRAGMA table_info``), and reading integer columns a
 from __future__ import annotations
 
 import sqlite3
-from itertools import islice
+import warnings
 
 import numpy as np
 
@@ -32,11 +32,16 @@ RUNTIME_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
 NVTX_COLUMNS = ("start", "end", "eventType", "textId", "globalTid", "endGlobalTid", "domainId")
 
 
-def read_schema(conn: sqlite3.Connection) -> dict[str, dict[str, bool]]:
-    """{table: {column: declared NOT NULL}} for every table of the export."""
-    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-    return {t: {row[1]: bool(row[3]) for row in conn.execute(f'PRAGMA table_info("{t}")')}
-            for t in tables}
+def read_schema(conn: sqlite3.Connection, tables: tuple[str, ...] | None = None) -> dict[str, dict[str, bool]]:
+    """{table: {column: declared NOT NULL}} for every table of the export, or for those of
+    ``tables`` it has (one query either way)."""
+    only = f"AND m.name IN ({', '.join('?' * len(tables))})" if tables is not None else ""
+    schema: dict[str, dict[str, bool]] = {}
+    for table, column, not_null in conn.execute(
+            "SELECT m.name, p.name, p.\"notnull\" FROM sqlite_master m JOIN pragma_table_info(m.name) p "
+            f"WHERE m.type = 'table' {only}", tables or ()):
+        schema.setdefault(table, {})[column] = bool(not_null)
+    return schema
 
 
 def require_tables_are_tables(conn: sqlite3.Connection) -> None:
@@ -70,31 +75,59 @@ def require_columns(schema: dict, table: str, columns: tuple[str, ...], version:
 
 def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
               where: str = "", chunk_rows: int = 1 << 16) -> dict[str, np.ndarray]:
-    """Integer columns of a table as numpy arrays, in one scan streamed in chunks.
+    """Integer columns of a table as numpy arrays, read in chunks of ``chunk_rows`` rowids;
+    ``where`` is empty or ``WHERE <condition>``.
 
-    NULLs and columns this export lacks read as -1. Each chunk of rows becomes one structured
-    array (``np.fromiter``, no per-value Python loop) whose fields are copied into the columns,
-    so the scan holds the columns plus one chunk. The columns are sized by the table's largest
-    rowid (an index lookup, not a count): rows a ``where`` skips leave their pages untouched, so
-    they cost no memory.
+    NULLs and columns this export lacks read as -1. SQLite writes each chunk's column as one
+    comma-separated text (``group_concat``, formatted in C) that numpy parses, so no Python object
+    is made per value; all columns of a chunk come from one scan, so their rows line up. Chunks
+    are rowid ranges of the table itself (``NOT INDEXED``: an index on a ``where`` column would
+    make every chunk scan it), so the read stays linear. The columns are sized by the table's
+    rowid span (an index lookup, not a count): rows a ``where`` skips leave their pages
+    untouched, so they cost no memory.
     """
     declared = schema[table]
-    select = ", ".join(
+    values = [
         f'"{c}"' if declared.get(c) else f'coalesce("{c}", -1)' if c in declared else "-1"
-        for c in columns)
-    capacity = max(conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0, 0)
-    row = np.dtype([(f"f{i}", np.int64) for i in range(len(columns))])
-    values = [np.empty(capacity, dtype=np.int64) for _ in columns]
-    cursor = conn.execute(f"SELECT {select} FROM {table} {where}")
+        for c in columns]
+    condition = f"AND ({where.strip().removeprefix('WHERE')})" if where.strip() else ""
+    chunk_query = (f"SELECT count(*), {', '.join(f'group_concat({v})' for v in values)} FROM {table} NOT INDEXED "
+                   f"WHERE rowid >= ? AND rowid < ? {condition}")
+    first, last = conn.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
+    first, last = (0, -1) if first is None else (first, last)
+    out = [np.empty(last - first + 1, dtype=np.int64) for _ in columns]
     filled = 0
-    while len(chunk := np.fromiter(islice(cursor, chunk_rows), dtype=row)):
-        end = filled + len(chunk)
-        if end > len(values[0]):  # rowids below 1: grow
-            values = [np.concatenate([v[:filled], np.empty(2 * end - filled, dtype=np.int64)]) for v in values]
-        for i, column in enumerate(values):
-            column[filled:end] = chunk[f"f{i}"]
-        filled = end
-    return {c: v[:filled] for c, v in zip(columns, values)}
+    for low in range(first, last + 1, chunk_rows):
+        count, *texts = conn.execute(chunk_query, (low, low + chunk_rows)).fetchone()
+        chunk = [_parsed_ints(text, count) for text in texts]
+        if any(column is None for column in chunk):  # a value that is not an integer: read row by row
+            chunk = _row_by_row(conn, table, values, low, low + chunk_rows, condition)
+        for column, part in zip(out, chunk):
+            column[filled:filled + count] = part
+        filled += count
+    return {c: v[:filled] for c, v in zip(columns, out)}
+
+
+def _parsed_ints(text: str | None, count: int) -> np.ndarray | None:
+    """The ``count`` integers of a ``group_concat`` text; None when it holds anything else."""
+    if not count:
+        return np.zeros(0, dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns, and stops, at text that is not an integer
+        try:
+            parsed = np.fromstring(text, dtype=np.int64, sep=",")
+        except (DeprecationWarning, ValueError, TypeError):
+            return None
+    return parsed if len(parsed) == count else None
+
+
+def _row_by_row(conn: sqlite3.Connection, table: str, values: list[str], low: int, high: int,
+                condition: str) -> list[np.ndarray]:
+    """One chunk of :func:`read_ints` through Python rows, for values SQLite does not print as integers."""
+    row = np.dtype([(f"f{i}", np.int64) for i in range(len(values))])
+    rows = np.fromiter(conn.execute(f"SELECT {', '.join(values)} FROM {table} NOT INDEXED WHERE rowid >= ? AND rowid < ? {condition}",
+                                    (low, high)), dtype=row)
+    return [rows[f"f{i}"] for i in range(len(values))]
 
 
 def export_metadata(conn: sqlite3.Connection, schema: dict) -> dict[str, str]:

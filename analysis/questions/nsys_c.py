@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+import numpy as np
 import pandas as pd
 
 from analysis import text
 from analysis.classify import GEMM
 from analysis.kernel_names import kernel_label
+from analysis.phases import RangeNames
 from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.questions.nsys_inputs import NsysInputs, category_ms
@@ -89,18 +91,14 @@ def per_trace(inputs: NsysInputs) -> dict:
         for name, ms in categories.items()
     ]
     non_gemm_share = float(non_gemm["share"].sum())
-    non_gemm_kernels = kernels[kernels["category"] != GEMM]
-    names = inputs.names
-    roles = {"": OUTSIDE, names.attention_scores: "attention scores", names.softmax: "softmax",
-             names.final_matmul: "final matmul"}  # by role, so renamed ranges give the same record
-    region = non_gemm_kernels["region"].astype(str).map(roles)
-    by_region = non_gemm_kernels["dur_ns"].groupby(region).sum().sort_values(ascending=False) / max(passes, 1) / 1e6
+    role, kernel, dur = _non_gemm_columns(kernels, inputs.names)
+    role_names, role_code = np.unique(role, return_inverse=True)
+    role_ns = np.bincount(role_code, weights=dur, minlength=len(role_names)).astype(np.int64)
+    by_region = pd.Series(role_ns, index=role_names).sort_values(ascending=False) / max(passes, 1) / 1e6
     region_rows = [{"region": str(name), "ms_per_pass": float(ms), "share": float(ms / forward_ms)}
                    for name, ms in by_region.items()]
     attention_share = float(sum(row["share"] for row in region_rows if row["region"] != OUTSIDE))
-    per_kernel_region = (non_gemm_kernels.assign(region=region)
-                         .groupby(["demangled_name", "region"], observed=True)["dur_ns"].sum())
-    main_regions = _main_regions(per_kernel_region)
+    main_regions = _main_regions(kernel, role_names, role_code, dur)
     notable = notable.assign(label=notable["kernel"].map(kernel_label),
                              region=[main_regions[name][0] for name in notable["kernel"]],
                              region_share=[main_regions[name][1] for name in notable["kernel"]])
@@ -136,16 +134,31 @@ def per_trace(inputs: NsysInputs) -> dict:
     }
 
 
-def _main_regions(per_kernel_region: pd.Series) -> dict[str, tuple[str, float]]:
-    """Per kernel, the region holding most of its time (the first in region order on a tie) and
-    that share of its time; ``per_kernel_region`` is summed time by (kernel, region)."""
-    if per_kernel_region.empty:
-        return {}
-    table = per_kernel_region.unstack(fill_value=0)
-    values = table.to_numpy()
-    main = values.argmax(axis=1)
-    return {str(kernel): (str(table.columns[column]), float(values[row, column] / values[row].sum()))
-            for row, (kernel, column) in enumerate(zip(table.index, main))}
+def _non_gemm_columns(kernels: pd.DataFrame, names: RangeNames) -> tuple[np.ndarray, pd.Series, np.ndarray]:
+    """The region role (:data:`OUTSIDE` or the attention sub-range's role, so renamed ranges give
+    the same record), demangled name and duration of each non-GEMM kernel in a known region."""
+    roles = {"": OUTSIDE, names.attention_scores: "attention scores", names.softmax: "softmax",
+             names.final_matmul: "final matmul"}
+    codes, regions = pd.factorize(kernels["region"])
+    role_of_code = np.array([roles.get(str(region)) for region in regions] + [None], dtype=object)
+    role = role_of_code[codes]  # code -1 (missing) takes the trailing None
+    kept = (kernels["category"] != GEMM).to_numpy() & (role != None)  # noqa: E711 (elementwise)
+    return role[kept].astype(str), kernels["demangled_name"][kept], kernels["dur_ns"].to_numpy()[kept]
+
+
+def _main_regions(kernel: pd.Series, role_names: np.ndarray, role_code: np.ndarray,
+                  dur: np.ndarray) -> dict[str, tuple[str, float]]:
+    """Per kernel, the region role holding most of its time (the first of ``role_names``, which
+    are sorted, on a tie) and that share of its time; one value of each column per kernel call."""
+    kernel_code, kernel_names = pd.factorize(kernel)
+    named = kernel_code >= 0
+    table = np.zeros((len(kernel_names), len(role_names)), dtype=np.int64)
+    np.add.at(table, (kernel_code[named], role_code[named]), dur[named])
+    main = table.argmax(axis=1) if len(role_names) else np.zeros(len(kernel_names), dtype=np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a kernel of zero time: share NaN
+        share = table[np.arange(len(kernel_names)), main] / table.sum(axis=1)
+    return {str(name): (str(role_names[column]), float(part))
+            for name, column, part in zip(kernel_names, main, share)}
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:

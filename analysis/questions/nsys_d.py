@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+import numpy as np
 import pandas as pd
 
 from analysis import text
@@ -90,8 +91,17 @@ def per_trace(inputs: NsysInputs) -> dict:
 
 
 def _shares(kernels: pd.DataFrame) -> pd.Series:
-    """Fraction of summed kernel time per category (empty when there are no kernels)."""
-    per_category = kernels.groupby("category")["dur_ns"].sum()
+    """Fraction of summed kernel time per category (empty when there are no kernels): indexed by
+    the categories present, in the order of the ``category`` column's categories, as a groupby
+    would give, summed on its codes."""
+    category = kernels["category"].array
+    codes = category.codes
+    known = codes >= 0
+    summed = np.bincount(codes[known], weights=kernels["dur_ns"].to_numpy()[known], minlength=len(category.categories))
+    present = np.bincount(codes[known], minlength=len(category.categories)) > 0
+    index = pd.CategoricalIndex(category.categories[present], categories=category.categories,
+                                ordered=category.ordered, name="category")
+    per_category = pd.Series(summed[present].astype(np.int64), index=index, name="dur_ns")
     total = per_category.sum()
     return per_category / total if total else per_category.astype(float)
 

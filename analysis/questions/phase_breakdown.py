@@ -173,7 +173,9 @@ def device_summaries(inputs: NsysInputs) -> list[dict]:
     busy = busy_ns(kernels[["start_ns", "end_ns"]].assign(device_key=keys), "device_key")
     records = []
     for key, at in sorted(pd.Series(keys).groupby(keys).indices.items()):
-        rows = kernels if len(at) == len(kernels) else kernels.iloc[at]  # one device: no copy
+        one_device = len(at) == len(kernels)
+        rows = kernels if one_device else kernels.iloc[at]  # one device: no copy
+        totals = inputs.kernel_totals(None, steps) if one_device else kernel_totals(rows, steps)  # one device: the overall totals
         records.append({
             "pid": int(rows["pid"].iloc[0]),
             "device_id": int(rows["device_id"].iloc[0]),
@@ -181,7 +183,7 @@ def device_summaries(inputs: NsysInputs) -> list[dict]:
             "kernel_ms_per_pass": float(rows["dur_ns"].sum()) / steps / 1e6,
             "busy_ms_per_pass": float(busy[key]) / steps / 1e6,
             "by_category_ms_per_pass": _nonzero(category_ms(rows, steps)),
-            "top_kernel": kernel_records(kernel_totals(rows, steps), 1)[0],
+            "top_kernel": kernel_records(totals, 1)[0],
         })
     return records
 
