@@ -91,8 +91,7 @@ def per_trace(inputs: NsysInputs) -> dict:
         for name, ms in categories.items()
     ]
     non_gemm_share = float(non_gemm["share"].sum())
-    role, kernel, dur = _non_gemm_columns(kernels, inputs.names)
-    role_names, role_code = np.unique(role, return_inverse=True)
+    role_names, role_code, kernel, dur = _non_gemm_columns(kernels, inputs.names)
     role_ns = np.bincount(role_code, weights=dur, minlength=len(role_names)).astype(np.int64)
     by_region = pd.Series(role_ns, index=role_names).sort_values(ascending=False) / max(passes, 1) / 1e6
     region_rows = [{"region": str(name), "ms_per_pass": float(ms), "share": float(ms / forward_ms)}
@@ -134,16 +133,22 @@ def per_trace(inputs: NsysInputs) -> dict:
     }
 
 
-def _non_gemm_columns(kernels: pd.DataFrame, names: RangeNames) -> tuple[np.ndarray, pd.Series, np.ndarray]:
-    """The region role (:data:`OUTSIDE` or the attention sub-range's role, so renamed ranges give
-    the same record), demangled name and duration of each non-GEMM kernel in a known region."""
+def _non_gemm_columns(kernels: pd.DataFrame, names: RangeNames) -> tuple[np.ndarray, np.ndarray, pd.Series, np.ndarray]:
+    """The region roles present (:data:`OUTSIDE` or the attention sub-range's role, so renamed
+    ranges give the same record; sorted), then of each non-GEMM kernel in a known region its
+    role's position among them, demangled name and duration. Roles go by code, not by a string
+    per kernel: millions of fixed-width strings would be sorted otherwise."""
     roles = {"": OUTSIDE, names.attention_scores: "attention scores", names.softmax: "softmax",
              names.final_matmul: "final matmul"}
     codes, regions = pd.factorize(kernels["region"])
-    role_of_code = np.array([roles.get(str(region)) for region in regions] + [None], dtype=object)
-    role = role_of_code[codes]  # code -1 (missing) takes the trailing None
-    kept = (kernels["category"] != GEMM).to_numpy() & (role != None)  # noqa: E711 (elementwise)
-    return role[kept].astype(str), kernels["demangled_name"][kept], kernels["dur_ns"].to_numpy()[kept]
+    role_of_region = [roles.get(str(region)) for region in regions]
+    known_roles = np.array(sorted({role for role in role_of_region if role is not None}), dtype=str)
+    role_code_of_region = np.array([-1 if role is None else int(np.searchsorted(known_roles, role))
+                                    for role in role_of_region] + [-1], dtype=np.int64)
+    role_code = role_code_of_region[codes]  # code -1 (missing) takes the trailing -1
+    kept = (kernels["category"] != GEMM).to_numpy() & (role_code >= 0)
+    present, role_code = np.unique(role_code[kept], return_inverse=True)
+    return known_roles[present], role_code, kernels["demangled_name"][kept], kernels["dur_ns"].to_numpy()[kept]
 
 
 def _main_regions(kernel: pd.Series, role_names: np.ndarray, role_code: np.ndarray,
