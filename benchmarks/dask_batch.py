@@ -3,7 +3,8 @@
     python -m benchmarks.dask_batch [--traces 200] [--workers N]
 
 The traces are copies of the four small forward traces shipped in `nsys_runs/traces/`
-(decompressed once), under a temporary folder. Each run is a whole `analyze-nsys --format json
+(decompressed once), under a temporary folder, each made distinct by its SQLite header's
+`user_version` (`analyze-nsys` analyzes identical files once). Each run is a whole `analyze-nsys --format json
 --no-cache` process: first with its local pool (`--jobs N`), then with `--scheduler ADDRESS` of a
 `distributed.LocalCluster` of N single-threaded worker processes started here beforehand (its
 start-up is timed apart; a real cluster is up before the batch). Both runs must write the same
@@ -16,10 +17,12 @@ import logging
 import lzma
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
 from benchmarks.analysis_speed import REPO
@@ -28,7 +31,8 @@ SOURCES = tuple(REPO / "nsys_runs" / "traces" / f"small_ctx{ctx}_forward_fp32.sq
 
 
 def make_batch(folder: Path, count: int) -> list[Path]:
-    """`count` traces in `folder`: copies of the sources in turn, each under its own name."""
+    """`count` traces in `folder`: copies of the sources in turn, each under its own name and with
+    its own content (the copy's index as the database's `user_version`, which no analysis reads)."""
     plain = []
     for source in SOURCES:
         target = folder / "sources" / source.name.removesuffix(".xz")
@@ -42,6 +46,8 @@ def make_batch(folder: Path, count: int) -> list[Path]:
         trace = folder / "batch" / f"{source.stem}_{index:03d}.sqlite"
         trace.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, trace)
+        with closing(sqlite3.connect(trace)) as conn:
+            conn.execute(f"PRAGMA user_version = {index + 1}")
         traces.append(trace)
     return traces
 
