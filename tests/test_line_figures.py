@@ -5,8 +5,6 @@ quantity and setting with its text escaped, and drawing them imports no plotting
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pandas as pd
@@ -17,7 +15,6 @@ from analysis.report import line_figures
 from analysis.report.svg import PALETTE
 from analysis.report.svg_plot import Line, Panel, line_chart
 from cs336_profile.contract import GIB, MIB
-from tests.conftest import REPO
 from tests.test_svg import NS, parse, texts
 
 PEAKS = pd.DataFrame({"mode": ["forward"] * 4 + ["train"] * 4, "context_length": [128, 256, 512, 1024] * 2,
@@ -162,13 +159,3 @@ def test_a_name_with_markup_is_escaped_in_the_legend_and_tooltips():
     svg = line_chart([Panel([Line("<a & b>", [1, 2], [1, 2], "#000000")], "x (ms)", "y (GiB)")], "t <&>")
     root = parse(svg)
     assert "<a & b>" in texts(root) and "t <&>" in texts(root)
-
-
-def test_drawing_the_line_figures_imports_no_plotting_library():
-    code = ("import sys\nimport pandas as pd\nfrom analysis.records import FigureSpec, ResultsAnswer\n"
-            "from analysis.report import line_figures\n"
-            f"table = pd.DataFrame({PEAKS.dropna().to_dict('list')!r})\n"
-            "line_figures.draw(FigureSpec('mem-b'), ResultsAnswer('q', '', {'t': table}, ()))\n"
-            "print('matplotlib' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"

@@ -1,11 +1,9 @@
 """Bar charts written as SVG text: each file parses as XML and states its size, every value is one
 bar whose length is in proportion to it (linear) or to its logarithm (log), text is escaped, a
-category has its colour, the legend sits under the plot, and drawing them never imports matplotlib."""
+category has its colour, and the legend sits under the plot."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pandas as pd
@@ -26,7 +24,6 @@ from analysis.report.svg import (
     text_width,
     value_range,
 )
-from tests.conftest import REPO
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 PHASES = {name: {"by_category_ms_per_pass": {"gemm": 8.0, "elementwise": 3.0, "copy_cast": 1.0},
@@ -159,19 +156,6 @@ def test_largest_allocations_figure_draws_one_bar_per_row():
 def test_every_kernel_category_has_its_own_colour():
     assert set(CATEGORY_COLORS) == set(CATEGORIES)
     assert len(set(CATEGORY_COLORS.values())) == len(CATEGORIES)
-
-
-def test_bar_figures_are_drawn_without_importing_matplotlib(tmp_path):
-    code = ("import sys\nfrom analysis.report.drawing import FigureJob, draw_all\n"
-            f"phases = {PHASES!r}\n"
-            "jobs = [FigureJob('analysis.report.bar_figures:' + f, (phases,), f + '.svg', f)"
-            " for f in ('phase_categories', 'phase_spans')]\n"
-            f"files = draw_all(jobs, {str(tmp_path)!r})\n"
-            "assert all(hasattr(f, 'path') for f in files), files\n"
-            "print('matplotlib' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
-    parse((tmp_path / "figures" / "phase_spans.svg").read_text())
 
 
 def test_a_crowded_log_axis_labels_fewer_ticks_that_do_not_touch():
