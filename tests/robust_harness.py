@@ -98,6 +98,9 @@ def _limits(call: Invocation, full_disk: bool):
     file_size = call.file_size_limit if full_disk else None
 
     def apply() -> None:
+        # Ctrl-C as a terminal delivers it: a test run started in the background by a non-interactive
+        # shell inherits SIGINT ignored, and Python would then never raise KeyboardInterrupt.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         resource.setrlimit(resource.RLIMIT_AS, (call.memory_limit, call.memory_limit))
         if file_size is not None:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
