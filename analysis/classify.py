@@ -40,6 +40,11 @@ CATEGORIES = (
 MATRIX_CATEGORIES = frozenset({GEMM, "convolution", "attention"})
 
 
+def _any_case(rule) -> re.Pattern:
+    """A rule's `regex` compiled to match any case (its `pattern`)."""
+    return re.compile(rule.regex, re.IGNORECASE)
+
+
 class Rule(NamedTuple):
     """One classification rule: kernels whose demangled name matches `pattern` (`regex`, any
     case) are `category`.
@@ -53,10 +58,7 @@ class Rule(NamedTuple):
     reason: str
     lowercase: re.Pattern
 
-    @property
-    def pattern(self) -> re.Pattern:
-        """`regex` compiled to match any case."""
-        return re.compile(self.regex, re.IGNORECASE)
+    pattern = property(_any_case)
 
 
 class TensorCoreRule(NamedTuple):
@@ -67,10 +69,7 @@ class TensorCoreRule(NamedTuple):
     reason: str
     lowercase: re.Pattern
 
-    @property
-    def pattern(self) -> re.Pattern:
-        """`regex` compiled to match any case."""
-        return re.compile(self.regex, re.IGNORECASE)
+    pattern = property(_any_case)
 
 
 def _rule(category: str, regex: str, reason: str) -> Rule:
