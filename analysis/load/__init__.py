@@ -111,13 +111,11 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     if unnamed:
         notes.append(f"{unnamed:,} kernels have no name in the trace; they are listed as {UNNAMED_KERNEL}")
     memops = drop_unusable_times(read_memops(conn, schema), "memory copies and fills", notes)
-    calls_only = True
-    launches = read_launches(conn, schema, strings, version, calls_only)
-    found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
-    if any((rows < 0).any() for rows in found):
-        calls_only = False
+    for calls_only in (True, False):  # every call only when some operation finds no launch call
         launches = read_launches(conn, schema, strings, version, calls_only)
         found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
+        if not any((rows < 0).any() for rows in found):
+            break
     kernels = join_launches(kernels, launches, found[0])
     memops = join_launches(memops, launches, found[1])
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
