@@ -24,6 +24,7 @@ from analysis.phases import PHASES, RangeNames
 from analysis.questions.diff import diff_summaries
 from analysis.records import DiffRecord
 from analysis.safe_write import write_file
+from analysis.structure import describe, describe_steps
 from analysis.summary import analyze_trace, flat_tables
 from cs336_profile.contract import trace_stem
 from cs336_profile.results import unwritable_reason
@@ -103,35 +104,40 @@ def _diff_parser() -> argparse.ArgumentParser:
 
 
 def _add_range_name_options(parser: argparse.ArgumentParser) -> None:
-    """Options naming the NVTX ranges to look for; ``_range_names`` turns them into RangeNames."""
-    default = RangeNames()
-    group = parser.add_argument_group("NVTX range names (defaults: the runner's)")
-    group.add_argument("--warmup-prefix", default=default.warmup_prefix, metavar="PREFIX",
-                       help=f"warm-up steps are ranges PREFIX<i>, left out of every figure (default: {default.warmup_prefix})")
-    group.add_argument("--step-prefix", default=default.step_prefix, metavar="PREFIX",
-                       help=f"measured steps are ranges PREFIX<i> (default: {default.step_prefix})")
-    group.add_argument("--phase-names", type=_names(len(PHASES)), default=default.phases, metavar=",".join(n.upper() for n in PHASES),
-                       help=f"the ranges of the {', '.join(PHASES)} phases, in that order (default: {','.join(default.phases)})")
-    group.add_argument("--attention-names", type=_names(len(default.regions)), default=default.regions, metavar="SCORES,SOFTMAX,FINAL",
-                       help="the attention sub-ranges: scores matmul, softmax, final matmul "
-                            f"(default: {','.join(default.regions)})")
+    """Options naming the trace's roles by hand; ``_range_names`` turns them into RangeNames.
+    Without them every role is found in the trace (analysis.structure)."""
+    group = parser.add_argument_group(
+        "the run's structure (found in the trace without these: steps, warm-up, phases, attention parts)")
+    group.add_argument("--warmup-prefix", metavar="PREFIX",
+                       help="warm-up steps are the ranges named PREFIX<i>, or those inside a range whose name starts "
+                            "with PREFIX; left out of every figure")
+    group.add_argument("--step-prefix", metavar="PREFIX", help="steps are the ranges PREFIX<i>")
+    group.add_argument("--phase-names", type=_names(1, len(PHASES)), metavar="FORWARD[,LOSS],BACKWARD,OPTIMIZER",
+                       help="the ranges of the phases, in order: 4 names (forward, loss, backward, optimizer), "
+                            "3 (no loss range), 2 (forward, backward) or 1 (forward)")
+    group.add_argument("--attention-names", type=_names(3, 3), metavar="SCORES,SOFTMAX,FINAL",
+                       help="the attention sub-ranges: scores matmul, softmax, final matmul")
+    group.add_argument("--warmup-steps", type=_non_negative_int, metavar="N",
+                       help="the first N steps of each process are warm-up, whatever the ranges say")
+    group.add_argument("-v", "--verbose", action="store_true",
+                       help="print each trace's steps (measured or warm-up, with their times) and unused range names")
 
 
-def _names(count: int):
-    """Argument type: ``count`` comma-separated non-empty names."""
+def _names(least: int, most: int):
+    """Argument type: ``least`` to ``most`` comma-separated non-empty names."""
     def parse(value: str) -> tuple[str, ...]:
         names = tuple(name.strip() for name in value.split(","))
-        if len(names) != count or not all(names):
+        if not least <= len(names) <= most or not all(names):
+            count = str(least) if least == most else f"{least} to {most}"
             raise argparse.ArgumentTypeError(f"needs {count} comma-separated non-empty names, got {value!r}")
         return names
     return parse
 
 
 def _range_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RangeNames:
-    scores, softmax, final = args.attention_names
     try:
         return RangeNames(warmup_prefix=args.warmup_prefix, step_prefix=args.step_prefix, phases=args.phase_names,
-                          attention_scores=scores, softmax=softmax, final_matmul=final)
+                          regions=args.attention_names, warmup_steps=args.warmup_steps)
     except ValueError as err:
         parser.error(str(err))
 
@@ -142,6 +148,13 @@ def _formats(value: str) -> tuple[str, ...]:
     if unknown or not chosen:
         raise argparse.ArgumentTypeError(f"unknown format {', '.join(unknown) or repr(value)}; choose among {','.join(FORMATS)}")
     return chosen
+
+
+def _non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return number
 
 
 def _positive_int(value: str) -> int:
@@ -275,11 +288,25 @@ def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     finally:
         if cache is not None:
             cache.close()
+    _print_structures(summaries, args.verbose)
     pages = write_outputs(summaries, failures, args.out, tuple(f for f in args.format if f != "json"),
                           args.results, written)
     if "html" in pages:
         print(f"report: {pages['html']}")
     return 1 if failures or written.failed else 0
+
+
+def _print_structures(summaries: list[dict], verbose: bool) -> None:
+    """One line per trace on stderr: the structure found and the names behind it (with
+    ``verbose``, every step too)."""
+    for summary in summaries:
+        record = summary.get("structure")
+        if not record:
+            continue
+        print(f"{summary['trace']}: {describe(record)}", file=sys.stderr)
+        if verbose:
+            for line in describe_steps(record):
+                print(line, file=sys.stderr)
 
 
 def _open_cache(db_path: Path, names: RangeNames) -> ResultsCache | None:

@@ -24,8 +24,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.phases import RangeNames
-from cs336_profile.contract import LAYER_PREFIX
+from analysis.structure import RunStructure
 
 BYTES_PER_PARAM = 4  # fp32 gradients
 EVALUATE_PREFIX = "autograd::engine::evaluate_function: "
@@ -61,8 +60,10 @@ def event_lifetimes(events: pd.DataFrame) -> pd.DataFrame:
     return allocs.reset_index(drop=True)
 
 
-def _first(ranges: pd.DataFrame, name: str, start: float = -np.inf, end: float = np.inf) -> pd.Series | None:
-    inside = ranges[(ranges["name"] == name) & (ranges["start_ns"] >= start) & (ranges["start_ns"] <= end)]
+def _first_phase(phases: pd.DataFrame, phase: str, step: pd.Series) -> pd.Series | None:
+    """The first window of ``phase`` starting inside ``step`` (same process)."""
+    inside = phases[(phases["name"] == phase) & (phases["pid"] == step["pid"]) & (phases["start_ns"] >= step["start_ns"])
+                    & (phases["start_ns"] <= step["end_ns"])]
     return inside.sort_values("start_ns").iloc[0] if len(inside) else None
 
 
@@ -116,15 +117,17 @@ def backward_windows(ranges: pd.DataFrame, forward_blocks: pd.DataFrame, backwar
     return pd.DataFrame(windows, columns=["block", "bwd_start_ns", "bwd_end_ns"])
 
 
-def _forward_blocks(ranges: pd.DataFrame, forward: pd.Series) -> pd.DataFrame:
-    layers = ranges[ranges["name"].str.match(re.escape(LAYER_PREFIX) + r"\d+$")
+def _forward_blocks(ranges: pd.DataFrame, forward: pd.Series, block_names: dict[str, int]) -> pd.DataFrame:
+    """The block ranges (``block_names``: name -> block index) inside ``forward``, with the
+    sequence numbers of the op ranges each holds."""
+    layers = ranges[ranges["name"].isin(list(block_names))
                     & (ranges["start_ns"] >= forward["start_ns"]) & (ranges["end_ns"] <= forward["end_ns"])]
     rows = []
     for layer in layers.sort_values("start_ns").itertuples():
         ops = ranges[(ranges["pid"] == layer.pid) & (ranges["tid"] == layer.tid)
                      & (ranges["start_ns"] >= layer.start_ns) & (ranges["end_ns"] <= layer.end_ns)]
         seqs = _seqs(ops["name"]).dropna()
-        rows.append({"block": int(layer.name[len(LAYER_PREFIX):]), "fwd_start_ns": layer.start_ns,
+        rows.append({"block": block_names[layer.name], "fwd_start_ns": layer.start_ns,
                      "fwd_end_ns": layer.end_ns, "seq_lo": seqs.min() if len(seqs) else np.nan,
                      "seq_hi": seqs.max() if len(seqs) else np.nan})
     return pd.DataFrame(rows, columns=["block", "fwd_start_ns", "fwd_end_ns", "seq_lo", "seq_hi"])
@@ -136,21 +139,22 @@ def _window_bytes(allocs: pd.DataFrame, frees: pd.DataFrame, start: float, end: 
     return int(allocated), int(freed)
 
 
-def memory_ledger(ranges: pd.DataFrame, events: pd.DataFrame, config: dict | None,
-                  names: RangeNames = RangeNames()) -> dict:
+def memory_ledger(ranges: pd.DataFrame, events: pd.DataFrame, config: dict | None, structure: RunStructure) -> dict:
     """The ledger's numbers (keys in :class:`analysis.summary_schema.MemoryLedgerRecord`, less
-    ``answer``); raises ValueError naming what the trace lacks."""
-    step = ranges[ranges["name"].str.startswith(names.step_prefix)].sort_values("start_ns")
-    if step.empty:
-        raise ValueError(f"no `{names.step_prefix}<i>` range")
-    step = step.iloc[0]
-    forward = _first(ranges, names.phase_range("forward"), step["start_ns"], step["end_ns"])
-    backward = _first(ranges, names.phase_range("backward"), step["start_ns"], step["end_ns"])
+    ``answer``) for the first measured step of ``structure``; raises ValueError naming what the
+    trace lacks."""
+    steps = structure.steps[structure.steps["measured"].to_numpy(dtype=bool)] if structure.has_steps else structure.steps
+    if steps.empty:
+        raise ValueError("no measured training step")
+    step = steps.sort_values("start_ns").iloc[0]
+    forward = _first_phase(structure.phases, "forward", step)
+    backward = _first_phase(structure.phases, "backward", step)
     if forward is None or backward is None:
-        raise ValueError(f"no `forward` and `backward` ranges in `{step['name']}`")
-    blocks = _forward_blocks(ranges, forward)
+        raise ValueError(f"no forward and backward in `{step['name']}`")
+    blocks = _forward_blocks(ranges, forward, structure.block_names)
     if blocks.empty:
-        raise ValueError(f"no `{LAYER_PREFIX}<i>` ranges in the forward pass (run with --layer-ranges)")
+        raise ValueError("no per-block ranges in the forward pass (ranges `layer_<i>` or `block_<i>` around each "
+                         "block; this project's runner adds them with --layer-ranges)")
     allocs = event_lifetimes(events)
     frees = events[~events["is_alloc"]].assign(
         time_ns=lambda f: np.where(f["api_start_ns"] >= 0, f["api_start_ns"], f["start_ns"]))

@@ -1,14 +1,13 @@
 """Label every GPU operation with its step, phase and fine-grained region.
 
-Steps are the ``warmup_<i>`` / ``step_<i>`` ranges: only operations launched inside ``step_<i>``
-ranges are *measured*. Phases (``forward``, ``loss``, ``backward``, ``optimizer_step``) and steps
-collect launches from every thread of their process; regions (attention sub-ranges, per-op
-ranges) are the innermost ranges on the launching thread. The rule itself lives in
-:mod:`analysis.attribution`.
+Steps, warm-up, phases and attention parts are found by :mod:`analysis.structure`; only
+operations launched inside measured steps are *measured*. Phases (``forward``, ``loss``,
+``backward``, ``optimizer_step``) and steps collect launches from every thread of their process;
+regions (attention parts) are the innermost ranges on the launching thread. The rule itself lives
+in :mod:`analysis.attribution`.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,70 +15,13 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from analysis.attribution import innermost_ranges, ops_in_windows
-from analysis.load import RangeFilter, Trace
+from analysis.load import Trace
+from analysis.structure import REGIONS, RangeNames, RunStructure, find_structure
 from cs336_profile import contract
 
 # The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
-# whatever their ranges are called in the trace (``RangeNames.phases``).
+# whatever their ranges are called in the trace (:mod:`analysis.structure` finds them).
 PHASES = contract.PHASES
-
-
-@dataclass(frozen=True)
-class RangeNames:
-    """NVTX range names the analysis looks for; the defaults match the runner and the handout.
-
-    ``phases`` names the ranges of :data:`PHASES`, in that order; ``attention_scores``,
-    ``softmax`` and ``final_matmul`` are the attention sub-ranges. Raises ValueError when a
-    name is empty, the step prefixes are equal, or ``phases`` does not name each phase once.
-    """
-
-    warmup_prefix: str = contract.WARMUP_PREFIX
-    step_prefix: str = contract.STEP_PREFIX
-    phases: tuple[str, ...] = PHASES
-    attention: str = contract.ATTENTION_RANGE
-    attention_scores: str = contract.ATTENTION_SCORES_RANGE
-    softmax: str = contract.SOFTMAX_RANGE
-    final_matmul: str = contract.FINAL_MATMUL_RANGE
-
-    def __post_init__(self):
-        object.__setattr__(self, "phases", tuple(self.phases))
-        if len(self.phases) != len(PHASES):
-            raise ValueError(f"phases needs {len(PHASES)} range names, for {', '.join(PHASES)}; "
-                             f"got {len(self.phases)}")
-        named = {"warmup prefix": self.warmup_prefix, "step prefix": self.step_prefix,
-                 **dict(zip(PHASES, self.phases)), "attention": self.attention,
-                 "attention scores": self.attention_scores, "softmax": self.softmax,
-                 "final matmul": self.final_matmul}
-        empty = [role for role, name in named.items() if not isinstance(name, str) or not name]
-        if empty:
-            raise ValueError(f"empty range name for {', '.join(empty)}")
-        if self.warmup_prefix == self.step_prefix:
-            raise ValueError(f"the warm-up and step prefixes are both {self.step_prefix!r}")
-        for group, values in (("phase", self.phases), ("attention sub-range", self.regions)):
-            if len(set(values)) != len(values):
-                raise ValueError(f"the {group} names repeat a name: {', '.join(values)}")
-
-    @property
-    def regions(self) -> tuple[str, ...]:
-        """The fine-grained ranges ops are labelled with (``LabelledOps.ops["region"]``)."""
-        return (self.attention_scores, self.softmax, self.final_matmul)
-
-    def nvtx_filter(self) -> RangeFilter:
-        """The ranges the analysis looks at, for the loader to read (and no others): steps,
-        phases, attention and the runner's per-layer ranges (FSDP blocks); every range of a
-        trace without step ranges."""
-        return RangeFilter(names=frozenset((*self.phases, self.attention, *self.regions)),
-                           numbered=(self.warmup_prefix, self.step_prefix, contract.LAYER_PREFIX),
-                           steps=self.step_prefix)
-
-    def phase_range(self, phase: str) -> str:
-        """The range name of one of :data:`PHASES`."""
-        return self.phases[PHASES.index(phase)]
-
-    def step_pattern(self) -> re.Pattern:
-        """Matches warm-up and measured step range names, capturing the prefix."""
-        prefixes = "|".join(re.escape(p) for p in (self.warmup_prefix, self.step_prefix))
-        return re.compile(rf"^({prefixes})\d+$")
 
 
 @dataclass
@@ -90,8 +32,8 @@ class LabelledOps:
     phase_ranges: pd.DataFrame
     measured_passes: dict[str, int]
     has_steps: bool
+    structure: RunStructure
     notes: list[str] = field(default_factory=list)
-    names: RangeNames = RangeNames()  # the range names the ops were labelled with
 
 
 def gpu_ops(trace: Trace) -> pd.DataFrame:
@@ -118,44 +60,36 @@ def gpu_ops(trace: Trace) -> pd.DataFrame:
 
 
 def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
-    """Apply the attribution rule and return the labelled operations of ``trace``."""
+    """Find the run's structure (``names``: the roles the user named) and label every operation."""
     ops = gpu_ops(trace)
-    ranges = trace.ranges
-    notes: list[str] = []
-
-    step_kind = ranges["name"].str.extract(names.step_pattern(), expand=False)
-    step_windows = ranges[step_kind.notna()]
+    structure = find_structure(trace.ranges, ops, names)
+    notes = list(structure.notes)
+    step_windows = structure.steps
     in_step = ops_in_windows(ops, step_windows)
     ops["step"] = _labels(in_step, step_windows["name"])
-    has_steps = bool((step_kind == names.step_prefix).any())
-    window_is_warmup = np.append((step_kind[step_kind.notna()] == names.warmup_prefix).to_numpy(),
-                                 False)
-    warmup = window_is_warmup[in_step]
-    if has_steps:
-        ops["measured"] = (in_step >= 0) & ~warmup
-    else:
-        ops["measured"] = ~warmup
-        notes.append(f"no `{names.step_prefix}<i>` ranges: the whole capture"
-                     + (" less its warm-up ranges" if warmup.any() else "") + " is analyzed")
+    has_steps = structure.has_steps
+    ops["measured"] = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step] if has_steps else True
+    if not has_steps:
+        notes.append(f"no steps: the whole capture is analyzed ({structure.step_rule})")
 
-    phase_windows = ranges[ranges["name"].isin(names.phases)]
-    phase_windows = phase_windows.assign(name=phase_windows["name"].map(dict(zip(names.phases, PHASES))))
-    phase_windows = _merge_overlapping(phase_windows, notes)
+    phase_windows = _merge_overlapping(structure.phases, notes)
     in_phase = ops_in_windows(ops, phase_windows)
     ops["phase"] = _labels(in_phase, phase_windows["name"])
     ops["phase_range_id"] = np.append(phase_windows["range_id"].to_numpy(), -1)[in_phase]
 
-    ops["region"] = _regions(ops, ranges, names)
-    phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps, names)
-    parent = phase_windows["parent_id"].to_numpy()
-    phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "")
+    ranges = trace.ranges
+    ops["region"] = _regions(ops, ranges, structure.regions)
+    phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps)
+    parent = phase_windows["parent_id"].to_numpy(dtype=np.int64)
+    phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "") \
+        if len(ranges) else ""
     measured = phase_ranges[phase_ranges["measured"]]
     counts = measured["phase"].value_counts()
     passes = {p: int(counts[p]) for p in PHASES if counts.get(p, 0)}
     if not len(phase_windows):
-        notes.append("no phase ranges (" + ", ".join(names.phases) + ") in the trace")
+        notes.append("no phases found: no phase ranges, no PyTorch labels, and no backward launched from another thread")
     return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,
-                       has_steps=has_steps, notes=notes, names=names)
+                       has_steps=has_steps, structure=structure, notes=notes)
 
 
 def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:
@@ -165,18 +99,19 @@ def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:
     return pd.Categorical.from_codes(codes[position], categories=categories)
 
 
-def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, names: RangeNames) -> pd.Categorical:
-    """For each op, the nearest same-thread range enclosing its launch whose name is one of
-    ``names.regions`` (``""`` when none). Finer ranges inside a region (per-op ranges from
-    ``emit_nvtx``) do not hide it."""
-    categories = ["", *names.regions]
-    if not len(ranges):
+def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: dict[str, str]) -> pd.Categorical:
+    """For each op, the attention part (:data:`REGIONS`) of the nearest same-thread range
+    enclosing its launch whose name is one of ``parts`` (range name -> part; ``""`` when none).
+    Finer ranges inside a region (per-op ranges) do not hide it."""
+    categories = ["", *REGIONS]
+    if not len(ranges) or not parts:
         return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int64), categories=categories)
     innermost = innermost_ranges(ops, ranges)
-    region_of_range = _nearest_named(ranges["name"].isin(names.regions).to_numpy(),
+    region_of_range = _nearest_named(ranges["name"].isin(list(parts)).to_numpy(),
                                      ranges["parent_id"].to_numpy())
     region_id = np.append(region_of_range, -1)[innermost]
-    codes = np.append(pd.Index(categories).get_indexer(ranges["name"]), 0)
+    code_of_name = {name: REGIONS.index(part) + 1 for name, part in parts.items()}
+    codes = np.append(ranges["name"].map(code_of_name).fillna(0).to_numpy(dtype=np.int64), 0)
     return pd.Categorical.from_codes(codes[region_id], categories=categories)
 
 
@@ -226,19 +161,16 @@ def _any_overlap(windows: pd.DataFrame) -> bool:
                for a, b in zip(first, np.r_[first[1:], len(group)]))
 
 
-def _phase_ranges(phase_windows: pd.DataFrame, step_windows: pd.DataFrame, has_steps: bool,
-                  names: RangeNames) -> pd.DataFrame:
+def _phase_ranges(phase_windows: pd.DataFrame, step_windows: pd.DataFrame, has_steps: bool) -> pd.DataFrame:
     """One row per phase-range instance, with its step and whether it was measured."""
     starts = phase_windows.rename(columns={"start_ns": "launch_start_ns", "tid": "launch_tid"})
     in_step = ops_in_windows(starts, step_windows)
-    step = np.where(in_step >= 0, step_windows["name"].to_numpy(dtype=object)[
-        np.maximum(in_step, 0)], "") if len(step_windows) else np.full(len(starts), "", object)
-    step = pd.Series(step, index=phase_windows.index, dtype=object)
-    measured = step.str.startswith(names.step_prefix) if has_steps else \
-        ~step.str.startswith(names.warmup_prefix)
+    step_names = np.append(step_windows["name"].to_numpy(dtype=object), "")
+    measured = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step] if has_steps else \
+        np.ones(len(phase_windows), dtype=bool)
     return pd.DataFrame({
-        "range_id": phase_windows["range_id"], "phase": phase_windows["name"], "step": step,
-        "measured": measured.astype(bool), "pid": phase_windows["pid"],
-        "start_ns": phase_windows["start_ns"], "end_ns": phase_windows["end_ns"],
-        "cpu_dur_ns": phase_windows["end_ns"] - phase_windows["start_ns"],
-    }).reset_index(drop=True)
+        "range_id": phase_windows["range_id"].to_numpy(np.int64), "phase": phase_windows["name"].to_numpy(),
+        "step": step_names[in_step], "measured": measured.astype(bool), "pid": phase_windows["pid"].to_numpy(),
+        "start_ns": phase_windows["start_ns"].to_numpy(np.int64), "end_ns": phase_windows["end_ns"].to_numpy(np.int64),
+        "cpu_dur_ns": (phase_windows["end_ns"] - phase_windows["start_ns"]).to_numpy(np.int64),
+    })

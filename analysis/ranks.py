@@ -69,12 +69,12 @@ def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
 
 
 def step_passes(labelled: LabelledOps, ranges: pd.DataFrame) -> dict[int, int]:
-    """Process id -> number of measured ``step_<i>`` ranges (every process: 1 without steps)."""
+    """Process id -> number of measured steps (every process: 1 without steps)."""
     pids = pd.unique(np.concatenate([labelled.ops["pid"].to_numpy(), ranges["pid"].to_numpy()]))
     if not labelled.has_steps:
         return {int(pid): 1 for pid in pids}
-    prefix = ranges["name"].str.extract(labelled.names.step_pattern(), expand=False)
-    counts = ranges[prefix == labelled.names.step_prefix].groupby("pid").size()
+    steps = labelled.structure.steps
+    counts = steps[steps["measured"].to_numpy(dtype=bool)].groupby("pid").size()
     return {int(pid): int(counts.get(pid, 0)) for pid in pids}
 
 

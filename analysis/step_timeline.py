@@ -25,9 +25,9 @@ def step_window(inputs: NsysInputs) -> tuple[str, int, int]:
     """(title, start_ns, end_ns) of the first measured step: from its first phase range start (or
     first op start) to its last op end; the whole run when there are no steps."""
     measured = inputs.ops["measured"].to_numpy()  # masks, not copies: the ops may be millions of rows
-    steps = [s for s in inputs.ops["step"][measured].unique() if s]
-    prefix = inputs.names.step_prefix
-    step = min(steps, key=lambda name: int(name.removeprefix(prefix))) if steps else ""
+    steps = inputs.structure.steps
+    steps = steps[steps["measured"].to_numpy(dtype=bool)] if inputs.has_steps else steps.iloc[:0]
+    step = str(steps.sort_values("start_ns", kind="stable")["name"].iat[0]) if len(steps) else ""
     in_step = measured & (inputs.ops["step"] == step).to_numpy() if step else measured
     op_start, op_end = inputs.ops["start_ns"].to_numpy()[in_step].min(), inputs.ops["end_ns"].to_numpy()[in_step].max()
     ranges = inputs.phase_ranges[inputs.phase_ranges["step"] == step] if step else inputs.phase_ranges

@@ -12,8 +12,10 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
 - ``config`` (the runner's config, keys of its ``config`` mark, or null) and ``config_source``
   (``marks`` / ``timings.json`` / null); ``python_ms_per_pass`` (phase or ``step`` -> Python
   timer's mean ms) and ``python_ms_source``.
-- ``range_names``: the :class:`analysis.phases.RangeNames` the analysis looked for, as a dict.
-- ``has_steps`` (the trace has ``step_<i>`` ranges), ``measured_passes`` (measured steps; the
+- ``structure``: the run's structure as :mod:`analysis.structure` found it: where it came from
+  (``ranges``, ``pytorch`` labels, ``kernels``), the rules that found steps and warm-up, the
+  range names behind each role, names left unused, and each step's figures.
+- ``has_steps`` (the trace has steps), ``measured_passes`` (measured steps; the
   number of measured instances of the most frequent phase when there are no step ranges, 0 when
   there are no phase ranges either), ``measured_passes_by_phase``.
 - ``phases``: phase -> ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``,
@@ -51,7 +53,6 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +60,7 @@ import pandas as pd
 
 from analysis import __version__
 from analysis.gpu_metrics import metrics_per_phase
-from analysis.load import InputCache, Trace, file_sha256, load_trace, require_claimable_kernels
+from analysis.load import InputCache, RangeFilter, Trace, file_sha256, load_trace, require_claimable_kernels
 from analysis.load.gpu_metrics import read_gpu_metrics
 from analysis.multi_gpu import communication_summary
 from analysis.phases import LabelledOps, RangeNames, label_ops
@@ -74,10 +75,10 @@ from analysis.timings import read_run_record
 
 
 def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache()) -> dict:
-    """Load and analyze one trace, looking for the NVTX ranges ``names`` (only those are read;
-    ``inputs``: how compressed inputs are copied); raises :class:`analysis.errors.TraceError` on
-    bad input."""
-    trace = load_trace(path, names.nvtx_filter(), inputs)
+    """Load and analyze one trace (``names``: the range roles the user named, the rest found in the
+    trace; ``inputs``: how compressed inputs are copied); raises :class:`analysis.errors.TraceError`
+    on bad input."""
+    trace = load_trace(path, RangeFilter(), inputs)
     require_claimable_kernels(trace)
     labelled = label_ops(trace, names)
     # The labelled ops now hold every GPU operation: free the loader's copies before the questions
@@ -120,7 +121,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "config_source": run.config_source,
         "python_ms_per_pass": run.python_ms,
         "python_ms_source": run.python_ms_source,
-        "range_names": asdict(labelled.names),
+        "structure": labelled.structure.record(),
         "has_steps": labelled.has_steps,
         "measured_passes": inputs.measured_steps if labelled.has_steps else max(passes.values(), default=0),
         "measured_passes_by_phase": passes,
@@ -133,7 +134,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
                       for question in PER_TRACE},
         "timeline": step_timeline(inputs),
         "communication": communication,
-        "memory_ledger": ledger_record(trace, run.config, labelled.names),
+        "memory_ledger": ledger_record(trace, run.config, labelled.structure),
         "gpu_metrics": metrics_per_phase(read_gpu_metrics(trace.path, trace.inputs), labelled.phase_ranges),
     }
     return json_ready(summary)

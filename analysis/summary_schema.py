@@ -15,19 +15,36 @@ from typing import Any, TypedDict, Union
 
 from analysis.multi_gpu import CommunicationRecord
 
-SCHEMA_VERSION = 5  # 1: before the summary carried its timeline and schema version; 2: before communication;
+SCHEMA_VERSION = 6  # 1: before the summary carried its timeline and schema version; 2: before communication;
 # 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes; 4: before the memory
-# ledger and GPU metrics
+# ledger and GPU metrics; 5: before the run's structure replaced the range names looked for
 
 
-class RangeNamesRecord(TypedDict):
-    warmup_prefix: str
-    step_prefix: str
-    phases: list[str]
-    attention: str
-    attention_scores: str
-    softmax: str
-    final_matmul: str
+class StepFiguresRecord(TypedDict):
+    step: str
+    pid: int
+    measured: bool
+    cpu_span_ms: float
+    kernels: int
+    kernel_ms: float
+
+
+class StructureRecord(TypedDict):
+    """What :mod:`analysis.structure` found: the roles and the names behind them."""
+    source: str  # ranges, pytorch, kernels or none
+    step_rule: str
+    warmup_rule: str
+    step_names: list[str]
+    steps: int
+    warmup_steps: int
+    measured_steps: int
+    phase_names: dict[str, list[str]]
+    attention_names: dict[str, list[str]]
+    fused_attention: bool
+    block_family: str | None
+    inference_passes: int
+    unused_names: list[str]
+    step_table: list[StepFiguresRecord]
 
 
 class KernelRecord(TypedDict):
@@ -177,7 +194,7 @@ class TraceSummary(TypedDict):
     config_source: str | None
     python_ms_per_pass: dict[str, float]
     python_ms_source: str | None
-    range_names: RangeNamesRecord
+    structure: StructureRecord
     has_steps: bool
     measured_passes: int
     measured_passes_by_phase: dict[str, int]

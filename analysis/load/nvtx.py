@@ -12,42 +12,32 @@ import pandas as pd
 from analysis.load.schema import NVTX_COLUMNS, NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_TABLE, require_columns
 from analysis.load.tables import StringTable, pid_of, tid_of
 
+# Op-level ranges (``aten::mm``, ``autograd::engine::…``, ``cub::…``, ``emit_nvtx``'s
+# ``aten::add, seq = 3`` and ``autograd-shapes-nvtx``'s ``sizes = [[…]]``): a trace may hold
+# hundreds of thousands, and no step, phase or attention part is one.
+OP_LEVEL = re.compile(r"^\w+::|, seq = |op_id = |sizes = \[")
+
 
 @dataclass(frozen=True)
 class RangeFilter:
-    """Which NVTX ranges to read: those named one of ``names``, or one of ``numbered`` followed by
-    digits (``step_`` reads ``step_0``, ``step_1``...). Marks and domain names are always read.
+    """Which NVTX ranges to read: those whose name ``skip`` does not find (by default every range
+    but the op-level ones, :data:`OP_LEVEL`). Marks and domain names are always read."""
 
-    A dense trace (``emit_nvtx``: a range per operator) holds hundreds of thousands of ranges the
-    analysis never looks at; the filter leaves them in the file."""
+    skip: re.Pattern = OP_LEVEL
 
-    names: frozenset[str]
-    numbered: tuple[str, ...] = ()
-    # A trace without a range <steps><digits> is read whole: there the ranges enclosing the phases,
-    # whatever their names, tell the shapes a benchmark ran apart.
-    steps: str | None = None
+    def where(self, conn: sqlite3.Connection, strings: StringTable, has_text: bool) -> str:
+        """SQL condition on a range row (its ``text``, else its ``textId``) that keeps the wanted
+        ranges, through a function registered on ``conn``."""
+        skipped = frozenset(strings.ids_matching(self.skip))
+        skip = self.skip
 
-    def pattern(self) -> re.Pattern:
-        """Matches the wanted names, whole."""
-        alternatives = [*map(re.escape, sorted(self.names)), *(rf"{re.escape(p)}\d+" for p in self.numbered)]
-        return re.compile(f"^(?:{'|'.join(alternatives)})$" if alternatives else "(?!)")
+        def wanted(text, text_id) -> int:
+            if isinstance(text, str):
+                return skip.search(text) is None
+            return text_id not in skipped
 
-    def where(self, strings: StringTable, has_text: bool) -> tuple[str, list[str]]:
-        """SQL condition on a range row (its ``text``, else its ``textId``) and its parameters;
-        it may let through a few names :meth:`pattern` then refuses (``step_1b``)."""
-        ids = ", ".join(map(str, strings.ids_matching(self.pattern()))) or "NULL"
-        by_id = f"textId IN ({ids})"
-        if not has_text:
-            return by_id, []
-        globs = " OR ".join(["text GLOB ?"] * len(self.numbered)) or "0"
-        names = ", ".join(["?"] * len(self.names)) or "NULL"
-        condition = f"(text IS NULL AND {by_id}) OR text IN ({names}) OR {globs}"
-        return condition, [*sorted(self.names), *(_glob_literal(p) + "[0-9]*" for p in self.numbered)]
-
-
-def _glob_literal(text: str) -> str:
-    """``text`` matched literally by SQLite's GLOB (its wildcards in brackets)."""
-    return re.sub(r"([*?\[])", r"[\1]", text)
+        conn.create_function("nvtx_range_wanted", 2, wanted, deterministic=True)
+        return f"nvtx_range_wanted({'text' if has_text else 'NULL'}, textId)"
 
 
 NVTX_EVENT_COLUMNS = ("start_ns", "end_ns", "event_type", "name", "domain", "pid", "tid", "end_tid")
@@ -56,31 +46,23 @@ NVTX_EVENT_COLUMNS = ("start_ns", "end_ns", "event_type", "name", "domain", "pid
 def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable,
               ranges: RangeFilter | None = None) -> pd.DataFrame:
     """NVTX marks, ranges and domain names, in one scan; a name is ``text`` or else
-    ``StringIds[textId]``. With ``ranges`` only the ranges it names are read."""
+    ``StringIds[textId]``. With ``ranges`` only the ranges it wants are read."""
     if NVTX_TABLE not in schema:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in NVTX_EVENT_COLUMNS})
     require_columns(schema, NVTX_TABLE, ("start", "end", "eventType", "globalTid"), None)
     has_text = "text" in schema[NVTX_TABLE]
     kinds = ", ".join(map(str, NVTX_PUSH_POP + NVTX_START_END))
     always = ", ".join(map(str, NVTX_MARK + (NVTX_DOMAIN_CREATE,)))
-    condition, parameters = ("1", []) if ranges is None else ranges.where(strings, has_text)
+    condition = "1" if ranges is None else ranges.where(conn, strings, has_text)
     declared = schema[NVTX_TABLE]
     ints = ", ".join(f'coalesce("{c}", -1)' if c in declared else "-1" for c in NVTX_COLUMNS)
     rows = conn.execute(
         f"SELECT {ints}, {'text' if has_text else 'NULL'} FROM {NVTX_TABLE} "
-        f"WHERE eventType IN ({always}) OR (eventType IN ({kinds}) AND ({condition}))", parameters).fetchall()
+        f"WHERE eventType IN ({always}) OR (eventType IN ({kinds}) AND ({condition}))").fetchall()
     table = np.array(rows, dtype=object).reshape(len(rows), len(NVTX_COLUMNS) + 1)
     raw = {c: table[:, i].astype(np.int64) for i, c in enumerate(NVTX_COLUMNS)}
     text = table[:, -1]
     name = np.where(pd.isna(text), strings.lookup(raw["textId"]), text)
-    if ranges is not None:
-        is_range = np.isin(raw["eventType"], NVTX_PUSH_POP + NVTX_START_END)
-        wanted = ranges.pattern()
-        keep = ~is_range | np.array([isinstance(n, str) and wanted.match(n) is not None for n in name], dtype=bool)
-        step = re.compile(rf"{re.escape(ranges.steps)}\d+$") if ranges.steps else None
-        if step and not any(isinstance(n, str) and step.match(n) for n in name[keep & is_range]):
-            return read_nvtx(conn, schema, strings)
-        raw, name = {c: values[keep] for c, values in raw.items()}, name[keep]
     end_tid = np.where(raw["endGlobalTid"] >= 0, raw["endGlobalTid"], raw["globalTid"])
     events = pd.DataFrame({
         "start_ns": raw["start"],

@@ -13,9 +13,9 @@ import pandas as pd
 from analysis.load import Trace
 from analysis.load.memory_events import read_memory_events
 from analysis.memory_ledger import memory_ledger
-from analysis.phases import RangeNames
 from analysis.questions.question import Evidence, Question
 from analysis.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
+from analysis.structure import RunStructure
 from cs336_profile.contract import MIB
 
 RECORD_HOW = ("profile a training step with tensor-level memory events and per-block ranges: "
@@ -33,7 +33,7 @@ def _unavailable(reason: str) -> dict:
             "timeline": None, "answer": f"{reason}; to answer mem-f, {RECORD_HOW}."}
 
 
-def ledger_record(trace: Trace, config: dict | None, names: RangeNames = RangeNames()) -> dict:
+def ledger_record(trace: Trace, config: dict | None, structure: RunStructure) -> dict:
     """The trace's memory ledger with its answer sentence, or why there is none."""
     events = read_memory_events(trace.path, trace.inputs)
     if events is None or events.empty:
@@ -41,7 +41,7 @@ def ledger_record(trace: Trace, config: dict | None, names: RangeNames = RangeNa
     if (config or {}).get("mode") not in (None, "train", "forward-backward"):
         return _unavailable(f"This trace ran `{config['mode']}` only: there is no backward to save memory for")
     try:
-        record = memory_ledger(trace.ranges, events, config, names)
+        record = memory_ledger(trace.ranges, events, config, structure)
     except ValueError as err:
         return _unavailable(f"This trace's memory events cannot be placed in blocks: {err}")
     return {"available": True, **record, "answer": ledger_text(record)}

@@ -45,7 +45,7 @@ class Record(TypedDict):
 def per_trace(inputs: NsysInputs) -> dict:
     """Answer (a) for one trace from its per-phase figures and the Python timings."""
     forward = inputs.phases.get("forward")
-    range_name = inputs.names.phase_range("forward")
+    range_name = inputs.range_name("forward")
     python_forward_ms = inputs.run.python_ms.get("forward")
     if forward is None:
         return {

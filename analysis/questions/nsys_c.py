@@ -17,13 +17,13 @@ import pandas as pd
 from analysis import text
 from analysis.classify import GEMM
 from analysis.kernel_names import kernel_label
-from analysis.phases import RangeNames
 from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.questions.nsys_inputs import NsysInputs, category_ms
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.runs import run_label, sorted_summaries
+from analysis.structure import REGIONS
 
 MIN_SHARE = 0.01
 NAMED_IN_ANSWER = 3
@@ -91,7 +91,7 @@ def per_trace(inputs: NsysInputs) -> dict:
         for name, ms in categories.items()
     ]
     non_gemm_share = float(non_gemm["share"].sum())
-    role_names, role_code, kernel, dur = _non_gemm_columns(kernels, inputs.names)
+    role_names, role_code, kernel, dur = _non_gemm_columns(kernels)
     role_ns = np.bincount(role_code, weights=dur, minlength=len(role_names)).astype(np.int64)
     by_region = pd.Series(role_ns, index=role_names).sort_values(ascending=False) / max(passes, 1) / 1e6
     region_rows = [{"region": str(name), "ms_per_pass": float(ms), "share": float(ms / forward_ms)}
@@ -133,13 +133,13 @@ def per_trace(inputs: NsysInputs) -> dict:
     }
 
 
-def _non_gemm_columns(kernels: pd.DataFrame, names: RangeNames) -> tuple[np.ndarray, np.ndarray, pd.Series, np.ndarray]:
+def _non_gemm_columns(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Series, np.ndarray]:
     """The region roles present (:data:`OUTSIDE` or the attention sub-range's role, so renamed
     ranges give the same record; sorted), then of each non-GEMM kernel in a known region its
     role's position among them, demangled name and duration. Roles go by code, not by a string
     per kernel: millions of fixed-width strings would be sorted otherwise."""
-    roles = {"": OUTSIDE, names.attention_scores: "attention scores", names.softmax: "softmax",
-             names.final_matmul: "final matmul"}
+    scores, softmax, final = REGIONS
+    roles = {"": OUTSIDE, scores: "attention scores", softmax: "softmax", final: "final matmul"}
     codes, regions = pd.factorize(kernels["region"])
     role_of_region = [roles.get(str(region)) for region in regions]
     known_roles = np.array(sorted({role for role in role_of_region if role is not None}), dtype=str)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+import numpy as np
 import pandas as pd
 
 from analysis import text
@@ -29,6 +30,7 @@ from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.runs import sorted_summaries
+from analysis.structure import REGIONS
 
 SOFTMAX_CATEGORY = "softmax"
 
@@ -70,6 +72,16 @@ class Record(TypedDict):
     answer: str
 
 
+# The loss's log-softmax (``cunn_SoftMaxForward<…LogSoftMaxForwardEpilogue>``, ``log_softmax``) is not
+# attention's softmax, even when the loss runs inside the forward range.
+LOSS_SOFTMAX = r"(?i)log_?softmax"
+
+
+def _is_loss_softmax(names: pd.Series) -> np.ndarray:
+    """Whether each kernel name is a loss's log-softmax."""
+    return names.astype(str).str.contains(LOSS_SOFTMAX).to_numpy(dtype=bool)
+
+
 KERNEL_COLUMNS = ("region", "category", "dur_ns", "phase_range_id", "demangled_name", "tensor_core")
 
 
@@ -79,25 +91,23 @@ def per_trace(inputs: NsysInputs) -> dict:
     Without the three sub-ranges (named by ``inputs.names``) in measured forward passes the time
     figures are null; a compiled trace still gives its fused softmax kernels.
     """
-    names = inputs.names
+    scores_part, softmax_part, final_part = REGIONS
     # the columns read here: each subset below copies these, not every column of the ops
     kernels = inputs.measured_kernels(("forward",))[list(KERNEL_COLUMNS)]
     passes = max(inputs.passes("forward"), 1)
     record = _empty(inputs.run.config)
-    missing = [region for region in (names.softmax, names.attention_scores, names.final_matmul)
+    missing = [region for region in (softmax_part, scores_part, final_part)
                if not (kernels["region"] == region).any()]
     if missing:
-        fused = kernels[kernels["category"] == SOFTMAX_CATEGORY]
+        fused = kernels[(kernels["category"] == SOFTMAX_CATEGORY).to_numpy() & ~_is_loss_softmax(kernels["demangled_name"])]
         if len(fused):
             record.update(_softmax_figures(fused, passes, "fused kernels", record["attention_calls_per_pass"]))
             record["answer"] = _fused_sentence(record)
         else:
-            record["answer"] = ("No kernels were launched inside " + ", ".join(f"`{region}`" for region in missing)
-                                + " ranges during measured forward passes, so this trace cannot split attention "
-                                  "into softmax and matmuls.")
+            record["answer"] = _no_parts_sentence(inputs, missing)
         return record
-    softmax = kernels[kernels["region"] == names.softmax]
-    ranges = kernels[kernels["region"].isin((names.attention_scores, names.final_matmul))]
+    softmax = kernels[kernels["region"] == softmax_part]
+    ranges = kernels[kernels["region"].isin((scores_part, final_part))]
     gemms = ranges[ranges["category"] == GEMM]
     others = ranges[ranges["category"] != GEMM]
     record.update(_softmax_figures(softmax, passes, "ranges", record["attention_calls_per_pass"]))
@@ -120,6 +130,18 @@ def per_trace(inputs: NsysInputs) -> dict:
     record["range_runtime_ratio"] = record["softmax_ms_per_pass"] / record["matmul_range_ms_per_pass"]
     record["answer"] = _sentence(record)
     return record
+
+
+def _no_parts_sentence(inputs: NsysInputs, missing: list[str]) -> str:
+    """Why (e) cannot split attention, in the trace's own terms."""
+    if inputs.structure.fused_attention:
+        return ("The model calls `torch.nn.functional.scaled_dot_product_attention`: softmax and both matmuls run "
+                "inside one fused attention kernel, so this trace cannot split them; to answer (e), profile an "
+                "attention written out (scores matmul, softmax, value matmul) with an NVTX range around each part.")
+    return ("No kernels were launched inside attention-part ranges (" + ", ".join(f"`{region}`" for region in missing)
+            + " or names like them) during measured forward passes, and no softmax kernel ran outside the loss, so "
+              "this trace cannot split attention into softmax and matmuls; add an NVTX range around each part "
+              "(e.g. `attention_scores`, `attention_softmax`, `attention_value`).")
 
 
 def _empty(config: dict | None) -> dict:

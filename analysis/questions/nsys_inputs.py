@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.classify import classify_kernels
-from analysis.phases import LabelledOps, RangeNames
+from analysis.phases import LabelledOps
+from analysis.structure import RunStructure
 from analysis.timings import RunRecord
 
 # A repeat counter at the end of a range name (`iter=3`, `rep 2`, `_7`): ranges whose names differ
@@ -43,7 +44,7 @@ class NsysInputs:
     has_steps: bool
     run: RunRecord
     gpu_name: str | None
-    names: RangeNames  # the NVTX range names the ops were labelled with
+    structure: RunStructure  # the steps, phases and attention parts the ops were labelled with
     phases: dict = field(default_factory=dict)  # the summary's per-phase figures, once computed
 
     @classmethod
@@ -64,7 +65,7 @@ class NsysInputs:
             has_steps=labelled.has_steps,
             run=run,
             gpu_name=gpu_name,
-            names=labelled.names,
+            structure=labelled.structure,
         )
 
     @cached_property
@@ -95,7 +96,7 @@ class NsysInputs:
 
     def no_kernels_reason(self, phase: str) -> str:
         """Why a phase has no measured kernels to analyze, as the start of an answer sentence."""
-        range_name = self.names.phase_range(phase)
+        range_name = self.range_name(phase)
         if self.passes(phase) == 0:
             return f"This trace has no measured `{range_name}` range"
         return f"This trace launched no kernels inside its measured `{range_name}` ranges"
@@ -121,9 +122,14 @@ class NsysInputs:
         count = self.mixed_shapes(phase)
         if not count:
             return ""
-        return (f" Its {self.passes(phase)} `{self.names.phase_range(phase)}` ranges run {count} different "
+        return (f" Its {self.passes(phase)} `{self.range_name(phase)}` ranges run {count} different "
                 "shapes (their enclosing ranges differ), so a per-pass mean averages different work; the "
                 "summary's `phase_shapes` gives them per shape, and this trace stays out of the answers across traces.")
+
+    def range_name(self, phase: str) -> str:
+        """The name of the trace's ranges of ``phase`` (its first family), else the phase's own name."""
+        names = self.structure.phase_names.get(phase)
+        return names[0] if names else phase
 
     def passes(self, phase: str) -> int:
         """Number of measured instances of a phase (0 when the trace has none)."""

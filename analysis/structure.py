@@ -1,0 +1,767 @@
+"""Find a run's structure in the trace itself: steps, warm-up, phases, attention parts, blocks.
+
+People name NVTX ranges as they like, or add none. The analysis looks for *roles*, not names,
+with three sources, the first that finds phases wins:
+
+1. **The user's own ranges** (every range that is neither an op-level range such as
+   ``aten::mm, seq = 3`` nor one of PyTorch's function labels): phases by families of names
+   (``forward`` / ``fwd`` / ``model_eval`` ..., ``loss``, ``backward`` / ``bwd``, ``optimizer_step``
+   / ``optimizer.step`` / ``opt`` / ``step`` ...); steps are the repeated ranges that hold phases,
+   indexed or not (``step_3``, ``step 3``, ``measure_3``, ``iter3``, ``train_step`` ×N); a range
+   around several steps is a container (``warmup`` around the warm-up steps).
+2. **PyTorch's labels** (``nsys --pytorch=functions-trace``): the forward is the outermost
+   ``torch.nn.modules.Module.__call__`` holding most module calls, backward ``torch.autograd.backward``,
+   the optimizer the outermost ``torch.optim.<Name>.step`` (the nested ``Adam.step`` and
+   ``Optimizer.step#…`` ranges hold the same kernels and are counted once).
+3. **Kernels alone** (no NVTX): the backward is each run of launches from a thread other than the
+   process's main thread (PyTorch's autograd thread), the optimizer the run of
+   ``multi_tensor_apply_kernel`` launches after it, the forward the main thread's launches before.
+
+A forward followed by its loss or backward is a *training* forward; another forward (an inference
+pass) is left out of the training phases and counted on its own. Without step ranges, steps are
+made from the phases: each training forward starts one. Warm-up steps are those named or enclosed
+by a range named warm-up; else, when phases ran before the first step range, those were the
+warm-up; else the first step and the leading steps whose kernel count or kernel time departs from
+the steady state. ``RangeNames`` given by the user (the command line's flags) override each role.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analysis.load.nvtx import OP_LEVEL
+from cs336_profile import contract
+
+PHASES = contract.PHASES
+# Canonical attention parts: ops are labelled with these whatever the trace calls its ranges.
+REGIONS = (contract.ATTENTION_SCORES_RANGE, contract.SOFTMAX_RANGE, contract.FINAL_MATMUL_RANGE)
+
+# PyTorch's own labels (functions trace; ``Optimizer.step#AdamW.step`` from record_function).
+TORCH_LABEL = re.compile(r"^torch\.|^Optimizer\.|^ProfilerStep#")
+MODULE_CALL = re.compile(r"^torch\.nn\.modules\.(module\.)?Module\.(__call__|_call_impl|_wrapped_call_impl)$")
+AUTOGRAD_BACKWARD = re.compile(r"^torch\.(autograd\.backward|Tensor\.backward|autograd\.grad)$")
+OPTIMIZER_STEP = re.compile(r"^torch\.optim\.[\w.]+\.step$|^Optimizer\.step#")
+TORCH_LOSS = re.compile(r"^torch\.nn\.functional\.(cross_entropy|nll_loss|mse_loss|binary_cross_entropy\w*)$")
+TORCH_SOFTMAX = re.compile(r"^torch\.nn\.functional\.(softmax|log_softmax)$")
+TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
+
+# Families of names, matched on a name's normal form (lower case, runs of other characters as
+# ``_``) less a trailing index.
+PHASE_FAMILIES = {
+    "forward": re.compile(r"(model_)?(forward|fwd)(_pass|_only|_step|_prop)?|model_eval|inference|eval"),
+    "loss": re.compile(r"(compute_|calc_|calculate_)?loss(_fn|_function|_compute|_computation|_calc)?|cross_entropy|criterion"),
+    "backward": re.compile(r"(loss_)?(backward|bwd)(_pass|_step|_prop)?|backprop(agation)?"),
+    "optimizer_step": re.compile(r"(optimizer|optim|opt)(_step|_update)?|adamw?(_step)?|(param(eter)?s?_)?update|step"),
+}
+# ``step`` names the optimizer only inside a training step, after its backward.
+AMBIGUOUS_OPTIMIZER = "step"
+WARMUP_FAMILY = re.compile(r"warm(_?up)?(_.*)?")
+REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the softmax
+    (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*")),
+    (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_|$)|query_key).*")),
+    (contract.FINAL_MATMUL_RANGE, re.compile(r".*(final|value|(^|_)(pv|p_v|av|attn_v|attention_v|sv|weighted_sum|out_matmul|output_matmul)(_|$)).*")),
+)
+BLOCK_FAMILY = re.compile(r"(transformer_)?(layer|block|decoder_layer|encoder_layer|h)")
+INDEXED = re.compile(r"^(?P<stem>.*?[a-z])_?(?P<index>\d+)$")
+OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
+
+# Leading steps whose kernel time exceeds the steady state's median by this factor are warm-up.
+WARMUP_TIME_FACTOR = 1.5
+
+WINDOW_COLUMNS = ["range_id", "name", "range_name", "pid", "tid", "start_ns", "end_ns", "parent_id"]
+
+
+@dataclass(frozen=True)
+class RangeNames:
+    """Range names the user gave for some roles (the command line's flags); None = found in the
+    trace. ``phases`` names, in order, forward, backward, optimizer (3 names: no loss range),
+    forward, loss, backward, optimizer (4), or forward and backward (2), or the forward alone.
+    Raises ValueError on an empty or repeated name or equal step prefixes."""
+
+    warmup_prefix: str | None = None
+    step_prefix: str | None = None
+    phases: tuple[str, ...] | None = None
+    regions: tuple[str, str, str] | None = None  # scores, softmax, final matmul
+    warmup_steps: int | None = None
+
+    def __post_init__(self):
+        if self.phases is not None:
+            object.__setattr__(self, "phases", tuple(self.phases))
+            if not 1 <= len(self.phases) <= len(PHASES):
+                raise ValueError(f"phase names: give 1 to {len(PHASES)} names, got {len(self.phases)}")
+        if self.regions is not None:
+            object.__setattr__(self, "regions", tuple(self.regions))
+        named = [self.warmup_prefix, self.step_prefix, *(self.phases or ()), *(self.regions or ())]
+        if any(name is not None and (not isinstance(name, str) or not name.strip()) for name in named):
+            raise ValueError("a range name is empty")
+        if self.warmup_prefix is not None and self.warmup_prefix == self.step_prefix:
+            raise ValueError(f"the warm-up and step prefixes are both {self.step_prefix!r}")
+        for group, values in (("phase", self.phases or ()), ("attention sub-range", self.regions or ())):
+            if len(set(values)) != len(values):
+                raise ValueError(f"the {group} names repeat a name: {', '.join(values)}")
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ValueError("warm-up steps must be 0 or more")
+
+    def phase_roles(self) -> dict[str, str]:
+        """Range name -> phase, for the phases the user named."""
+        if self.phases is None:
+            return {}
+        order = {1: ("forward",), 2: ("forward", "backward"), 3: ("forward", "backward", "optimizer_step"),
+                 4: PHASES}[len(self.phases)]
+        return dict(zip(self.phases, order))
+
+    def is_default(self) -> bool:
+        """Whether every role is left to the trace."""
+        return self == RangeNames()
+
+
+@dataclass
+class RunStructure:
+    """What the trace's ranges (or kernels) say the run did.
+
+    ``steps`` and ``phases`` are windows (:data:`WINDOW_COLUMNS` plus, for steps, ``measured``);
+    a window made by the analysis, not read from a range, has a ``range_id`` past the trace's
+    ranges. ``regions`` maps each range name used as an attention part to its canonical part
+    (:data:`REGIONS`). ``record`` is what the summary and the pages show of it."""
+
+    steps: pd.DataFrame
+    phases: pd.DataFrame
+    regions: dict[str, str]
+    has_steps: bool
+    source: str  # "ranges", "pytorch", "kernels" or "none"
+    step_rule: str
+    warmup_rule: str
+    inference_passes: int = 0
+    fused_attention: bool = False
+    block_family: str | None = None
+    block_names: dict[str, int] = field(default_factory=dict)  # block range name -> block index
+    phase_names: dict[str, list[str]] = field(default_factory=dict)
+    unused: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    step_table: list[dict] = field(default_factory=list)
+
+    def record(self) -> dict:
+        """The JSON-ready description of the structure (the summary's ``structure``)."""
+        measured = self.steps[self.steps["measured"]] if len(self.steps) else self.steps
+        return {
+            "source": self.source,
+            "step_rule": self.step_rule,
+            "warmup_rule": self.warmup_rule,
+            "step_names": sorted(set(map(str, self.steps["range_name"]))) if len(self.steps) else [],
+            "steps": int(len(self.steps)),
+            "warmup_steps": int(len(self.steps) - len(measured)),
+            "measured_steps": int(len(measured)),
+            "phase_names": {phase: list(names) for phase, names in self.phase_names.items()},
+            "attention_names": {part: sorted(n for n, p in self.regions.items() if p == part) for part in REGIONS},
+            "fused_attention": self.fused_attention,
+            "block_family": self.block_family,
+            "inference_passes": int(self.inference_passes),
+            "unused_names": list(self.unused),
+            "step_table": list(self.step_table),
+        }
+
+
+def describe(record: dict) -> str:
+    """One line from a structure record: where the structure came from, the roles found and the
+    names behind them, and the names left unused."""
+    if not record["steps"]:
+        steps = f"no steps ({record['step_rule']})"
+    else:
+        names = ", ".join(f"`{_family_label(n)}`" for n in _families(record["step_names"]))
+        steps = (f"steps {names} ×{record['steps']}: {record['warmup_steps']} warm-up "
+                 f"({record['warmup_rule']}), {record['measured_steps']} measured")
+    phases = ", ".join(f"{phase} " + "/".join(f"`{n}`" for n in names)
+                       for phase, names in record["phase_names"].items() if names)
+    parts = [steps, phases or "no phases"]
+    attention = [f"{part} " + "/".join(f"`{n}`" for n in names)
+                 for part, names in record["attention_names"].items() if names]
+    if attention:
+        parts.append("attention parts: " + ", ".join(attention))
+    elif record["fused_attention"]:
+        parts.append("attention fused (scaled_dot_product_attention)")
+    if record["block_family"]:
+        parts.append(f"blocks `{record['block_family']}`")
+    if record["inference_passes"]:
+        parts.append(f"{record['inference_passes']} inference forwards kept apart")
+    unused = record["unused_names"]
+    if unused:
+        shown = ", ".join(f"`{n}`" for n in unused[:6])
+        parts.append(f"unused: {shown}" + (f" and {len(unused) - 6} more" if len(unused) > 6 else ""))
+    source = {"ranges": "NVTX ranges", "pytorch": "PyTorch's labels", "kernels": "kernels alone (no NVTX)",
+              "none": "nothing found"}[record["source"]]
+    return f"structure from {source}: " + "; ".join(parts)
+
+
+def describe_steps(record: dict) -> list[str]:
+    """One line per step: measured or warm-up, its CPU span, kernel count and kernel time."""
+    return [f"  {row['step']} (pid {row['pid']}): {'measured' if row['measured'] else 'warm-up '}  "
+            f"{row['cpu_span_ms']:9.2f} ms CPU span, {row['kernels']:6d} kernels, {row['kernel_ms']:9.2f} ms of kernels"
+            for row in record["step_table"]]
+
+
+def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = RangeNames()) -> RunStructure:
+    """The run's structure from ``ranges`` (:attr:`analysis.load.Trace.ranges`) and ``ops``
+    (GPU operations with ``pid``, ``launch_tid``, ``launch_start_ns``, ``dur_ns``, ``demangled_name``)."""
+    ranges = ranges.assign(normal=_normal_names(ranges["name"]))
+    op_level = ranges["name"].str.contains(OP_LEVEL).to_numpy(dtype=bool)
+    torch_label = ranges["name"].str.contains(TORCH_LABEL).to_numpy(dtype=bool)
+    own = ranges[~op_level & ~torch_label]
+    notes: list[str] = []
+    phases, phase_names = _own_phases(own, names, notes)
+    source = "ranges"
+    if phases.empty and names.phases is None:
+        phases, phase_names = _pytorch_phases(ranges[torch_label])
+        source = "pytorch"
+    next_id = len(ranges)
+    if phases.empty and names.phases is None:
+        phases, phase_names = _kernel_phases(ops, next_id)
+        next_id += len(phases)
+        source = "kernels" if len(phases) else "none"
+    training = _training_forwards(phases)
+    inference = (phases["name"] == "forward").to_numpy() & ~training
+    structure_steps, step_rule, containers = _steps(own, phases, names, notes)
+    if structure_steps is None:  # no step ranges
+        multi = step_rule.startswith("ranges of")
+        steps = pd.DataFrame(columns=[*WINDOW_COLUMNS, "measured"]) if multi else _steps_from_phases(phases, training, next_id)
+        has_steps = not multi and len(steps) > 0
+        if has_steps:
+            step_rule = "made from the phases: each training forward starts a step" if training.any() else \
+                "made from the phases: each forward is a step"
+    else:
+        steps, has_steps = structure_steps, True
+    if inference.any() and training.any():
+        phases = phases[~inference]
+    else:
+        inference = np.zeros(len(phases), dtype=bool)
+    steps, warmup_rule, step_table = _warmup(steps, containers, phases, ops, names, has_steps)
+    regions, fused = _regions(own, ranges[torch_label], phases, names)
+    used = set(steps["range_name"]) | set(phases["range_name"]) | set(regions) | set(containers["name"])
+    block_family = _block_family(own, phases)
+    block_names = {}
+    if block_family:
+        block_names = {n: int(INDEXED.match(_normal(n))["index"]) for n in set(own["name"])
+                       if _stem(_normal(n)) == block_family[0] and INDEXED.match(_normal(n))}
+        used |= set(block_names)
+    unused = [_family_label(n) for n in _families(sorted(
+        set(own["name"]) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}))]
+    return RunStructure(
+        steps=steps, phases=phases.reset_index(drop=True), regions=regions, has_steps=has_steps, source=source,
+        step_rule=step_rule, warmup_rule=warmup_rule, inference_passes=int(inference.sum()), fused_attention=fused,
+        block_family=block_family[1] if block_family else None, block_names=block_names, phase_names=phase_names, unused=unused,
+        notes=notes, step_table=step_table)
+
+
+# ----------------------------------------------------------------------------- names
+
+def _normal(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", str(name).lower()).strip("_")
+
+
+def _normal_names(names: pd.Series) -> np.ndarray:
+    return np.array([_normal(n) for n in names], dtype=object)
+
+
+def _stem(normal: str) -> str:
+    """A normal name less its trailing index (``step_3`` -> ``step``)."""
+    match = INDEXED.match(normal)
+    return match["stem"] if match else normal
+
+
+def _phase_of(normal: str) -> str | None:
+    """The phase a name's family says, if any; an indexed ``step_3`` or ``update_3`` is a step,
+    never the optimizer."""
+    stem = _stem(normal)
+    if stem != normal and stem in (AMBIGUOUS_OPTIMIZER, "update"):
+        return None
+    for phase, family in PHASE_FAMILIES.items():
+        if family.fullmatch(stem) or family.fullmatch(normal):
+            return phase
+    return None
+
+
+def _region_of(normal: str) -> str | None:
+    for region, family in REGION_FAMILIES:
+        if family.fullmatch(normal):
+            return region
+    return None
+
+
+def _families(names: list[str]) -> list[str]:
+    """One representative per family of names (``step 0``, ``step 1`` -> ``step 0``)."""
+    seen, kept = set(), []
+    for name in names:
+        key = _stem(_normal(name))
+        if key not in seen:
+            seen.add(key)
+            kept.append(name)
+    return kept
+
+
+def _family_label(name: str) -> str:
+    """``step 3`` -> ``step <i>``; an unindexed name as it is."""
+    return re.sub(r"\d+$", "<i>", name)
+
+
+def nearest_names(wanted: str, present: list[str], count: int = 3) -> list[str]:
+    """The names in ``present`` closest to ``wanted`` (for a flag that matched nothing)."""
+    return difflib.get_close_matches(wanted, present, n=count, cutoff=0.3)
+
+
+# ----------------------------------------------------------------------------- phases
+
+def _windows(rows: pd.DataFrame, phase: np.ndarray | str) -> pd.DataFrame:
+    return pd.DataFrame({
+        "range_id": rows["range_id"].to_numpy(), "name": phase, "range_name": rows["name"].to_numpy(),
+        "pid": rows["pid"].to_numpy(), "tid": rows["tid"].to_numpy(), "start_ns": rows["start_ns"].to_numpy(),
+        "end_ns": rows["end_ns"].to_numpy(), "parent_id": rows["parent_id"].to_numpy()}, columns=WINDOW_COLUMNS)
+
+
+def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> tuple[pd.DataFrame, dict]:
+    """Phase windows from the user's ranges (by the flags' names, else by families)."""
+    given = names.phase_roles()
+    if given:
+        phase = own["name"].map(given).to_numpy(dtype=object)
+        for name in given:
+            if not (own["name"] == name).any():
+                near = nearest_names(name, sorted(set(own["name"])))
+                notes.append(f"no range is named `{name}`" + (f"; nearest: {', '.join(f'`{n}`' for n in near)}" if near else ""))
+    else:
+        phase = np.array([_phase_of(n) for n in own["normal"]], dtype=object)
+        phase = _resolve_ambiguous_step(own, phase)
+    keep = pd.notna(phase)
+    windows = _windows(own[keep], phase[keep])
+    windows = _outermost_per_phase(windows, own)
+    return windows, _names_by_phase(windows)
+
+
+def _resolve_ambiguous_step(own: pd.DataFrame, phase: np.ndarray) -> np.ndarray:
+    """A range named ``step`` is the optimizer only when it starts after a backward ended inside
+    the same enclosing range (the training step); otherwise it is not a phase."""
+    ambiguous = np.flatnonzero((own["normal"].to_numpy() == AMBIGUOUS_OPTIMIZER) & (phase == "optimizer_step"))
+    if not len(ambiguous):
+        return phase
+    backward = np.flatnonzero(phase == "backward")
+    parents, starts = own["parent_id"].to_numpy(), own["start_ns"].to_numpy()
+    ends, pids = own["end_ns"].to_numpy(), own["pid"].to_numpy()
+    phase = phase.copy()
+    for row in ambiguous:
+        before = backward[(pids[backward] == pids[row]) & (parents[backward] == parents[row]) & (ends[backward] <= starts[row])]
+        if not len(before):
+            phase[row] = None
+    return phase
+
+
+def _outermost_per_phase(windows: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
+    """Windows less those nested inside another window of the same phase and process (a
+    ``forward`` range inside a ``model_forward`` range holds the same kernels)."""
+    if windows.empty:
+        return windows
+    keep = np.ones(len(windows), dtype=bool)
+    for (_, _), rows in windows.groupby(["pid", "name"], sort=False).indices.items():
+        order = rows[np.lexsort((-windows["end_ns"].to_numpy()[rows], windows["start_ns"].to_numpy()[rows]))]
+        reach = -1
+        for row in order:
+            if windows["end_ns"].iat[row] <= reach and windows["start_ns"].iat[row] >= 0:
+                keep[row] = False
+            else:
+                reach = max(reach, windows["end_ns"].iat[row])
+    return windows[keep].sort_values("start_ns", kind="stable").reset_index(drop=True)
+
+
+def _names_by_phase(windows: pd.DataFrame) -> dict[str, list[str]]:
+    return {phase: _families(sorted(set(windows.loc[windows["name"] == phase, "range_name"])))
+            for phase in PHASES if (windows["name"] == phase).any()}
+
+
+def _outermost(rows: pd.DataFrame, all_ranges: pd.DataFrame) -> pd.DataFrame:
+    """Rows with no ancestor among ``rows`` (by parent links within ``all_ranges``)."""
+    member = np.zeros(len(all_ranges) + 1, dtype=bool)
+    member[rows["range_id"].to_numpy()] = True
+    parent = all_ranges["parent_id"].to_numpy()
+    pointer = parent[rows["range_id"].to_numpy()]
+    inside = np.zeros(len(rows), dtype=bool)
+    while (pointer >= 0).any():
+        live = pointer >= 0
+        inside[live] |= member[pointer[live]]
+        pointer = np.where(live & ~inside, parent[np.maximum(pointer, 0)], -1)
+    return rows[~inside]
+
+
+def _pytorch_phases(labels: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Phase windows from PyTorch's function labels (``--pytorch=functions-trace``)."""
+    if labels.empty:
+        return pd.DataFrame(columns=WINDOW_COLUMNS), {}
+    full = labels.reset_index(drop=True)
+    ranges_by_id = full.set_index("range_id", drop=False)
+    frames = []
+    modules = full[full["name"].str.match(MODULE_CALL)]
+    if len(modules):
+        model = _model_calls(modules, ranges_by_id)
+        frames.append(_windows(model, "forward"))
+    for phase, pattern in (("backward", AUTOGRAD_BACKWARD), ("optimizer_step", OPTIMIZER_STEP), ("loss", TORCH_LOSS)):
+        rows = full[full["name"].str.contains(pattern)]
+        rows = _outermost_by_time(rows)
+        frames.append(_windows(rows, phase))
+    windows = pd.concat([f for f in frames if len(f)] or [pd.DataFrame(columns=WINDOW_COLUMNS)], ignore_index=True)
+    if len(windows):
+        forward = windows[windows["name"] == "forward"]
+        # A loss computed inside the model's forward is part of the forward.
+        inside = np.zeros(len(windows), dtype=bool)
+        for row in forward.itertuples():
+            inside |= ((windows["name"] == "loss") & (windows["pid"] == row.pid) & (windows["start_ns"] >= row.start_ns)
+                       & (windows["end_ns"] <= row.end_ns)).to_numpy()
+        windows = windows[~inside].sort_values("start_ns", kind="stable").reset_index(drop=True)
+    return windows, _names_by_phase(windows)
+
+
+def _outermost_by_time(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows not inside another of ``rows`` of the same process (by time)."""
+    if rows.empty:
+        return rows
+    rows = rows.sort_values(["pid", "start_ns", "end_ns"], ascending=[True, True, False], kind="stable")
+    keep, reach, last_pid = [], -1, None
+    for pid, start, end in zip(rows["pid"], rows["start_ns"], rows["end_ns"]):
+        if pid != last_pid:
+            reach, last_pid = -1, pid
+        keep.append(not end <= reach)
+        reach = max(reach, end)
+    return rows[np.array(keep, dtype=bool)]
+
+
+def _model_calls(modules: pd.DataFrame, ranges_by_id: pd.DataFrame) -> pd.DataFrame:
+    """The model's forward calls: outermost module calls holding at least half as many module
+    calls as the largest outermost call (a loss module called on its own holds none)."""
+    outer = _outermost_by_time(modules)
+    counts = []
+    for row in outer.itertuples():
+        inside = modules[(modules["pid"] == row.pid) & (modules["start_ns"] >= row.start_ns) & (modules["end_ns"] <= row.end_ns)]
+        counts.append(len(inside))
+    counts = np.array(counts)
+    return outer[counts >= max(counts.max(initial=0) / 2, 2)] if len(counts) else outer
+
+
+def _kernel_phases(ops: pd.DataFrame, first_id: int) -> tuple[pd.DataFrame, dict]:
+    """Phase windows from kernel launches alone: backward = each run of launches from a thread
+    other than the main one, optimizer = the run of ``multi_tensor_apply_kernel`` launches after
+    it, forward = the main thread's launches before the backward."""
+    rows = []
+    launched = ops[ops["launch_start_ns"].to_numpy() >= 0]
+    for pid, mine in launched.groupby("pid", sort=True):
+        mine = mine.sort_values("launch_start_ns", kind="stable")
+        tids = mine["launch_tid"].to_numpy()
+        main = pid if (tids == pid).any() else pd.Series(tids).mode().iat[0]
+        times = mine["launch_start_ns"].to_numpy()
+        names = mine["demangled_name"].astype(str).to_numpy()
+        other = tids != main
+        if not other.any():
+            continue
+        edges = np.flatnonzero(np.diff(np.r_[0, other.astype(np.int8), 0]))
+        runs = list(zip(edges[::2], edges[1::2] - 1))
+        runs = _merge_close_runs(runs, other)
+        previous_end = -1
+        for first, last in runs:
+            forward = np.flatnonzero(~other[:first] & (times[:first] > previous_end))
+            optimizer = _optimizer_run(names, other, last + 1)
+            if len(forward):
+                rows.append((pid, main, "forward", times[forward[0]], times[forward[-1]]))
+            rows.append((pid, tids[first], "backward", times[first], times[last]))
+            if optimizer is not None:
+                rows.append((pid, main, "optimizer_step", times[optimizer[0]], times[optimizer[1]]))
+                previous_end = times[optimizer[1]]
+            else:
+                previous_end = times[last]
+    windows = pd.DataFrame(rows, columns=["pid", "tid", "name", "start_ns", "end_ns"])
+    windows = windows.assign(range_id=np.arange(first_id, first_id + len(windows), dtype=np.int64),
+                             range_name=windows["name"].map(lambda p: f"({p}, from kernels)"), parent_id=-1)
+    windows = windows[WINDOW_COLUMNS].sort_values("start_ns", kind="stable").reset_index(drop=True)
+    return windows, {phase: [f"({phase}, from kernels)"] for phase in PHASES if (windows["name"] == phase).any()}
+
+
+def _merge_close_runs(runs: list[tuple[int, int]], other: np.ndarray) -> list[tuple[int, int]]:
+    """Backward runs split by a few main-thread launches (under 1% of the run) are one run."""
+    merged: list[tuple[int, int]] = []
+    for first, last in runs:
+        if merged and first - merged[-1][1] - 1 <= max(2, (merged[-1][1] - merged[-1][0]) // 100):
+            merged[-1] = (merged[-1][0], last)
+        else:
+            merged.append((first, last))
+    return merged
+
+
+def _optimizer_run(names: np.ndarray, other: np.ndarray, start: int) -> tuple[int, int] | None:
+    """(first, last) positions of the optimizer's fused kernels after a backward run, before the
+    next backward run; None when it launches none."""
+    stop = start + np.argmax(other[start:]) if other[start:].any() else len(names)
+    fused = np.flatnonzero(np.char.find(names[start:stop].astype(str), OPTIMIZER_KERNEL) >= 0) + start
+    return (int(fused[0]), int(fused[-1])) if len(fused) else None
+
+
+def _training_forwards(phases: pd.DataFrame) -> np.ndarray:
+    """Whether each phase window is a training forward: a forward whose next phase in its process
+    is its loss or backward."""
+    training = np.zeros(len(phases), dtype=bool)
+    if phases.empty:
+        return training
+    order = np.lexsort((phases["start_ns"].to_numpy(), phases["pid"].to_numpy()))
+    names, pids = phases["name"].to_numpy()[order], phases["pid"].to_numpy()[order]
+    follows = np.append(names[1:], "")
+    same = np.r_[pids[1:] == pids[:-1], False]
+    is_training = (names == "forward") & same & np.isin(follows, ("loss", "backward"))
+    training[order] = is_training
+    if not (names == "backward").any():  # a forward-only run: every forward is the pass
+        training[:] = phases["name"].to_numpy() == "forward"
+    return training
+
+
+# ----------------------------------------------------------------------------- steps
+
+def _contains(outer: pd.DataFrame, inner: pd.DataFrame) -> np.ndarray:
+    """For each row of ``outer``, how many rows of ``inner`` (same process) lie inside it."""
+    counts = np.zeros(len(outer), dtype=np.int64)
+    if inner.empty or outer.empty:
+        return counts
+    for pid, rows in outer.groupby("pid", sort=False).indices.items():
+        mine = inner[inner["pid"] == pid]
+        starts = np.sort(mine["start_ns"].to_numpy())
+        ends_by_start = mine.sort_values("start_ns")["end_ns"].to_numpy()
+        for row in rows:
+            lo = np.searchsorted(starts, outer["start_ns"].iat[row], side="left")
+            hi = np.searchsorted(starts, outer["end_ns"].iat[row], side="right")
+            counts[row] = int((ends_by_start[lo:hi] <= outer["end_ns"].iat[row]).sum())
+    return counts
+
+
+def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: list[str]
+           ) -> tuple[pd.DataFrame | None, str, pd.DataFrame]:
+    """Step windows from the user's ranges, the rule that found them, and the ranges around
+    several phase windows (containers); (None, why, …) when no range family is one of steps."""
+    if names.step_prefix is not None:
+        return _prefixed_steps(own, names, notes)
+    candidates = own[~own["range_id"].isin(phases["range_id"])]
+    if candidates.empty or phases.empty:
+        return None, "no range holds the phases", own.iloc[:0]
+    forwards = _contains(candidates, phases[phases["name"] == "forward"])
+    backwards = _contains(candidates, phases[phases["name"] == "backward"])
+    held = _contains(candidates, phases)
+    stems = np.array([_stem(n) for n in candidates["normal"]], dtype=object)
+    families = {}
+    for stem in pd.unique(stems):
+        rows = np.flatnonzero(stems == stem)
+        if (held[rows] > 0).mean() >= 0.5 and (forwards[rows] <= 1).all() and (backwards[rows] <= 1).all():
+            families[stem] = rows
+    if not families:
+        return None, "no range holds one pass of the phases", _containers(candidates, held)
+    step_rows = np.concatenate(list(families.values()))
+    nested = _contains(candidates.iloc[step_rows], candidates.iloc[step_rows]) > 1
+    outer_stems = {stems[r] for r, is_outer in zip(step_rows, nested) if is_outer}
+    for stem in outer_stems:  # a family holding steps of another family is a container
+        if all(nested[np.flatnonzero(stems[step_rows] == stem)]):
+            families.pop(stem)
+    plain = [stem for stem in families if not WARMUP_FAMILY.fullmatch(stem)]
+    if len(plain) > 1:
+        shown = ", ".join(f"`{_family_label(candidates['name'].iat[families[s][0]])}`" for s in plain[:4])
+        runs = candidates.iloc[np.concatenate([families[s] for s in plain])]
+        return None, f"ranges of {len(plain)} different runs ({shown}): the whole capture is analyzed", runs
+    rows = np.sort(np.concatenate(list(families.values())))
+    steps = _windows(candidates.iloc[rows], "step")
+    steps["name"] = _step_labels(steps["range_name"])
+    containers = _containers(candidates, held)
+    containers = containers[~containers["range_id"].isin(steps["range_id"])]
+    shown = ", ".join(f"`{_family_label(n)}`" for n in _families(sorted(set(steps["range_name"]))))
+    return steps.assign(measured=True), f"the ranges {shown} each hold one pass of the phases", containers
+
+
+def _containers(candidates: pd.DataFrame, held: np.ndarray) -> pd.DataFrame:
+    """The ranges around more than one phase window (a ``warmup`` range around warm-up steps)."""
+    return candidates[held > 1]
+
+
+def _prefixed_steps(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> tuple[pd.DataFrame | None, str, pd.DataFrame]:
+    """Step windows named ``<step prefix><i>`` and ``<warm-up prefix><i>`` (the flags)."""
+    prefixes = [p for p in (names.warmup_prefix, names.step_prefix) if p]
+    pattern = re.compile(rf"^({'|'.join(re.escape(p) for p in prefixes)})\d+$")
+    matched = own[own["name"].str.match(pattern)]
+    if matched.empty:
+        near = nearest_names(f"{names.step_prefix}0", sorted(set(own["name"])))
+        notes.append(f"no range is named `{names.step_prefix}<i>`" + (f"; nearest: {', '.join(f'`{n}`' for n in near)}" if near else ""))
+        return None, f"no `{names.step_prefix}<i>` range", own.iloc[:0]
+    steps = _windows(matched, "step")
+    steps["name"] = steps["range_name"]
+    warm = steps["range_name"].str.startswith(names.warmup_prefix) if names.warmup_prefix else False
+    return steps.assign(measured=~np.asarray(warm, dtype=bool)), f"the ranges `{names.step_prefix}<i>` (given)", own.iloc[:0]
+
+
+def _step_labels(range_names: pd.Series) -> np.ndarray:
+    """A step's label: its range name when unique in the run, else ``name #k``."""
+    counts = range_names.value_counts()
+    seen: dict[str, int] = {}
+    labels = []
+    for name in range_names:
+        if counts[name] == 1:
+            labels.append(name)
+        else:
+            labels.append(f"{name} #{seen.get(name, 0)}")
+            seen[name] = seen.get(name, 0) + 1
+    return np.array(labels, dtype=object)
+
+
+def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int) -> pd.DataFrame:
+    """Steps made from the phases: each training forward (each forward in a forward-only run)
+    starts a step that runs to the end of the last phase before the next forward."""
+    rows = []
+    for pid, mine in phases.assign(training=training).groupby("pid", sort=True):
+        mine = mine.sort_values("start_ns", kind="stable")
+        is_forward = (mine["name"] == "forward").to_numpy()
+        starts = np.flatnonzero(mine["training"].to_numpy())
+        bounds = np.r_[np.flatnonzero(is_forward), len(mine)]
+        for index, first in enumerate(starts):
+            stop = bounds[bounds > first][0]
+            part = mine.iloc[first:stop]
+            rows.append((pid, int(part["tid"].iat[0]), int(part["start_ns"].min()), int(part["end_ns"].max()), index))
+    steps = pd.DataFrame(rows, columns=["pid", "tid", "start_ns", "end_ns", "index"])
+    steps = steps.assign(range_id=np.arange(first_id, first_id + len(steps), dtype=np.int64),
+                         name=[f"iteration {i}" for i in steps["index"]], range_name="(iteration)",
+                         parent_id=-1, measured=True)
+    return steps[[*WINDOW_COLUMNS, "measured"]]
+
+
+# ----------------------------------------------------------------------------- warm-up
+
+def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame,
+            names: RangeNames, has_steps: bool) -> tuple[pd.DataFrame, str, list[dict]]:
+    """Mark warm-up steps (``measured`` False) and say by which rule."""
+    if not has_steps or steps.empty:
+        return steps, "no steps", []
+    steps = steps.sort_values(["pid", "start_ns"], kind="stable").reset_index(drop=True)
+    figures = _step_figures(steps, ops)
+    if names.warmup_steps is not None:
+        rank = steps.groupby("pid").cumcount().to_numpy()
+        rule = f"the first {names.warmup_steps} (given)"
+        measured = rank >= names.warmup_steps
+    elif names.step_prefix is not None:
+        measured, rule = steps["measured"].to_numpy(), f"named `{names.warmup_prefix}<i>` (given)"
+    elif names.warmup_prefix is not None:
+        measured, rule = _prefixed_warmup(steps, containers, names.warmup_prefix)
+    else:
+        measured, rule = _named_warmup(steps, containers)
+        if rule is None:
+            measured, rule = _phases_before_steps(steps, phases)
+        if rule is None:
+            measured, rule = _departing_steps(steps, figures)
+    steps = steps.assign(measured=np.asarray(measured, dtype=bool))
+    table = [{"step": str(s.name), "pid": int(s.pid), "measured": bool(s.measured),
+              "cpu_span_ms": (s.end_ns - s.start_ns) / 1e6, "kernels": int(k), "kernel_ms": t / 1e6}
+             for s, k, t in zip(steps.itertuples(), figures["kernels"], figures["kernel_ns"])]
+    return steps, rule, table
+
+
+def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+    """Kernel count and summed kernel time of each step (launches from any thread of its process)."""
+    from analysis.attribution import ops_in_windows  # the rule of attribution, written once
+    kernels = ops[ops["op_kind"] == "kernel"] if "op_kind" in ops else ops
+    position = ops_in_windows(kernels, steps)
+    held = position >= 0
+    count = np.bincount(position[held], minlength=len(steps))
+    time = np.bincount(position[held], weights=kernels["dur_ns"].to_numpy()[held], minlength=len(steps))
+    return pd.DataFrame({"kernels": count, "kernel_ns": time})
+
+
+def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.ndarray, str | None]:
+    """Steps named warm-up, or inside a range named warm-up."""
+    own_name = np.array([bool(WARMUP_FAMILY.fullmatch(_stem(_normal(n)))) for n in steps["range_name"]])
+    if own_name.any() and not own_name.all():
+        shown = ", ".join(f"`{_family_label(n)}`" for n in _families(sorted(set(steps.loc[own_name, "range_name"]))))
+        return ~own_name, f"named {shown}"
+    warm = containers[[bool(WARMUP_FAMILY.fullmatch(_stem(_normal(c)))) for c in containers["name"]]]
+    inside = _inside(steps, warm)
+    if inside.any() and not inside.all():
+        return ~inside, "inside " + ", ".join(f"`{c}`" for c in sorted(set(warm["name"])))
+    return np.ones(len(steps), dtype=bool), None
+
+
+def _inside(steps: pd.DataFrame, windows: pd.DataFrame) -> np.ndarray:
+    """Whether each step lies inside one of ``windows`` (same process)."""
+    inside = np.zeros(len(steps), dtype=bool)
+    for row in windows.itertuples():
+        inside |= ((steps["pid"] == row.pid) & (steps["start_ns"] >= row.start_ns) & (steps["end_ns"] <= row.end_ns)).to_numpy()
+    return inside
+
+
+def _prefixed_warmup(steps: pd.DataFrame, containers: pd.DataFrame, prefix: str) -> tuple[np.ndarray, str]:
+    """Steps whose name starts with ``prefix``, or inside a range whose name does (the flag)."""
+    named = steps["range_name"].str.startswith(prefix).to_numpy(dtype=bool)
+    inside = _inside(steps, containers[containers["name"].str.startswith(prefix)])
+    return ~(named | inside), f"named or inside `{prefix}…` (given)"
+
+
+def _phases_before_steps(steps: pd.DataFrame, phases: pd.DataFrame) -> tuple[np.ndarray, str | None]:
+    """When phases ran before the first step range of their process, outside every step, those
+    were the warm-up: every step range is measured."""
+    for pid, mine in steps.groupby("pid"):
+        before = phases[(phases["pid"] == pid) & (phases["end_ns"] < mine["start_ns"].min())]
+        if len(before):
+            return np.ones(len(steps), dtype=bool), "the warm-up ran outside the step ranges (its phases come before them)"
+    return np.ones(len(steps), dtype=bool), None
+
+
+def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """The first step of each process and the leading steps after it whose kernel count differs
+    from the later steps' most common count or whose kernel time exceeds their median by
+    :data:`WARMUP_TIME_FACTOR`; the last step is always measured."""
+    measured = np.ones(len(steps), dtype=bool)
+    for _, rows in steps.groupby("pid", sort=False).indices.items():
+        if len(rows) < 2:
+            continue
+        measured[rows[0]] = False
+        for position in range(1, len(rows) - 1):
+            later = rows[position + 1:]
+            counts, times = figures["kernels"].to_numpy()[later], figures["kernel_ns"].to_numpy()[later]
+            here = rows[position]
+            usual = pd.Series(counts).mode().iat[0]
+            if figures["kernels"].iat[here] != usual or figures["kernel_ns"].iat[here] > WARMUP_TIME_FACTOR * np.median(times):
+                measured[here] = False
+            else:
+                break
+    return measured, (f"the first step and the leading steps whose kernel count or time departs from the later "
+                      f"steps' (over {WARMUP_TIME_FACTOR}× their median time)")
+
+
+# ----------------------------------------------------------------------------- attention, blocks
+
+def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, names: RangeNames) -> tuple[dict[str, str], bool]:
+    """Range name -> attention part, for the user's ranges inside a forward; whether the model
+    used PyTorch's fused attention (its function label) instead."""
+    if names.regions is not None:
+        return dict(zip(names.regions, REGIONS)), False
+    forwards = phases[phases["name"] == "forward"]
+    regions = {}
+    for name, normal in set(zip(own["name"], own["normal"])):
+        part = _region_of(normal)
+        if part and _phase_of(normal) is None:
+            rows = own[own["name"] == name]
+            if forwards.empty or _contains(forwards, rows).any():
+                regions[name] = part
+    fused = bool(len(labels)) and (labels["name"] == TORCH_SDPA).any()
+    if not regions and len(labels) and not fused:
+        softmax = labels[labels["name"].str.match(TORCH_SOFTMAX)]
+        if len(softmax) and (forwards.empty or _contains(forwards, softmax).any()):
+            regions = {name: contract.SOFTMAX_RANGE for name in set(softmax["name"])}
+    return regions, bool(fused)
+
+
+def _block_family(own: pd.DataFrame, phases: pd.DataFrame) -> tuple[str, str] | None:
+    """(stem, shown name) of the indexed block ranges inside the forward (``layer_<i>``,
+    ``block_<i>``, ``layer<i>``), with at least two indices."""
+    forwards = phases[phases["name"] == "forward"]
+    for stem in dict.fromkeys(_stem(n) for n in own["normal"]):
+        if not BLOCK_FAMILY.fullmatch(stem):
+            continue
+        rows = own[[_stem(n) == stem for n in own["normal"]]]
+        indices = {INDEXED.match(n)["index"] for n in rows["normal"] if INDEXED.match(n)}
+        if len(indices) >= 2 and (forwards.empty or _contains(forwards, rows).any()):
+            return stem, _family_label(rows["name"].iat[0])
+    return None
