@@ -88,6 +88,8 @@ def _analyze_parser() -> argparse.ArgumentParser:
                         help=f"seconds `nsys export` may take for an .nsys-rep input (default: {InputCache.export_timeout_s:g})")
     add_engine_options(parser)
     _add_range_name_options(parser)
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print each trace's steps (measured or warm-up, with their times) after its structure line")
     return parser
 
 
@@ -119,8 +121,6 @@ def _add_range_name_options(parser: argparse.ArgumentParser) -> None:
                        help="the attention sub-ranges: scores matmul, softmax, final matmul")
     group.add_argument("--warmup-steps", type=_non_negative_int, metavar="N",
                        help="the first N steps of each process are warm-up, whatever the ranges say")
-    group.add_argument("-v", "--verbose", action="store_true",
-                       help="print each trace's steps (measured or warm-up, with their times) and unused range names")
 
 
 def _names(least: int, most: int):

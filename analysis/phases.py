@@ -72,7 +72,7 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
     if not has_steps:
         notes.append(f"no steps: the whole capture is analyzed ({structure.step_rule})")
 
-    phase_windows = _merge_overlapping(structure.phases, notes)
+    phase_windows = structure.phases
     in_phase = ops_in_windows(ops, phase_windows)
     ops["phase"] = _labels(in_phase, phase_windows["name"])
     ops["phase_range_id"] = np.append(phase_windows["range_id"].to_numpy(), -1)[in_phase]
@@ -127,38 +127,6 @@ def _nearest_named(named: np.ndarray, parent: np.ndarray) -> np.ndarray:
         if not going_on.any():
             return pointer
         pointer[going_on] = pointer[pointer[going_on]]
-
-
-def _merge_overlapping(windows: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
-    """Phase windows with each window that overlaps an earlier one of the same phase and process
-    merged into it (its end extended), so an overlapping pair counts as one pass; a note counts them."""
-    if windows.empty or not _any_overlap(windows):
-        return windows
-    ordered = windows.sort_values(["pid", "name", "start_ns"], kind="stable")
-    same_group = (ordered["pid"] == ordered["pid"].shift()) & (ordered["name"] == ordered["name"].shift())
-    reach = ordered.groupby(["pid", "name"], sort=False, observed=True)["end_ns"].cummax().shift()
-    overlaps = (same_group & (ordered["start_ns"] < reach)).to_numpy()
-    if not overlaps.any():
-        return windows
-    merged = ordered[~overlaps].assign(
-        end_ns=ordered.groupby(np.cumsum(~overlaps), sort=True)["end_ns"].max().to_numpy())
-    phases = ", ".join(sorted(ordered.loc[overlaps, "name"].unique()))
-    notes.append(f"{int(overlaps.sum())} phase ranges ({phases}) overlap an earlier range of the same phase in "
-                 "their process; each was merged into it, so an overlapping pair counts as one pass")
-    return merged.sort_values("range_id", kind="stable")
-
-
-def _any_overlap(windows: pd.DataFrame) -> bool:
-    """Whether a window starts before an earlier-starting window of its phase and process ends
-    (the common answer, no, found on column arrays)."""
-    phase = pd.factorize(windows["name"])[0]
-    group = pd.factorize(windows["pid"])[0] * (phase.max() + 1) + phase
-    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
-    order = np.lexsort((starts, group))
-    group, starts, ends = group[order], starts[order], ends[order]
-    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    return any((starts[a + 1:b] < np.maximum.accumulate(ends[a:b - 1])).any()
-               for a, b in zip(first, np.r_[first[1:], len(group)]))
 
 
 def _phase_ranges(phase_windows: pd.DataFrame, step_windows: pd.DataFrame, has_steps: bool) -> pd.DataFrame:

@@ -42,26 +42,30 @@ REGIONS = (contract.ATTENTION_SCORES_RANGE, contract.SOFTMAX_RANGE, contract.FIN
 
 # PyTorch's own labels (functions trace; ``Optimizer.step#AdamW.step`` from record_function).
 TORCH_LABEL = re.compile(r"^torch\.|^Optimizer\.|^ProfilerStep#")
-MODULE_CALL = re.compile(r"^torch\.nn\.modules\.(module\.)?Module\.(__call__|_call_impl|_wrapped_call_impl)$")
-AUTOGRAD_BACKWARD = re.compile(r"^torch\.(autograd\.backward|Tensor\.backward|autograd\.grad)$")
+MODULE_CALL = re.compile(r"^torch\.nn\.modules\.(?:module\.)?Module\.(?:__call__|_call_impl|_wrapped_call_impl)$")
+AUTOGRAD_BACKWARD = re.compile(r"^torch\.(?:autograd\.backward|Tensor\.backward|autograd\.grad)$")
 OPTIMIZER_STEP = re.compile(r"^torch\.optim\.[\w.]+\.step$|^Optimizer\.step#")
-TORCH_LOSS = re.compile(r"^torch\.nn\.functional\.(cross_entropy|nll_loss|mse_loss|binary_cross_entropy\w*)$")
-TORCH_SOFTMAX = re.compile(r"^torch\.nn\.functional\.(softmax|log_softmax)$")
+TORCH_LOSS = re.compile(r"^torch\.nn\.functional\.(?:cross_entropy|nll_loss|mse_loss|binary_cross_entropy\w*)$")
+TORCH_SOFTMAX = re.compile(r"^torch\.nn\.functional\.(?:softmax|log_softmax)$")
 TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
 
 # Families of names, matched on a name's normal form (lower case, runs of other characters as
 # ``_``) less a trailing index.
 PHASE_FAMILIES = {
     "forward": re.compile(r"(model_)?(forward|fwd)(_pass|_only|_step|_prop)?|model_eval|inference|eval"),
-    "loss": re.compile(r"(compute_|calc_|calculate_)?loss(_fn|_function|_compute|_computation|_calc)?|cross_entropy|criterion"),
+    "loss": re.compile(r"(compute_|calc_|calculate_)?loss(_?fn|_function|_compute|_computation|_calc)?|cross_entropy|criterion"),
     "backward": re.compile(r"(loss_)?(backward|bwd)(_pass|_step|_prop)?|backprop(agation)?"),
     "optimizer_step": re.compile(r"(optimizer|optim|opt)(_step|_update)?|adamw?(_step)?|(param(eter)?s?_)?update|step"),
 }
 # ``step`` names the optimizer only inside a training step, after its backward.
 AMBIGUOUS_OPTIMIZER = "step"
 WARMUP_FAMILY = re.compile(r"warm(_?up)?(_.*)?")
+# A range around the measured steps: steps outside it are warm-up.
+MEASURED_FAMILY = re.compile(r"(measure[ds]?|timed|benchmark(ed)?|profiled?)(_(steps?|iters?|iterations?|loop|region|runs?))?")
+# NVTX domains of libraries, not of the user's code: their ranges are never a role.
+LIBRARY_DOMAINS = frozenset({"nccl", "cccl", "cub", "cublas", "cublaslt", "cudnn", "nvshmem", "tensorrt"})
 REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the softmax
-    (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*")),
+    (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*|sm")),
     (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_|$)|query_key).*")),
     (contract.FINAL_MATMUL_RANGE, re.compile(r".*(final|value|(^|_)(pv|p_v|av|attn_v|attention_v|sv|weighted_sum|out_matmul|output_matmul)(_|$)).*")),
 )
@@ -132,6 +136,7 @@ class RunStructure:
     phases: pd.DataFrame
     regions: dict[str, str]
     has_steps: bool
+    step_ranges: bool  # the steps are ranges of the trace, not made from the phases
     source: str  # "ranges", "pytorch", "kernels" or "none"
     step_rule: str
     warmup_rule: str
@@ -149,10 +154,12 @@ class RunStructure:
         measured = self.steps[self.steps["measured"]] if len(self.steps) else self.steps
         return {
             "source": self.source,
+            "step_ranges": self.step_ranges,
             "step_rule": self.step_rule,
             "warmup_rule": self.warmup_rule,
             "step_names": sorted(set(map(str, self.steps["range_name"]))) if len(self.steps) else [],
             "steps": int(len(self.steps)),
+            "processes": int(self.steps["pid"].nunique()) if len(self.steps) else 0,
             "warmup_steps": int(len(self.steps) - len(measured)),
             "measured_steps": int(len(measured)),
             "phase_names": {phase: list(names) for phase, names in self.phase_names.items()},
@@ -172,7 +179,9 @@ def describe(record: dict) -> str:
         steps = f"no steps ({record['step_rule']})"
     else:
         names = ", ".join(f"`{_family_label(n)}`" for n in _families(record["step_names"]))
-        steps = (f"steps {names} ×{record['steps']}: {record['warmup_steps']} warm-up "
+        processes = record.get("processes", 1)
+        each = f" in all, over {processes} processes" if processes > 1 else ""
+        steps = (f"steps {names} ×{record['steps']}{each}: {record['warmup_steps']} warm-up "
                  f"({record['warmup_rule']}), {record['measured_steps']} measured")
     phases = ", ".join(f"{phase} " + "/".join(f"`{n}`" for n in names)
                        for phase, names in record["phase_names"].items() if names)
@@ -189,11 +198,16 @@ def describe(record: dict) -> str:
         parts.append(f"{record['inference_passes']} inference forwards kept apart")
     unused = record["unused_names"]
     if unused:
-        shown = ", ".join(f"`{n}`" for n in unused[:6])
+        shown = ", ".join(f"`{_shortened(n)}`" for n in unused[:6])
         parts.append(f"unused: {shown}" + (f" and {len(unused) - 6} more" if len(unused) > 6 else ""))
     source = {"ranges": "NVTX ranges", "pytorch": "PyTorch's labels", "kernels": "kernels alone (no NVTX)",
               "none": "nothing found"}[record["source"]]
     return f"structure from {source}: " + "; ".join(parts)
+
+
+def _shortened(name: str, most: int = 40) -> str:
+    """A range name cut to ``most`` characters (an ellipsis says so)."""
+    return name if len(name) <= most else name[:most - 1] + "…"
 
 
 def describe_steps(record: dict) -> list[str]:
@@ -207,7 +221,8 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     """The run's structure from ``ranges`` (:attr:`analysis.load.Trace.ranges`) and ``ops``
     (GPU operations with ``pid``, ``launch_tid``, ``launch_start_ns``, ``dur_ns``, ``demangled_name``)."""
     ranges = ranges.assign(normal=_normal_names(ranges["name"]))
-    op_level = ranges["name"].str.contains(OP_LEVEL).to_numpy(dtype=bool)
+    op_level = ranges["name"].str.contains(OP_LEVEL).to_numpy(dtype=bool) | \
+        ranges["domain"].astype(str).str.lower().isin(LIBRARY_DOMAINS).to_numpy(dtype=bool)
     torch_label = ranges["name"].str.contains(TORCH_LABEL).to_numpy(dtype=bool)
     own = ranges[~op_level & ~torch_label]
     notes: list[str] = []
@@ -221,6 +236,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         phases, phase_names = _kernel_phases(ops, next_id)
         next_id += len(phases)
         source = "kernels" if len(phases) else "none"
+    phases = _merge_overlapping(phases, notes)
     training = _training_forwards(phases)
     inference = (phases["name"] == "forward").to_numpy() & ~training
     structure_steps, step_rule, containers = _steps(own, phases, names, notes)
@@ -249,7 +265,8 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     unused = [_family_label(n) for n in _families(sorted(
         set(own["name"]) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}))]
     return RunStructure(
-        steps=steps, phases=phases.reset_index(drop=True), regions=regions, has_steps=has_steps, source=source,
+        steps=steps, phases=phases.reset_index(drop=True), regions=regions, has_steps=has_steps,
+        step_ranges=structure_steps is not None, source=source,
         step_rule=step_rule, warmup_rule=warmup_rule, inference_passes=int(inference.sum()), fused_attention=fused,
         block_family=block_family[1] if block_family else None, block_names=block_names, phase_names=phase_names, unused=unused,
         notes=notes, step_table=step_table)
@@ -370,6 +387,38 @@ def _outermost_per_phase(windows: pd.DataFrame, ranges: pd.DataFrame) -> pd.Data
             else:
                 reach = max(reach, windows["end_ns"].iat[row])
     return windows[keep].sort_values("start_ns", kind="stable").reset_index(drop=True)
+
+
+def _merge_overlapping(windows: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Phase windows with each window that overlaps an earlier one of the same phase and process
+    merged into it (its end extended), so an overlapping pair counts as one pass; a note counts them."""
+    if windows.empty or not _any_overlap(windows):
+        return windows
+    ordered = windows.sort_values(["pid", "name", "start_ns"], kind="stable")
+    same_group = (ordered["pid"] == ordered["pid"].shift()) & (ordered["name"] == ordered["name"].shift())
+    reach = ordered.groupby(["pid", "name"], sort=False, observed=True)["end_ns"].cummax().shift()
+    overlaps = (same_group & (ordered["start_ns"] < reach)).to_numpy()
+    if not overlaps.any():
+        return windows
+    merged = ordered[~overlaps].assign(
+        end_ns=ordered.groupby(np.cumsum(~overlaps), sort=True)["end_ns"].max().to_numpy())
+    phases = ", ".join(sorted(ordered.loc[overlaps, "name"].unique()))
+    notes.append(f"{int(overlaps.sum())} phase ranges ({phases}) overlap an earlier range of the same phase in "
+                 "their process; each was merged into it, so an overlapping pair counts as one pass")
+    return merged.sort_values("range_id", kind="stable")
+
+
+def _any_overlap(windows: pd.DataFrame) -> bool:
+    """Whether a window starts before an earlier-starting window of its phase and process ends
+    (the common answer, no, found on column arrays)."""
+    phase = pd.factorize(windows["name"])[0]
+    group = pd.factorize(windows["pid"])[0] * (phase.max() + 1) + phase
+    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
+    order = np.lexsort((starts, group))
+    group, starts, ends = group[order], starts[order], ends[order]
+    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    return any((starts[a + 1:b] < np.maximum.accumulate(ends[a:b - 1])).any()
+               for a, b in zip(first, np.r_[first[1:], len(group)]))
 
 
 def _names_by_phase(windows: pd.DataFrame) -> dict[str, list[str]]:
@@ -568,7 +617,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
         return None, f"ranges of {len(plain)} different runs ({shown}): the whole capture is analyzed", runs
     rows = np.sort(np.concatenate(list(families.values())))
     steps = _windows(candidates.iloc[rows], "step")
-    steps["name"] = _step_labels(steps["range_name"])
+    steps["name"] = _step_labels(steps)
     containers = _containers(candidates, held)
     containers = containers[~containers["range_id"].isin(steps["range_id"])]
     shown = ", ".join(f"`{_family_label(n)}`" for n in _families(sorted(set(steps["range_name"]))))
@@ -595,18 +644,17 @@ def _prefixed_steps(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> t
     return steps.assign(measured=~np.asarray(warm, dtype=bool)), f"the ranges `{names.step_prefix}<i>` (given)", own.iloc[:0]
 
 
-def _step_labels(range_names: pd.Series) -> np.ndarray:
-    """A step's label: its range name when unique in the run, else ``name #k``."""
-    counts = range_names.value_counts()
-    seen: dict[str, int] = {}
-    labels = []
-    for name in range_names:
-        if counts[name] == 1:
-            labels.append(name)
-        else:
-            labels.append(f"{name} #{seen.get(name, 0)}")
-            seen[name] = seen.get(name, 0) + 1
-    return np.array(labels, dtype=object)
+def _step_labels(steps: pd.DataFrame) -> np.ndarray:
+    """A step's label: its range name when unique in its process, else ``name #k`` (k-th in time)."""
+    order = np.lexsort((steps["start_ns"].to_numpy(), steps["pid"].to_numpy()))
+    counts = steps.groupby(["pid", "range_name"]).size()
+    seen: dict[tuple, int] = {}
+    labels = np.empty(len(steps), dtype=object)
+    for row in order:
+        key = (steps["pid"].iat[row], steps["range_name"].iat[row])
+        labels[row] = key[1] if counts[key] == 1 else f"{key[1]} #{seen.get(key, 0)}"
+        seen[key] = seen.get(key, 0) + 1
+    return labels
 
 
 def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int) -> pd.DataFrame:
@@ -676,10 +724,12 @@ def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.nda
     if own_name.any() and not own_name.all():
         shown = ", ".join(f"`{_family_label(n)}`" for n in _families(sorted(set(steps.loc[own_name, "range_name"]))))
         return ~own_name, f"named {shown}"
-    warm = containers[[bool(WARMUP_FAMILY.fullmatch(_stem(_normal(c)))) for c in containers["name"]]]
-    inside = _inside(steps, warm)
-    if inside.any() and not inside.all():
-        return ~inside, "inside " + ", ".join(f"`{c}`" for c in sorted(set(warm["name"])))
+    for family, warm_inside in ((WARMUP_FAMILY, True), (MEASURED_FAMILY, False)):
+        named = containers[[bool(family.fullmatch(_stem(_normal(c)))) for c in containers["name"]]]
+        inside = _inside(steps, named)
+        if inside.any() and not inside.all():
+            where = "inside" if warm_inside else "outside"
+            return (~inside if warm_inside else inside), f"{where} " + ", ".join(f"`{c}`" for c in sorted(set(named["name"])))
     return np.ones(len(steps), dtype=bool), None
 
 
@@ -709,25 +759,25 @@ def _phases_before_steps(steps: pd.DataFrame, phases: pd.DataFrame) -> tuple[np.
 
 
 def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.ndarray, str]:
-    """The first step of each process and the leading steps after it whose kernel count differs
-    from the later steps' most common count or whose kernel time exceeds their median by
-    :data:`WARMUP_TIME_FACTOR`; the last step is always measured."""
+    """The leading steps of each process that depart from the steady state: a kernel count other
+    than the later steps' most common one, or a kernel time or CPU span over
+    :data:`WARMUP_TIME_FACTOR` times the later steps' median; the last step is always measured."""
     measured = np.ones(len(steps), dtype=bool)
+    span = (steps["end_ns"] - steps["start_ns"]).to_numpy()
+    count, time = figures["kernels"].to_numpy(), figures["kernel_ns"].to_numpy()
     for _, rows in steps.groupby("pid", sort=False).indices.items():
-        if len(rows) < 2:
-            continue
-        measured[rows[0]] = False
-        for position in range(1, len(rows) - 1):
-            later = rows[position + 1:]
-            counts, times = figures["kernels"].to_numpy()[later], figures["kernel_ns"].to_numpy()[later]
-            here = rows[position]
-            usual = pd.Series(counts).mode().iat[0]
-            if figures["kernels"].iat[here] != usual or figures["kernel_ns"].iat[here] > WARMUP_TIME_FACTOR * np.median(times):
-                measured[here] = False
-            else:
+        for position in range(len(rows) - 1):
+            here, later = rows[position], rows[position + 1:]
+            departs = (count[here] != pd.Series(count[later]).mode().iat[0]
+                       or time[here] > WARMUP_TIME_FACTOR * np.median(time[later])
+                       or span[here] > WARMUP_TIME_FACTOR * np.median(span[later]))
+            if not departs:
                 break
-    return measured, (f"the first step and the leading steps whose kernel count or time departs from the later "
-                      f"steps' (over {WARMUP_TIME_FACTOR}× their median time)")
+            measured[here] = False
+    left_out = int((~measured).sum())
+    return measured, (f"{left_out} leading step{'s' if left_out != 1 else ''} whose kernel count, kernel time or CPU span "
+                      f"departs from the later steps' (over {WARMUP_TIME_FACTOR}× their median)" if left_out else
+                      "no leading step departs from the later steps' kernel count, kernel time or CPU span")
 
 
 # ----------------------------------------------------------------------------- attention, blocks

@@ -93,7 +93,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     ``label_ops(trace, names)`` when the caller has it already (it carries its own names). Once
     the communication figures are done, ``labelled.ops`` keeps only the questions' columns."""
     labelled = labelled if labelled is not None else label_ops(trace, names)
-    run = read_run_record(trace.marks, trace.path, labelled.has_steps)
+    run = read_run_record(trace.marks, trace.path, labelled.structure.step_ranges)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
     # Before the questions' tables exist: at millions of kernels the peak memory is the largest
     # of the stages, and the communication figures copy the kernel rows they read.

@@ -32,10 +32,12 @@ class StepFiguresRecord(TypedDict):
 class StructureRecord(TypedDict):
     """What :mod:`analysis.structure` found: the roles and the names behind them."""
     source: str  # ranges, pytorch, kernels or none
+    step_ranges: bool  # steps are ranges of the trace (else made from the phases, or none)
     step_rule: str
     warmup_rule: str
     step_names: list[str]
     steps: int
+    processes: int
     warmup_steps: int
     measured_steps: int
     phase_names: dict[str, list[str]]

@@ -137,15 +137,17 @@ def test_per_op_ranges_inside_a_region_do_not_hide_it(tmp_path):
 
 def test_range_names_validate_themselves():
     assert RangeNames(phases=["f", "l", "b", "o"]).phases == ("f", "l", "b", "o")
-    assert RangeNames(phases=("f", "l", "b", "o")).phase_range("backward") == "b"
-    for bad in ({"phases": ("forward", "backward")}, {"phases": ("a", "a", "b", "c")},
-                {"step_prefix": "warmup_"}, {"step_prefix": ""}, {"softmax": "final matmul"}):
+    assert RangeNames(phases=("f", "l", "b", "o")).phase_roles()["b"] == "backward"
+    assert RangeNames(phases=("f", "b", "o")).phase_roles() == {"f": "forward", "b": "backward", "o": "optimizer_step"}
+    for bad in ({"phases": ("a", "b", "c", "d", "e")}, {"phases": ("a", "a", "b", "c")},
+                {"step_prefix": "w", "warmup_prefix": "w"}, {"step_prefix": ""}, {"regions": ("s", "s", "f")},
+                {"warmup_steps": -1}):
         with pytest.raises(ValueError):
             RangeNames(**bad)
 
 
 def test_custom_names_label_phases_by_role(tmp_path):
-    """Ranges named by the caller: ops get the phase they stand for, regions keep their range names."""
+    """Ranges named by the caller: ops get the phase and the attention part they stand for."""
     from tests.synthetic import build_export
     path = build_export(tmp_path / "named.sqlite", kernels=[
         (1000, 1100, 150, 5, 1, 1), (1200, 1300, 250, 5, 1, 2), (1400, 1500, 450, 5, 1, 3),
@@ -154,12 +156,14 @@ def test_custom_names_label_phases_by_role(tmp_path):
                 ("s0", 200, 500, 5, 1, 1, 59), ("fwd", 210, 300, 5, 1, 1, 59),
                 ("sm", 240, 260, 5, 1, 1, 59), ("bwd", 400, 500, 5, 1, 1, 59),
                 ("forward", 600, 700, 5, 1, 1, 59)])
-    names = RangeNames(warmup_prefix="w", step_prefix="s", phases=("fwd", "l", "bwd", "o"), softmax="sm")
+    names = RangeNames(warmup_prefix="w", step_prefix="s", phases=("fwd", "l", "bwd", "o"), regions=("qk", "sm", "av"))
     labelled = label_ops(load_trace(path), names)
-    assert labelled.names == names
-    assert labelled.ops["phase"].tolist() == ["forward", "forward", "backward", ""]
+    # The warm-up step's forward has no backward after it: an inference pass, kept out of the phases.
+    assert labelled.ops["phase"].tolist() == ["", "forward", "backward", ""]
+    assert labelled.structure.inference_passes == 1
     assert labelled.ops["step"].tolist() == ["w0", "s0", "s0", ""]
     assert labelled.ops["measured"].tolist() == [False, True, True, False]
-    assert labelled.ops["region"].tolist() == ["", "sm", "", ""]
+    assert labelled.ops["region"].tolist() == ["", "computing softmax", "", ""]
     assert labelled.measured_passes == {"forward": 1, "backward": 1}
-    assert labelled.phase_ranges["phase"].tolist() == ["forward", "forward", "backward"]
+    assert labelled.phase_ranges["phase"].tolist() == ["forward", "backward"]
+    assert labelled.notes == ["no range is named `l`", "no range is named `o`"]

@@ -199,7 +199,7 @@ def test_other_range_names_key_apart(tmp_path, trace_file):
     from analysis.phases import RangeNames
 
     with ResultsCache(tmp_path / "results.db") as defaults, \
-            ResultsCache(tmp_path / "results.db", RangeNames(softmax="softmax")) as renamed, \
+            ResultsCache(tmp_path / "results.db", RangeNames(regions=("scores", "softmax", "final"))) as renamed, \
             ResultsCache(tmp_path / "results.db", RangeNames(step_prefix="iter_")) as other:
         keys = {defaults.key_for(trace_file), renamed.key_for(trace_file), other.key_for(trace_file)}
         assert len(keys) == 3

@@ -49,7 +49,16 @@ def test_a_good_trace_writes_its_json_and_exits_0(fixture_trace, tmp_path, capsy
     summary = json.loads((tmp_path / "small_ctx128_train_fp32.json").read_text())
     assert summary["phases"]["backward"]["kernels_per_pass"] == 1463
     assert (tmp_path / "results.db").exists()
-    assert capsys.readouterr().err == ""
+    line, = capsys.readouterr().err.splitlines()  # one line per trace: the structure it found
+    assert line.startswith("small_ctx128_train_fp32.sqlite: structure from NVTX ranges: steps `step_<i>`, `warmup_<i>` ×5: "
+                           "2 warm-up (named `warmup_<i>`), 3 measured; forward `forward`")
+
+
+def _errors_and_structures(stderr: str) -> tuple[list[str], list[str]]:
+    """stderr's lines: those of failures, and the one line per analyzed trace saying its structure."""
+    lines = stderr.splitlines()
+    structures = [line for line in lines if ": structure from " in line]
+    return [line for line in lines if line not in structures], structures
 
 
 def test_a_bad_trace_costs_one_line_and_the_batch_goes_on(fixture_trace, tmp_path, capsys):
@@ -59,7 +68,8 @@ def test_a_bad_trace_costs_one_line_and_the_batch_goes_on(fixture_trace, tmp_pat
     good = fixture_trace(FORWARD)
     out = tmp_path / "out"
     assert cli.main([str(bad), str(good), str(missing), "--out", str(out), "--jobs", "1"]) == 1
-    lines = capsys.readouterr().err.splitlines()
+    lines, structures = _errors_and_structures(capsys.readouterr().err)
+    assert [line.split(":")[0] for line in structures] == ["small_ctx256_forward_fp32.sqlite"]
     assert lines == [f"{bad}: is not an SQLite database (an nsys export is made with `nsys export --type sqlite`)", f"{missing}: no such file"]
     assert [p.name for p in out.glob("*.json")] == ["small_ctx256_forward_fp32.json"]
 
@@ -100,7 +110,8 @@ def test_every_external_trace_is_analyzed_or_refused_in_one_line(external_trace,
     traces = sorted(folder.glob("*.sqlite"))
     digests = {path: file_sha256(path) for path in traces}
     assert cli.main([*map(str, traces), "--out", str(tmp_path), "--jobs", "2"]) == 1
-    errors = capsys.readouterr().err.splitlines()
+    errors, structures = _errors_and_structures(capsys.readouterr().err)
+    assert len(structures) == len(traces) - 1
     assert errors == [f"{folder / 'uvmtorch_runtime_only_2025.sqlite'}: has no CUDA kernel records (was it captured with `-t cuda`, and did the program launch kernels?)"]
     assert len(list(tmp_path.glob("*.json"))) == len(traces) - 1
     assert {path: file_sha256(path) for path in traces} == digests
@@ -157,15 +168,16 @@ def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_
               "--attention-names", "qk,sm,av"]
     assert cli.main(argv + custom) == 0
     assert seen == [RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "loss", "bwd", "opt"),
-                               attention_scores="qk", softmax="sm", final_matmul="av")]
+                               regions=("qk", "sm", "av"))]
     assert cli.main(argv + custom) == 0  # the same names: from the cache
     assert cli.main(argv) == 0  # the default names: analyzed again
     assert seen[1:] == [RangeNames()]
 
 
-@pytest.mark.parametrize("option", [["--phase-names", "forward,backward"], ["--phase-names", "a,b,,c"],
+@pytest.mark.parametrize("option", [["--phase-names", "a,b,c,d,e"], ["--phase-names", "a,b,,c"],
                                     ["--phase-names", "a,a,b,c"], ["--attention-names", "x,y"],
-                                    ["--step-prefix", "warmup_"], ["--step-prefix", ""]])
+                                    ["--step-prefix", "w", "--warmup-prefix", "w"], ["--step-prefix", ""],
+                                    ["--warmup-steps", "-1"]])
 def test_bad_range_names_are_usage_errors(option, capsys):
     assert cli.main(["x.sqlite", *option]) == 2
     assert "usage:" in capsys.readouterr().err

@@ -1,12 +1,12 @@
-"""The loader reads only the NVTX ranges the analysis names: a dense trace (a range around every
-API call, as emit_nvtx makes) gives the summary of the same trace without them."""
+"""The loader leaves op-level NVTX ranges in the file: a dense trace (a range around every API call,
+as emit_nvtx makes) gives the summary of the same trace without them."""
 from __future__ import annotations
 
 import shutil
 import sqlite3
 
 from analysis.load import RangeFilter, load_trace
-from analysis.phases import RangeNames
+from analysis.load.nvtx import OP_LEVEL
 from analysis.summary import analyze_trace
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
@@ -32,24 +32,28 @@ def test_a_dense_trace_gives_the_summary_of_its_plain_twin(fixture_trace, tmp_pa
     shutil.copyfile(timings, tmp_path / timings.name)
     everything = load_trace(dense)
     assert len(everything.ranges) == len(load_trace(plain).ranges) + added
-    names = RangeNames()
-    read = load_trace(dense, names.nvtx_filter())
-    wanted = everything.ranges["name"].str.fullmatch(names.nvtx_filter().pattern())
+    read = load_trace(dense, RangeFilter())
+    wanted = ~everything.ranges["name"].str.contains(OP_LEVEL)
     columns = ["name", "kind", "start_ns", "end_ns", "pid", "tid"]
     assert read.ranges[columns].equals(everything.ranges.loc[wanted, columns].reset_index(drop=True))
-    assert len(read.ranges) < len(everything.ranges) - added
+    assert len(read.ranges) <= len(everything.ranges) - added
     assert read.marks.equals(everything.marks)
     summary, twin = analyze_trace(dense), analyze_trace(plain)
     assert {key: value for key, value in summary.items() if key != "trace_sha256"} == \
         {key: value for key, value in twin.items() if key != "trace_sha256"}
 
 
-def test_numbered_prefixes_match_literally(fixture_trace, tmp_path):
-    """A prefix with GLOB or regex wildcards in it matches only itself followed by digits."""
+def test_op_level_names_are_skipped_in_text_and_in_registered_strings(fixture_trace, tmp_path):
+    """Names written inline (``text``) and registered ones (``textId``) are filtered alike."""
     trace = tmp_path / TRAIN
     shutil.copyfile(fixture_trace(TRAIN), trace)
     with sqlite3.connect(trace) as conn:
-        conn.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (1, 2, 59, ?, 0)",
-                         [("it[*]_3",), ("itx_3",), ("it[*]_3b",), ("it[*]_",)])
-    names = set(load_trace(trace, RangeFilter(names=frozenset(), numbered=("it[*]_",))).ranges["name"])
-    assert names == {"it[*]_3"}
+        conn.executemany("INSERT INTO StringIds (id, value) VALUES (?, ?)",
+                         [(900001, "aten::mm, seq = 4"), (900002, "my forward block")])
+        conn.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, textId, globalTid) VALUES (1, 2, 59, ?, ?, 0)",
+                         [("aten::add", None), ("autograd::engine::evaluate_function: MmBackward0", None),
+                          (None, 900001), (None, 900002), ("warmup (sizes = [[1]])", None), ("forward: mine", None)])
+    names = set(load_trace(trace, RangeFilter()).ranges["name"])
+    assert {"my forward block", "forward: mine"} <= names
+    assert not names & {"aten::add", "aten::mm, seq = 4", "autograd::engine::evaluate_function: MmBackward0",
+                        "warmup (sizes = [[1]])"}

@@ -13,6 +13,7 @@ import pytest
 from analysis.load import load_trace
 from analysis.load.memory_events import read_memory_events
 from analysis.memory_ledger import block_params, memory_ledger, op_label
+from analysis.phases import label_ops
 from analysis.questions.mem_f import ledger_record
 from analysis.summary import analyze_trace
 from analysis.timings import read_run_record
@@ -63,6 +64,11 @@ EVENTS = [
 ]
 
 
+def _structure(trace):
+    """The run's structure the summary finds in ``trace``."""
+    return label_ops(trace).structure
+
+
 @pytest.fixture()
 def synthetic(tmp_path):
     return build_export(tmp_path / "ledger.sqlite", kernels=[(112, 118, 111, 1, MAIN, 99)], ranges=RANGES,
@@ -71,7 +77,7 @@ def synthetic(tmp_path):
 
 def test_synthetic_ledger_has_exact_bytes(synthetic):
     trace = load_trace(synthetic)
-    ledger = memory_ledger(trace.ranges, read_memory_events(synthetic), CONFIG)
+    ledger = memory_ledger(trace.ranges, read_memory_events(synthetic), CONFIG, _structure(trace))
     assert ledger["baseline_bytes"] == 1000
     assert [b["forward_allocated_bytes"] for b in ledger["blocks"]] == [450, 350]
     assert [b["saved_for_backward_bytes"] for b in ledger["blocks"]] == [350, 350]
@@ -90,14 +96,16 @@ def test_gradient_change_is_read_not_assumed(tmp_path):
     doubled = [(s, a, b * 2 if a in (30, 31) else b, *rest) for s, a, b, *rest in EVENTS]
     path = build_export(tmp_path / "doubled.sqlite", kernels=[(112, 118, 111, 1, MAIN, 99)], ranges=RANGES,
                         memory_events=doubled)
-    record = ledger_record(load_trace(path), CONFIG)
+    trace = load_trace(path)
+    record = ledger_record(trace, CONFIG, _structure(trace))
     assert record["gradient_bytes_per_block"] == 2 * GRAD
     assert "2.00× of" in record["answer"]
 
 
 def test_trace_without_memory_events_says_how_to_record(tmp_path):
     path = build_export(tmp_path / "plain.sqlite", kernels=[(112, 118, 111, 1, MAIN, 99)], ranges=RANGES)
-    record = ledger_record(load_trace(path), CONFIG)
+    trace = load_trace(path)
+    record = ledger_record(trace, CONFIG, _structure(trace))
     assert not record["available"] and record["saved_for_backward_bytes_per_block"] is None
     assert "--nsys-flags 2026 --memory-events" in record["answer"]
 
@@ -134,7 +142,7 @@ def xl_export(tmp_path_factory):
 def test_real_xl_trace_matches_independent_sql(xl_export):
     trace = load_trace(xl_export)
     config = read_run_record(trace.marks, trace.path).config
-    record = ledger_record(trace, config)
+    record = ledger_record(trace, config, _structure(trace))
     with sqlite3.connect(xl_export) as conn:
         by_sql = dict(conn.execute(SAVED_SQL).fetchall())
     assert len(by_sql) == config["num_layers"] == record["blocks_found"]

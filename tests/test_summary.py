@@ -156,7 +156,7 @@ def _renamed_copy(tmp_path, source: Path):
 def _figures(summary: dict) -> dict:
     """The summary's numbers: everything but the file's name and hash, the range names, the notes,
     the answers and the timeline's title (the step's range name)."""
-    drop = {"trace", "trace_sha256", "range_names", "notes", "efficiency"}
+    drop = {"trace", "trace_sha256", "structure", "notes", "efficiency"}
     figures = {k: v for k, v in summary.items() if k not in drop}
     figures["questions"] = {q: {k: v for k, v in f.items() if k != "answer"} for q, f in summary["questions"].items()}
     figures["timeline"] = {k: v for k, v in (summary["timeline"] or {}).items() if k != "title"}
@@ -167,20 +167,19 @@ def test_other_range_names_find_renamed_ranges(tmp_path, fixture_trace, train_su
     from analysis.phases import RangeNames
 
     names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),
-                       attention_scores="qk", softmax="sm", final_matmul="av")
+                       regions=("qk", "sm", "av"))
     copy = _renamed_copy(tmp_path, fixture_trace("small_ctx128_train_fp32.sqlite"))
     renamed = analyze_trace(copy, names)
     # Same figures under the same keys: phases keep their summary names whatever their ranges are called.
     assert _figures(renamed) == _figures(train_summary)
     assert list(renamed["phases"]) == ["forward", "backward", "optimizer_step"]
-    assert renamed["range_names"]["step_prefix"] == "iter"
-    assert RangeNames(**renamed["range_names"]) == names     # the report relabels with these
+    assert renamed["structure"]["phase_names"]["forward"] == ["fwd"]   # the report relabels with these
     assert "3 measured `fwd` ranges" in renamed["questions"]["a"]["answer"]
-    # The default names find none of the renamed ranges, and the answers say so in those names.
-    defaults = analyze_trace(copy)
-    assert defaults["phases"] == {} and not defaults["has_steps"]
-    assert "no measured `forward` range" in defaults["questions"]["a"]["answer"]
-    assert "`computing softmax`" in defaults["questions"]["e"]["answer"]
+    # Without the flags the same roles are found in the trace, from the families of their names.
+    found = analyze_trace(copy)
+    assert _figures(found) == _figures(train_summary)
+    assert found["structure"]["step_names"][:1] == ["iter0"] and found["structure"]["warmup_steps"] == 2
+    assert found["structure"]["attention_names"]["computing softmax"] == ["sm"]
 
 
 def test_timeline_relabels_with_the_range_names_in_use(tmp_path, fixture_trace):
@@ -188,7 +187,7 @@ def test_timeline_relabels_with_the_range_names_in_use(tmp_path, fixture_trace):
     from analysis.report.timeline import step_timeline
 
     names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),
-                       attention_scores="qk", softmax="sm", final_matmul="av")
+                       regions=("qk", "sm", "av"))
     svg = ET.fromstring(step_timeline(analyze_trace(_renamed_copy(tmp_path, fixture_trace("small_ctx128_train_fp32.sqlite")),
                                                     names)["timeline"]))
     texts = [text.text for text in svg.iter("{http://www.w3.org/2000/svg}text")]

@@ -1,0 +1,164 @@
+"""The run's structure found in the trace: steps, warm-up, phases and attention parts by role, on
+small exports written the way users' own scripts name their ranges (or leave them out)."""
+from __future__ import annotations
+
+import pytest
+
+from analysis.load import RangeFilter, load_trace
+from analysis.phases import label_ops
+from analysis.structure import RangeNames
+from tests.synthetic import PUSH_POP, build_export
+
+PID, MAIN, AUTOGRAD = 100, 100, 101
+OPTIMIZER_KERNEL = "multi_tensor_apply_kernel<AdamW>"
+KERNELS = ("gemm_kernel", "softmax_warp_forward", OPTIMIZER_KERNEL)
+
+
+class Script:
+    """Writes a trace as a training script would: ranges on the main thread, kernels launched
+    inside them (the backward's from the autograd thread), 10 µs per kernel."""
+
+    def __init__(self):
+        self.now, self.ranges, self.kernels = 1_000, [], []
+
+    def kernel(self, tid=MAIN, name=KERNELS[0], count=1):
+        for _ in range(count):
+            corr = len(self.kernels) + 1
+            self.kernels.append((self.now + 500, self.now + 510, self.now, PID, tid, corr, name))
+            self.now += 20
+
+    def range(self, name, body=None, tid=MAIN):
+        start = self.now
+        self.now += 5
+        if body is not None:
+            body()
+        self.now += 5
+        if name is not None:
+            self.ranges.append((name, start, self.now, PID, tid, tid, PUSH_POP))
+        self.now += 5
+
+    def iteration(self, forward="forward", backward="backward", optimizer="optimizer_step", loss=None,
+                  extra_kernels=0):
+        self.range(forward, lambda: self.kernel(count=3 + extra_kernels))
+        if loss:
+            self.range(loss, lambda: self.kernel())
+        self.range(backward, lambda: self.kernel(tid=AUTOGRAD, count=4))
+        self.range(optimizer, lambda: self.kernel(name=OPTIMIZER_KERNEL, count=2))
+
+    def labelled(self, tmp_path, names=RangeNames()):
+        path = build_export(tmp_path / "trace.sqlite", kernels=self.kernels, ranges=self.ranges, strings=KERNELS)
+        return label_ops(load_trace(path, RangeFilter()), names)
+
+
+def measured_steps(labelled) -> list[str]:
+    steps = labelled.structure.steps
+    return list(steps.loc[steps["measured"], "name"])
+
+
+def test_a_warmup_range_around_steps_named_with_a_space(tmp_path):
+    script = Script()
+    script.range("warmup", lambda: [script.range(f"step {i}", script.iteration) for i in range(3)])
+    for i in range(3, 8):
+        script.range(f"step {i}", script.iteration)
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"step {i}" for i in range(3, 8)]
+    assert labelled.measured_passes == {"forward": 5, "backward": 5, "optimizer_step": 5}
+    assert "inside `warmup`" in labelled.structure.warmup_rule
+
+
+def test_measure_ranges_with_the_warmup_outside_them(tmp_path):
+    script = Script()
+    for _ in range(2):
+        script.iteration(forward="fwd", backward="bwd", optimizer="opt")
+    for i in range(4):
+        script.range(f"measure_{i}", lambda: script.iteration(forward="fwd", backward="bwd", optimizer="opt"))
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"measure_{i}" for i in range(4)]
+    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+    assert labelled.structure.phase_names == {"forward": ["fwd"], "backward": ["bwd"], "optimizer_step": ["opt"]}
+
+
+def test_unindexed_train_step_with_step_as_the_optimizer_and_a_departing_first_step(tmp_path):
+    script = Script()
+    script.range("train_step", lambda: script.iteration(forward="model_eval", optimizer="step", extra_kernels=2))
+    for _ in range(4):
+        script.range("train_step", lambda: script.iteration(forward="model_eval", optimizer="step"))
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"train_step #{i}" for i in range(1, 5)]
+    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+    assert labelled.structure.phase_names["optimizer_step"] == ["step"]
+    assert labelled.structure.phase_names["forward"] == ["model_eval"]
+
+
+def test_an_inference_forward_is_never_averaged_with_training_forwards(tmp_path):
+    script = Script()
+    for i in range(4):
+        script.range("forward", lambda: script.kernel(count=7))  # an inference pass
+        script.range(f"iter{i}", lambda: script.iteration(loss="loss"))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert labelled.structure.inference_passes == 4
+    assert labelled.measured_passes == {"forward": 3, "loss": 3, "backward": 3, "optimizer_step": 3}
+    forward = labelled.ops[(labelled.ops["phase"] == "forward") & labelled.ops["measured"]]
+    assert len(forward) == 3 * 3  # the training forwards' 3 kernels each, none of the inference passes' 7
+
+
+def test_attention_parts_by_family(tmp_path):
+    script = Script()
+
+    def forward():
+        for part, name in (("attention_scores_matmul", KERNELS[0]), ("attention_softmax", KERNELS[1]),
+                           ("attention_value_matmul", KERNELS[0])):
+            script.range(part, lambda name=name: script.kernel(name=name))
+
+    for i in range(3):
+        script.range(f"step_{i}", lambda: [script.range("forward", forward), script.range("backward", lambda: script.kernel(tid=AUTOGRAD))])
+    labelled = script.labelled(tmp_path)
+    regions = labelled.ops.loc[labelled.ops["phase"] == "forward", "region"].astype(str).tolist()
+    assert regions[:3] == ["computing attention scores", "computing softmax", "final matmul"]
+
+
+def test_pytorch_labels_only(tmp_path):
+    script = Script()
+
+    def model():
+        for _ in range(2):
+            script.range("torch.nn.modules.Module.__call__", lambda: script.kernel(count=2))
+
+    def optimizer():
+        script.range("torch.optim.Adam.step", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2))
+
+    for _ in range(5):
+        script.range("torch.nn.modules.Module.__call__", model)
+        script.range("torch.autograd.backward", lambda: script.kernel(tid=AUTOGRAD, count=4))
+        script.range("Optimizer.step#AdamW.step", lambda: script.range("torch.optim.AdamW.step", optimizer))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert labelled.structure.source == "pytorch"
+    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+    optimizer_kernels = labelled.ops[(labelled.ops["phase"] == "optimizer_step") & labelled.ops["measured"]]
+    assert len(optimizer_kernels) == 4 * 2  # the nested optimizer ranges count their kernels once
+
+
+def test_no_nvtx_at_all(tmp_path):
+    script = Script()
+    for _ in range(4):
+        script.iteration(forward=None, backward=None, optimizer=None)
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert labelled.structure.source == "kernels"
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    backward = labelled.ops[(labelled.ops["phase"] == "backward") & labelled.ops["measured"]]
+    assert len(backward) == 3 * 4
+
+
+def test_flags_override_and_a_flag_matching_nothing_names_the_nearest(tmp_path):
+    script = Script()
+    for i in range(3):
+        script.range(f"step_{i}", lambda: script.iteration(forward="fwd_pass", backward="bwd_pass", optimizer="opt_step"))
+    labelled = script.labelled(tmp_path, RangeNames(phases=("fwd_pass", "bwd_pass", "optimiser")))
+    assert labelled.measured_passes == {"forward": 3, "backward": 3}
+    assert any("`optimiser`" in note and "`opt_step`" in note for note in labelled.notes)
+
+
+@pytest.mark.parametrize("names", [("a", "a"), ("",)])
+def test_bad_phase_names_are_refused(names):
+    with pytest.raises(ValueError):
+        RangeNames(phases=names)
