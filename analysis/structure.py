@@ -142,6 +142,7 @@ class RunStructure:
     warmup_rule: str
     inference_passes: int = 0
     fused_attention: bool = False
+    inference_names: list[str] = field(default_factory=list)
     block_family: str | None = None
     block_names: dict[str, int] = field(default_factory=dict)  # block range name -> block index
     phase_names: dict[str, list[str]] = field(default_factory=dict)
@@ -167,6 +168,7 @@ class RunStructure:
             "fused_attention": self.fused_attention,
             "block_family": self.block_family,
             "inference_passes": int(self.inference_passes),
+            "inference_names": list(self.inference_names),
             "unused_names": list(self.unused),
             "step_table": list(self.step_table),
         }
@@ -195,7 +197,8 @@ def describe(record: dict) -> str:
     if record["block_family"]:
         parts.append(f"blocks `{record['block_family']}`")
     if record["inference_passes"]:
-        parts.append(f"{record['inference_passes']} inference forwards kept apart")
+        shown = "/".join(f"`{n}`" for n in record["inference_names"])
+        parts.append(f"{record['inference_passes']} inference forward passes ({shown}) kept apart")
     unused = record["unused_names"]
     if unused:
         shown = ", ".join(f"`{_shortened(n)}`" for n in unused[:6])
@@ -221,55 +224,57 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     """The run's structure from ``ranges`` (:attr:`analysis.load.Trace.ranges`) and ``ops``
     (GPU operations with ``pid``, ``launch_tid``, ``launch_start_ns``, ``dur_ns``, ``demangled_name``)."""
     ranges = ranges.assign(normal=_normal_names(ranges["name"]))
-    op_level = ranges["name"].str.contains(OP_LEVEL).to_numpy(dtype=bool) | \
-        ranges["domain"].astype(str).str.lower().isin(LIBRARY_DOMAINS).to_numpy(dtype=bool)
-    torch_label = ranges["name"].str.contains(TORCH_LABEL).to_numpy(dtype=bool)
-    own = ranges[~op_level & ~torch_label]
+    own, labels = _own_and_labels(ranges)
     notes: list[str] = []
-    phases, phase_names = _own_phases(own, names, notes)
-    source = "ranges"
-    if phases.empty and names.phases is None:
-        phases, phase_names = _pytorch_phases(ranges[torch_label])
-        source = "pytorch"
-    next_id = len(ranges)
-    if phases.empty and names.phases is None:
-        phases, phase_names = _kernel_phases(ops, next_id)
-        next_id += len(phases)
-        source = "kernels" if len(phases) else "none"
-    phases = _merge_overlapping(phases, notes)
+    phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges))
     training = _training_forwards(phases)
-    inference = (phases["name"] == "forward").to_numpy() & ~training
-    structure_steps, step_rule, containers = _steps(own, phases, names, notes)
-    if structure_steps is None:  # no step ranges
-        multi = step_rule.startswith("ranges of")
-        steps = pd.DataFrame(columns=[*WINDOW_COLUMNS, "measured"]) if multi else _steps_from_phases(phases, training, next_id)
-        has_steps = not multi and len(steps) > 0
-        if has_steps:
-            step_rule = "made from the phases: each training forward starts a step" if training.any() else \
-                "made from the phases: each forward is a step"
-    else:
-        steps, has_steps = structure_steps, True
-    if inference.any() and training.any():
-        phases = phases[~inference]
-    else:
-        inference = np.zeros(len(phases), dtype=bool)
+    steps, step_rule, containers, several_runs = _steps(own, phases, names, notes)
+    step_ranges = steps is not None
+    if steps is None:
+        steps = pd.DataFrame(columns=[*WINDOW_COLUMNS, "measured"]) if several_runs else \
+            _steps_from_phases(phases, training, len(ranges) + len(phases))
+        if len(steps):
+            step_rule = ("made from the phases: each training forward starts a step" if training.any()
+                         else "made from the phases: each forward is a step")
+    has_steps = len(steps) > 0
+    inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
+    inference_windows, phases = phases[inference], phases[~inference]
     steps, warmup_rule, step_table = _warmup(steps, containers, phases, ops, names, has_steps)
-    regions, fused = _regions(own, ranges[torch_label], phases, names)
-    used = set(steps["range_name"]) | set(phases["range_name"]) | set(regions) | set(containers["name"])
-    block_family = _block_family(own, phases)
-    block_names = {}
-    if block_family:
-        block_names = {n: int(INDEXED.match(_normal(n))["index"]) for n in set(own["name"])
-                       if _stem(_normal(n)) == block_family[0] and INDEXED.match(_normal(n))}
-        used |= set(block_names)
+    regions, fused = _regions(own, labels, phases, names)
+    block_family, block_names = _blocks(own, phases)
+    used = {*steps["range_name"], *phases["range_name"], *inference_windows["range_name"], *regions,
+            *containers["name"], *block_names}
+    if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
+        used |= {n for n, normal in zip(own["name"], own["normal"]) if WARMUP_FAMILY.fullmatch(_stem(normal))}
     unused = [_family_label(n) for n in _families(sorted(
         set(own["name"]) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}))]
     return RunStructure(
         steps=steps, phases=phases.reset_index(drop=True), regions=regions, has_steps=has_steps,
-        step_ranges=structure_steps is not None, source=source,
-        step_rule=step_rule, warmup_rule=warmup_rule, inference_passes=int(inference.sum()), fused_attention=fused,
-        block_family=block_family[1] if block_family else None, block_names=block_names, phase_names=phase_names, unused=unused,
-        notes=notes, step_table=step_table)
+        step_ranges=step_ranges, source=source, step_rule=step_rule, warmup_rule=warmup_rule,
+        inference_passes=len(inference_windows), inference_names=_families(sorted(set(inference_windows["range_name"]))),
+        fused_attention=fused, block_family=block_family, block_names=block_names,
+        phase_names=_names_by_phase(phases), unused=unused, notes=notes, step_table=step_table)
+
+
+def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The user's own ranges, and PyTorch's labels; op-level ranges and library domains in neither."""
+    op_level = ranges["name"].str.contains(OP_LEVEL).to_numpy(dtype=bool) | \
+        ranges["domain"].astype(str).str.lower().isin(LIBRARY_DOMAINS).to_numpy(dtype=bool)
+    torch_label = ranges["name"].str.contains(TORCH_LABEL).to_numpy(dtype=bool)
+    return ranges[~op_level & ~torch_label], ranges[torch_label & ~op_level]
+
+
+def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str],
+            first_id: int) -> tuple[pd.DataFrame, str]:
+    """Phase windows from the first source that has any (the user's ranges, PyTorch's labels, the
+    kernels), overlapping windows of one phase merged, and the source's name."""
+    phases, source = _own_phases(own, names, notes), "ranges"
+    if phases.empty and names.phases is None:
+        phases, source = _pytorch_phases(labels), "pytorch"
+    if phases.empty and names.phases is None:
+        phases = _kernel_phases(ops, first_id)
+        source = "kernels" if len(phases) else "none"
+    return _merge_overlapping(phases, notes), source
 
 
 # ----------------------------------------------------------------------------- names
@@ -337,7 +342,7 @@ def _windows(rows: pd.DataFrame, phase: np.ndarray | str) -> pd.DataFrame:
         "end_ns": rows["end_ns"].to_numpy(), "parent_id": rows["parent_id"].to_numpy()}, columns=WINDOW_COLUMNS)
 
 
-def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> tuple[pd.DataFrame, dict]:
+def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.DataFrame:
     """Phase windows from the user's ranges (by the flags' names, else by families)."""
     given = names.phase_roles()
     if given:
@@ -351,8 +356,7 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> tuple
         phase = _resolve_ambiguous_step(own, phase)
     keep = pd.notna(phase)
     windows = _windows(own[keep], phase[keep])
-    windows = _outermost_per_phase(windows, own)
-    return windows, _names_by_phase(windows)
+    return _outermost_per_phase(windows, own)
 
 
 def _resolve_ambiguous_step(own: pd.DataFrame, phase: np.ndarray) -> np.ndarray:
@@ -377,15 +381,17 @@ def _outermost_per_phase(windows: pd.DataFrame, ranges: pd.DataFrame) -> pd.Data
     ``forward`` range inside a ``model_forward`` range holds the same kernels)."""
     if windows.empty:
         return windows
+    group = pd.factorize(windows["pid"].astype(str) + "|" + windows["name"].astype(str))[0]
+    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
+    order = np.lexsort((-ends, starts, group))
+    group, ends_sorted = group[order], ends[order]
+    first = np.r_[True, group[1:] != group[:-1]]
+    reach = np.empty_like(ends_sorted)
+    for lo, hi in zip(np.flatnonzero(first), np.r_[np.flatnonzero(first)[1:], len(order)]):
+        reach[lo:hi] = np.maximum.accumulate(ends_sorted[lo:hi])
+    earlier_reach = np.where(first, np.iinfo(np.int64).min, np.r_[0, reach[:-1]])
     keep = np.ones(len(windows), dtype=bool)
-    for (_, _), rows in windows.groupby(["pid", "name"], sort=False).indices.items():
-        order = rows[np.lexsort((-windows["end_ns"].to_numpy()[rows], windows["start_ns"].to_numpy()[rows]))]
-        reach = -1
-        for row in order:
-            if windows["end_ns"].iat[row] <= reach and windows["start_ns"].iat[row] >= 0:
-                keep[row] = False
-            else:
-                reach = max(reach, windows["end_ns"].iat[row])
+    keep[order] = ends_sorted > earlier_reach
     return windows[keep].sort_values("start_ns", kind="stable").reset_index(drop=True)
 
 
@@ -440,10 +446,10 @@ def _outermost(rows: pd.DataFrame, all_ranges: pd.DataFrame) -> pd.DataFrame:
     return rows[~inside]
 
 
-def _pytorch_phases(labels: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+def _pytorch_phases(labels: pd.DataFrame) -> pd.DataFrame:
     """Phase windows from PyTorch's function labels (``--pytorch=functions-trace``)."""
     if labels.empty:
-        return pd.DataFrame(columns=WINDOW_COLUMNS), {}
+        return pd.DataFrame(columns=WINDOW_COLUMNS)
     full = labels.reset_index(drop=True)
     ranges_by_id = full.set_index("range_id", drop=False)
     frames = []
@@ -464,7 +470,7 @@ def _pytorch_phases(labels: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
             inside |= ((windows["name"] == "loss") & (windows["pid"] == row.pid) & (windows["start_ns"] >= row.start_ns)
                        & (windows["end_ns"] <= row.end_ns)).to_numpy()
         windows = windows[~inside].sort_values("start_ns", kind="stable").reset_index(drop=True)
-    return windows, _names_by_phase(windows)
+    return windows
 
 
 def _outermost_by_time(rows: pd.DataFrame) -> pd.DataFrame:
@@ -493,7 +499,7 @@ def _model_calls(modules: pd.DataFrame, ranges_by_id: pd.DataFrame) -> pd.DataFr
     return outer[counts >= max(counts.max(initial=0) / 2, 2)] if len(counts) else outer
 
 
-def _kernel_phases(ops: pd.DataFrame, first_id: int) -> tuple[pd.DataFrame, dict]:
+def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
     """Phase windows from kernel launches alone: backward = each run of launches from a thread
     other than the main one, optimizer = the run of ``multi_tensor_apply_kernel`` launches after
     it, forward = the main thread's launches before the backward."""
@@ -526,8 +532,7 @@ def _kernel_phases(ops: pd.DataFrame, first_id: int) -> tuple[pd.DataFrame, dict
     windows = pd.DataFrame(rows, columns=["pid", "tid", "name", "start_ns", "end_ns"])
     windows = windows.assign(range_id=np.arange(first_id, first_id + len(windows), dtype=np.int64),
                              range_name=windows["name"].map(lambda p: f"({p}, from kernels)"), parent_id=-1)
-    windows = windows[WINDOW_COLUMNS].sort_values("start_ns", kind="stable").reset_index(drop=True)
-    return windows, {phase: [f"({phase}, from kernels)"] for phase in PHASES if (windows["name"] == phase).any()}
+    return windows[WINDOW_COLUMNS].sort_values("start_ns", kind="stable").reset_index(drop=True)
 
 
 def _merge_close_runs(runs: list[tuple[int, int]], other: np.ndarray) -> list[tuple[int, int]]:
@@ -550,49 +555,64 @@ def _optimizer_run(names: np.ndarray, other: np.ndarray, start: int) -> tuple[in
 
 
 def _training_forwards(phases: pd.DataFrame) -> np.ndarray:
-    """Whether each phase window is a training forward: a forward whose next phase in its process
-    is its loss or backward."""
-    training = np.zeros(len(phases), dtype=bool)
-    if phases.empty:
-        return training
-    order = np.lexsort((phases["start_ns"].to_numpy(), phases["pid"].to_numpy()))
-    names, pids = phases["name"].to_numpy()[order], phases["pid"].to_numpy()[order]
-    follows = np.append(names[1:], "")
-    same = np.r_[pids[1:] == pids[:-1], False]
-    is_training = (names == "forward") & same & np.isin(follows, ("loss", "backward"))
-    training[order] = is_training
+    """Whether each phase window is a training forward: a forward whose next phase in its process,
+    the first to start after the forward ends, is a loss or a backward (a loss inside an inference
+    forward does not make it a training one)."""
+    names = phases["name"].to_numpy()
     if not (names == "backward").any():  # a forward-only run: every forward is the pass
-        training[:] = phases["name"].to_numpy() == "forward"
+        return names == "forward"
+    training = np.zeros(len(phases), dtype=bool)
+    for _, rows in phases.groupby("pid", sort=False).indices.items():
+        rows = rows[np.argsort(phases["start_ns"].to_numpy()[rows], kind="stable")]
+        starts = phases["start_ns"].to_numpy()[rows]
+        for position in np.flatnonzero(names[rows] == "forward"):
+            after = np.searchsorted(starts, phases["end_ns"].iat[rows[position]], side="left")
+            training[rows[position]] = after < len(rows) and names[rows[after]] in ("loss", "backward")
     return training
 
 
 # ----------------------------------------------------------------------------- steps
 
 def _contains(outer: pd.DataFrame, inner: pd.DataFrame) -> np.ndarray:
-    """For each row of ``outer``, how many rows of ``inner`` (same process) lie inside it."""
+    """For each row of ``outer``, how many rows of ``inner`` (same process) start inside it, in
+    ``[start, end)``: a range that starts where another ends belongs to the next."""
     counts = np.zeros(len(outer), dtype=np.int64)
     if inner.empty or outer.empty:
         return counts
-    for pid, rows in outer.groupby("pid", sort=False).indices.items():
-        mine = inner[inner["pid"] == pid]
-        starts = np.sort(mine["start_ns"].to_numpy())
-        ends_by_start = mine.sort_values("start_ns")["end_ns"].to_numpy()
-        for row in rows:
-            lo = np.searchsorted(starts, outer["start_ns"].iat[row], side="left")
-            hi = np.searchsorted(starts, outer["end_ns"].iat[row], side="right")
-            counts[row] = int((ends_by_start[lo:hi] <= outer["end_ns"].iat[row]).sum())
+    inner_pids, inner_starts = inner["pid"].to_numpy(), inner["start_ns"].to_numpy()
+    starts, ends, pids = outer["start_ns"].to_numpy(), outer["end_ns"].to_numpy(), outer["pid"].to_numpy()
+    for pid in np.unique(pids):
+        rows = np.flatnonzero(pids == pid)
+        times = np.sort(inner_starts[inner_pids == pid])
+        counts[rows] = np.searchsorted(times, ends[rows], side="left") - np.searchsorted(times, starts[rows], side="left")
     return counts
 
 
+def _inside_any(rows: pd.DataFrame, windows: pd.DataFrame) -> np.ndarray:
+    """Whether each row starts inside one of ``windows`` (same process)."""
+    from analysis.attribution import ops_in_windows
+    starts = pd.DataFrame({"pid": rows["pid"].to_numpy(), "launch_start_ns": rows["start_ns"].to_numpy()})
+    return ops_in_windows(starts, windows) >= 0
+
+
+def _overlapping(windows: pd.DataFrame) -> bool:
+    """Whether two of ``windows`` of one process overlap (steps follow each other; nested ranges
+    of one name are not steps)."""
+    order = np.lexsort((windows["start_ns"].to_numpy(), windows["pid"].to_numpy()))
+    pids, starts, ends = (windows[c].to_numpy()[order] for c in ("pid", "start_ns", "end_ns"))
+    return bool(((pids[1:] == pids[:-1]) & (starts[1:] < ends[:-1])).any())
+
+
 def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: list[str]
-           ) -> tuple[pd.DataFrame | None, str, pd.DataFrame]:
-    """Step windows from the user's ranges, the rule that found them, and the ranges around
-    several phase windows (containers); (None, why, …) when no range family is one of steps."""
+           ) -> tuple[pd.DataFrame | None, str, pd.DataFrame, bool]:
+    """Step windows from the user's ranges (None when no range family is one of steps), the rule
+    that found them, the ranges around several phase windows (containers; with several runs, the
+    runs' ranges), and whether several families are steps, each of another run (configuration)."""
     if names.step_prefix is not None:
-        return _prefixed_steps(own, names, notes)
+        return (*_prefixed_steps(own, names, notes), False)
     candidates = own[~own["range_id"].isin(phases["range_id"])]
     if candidates.empty or phases.empty:
-        return None, "no range holds the phases", own.iloc[:0]
+        return None, "no range holds the phases", own.iloc[:0], False
     forwards = _contains(candidates, phases[phases["name"] == "forward"])
     backwards = _contains(candidates, phases[phases["name"] == "backward"])
     held = _contains(candidates, phases)
@@ -600,10 +620,11 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
     families = {}
     for stem in pd.unique(stems):
         rows = np.flatnonzero(stems == stem)
-        if (held[rows] > 0).mean() >= 0.5 and (forwards[rows] <= 1).all() and (backwards[rows] <= 1).all():
+        if (held[rows] > 0).mean() >= 0.5 and (forwards[rows] <= 1).all() and (backwards[rows] <= 1).all() \
+                and not _overlapping(candidates.iloc[rows]):
             families[stem] = rows
     if not families:
-        return None, "no range holds one pass of the phases", _containers(candidates, held)
+        return None, "no range holds one pass of the phases", _containers(candidates, held), False
     step_rows = np.concatenate(list(families.values()))
     nested = _contains(candidates.iloc[step_rows], candidates.iloc[step_rows]) > 1
     outer_stems = {stems[r] for r, is_outer in zip(step_rows, nested) if is_outer}
@@ -614,14 +635,14 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
     if len(plain) > 1:
         shown = ", ".join(f"`{_family_label(candidates['name'].iat[families[s][0]])}`" for s in plain[:4])
         runs = candidates.iloc[np.concatenate([families[s] for s in plain])]
-        return None, f"ranges of {len(plain)} different runs ({shown}): the whole capture is analyzed", runs
+        return None, f"ranges of {len(plain)} different runs ({shown}): the whole capture is analyzed", runs, True
     rows = np.sort(np.concatenate(list(families.values())))
     steps = _windows(candidates.iloc[rows], "step")
     steps["name"] = _step_labels(steps)
     containers = _containers(candidates, held)
     containers = containers[~containers["range_id"].isin(steps["range_id"])]
     shown = ", ".join(f"`{_family_label(n)}`" for n in _families(sorted(set(steps["range_name"]))))
-    return steps.assign(measured=True), f"the ranges {shown} each hold one pass of the phases", containers
+    return steps.assign(measured=True), f"the ranges {shown} each hold one pass of the phases", containers, False
 
 
 def _containers(candidates: pd.DataFrame, held: np.ndarray) -> pd.DataFrame:
@@ -788,13 +809,11 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
     if names.regions is not None:
         return dict(zip(names.regions, REGIONS)), False
     forwards = phases[phases["name"] == "forward"]
-    regions = {}
-    for name, normal in set(zip(own["name"], own["normal"])):
-        part = _region_of(normal)
-        if part and _phase_of(normal) is None:
-            rows = own[own["name"] == name]
-            if forwards.empty or _contains(forwards, rows).any():
-                regions[name] = part
+    parts = {name: part for name, normal in set(zip(own["name"], own["normal"]))
+             if (part := _region_of(normal)) and _phase_of(normal) is None}
+    candidates = own[own["name"].isin(list(parts))]
+    inside = _inside_any(candidates, forwards) if len(forwards) else np.ones(len(candidates), dtype=bool)
+    regions = {name: parts[name] for name in set(candidates["name"].to_numpy()[inside])}
     fused = bool(len(labels)) and (labels["name"] == TORCH_SDPA).any()
     if not regions and len(labels) and not fused:
         softmax = labels[labels["name"].str.match(TORCH_SOFTMAX)]
@@ -803,15 +822,17 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
     return regions, bool(fused)
 
 
-def _block_family(own: pd.DataFrame, phases: pd.DataFrame) -> tuple[str, str] | None:
-    """(stem, shown name) of the indexed block ranges inside the forward (``layer_<i>``,
-    ``block_<i>``, ``layer<i>``), with at least two indices."""
+def _blocks(own: pd.DataFrame, phases: pd.DataFrame) -> tuple[str | None, dict[str, int]]:
+    """The indexed block ranges inside the forward (``layer_<i>``, ``block_<i>``, ``layer<i>``;
+    at least two indices): their family as shown, and each name's block index."""
     forwards = phases[phases["name"] == "forward"]
-    for stem in dict.fromkeys(_stem(n) for n in own["normal"]):
+    stems = np.array([_stem(n) for n in own["normal"]], dtype=object)
+    for stem in dict.fromkeys(stems):
         if not BLOCK_FAMILY.fullmatch(stem):
             continue
-        rows = own[[_stem(n) == stem for n in own["normal"]]]
-        indices = {INDEXED.match(n)["index"] for n in rows["normal"] if INDEXED.match(n)}
-        if len(indices) >= 2 and (forwards.empty or _contains(forwards, rows).any()):
-            return stem, _family_label(rows["name"].iat[0])
-    return None
+        rows = own[stems == stem]
+        indexed = {name: int(match["index"]) for name, normal in zip(rows["name"], rows["normal"])
+                   if (match := INDEXED.match(normal))}
+        if len(set(indexed.values())) >= 2 and (forwards.empty or _contains(forwards, rows).any()):
+            return _family_label(rows["name"].iat[0]), indexed
+    return None, {}

@@ -45,6 +45,7 @@ class StructureRecord(TypedDict):
     fused_attention: bool
     block_family: str | None
     inference_passes: int
+    inference_names: list[str]
     unused_names: list[str]
     step_table: list[StepFiguresRecord]
 
