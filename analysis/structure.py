@@ -137,7 +137,7 @@ class RunStructure:
     regions: dict[str, str]
     has_steps: bool
     step_ranges: bool  # the steps are ranges of the trace, not made from the phases
-    source: str  # "ranges", "pytorch", "kernels" or "none"
+    source: str  # "ranges", "pytorch", "ranges+pytorch", "kernels" or "none"
     step_rule: str
     warmup_rule: str
     inference_passes: int = 0
@@ -203,8 +203,8 @@ def describe(record: dict) -> str:
     if unused:
         shown = ", ".join(f"`{_shortened(n)}`" for n in unused[:6])
         parts.append(f"unused: {shown}" + (f" and {len(unused) - 6} more" if len(unused) > 6 else ""))
-    source = {"ranges": "NVTX ranges", "pytorch": "PyTorch's labels", "kernels": "kernels alone (no NVTX)",
-              "none": "nothing found"}[record["source"]]
+    source = {"ranges": "NVTX ranges", "pytorch": "PyTorch's labels", "ranges+pytorch": "NVTX ranges and PyTorch's labels",
+              "kernels": "kernels alone (no NVTX)", "none": "nothing found"}[record["source"]]
     return f"structure from {source}: " + "; ".join(parts)
 
 
@@ -236,10 +236,14 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         if len(steps):
             step_rule = ("made from the phases: each training forward starts a step" if training.any()
                          else "made from the phases: each forward is a step")
+    warmup_found = ""
+    if step_ranges:
+        extra, warmup_found = _warmup_iterations(own, steps, phases, ops, len(ranges) + len(phases) + len(steps))
+        steps = pd.concat([steps, extra], ignore_index=True)
     has_steps = len(steps) > 0
     inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
     inference_windows, phases = phases[inference], phases[~inference]
-    steps, warmup_rule, step_table = _warmup(steps, containers, phases, ops, names, has_steps)
+    steps, warmup_rule, step_table = _warmup(steps, containers, warmup_found, ops, names, has_steps)
     regions, fused = _regions(own, labels, phases, names)
     block_family, block_names = _blocks(own, phases)
     used = {*steps["range_name"], *phases["range_name"], *inference_windows["range_name"], *regions,
@@ -266,11 +270,15 @@ def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str],
             first_id: int) -> tuple[pd.DataFrame, str]:
-    """Phase windows from the first source that has any (the user's ranges, PyTorch's labels, the
-    kernels), overlapping windows of one phase merged, and the source's name."""
+    """Phase windows from the user's ranges, the phases they lack from PyTorch's labels, and from
+    the kernels when neither has any; overlapping windows of one phase merged; the source's name."""
     phases, source = _own_phases(own, names, notes), "ranges"
-    if phases.empty and names.phases is None:
-        phases, source = _pytorch_phases(labels), "pytorch"
+    if names.phases is None and len(labels):
+        from_labels = _pytorch_phases(labels)
+        from_labels = from_labels[~from_labels["name"].isin(phases["name"])]
+        if len(from_labels):
+            source = "ranges+pytorch" if len(phases) else "pytorch"
+            phases = pd.concat([phases, from_labels], ignore_index=True).sort_values("start_ns", kind="stable")
     if phases.empty and names.phases is None:
         phases = _kernel_phases(ops, first_id)
         source = "kernels" if len(phases) else "none"
@@ -665,6 +673,37 @@ def _prefixed_steps(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> t
     return steps.assign(measured=~np.asarray(warm, dtype=bool)), f"the ranges `{names.step_prefix}<i>` (given)", own.iloc[:0]
 
 
+def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame,
+                       first_id: int) -> tuple[pd.DataFrame, str]:
+    """Warm-up steps beside step ranges, and the rule that found them: ranges named warm-up that
+    neither hold a step nor lie in one (a ``warmup`` range per warm-up step, or one around them
+    all: it holds as many iterations as backward runs launched inside it from PyTorch's autograd
+    thread, one when it holds none); else iterations made from the phases that ran before the
+    first step range, outside every step."""
+    warm = own[np.array([bool(WARMUP_FAMILY.fullmatch(_stem(n))) for n in own["normal"]], dtype=bool)]
+    warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)])
+    rows = []
+    for window in warm.itertuples():
+        launched = ops["launch_start_ns"].to_numpy()
+        inside = ops[(ops["pid"].to_numpy() == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
+        backward = _kernel_phases(inside, 0)
+        ends = backward.loc[backward["name"] == "backward", "end_ns"].to_numpy()
+        bounds = [window.start_ns, *ends[:-1], window.end_ns] if len(ends) > 1 else [window.start_ns, window.end_ns]
+        rows += [(window.pid, window.tid, start, end, window.name) for start, end in zip(bounds[:-1], bounds[1:])]
+    rule = "inside " + ", ".join(f"`{n}`" for n in _families(sorted(set(warm["name"])))) if rows else ""
+    if not rows:
+        first_step = steps.groupby("pid")["start_ns"].min()
+        before = phases[(phases["end_ns"].to_numpy() <= phases["pid"].map(first_step).to_numpy())
+                        & ~_inside_any(phases, steps)]
+        made = _steps_from_phases(before, _training_forwards(before), 0)
+        rows = list(zip(made["pid"], made["tid"], made["start_ns"], made["end_ns"], ["(warm-up iteration)"] * len(made)))
+        rule = "the iterations before the step ranges (their phases ran outside every step)" if rows else ""
+    found = pd.DataFrame(rows, columns=["pid", "tid", "start_ns", "end_ns", "range_name"])
+    found = found.assign(range_id=np.arange(first_id, first_id + len(found), dtype=np.int64), parent_id=-1, measured=False)
+    found["name"] = [f"{name} #{k}" for name, k in zip(found["range_name"], found.groupby(["pid", "range_name"]).cumcount())]
+    return found[[*WINDOW_COLUMNS, "measured"]], rule
+
+
 def _step_labels(steps: pd.DataFrame) -> np.ndarray:
     """A step's label: its range name when unique in its process, else ``name #k`` (k-th in time)."""
     order = np.lexsort((steps["start_ns"].to_numpy(), steps["pid"].to_numpy()))
@@ -700,9 +739,10 @@ def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int
 
 # ----------------------------------------------------------------------------- warm-up
 
-def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame,
+def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
             names: RangeNames, has_steps: bool) -> tuple[pd.DataFrame, str, list[dict]]:
-    """Mark warm-up steps (``measured`` False) and say by which rule."""
+    """Mark warm-up steps (``measured`` False) and say by which rule; ``found_rule`` says how the
+    warm-up steps already among ``steps`` were found ("" when none were)."""
     if not has_steps or steps.empty:
         return steps, "no steps", []
     steps = steps.sort_values(["pid", "start_ns"], kind="stable").reset_index(drop=True)
@@ -715,10 +755,10 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, phases: pd.DataFrame,
         measured, rule = steps["measured"].to_numpy(), f"named `{names.warmup_prefix}<i>` (given)"
     elif names.warmup_prefix is not None:
         measured, rule = _prefixed_warmup(steps, containers, names.warmup_prefix)
+    elif found_rule:
+        measured, rule = steps["measured"].to_numpy(), found_rule
     else:
         measured, rule = _named_warmup(steps, containers)
-        if rule is None:
-            measured, rule = _phases_before_steps(steps, phases)
         if rule is None:
             measured, rule = _departing_steps(steps, figures)
     steps = steps.assign(measured=np.asarray(measured, dtype=bool))
@@ -767,16 +807,6 @@ def _prefixed_warmup(steps: pd.DataFrame, containers: pd.DataFrame, prefix: str)
     named = steps["range_name"].str.startswith(prefix).to_numpy(dtype=bool)
     inside = _inside(steps, containers[containers["name"].str.startswith(prefix)])
     return ~(named | inside), f"named or inside `{prefix}…` (given)"
-
-
-def _phases_before_steps(steps: pd.DataFrame, phases: pd.DataFrame) -> tuple[np.ndarray, str | None]:
-    """When phases ran before the first step range of their process, outside every step, those
-    were the warm-up: every step range is measured."""
-    for pid, mine in steps.groupby("pid"):
-        before = phases[(phases["pid"] == pid) & (phases["end_ns"] < mine["start_ns"].min())]
-        if len(before):
-            return np.ones(len(steps), dtype=bool), "the warm-up ran outside the step ranges (its phases come before them)"
-    return np.ones(len(steps), dtype=bool), None
 
 
 def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.ndarray, str]:
