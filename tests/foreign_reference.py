@@ -22,7 +22,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ``ranges``: each range whose name matches ``measured`` is a measured step, each matching
   ``warmup`` a warm-up step; ``warmup_first_n`` makes the first n matched steps warm-up;
   ``warmup_region`` names a range around all warm-up iterations, which are then counted by the
-  ranges matching ``warmup_count_by`` inside it; ``extra_measured`` names further ranges whose
+  ranges matching ``warmup_count_by`` inside it; ``warmup_count_outside`` counts warm-up iterations
+  by the ranges matching it that lie outside every measured step (a script whose warm-up
+  iterations carry the same phase ranges and no step range); ``extra_measured`` names further ranges whose
   phases count as measured (an inference forward outside any step).
   ``phase_sequence``: no step ranges; a step runs from each ``first`` phase range to the end of
   the next ``last`` phase range; warm-up steps without ranges are invisible (``warmup_unmarked``
@@ -235,6 +237,10 @@ def _steps_from_ranges(proc: Process, spec: dict) -> tuple[list[Range], list[str
         for region in proc.named(spec["warmup_region"]):
             inner = [r for r in proc.ranges if region.start <= r.start and r.end <= region.end and count_re.search(r.name)]
             warm_names += [f"{region.name}/{r.name}" for r in outermost(inner)]
+    if spec.get("warmup_count_outside"):
+        count_re = re.compile(spec["warmup_count_outside"])
+        outside = [r for r in proc.ranges if count_re.search(r.name) and not _inside_any(r.start, measured)]
+        warm_names += [f"(outside steps)/{r.name}" for r in outermost(outside)]
     extra = proc.named(spec.get("extra_measured", []))
     return measured, warm_names, extra
 
