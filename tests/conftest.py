@@ -27,6 +27,8 @@ def fixture_dir(tmp_path_factory) -> Path:
     so a trace keeps its ``.timings.json`` and nsys CSVs beside it and tests never write tests/data."""
     folder = tmp_path_factory.mktemp("data")
     for source in sorted(DATA.iterdir()):
+        if source.is_dir():  # tests/data/foreign has its own reader (tests/foreign_reference.py)
+            continue
         if source.suffix == ".xz":
             with lzma.open(source) as packed, open(folder / source.stem, "wb") as unpacked:
                 shutil.copyfileobj(packed, unpacked)

@@ -1,0 +1,72 @@
+"""Plain Hugging Face GPT-2 training loop (random weights), for foreign-trace tests.
+
+Ranges of its own (with --nvtx): one range per iteration named ``train_iter_<i>`` (global index,
+warm-up iterations included, nothing marks them as warm-up), and inside it ``fwd`` (model call with
+labels, so the loss is inside), ``bwd`` and ``opt`` (AdamW step + zero_grad).
+"""
+
+import argparse
+import contextlib
+import os
+import time
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--ctx", type=int, default=256)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--nvtx", action="store_true")
+    p.add_argument("--ddp", action="store_true")
+    a = p.parse_args()
+
+    rank = 0
+    if a.ddp:
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl")
+        rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(rank)
+    dev = torch.device("cuda", rank)
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=a.layers, n_embd=a.d_model, n_head=a.heads, n_positions=a.ctx)
+    model = GPT2LMHeadModel(cfg).to(dev)
+    model.train()
+    if a.ddp:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(model, device_ids=[rank])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randint(0, cfg.vocab_size, (a.batch, a.ctx), device=dev)
+
+    def rng(name):
+        return torch.cuda.nvtx.range(name) if a.nvtx else contextlib.nullcontext()
+
+    times = []
+    for i in range(a.warmup + a.steps):
+        t0 = time.perf_counter()
+        with rng(f"train_iter_{i}"):
+            with rng("fwd"):
+                loss = model(input_ids=x, labels=x).loss
+            with rng("bwd"):
+                loss.backward()
+            with rng("opt"):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    if rank == 0:
+        print("gpt2 params", sum(q.numel() for q in model.parameters()), "step ms", [round(t * 1e3, 1) for t in times])
+    if a.ddp:
+        torch.distributed.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

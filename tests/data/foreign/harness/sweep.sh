@@ -1,0 +1,57 @@
+#!/bin/bash
+# Usage: bash .foreign/sweep.sh TAG JOB...   (run from the repository root on the GPU machine)
+TAG=$1; shift
+ROOT=$(pwd); F=$ROOT/.foreign; W=/tmp/fw; mkdir -p $W/out; LOG=$OUT/sweep_$TAG.log
+exec > >(tee -a $LOG) 2>&1
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $F/whl/*.whl || echo "WHEELS FAILED"
+date -u; nvidia-smi -L; nsys --version; python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+G26="--trace=cuda,cudnn,cublas,osrt,nvtx --pytorch=functions-trace,autograd-shapes-nvtx --cudabacktrace=all --python-backtrace=cuda --gpu-metrics-devices=0 --gpu-metrics-frequency=200"
+G26B="--trace=cuda,cudnn,cublas,osrt,nvtx --pytorch=functions-trace,autograd-shapes-nvtx"
+BUDGET=${BUDGET:-430}
+export_job() {  # name
+  local n=$1
+  ( nsys export --type sqlite --force-overwrite=true -o $W/$n.sqlite $W/$n.nsys-rep > $W/$n.export.log 2>&1 \
+    && python3 $F/slim.py $W/$n.sqlite > $W/$n.slim.log 2>&1 \
+    && xz -T4 -9 -k -c $W/$n.sqlite > $W/out/$n.sqlite.xz \
+    && echo "EXPORTED $n $(stat -c %s $W/$n.sqlite) -> $(stat -c %s $W/out/$n.sqlite.xz)" >> $W/exports.log ) \
+    || echo "EXPORT FAILED $n" >> $W/exports.log
+}
+prof() {  # name timeout nsys-options -- command...
+  local n=$1 t=$2; shift 2
+  local opts=(); while [ "$1" != "--" ]; do opts+=("$1"); shift; done; shift
+  if [ $SECONDS -gt $BUDGET ]; then echo "SKIP $n (elapsed $SECONDS s)"; return 1; fi
+  echo "=== $n at ${SECONDS}s: nsys profile ${opts[*]} -- $*"
+  timeout $t nsys profile ${opts[@]} --force-overwrite=true -o $W/$n "$@" > $W/$n.run.log 2>&1
+  local rc=$?; tail -n 25 $W/$n.run.log; echo "=== $n rc=$rc at ${SECONDS}s"
+  if [ -s $W/$n.nsys-rep ]; then export_job $n & PIDS+=($!); return 0; fi
+  return 1
+}
+SITE=/tmp/site
+PIDS=()
+for job in "$@"; do case $job in
+damek) prof damek 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/damek/cs336-basics:$SITE python3 $F/damek/cs336_systems/benchmarking_scripts/benchmarking_script.py --num_layers 4 --num_heads 8 --context_length 128 --d_model 512 --d_ff 2048 --vocab_size 10000 --rope_theta 10000 --nvtx ;;
+shibuki) prof shibuki 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/shibuki/cs336-basics:$F/shibuki:$SITE python3 -m cs336_systems.benchmark --model-size small --context-length 128 --mode train-step --warmup-steps 2 --measure-steps 3 --nvtx --attention-nvtx ;;
+enzo) prof enzo 200 --sample=none --cpuctxsw=none --trace=cuda,nvtx -- env PYTHONPATH=$F/enzo/cs336-basics:$F/enzo:$SITE python3 -m cs336_systems.nsys_profile.cde workload --model-size small --context-length 128 --warmup 2 --steps 3 ;;
+enzo26mem) prof enzo26mem 240 $G26 --cuda-memory-usage=true -- env PYTHONPATH=$F/enzo/cs336-basics:$F/enzo:$SITE python3 -m cs336_systems.nsys_profile.cde workload --model-size small --context-length 128 --warmup 2 --steps 2 \
+   || prof enzo26mem 240 $G26B --cuda-memory-usage=true -- env PYTHONPATH=$F/enzo/cs336-basics:$F/enzo:$SITE python3 -m cs336_systems.nsys_profile.cde workload --model-size small --context-length 128 --warmup 2 --steps 2 ;;
+sara) prof sara 240 --trace=cuda,cudnn,cublas,nvtx --pytorch=autograd-nvtx --gpu-metrics-devices=0 --gpu-metrics-frequency=200 -- env PYTHONPATH=$F/sara/cs336_basics_mine:$F/sara:$SITE python3 -m cs336_systems.benchmarking --config $F/sara_small4_ctx128.json \
+   || prof sara 240 --trace=cuda,cudnn,cublas,nvtx --pytorch=autograd-nvtx -- env PYTHONPATH=$F/sara/cs336_basics_mine:$F/sara:$SITE python3 -m cs336_systems.benchmarking --config $F/sara_small4_ctx128.json ;;
+gpt2_nvtx) prof gpt2_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx ;;
+gpt2_nonvtx) prof gpt2_nonvtx 150 --trace=cuda -- python3 $F/hf/gpt2_train.py ;;
+gpt2_2026) prof gpt2_2026 200 $G26 -- python3 $F/hf/gpt2_train.py --steps 3 \
+   || prof gpt2_2026 200 $G26B -- python3 $F/hf/gpt2_train.py --steps 3 ;;
+gpt2_ddp) prof gpt2_ddp 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --ddp --nvtx ;;
+gpt2_ddp26) prof gpt2_ddp26 240 $G26B -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --ddp --steps 3 ;;
+enzo26async) prof enzo26async 240 $G26 --cuda-memory-usage=true -- env PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync PYTHONPATH=$F/enzo/cs336-basics:$F/enzo:$SITE python3 -m cs336_systems.nsys_profile.cde workload --model-size small --context-length 128 --warmup 2 --steps 2 ;;
+sara50) prof sara50 240 --trace=cuda,cudnn,cublas,nvtx --pytorch=autograd-nvtx --gpu-metrics-devices=0 --gpu-metrics-frequency=50 -- env PYTHONPATH=$F/sara/cs336_basics_mine:$F/sara:$SITE python3 -m cs336_systems.benchmarking --config $F/sara_small4_ctx128.json ;;
+bolong) prof bolong 200 --trace=cuda,nvtx -- bash -c "cd $F/bolong && exec env PYTHONPATH=$F/bolong/cs336-basics:$F/bolong:$SITE python3 -m scripts.benchmark_base --mode profile --model small --option opt --context_length 128" ;;
+*) echo "unknown job $job" ;;
+esac; done
+echo "waiting for exports at ${SECONDS}s"
+while :; do busy=0; for p in "${PIDS[@]}"; do kill -0 $p 2>/dev/null && busy=1; done; [ $busy = 0 ] && break; [ $SECONDS -gt ${HARD:-560} ] && { echo "EXPORT WAIT CUT at ${SECONDS}s"; break; }; sleep 2; done
+echo "exports done at ${SECONDS}s"
+cat $W/exports.log
+for f in $W/*.slim.log; do echo "--- $f"; cat $f; done
+for f in $W/*.export.log; do echo "--- $f"; tail -3 $f; done
+ls -la $W/out; cd $W/out && tar cf $OUT/traces_$TAG.tar *.sqlite.xz; ls -la $OUT

@@ -1,0 +1,618 @@
+"""Independent reference figures for the foreign traces in tests/data/foreign.
+
+Plain ``sqlite3`` and the standard library; nothing is imported from ``analysis/``. The NVTX
+names of each trace (which ranges are steps, which are warm-up, which are the phases, the
+attention parts) come from ``manifest.json``, written by hand from each script's source. Run
+``python -m tests.foreign_reference`` to rewrite ``reference.json``; ``--check`` compares instead.
+
+Definitions (every figure is per process: a DDP trace has one entry per rank):
+
+- Names: an NVTX range's name is ``text``, else ``StringIds[textId]``. Ranges are push/pop and
+  start/end ranges (eventType 59, 60) with an end. Process of a row: ``(globalTid >> 24) & 0xFFFFFF``
+  (``globalPid`` likewise); thread: ``globalTid & 0xFFFFFF``; the main thread is the one whose id is
+  the process id.
+- Launch: a kernel's launch is the runtime API row with the same ``correlationId`` in the same
+  process; the launch time is that call's ``start``, the launching thread its thread. Kernels
+  with no such row are counted in ``kernels_without_launch`` and used nowhere else.
+- Window: a kernel belongs to a step, phase or region range when its launch time lies inside the
+  range (start <= launch <= end), launched from any thread of the process. Attention parts are
+  the exception: launches on the part range's own thread only, and a kernel goes to the innermost
+  part range enclosing its launch.
+- Steps (manifest ``steps.kind``):
+  ``ranges``: each range whose name matches ``measured`` is a measured step, each matching
+  ``warmup`` a warm-up step; ``warmup_first_n`` makes the first n matched steps warm-up;
+  ``warmup_region`` names a range around all warm-up iterations, which are then counted by the
+  ranges matching ``warmup_count_by`` inside it; ``warmup_count_outside`` counts warm-up iterations
+  by the ranges matching it that lie outside every measured step (a script whose warm-up
+  iterations carry the same phase ranges and no step range); ``extra_measured`` names further ranges whose
+  phases count as measured (an inference forward outside any step).
+  ``phase_sequence``: no step ranges; a step runs from each ``first`` phase range to the end of
+  the next ``last`` phase range; warm-up steps without ranges are invisible (``warmup_unmarked``
+  records how many the script ran).
+  ``pytorch_labels`` (``--pytorch=functions-trace``): a step runs from the start of an outermost
+  ``torch.nn.modules.Module.__call__`` range on the main thread (the model call) to the end of the
+  next ``optimizer`` range (``torch.optim.AdamW.step``).
+  ``optimizer_kernel_runs`` (no NVTX): kernels in launch order; a run of consecutive
+  ``multi_tensor_apply_kernel`` launches (the foreach AdamW step) ends a step; step i runs from the
+  first launch after run i-1 (the first launch of the capture for i = 0) to the last launch of run
+  i. Its phases: forward = main-thread launches from the step's start to before the first launch
+  from another thread (the autograd thread); backward = from that first to the last launch from
+  another thread; optimizer = the run.
+- Phases (manifest ``phases``): ranges with one of the listed names (``outermost``: not inside
+  another range of the same name; ``main_thread``: on the main thread only); a phase range inside
+  another range of the same phase is not a separate pass. A phase range is measured when its start
+  lies in a measured step (or an ``extra_measured`` range). Passes per phase = measured phase
+  ranges. Per pass = the sum over measured passes divided by their number.
+- nsys a: mean CPU span (end - start) of the measured forward ranges, their mean kernel time
+  (sum of kernel durations) and mean GPU span (first kernel start to last kernel end).
+- nsys b: measured forward kernels grouped by ``shortName``; the group with the most time, its
+  time and calls per forward pass; and the leader over the kernels of the backward passes and of
+  the forward passes in the same steps, its time and calls per backward pass (an inference forward
+  outside the steps is left out there).
+- nsys c: the five non-matmul ``shortName`` groups with the most forward time, with share of the
+  forward kernel time.
+- nsys d: matmul share of kernel time, forward only and whole measured steps. Matmul (on the
+  demangled name, case-insensitive): contains ``nvjet``, ``gemm``, ``xmma``, ``gemv`` or
+  ``splitkreduce``, or is a Triton template ``triton_tem_*mm*``; never a Triton pointwise or
+  reduction kernel ``triton_poi_``/``triton_red_``/``triton_per_``. Attention kernels (flash,
+  fmha) are not matmul here.
+- nsys e: inside measured forward ranges, kernel time per forward pass in the softmax part range
+  and in the two matmul part ranges (scores and value; one figure when a script uses one name for
+  both), all kernels launched in them, and the matmul kernels among them.
+- mem-f (traces with ``CUDA_GPU_MEMORY_USAGE_EVENTS`` and a ``mem_f`` manifest entry): in the
+  first measured step, the blocks are the direct children of the model call (outermost
+  ``Module.__call__`` on the main thread) that repeat with the same non-zero number of nested
+  ``Module.__call__`` ranges. A block's bytes saved for backward = device allocations (memKind
+  device, operation allocation) whose event time lies in the block's range and whose address is not
+  freed before the first ``torch.autograd.backward`` range after the model call starts. Each saved
+  allocation is charged to the outermost autograd-shapes op range (``<op>, seq = …`` or
+  ``<op>, op_id = …``) on the allocating thread (the thread of the ``cudaMallocAsync`` row with the
+  event's correlationId) enclosing the event time; top five ops over all blocks with their share.
+  Also: device bytes allocated and not freed before the step (baseline), at the backward's start,
+  and the peak inside the step (events before the capture have time 0).
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import json
+import lzma
+import re
+import sqlite3
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+FOREIGN = Path(__file__).resolve().parent / "data" / "foreign"
+MANIFEST = FOREIGN / "manifest.json"
+REFERENCE = FOREIGN / "reference.json"
+
+MATMUL = re.compile(r"nvjet|gemm|xmma|gemv|splitkreduce|(^|\W)triton_tem_\w*mm", re.I)
+TRITON_POINTWISE = re.compile(r"(^|\W)triton_(poi|red|per)_")
+OP_RANGE = re.compile(r"^[A-Za-z_][\w:.]*, (seq|op_id) = ")
+MODULE_CALL = "torch.nn.modules.Module.__call__"
+OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
+
+
+@functools.cache
+def is_matmul(demangled: str) -> bool:
+    return not TRITON_POINTWISE.search(demangled) and bool(MATMUL.search(demangled))
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 4)
+
+
+def _round(x: float) -> float:
+    return round(x, 4)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open a (possibly xz-packed) export in memory."""
+    data = lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()
+    con = sqlite3.connect(":memory:")
+    if hasattr(con, "deserialize"):
+        con.deserialize(data)
+        return con
+    tmp = tempfile.NamedTemporaryFile(suffix=".sqlite", delete=False)  # Python < 3.11
+    tmp.write(data)
+    tmp.close()
+    return sqlite3.connect(tmp.name)
+
+
+class Range:
+    __slots__ = ("start", "end", "name", "tid")
+
+    def __init__(self, start, end, name, tid):
+        self.start, self.end, self.name, self.tid = start, end, name, tid
+
+    def holds(self, t: int) -> bool:
+        return self.start <= t <= self.end
+
+
+class Kernel:
+    __slots__ = ("launch", "tid", "start", "end", "short", "name", "device")
+
+    def __init__(self, launch, tid, start, end, short, name, device):
+        self.launch, self.tid, self.start, self.end = launch, tid, start, end
+        self.short, self.name, self.device = short, name, device
+
+    @property
+    def dur(self) -> int:
+        return self.end - self.start
+
+
+class Process:
+    """One process of a trace: its kernels in launch order and its NVTX ranges by start."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.kernels: list[Kernel] = []
+        self.launches: list[int] = []
+        self.ranges: list[Range] = []
+        self.no_launch = 0
+
+    def finish(self) -> None:
+        self.kernels.sort(key=lambda k: (k.launch, k.start))
+        self.launches = [k.launch for k in self.kernels]
+        self.ranges.sort(key=lambda r: (r.start, -r.end))
+
+    def launched_in(self, start: int, end: int, tid: int | None = None) -> list[Kernel]:
+        lo = bisect.bisect_left(self.launches, start)
+        hi = bisect.bisect_right(self.launches, end)
+        return [k for k in self.kernels[lo:hi] if tid is None or k.tid == tid]
+
+    def named(self, names, *, tid: int | None = None) -> list[Range]:
+        names = {names} if isinstance(names, str) else set(names)
+        return [r for r in self.ranges if r.name in names and (tid is None or r.tid == tid)]
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
+
+
+def load(path: Path) -> tuple[dict[int, Process], sqlite3.Connection]:
+    con = connect(path)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    strings = dict(con.execute("SELECT id, value FROM StringIds"))
+    launch = {}
+    for corr, start, gtid in con.execute(
+            "SELECT correlationId, start, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IS NOT NULL"):
+        launch[((gtid >> 24) & 0xFFFFFF, corr)] = (start, gtid & 0xFFFFFF)
+    procs: dict[int, Process] = {}
+    for corr, gpid, start, end, short, name, device in con.execute(
+            "SELECT correlationId, globalPid, start, end, shortName, demangledName, deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+        pid = (gpid >> 24) & 0xFFFFFF
+        proc = procs.setdefault(pid, Process(pid))
+        found = launch.get((pid, corr))
+        if found is None:
+            proc.no_launch += 1
+            continue
+        proc.kernels.append(Kernel(found[0], found[1], start, end, strings.get(short, str(short)),
+                                   strings.get(name, str(name)), device))
+    if "NVTX_EVENTS" in tables:
+        text_id = "textId" in _columns(con, "NVTX_EVENTS")
+        sql = ("SELECT start, end, text, textId, globalTid FROM NVTX_EVENTS" if text_id
+               else "SELECT start, end, text, NULL, globalTid FROM NVTX_EVENTS")
+        for start, end, text, tid_, gtid in con.execute(sql + " WHERE eventType IN (59, 60) AND end IS NOT NULL"):
+            name = text if text is not None else strings.get(tid_)
+            pid = (gtid >> 24) & 0xFFFFFF
+            if name is None or pid not in procs:
+                continue
+            procs[pid].ranges.append(Range(start, end, name, gtid & 0xFFFFFF))
+    for proc in procs.values():
+        proc.finish()
+    return procs, con
+
+
+def outermost(ranges: list[Range]) -> list[Range]:
+    """Ranges not inside another range of the list (same thread)."""
+    out: list[Range] = []
+    last_end: dict[int, int] = {}
+    for r in sorted(ranges, key=lambda r: (r.start, -r.end)):
+        if r.start <= last_end.get(r.tid, -1) and r.end <= last_end[r.tid]:
+            continue
+        out.append(r)
+        last_end[r.tid] = max(last_end.get(r.tid, -1), r.end)
+    return out
+
+
+# ---------------------------------------------------------------------------------------- steps
+
+def _steps_from_ranges(proc: Process, spec: dict) -> tuple[list[Range], list[str], list[Range]]:
+    measured_re = re.compile(spec["measured"])
+    warm_re = re.compile(spec["warmup"]) if spec.get("warmup") else None
+    steps = [r for r in proc.ranges if measured_re.search(r.name) or (warm_re and warm_re.search(r.name))]
+    steps = outermost(steps)
+    first_n = spec.get("warmup_first_n", 0)
+    measured, warm_names = [], []
+    for i, r in enumerate(steps):
+        if i < first_n or (warm_re and warm_re.search(r.name) and not measured_re.search(r.name)):
+            warm_names.append(r.name)
+        else:
+            measured.append(r)
+    if spec.get("warmup_region"):
+        count_re = re.compile(spec["warmup_count_by"])
+        for region in proc.named(spec["warmup_region"]):
+            inner = [r for r in proc.ranges if region.start <= r.start and r.end <= region.end and count_re.search(r.name)]
+            warm_names += [f"{region.name}/{r.name}" for r in outermost(inner)]
+    if spec.get("warmup_count_outside"):
+        count_re = re.compile(spec["warmup_count_outside"])
+        outside = [r for r in proc.ranges if count_re.search(r.name) and not _inside_any(r.start, measured)]
+        warm_names += [f"(outside steps)/{r.name}" for r in outermost(outside)]
+    extra = proc.named(spec.get("extra_measured", []))
+    return measured, warm_names, extra
+
+
+def _steps_from_phases(proc: Process, spec: dict, phases: dict) -> list[Range]:
+    firsts = sorted(_phase_ranges(proc, phases[spec["first"]]), key=lambda r: r.start)
+    lasts = sorted(_phase_ranges(proc, phases[spec["last"]]), key=lambda r: r.start)
+    steps = []
+    for f in firsts:
+        nxt = [r for r in lasts if r.start >= f.start]
+        if nxt:
+            steps.append(Range(f.start, nxt[0].end, f"{f.name}..{nxt[0].name}", f.tid))
+    return steps
+
+
+def _steps_from_labels(proc: Process, spec: dict, phases: dict) -> list[Range]:
+    calls = outermost(proc.named(MODULE_CALL, tid=proc.pid))
+    opts = sorted(_phase_ranges(proc, phases[spec["last"]]), key=lambda r: r.start)
+    steps, used = [], set()
+    for call in calls:
+        nxt = [o for o in opts if o.start >= call.end and id(o) not in used]
+        if not nxt:
+            continue
+        if steps and steps[-1].end >= call.start:  # a second model call before the optimizer: same step
+            continue
+        used.add(id(nxt[0]))
+        steps.append(Range(call.start, nxt[0].end, "model call..optimizer", call.tid))
+    return steps
+
+
+def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Range]]]:
+    ks = proc.kernels
+    runs, i = [], 0
+    while i < len(ks):
+        if OPTIMIZER_KERNEL in ks[i].name:
+            j = i
+            while j + 1 < len(ks) and OPTIMIZER_KERNEL in ks[j + 1].name:
+                j += 1
+            runs.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    steps, phases = [], {"forward": [], "backward": [], "optimizer": []}
+    begin = 0
+    for first, last in runs:
+        body = ks[begin:first]
+        steps.append(Range(ks[begin].launch, ks[last].launch, "kernels..optimizer run", proc.pid))
+        other = [k for k in body if k.tid != proc.pid]
+        if other:
+            phases["forward"].append(Range(ks[begin].launch, other[0].launch - 1, "forward (main thread)", proc.pid))
+            phases["backward"].append(Range(other[0].launch, other[-1].launch, "backward (autograd thread)", proc.pid))
+        phases["optimizer"].append(Range(ks[first].launch, ks[last].launch, "optimizer run", proc.pid))
+        begin = last + 1
+    return steps, phases
+
+
+# --------------------------------------------------------------------------------------- phases
+
+def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
+    found = proc.named(rule["names"], tid=proc.pid if rule.get("main_thread") else None)
+    if rule.get("outermost"):
+        found = outermost(found)
+    # a phase range inside another range of the same phase is not a separate pass
+    found.sort(key=lambda r: (r.start, -r.end))
+    out: list[Range] = []
+    for r in found:
+        if out and out[-1].start <= r.start and r.end <= out[-1].end:
+            continue
+        out.append(r)
+    return out
+
+
+def _inside_any(t: int, windows: list[Range]) -> bool:
+    return any(w.holds(t) for w in windows)
+
+
+def _kernels_of(proc: Process, ranges: list[Range]) -> list[Kernel]:
+    seen, out = set(), []
+    for r in ranges:
+        for k in proc.launched_in(r.start, r.end):
+            if id(k) not in seen:
+                seen.add(id(k))
+                out.append(k)
+    return out
+
+
+def _group(kernels: list[Kernel]) -> dict[str, list]:
+    groups: dict[str, list] = defaultdict(lambda: [0, 0, ""])
+    for k in kernels:
+        g = groups[k.short]
+        g[0] += k.dur
+        g[1] += 1
+        g[2] = k.name
+    return groups
+
+
+def _leader(kernels: list[Kernel], passes: int) -> dict | None:
+    if not kernels:
+        return None
+    groups = _group(kernels)
+    short, (ns, calls, _) = max(groups.items(), key=lambda kv: (kv[1][0], kv[0]))
+    return {"kernel": short, "ms_per_pass": _ms(ns / passes), "calls_per_pass": _round(calls / passes)}
+
+
+# ------------------------------------------------------------------------------------ attention
+
+def _attention(proc: Process, forwards: list[Range], spec: dict) -> dict | None:
+    parts = {}
+    for part in ("softmax", "matmul_scores", "matmul_value", "matmul"):
+        if spec.get(part):
+            parts[part] = spec[part]
+    name_to_part = {n: p for p, names in parts.items() for n in names}
+    part_ranges = [r for r in proc.ranges if r.name in name_to_part and _inside_any(r.start, forwards)]
+    if not part_ranges:
+        return None
+    owner: dict[int, tuple[int, str, Kernel]] = {}
+    for r in part_ranges:
+        for k in proc.launched_in(r.start, r.end, tid=r.tid):
+            if id(k) not in owner or owner[id(k)][0] < r.start:  # innermost: the latest-starting enclosing range
+                owner[id(k)] = (r.start, name_to_part[r.name], k)
+    n = len(forwards)
+    totals = defaultdict(int)
+    gemm = defaultdict(int)
+    for _, part, k in owner.values():
+        key = "matmul" if part.startswith("matmul") else part
+        totals[key] += k.dur
+        if part != key:
+            totals[part] += k.dur
+        if is_matmul(k.name):
+            gemm[key] += k.dur
+    out = {
+        "part_ranges_per_pass": _round(len(part_ranges) / n),
+        "softmax_ms_per_pass": _ms(totals["softmax"] / n),
+        "matmul_ms_per_pass": _ms(totals["matmul"] / n),
+        "matmul_parts_gemm_ms_per_pass": _ms(gemm["matmul"] / n),
+        "softmax_gemm_ms_per_pass": _ms(gemm["softmax"] / n),
+    }
+    for part in ("matmul_scores", "matmul_value"):
+        if part in parts:
+            out[f"{part}_ms_per_pass"] = _ms(totals[part] / n)
+    out["softmax_over_matmul"] = _round(totals["softmax"] / totals["matmul"]) if totals["matmul"] else None
+    return out
+
+
+# ---------------------------------------------------------------------------------------- mem-f
+
+def _mem_f(proc: Process, con: sqlite3.Connection, step: Range, spec: dict) -> dict | None:
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "CUDA_GPU_MEMORY_USAGE_EVENTS" not in tables:
+        return None
+    device_kind = spec.get("mem_kind", 2)
+    events = []
+    for start, gpid, address, nbytes, kind, op, corr in con.execute(
+            "SELECT start, globalPid, address, bytes, memKind, memoryOperationType, correlationId "
+            "FROM CUDA_GPU_MEMORY_USAGE_EVENTS"):
+        if (gpid >> 24) & 0xFFFFFF == proc.pid and kind == device_kind:
+            events.append((start, op, address, nbytes, corr))
+    events.sort()
+    callers = {}
+    for corr, gtid in con.execute("SELECT correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
+        if (gtid >> 24) & 0xFFFFFF == proc.pid:
+            callers[corr] = gtid & 0xFFFFFF
+    frees: dict[int, list[int]] = defaultdict(list)
+    for start, op, address, _, _ in events:
+        if op == 1:
+            frees[address].append(start)
+
+    def freed_at(address: int, t: int):
+        times = frees.get(address, [])
+        i = bisect.bisect_right(times, t)
+        return times[i] if i < len(times) else None
+
+    main = proc.pid
+    calls = [r for r in proc.named(MODULE_CALL, tid=main) if step.start <= r.start and r.end <= step.end]
+    if not calls:
+        return None
+    model = outermost(calls)[0]
+    inner = [r for r in calls if r is not model and model.start <= r.start and r.end <= model.end]
+    children = outermost(inner)
+    signature = {id(c): sum(1 for r in inner if r is not c and c.start <= r.start and r.end <= c.end) for c in children}
+    groups: dict[int, list[Range]] = defaultdict(list)
+    for c in children:
+        if signature[id(c)]:
+            groups[signature[id(c)]].append(c)
+    if not groups:
+        return None
+    blocks = max(groups.values(), key=len)
+    backward = [r for r in proc.named(spec.get("backward", "torch.autograd.backward"))
+                if model.end <= r.start <= step.end]
+    if not backward:
+        return None
+    bwd_start = backward[0].start
+    op_ranges = defaultdict(list)  # per thread, the outermost op ranges: they do not overlap
+    for r in outermost([r for r in proc.ranges if OP_RANGE.match(r.name)]):
+        op_ranges[r.tid].append(r)
+    op_starts = {tid: [r.start for r in rs] for tid, rs in op_ranges.items()}
+
+    def outer_op(tid: int, t: int) -> str:
+        i = bisect.bisect_right(op_starts.get(tid, []), t) - 1
+        if i >= 0 and op_ranges[tid][i].end >= t:
+            return op_ranges[tid][i].name.split(",")[0]
+        return "(no op range)"
+
+    per_block, by_op = [], defaultdict(int)
+    for b in blocks:
+        saved = 0
+        for start, op, address, nbytes, corr in events:
+            if op != 0 or not b.holds(start):
+                continue
+            f = freed_at(address, start)
+            if f is None or f >= bwd_start:
+                saved += nbytes
+                by_op[outer_op(callers.get(corr, main), start)] += nbytes
+        per_block.append(saved)
+    total = sum(per_block)
+    live, baseline, at_backward, peak = 0, None, None, 0
+    for start, op, _, nbytes, _ in events:
+        if baseline is None and start >= step.start:
+            baseline, peak = live, live
+        if at_backward is None and start >= bwd_start:
+            at_backward = live
+        if start > step.end:
+            break
+        live += nbytes if op == 0 else -nbytes
+        if baseline is not None:
+            peak = max(peak, live)
+    mib = 1024 ** 2
+    top = sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    return {
+        "blocks": len(blocks),
+        "saved_mib_per_block": [round(s / mib, 3) for s in per_block],
+        "saved_mib_per_block_mean": round(total / len(blocks) / mib, 3),
+        "top_ops": [{"op": op, "mib": round(v / mib, 3), "share": _round(v / total)} for op, v in top] if total else [],
+        "baseline_mib": round((baseline or 0) / mib, 3),
+        "at_backward_start_mib": round((at_backward or 0) / mib, 3),
+        "peak_in_step_mib": round(peak / mib, 3),
+    }
+
+
+# --------------------------------------------------------------------------------------- driver
+
+def reference_for(path: Path, entry: dict) -> list[dict]:
+    procs, con = load(path)
+    out = []
+    for pid in sorted(procs, key=lambda p: (min((k.device for k in procs[p].kernels), default=-1), p)):
+        proc = procs[pid]
+        out.append(_process_reference(proc, con, entry))
+    con.close()
+    return out
+
+
+def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict) -> dict:
+    spec, phase_rules = entry["steps"], entry.get("phases", {})
+    extra: list[Range] = []
+    warm_names: list[str] = []
+    kernel_phases = None
+    kind = spec["kind"]
+    if kind == "ranges":
+        measured, warm_names, extra = _steps_from_ranges(proc, spec)
+    elif kind in ("phase_sequence", "pytorch_labels", "optimizer_kernel_runs"):
+        if kind == "phase_sequence":
+            steps = _steps_from_phases(proc, spec, phase_rules)
+        elif kind == "pytorch_labels":
+            steps = _steps_from_labels(proc, spec, phase_rules)
+        else:
+            steps, kernel_phases = _steps_from_kernels(proc)
+        first_n = spec.get("warmup_first_n", 0)
+        warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps[:first_n])]
+        measured = steps[first_n:]
+    else:
+        raise ValueError(f"unknown steps kind {kind}")
+    windows = measured + extra
+
+    phases: dict[str, list[Range]] = {}
+    if kernel_phases is not None:
+        for name, rs in kernel_phases.items():
+            phases[name] = [r for r in rs if _inside_any(r.start, windows)]
+    else:
+        for name, rule in phase_rules.items():
+            phases[name] = [r for r in _phase_ranges(proc, rule) if _inside_any(r.start, windows)]
+
+    res: dict = {
+        "pid": proc.pid,
+        "devices": sorted({k.device for k in proc.kernels}),
+        "kernels": len(proc.kernels),
+        "kernels_without_launch": proc.no_launch,
+        "steps": {
+            "found": len(measured) + len(warm_names),
+            "warmup": len(warm_names) + spec.get("warmup_unmarked", 0),
+            "warmup_in_trace": len(warm_names),
+            "measured": len(measured),
+            "measured_names": sorted(set(r.name for r in measured)),
+            "warmup_names": sorted(set(warm_names)),
+        },
+        "passes": {name: len(rs) for name, rs in phases.items()},
+        "phases": {},
+    }
+    if extra:
+        res["steps"]["extra_measured"] = sorted(set(r.name for r in extra))
+    for name, rs in phases.items():
+        if not rs:
+            res["phases"][name] = None
+            continue
+        ks = _kernels_of(proc, rs)
+        res["phases"][name] = {"kernel_ms_per_pass": _ms(sum(k.dur for k in ks) / len(rs)),
+                               "kernels_per_pass": _round(len(ks) / len(rs))}
+    step_kernels = _kernels_of(proc, measured)
+    res["step"] = ({"kernel_ms_per_step": _ms(sum(k.dur for k in step_kernels) / len(measured)),
+                    "kernels_per_step": _round(len(step_kernels) / len(measured))} if measured else None)
+
+    forwards = phases.get("forward", [])
+    backwards = phases.get("backward", [])
+    if forwards:
+        fwd_k = _kernels_of(proc, forwards)
+        n = len(forwards)
+        spans = []
+        for r in forwards:
+            ks = proc.launched_in(r.start, r.end)
+            if ks:
+                spans.append(max(k.end for k in ks) - min(k.start for k in ks))
+        fwd_ns = sum(k.dur for k in fwd_k)
+        res["nsys_a"] = {
+            "forward_cpu_ms_mean": _ms(sum(r.end - r.start for r in forwards) / n),
+            "forward_kernel_ms_mean": _ms(fwd_ns / n),
+            "forward_gpu_span_ms_mean": _ms(sum(spans) / len(spans)) if spans else None,
+        }
+        # forward and backward together: the backward passes and the forward passes in the same steps
+        paired = [f for f in forwards if any(s.holds(f.start) and any(s.holds(b.start) for b in backwards) for s in measured)]
+        both = _kernels_of(proc, paired + backwards)
+        res["nsys_b"] = {"forward_top": _leader(fwd_k, n),
+                         "forward_backward_top": _leader(both, len(backwards)) if backwards else None}
+        groups = _group(fwd_k)
+        non_mm = sorted(((s, g) for s, g in groups.items() if not is_matmul(g[2])), key=lambda sg: (-sg[1][0], sg[0]))
+        res["nsys_c"] = [{"kernel": s, "ms_per_pass": _ms(g[0] / n), "calls_per_pass": _round(g[1] / n),
+                          "share_of_forward": _round(g[0] / fwd_ns) if fwd_ns else None} for s, g in non_mm[:5]]
+        fwd_mm = sum(k.dur for k in fwd_k if is_matmul(k.name))
+        step_ns = sum(k.dur for k in step_kernels)
+        step_mm = sum(k.dur for k in step_kernels if is_matmul(k.name))
+        res["nsys_d"] = {"forward_matmul_share": _round(fwd_mm / fwd_ns) if fwd_ns else None,
+                         "step_matmul_share": _round(step_mm / step_ns) if step_ns else None}
+        res["nsys_e"] = _attention(proc, forwards, entry["attention"]) if entry.get("attention") else None
+    else:
+        res["nsys_a"] = res["nsys_b"] = res["nsys_c"] = res["nsys_d"] = res["nsys_e"] = None
+    res["mem_f"] = _mem_f(proc, con, measured[0], entry["mem_f"]) if entry.get("mem_f") and measured else None
+    return res
+
+
+def build(names: list[str] | None = None) -> dict:
+    manifest = json.loads(MANIFEST.read_text())
+    out = {}
+    for name, entry in manifest["traces"].items():
+        if names and name not in names:
+            continue
+        out[name] = {"file": entry["file"], "processes": reference_for(FOREIGN / entry["file"], entry)}
+    return out
+
+
+def main(argv: list[str]) -> int:
+    ref = build([a for a in argv if not a.startswith("--")] or None)
+    text = json.dumps({"matmul_rule": MATMUL.pattern, "not_matmul": TRITON_POINTWISE.pattern, "traces": ref},
+                      indent=1, sort_keys=False) + "\n"
+    if "--check" in argv:
+        same = REFERENCE.read_text() == text
+        print("reference.json is up to date" if same else "reference.json differs")
+        return 0 if same else 1
+    if "--print" in argv:
+        print(text)
+        return 0
+    REFERENCE.write_text(text)
+    print(f"wrote {REFERENCE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
