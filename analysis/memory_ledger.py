@@ -117,17 +117,17 @@ def backward_windows(ranges: pd.DataFrame, forward_blocks: pd.DataFrame, backwar
     return pd.DataFrame(windows, columns=["block", "bwd_start_ns", "bwd_end_ns"])
 
 
-def _forward_blocks(ranges: pd.DataFrame, forward: pd.Series, block_names: dict[str, int]) -> pd.DataFrame:
-    """The block ranges (``block_names``: name -> block index) inside ``forward``, with the
-    sequence numbers of the op ranges each holds."""
-    layers = ranges[ranges["name"].isin(list(block_names))
+def _forward_blocks(ranges: pd.DataFrame, forward: pd.Series, block_ranges: pd.Series) -> pd.DataFrame:
+    """The block ranges (``block_ranges``: block index by ``range_id``) inside ``forward``, with
+    the sequence numbers of the op ranges each holds."""
+    layers = ranges[ranges["range_id"].isin(block_ranges.index)
                     & (ranges["start_ns"] >= forward["start_ns"]) & (ranges["end_ns"] <= forward["end_ns"])]
     rows = []
     for layer in layers.sort_values("start_ns").itertuples():
         ops = ranges[(ranges["pid"] == layer.pid) & (ranges["tid"] == layer.tid)
                      & (ranges["start_ns"] >= layer.start_ns) & (ranges["end_ns"] <= layer.end_ns)]
         seqs = _seqs(ops["name"]).dropna()
-        rows.append({"block": block_names[layer.name], "fwd_start_ns": layer.start_ns,
+        rows.append({"block": int(block_ranges[layer.range_id]), "fwd_start_ns": layer.start_ns,
                      "fwd_end_ns": layer.end_ns, "seq_lo": seqs.min() if len(seqs) else np.nan,
                      "seq_hi": seqs.max() if len(seqs) else np.nan})
     return pd.DataFrame(rows, columns=["block", "fwd_start_ns", "fwd_end_ns", "seq_lo", "seq_hi"])
@@ -151,10 +151,10 @@ def memory_ledger(ranges: pd.DataFrame, events: pd.DataFrame, config: dict | Non
     backward = _first_phase(structure.phases, "backward", step)
     if forward is None or backward is None:
         raise ValueError(f"no forward and backward in `{step['name']}`")
-    blocks = _forward_blocks(ranges, forward, structure.block_names)
+    blocks = _forward_blocks(ranges, forward, structure.block_ranges)
     if blocks.empty:
-        raise ValueError("no per-block ranges in the forward pass (ranges `layer_<i>` or `block_<i>` around each "
-                         "block; this project's runner adds them with --layer-ranges)")
+        raise ValueError("no blocks in the forward pass (ranges `layer_<i>` or `block_<i>` around each block, or "
+                         "nsys's `--pytorch=functions-trace` module labels; this project's runner adds ranges with --layer-ranges)")
     allocs = event_lifetimes(events)
     frees = events[~events["is_alloc"]].assign(
         time_ns=lambda f: np.where(f["api_start_ns"] >= 0, f["api_start_ns"], f["start_ns"]))

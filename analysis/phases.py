@@ -99,20 +99,19 @@ def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:
     return pd.Categorical.from_codes(codes[position], categories=categories)
 
 
-def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: dict[str, str]) -> pd.Categorical:
+def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Categorical:
     """For each op, the attention part (:data:`REGIONS`) of the nearest same-thread range
-    enclosing its launch whose name is one of ``parts`` (range name -> part; ``""`` when none).
-    Finer ranges inside a region (per-op ranges) do not hide it."""
+    enclosing its launch that is one (``parts``: part by ``range_id``; ``""`` when none). Finer
+    ranges inside a region (per-op ranges) do not hide it."""
     categories = ["", *REGIONS]
-    if not len(ranges) or not parts:
+    if not len(ranges) or parts.empty:
         return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int64), categories=categories)
     innermost = innermost_ranges(ops, ranges)
-    region_of_range = _nearest_named(ranges["name"].isin(list(parts)).to_numpy(),
-                                     ranges["parent_id"].to_numpy())
+    code = np.zeros(len(ranges) + 1, dtype=np.int64)
+    code[parts.index.to_numpy(np.int64)] = [REGIONS.index(part) + 1 for part in parts]
+    region_of_range = _nearest_named(code[:-1] > 0, ranges["parent_id"].to_numpy())
     region_id = np.append(region_of_range, -1)[innermost]
-    code_of_name = {name: REGIONS.index(part) + 1 for name, part in parts.items()}
-    codes = np.append(ranges["name"].map(code_of_name).fillna(0).to_numpy(dtype=np.int64), 0)
-    return pd.Categorical.from_codes(codes[region_id], categories=categories)
+    return pd.Categorical.from_codes(code[region_id], categories=categories)
 
 
 def _nearest_named(named: np.ndarray, parent: np.ndarray) -> np.ndarray:

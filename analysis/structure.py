@@ -69,6 +69,8 @@ REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the soft
     (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_|$)|query_key).*")),
     (contract.FINAL_MATMUL_RANGE, re.compile(r".*(final|value|(^|_)(pv|p_v|av|attn_v|attention_v|sv|weighted_sum|out_matmul|output_matmul)(_|$)).*")),
 )
+# A range named like a plain matmul, which part it is told by its place beside the softmax.
+PLAIN_MATMUL = re.compile(r"((attn|attention)_)?(matmul|mm|bmm|einsum|gemm)(_\d+)?")
 BLOCK_FAMILY = re.compile(r"(transformer_)?(layer|block|decoder_layer|encoder_layer|h)")
 INDEXED = re.compile(r"^(?P<stem>.*?[a-z])_?(?P<index>\d+)$")
 OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
@@ -129,12 +131,14 @@ class RunStructure:
 
     ``steps`` and ``phases`` are windows (:data:`WINDOW_COLUMNS` plus, for steps, ``measured``);
     a window made by the analysis, not read from a range, has a ``range_id`` past the trace's
-    ranges. ``regions`` maps each range name used as an attention part to its canonical part
-    (:data:`REGIONS`). ``record`` is what the summary and the pages show of it."""
+    ranges. ``regions`` gives the canonical attention part (:data:`REGIONS`) of each range used as
+    one, indexed by ``range_id``, and ``region_names`` the range names behind each part.
+    ``record`` is what the summary and the pages show of it."""
 
     steps: pd.DataFrame
     phases: pd.DataFrame
-    regions: dict[str, str]
+    regions: pd.Series
+    region_names: dict[str, list[str]]
     has_steps: bool
     step_ranges: bool  # the steps are ranges of the trace, not made from the phases
     source: str  # "ranges", "pytorch", "ranges+pytorch", "kernels" or "none"
@@ -144,7 +148,7 @@ class RunStructure:
     fused_attention: bool = False
     inference_names: list[str] = field(default_factory=list)
     block_family: str | None = None
-    block_names: dict[str, int] = field(default_factory=dict)  # block range name -> block index
+    block_ranges: pd.Series = field(default_factory=lambda: pd.Series(dtype=np.int64))  # block index by range_id
     phase_names: dict[str, list[str]] = field(default_factory=dict)
     unused: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -164,7 +168,7 @@ class RunStructure:
             "warmup_steps": int(len(self.steps) - len(measured)),
             "measured_steps": int(len(measured)),
             "phase_names": {phase: list(names) for phase, names in self.phase_names.items()},
-            "attention_names": {part: sorted(n for n, p in self.regions.items() if p == part) for part in REGIONS},
+            "attention_names": {part: list(self.region_names.get(part, [])) for part in REGIONS},
             "fused_attention": self.fused_attention,
             "block_family": self.block_family,
             "inference_passes": int(self.inference_passes),
@@ -236,27 +240,29 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         if len(steps):
             step_rule = ("made from the phases: each training forward starts a step" if training.any()
                          else "made from the phases: each forward is a step")
+    inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
+    inference_windows, phases = phases[inference], phases[~inference]
     warmup_found = ""
     if step_ranges:
         extra, warmup_found = _warmup_iterations(own, steps, phases, ops, len(ranges) + len(phases) + len(steps))
         steps = pd.concat([steps, extra], ignore_index=True)
     has_steps = len(steps) > 0
-    inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
-    inference_windows, phases = phases[inference], phases[~inference]
     steps, warmup_rule, step_table = _warmup(steps, containers, warmup_found, ops, names, has_steps)
     regions, fused = _regions(own, labels, phases, names)
-    block_family, block_names = _blocks(own, phases)
-    used = {*steps["range_name"], *phases["range_name"], *inference_windows["range_name"], *regions,
-            *containers["name"], *block_names}
+    name_of = pd.concat([own, labels]).set_index("range_id")["name"]
+    region_names = {part: sorted(set(name_of.loc[regions.index[regions == part]])) for part in REGIONS}
+    block_family, block_ranges = _blocks(own, labels, phases)
+    used = {*steps["range_name"], *phases["range_name"], *inference_windows["range_name"], *name_of.loc[regions.index],
+            *containers["name"], *name_of.reindex(block_ranges.index).dropna()}
     if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
         used |= {n for n, normal in zip(own["name"], own["normal"]) if WARMUP_FAMILY.fullmatch(_stem(normal))}
     unused = [_family_label(n) for n in _families(sorted(
         set(own["name"]) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}))]
     return RunStructure(
-        steps=steps, phases=phases.reset_index(drop=True), regions=regions, has_steps=has_steps,
+        steps=steps, phases=phases.reset_index(drop=True), regions=regions, region_names=region_names, has_steps=has_steps,
         step_ranges=step_ranges, source=source, step_rule=step_rule, warmup_rule=warmup_rule,
         inference_passes=len(inference_windows), inference_names=_families(sorted(set(inference_windows["range_name"]))),
-        fused_attention=fused, block_family=block_family, block_names=block_names,
+        fused_attention=fused, block_family=block_family, block_ranges=block_ranges,
         phase_names=_names_by_phase(phases), unused=unused, notes=notes, step_table=step_table)
 
 
@@ -510,7 +516,8 @@ def _model_calls(modules: pd.DataFrame, ranges_by_id: pd.DataFrame) -> pd.DataFr
 def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
     """Phase windows from kernel launches alone: backward = each run of launches from a thread
     other than the main one, optimizer = the run of ``multi_tensor_apply_kernel`` launches after
-    it, forward = the main thread's launches before the backward."""
+    it, forward = from the main thread's first launch after the previous step to the backward's
+    first launch."""
     rows = []
     launched = ops[ops["launch_start_ns"].to_numpy() >= 0]
     for pid, mine in launched.groupby("pid", sort=True):
@@ -529,8 +536,8 @@ def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
         for first, last in runs:
             forward = np.flatnonzero(~other[:first] & (times[:first] > previous_end))
             optimizer = _optimizer_run(names, other, last + 1)
-            if len(forward):
-                rows.append((pid, main, "forward", times[forward[0]], times[forward[-1]]))
+            if len(forward):  # up to the backward's first launch: the loss's launches are the forward's
+                rows.append((pid, main, "forward", times[forward[0]], times[first] - 1))
             rows.append((pid, tids[first], "backward", times[first], times[last]))
             if optimizer is not None:
                 rows.append((pid, main, "optimizer_step", times[optimizer[0]], times[optimizer[1]]))
@@ -833,36 +840,86 @@ def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.nda
 
 # ----------------------------------------------------------------------------- attention, blocks
 
-def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, names: RangeNames) -> tuple[dict[str, str], bool]:
-    """Range name -> attention part, for the user's ranges inside a forward; whether the model
-    used PyTorch's fused attention (its function label) instead."""
+def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, names: RangeNames
+             ) -> tuple[pd.Series, bool]:
+    """The attention part of each range used as one (range name, indexed by ``range_id``; only
+    ranges inside a forward), and whether the model used PyTorch's fused attention instead.
+
+    By name (families of names, or the flags'); a range named like a plain matmul
+    (``attn_matmul``) beside a softmax part range (same parent) is the scores matmul before it
+    and the final matmul after it."""
     if names.regions is not None:
-        return dict(zip(names.regions, REGIONS)), False
-    forwards = phases[phases["name"] == "forward"]
+        parts = dict(zip(names.regions, REGIONS))
+        rows = own[own["name"].isin(list(parts))]
+        return pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object), False
     parts = {name: part for name, normal in set(zip(own["name"], own["normal"]))
              if (part := _region_of(normal)) and _phase_of(normal) is None}
-    candidates = own[own["name"].isin(list(parts))]
-    inside = _inside_any(candidates, forwards) if len(forwards) else np.ones(len(candidates), dtype=bool)
-    regions = {name: parts[name] for name in set(candidates["name"].to_numpy()[inside])}
-    fused = bool(len(labels)) and (labels["name"] == TORCH_SDPA).any()
-    if not regions and len(labels) and not fused:
+    rows = own[own["name"].isin(list(parts))]
+    found = pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object)
+    found = pd.concat([found, _matmuls_beside_softmax(own, rows[rows["name"].map(parts) == contract.SOFTMAX_RANGE])])
+    fused = bool(len(labels)) and bool((labels["name"] == TORCH_SDPA).any())
+    if found.empty and len(labels) and not fused:
         softmax = labels[labels["name"].str.match(TORCH_SOFTMAX)]
-        if len(softmax) and (forwards.empty or _contains(forwards, softmax).any()):
-            regions = {name: contract.SOFTMAX_RANGE for name in set(softmax["name"])}
-    return regions, bool(fused)
+        found = pd.Series(contract.SOFTMAX_RANGE, index=softmax["range_id"].to_numpy(), dtype=object)
+        rows = softmax
+    forwards = phases[phases["name"] == "forward"]
+    if len(forwards) and len(found):
+        everything = pd.concat([own, labels]).set_index("range_id", drop=False).loc[found.index]
+        found = found[_inside_any(everything, forwards)]
+    return found, fused
 
 
-def _blocks(own: pd.DataFrame, phases: pd.DataFrame) -> tuple[str | None, dict[str, int]]:
-    """The indexed block ranges inside the forward (``layer_<i>``, ``block_<i>``, ``layer<i>``;
-    at least two indices): their family as shown, and each name's block index."""
+def _matmuls_beside_softmax(own: pd.DataFrame, softmax: pd.DataFrame) -> pd.Series:
+    """Ranges named like a plain matmul that share their parent with a softmax part range: the
+    scores matmul when they end before it starts, the final matmul when they start after it ends."""
+    plain = own[np.array([bool(PLAIN_MATMUL.fullmatch(n)) and _region_of(n) is None for n in own["normal"]], dtype=bool)]
+    plain = plain[plain["parent_id"].isin(softmax["parent_id"]) & (plain["parent_id"] >= 0)]
+    if plain.empty:
+        return pd.Series(dtype=object)
+    first = softmax.sort_values("start_ns").drop_duplicates("parent_id").set_index("parent_id")
+    start = plain["parent_id"].map(first["start_ns"]).to_numpy()
+    end = plain["parent_id"].map(first["end_ns"]).to_numpy()
+    part = np.where(plain["end_ns"].to_numpy() <= start, contract.ATTENTION_SCORES_RANGE,
+                    np.where(plain["start_ns"].to_numpy() >= end, contract.FINAL_MATMUL_RANGE, None))
+    keep = part != None  # noqa: E711 (an object array)
+    return pd.Series(part[keep], index=plain["range_id"].to_numpy()[keep], dtype=object)
+
+
+def _blocks(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame) -> tuple[str | None, pd.Series]:
+    """The block ranges inside the forwards, with each one's block index (indexed by ``range_id``),
+    and their family as shown: the user's indexed ranges (``layer_<i>``, ``block_<i>``,
+    ``layer<i>``; at least two indices), else the blocks PyTorch's module labels show."""
     forwards = phases[phases["name"] == "forward"]
     stems = np.array([_stem(n) for n in own["normal"]], dtype=object)
     for stem in dict.fromkeys(stems):
         if not BLOCK_FAMILY.fullmatch(stem):
             continue
         rows = own[stems == stem]
-        indexed = {name: int(match["index"]) for name, normal in zip(rows["name"], rows["normal"])
-                   if (match := INDEXED.match(normal))}
-        if len(set(indexed.values())) >= 2 and (forwards.empty or _contains(forwards, rows).any()):
-            return _family_label(rows["name"].iat[0]), indexed
-    return None, {}
+        indexed = [(row, int(match["index"])) for row, normal in zip(rows["range_id"], rows["normal"])
+                   if (match := INDEXED.match(normal))]
+        if len({index for _, index in indexed}) >= 2 and (forwards.empty or _contains(forwards, rows).any()):
+            return _family_label(rows["name"].iat[0]), pd.Series(dict(indexed), dtype=np.int64)
+    modules = labels[labels["name"].str.match(MODULE_CALL)]
+    blocks = pd.concat([_module_blocks(modules, forward) for forward in forwards.itertuples()] or [pd.Series(dtype=np.int64)])
+    return ("repeated module calls (PyTorch's labels)" if len(blocks) else None), blocks
+
+
+def _module_blocks(modules: pd.DataFrame, forward) -> pd.Series:
+    """Blocks of one forward from PyTorch's module labels: the model call's children (the
+    outermost module call inside the forward holding the most calls) that hold the same number of
+    module calls, more than none, in the largest such group of two or more; indexed in order."""
+    inside = modules[(modules["pid"] == forward.pid) & (modules["start_ns"] >= forward.start_ns)
+                     & (modules["start_ns"] < forward.end_ns)]
+    if inside.empty:
+        return pd.Series(dtype=np.int64)
+    held = _contains(inside, inside) - 1
+    outermost = ~inside["parent_id"].isin(inside["range_id"]).to_numpy()
+    model = inside["range_id"].to_numpy()[outermost][np.argmax(held[outermost])]
+    children = (inside["parent_id"] == model).to_numpy()
+    counts = pd.Series(held[children])
+    groups = counts[counts > 0].value_counts()
+    groups = groups[groups >= 2]
+    if groups.empty:
+        return pd.Series(dtype=np.int64)
+    chosen = inside[children][(held[children] == groups.index[0])].sort_values("start_ns")
+    return pd.Series(np.arange(len(chosen), dtype=np.int64), index=chosen["range_id"].to_numpy())

@@ -20,12 +20,13 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   part range enclosing its launch.
 - Steps (manifest ``steps.kind``):
   ``ranges``: each range whose name matches ``measured`` is a measured step, each matching
-  ``warmup`` a warm-up step; ``warmup_first_n`` makes the first n matched steps warm-up;
+  ``warmup`` a warm-up step; ``warmup_rule: departing`` (a trace that does not mark its warm-up)
+  makes the leading steps that depart from the steady state warm-up (:func:`_departing` states it);
   ``warmup_region`` names a range around all warm-up iterations, which are then counted by the
   ranges matching ``warmup_count_by`` inside it; ``warmup_count_outside`` counts warm-up iterations
   by the ranges matching it that lie outside every measured step (a script whose warm-up
-  iterations carry the same phase ranges and no step range); ``extra_measured`` names further ranges whose
-  phases count as measured (an inference forward outside any step).
+  iterations carry the same phase ranges and no step range). A forward outside every step (an
+  inference pass, ``inference_forward``) is not measured.
   ``phase_sequence``: no step ranges; a step runs from each ``first`` phase range to the end of
   the next ``last`` phase range; warm-up steps without ranges are invisible (``warmup_unmarked``
   records how many the script ran).
@@ -41,7 +42,7 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
 - Phases (manifest ``phases``): ranges with one of the listed names (``outermost``: not inside
   another range of the same name; ``main_thread``: on the main thread only); a phase range inside
   another range of the same phase is not a separate pass. A phase range is measured when its start
-  lies in a measured step (or an ``extra_measured`` range). Passes per phase = measured phase
+  lies in a measured step. Passes per phase = measured phase
   ranges. Per pass = the sum over measured passes divided by their number.
 - nsys a: mean CPU span (end - start) of the measured forward ranges, their mean kernel time
   (sum of kernel durations) and mean GPU span (first kernel start to last kernel end).
@@ -79,6 +80,7 @@ import json
 import lzma
 import re
 import sqlite3
+import statistics
 import sys
 import tempfile
 from collections import defaultdict
@@ -220,12 +222,12 @@ def outermost(ranges: list[Range]) -> list[Range]:
 
 # ---------------------------------------------------------------------------------------- steps
 
-def _steps_from_ranges(proc: Process, spec: dict) -> tuple[list[Range], list[str], list[Range]]:
+def _steps_from_ranges(proc: Process, spec: dict) -> tuple[list[Range], list[str]]:
     measured_re = re.compile(spec["measured"])
     warm_re = re.compile(spec["warmup"]) if spec.get("warmup") else None
     steps = [r for r in proc.ranges if measured_re.search(r.name) or (warm_re and warm_re.search(r.name))]
     steps = outermost(steps)
-    first_n = spec.get("warmup_first_n", 0)
+    first_n = _departing(proc, steps) if spec.get("warmup_rule") == "departing" else 0
     measured, warm_names = [], []
     for i, r in enumerate(steps):
         if i < first_n or (warm_re and warm_re.search(r.name) and not measured_re.search(r.name)):
@@ -241,8 +243,29 @@ def _steps_from_ranges(proc: Process, spec: dict) -> tuple[list[Range], list[str
         count_re = re.compile(spec["warmup_count_outside"])
         outside = [r for r in proc.ranges if count_re.search(r.name) and not _inside_any(r.start, measured)]
         warm_names += [f"(outside steps)/{r.name}" for r in outermost(outside)]
-    extra = proc.named(spec.get("extra_measured", []))
-    return measured, warm_names, extra
+    return measured, warm_names
+
+
+def _departing(proc: Process, steps: list[Range]) -> int:
+    """How many leading steps depart from the steady state (the stated rule where a trace does
+    not mark its warm-up): a step departs when its kernel count is not the most common count of
+    the steps after it (the smallest, on a tie), or its kernel time or CPU span is over 1.5 times
+    the median of theirs; counting stops at the first step that does not; the last step never."""
+    figures = []
+    for step in steps:
+        kernels = _kernels_of(proc, [step])
+        figures.append((len(kernels), sum(k.dur for k in kernels), step.end - step.start))
+    count = 0
+    for position in range(len(steps) - 1):
+        later = figures[position + 1:]
+        kernels, time, span = figures[position]
+        usual = min(statistics.multimode(f[0] for f in later))
+        if kernels != usual or time > 1.5 * statistics.median(f[1] for f in later) \
+                or span > 1.5 * statistics.median(f[2] for f in later):
+            count += 1
+        else:
+            break
+    return count
 
 
 def _steps_from_phases(proc: Process, spec: dict, phases: dict) -> list[Range]:
@@ -494,12 +517,11 @@ def reference_for(path: Path, entry: dict) -> list[dict]:
 
 def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict) -> dict:
     spec, phase_rules = entry["steps"], entry.get("phases", {})
-    extra: list[Range] = []
     warm_names: list[str] = []
     kernel_phases = None
     kind = spec["kind"]
     if kind == "ranges":
-        measured, warm_names, extra = _steps_from_ranges(proc, spec)
+        measured, warm_names = _steps_from_ranges(proc, spec)
     elif kind in ("phase_sequence", "pytorch_labels", "optimizer_kernel_runs"):
         if kind == "phase_sequence":
             steps = _steps_from_phases(proc, spec, phase_rules)
@@ -507,12 +529,12 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict) -> d
             steps = _steps_from_labels(proc, spec, phase_rules)
         else:
             steps, kernel_phases = _steps_from_kernels(proc)
-        first_n = spec.get("warmup_first_n", 0)
+        first_n = _departing(proc, steps) if spec.get("warmup_rule") == "departing" else 0
         warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps[:first_n])]
         measured = steps[first_n:]
     else:
         raise ValueError(f"unknown steps kind {kind}")
-    windows = measured + extra
+    windows = measured
 
     phases: dict[str, list[Range]] = {}
     if kernel_phases is not None:
@@ -538,8 +560,6 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict) -> d
         "passes": {name: len(rs) for name, rs in phases.items()},
         "phases": {},
     }
-    if extra:
-        res["steps"]["extra_measured"] = sorted(set(r.name for r in extra))
     for name, rs in phases.items():
         if not rs:
             res["phases"][name] = None

@@ -1,0 +1,115 @@
+"""Users' own traces, no flags: the analyzer's steps, warm-up, passes and nsys (a)-(e) figures
+equal the independent reference (tests/foreign_reference.py, plain SQL from a hand-written
+manifest) on every trace in tests/data/foreign."""
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+
+import pytest
+
+from analysis.summary import analyze_trace
+from tests.conftest import REPO
+
+FOREIGN = REPO / "tests" / "data" / "foreign"
+REFERENCE = json.loads((FOREIGN / "reference.json").read_text())["traces"]
+PHASE = {"forward": "forward", "loss": "loss", "backward": "backward", "optimizer": "optimizer_step"}
+TOLERANCE = 1e-3  # the reference rounds ms to 4 decimals and shares to 4 digits
+
+
+@cache
+def summary(name: str) -> dict:
+    return analyze_trace(FOREIGN / REFERENCE[name]["file"])
+
+
+def close(found, expected, tolerance: float = TOLERANCE) -> bool:
+    return found is not None and math.isclose(found, expected, rel_tol=tolerance, abs_tol=5e-4)
+
+
+def single(name: str) -> dict:
+    (process,) = REFERENCE[name]["processes"]
+    return process
+
+
+ALL = sorted(REFERENCE)
+SINGLE = [name for name in ALL if len(REFERENCE[name]["processes"]) == 1]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_steps_and_warmup(name):
+    table = summary(name)["structure"]["step_table"]
+    for process in REFERENCE[name]["processes"]:
+        mine = [row for row in table if row["pid"] == process["pid"]]
+        steps = process["steps"]
+        assert len(mine) == steps["found"]  # warm-up steps with no trace of them (unmarked) are not found
+        assert sum(not row["measured"] for row in mine) == steps["warmup_in_trace"]
+        assert sum(row["measured"] for row in mine) == steps["measured"]
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_passes_and_phase_kernels(name):
+    reference, found = single(name), summary(name)
+    assert found["measured_passes_by_phase"] == {PHASE[p]: n for p, n in reference["passes"].items()}
+    for phase, figures in reference["phases"].items():
+        mine = found["phases"][PHASE[phase]]
+        assert close(mine["kernel_ms_per_pass"], figures["kernel_ms_per_pass"]), phase
+        assert mine["kernels_per_pass"] == pytest.approx(figures["kernels_per_pass"]), phase
+    assert close(found["overall"]["kernel_ms_per_pass"], reference["step"]["kernel_ms_per_step"])
+    assert found["overall"]["kernels_per_pass"] == pytest.approx(reference["step"]["kernels_per_step"])
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n not in SINGLE])
+def test_passes_and_phase_kernels_per_rank(name):
+    ranks = {rank["pid"]: rank for rank in summary(name)["communication"]["ranks"]}
+    for reference in REFERENCE[name]["processes"]:
+        mine = ranks[reference["pid"]]
+        for phase, figures in reference["phases"].items():
+            assert mine["phases"][PHASE[phase]]["passes"] == reference["passes"][phase]
+            assert close(mine["phases"][PHASE[phase]]["kernel_ms_per_pass"], figures["kernel_ms_per_pass"]), phase
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_nsys_a_forward_time(name):
+    reference, answer = single(name)["nsys_a"], summary(name)["questions"]["a"]
+    assert close(answer["nsys_forward_ms"], reference["forward_cpu_ms_mean"])
+    assert close(summary(name)["phases"]["forward"]["kernel_ms_per_pass"], reference["forward_kernel_ms_mean"])
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_nsys_b_leading_kernel(name):
+    reference, answer = single(name)["nsys_b"], summary(name)["questions"]["b"]
+    top = reference["forward_top"]
+    assert answer["top_forward_kernel"].startswith(top["kernel"]) or top["kernel"] in answer["top_forward_kernel"]
+    assert close(answer["top_forward_ms_per_pass"], top["ms_per_pass"])
+    assert answer["calls_per_forward_pass"] == pytest.approx(top["calls_per_pass"])
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_nsys_d_matmul_shares(name):
+    reference, answer = single(name)["nsys_d"], summary(name)["questions"]["d"]
+    assert close(answer["gemm_share_forward"], reference["forward_matmul_share"])
+    if reference.get("step_matmul_share") is not None and answer["gemm_share_train_step"] is not None:
+        assert close(answer["gemm_share_train_step"], reference["step_matmul_share"])
+
+
+@pytest.mark.parametrize("name", [n for n in SINGLE if single(n).get("nsys_e")])
+def test_nsys_e_softmax_against_matmuls(name):
+    reference, answer = single(name)["nsys_e"], summary(name)["questions"]["e"]
+    assert close(answer["softmax_ms_per_pass"], reference["softmax_ms_per_pass"])
+    assert close(answer["matmul_range_ms_per_pass"], reference["matmul_ms_per_pass"])
+
+
+@pytest.mark.parametrize("name", [n for n in SINGLE if single(n).get("mem_f")])
+def test_mem_f_blocks_from_the_module_labels(name):
+    reference, ledger = single(name)["mem_f"], summary(name)["memory_ledger"]
+    assert ledger["available"] and ledger["blocks_found"] == reference["blocks"]
+    saved = [block["saved_for_backward_bytes"] / 2**20 for block in ledger["blocks"]]
+    assert saved == pytest.approx(reference["saved_mib_per_block"], abs=0.01)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_the_structure_line_names_what_was_found(name):
+    record = summary(name)["structure"]
+    assert record["source"] in ("ranges", "pytorch", "ranges+pytorch", "kernels")
+    assert record["phase_names"].get("forward")
