@@ -19,6 +19,7 @@ from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
 from analysis.safe_write import write_file
+from analysis.structure import describe
 from analysis.text import kernel_cell
 
 PACKAGE_NAME = "cs336-profile"
@@ -57,6 +58,7 @@ def environment(markdown: bool = False) -> Environment:
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["code"] = _inline_code
     env.filters["md_cell"] = markdown_cell
+    env.filters["structure_line"] = describe
     return env
 
 
@@ -162,7 +164,15 @@ def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
     if metrics:
         rows = pd.DataFrame([{"phase": name, **values} for name, values in metrics.items()])
         tables.append(display_table("GPU metrics per phase, mean % over the measured phase windows", rows))
-    return {"phases": tables, "kernels": kernels, "communication": communication_tables(summary["communication"])}
+    return {"phases": tables, "kernels": kernels, "communication": communication_tables(summary["communication"]),
+            "structure": structure_tables(summary.get("structure"))}
+
+
+def structure_tables(structure: dict | None) -> list[DisplayTable]:
+    """Every step the trace holds, measured or warm-up, with its CPU span and kernel figures."""
+    if not structure or not structure["step_table"]:
+        return []
+    return [display_table("Steps found (a warm-up step is left out of every figure)", pd.DataFrame(structure["step_table"]))]
 
 
 def communication_tables(communication: dict) -> list[DisplayTable]:
