@@ -248,7 +248,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         steps = pd.concat([steps, extra], ignore_index=True)
     has_steps = len(steps) > 0
     steps, warmup_rule, step_table = _warmup(steps, containers, warmup_found, ops, names, has_steps)
-    regions, fused = _regions(own, labels, phases, names)
+    regions, fused = _regions(own, labels, phases, names, notes)
     name_of = pd.concat([own, labels]).set_index("range_id")["name"]
     region_names = {part: sorted(set(name_of.loc[regions.index[regions == part]])) for part in REGIONS}
     block_family, block_ranges = _blocks(own, labels, phases)
@@ -342,9 +342,14 @@ def _family_label(name: str) -> str:
     return re.sub(r"\d+$", "<i>", name)
 
 
-def nearest_names(wanted: str, present: list[str], count: int = 3) -> list[str]:
-    """The names in ``present`` closest to ``wanted`` (for a flag that matched nothing)."""
-    return difflib.get_close_matches(wanted, present, n=count, cutoff=0.3)
+def _note_missing(wanted, own: pd.DataFrame, notes: list[str]) -> None:
+    """A note for each name a flag gave that no range has, with the nearest names present."""
+    present = sorted(set(own["name"]))
+    for name in wanted:
+        if name.endswith("<i>") and any(n.startswith(name[:-3]) for n in present) or name in present:
+            continue
+        near = difflib.get_close_matches(name.replace("<i>", "0"), present, n=3, cutoff=0.3)
+        notes.append(f"no range is named `{name}`" + (f"; nearest: {', '.join(f'`{n}`' for n in near)}" if near else ""))
 
 
 # ----------------------------------------------------------------------------- phases
@@ -361,10 +366,7 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
     given = names.phase_roles()
     if given:
         phase = own["name"].map(given).to_numpy(dtype=object)
-        for name in given:
-            if not (own["name"] == name).any():
-                near = nearest_names(name, sorted(set(own["name"])))
-                notes.append(f"no range is named `{name}`" + (f"; nearest: {', '.join(f'`{n}`' for n in near)}" if near else ""))
+        _note_missing(given, own, notes)
     else:
         phase = np.array([_phase_of(n) for n in own["normal"]], dtype=object)
         phase = _resolve_ambiguous_step(own, phase)
@@ -671,8 +673,7 @@ def _prefixed_steps(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> t
     pattern = re.compile(rf"^({'|'.join(re.escape(p) for p in prefixes)})\d+$")
     matched = own[own["name"].str.match(pattern)]
     if matched.empty:
-        near = nearest_names(f"{names.step_prefix}0", sorted(set(own["name"])))
-        notes.append(f"no range is named `{names.step_prefix}<i>`" + (f"; nearest: {', '.join(f'`{n}`' for n in near)}" if near else ""))
+        _note_missing([f"{names.step_prefix}<i>"], own, notes)
         return None, f"no `{names.step_prefix}<i>` range", own.iloc[:0]
     steps = _windows(matched, "step")
     steps["name"] = steps["range_name"]
@@ -840,8 +841,8 @@ def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.nda
 
 # ----------------------------------------------------------------------------- attention, blocks
 
-def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, names: RangeNames
-             ) -> tuple[pd.Series, bool]:
+def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, names: RangeNames,
+             notes: list[str]) -> tuple[pd.Series, bool]:
     """The attention part of each range used as one (range name, indexed by ``range_id``; only
     ranges inside a forward), and whether the model used PyTorch's fused attention instead.
 
@@ -849,6 +850,7 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
     (``attn_matmul``) beside a softmax part range (same parent) is the scores matmul before it
     and the final matmul after it."""
     if names.regions is not None:
+        _note_missing(names.regions, own, notes)
         parts = dict(zip(names.regions, REGIONS))
         rows = own[own["name"].isin(list(parts))]
         return pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object), False

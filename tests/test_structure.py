@@ -153,9 +153,11 @@ def test_flags_override_and_a_flag_matching_nothing_names_the_nearest(tmp_path):
     script = Script()
     for i in range(3):
         script.range(f"step_{i}", lambda: script.iteration(forward="fwd_pass", backward="bwd_pass", optimizer="opt_step"))
-    labelled = script.labelled(tmp_path, RangeNames(phases=("fwd_pass", "bwd_pass", "optimiser")))
+    labelled = script.labelled(tmp_path, RangeNames(phases=("fwd_pass", "bwd_pass", "optimiser"),
+                                                    regions=("scores", "sofmax", "final")))
     assert labelled.measured_passes == {"forward": 3, "backward": 3}
     assert any("`optimiser`" in note and "`opt_step`" in note for note in labelled.notes)
+    assert any(note.startswith("no range is named `sofmax`") for note in labelled.notes)
 
 
 @pytest.mark.parametrize("names", [("a", "a"), ("",)])

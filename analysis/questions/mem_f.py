@@ -18,10 +18,12 @@ from analysis.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
 from analysis.structure import RunStructure
 from cs336_profile.contract import MIB
 
-RECORD_HOW = ("profile a training step with tensor-level memory events and per-block ranges: "
+RECORD_HOW = ("profile a training step of your script with `nsys profile --cuda-memory-usage=true "
+              "--pytorch=functions-trace,autograd-shapes-nvtx` and `PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync` "
+              "(so every tensor's allocation and free is an event, and PyTorch's module labels show the blocks; "
+              "or an NVTX range `block_<i>` around each block), or with this project's runner: "
               "`python -m nsys_runs.sweep --handout 2026 --sizes xl --context-lengths 128 --modes train "
-              "--layer-ranges --nsys-flags 2026 --memory-events` (nsys `--cuda-memory-usage=true` with "
-              "`PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync`, so every tensor's allocation and free is an event)")
+              "--layer-ranges --nsys-flags 2026 --memory-events`")
 # Gradient bytes within this fraction of parameters × 4 B count as a match.
 MATCH_TOLERANCE = 0.01
 
