@@ -24,7 +24,7 @@ from analysis.phases import PHASES, RangeNames
 from analysis.questions.diff import diff_summaries
 from analysis.records import DiffRecord
 from analysis.safe_write import write_file
-from analysis.structure import describe, describe_steps
+from analysis.structure_text import describe, describe_steps
 from analysis.summary import analyze_trace, flat_tables
 from cs336_profile.contract import trace_stem
 from cs336_profile.results import unwritable_reason

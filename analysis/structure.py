@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load.nvtx import OP_LEVEL
+from analysis.structure_text import INDEXED, family_label, name_families, name_stem, normal_name
 from cs336_profile import contract
 
 PHASES = contract.PHASES
@@ -72,7 +73,6 @@ REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the soft
 # A range named like a plain matmul, which part it is told by its place beside the softmax.
 PLAIN_MATMUL = re.compile(r"((attn|attention)_)?(matmul|mm|bmm|einsum|gemm)(_\d+)?")
 BLOCK_FAMILY = re.compile(r"(transformer_)?(layer|block|decoder_layer|encoder_layer|h)")
-INDEXED = re.compile(r"^(?P<stem>.*?[a-z])_?(?P<index>\d+)$")
 OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
 
 # Leading steps whose kernel time exceeds the steady state's median by this factor are warm-up.
@@ -178,52 +178,6 @@ class RunStructure:
         }
 
 
-def describe(record: dict) -> str:
-    """One line from a structure record: where the structure came from, the roles found and the
-    names behind them, and the names left unused."""
-    if not record["steps"]:
-        steps = f"no steps ({record['step_rule']})"
-    else:
-        names = ", ".join(f"`{_family_label(n)}`" for n in _families(record["step_names"]))
-        processes = record.get("processes", 1)
-        each = f" in all, over {processes} processes" if processes > 1 else ""
-        steps = (f"steps {names} ×{record['steps']}{each}: {record['warmup_steps']} warm-up "
-                 f"({record['warmup_rule']}), {record['measured_steps']} measured")
-    phases = ", ".join(f"{phase} " + "/".join(f"`{n}`" for n in names)
-                       for phase, names in record["phase_names"].items() if names)
-    parts = [steps, phases or "no phases"]
-    attention = [f"{part} " + "/".join(f"`{n}`" for n in names)
-                 for part, names in record["attention_names"].items() if names]
-    if attention:
-        parts.append("attention parts: " + ", ".join(attention))
-    elif record["fused_attention"]:
-        parts.append("attention fused (scaled_dot_product_attention)")
-    if record["block_family"]:
-        parts.append(f"blocks `{record['block_family']}`")
-    if record["inference_passes"]:
-        shown = "/".join(f"`{n}`" for n in record["inference_names"])
-        parts.append(f"{record['inference_passes']} inference forward passes ({shown}) kept apart")
-    unused = record["unused_names"]
-    if unused:
-        shown = ", ".join(f"`{_shortened(n)}`" for n in unused[:6])
-        parts.append(f"unused: {shown}" + (f" and {len(unused) - 6} more" if len(unused) > 6 else ""))
-    source = {"ranges": "NVTX ranges", "pytorch": "PyTorch's labels", "ranges+pytorch": "NVTX ranges and PyTorch's labels",
-              "kernels": "kernels alone (no NVTX)", "none": "nothing found"}[record["source"]]
-    return f"structure from {source}: " + "; ".join(parts)
-
-
-def _shortened(name: str, most: int = 40) -> str:
-    """A range name cut to ``most`` characters (an ellipsis says so)."""
-    return name if len(name) <= most else name[:most - 1] + "…"
-
-
-def describe_steps(record: dict) -> list[str]:
-    """One line per step: measured or warm-up, its CPU span, kernel count and kernel time."""
-    return [f"  {row['step']} (pid {row['pid']}): {'measured' if row['measured'] else 'warm-up '}  "
-            f"{row['cpu_span_ms']:9.2f} ms CPU span, {row['kernels']:6d} kernels, {row['kernel_ms']:9.2f} ms of kernels"
-            for row in record["step_table"]]
-
-
 def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = RangeNames()) -> RunStructure:
     """The run's structure from ``ranges`` (:attr:`analysis.load.Trace.ranges`) and ``ops``
     (GPU operations with ``pid``, ``launch_tid``, ``launch_start_ns``, ``dur_ns``, ``demangled_name``)."""
@@ -255,13 +209,13 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     used = {*steps["range_name"], *phases["range_name"], *inference_windows["range_name"], *name_of.loc[regions.index],
             *containers["name"], *name_of.reindex(block_ranges.index).dropna()}
     if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
-        used |= {n for n, normal in zip(own["name"], own["normal"]) if WARMUP_FAMILY.fullmatch(_stem(normal))}
-    unused = [_family_label(n) for n in _families(sorted(
+        used |= {n for n, normal in zip(own["name"], own["normal"]) if WARMUP_FAMILY.fullmatch(name_stem(normal))}
+    unused = [family_label(n) for n in name_families(sorted(
         set(own["name"]) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}))]
     return RunStructure(
         steps=steps, phases=phases.reset_index(drop=True), regions=regions, region_names=region_names, has_steps=has_steps,
         step_ranges=step_ranges, source=source, step_rule=step_rule, warmup_rule=warmup_rule,
-        inference_passes=len(inference_windows), inference_names=_families(sorted(set(inference_windows["range_name"]))),
+        inference_passes=len(inference_windows), inference_names=name_families(sorted(set(inference_windows["range_name"]))),
         fused_attention=fused, block_family=block_family, block_ranges=block_ranges,
         phase_names=_names_by_phase(phases), unused=unused, notes=notes, step_table=step_table)
 
@@ -293,24 +247,14 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
 
 # ----------------------------------------------------------------------------- names
 
-def _normal(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", str(name).lower()).strip("_")
-
-
 def _normal_names(names: pd.Series) -> np.ndarray:
-    return np.array([_normal(n) for n in names], dtype=object)
-
-
-def _stem(normal: str) -> str:
-    """A normal name less its trailing index (``step_3`` -> ``step``)."""
-    match = INDEXED.match(normal)
-    return match["stem"] if match else normal
+    return np.array([normal_name(n) for n in names], dtype=object)
 
 
 def _phase_of(normal: str) -> str | None:
     """The phase a name's family says, if any; an indexed ``step_3`` or ``update_3`` is a step,
     never the optimizer."""
-    stem = _stem(normal)
+    stem = name_stem(normal)
     if stem != normal and stem in (AMBIGUOUS_OPTIMIZER, "update"):
         return None
     for phase, family in PHASE_FAMILIES.items():
@@ -324,22 +268,6 @@ def _region_of(normal: str) -> str | None:
         if family.fullmatch(normal):
             return region
     return None
-
-
-def _families(names: list[str]) -> list[str]:
-    """One representative per family of names (``step 0``, ``step 1`` -> ``step 0``)."""
-    seen, kept = set(), []
-    for name in names:
-        key = _stem(_normal(name))
-        if key not in seen:
-            seen.add(key)
-            kept.append(name)
-    return kept
-
-
-def _family_label(name: str) -> str:
-    """``step 3`` -> ``step <i>``; an unindexed name as it is."""
-    return re.sub(r"\d+$", "<i>", name)
 
 
 def _note_missing(wanted, own: pd.DataFrame, notes: list[str]) -> None:
@@ -444,7 +372,7 @@ def _any_overlap(windows: pd.DataFrame) -> bool:
 
 
 def _names_by_phase(windows: pd.DataFrame) -> dict[str, list[str]]:
-    return {phase: _families(sorted(set(windows.loc[windows["name"] == phase, "range_name"])))
+    return {phase: name_families(sorted(set(windows.loc[windows["name"] == phase, "range_name"])))
             for phase in PHASES if (windows["name"] == phase).any()}
 
 
@@ -627,13 +555,13 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
     runs' ranges), and whether several families are steps, each of another run (configuration)."""
     if names.step_prefix is not None:
         return (*_prefixed_steps(own, names, notes), False)
-    candidates = own[~own["range_id"].isin(phases["range_id"])]
+    candidates = own[~own["range_id"].isin(phases["range_id"]) & ~own["name"].isin(phases["range_name"])]
     if candidates.empty or phases.empty:
         return None, "no range holds the phases", own.iloc[:0], False
     forwards = _contains(candidates, phases[phases["name"] == "forward"])
     backwards = _contains(candidates, phases[phases["name"] == "backward"])
     held = _contains(candidates, phases)
-    stems = np.array([_stem(n) for n in candidates["normal"]], dtype=object)
+    stems = np.array([name_stem(n) for n in candidates["normal"]], dtype=object)
     families = {}
     for stem in pd.unique(stems):
         rows = np.flatnonzero(stems == stem)
@@ -650,7 +578,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
             families.pop(stem)
     plain = [stem for stem in families if not WARMUP_FAMILY.fullmatch(stem)]
     if len(plain) > 1:
-        shown = ", ".join(f"`{_family_label(candidates['name'].iat[families[s][0]])}`" for s in plain[:4])
+        shown = ", ".join(f"`{family_label(candidates['name'].iat[families[s][0]])}`" for s in plain[:4])
         runs = candidates.iloc[np.concatenate([families[s] for s in plain])]
         return None, f"ranges of {len(plain)} different runs ({shown}): the whole capture is analyzed", runs, True
     rows = np.sort(np.concatenate(list(families.values())))
@@ -658,7 +586,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
     steps["name"] = _step_labels(steps)
     containers = _containers(candidates, held)
     containers = containers[~containers["range_id"].isin(steps["range_id"])]
-    shown = ", ".join(f"`{_family_label(n)}`" for n in _families(sorted(set(steps["range_name"]))))
+    shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps["range_name"]))))
     return steps.assign(measured=True), f"the ranges {shown} each hold one pass of the phases", containers, False
 
 
@@ -688,7 +616,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     all: it holds as many iterations as backward runs launched inside it from PyTorch's autograd
     thread, one when it holds none); else iterations made from the phases that ran before the
     first step range, outside every step."""
-    warm = own[np.array([bool(WARMUP_FAMILY.fullmatch(_stem(n))) for n in own["normal"]], dtype=bool)]
+    warm = own[np.array([bool(WARMUP_FAMILY.fullmatch(name_stem(n))) for n in own["normal"]], dtype=bool)]
     warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)])
     rows = []
     for window in warm.itertuples():
@@ -698,7 +626,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
         ends = backward.loc[backward["name"] == "backward", "end_ns"].to_numpy()
         bounds = [window.start_ns, *ends[:-1], window.end_ns] if len(ends) > 1 else [window.start_ns, window.end_ns]
         rows += [(window.pid, window.tid, start, end, window.name) for start, end in zip(bounds[:-1], bounds[1:])]
-    rule = "inside " + ", ".join(f"`{n}`" for n in _families(sorted(set(warm["name"])))) if rows else ""
+    rule = "inside " + ", ".join(f"`{n}`" for n in name_families(sorted(set(warm["name"])))) if rows else ""
     if not rows:
         first_step = steps.groupby("pid")["start_ns"].min()
         before = phases[(phases["end_ns"].to_numpy() <= phases["pid"].map(first_step).to_numpy())
@@ -789,12 +717,12 @@ def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
 
 def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.ndarray, str | None]:
     """Steps named warm-up, or inside a range named warm-up."""
-    own_name = np.array([bool(WARMUP_FAMILY.fullmatch(_stem(_normal(n)))) for n in steps["range_name"]])
+    own_name = np.array([bool(WARMUP_FAMILY.fullmatch(name_stem(normal_name(n)))) for n in steps["range_name"]])
     if own_name.any() and not own_name.all():
-        shown = ", ".join(f"`{_family_label(n)}`" for n in _families(sorted(set(steps.loc[own_name, "range_name"]))))
+        shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps.loc[own_name, "range_name"]))))
         return ~own_name, f"named {shown}"
     for family, warm_inside in ((WARMUP_FAMILY, True), (MEASURED_FAMILY, False)):
-        named = containers[[bool(family.fullmatch(_stem(_normal(c)))) for c in containers["name"]]]
+        named = containers[[bool(family.fullmatch(name_stem(normal_name(c)))) for c in containers["name"]]]
         inside = _inside(steps, named)
         if inside.any() and not inside.all():
             where = "inside" if warm_inside else "outside"
@@ -892,7 +820,7 @@ def _blocks(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame) -> tu
     and their family as shown: the user's indexed ranges (``layer_<i>``, ``block_<i>``,
     ``layer<i>``; at least two indices), else the blocks PyTorch's module labels show."""
     forwards = phases[phases["name"] == "forward"]
-    stems = np.array([_stem(n) for n in own["normal"]], dtype=object)
+    stems = np.array([name_stem(n) for n in own["normal"]], dtype=object)
     for stem in dict.fromkeys(stems):
         if not BLOCK_FAMILY.fullmatch(stem):
             continue
@@ -900,7 +828,7 @@ def _blocks(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame) -> tu
         indexed = [(row, int(match["index"])) for row, normal in zip(rows["range_id"], rows["normal"])
                    if (match := INDEXED.match(normal))]
         if len({index for _, index in indexed}) >= 2 and (forwards.empty or _contains(forwards, rows).any()):
-            return _family_label(rows["name"].iat[0]), pd.Series(dict(indexed), dtype=np.int64)
+            return family_label(rows["name"].iat[0]), pd.Series(dict(indexed), dtype=np.int64)
     modules = labels[labels["name"].str.match(MODULE_CALL)]
     blocks = pd.concat([_module_blocks(modules, forward) for forward in forwards.itertuples()] or [pd.Series(dtype=np.int64)])
     return ("repeated module calls (PyTorch's labels)" if len(blocks) else None), blocks

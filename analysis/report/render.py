@@ -19,7 +19,7 @@ from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
 from analysis.safe_write import write_file
-from analysis.structure import describe
+from analysis.structure_text import describe
 from analysis.text import kernel_cell
 
 PACKAGE_NAME = "cs336-profile"
