@@ -14,8 +14,12 @@ for the full batch. Conventions:
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
 
 from cs336_profile.config import ModelConfig
 from cs336_profile.contract import PHASES_BY_MODE
@@ -124,3 +128,91 @@ def attention_flops_ratio(config: Mapping) -> float:
     """
     forward = forward_flops(config)
     return forward["attention_softmax"] / (forward["attention_scores"] + forward["attention_value"])
+
+
+# ----------------------------------------------------------------------------- from a trace's op shapes
+# The input shapes of PyTorch's matmul ops (``--pytorch=autograd-shapes-nvtx``): ``sizes = [[…], …]``;
+# the two operands are the first two shapes of mm and bmm, the second and third of addmm and baddbmm
+# (the first is the added tensor).
+_SIZES = re.compile(r"sizes = \[(.*?)\](?:, input_op_ids|$)")
+_SHAPE = re.compile(r"\[([\d, ]*)\]")
+_OPERANDS = {"mm": (0, 1), "bmm": (0, 1), "addmm": (1, 2), "baddbmm": (1, 2)}
+
+
+class GemmShape(NamedTuple):
+    batch: int
+    m: int
+    k: int
+    n: int
+
+    @property
+    def flops(self) -> int:
+        """2·batch·m·k·n: one multiply and one add per product term."""
+        return 2 * self.batch * self.m * self.k * self.n
+
+
+def gemm_shape(op_name: str) -> GemmShape | None:
+    """The product a matmul op range computes (``aten::mm, … sizes = [[M, K], [K, N]]``), or None
+    when its name holds no usable shapes."""
+    op = op_name.split(",", 1)[0].removeprefix("aten::")
+    sizes = _SIZES.search(op_name)
+    if op not in _OPERANDS or not sizes:
+        return None
+    shapes = [[int(d) for d in found.split(",") if d.strip()] for found in _SHAPE.findall(sizes.group(1))]
+    first, second = _OPERANDS[op]
+    if len(shapes) <= second:
+        return None
+    a, b = shapes[first], shapes[second]
+    if len(a) == len(b) == 2 and a[1] == b[0]:
+        return GemmShape(1, a[0], a[1], b[1])
+    if len(a) == len(b) == 3 and a[0] == b[0] and a[2] == b[1]:
+        return GemmShape(a[0], a[1], a[2], b[2])
+    return None
+
+
+def gemm_ops_outermost(ops: pd.DataFrame) -> pd.DataFrame:
+    """Matmul op ranges less those inside another on the same thread (under autocast an op range
+    may nest in one of the same name: the product is counted once)."""
+    if ops.empty:
+        return ops
+    ops = ops.sort_values(["pid", "tid", "start_ns", "end_ns"], ascending=[True, True, True, False], kind="stable")
+    thread = ops["pid"].to_numpy(np.int64) * (1 << 24) + ops["tid"].to_numpy(np.int64)
+    ends = ops["end_ns"].to_numpy()
+    keep = np.ones(len(ops), dtype=bool)
+    for first, stop in zip(*_runs(thread)):
+        reach = np.maximum.accumulate(ends[first:stop])
+        keep[first + 1:stop] = ends[first + 1:stop] > reach[:-1]
+    return ops[keep]
+
+
+def _runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, stop) positions of each run of equal values in ``codes``."""
+    first = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.array([], dtype=np.int64)
+    return first, np.r_[first[1:], len(codes)].astype(np.int64)
+
+
+def phase_flops_from_ops(gemm_ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> dict[str, float]:
+    """Matmul FLOPs per measured pass of each phase, from the shapes of the matmul op ranges that
+    start inside its measured ranges (any thread of the process: backward's ops run on the
+    autograd thread); empty when the trace has no such ranges."""
+    from analysis.attribution import ops_in_windows
+
+    measured = phase_ranges[phase_ranges["measured"]].reset_index(drop=True)
+    ops = gemm_ops_outermost(gemm_ops)
+    if ops.empty or measured.empty:
+        return {}
+    flops = np.array([shape.flops if (shape := gemm_shape(name)) else 0 for name in ops["name"]], dtype=float)
+    windows = ops_in_windows(pd.DataFrame({"pid": ops["pid"].to_numpy(), "launch_start_ns": ops["start_ns"].to_numpy()}),
+                             measured)
+    inside = windows >= 0
+    per_phase = pd.Series(flops[inside]).groupby(measured["phase"].to_numpy()[windows[inside]]).sum()
+    passes = measured["phase"].value_counts()
+    return {str(phase): float(total / passes[phase]) for phase, total in per_phase.items() if total > 0}
+
+
+def attention_head_size(gemm_ops: pd.DataFrame) -> int | None:
+    """d_head read from the trace's shapes: the inner size of the batched matmuls whose product is
+    square, seq × seq (the attention scores, Q·Kᵀ), the most common one; None without them."""
+    sizes = [shape.k for name in gemm_ops["name"] if (shape := gemm_shape(name)) and shape.batch > 1
+             and shape.m == shape.n and shape.m > shape.k]
+    return int(pd.Series(sizes).mode().iat[0]) if sizes else None

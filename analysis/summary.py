@@ -98,7 +98,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     # Before the questions' tables exist: at millions of kernels the peak memory is the largest
     # of the stages, and the communication figures copy the kernel rows they read.
     communication = communication_summary(trace, labelled)
-    inputs = NsysInputs.build(labelled, run, gpu)
+    inputs = NsysInputs.build(labelled, run, gpu, trace.gemm_ops)
     # Nothing reads the other columns (launch calls, correlation ids, bytes) any more: at millions
     # of kernels they would stay beside the questions' tables.
     labelled.ops = inputs.ops

@@ -104,6 +104,7 @@ class EfficiencyRecord(TypedDict):
     peak_tflop_per_s: float | None
     peak_source: str | None
     precision_source: str
+    flops_source: str | None  # run config, matmul op shapes, or null (no FLOPs)
     gemm_precision_mix: dict[str, float]
     answer: str
 

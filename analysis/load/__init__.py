@@ -22,7 +22,7 @@ from analysis.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTr
 from analysis.load.input_cache import InputCache, file_sha256
 from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.memory_events import MEMORY_EVENTS_TABLE
-from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_nvtx
+from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_gemm_ops, read_nvtx
 from analysis.load.schema import (
     GRAPH_TABLE,
     KERNEL_COLUMNS,
@@ -129,6 +129,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         # range is read.
         ranges = None
     events = read_nvtx(conn, schema, strings, ranges)
+    gemm_ops = read_gemm_ops(conn, schema, strings)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     if len(launches):
         end_ns = max(end_ns, last_call_end(conn, schema, strings, calls_only))
@@ -141,7 +142,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         path=path, nsys_version=version, schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
         kernels=kernels, memops=memops, ranges=ranges, marks=marks,
         gpus=read_gpus(conn, schema), capture_start_ns=start_ns,
-        capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes)
+        capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes, gemm_ops=gemm_ops)
 
 
 def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:

@@ -18,26 +18,32 @@ from analysis.load.tables import StringTable, pid_of, tid_of
 OP_LEVEL = re.compile(r"^\w+::|, seq = |op_id = |sizes = \[")
 
 
+# PyTorch's op ranges of matmul calls with their input shapes (``--pytorch=autograd-shapes-nvtx``):
+# ``aten::addmm, seq = 6, op_id = 678, sizes = [[1536], [1024, 512], [512, 1536], [], []], …``.
+GEMM_OP = re.compile(r"^aten::(?:mm|addmm|bmm|baddbmm), .*sizes = \[")
+
+
 @dataclass(frozen=True)
 class RangeFilter:
     """Which NVTX ranges to read: those whose name ``skip`` does not find (by default every range
     but the op-level ones, :data:`OP_LEVEL`). Marks and domain names are always read."""
 
     skip: re.Pattern = OP_LEVEL
+    keep: bool = False  # keep the ranges ``skip`` finds instead, and no other
 
     def where(self, conn: sqlite3.Connection, strings: StringTable, has_text: bool) -> str:
         """SQL condition on a range row (its ``text``, else its ``textId``) that keeps the wanted
         ranges, through a function registered on ``conn``."""
-        skipped = frozenset(strings.ids_matching(self.skip))
-        skip = self.skip
+        found_ids = frozenset(strings.ids_matching(self.skip))
+        pattern, keep = self.skip, self.keep
 
         def wanted(text, text_id) -> int:
-            if isinstance(text, str):
-                return skip.search(text) is None
-            return text_id not in skipped
+            found = pattern.search(text) is not None if isinstance(text, str) else text_id in found_ids
+            return found == keep
 
-        conn.create_function("nvtx_range_wanted", 2, wanted, deterministic=True)
-        return f"nvtx_range_wanted({'text' if has_text else 'NULL'}, textId)"
+        name = f"nvtx_range_{'kept' if keep else 'wanted'}"
+        conn.create_function(name, 2, wanted, deterministic=True)
+        return f"{name}({'text' if has_text else 'NULL'}, textId)"
 
 
 NVTX_EVENT_COLUMNS = ("start_ns", "end_ns", "event_type", "name", "domain", "pid", "tid", "end_tid")
@@ -83,6 +89,25 @@ def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable,
     domain[custom] = [names_of_domains.get(key, "") for key in zip(
         events["pid"].to_numpy()[custom], events["domain_id"].to_numpy()[custom])]
     return events.assign(domain=domain).drop(columns="domain_id")
+
+
+def read_gemm_ops(conn: sqlite3.Connection, schema: dict, strings: StringTable) -> pd.DataFrame:
+    """PyTorch's matmul op ranges with their shapes (:data:`GEMM_OP`): ``start_ns``, ``end_ns``,
+    ``pid``, ``tid``, ``name``; empty when the trace has none."""
+    columns = ["start_ns", "end_ns", "pid", "tid", "name"]
+    if NVTX_TABLE not in schema or not {"start", "end", "globalTid"} <= set(schema[NVTX_TABLE]):
+        return pd.DataFrame(columns=columns)
+    has_text = "text" in schema[NVTX_TABLE]
+    condition = RangeFilter(GEMM_OP, keep=True).where(conn, strings, has_text)
+    rows = conn.execute(
+        f"SELECT start, \"end\", globalTid, {'text' if has_text else 'NULL'}, "
+        f"{'textId' if 'textId' in schema[NVTX_TABLE] else 'NULL'} FROM {NVTX_TABLE} "
+        f"WHERE eventType IN ({', '.join(map(str, NVTX_PUSH_POP))}) AND \"end\" IS NOT NULL AND {condition}").fetchall()
+    table = pd.DataFrame(rows, columns=["start_ns", "end_ns", "tid", "text", "text_id"])
+    global_tid = table["tid"].to_numpy(np.int64)
+    names = np.where(table["text"].notna(), table["text"], strings.lookup(table["text_id"].to_numpy()))
+    return pd.DataFrame({"start_ns": table["start_ns"].to_numpy(np.int64), "end_ns": table["end_ns"].to_numpy(np.int64),
+                         "pid": pid_of(global_tid), "tid": tid_of(global_tid), "name": names.astype(str)}, columns=columns)
 
 
 def ranges_of(events: pd.DataFrame, capture_end_ns: int, notes: list[str]) -> pd.DataFrame:

@@ -24,6 +24,8 @@ class Trace:
     capture_start_ns: int
     capture_end_ns: int
     cuda_graph_launches: int = 0
+    # PyTorch's matmul op ranges with their shapes (load.nvtx.read_gemm_ops), empty without them
+    gemm_ops: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["start_ns", "end_ns", "pid", "tid", "name"]))
     notes: list[str] = field(default_factory=list)
     inputs: InputCache = InputCache()  # how its file was copied; readers that open it again use the same
 

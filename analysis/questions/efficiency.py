@@ -26,20 +26,25 @@ LAUNCH_COST_US = 20.0
 def per_trace(inputs: NsysInputs) -> dict:
     """:func:`answer` for one trace, from ``inputs.phases`` and the precision mix of its measured
     GEMM kernels."""
-    return answer(inputs.phases, inputs.run.config, inputs.gpu_name, gemm_precision_mix(inputs.measured_kernels()))
+    return answer(inputs.phases, inputs.run.config, inputs.gpu_name, gemm_precision_mix(inputs.measured_kernels()),
+                  inputs.op_flops)
 
 
 def answer(phases: dict[str, dict], config: dict | None, gpu_name: str | None,
-           gemm_precisions: dict[str, float] | None = None) -> dict:
+           gemm_precisions: dict[str, float] | None = None, op_flops: dict | None = None) -> dict:
     """Per-phase ``model_flops_per_pass``, ``achieved_tflop_per_s``, ``mfu`` and ``idle_share``,
     the peak used, and a sentence; FLOP figures are null when the trace has no usable config.
     ``gemm_precisions`` is the GEMM time share per precision of the measured kernels
     (:func:`analysis.classify.gemm_precision_mix`): the peak is the one of the precision that
-    holds most GEMM time, so an fp32 run whose GEMMs are TF32 is not held to the FP32 peak."""
+    holds most GEMM time, so an fp32 run whose GEMMs are TF32 is not held to the FP32 peak.
+    ``op_flops`` (matmul FLOPs per pass from the trace's op shapes) stand in for a missing config."""
     flops, flops_problem = _phase_flops(config)
+    flops_source = "run config" if flops else None
+    if not flops and op_flops:
+        flops, flops_problem, flops_source = op_flops, None, "matmul op shapes"
     kernel_precision = max((p for p in gemm_precisions or {} if p != "unknown"),
                            key=lambda p: gemm_precisions[p], default=None)
-    peak, peak_problem = _peak(config, gpu_name, kernel_precision) if flops else (None, None)
+    peak, peak_problem = _peak(config or {}, gpu_name, kernel_precision) if flops else (None, None)
     precision_note = (f" (the precision of {text.pct(gemm_precisions[kernel_precision])} of its "
                       "GEMM kernels' time)" if kernel_precision else "")
     per_phase = {}
@@ -59,9 +64,10 @@ def answer(phases: dict[str, dict], config: dict | None, gpu_name: str | None,
         "peak_tflop_per_s": peak.flops_per_s / 1e12 if peak else None,
         "peak_source": peak.source if peak else None,
         "precision_source": "GEMM kernels" if kernel_precision else "run config",
+        "flops_source": flops_source,
         "gemm_precision_mix": dict(gemm_precisions or {}),
         "phases": per_phase,
-        "answer": _sentence(per_phase, phases, peak, flops_problem or peak_problem, precision_note),
+        "answer": _sentence(per_phase, phases, peak, flops_problem or peak_problem, precision_note, flops_source),
     }
 
 
@@ -88,7 +94,8 @@ def _peak(config: dict, gpu_name: str | None, kernel_precision: str | None):
     return peak, None
 
 
-def _sentence(per_phase: dict, phases: dict, peak, problem: str | None, precision_note: str) -> str:
+def _sentence(per_phase: dict, phases: dict, peak, problem: str | None, precision_note: str,
+              flops_source: str | None = None) -> str:
     if not per_phase:
         return "The trace has no measured phase ranges, so there is no per-phase efficiency to report."
     parts = []
@@ -103,7 +110,9 @@ def _sentence(per_phase: dict, phases: dict, peak, problem: str | None, precisio
     if parts:
         against = (f" against the {peak.gpu}'s {peak.flops_per_s / 1e12:.1f} TFLOP/s "
                    f"{peak.precision} peak{precision_note}" if peak else "")
-        sentences.append("Model FLOPs over GPU time: " + ", ".join(parts) + against + ".")
+        what = ("Matmul FLOPs (from the shapes of the trace's aten::mm/addmm/bmm op ranges) over GPU time: "
+                if flops_source == "matmul op shapes" else "Model FLOPs over GPU time: ")
+        sentences.append(what + ", ".join(parts) + against + ".")
     if problem:
         sentences.append(problem[0].upper() + problem[1:] + ".")
     idle = {p: f["idle_share"] for p, f in per_phase.items() if f["idle_share"] is not None}

@@ -95,7 +95,7 @@ def per_trace(inputs: NsysInputs) -> dict:
     # the columns read here: each subset below copies these, not every column of the ops
     kernels = inputs.measured_kernels(("forward",))[list(KERNEL_COLUMNS)]
     passes = max(inputs.passes("forward"), 1)
-    record = _empty(inputs.run.config)
+    record = _empty(inputs.run.config, inputs.op_d_head)
     missing = [region for region in (softmax_part, scores_part, final_part)
                if not (kernels["region"] == region).any()]
     if missing:
@@ -144,9 +144,10 @@ def _no_parts_sentence(inputs: NsysInputs, missing: list[str]) -> str:
               "(e.g. `attention_scores`, `attention_softmax`, `attention_value`).")
 
 
-def _empty(config: dict | None) -> dict:
-    """A record with no time figures, and the FLOPs figures the config's shapes give."""
-    d_head = _d_head(config)
+def _empty(config: dict | None, op_d_head: int | None = None) -> dict:
+    """A record with no time figures, and the FLOPs figures the config's shapes give (else the
+    head size read from the trace's matmul op shapes)."""
+    d_head = _d_head(config) or op_d_head
     layers = (config or {}).get("num_layers")
     return {
         "softmax_ms_per_pass": None, "softmax_kernels_per_pass": None, "softmax_kernels": [],

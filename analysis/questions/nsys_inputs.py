@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.classify import classify_kernels
+from analysis.flops import attention_head_size, phase_flops_from_ops
 from analysis.phases import LabelledOps
 from analysis.structure import RunStructure
 from analysis.timings import RunRecord
@@ -46,10 +47,15 @@ class NsysInputs:
     gpu_name: str | None
     structure: RunStructure  # the steps, phases and attention parts the ops were labelled with
     phases: dict = field(default_factory=dict)  # the summary's per-phase figures, once computed
+    # From the trace's matmul op shapes (autograd-shapes-nvtx), for a trace without a model config:
+    op_flops: dict = field(default_factory=dict)  # phase -> matmul FLOPs per measured pass
+    op_d_head: int | None = None  # attention head size
 
     @classmethod
-    def build(cls, labelled: LabelledOps, run: RunRecord, gpu_name: str | None) -> NsysInputs:
-        """Add kernel categories to the labelled ops."""
+    def build(cls, labelled: LabelledOps, run: RunRecord, gpu_name: str | None,
+              gemm_ops: pd.DataFrame | None = None) -> NsysInputs:
+        """Add kernel categories to the labelled ops; ``gemm_ops`` (the trace's matmul op ranges)
+        give FLOPs and the head size from shapes."""
         ops = labelled.ops[list(OP_COLUMNS)]
         category, tensor_core = op_classes(ops)
         ops = ops.assign(category=category, tensor_core=tensor_core)
@@ -66,6 +72,8 @@ class NsysInputs:
             run=run,
             gpu_name=gpu_name,
             structure=labelled.structure,
+            op_flops=phase_flops_from_ops(gemm_ops, labelled.phase_ranges) if gemm_ops is not None else {},
+            op_d_head=attention_head_size(gemm_ops) if gemm_ops is not None else None,
         )
 
     @cached_property
