@@ -133,6 +133,25 @@ def _forward_blocks(ranges: pd.DataFrame, forward: pd.Series, block_ranges: pd.S
     return pd.DataFrame(rows, columns=["block", "fwd_start_ns", "fwd_end_ns", "seq_lo", "seq_hi"])
 
 
+# PyTorch's gradient accumulation op with the parameter's shape (autograd-shapes-nvtx):
+# ``torch::autograd::AccumulateGrad, op_id = 6564, sizes = [[768, 3072]], …``.
+ACCUMULATE_GRAD = re.compile(r"^torch::autograd::AccumulateGrad, .*sizes = \[\[([\d, ]*)\]\]")
+
+
+def _traced_block_params(ranges: pd.DataFrame, windows: pd.DataFrame) -> int | None:
+    """Parameters per block read from the trace, for a run without a config: the elements of the
+    parameters whose gradients each block's backward accumulates (``AccumulateGrad`` op ranges
+    with shapes), the most common count over the blocks; None without such ranges."""
+    found = ranges["name"].str.extract(ACCUMULATE_GRAD, expand=False).dropna()
+    if found.empty or windows.empty:
+        return None
+    starts = ranges.loc[found.index, "start_ns"].to_numpy()
+    elements = np.array([int(np.prod([int(d) for d in shape.split(",") if d.strip()])) for shape in found])
+    per_block = [int(elements[(starts >= w.bwd_start_ns) & (starts < w.bwd_end_ns)].sum()) for w in windows.itertuples()]
+    per_block = [n for n in per_block if n]
+    return int(pd.Series(per_block).mode().iat[0]) if per_block else None
+
+
 def _window_bytes(allocs: pd.DataFrame, frees: pd.DataFrame, start: float, end: float) -> tuple[int, int]:
     allocated = allocs.loc[(allocs["time_ns"] >= start) & (allocs["time_ns"] < end), "bytes"].sum()
     freed = frees.loc[(frees["time_ns"] >= start) & (frees["time_ns"] < end), "bytes"].sum()
@@ -184,8 +203,9 @@ def memory_ledger(ranges: pd.DataFrame, events: pd.DataFrame, config: dict | Non
     top = [{"op": op, "bytes": float(b / len(blocks)), "share": float(b / total_saved) if total_saved else 0.0}
            for op, b in by_op.head(5).items()]
     dims = config or {}
-    expected = (block_params(int(dims["d_model"]), int(dims["d_ff"])) * BYTES_PER_PARAM
-                if {"d_model", "d_ff"} <= set(dims) else None)
+    params = (block_params(int(dims["d_model"]), int(dims["d_ff"])) if {"d_model", "d_ff"} <= set(dims)
+              else _traced_block_params(ranges, windows))
+    expected = params * BYTES_PER_PARAM if params else None
     gradients = table["gradient_bytes"].dropna()
     return {
         "step": step["name"], "blocks_found": len(blocks), "baseline_bytes": baseline,

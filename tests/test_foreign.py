@@ -113,3 +113,11 @@ def test_the_structure_line_names_what_was_found(name):
     record = summary(name)["structure"]
     assert record["source"] in ("ranges", "pytorch", "ranges+pytorch", "kernels")
     assert record["phase_names"].get("forward")
+
+
+def test_mem_f_reads_the_parameters_per_block_from_the_trace():
+    """No config mark: the parameters come from the AccumulateGrad op shapes; the 2026 handout's
+    small block (d_model 768, d_ff 3072) has 4·768² + 3·768·3072 + 2·768 parameters."""
+    ledger = summary("s2026_enzoding_flags2026_mem")["memory_ledger"]
+    assert ledger["params_per_block"] == 4 * 768**2 + 3 * 768 * 3072 + 2 * 768
+    assert ledger["gradient_bytes_per_block"] == pytest.approx(ledger["expected_gradient_bytes_per_block"], rel=0.01)
