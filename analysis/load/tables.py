@@ -138,13 +138,28 @@ def drop_unusable_times(ops: pd.DataFrame, what: str, notes: list[str]) -> pd.Da
     """``ops`` without the rows whose start/end is missing (NULL reads as -1), negative, before
     its start or past :data:`MAX_TIME_NS`; a note counts them."""
     start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
-    usable = (start >= 0) & (end >= start) & (end < MAX_TIME_NS)
-    dropped = len(ops) - int(usable.sum())
+    return keep_rows(ops, (start >= 0) & (end >= start) & (end < MAX_TIME_NS), notes,
+                     f"{what} whose start or end time is missing, negative, before its start or past 2^53 ns")
+
+
+def keep_rows(rows: pd.DataFrame, usable: np.ndarray, notes: list[str], why: str) -> pd.DataFrame:
+    """The ``usable`` rows of ``rows``; when some are not, a note says how many were left out and
+    ``why`` (``"<what> whose <fault>"``)."""
+    dropped = len(rows) - int(usable.sum())
     if not dropped:
-        return ops
-    notes.append(f"left out {dropped:,} of {len(ops):,} {what} whose start or end time is missing, negative, "
-                 "before its start or past 2^53 ns")
-    return ops[usable].reset_index(drop=True)
+        return rows
+    notes.append(f"left out {dropped:,} of {len(rows):,} {why}")
+    return rows[usable].reset_index(drop=True)
+
+
+def drop_repeats(rows: pd.DataFrame, columns: list[str], notes: list[str], what: str) -> pd.DataFrame:
+    """``rows`` without later copies of a row equal in every one of ``columns`` (an export that
+    holds an event twice would count it twice); a note counts them."""
+    repeated = rows.duplicated(columns).to_numpy()
+    if not repeated.any():
+        return rows
+    notes.append(f"{int(repeated.sum()):,} {what} appear twice in the trace; each is counted once")
+    return rows[~repeated].reset_index(drop=True)
 
 
 def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
