@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     except SchedulerUnavailable as err:
         say(f"analyze-nsys: {err}")
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the files written so far stay; the shell's status for SIGINT
+        say("analyze-nsys: interrupted; the outputs written so far are kept")
+        return 130
 
 
 def _analyze_parser() -> argparse.ArgumentParser:

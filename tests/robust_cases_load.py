@@ -250,9 +250,9 @@ def _lost_rank_check(out: Path) -> list[str]:
 GROUP_24 = [
     Case(24, "equal-pids-on-two-hosts", _ranks(lambda p: same_pid_on_another_host(
         rank_trace(p, devices=(0, 0)), 100, 200), _rank_numbers([0, 1]), _noted("host"))),
-    Case(24, "duplicate-rank-numbers", _ranks(lambda p: rank_trace(p, ranks=(0, 0)), _noted("rank 0"))),
+    Case(24, "duplicate-rank-numbers", _ranks(lambda p: rank_trace(p, ranks=(0, 0)), _noted("same rank"))),
     Case(24, "rank-missing-against-world-size", _ranks(lambda p: rank_trace(p, world_size=4), _noted("world_size"))),
-    Case(24, "rank-without-steps", _ranks(lambda p: rank_trace(p, steps=(True, False)), _noted("no measured step"))),
+    Case(24, "rank-without-steps", _ranks(lambda p: rank_trace(p, steps=(True, False)), _noted("world_size 2"))),
     Case(24, "rank-abc", _ranks(lambda p: rank_trace(p, ranks=(0, "abc")), _noted("rank"))),
     Case(24, "world-size-zero", _ranks(lambda p: rank_trace(p, world_size=0), _noted("world_size"))),
     Case(24, "diff-with-a-lost-rank", _lost_rank),

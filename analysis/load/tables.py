@@ -37,6 +37,8 @@ class StringTable:
     largest id; a BLOB value is decoded as UTF-8 (bad bytes replaced), NULL stays unknown."""
 
     def __init__(self, conn: sqlite3.Connection, schema: dict):
+        if STRINGS_TABLE in schema:
+            require_columns(schema, STRINGS_TABLE, ("id", "value"), None)
         rows = conn.execute("SELECT id, value FROM StringIds").fetchall() if STRINGS_TABLE in schema else []
         ids = np.fromiter((r[0] if isinstance(r[0], int) else -1 for r in rows), dtype=np.int64, count=len(rows))
         order = np.argsort(ids, kind="stable")
@@ -214,14 +216,20 @@ def _launch_filter(strings: StringTable, launch_calls_only: bool) -> str:
 
 
 def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
-    """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1."""
-    key_calls = pd.Index((launches["pid"].to_numpy(np.int64) << 40) | launches["correlation_id"].to_numpy())
-    key_ops = (ops["pid"].to_numpy(np.int64) << 40) | ops["correlation_id"].to_numpy()
+    """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1; an
+    op whose correlation id is missing (NULL reads as -1) has none. Processes are numbered first,
+    so a process id of any width (host bits included) keys the join."""
+    processes = pd.Index(pd.unique(launches["pid"].to_numpy()))
+    call_process, op_process = processes.get_indexer(launches["pid"].to_numpy()), processes.get_indexer(ops["pid"].to_numpy())
+    key_calls = pd.Index((call_process.astype(np.int64) << 40) | launches["correlation_id"].to_numpy())
+    key_ops = (op_process.astype(np.int64) << 40) | ops["correlation_id"].to_numpy()
     if key_calls.is_unique:
-        return key_calls.get_indexer(key_ops)
-    first = np.flatnonzero(~key_calls.duplicated())
-    found = key_calls[first].get_indexer(key_ops)
-    return np.where(found >= 0, first[np.maximum(found, 0)], -1)
+        found = key_calls.get_indexer(key_ops)
+    else:
+        first = np.flatnonzero(~key_calls.duplicated())
+        found = key_calls[first].get_indexer(key_ops)
+        found = np.where(found >= 0, first[np.maximum(found, 0)], -1)
+    return np.where((op_process >= 0) & (ops["correlation_id"].to_numpy() >= 0), found, -1)
 
 
 def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) -> pd.DataFrame:
