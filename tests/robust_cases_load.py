@@ -358,15 +358,17 @@ def _timings_unreadable(root: Path) -> Invocation:
 
 
 def _ctrl_c(root: Path) -> Invocation:
-    traces = [_trace(root, f"t{i}.sqlite", steps=2 + i) for i in range(40)]
-    return Invocation(analyze(traces, out=str(root / "out")), traces, ["out"], interrupt_after_s=4.0, timeout_s=60,
+    traces = [_trace(root, f"t{i}.sqlite", steps=2 + i) for i in range(60)]
+    return Invocation(analyze(traces, out=str(root / "out")), traces, ["out"], interrupt_after_s=0.2,
+                      interrupt_once=root / "out" / "t1.json", timeout_s=90,
                       check=lambda r, o: _expect((o.returncodes[-1] == 130, f"exit status {o.returncodes[-1]} after Ctrl-C")))
 
 
 GROUP_29 = [
     Case(29, "null-correlation-ids", _edited(f"UPDATE {KERNEL} SET correlationId = NULL",
-                                             f"UPDATE {RUNTIME} SET correlationId = NULL")),
-    Case(29, "null-global-pids", _edited(f"UPDATE {KERNEL} SET globalPid = NULL")),
+                                             f"UPDATE {RUNTIME} SET correlationId = NULL",
+                                             check=_own_line_rc(1, "launch call"))),
+    Case(29, "null-global-pids", _edited(f"UPDATE {KERNEL} SET globalPid = NULL", check=_own_line_rc(1, "launch call"))),
     Case(29, "null-in-a-not-null-column", _edited(f"UPDATE {KERNEL} SET deviceId = NULL WHERE rowid = 2",
                                                   *_declared_not_null(KERNEL, "deviceId"))),
     Case(29, "stringids-column-renamed", _edited("ALTER TABLE StringIds RENAME COLUMN value TO text",
