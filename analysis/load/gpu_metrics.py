@@ -29,8 +29,8 @@ def read_gpu_metrics(path: str | os.PathLike, inputs: InputCache = InputCache(),
     """Samples of :data:`METRICS`: ``time_ns``, ``gpu`` (nsys's typeId), ``metric`` (our key),
     ``value``; None when the export has no GPU metrics tables.
 
-    Samples no GPU reports are left out, with a note in ``notes`` counting them: a time or value
-    that is missing or not an integer, a negative time, a percentage outside 0–100; so are later
+    Samples no GPU reports are left out, with a note in ``notes`` counting them: a value that is
+    missing, not an integer or outside 0–100 %, a time past 2^53 ns; so are later
     copies of a sample listed twice (same time, GPU and metric)."""
     with opened_input(Path(path), inputs) as database, connect_readonly(database) as conn:
         schema = read_schema(conn, (SAMPLES_TABLE, NAMES_TABLE))
@@ -47,9 +47,10 @@ def read_gpu_metrics(path: str | os.PathLike, inputs: InputCache = InputCache(),
         samples = pd.DataFrame(read_ints(conn, schema, SAMPLES_TABLE, SAMPLE_COLUMNS, f"WHERE metricId IN ({ids})"))
     notes = [] if notes is None else notes
     samples = drop_repeats(samples, ["timestamp", "typeId", "metricId"], notes, "GPU metrics samples")
-    usable = (samples["timestamp"] >= 0) & (samples["timestamp"] < MAX_TIME_NS) & samples["value"].between(0, 100)
-    samples = keep_rows(samples, usable.to_numpy(), notes, "GPU metrics samples whose time or value is missing, "
-                        "not an integer or negative, or whose percentage is outside 0–100")
+    # nsys stamps the first samples slightly before the session began: a negative time is fine.
+    usable = samples["timestamp"].abs().lt(MAX_TIME_NS) & samples["value"].between(0, 100)
+    samples = keep_rows(samples, usable.to_numpy(), notes, "GPU metrics samples whose value is missing, not an "
+                        "integer or a percentage outside 0–100, or whose time is past 2^53 ns")
     keys = {name: key for key, name in METRICS.items()}
     samples = samples.merge(names.astype({"typeId": "int64", "metricId": "int64"}), on=["typeId", "metricId"])
     return pd.DataFrame({"time_ns": samples["timestamp"].astype("int64"), "gpu": samples["typeId"].astype("int64"),
