@@ -6,7 +6,7 @@ import pytest
 from tests.robust_cases import assert_clean, params
 from tests.robust_cases_load import GROUP_24
 
-NOT_FIXED = ("equal-pids-on-two-hosts", "diff-with-a-lost-rank")
+NOT_FIXED = ()
 
 
 @pytest.mark.parametrize("case", params(GROUP_24, NOT_FIXED))

@@ -42,10 +42,12 @@ from analysis.load.tables import (
     join_launches,
     last_call_end,
     launch_rows,
+    pid_column,
     read_gpus,
     read_kernels,
     read_launches,
     read_memops,
+    shared_pids,
 )
 from analysis.load.trace import Trace
 
@@ -129,6 +131,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         # range is read.
         ranges = None
     events = read_nvtx(conn, schema, strings, ranges)
+    _name_processes((kernels, memops, events), launches, notes)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     if len(launches):
         end_ns = max(end_ns, last_call_end(conn, schema, strings, calls_only))
@@ -142,6 +145,18 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         kernels=kernels, memops=memops, ranges=ranges, marks=marks,
         gpus=read_gpus(conn, schema), capture_start_ns=start_ns,
         capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes)
+
+
+def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]) -> None:
+    """Set the ``pid`` columns of ``tables`` (read as whole process keys, joined as such) to what
+    :func:`~analysis.load.tables.pid_column` shows, in place (no copy of millions of rows); a
+    note says when processes on different hosts share a pid and are shown by their whole key."""
+    shared = shared_pids(launches["pid"], *(table["pid"] for table in tables))
+    if len(shared):
+        notes.append(f"processes on different hosts share pid {', '.join(map(str, shared))}; they are told apart "
+                     "by the host bits of nsys's globalPid and shown by that whole id (globalPid >> 24)")
+    for table in tables:
+        table["pid"] = pid_column(table["pid"].to_numpy(), shared)
 
 
 def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from analysis.load.schema import (
     int_column,
     require_columns,
 )
-from analysis.load.tables import MAX_TIME_NS, StringTable, keep_rows, pid_of, tid_of
+from analysis.load.tables import MAX_TIME_NS, StringTable, keep_rows, process_of, tid_of
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable,
         "event_type": raw["eventType"],
         "name": name,
         "domain_id": np.maximum(raw["domainId"], 0),
-        "pid": pid_of(raw["globalTid"]),
+        "pid": process_of(raw["globalTid"]),
         "tid": tid_of(raw["globalTid"]),
         "end_tid": tid_of(end_tid),
     })

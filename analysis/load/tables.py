@@ -89,7 +89,29 @@ def _as_text(value) -> str | None:
 
 
 def pid_of(global_id) -> np.ndarray:
+    """The 24-bit process id of a globalTid/globalPid."""
     return (np.asarray(global_id, dtype=np.int64) >> 24) & ID_MASK
+
+
+def process_of(global_id) -> np.ndarray:
+    """The whole process key of a globalTid/globalPid: host, VM and process bits (``>> 24``), which
+    tells apart equal pids of processes on different hosts (ranks in containers)."""
+    return np.asarray(global_id, dtype=np.int64) >> 24
+
+
+def shared_pids(*keys: np.ndarray) -> np.ndarray:
+    """The 24-bit pids that more than one process key (:func:`process_of`) of the trace has."""
+    distinct = pd.unique(np.concatenate([np.asarray(k, dtype=np.int64) for k in keys]))
+    counts = pd.Series(distinct[distinct >= 0] & ID_MASK).value_counts()
+    return counts.index[counts > 1].to_numpy(np.int64)
+
+
+def pid_column(keys: np.ndarray, shared: np.ndarray) -> np.ndarray:
+    """Process keys as the trace's ``pid`` column: the 24-bit pid (what nsys shows), or the whole
+    key where processes on different hosts share that pid (:func:`shared_pids`)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    masked = keys & ID_MASK
+    return _narrow(np.where(np.isin(masked, shared), keys, masked) if len(shared) else masked)
 
 
 def tid_of(global_id) -> np.ndarray:
@@ -113,7 +135,7 @@ def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "device_id": _narrow(raw["deviceId"]),
         "stream_id": _narrow(raw["streamId"]),
         "correlation_id": _narrow(raw["correlationId"]),
-        "pid": _narrow(pid_of(raw["globalPid"])),
+        "pid": process_of(raw["globalPid"]),
     }
 
 
@@ -193,7 +215,7 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
     raw = read_ints(conn, schema, RUNTIME_TABLE, ("start", "globalTid", "correlationId"), where)
     return pd.DataFrame({
         "start_ns": raw["start"],
-        "pid": _narrow(pid_of(raw["globalTid"])),
+        "pid": process_of(raw["globalTid"]),
         "tid": _narrow(tid_of(raw["globalTid"])),
         "correlation_id": _narrow(raw["correlationId"]),
     }, copy=False)
