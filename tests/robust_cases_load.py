@@ -352,7 +352,7 @@ def _out_not_creatable(root: Path) -> Invocation:
 def _timings_unreadable(root: Path) -> Invocation:
     trace = _trace(root, config=None, timing_marks=False)
     side = trace.with_name("good.timings.json")
-    side.mkdir()
+    side.symlink_to("/proc/self/mem")  # a regular file whose every read fails (EIO), even for root
     return Invocation(analyze([trace], out=str(root / "out")), [trace], ["out"],
                       check=lambda r, o: _analyzed(r, o) + _expect(("results.db" not in o.output, "blamed on results.db")))
 
