@@ -137,5 +137,5 @@ def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     (otherwise every kernel's bytes are -1, unknown, without them)."""
     if not kernels["is_communication"].any():
         return np.full(len(kernels), -1, dtype=np.int64)
-    calls = read_message_sizes(trace.path, trace.inputs)
+    calls = read_message_sizes(trace.path, trace.inputs, trace.shared_pids)
     return kernel_bytes(kernels, calls.assign(collective=calls["call"].map(collective_of).astype(object)))

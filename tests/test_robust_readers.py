@@ -8,9 +8,11 @@ import sqlite3
 import numpy as np
 import pytest
 
+from analysis.load.memory_events import read_memory_events
 from analysis.load.schema import MISSING, read_ints, read_schema
 from analysis.load.tables import pid_column, process_of, shared_pids
 from analysis.text import printable
+from tests.synthetic import build_export
 
 
 def _table(rows) -> sqlite3.Connection:
@@ -55,3 +57,15 @@ def test_printable_escapes_what_acts_and_keeps_what_shows():
     assert printable(hostile) == "H100\\n\\x1b[2J\\x07\\u202egnp.exe\tünïcode"
     assert printable(hostile, one_line=False).startswith("H100\n\\x1b")
     assert printable("plain text, 1.5 ms") == "plain text, 1.5 ms"
+
+
+def test_memory_events_show_pids_as_the_trace_does_when_hosts_share_one(tmp_path):
+    events = [(10, 1, 100, True, None, 1, 0, 0), (20, 2, 100, True, None, 1, 0, 0)]
+    path = build_export(tmp_path / "t.sqlite", kernels=[(1, 2, 0, 1, 1, 9)], memory_events=events)
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE CUDA_GPU_MEMORY_USAGE_EVENTS SET globalPid = globalPid + {1 << 56} WHERE address = 2")
+    conn.close()
+    alone = read_memory_events(path)
+    assert alone["pid"].tolist() == [1, 1]  # without the trace's shared pids: the 24-bit pid, as nsys shows
+    shared = read_memory_events(path, shared_pids=(1,))
+    assert shared["pid"].tolist() == [(1 << 24) | 1, (1 << 32) | (1 << 24) | 1]

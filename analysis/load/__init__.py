@@ -131,7 +131,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         # range is read.
         ranges = None
     events = read_nvtx(conn, schema, strings, ranges)
-    _name_processes((kernels, memops, events), launches, notes)
+    shared = _name_processes((kernels, memops, events), launches, notes)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     if len(launches):
         end_ns = max(end_ns, last_call_end(conn, schema, strings, calls_only))
@@ -144,19 +144,21 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         path=path, nsys_version=version, schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
         kernels=kernels, memops=memops, ranges=ranges, marks=marks,
         gpus=read_gpus(conn, schema), capture_start_ns=start_ns,
-        capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes)
+        capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes, shared_pids=shared)
 
 
-def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]) -> None:
+def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]) -> tuple[int, ...]:
     """Set the ``pid`` columns of ``tables`` (read as whole process keys, joined as such) to what
     :func:`~analysis.load.tables.pid_column` shows, in place (no copy of millions of rows); a
-    note says when processes on different hosts share a pid and are shown by their whole key."""
+    note says when processes on different hosts share a pid and are shown by their whole key.
+    Returns those shared pids (the trace's ``shared_pids``, for readers of its other tables)."""
     shared = shared_pids(launches["pid"], *(table["pid"] for table in tables))
     if len(shared):
         notes.append(f"processes on different hosts share pid {', '.join(map(str, shared))}; they are told apart "
                      "by the host bits of nsys's globalPid and shown by that whole id (globalPid >> 24)")
     for table in tables:
         table["pid"] = pid_column(table["pid"].to_numpy(), shared)
+    return tuple(int(pid) for pid in shared)
 
 
 def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:

@@ -16,7 +16,7 @@ import pandas as pd
 from analysis.load.input_cache import InputCache
 from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.schema import MISSING, RUNTIME_TABLE, int_column, read_schema
-from analysis.load.tables import MAX_TIME_NS, drop_repeats, keep_rows, pid_of, tid_of
+from analysis.load.tables import MAX_TIME_NS, drop_repeats, keep_rows, pid_column, process_of, tid_of
 
 MEMORY_EVENTS_TABLE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
 MEMORY_EVENT_COLUMNS = ("start", "globalPid", "deviceId", "address", "bytes", "memKind",
@@ -26,12 +26,13 @@ MAX_BYTES = 1 << 50  # 1 PiB: no GPU allocation is larger; a larger size is a da
 
 
 def read_memory_events(path: str | os.PathLike, inputs: InputCache = InputCache(),
-                       notes: list[str] | None = None) -> pd.DataFrame | None:
+                       notes: list[str] | None = None, shared_pids: tuple[int, ...] = ()) -> pd.DataFrame | None:
     """The memory events of a trace, in time order; None when it has no such table.
 
     Columns: ``start_ns`` (0 for events from before the capture), ``pid``, ``device_id``,
     ``address``, ``bytes``, ``mem_kind``, ``is_alloc`` (bool), ``api_start_ns`` and ``tid``
-    (the runtime call with the same correlationId in the same process; -1 when none).
+    (the runtime call with the same correlationId in the same process; -1 when none). ``pid`` is
+    as the loaded trace's (``shared_pids``: its :attr:`~analysis.load.trace.Trace.shared_pids`).
 
     Events no allocator makes are left out, with a note in ``notes`` counting them: a time,
     address or size that is missing, not an integer or negative, a size past :data:`MAX_BYTES`,
@@ -52,7 +53,7 @@ def read_memory_events(path: str | os.PathLike, inputs: InputCache = InputCache(
     raw = keep_rows(raw, ~_orphan_frees(raw), notes, "memory events that free an address no earlier event allocated")
     events = pd.DataFrame({
         "start_ns": raw["start"],
-        "pid": pid_of(raw["globalPid"]),
+        "pid": pid_column(process_of(raw["globalPid"]), shared_pids),
         "device_id": raw["deviceId"],
         "address": raw["address"],
         "bytes": raw["bytes"],

@@ -88,11 +88,6 @@ def _as_text(value) -> str | None:
     return None if value is None else str(value)
 
 
-def pid_of(global_id) -> np.ndarray:
-    """The 24-bit process id of a globalTid/globalPid."""
-    return (np.asarray(global_id, dtype=np.int64) >> 24) & ID_MASK
-
-
 def process_of(global_id) -> np.ndarray:
     """The whole process key of a globalTid/globalPid: host, VM and process bits (``>> 24``), which
     tells apart equal pids of processes on different hosts (ranks in containers)."""
@@ -106,12 +101,12 @@ def shared_pids(*keys: np.ndarray) -> np.ndarray:
     return counts.index[counts > 1].to_numpy(np.int64)
 
 
-def pid_column(keys: np.ndarray, shared: np.ndarray) -> np.ndarray:
+def pid_column(keys: np.ndarray, shared) -> np.ndarray:
     """Process keys as the trace's ``pid`` column: the 24-bit pid (what nsys shows), or the whole
-    key where processes on different hosts share that pid (:func:`shared_pids`)."""
+    key where processes on different hosts share that pid (``shared``: :func:`shared_pids`)."""
     keys = np.asarray(keys, dtype=np.int64)
     masked = keys & ID_MASK
-    return _narrow(np.where(np.isin(masked, shared), keys, masked) if len(shared) else masked)
+    return _narrow(np.where(np.isin(masked, np.asarray(shared, dtype=np.int64)), keys, masked) if len(shared) else masked)
 
 
 def tid_of(global_id) -> np.ndarray:

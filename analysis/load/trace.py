@@ -25,6 +25,9 @@ class Trace:
     capture_end_ns: int
     cuda_graph_launches: int = 0
     notes: list[str] = field(default_factory=list)
+    # 24-bit pids that processes on different hosts share: their ``pid`` is the whole process key
+    # (:func:`analysis.load.tables.pid_column`); readers of the trace's other tables use the same.
+    shared_pids: tuple[int, ...] = ()
     inputs: InputCache = InputCache()  # how its file was copied; readers that open it again use the same
 
     @property
