@@ -265,12 +265,12 @@ FORGED = "good.sqlite: analyzed fine"
 
 
 def _no_raw_controls(root: Path, outcome) -> list[str]:
-    """Check: no control character in the output, no forged line, none in any page."""
+    """Check: no control character in the output, no forged line, none in any page or figure."""
     lines = outcome.output.splitlines()
     problems = _expect((not CONTROL.search(outcome.output), f"control characters on stderr: {outcome.output[-300:]!r}"),
                        (not any(line.startswith(FORGED) for line in lines), "a forged line on stderr"))
-    for page in (root / "out").glob("*.*") if (root / "out").is_dir() else ():
-        if page.suffix in (".html", ".md") and CONTROL.search(page.read_text(errors="replace")):
+    for page in (root / "out").rglob("*.*") if (root / "out").is_dir() else ():
+        if page.suffix in (".html", ".md", ".svg") and CONTROL.search(page.read_text(errors="replace")):
             problems.append(f"control characters in {page.name}")
     return problems
 
