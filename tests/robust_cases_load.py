@@ -303,6 +303,12 @@ def _hostile_gpu_name(root: Path) -> Invocation:
                       check=lambda r, o: _no_raw_controls(r, o) + _analyzed(r, o))
 
 
+def _hostile_kernel_name(root: Path) -> Invocation:
+    trace = _trace(root, kernel_names=("gemm_\x1b[2J\u202elenrek\x07",))
+    return Invocation(analyze([trace], out=str(root / "out"), fmt="json,html,md"), [trace], ["out"],
+                      check=lambda r, o: _no_raw_controls(r, o) + _analyzed(r, o))
+
+
 def _no_dtype(root: Path) -> Invocation:
     without = {k: v for k, v in make.CONFIG.items() if k not in ("dtype", "compile")} | {"context_length": 16}
     traces = [_trace(root, "t0.sqlite"), _trace(root, "t1.sqlite", config=without)]
@@ -319,6 +325,7 @@ GROUP_27 = [
     Case(27, "product-version-with-escapes", _hostile_version),
     Case(27, "file-name-with-escapes", _hostile_file_name),
     Case(27, "gpu-name-and-version-with-escapes", _hostile_gpu_name),
+    Case(27, "kernel-name-with-escapes", _hostile_kernel_name),
     Case(27, "runs-without-dtype", _no_dtype),
 ]
 
