@@ -76,6 +76,7 @@ def require_columns(schema: dict, table: str, columns: tuple[str, ...], version:
 
 MISSING = -1  # what read_ints gives for NULL, a value that is not an integer, or a column the export lacks
 INT64 = np.iinfo(np.int64)
+SPAN_TRUSTED = 1 << 20  # a rowid span this small sizes a column at 8 MiB at most, whatever the rows
 
 
 def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
@@ -118,12 +119,13 @@ def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple
 
 
 def _row_bound(conn: sqlite3.Connection, table: str) -> int:
-    """At most how many rows ``table`` holds: its rowid span where that is small (an index lookup),
-    else its row count (a scan of its pages, only for tables whose rowids are far apart)."""
+    """At most how many rows ``table`` holds: its rowid span (an index lookup) when that is under
+    :data:`SPAN_TRUSTED` rows, else its row count (a walk over its pages), so that rowids far
+    apart never size an array."""
     first, last = conn.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
     if first is None:
         return 0
-    if last - first < 1 << 24:
+    if last - first < SPAN_TRUSTED:
         return last - first + 1
     return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
