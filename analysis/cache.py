@@ -172,13 +172,19 @@ class ResultsCache:
         self.db.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})',
                             ([row[name] for name in columns] for row in rows))
 
-    def key_for(self, path: Path) -> str:
+    def key_for(self, path: Path) -> str | None:
         """Cache key of a trace file: `<sha256 of its bytes>@<analyzer key>`, then
         `;names=<hash>` for range names other than the defaults and `;timings=<sha256>` when a
-        timings.json lies beside the trace."""
+        timings.json lies beside the trace; None when that timings.json cannot be read (the trace
+        then bypasses the cache, and its analysis notes the unreadable file)."""
         key = f"{file_sha256(Path(path))}@{analyzer_key()}{self._key_suffix}"
         timings = timings_json_path(Path(path))  # where the analysis looks: beside the path as given
-        return f"{key};timings={file_sha256(timings)}" if timings.is_file() else key
+        if not timings.is_file():
+            return key
+        try:
+            return f"{key};timings={file_sha256(timings)}"
+        except OSError:
+            return None
 
     def get(self, path: Path) -> dict | None:
         """The stored summary of this file's content, or None when it was never analyzed.
@@ -188,6 +194,8 @@ class ResultsCache:
         returned, so the trace is analyzed again.
         """
         key = self.key_for(path)
+        if key is None:
+            return None
         try:
             row = self.db.execute('SELECT summary_json, checksum FROM "summaries" WHERE key = ?', [key]).fetchone()
             summary = json.loads(row[0]) if row else None
@@ -203,7 +211,9 @@ class ResultsCache:
         """Store (or replace) the summary of this file's content and its flat rows;
         :class:`CacheUnusable` when the database cannot be written (full disk, read-only)."""
         try:
-            self._put(self.key_for(path), summary)
+            key = self.key_for(path)
+            if key is not None:
+                self._put(key, summary)
         except (sqlite3.Error, OSError) as err:
             raise CacheUnusable(f"{self.db_path}: cannot be written ({err}); the rest is analyzed without "
                                 "the results cache") from err

@@ -26,6 +26,7 @@ from analysis.records import DiffRecord
 from analysis.safe_write import write_file
 from analysis.structure_text import describe, describe_steps
 from analysis.summary import analyze_trace, flat_tables
+from analysis.text import printable
 from cs336_profile.contract import trace_stem
 from cs336_profile.results import unwritable_reason
 
@@ -56,8 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:  # argparse: --help (0) and usage errors (2)
         return stop.code if isinstance(stop.code, int) else 2
     except SchedulerUnavailable as err:
-        print(f"analyze-nsys: {err}", file=sys.stderr)
+        say(f"analyze-nsys: {err}")
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the files written so far stay; the shell's status for SIGINT
+        say("analyze-nsys: interrupted; the outputs written so far are kept")
+        return 130
 
 
 def _analyze_parser() -> argparse.ArgumentParser:
@@ -189,7 +193,7 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
     digests = {path: digest for path in dict.fromkeys(paths) if (digest := _digest(path)) is not None}
     unique, repeats = distinct(paths, digests)
     for path, first in repeats.items():
-        print(f"{path}: the same content as {first}; analyzed and counted once", file=sys.stderr)
+        say(f"{path}: the same content as {first}; analyzed and counted once")
     trace_names = output_names(unique, digests)
     results: dict[Path, tuple[dict | None, str | None]] = {}
 
@@ -207,7 +211,7 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
         for path, (summary, error) in engine.map(analyze_one, todo, names, inputs, lost=lambda why: (None, why)):
             if error is not None:
                 results[path] = (None, error)
-                progress.write(f"{path}: {error}", file=sys.stderr)
+                say(f"{path}: {error}", progress)
             else:
                 cache = _stored(cache, path, summary, progress)
                 finished(path, summary)
@@ -226,6 +230,16 @@ def _digest(path: Path) -> str | None:
         return file_sha256(path)
     except OSError:
         return None
+
+
+def say(line: str, progress=None) -> None:
+    """One line on stderr, through the progress bar when one is shown; what it quotes from traces
+    and file names is made printable (:func:`analysis.text.printable`), so it stays one line."""
+    line = printable(line)
+    if progress is not None:
+        progress.write(line, file=sys.stderr)
+    else:
+        print(line, file=sys.stderr)
 
 
 class _Lines:
@@ -270,7 +284,7 @@ def _stored(cache: ResultsCache | None, path: Path, summary: dict, progress) -> 
         cache.put(path, summary)
         return cache
     except CacheUnusable as err:
-        progress.write(str(err), file=sys.stderr)
+        say(str(err), progress)
         cache.close()
         return None
 
@@ -278,7 +292,7 @@ def _stored(cache: ResultsCache | None, path: Path, summary: dict, progress) -> 
 def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     why = unwritable_reason(args.out)
     if why is not None:
-        print(f"analyze-nsys: error: --out {args.out}: {why}", file=sys.stderr)
+        say(f"analyze-nsys: error: --out {args.out}: {why}")
         return 2
     cache = None if args.no_cache else _open_cache(args.out / RESULTS_DB, names)
     written = OutputLog(args.out)
@@ -292,7 +306,7 @@ def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     pages = write_outputs(summaries, failures, args.out, tuple(f for f in args.format if f != "json"),
                           args.results, written)
     if "html" in pages:
-        print(f"report: {pages['html']}")
+        print(printable(f"report: {pages['html']}"))
     return 1 if failures or written.failed else 0
 
 
@@ -303,10 +317,10 @@ def _print_structures(summaries: list[dict], verbose: bool) -> None:
         record = summary.get("structure")
         if not record:
             continue
-        print(f"{summary['trace']}: {describe(record)}", file=sys.stderr)
+        say(f"{summary['trace']}: {describe(record)}")
         if verbose:
             for line in describe_steps(record):
-                print(line, file=sys.stderr)
+                say(line)
 
 
 def _open_cache(db_path: Path, names: RangeNames) -> ResultsCache | None:
@@ -315,10 +329,10 @@ def _open_cache(db_path: Path, names: RangeNames) -> ResultsCache | None:
     try:
         cache = ResultsCache(db_path, names)
     except CacheUnusable as err:
-        print(str(err), file=sys.stderr)
+        say(str(err))
         return None
     for notice in cache.notices:
-        print(notice, file=sys.stderr)
+        say(notice)
     return cache
 
 
@@ -351,7 +365,7 @@ class OutputLog:
             return make(self.out / name)
         except OSError as err:
             self.failed = True
-            print(f"{self.out / name}: not written ({err.strerror or err})", file=sys.stderr)
+            say(f"{self.out / name}: not written ({err.strerror or err})")
             return None
 
 
@@ -376,7 +390,7 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
 
     data = report_data(summaries, results_dir)
     for problem in data.input_problems:
-        print(problem, file=sys.stderr)
+        say(problem)
     written = log.attempt("index.html" if "html" in pages else "index.md",
                           lambda _: render_report(data, failures, out, pages))
     return written or {}
@@ -385,7 +399,7 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
 def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     why = unwritable_reason(args.out)
     if why is not None:
-        print(f"analyze-nsys diff: error: --out {args.out}: {why}", file=sys.stderr)
+        say(f"analyze-nsys diff: error: --out {args.out}: {why}")
         return 2
     cache = _open_cache(args.out / RESULTS_DB, names)
     try:

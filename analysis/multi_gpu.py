@@ -13,7 +13,7 @@ from analysis.load import Trace
 from analysis.nccl_payloads import kernel_bytes, read_message_sizes
 from analysis.phases import LabelledOps
 from analysis.rank_timeline import RankTimelineRecord, rank_timeline
-from analysis.ranks import config_values, rank_figures, rank_table, skew, step_passes
+from analysis.ranks import config_values, rank_figures, rank_notes, rank_table, skew, step_passes
 
 
 class RankPhaseRecord(TypedDict):
@@ -99,17 +99,22 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
     kernels = communication_columns(kernel_columns(labelled.ops))
     kernels["bytes"] = message_bytes(trace, kernels)
-    ranks = rank_table(kernels, trace.marks)
-    sizes = set(config_values(trace.marks, "world_size").values())
+    ranks = rank_table(kernels, trace.marks, trace.notes)
+    marked = set(config_values(trace.marks, "world_size").values())
+    sizes = {size for size in marked if size >= 1}
+    if marked - sizes:
+        trace.notes.append("a config mark gives world_size 0, which no run has; the ranks in the trace are counted instead")
     if len(sizes) == 1:
         world_size, world_size_source = sizes.pop(), "config mark"
     else:
         world_size, world_size_source = len(ranks), "ranks in the trace"
     steps = step_passes(labelled, trace.ranges)
+    records = rank_figures(kernels, ranks, labelled, steps)
+    trace.notes.extend(rank_notes(records, world_size, world_size_source))
     return {
         "world_size": world_size,
         "world_size_source": world_size_source,
-        "ranks": rank_figures(kernels, ranks, labelled, steps),
+        "ranks": records,
         "collectives": collective_figures(kernels, ranks, steps, world_size),
         "fsdp_blocks": block_figures(kernels, ranks, trace.ranges, labelled),
         "skew": skew(kernels, ranks),
@@ -132,5 +137,5 @@ def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     (otherwise every kernel's bytes are -1, unknown, without them)."""
     if not kernels["is_communication"].any():
         return np.full(len(kernels), -1, dtype=np.int64)
-    calls = read_message_sizes(trace.path, trace.inputs)
+    calls = read_message_sizes(trace.path, trace.inputs, trace.shared_pids)
     return kernel_bytes(kernels, calls.assign(collective=calls["call"].map(collective_of).astype(object)))

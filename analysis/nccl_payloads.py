@@ -28,8 +28,8 @@ import pandas as pd
 
 from analysis.load.input_cache import InputCache
 from analysis.load.inputs import connect_readonly, opened_input
-from analysis.load.schema import NVTX_PUSH_POP, NVTX_START_END, NVTX_TABLE, read_schema
-from analysis.load.tables import pid_of, tid_of
+from analysis.load.schema import NVTX_PUSH_POP, NVTX_START_END, NVTX_TABLE, int_column, read_schema
+from analysis.load.tables import pid_column, process_of, tid_of
 
 MESSAGE_SIZE_ENTRY = "Message size [bytes]"
 HEADER = struct.Struct("<IIIIQQ")
@@ -39,9 +39,11 @@ SCHEMA_ENTRIES = "NVTX_PAYLOAD_SCHEMA_ENTRIES"
 CALL_COLUMNS = ["pid", "tid", "start_ns", "call", "bytes"]
 
 
-def read_message_sizes(path: Path, inputs: InputCache = InputCache()) -> pd.DataFrame:
+def read_message_sizes(path: Path, inputs: InputCache = InputCache(), shared_pids: tuple[int, ...] = ()) -> pd.DataFrame:
     """The NCCL calls of an export with a message size: ``pid, tid, start_ns, call`` (the range
-    name, e.g. ``ncclAllReduce``), ``bytes``; empty when the export holds no such payloads."""
+    name, e.g. ``ncclAllReduce``), ``bytes``; empty when the export holds no such payloads. ``pid``
+    is as the loaded trace's (``shared_pids``: its :attr:`~analysis.load.trace.Trace.shared_pids`);
+    a start or thread that is not an integer reads as -1."""
     with opened_input(Path(path), inputs) as database, connect_readonly(database) as conn:
         schema = read_schema(conn)
         if "binaryData" not in schema.get(NVTX_TABLE, {}) or \
@@ -59,10 +61,11 @@ def read_message_sizes(path: Path, inputs: InputCache = InputCache()) -> pd.Data
              if (size := message_size(blob, offsets)) is not None]
     if not calls:
         return pd.DataFrame(columns=CALL_COLUMNS)
-    start, global_tid, call, size = (np.array(column) for column in zip(*calls))
-    return pd.DataFrame({"pid": pid_of(global_tid), "tid": tid_of(global_tid),
-                         "start_ns": start.astype(np.int64), "call": call.astype(str),
-                         "bytes": size.astype(np.int64)})
+    start, global_tid, call, size = zip(*calls)
+    global_tid = int_column(global_tid)
+    return pd.DataFrame({"pid": pid_column(process_of(global_tid), shared_pids), "tid": tid_of(global_tid),
+                         "start_ns": int_column(start), "call": np.array(call).astype(str),
+                         "bytes": np.array(size, dtype=np.int64)})
 
 
 def message_size(blob, offsets: dict[int, int]) -> int | None:

@@ -27,7 +27,8 @@ NS_PER_MS = 1e6
 
 
 def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
-    """Process id -> the integer ``key`` of its runner ``config`` mark, where it has one."""
+    """Process id -> the integer ``key`` of its runner ``config`` mark, where it has one that is
+    not negative (a rank or a world size never is)."""
     ours = marks[marks["domain"] == MARK_DOMAIN]
     values = {}
     for pid, message in zip(ours["pid"], ours["name"]):
@@ -37,7 +38,7 @@ def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
             continue
         value = event.get(key) if isinstance(event, dict) and event.get("event") == CONFIG_EVENT \
             else None
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             values[int(pid)] = value
     return values
 
@@ -50,22 +51,41 @@ def device_pairs(pid: np.ndarray, device_id: np.ndarray) -> list[tuple[int, int]
     return sorted(pairs, key=lambda pair: (pair[1], pair[0]))
 
 
-def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
+def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame, notes: list[str] | None = None) -> pd.DataFrame:
     """One row per (process, GPU) that ran measured kernels (any kernels, when none is measured):
     ``pid, device_id, rank, rank_source`` (``config mark`` or ``device order``), sorted by rank.
     A process's stray kernels on another GPU outside the measured steps (set-up before it chose
-    its device) make no rank."""
+    its device) make no rank. The config marks' ranks are used when every rank has one and no two
+    are equal; otherwise ranks follow the device order, and ``notes`` says why when some marks
+    gave ranks."""
     measured = kernels["measured"].to_numpy()
     rows = measured if measured.any() and not measured.all() else slice(None)
     found = device_pairs(kernels["pid"].to_numpy()[rows], kernels["device_id"].to_numpy()[rows])
     pairs = pd.DataFrame(found or None, columns=["pid", "device_id"], dtype=np.int64)
     marked = config_values(marks, "rank")
-    if len(pairs) and pairs["pid"].isin(marked).all():
-        pairs = pairs.assign(rank=pairs["pid"].map(marked).astype(np.int64),
-                             rank_source="config mark")
+    given = pairs["pid"].map(marked)
+    if len(pairs) and given.notna().all() and given.is_unique:
+        pairs = pairs.assign(rank=given.astype(np.int64), rank_source="config mark")
     else:
+        if marked and len(pairs) > 1 and notes is not None:
+            why = "give the same rank to several of them" if given.notna().all() else "lack a usable rank for some"
+            notes.append(f"the config marks of the trace's {len(pairs)} ranks {why} "
+                         f"({', '.join(map(str, given.dropna().astype(int)))}); ranks are numbered by GPU instead")
         pairs = pairs.assign(rank=np.arange(len(pairs), dtype=np.int64), rank_source="device order")
     return pairs.sort_values(["rank", "device_id", "pid"], kind="stable").reset_index(drop=True)
+
+
+def rank_notes(records: list[dict], world_size: int, world_size_source: str) -> list[str]:
+    """Notes on ranks that do not add up: fewer ranks in the trace than the config marks'
+    ``world_size``, and ranks without a measured step (no per-step figure)."""
+    notes = []
+    if world_size_source == "config mark" and len(records) != world_size:
+        notes.append(f"the config marks say world_size {world_size} but the trace holds {len(records)} ranks; "
+                     "figures across ranks cover only those in the trace")
+    idle = [str(record["rank"]) for record in records if not record["passes"]]
+    if idle and len(idle) < len(records):
+        notes.append(f"rank {', '.join(idle)} has no measured step range; its per-step figures are left out")
+    return notes
 
 
 def step_passes(labelled: LabelledOps, ranges: pd.DataFrame) -> dict[int, int]:

@@ -108,6 +108,9 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
     for phase, figures in usage.pop("phases").items():
         phases[phase].update(figures)
     passes = labelled.measured_passes
+    # Before the notes are copied: the optional tables' readers note the rows they leave out.
+    ledger = ledger_record(trace, run.config, labelled.structure)
+    metrics = metrics_per_phase(read_gpu_metrics(trace.path, trace.inputs, trace.notes), labelled.phase_ranges)
     summary = {
         "schema_version": SCHEMA_VERSION,
         "trace": Path(trace.path).name,
@@ -134,8 +137,8 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
                       for question in PER_TRACE},
         "timeline": step_timeline(inputs),
         "communication": communication,
-        "memory_ledger": ledger_record(trace, run.config, labelled.structure),
-        "gpu_metrics": metrics_per_phase(read_gpu_metrics(trace.path, trace.inputs), labelled.phase_ranges),
+        "memory_ledger": ledger,
+        "gpu_metrics": metrics,
     }
     return json_ready(summary)
 

@@ -1,7 +1,25 @@
-"""Numbers and kernel names as the answer sentences write them (the JSON keeps exact values)."""
+"""Numbers and kernel names as the answer sentences write them (the JSON keeps exact values), and
+the one sanitiser of text from traces and file names on its way to a terminal or a page."""
 from __future__ import annotations
 
+import re
+
 from analysis import kernel_names
+
+# Characters that act instead of showing: C0/C1 controls (ESC starts terminal sequences, BEL
+# rings), DEL, and the bidirectional marks, embeddings, overrides and isolates that reorder text.
+ACTING = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+UNSAFE_ON_A_PAGE = re.compile(f"[{ACTING}]")
+UNSAFE_ON_A_LINE = re.compile(f"[{ACTING}\n\u2028\u2029]")
+
+
+def printable(text, one_line: bool = True) -> str:
+    """``text`` with every character that would act rather than show written as its escape
+    (``\\x1b``, ``\\u202e``): trace content or a file name can then neither move a terminal's
+    cursor, set its title or reorder what follows; with ``one_line`` (terminal lines) line breaks
+    are escaped too, so it cannot start a line of its own. Tabs stay."""
+    pattern = UNSAFE_ON_A_LINE if one_line else UNSAFE_ON_A_PAGE
+    return pattern.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
 def ms(value_ms: float) -> str:

@@ -22,10 +22,11 @@ def _finite_or_none(value):
 
 
 def unwritable_reason(folder: Path) -> str | None:
-    """Why files cannot be written in ``folder`` (created when absent), or None when they can."""
-    if folder.exists() and not folder.is_dir():
-        return "is a file, not a folder"
+    """Why files cannot be written in ``folder`` (created when absent), or None when they can; a
+    name the system refuses (too long, say) is such a reason, not an error."""
     try:
+        if folder.exists() and not folder.is_dir():
+            return "is a file, not a folder"
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
             pass

@@ -321,7 +321,8 @@ def assert_clean(case: Case, sandbox: Path) -> None:
 
 
 def all_cases() -> list[Case]:
-    """Every case of the ten groups."""
+    """Every case of the ten groups, then those of the loader's second round (groups 22 to 29)."""
+    from tests.robust_cases_load import GROUPS_LOAD
     from tests.robust_cases_traces import GROUPS_5_TO_10
 
-    return GROUP_1 + GROUP_2 + GROUP_3 + GROUP_4 + GROUPS_5_TO_10
+    return GROUP_1 + GROUP_2 + GROUP_3 + GROUP_4 + GROUPS_5_TO_10 + GROUPS_LOAD

@@ -42,10 +42,12 @@ from analysis.load.tables import (
     join_launches,
     last_call_end,
     launch_rows,
+    pid_column,
     read_gpus,
     read_kernels,
     read_launches,
     read_memops,
+    shared_pids,
 )
 from analysis.load.trace import Trace
 
@@ -130,6 +132,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         ranges = None
     events = read_nvtx(conn, schema, strings, ranges)
     gemm_ops = read_gemm_ops(conn, schema, strings)
+    shared = _name_processes((kernels, memops, events, gemm_ops), launches, notes)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     if len(launches):
         end_ns = max(end_ns, last_call_end(conn, schema, strings, calls_only))
@@ -142,7 +145,22 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         path=path, nsys_version=version, schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
         kernels=kernels, memops=memops, ranges=ranges, marks=marks,
         gpus=read_gpus(conn, schema), capture_start_ns=start_ns,
-        capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes, gemm_ops=gemm_ops)
+        capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes, shared_pids=shared,
+        gemm_ops=gemm_ops)
+
+
+def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]) -> tuple[int, ...]:
+    """Set the ``pid`` columns of ``tables`` (read as whole process keys, joined as such) to what
+    :func:`~analysis.load.tables.pid_column` shows, in place (no copy of millions of rows); a
+    note says when processes on different hosts share a pid and are shown by their whole key.
+    Returns those shared pids (the trace's ``shared_pids``, for readers of its other tables)."""
+    shared = shared_pids(launches["pid"], *(table["pid"] for table in tables))
+    if len(shared):
+        notes.append(f"processes on different hosts share pid {', '.join(map(str, shared))}; they are told apart "
+                     "by the host bits of nsys's globalPid and shown by that whole id (globalPid >> 24)")
+    for table in tables:
+        table["pid"] = pid_column(table["pid"].to_numpy(), shared)
+    return tuple(int(pid) for pid in shared)
 
 
 def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:

@@ -9,8 +9,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.load.schema import NVTX_COLUMNS, NVTX_DOMAIN_CREATE, NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_TABLE, require_columns
-from analysis.load.tables import StringTable, pid_of, tid_of
+from analysis.load.schema import (
+    NVTX_COLUMNS,
+    NVTX_DOMAIN_CREATE,
+    NVTX_MARK,
+    NVTX_PUSH_POP,
+    NVTX_START_END,
+    NVTX_TABLE,
+    int_column,
+    require_columns,
+)
+from analysis.load.tables import MAX_TIME_NS, StringTable, keep_rows, process_of, tid_of
 
 # Op-level ranges (``aten::mm``, ``autograd::engine::…``, ``cub::…``, ``emit_nvtx``'s
 # ``aten::add, seq = 3`` and ``autograd-shapes-nvtx``'s ``sizes = [[…]]``): a trace may hold
@@ -66,7 +75,7 @@ def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable,
         f"SELECT {ints}, {'text' if has_text else 'NULL'} FROM {NVTX_TABLE} "
         f"WHERE eventType IN ({always}) OR (eventType IN ({kinds}) AND ({condition}))").fetchall()
     table = np.array(rows, dtype=object).reshape(len(rows), len(NVTX_COLUMNS) + 1)
-    raw = {c: table[:, i].astype(np.int64) for i, c in enumerate(NVTX_COLUMNS)}
+    raw = {c: int_column(table[:, i]) for i, c in enumerate(NVTX_COLUMNS)}
     text = table[:, -1]
     name = np.where(pd.isna(text), strings.lookup(raw["textId"]), text)
     end_tid = np.where(raw["endGlobalTid"] >= 0, raw["endGlobalTid"], raw["globalTid"])
@@ -76,7 +85,7 @@ def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable,
         "event_type": raw["eventType"],
         "name": name,
         "domain_id": np.maximum(raw["domainId"], 0),
-        "pid": pid_of(raw["globalTid"]),
+        "pid": process_of(raw["globalTid"]),
         "tid": tid_of(raw["globalTid"]),
         "end_tid": tid_of(end_tid),
     })
@@ -107,13 +116,16 @@ def read_gemm_ops(conn: sqlite3.Connection, schema: dict, strings: StringTable) 
     global_tid = table["tid"].to_numpy(np.int64)
     names = np.where(table["text"].notna(), table["text"], strings.lookup(table["text_id"].to_numpy()))
     return pd.DataFrame({"start_ns": table["start_ns"].to_numpy(np.int64), "end_ns": table["end_ns"].to_numpy(np.int64),
-                         "pid": pid_of(global_tid), "tid": tid_of(global_tid), "name": names.astype(str)}, columns=columns)
+                         "pid": process_of(global_tid), "tid": tid_of(global_tid), "name": names.astype(str)}, columns=columns)
 
 
 def ranges_of(events: pd.DataFrame, capture_end_ns: int, notes: list[str]) -> pd.DataFrame:
     """NVTX ranges sorted by start, ``range_id`` = row, with depth and parent (push/pop nest per thread)."""
     is_range = events["event_type"].isin(NVTX_PUSH_POP + NVTX_START_END)
-    ranges = events[is_range].copy()
+    ranges = events[is_range].reset_index(drop=True)
+    start = ranges["start_ns"].to_numpy()
+    ranges = keep_rows(ranges, (start >= 0) & (start < MAX_TIME_NS), notes,
+                       "NVTX ranges whose start time is missing, negative or past 2^53 ns").copy()
     ranges["kind"] = np.where(ranges["event_type"].isin(NVTX_PUSH_POP), "push_pop", "start_end")
     ranges["is_open"] = ranges["end_ns"].isna().to_numpy()
     ranges["end_ns"] = ranges["end_ns"].fillna(capture_end_ns).astype(np.int64)

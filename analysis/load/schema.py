@@ -45,10 +45,11 @@ def read_schema(conn: sqlite3.Connection, tables: tuple[str, ...] | None = None)
 
 
 def require_tables_are_tables(conn: sqlite3.Connection) -> None:
-    """Refuse an export where a name the analyzer reads is a view (or other non-table): nsys writes
-    tables only, and a view can compute rows without bound."""
+    """Refuse an export where a name the analyzer reads is a view: nsys writes tables only, and a
+    view can compute rows without bound. (A trigger of that name is harmless: triggers have a
+    namespace of their own and are never read.)"""
     read = (*NSYS_TABLE_MARKERS, MEMCPY_TABLE, MEMSET_TABLE, GRAPH_TABLE)
-    for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE type NOT IN ('table', 'index')"):
+    for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE type = 'view'"):
         if name in read:
             raise UnsupportedSchema(f"its {name} is a {kind}, not a table; nsys exports hold tables only")
 
@@ -73,39 +74,60 @@ def require_columns(schema: dict, table: str, columns: tuple[str, ...], version:
             "export the report again with nsys 2021.1 or newer")
 
 
+MISSING = -1  # what read_ints gives for NULL, a value that is not an integer, or a column the export lacks
+INT64 = np.iinfo(np.int64)
+SPAN_TRUSTED = 1 << 20  # a rowid span this small sizes a column at 8 MiB at most, whatever the rows
+
+
 def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
               where: str = "", chunk_rows: int = 1 << 16) -> dict[str, np.ndarray]:
-    """Integer columns of a table as numpy arrays, read in chunks of ``chunk_rows`` rowids;
-    ``where`` is empty or ``WHERE <condition>``.
+    """Integer columns of a table as numpy arrays, in rowid order, read in chunks of
+    ``chunk_rows`` rows; ``where`` is empty or ``WHERE <condition>``.
 
-    NULLs and columns this export lacks read as -1. SQLite writes each chunk's column as one
-    comma-separated text (``group_concat``, formatted in C) that numpy parses, so no Python object
-    is made per value; all columns of a chunk come from one scan, so their rows line up. Chunks
-    are rowid ranges of the table itself (``NOT INDEXED``: an index on a ``where`` column would
-    make every chunk scan it), so the read stays linear. The columns are sized by the table's
-    rowid span (an index lookup, not a count): rows a ``where`` skips leave their pages
-    untouched, so they cost no memory.
+    NULLs, values that are not integers (text, BLOBs, fractions) and columns this export lacks
+    read as :data:`MISSING`; callers that cannot use such a row drop it with a note. SQLite writes
+    each chunk's column as one comma-separated text (``group_concat``, formatted in C) that numpy
+    parses, so no Python object is made per value; all columns of a chunk come from one scan, so
+    their rows line up. Chunks are rowid ranges of the table itself (``NOT INDEXED``: an index on a
+    ``where`` column would make every chunk scan it), so the read stays linear; each chunk starts
+    at the first rowid after the last (an index lookup), so rowids far apart cost one chunk each.
+    The columns are sized by the number of rows, never by the rowid span: a row with rowid 4e18
+    is one more row.
     """
     declared = schema[table]
-    values = [
-        f'"{c}"' if declared.get(c) else f'coalesce("{c}", -1)' if c in declared else "-1"
-        for c in columns]
+    values = [f'"{c}"' if declared.get(c) else f'coalesce("{c}", {MISSING})' if c in declared else str(MISSING)
+              for c in columns]
     condition = f"AND ({where.strip().removeprefix('WHERE')})" if where.strip() else ""
-    chunk_query = (f"SELECT count(*), {', '.join(f'group_concat({v})' for v in values)} FROM {table} NOT INDEXED "
-                   f"WHERE rowid >= ? AND rowid < ? {condition}")
-    first, last = conn.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
-    first, last = (0, -1) if first is None else (first, last)
-    out = [np.empty(last - first + 1, dtype=np.int64) for _ in columns]
+    in_chunk = f"FROM {table} NOT INDEXED WHERE rowid >= ? AND rowid <= ? {condition}"
+    chunk_query = f"SELECT count(*), {', '.join(f'group_concat({v})' for v in values)} {in_chunk}"
+    next_rowid = f"SELECT min(rowid) FROM {table} WHERE rowid >= ?"
+    out = [np.empty(_row_bound(conn, table), dtype=np.int64) for _ in columns]
     filled = 0
-    for low in range(first, last + 1, chunk_rows):
-        count, *texts = conn.execute(chunk_query, (low, low + chunk_rows)).fetchone()
+    low = conn.execute(next_rowid, (INT64.min,)).fetchone()[0]
+    while low is not None:
+        high = min(low + chunk_rows - 1, INT64.max)
+        count, *texts = conn.execute(chunk_query, (low, high)).fetchone()
         chunk = [_parsed_ints(text, count) for text in texts]
         if any(column is None for column in chunk):  # a value that is not an integer: read row by row
-            chunk = _row_by_row(conn, table, values, low, low + chunk_rows, condition)
+            rows = conn.execute(f"SELECT {', '.join(values)} {in_chunk}", (low, high)).fetchall()
+            chunk = [int_column([row[i] for row in rows]) for i in range(len(values))]
         for column, part in zip(out, chunk):
             column[filled:filled + count] = part
         filled += count
+        low = conn.execute(next_rowid, (high + 1,)).fetchone()[0] if high < INT64.max else None
     return {c: v[:filled] for c, v in zip(columns, out)}
+
+
+def _row_bound(conn: sqlite3.Connection, table: str) -> int:
+    """At most how many rows ``table`` holds: its rowid span (an index lookup) when that is under
+    :data:`SPAN_TRUSTED` rows, else its row count (a walk over its pages), so that rowids far
+    apart never size an array."""
+    first, last = conn.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
+    if first is None:
+        return 0
+    if last - first < SPAN_TRUSTED:
+        return last - first + 1
+    return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
 def _parsed_ints(text: str | None, count: int) -> np.ndarray | None:
@@ -121,13 +143,23 @@ def _parsed_ints(text: str | None, count: int) -> np.ndarray | None:
     return parsed if len(parsed) == count else None
 
 
-def _row_by_row(conn: sqlite3.Connection, table: str, values: list[str], low: int, high: int,
-                condition: str) -> list[np.ndarray]:
-    """One chunk of :func:`read_ints` through Python rows, for values SQLite does not print as integers."""
-    row = np.dtype([(f"f{i}", np.int64) for i in range(len(values))])
-    rows = np.fromiter(conn.execute(f"SELECT {', '.join(values)} FROM {table} NOT INDEXED WHERE rowid >= ? AND rowid < ? {condition}",
-                                    (low, high)), dtype=row)
-    return [rows[f"f{i}"] for i in range(len(values))]
+def as_int(value) -> int:
+    """An SQLite value as an integer: an integer as is, a whole REAL within int64 as its integer,
+    anything else (NULL, text, BLOB, a fraction) as :data:`MISSING`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer() and INT64.min <= value < INT64.max:
+        return int(value)
+    return MISSING
+
+
+def int_column(values) -> np.ndarray:
+    """:func:`as_int` of each value, as an int64 array; a column of Python integers (the usual
+    case) is converted at once."""
+    values = np.asarray(values, dtype=object)
+    if all(type(v) is int for v in values):
+        return values.astype(np.int64)
+    return np.fromiter((as_int(v) for v in values), dtype=np.int64, count=len(values))
 
 
 def export_metadata(conn: sqlite3.Connection, schema: dict) -> dict[str, str]:

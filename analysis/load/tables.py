@@ -37,6 +37,8 @@ class StringTable:
     largest id; a BLOB value is decoded as UTF-8 (bad bytes replaced), NULL stays unknown."""
 
     def __init__(self, conn: sqlite3.Connection, schema: dict):
+        if STRINGS_TABLE in schema:
+            require_columns(schema, STRINGS_TABLE, ("id", "value"), None)
         rows = conn.execute("SELECT id, value FROM StringIds").fetchall() if STRINGS_TABLE in schema else []
         ids = np.fromiter((r[0] if isinstance(r[0], int) else -1 for r in rows), dtype=np.int64, count=len(rows))
         order = np.argsort(ids, kind="stable")
@@ -86,8 +88,25 @@ def _as_text(value) -> str | None:
     return None if value is None else str(value)
 
 
-def pid_of(global_id) -> np.ndarray:
-    return (np.asarray(global_id, dtype=np.int64) >> 24) & ID_MASK
+def process_of(global_id) -> np.ndarray:
+    """The whole process key of a globalTid/globalPid: host, VM and process bits (``>> 24``), which
+    tells apart equal pids of processes on different hosts (ranks in containers)."""
+    return np.asarray(global_id, dtype=np.int64) >> 24
+
+
+def shared_pids(*keys: np.ndarray) -> np.ndarray:
+    """The 24-bit pids that more than one process key (:func:`process_of`) of the trace has."""
+    distinct = pd.unique(np.concatenate([np.asarray(k, dtype=np.int64) for k in keys]))
+    counts = pd.Series(distinct[distinct >= 0] & ID_MASK).value_counts()
+    return counts.index[counts > 1].to_numpy(np.int64)
+
+
+def pid_column(keys: np.ndarray, shared) -> np.ndarray:
+    """Process keys as the trace's ``pid`` column: the 24-bit pid (what nsys shows), or the whole
+    key where processes on different hosts share that pid (``shared``: :func:`shared_pids`)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    masked = keys & ID_MASK
+    return _narrow(np.where(np.isin(masked, np.asarray(shared, dtype=np.int64)), keys, masked) if len(shared) else masked)
 
 
 def tid_of(global_id) -> np.ndarray:
@@ -111,7 +130,7 @@ def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "device_id": _narrow(raw["deviceId"]),
         "stream_id": _narrow(raw["streamId"]),
         "correlation_id": _narrow(raw["correlationId"]),
-        "pid": _narrow(pid_of(raw["globalPid"])),
+        "pid": process_of(raw["globalPid"]),
     }
 
 
@@ -138,13 +157,28 @@ def drop_unusable_times(ops: pd.DataFrame, what: str, notes: list[str]) -> pd.Da
     """``ops`` without the rows whose start/end is missing (NULL reads as -1), negative, before
     its start or past :data:`MAX_TIME_NS`; a note counts them."""
     start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
-    usable = (start >= 0) & (end >= start) & (end < MAX_TIME_NS)
-    dropped = len(ops) - int(usable.sum())
+    return keep_rows(ops, (start >= 0) & (end >= start) & (end < MAX_TIME_NS), notes,
+                     f"{what} whose start or end time is missing, negative, before its start or past 2^53 ns")
+
+
+def keep_rows(rows: pd.DataFrame, usable: np.ndarray, notes: list[str], why: str) -> pd.DataFrame:
+    """The ``usable`` rows of ``rows``; when some are not, a note says how many were left out and
+    ``why`` (``"<what> whose <fault>"``)."""
+    dropped = len(rows) - int(usable.sum())
     if not dropped:
-        return ops
-    notes.append(f"left out {dropped:,} of {len(ops):,} {what} whose start or end time is missing, negative, "
-                 "before its start or past 2^53 ns")
-    return ops[usable].reset_index(drop=True)
+        return rows
+    notes.append(f"left out {dropped:,} of {len(rows):,} {why}")
+    return rows[usable].reset_index(drop=True)
+
+
+def drop_repeats(rows: pd.DataFrame, columns: list[str], notes: list[str], what: str) -> pd.DataFrame:
+    """``rows`` without later copies of a row equal in every one of ``columns`` (an export that
+    holds an event twice would count it twice); a note counts them."""
+    repeated = rows.duplicated(columns).to_numpy()
+    if not repeated.any():
+        return rows
+    notes.append(f"{int(repeated.sum()):,} {what} appear twice in the trace; each is counted once")
+    return rows[~repeated].reset_index(drop=True)
 
 
 def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
@@ -176,7 +210,7 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
     raw = read_ints(conn, schema, RUNTIME_TABLE, ("start", "globalTid", "correlationId"), where)
     return pd.DataFrame({
         "start_ns": raw["start"],
-        "pid": _narrow(pid_of(raw["globalTid"])),
+        "pid": process_of(raw["globalTid"]),
         "tid": _narrow(tid_of(raw["globalTid"])),
         "correlation_id": _narrow(raw["correlationId"]),
     }, copy=False)
@@ -199,14 +233,20 @@ def _launch_filter(strings: StringTable, launch_calls_only: bool) -> str:
 
 
 def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
-    """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1."""
-    key_calls = pd.Index((launches["pid"].to_numpy(np.int64) << 40) | launches["correlation_id"].to_numpy())
-    key_ops = (ops["pid"].to_numpy(np.int64) << 40) | ops["correlation_id"].to_numpy()
+    """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1; an
+    op whose correlation id is missing (NULL reads as -1) has none. Processes are numbered first,
+    so a process id of any width (host bits included) keys the join."""
+    processes = pd.Index(pd.unique(launches["pid"].to_numpy()))
+    call_process, op_process = processes.get_indexer(launches["pid"].to_numpy()), processes.get_indexer(ops["pid"].to_numpy())
+    key_calls = pd.Index((call_process.astype(np.int64) << 40) | launches["correlation_id"].to_numpy())
+    key_ops = (op_process.astype(np.int64) << 40) | ops["correlation_id"].to_numpy()
     if key_calls.is_unique:
-        return key_calls.get_indexer(key_ops)
-    first = np.flatnonzero(~key_calls.duplicated())
-    found = key_calls[first].get_indexer(key_ops)
-    return np.where(found >= 0, first[np.maximum(found, 0)], -1)
+        found = key_calls.get_indexer(key_ops)
+    else:
+        first = np.flatnonzero(~key_calls.duplicated())
+        found = key_calls[first].get_indexer(key_ops)
+        found = np.where(found >= 0, first[np.maximum(found, 0)], -1)
+    return np.where((op_process >= 0) & (ops["correlation_id"].to_numpy() >= 0), found, -1)
 
 
 def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) -> pd.DataFrame:

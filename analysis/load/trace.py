@@ -27,6 +27,9 @@ class Trace:
     # PyTorch's matmul op ranges with their shapes (load.nvtx.read_gemm_ops), empty without them
     gemm_ops: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["start_ns", "end_ns", "pid", "tid", "name"]))
     notes: list[str] = field(default_factory=list)
+    # 24-bit pids that processes on different hosts share: their ``pid`` is the whole process key
+    # (:func:`analysis.load.tables.pid_column`); readers of the trace's other tables use the same.
+    shared_pids: tuple[int, ...] = ()
     inputs: InputCache = InputCache()  # how its file was copied; readers that open it again use the same
 
     @property

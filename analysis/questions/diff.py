@@ -50,7 +50,9 @@ def diff_summaries(a: dict, b: dict) -> dict:
     # (they end with a synchronize): summed kernel time can fall while the step gets slower.
     judged = (step_a, step_b) if step_a and step_b else \
         (overall_a["kernel_ms_per_pass"], overall_b["kernel_ms_per_pass"])
-    overall["faster"] = judged[1] < judged[0]
+    ranks_a, ranks_b = _rank_count(a), _rank_count(b)
+    # Fewer ranks do less work per step: that is a lost rank, not a speed-up, so no verdict.
+    overall["faster"] = judged[1] < judged[0] if ranks_a == ranks_b else None
     return {
         "a": a["trace"],
         "b": b["trace"],
@@ -59,9 +61,22 @@ def diff_summaries(a: dict, b: dict) -> dict:
         "phases": _phases(a["phases"], b["phases"]),
         "categories": categories.to_dict("records"),
         "kernels": kernels.head(TOP_MOVED_KERNELS).to_dict("records"),
-        "why": _why(a, b, overall, categories, kernels, config_changes),
+        "why": _ranks_note(ranks_a, ranks_b) + _why(a, b, overall, categories, kernels, config_changes),
         "ranks": rank_diff(a, b),
     }
+
+
+def _rank_count(summary: dict) -> int:
+    """How many ranks (process and GPU) ran measured kernels in a summary's trace."""
+    return len((summary.get("communication") or {}).get("ranks") or [])
+
+
+def _ranks_note(ranks_a: int, ranks_b: int) -> str:
+    """The diff's first sentence when A and B hold different numbers of ranks, else nothing."""
+    if ranks_a == ranks_b:
+        return ""
+    return (f"A holds {text.plural(ranks_a, 'rank')} and B {text.plural(ranks_b, 'rank')}: the traces did not "
+            "capture the same processes, so the figures below compare different work and say nothing of speed. ")
 
 
 def _step_ms(phases: dict) -> float | None:

@@ -36,8 +36,9 @@ def _unavailable(reason: str) -> dict:
 
 
 def ledger_record(trace: Trace, config: dict | None, structure: RunStructure) -> dict:
-    """The trace's memory ledger with its answer sentence, or why there is none."""
-    events = read_memory_events(trace.path, trace.inputs)
+    """The trace's memory ledger with its answer sentence, or why there is none; events left out
+    of it are counted in the trace's notes."""
+    events = read_memory_events(trace.path, trace.inputs, trace.notes, trace.shared_pids)
     if events is None or events.empty:
         return _unavailable("This trace has no tensor-level memory events (`CUDA_GPU_MEMORY_USAGE_EVENTS`)")
     if (config or {}).get("mode") not in (None, "train", "forward-backward"):

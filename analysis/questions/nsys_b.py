@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+import pandas as pd
+
 from analysis import text
 from analysis.classify import GEMM, gemm_precision
 from analysis.kernel_names import kernel_label
@@ -146,10 +148,12 @@ GROUPS = ("fp32 eager", "bf16", "compiled")
 
 
 def run_group(dtype, compiled) -> str:
-    """The like-for-like group of a run: compiled, else its dtype (``fp32 eager``, ``bf16``)."""
-    if compiled:
+    """The like-for-like group of a run: compiled, else its dtype (``fp32 eager``, ``bf16``); a
+    run that does not say (None, or NaN in a table where other runs do) is the runner's default,
+    fp32 eager."""
+    if pd.notna(compiled) and compiled:
         return "compiled"
-    return "fp32 eager" if dtype in (None, "fp32") else str(dtype)
+    return "fp32 eager" if pd.isna(dtype) or dtype == "fp32" else str(dtype)
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:

@@ -13,6 +13,8 @@ import re
 
 from markupsafe import Markup
 
+from analysis.text import printable
+
 # Characters with a meaning inside a Markdown line: emphasis, code, links, tables, escapes.
 INLINE_SPECIAL = re.compile(r"([\\`*_\[\]|])")
 # What a value may start with to become a heading, quote or list item. (A run of dashes, a table's
@@ -24,7 +26,8 @@ CODE_SPAN = re.compile(r"`([^`]+)`")
 
 
 def _one_line(text) -> str:
-    return LINE_BREAKS.sub(" ", str(text))
+    """``text`` on one line, every character that would act rather than show escaped."""
+    return LINE_BREAKS.sub(" ", printable(text, one_line=False))
 
 
 def escape_markdown(text) -> str:

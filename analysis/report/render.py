@@ -20,7 +20,7 @@ from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table
 from analysis.safe_write import write_file
 from analysis.structure_text import describe
-from analysis.text import kernel_cell
+from analysis.text import kernel_cell, printable
 
 PACKAGE_NAME = "cs336-profile"
 PHASE_COLUMNS = ("passes", "kernels_per_pass", "kernel_ms_per_pass", "python_ms_per_pass", "cpu_span_ms_per_pass",
@@ -47,6 +47,14 @@ def _inline_code(text: str) -> Markup:
     return Markup(INLINE_CODE.sub(r"<code>\1</code>", str(escape(text))))
 
 
+def _page_text(value):
+    """What an HTML template writes for ``value``: text made printable (a control character or a
+    bidirectional override from a trace shows as its escape), markup kept markup."""
+    if isinstance(value, Markup):
+        return Markup(printable(value, one_line=False))
+    return printable(value, one_line=False) if isinstance(value, str) else value
+
+
 @functools.lru_cache(maxsize=2)
 def environment(markdown: bool = False) -> Environment:
     """jinja2 environment: StrictUndefined (a missing value fails loudly), HTML autoescaped; in
@@ -54,7 +62,7 @@ def environment(markdown: bool = False) -> Environment:
     process and flavour, so each template is compiled once."""
     env = Environment(loader=FileSystemLoader(templates_dir()), undefined=StrictUndefined,
                       autoescape=select_autoescape(["html"]) if not markdown else False,
-                      finalize=markdown_value if markdown else None,
+                      finalize=markdown_value if markdown else _page_text,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["code"] = _inline_code
     env.filters["md_cell"] = markdown_cell
