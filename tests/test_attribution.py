@@ -166,4 +166,4 @@ def test_custom_names_label_phases_by_role(tmp_path):
     assert labelled.ops["region"].tolist() == ["", "computing softmax", "", ""]
     assert labelled.measured_passes == {"forward": 1, "backward": 1}
     assert labelled.phase_ranges["phase"].tolist() == ["forward", "backward"]
-    assert labelled.notes == ["no range is named `l`", "no range is named `o`"]
+    assert labelled.notes == ["no range is named `l`", "no range is named `o`", "no range is named `qk`", "no range is named `av`"]
