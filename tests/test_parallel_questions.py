@@ -48,29 +48,29 @@ def test_ddp_b_compares_naive_and_overlapped_runs_of_the_same_shape():
                                     "medium ctx128 train fp32 ddp-overlap rank 1"]
     assert table["exposed_share"].tolist() == pytest.approx([1.0, 27 / 28, 4 / 32, 5 / 31])
     # exposed 28.5 -> 4.5 ms: 24 ms hidden; span 100.5 -> 80.5 ms, beyond the 3 ms spread
-    assert "27.00 ms–30.00 ms of it exposed (98.3%)" in record.answer  # 57 of 58 ms
-    assert "hides 24.00 ms of exposed communication" in record.answer
-    assert "−20.00 ms, larger than the step-to-step spread" in record.answer
+    assert "27.00 ms–30.00 ms of it exposed (98.3%)" in record.full_answer  # 57 of 58 ms
+    assert "hides 24.00 ms of exposed communication" in record.full_answer
+    assert "−20.00 ms, larger than the step-to-step spread" in record.full_answer
 
 
 def test_ddp_b_calls_a_difference_within_the_spread_no_difference():
     naive = _summary("ddp-naive", [(100.0, 6.0, 30.0, 30.0), (100.0, 6.0, 30.0, 30.0)])
     overlapped = _summary("ddp-overlap", [(97.0, 2.0, 30.0, 25.0), (97.0, 2.0, 30.0, 25.0)])
-    answer = ddp_b.QUESTION.answer(_evidence(naive, overlapped)).answer
+    answer = ddp_b.QUESTION.answer(_evidence(naive, overlapped)).full_answer
     assert "within the step-to-step spread (up to 6.00 ms), so not a measured difference" in answer
 
 
 def test_ddp_b_says_which_rank_waits_when_ranks_differ():
     naive = _summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0), (100.0, 2.0, 10.0, 10.0)])
-    answer = ddp_b.QUESTION.answer(_evidence(naive)).answer
+    answer = ddp_b.QUESTION.answer(_evidence(naive)).full_answer
     assert "Rank 0 spends 3.0× rank 1's time in them." in answer
     assert "the rank that arrives first also spends the wait" in answer
     even = _summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0), (100.0, 2.0, 20.0, 20.0)])
-    assert "arrives first" not in ddp_b.QUESTION.answer(_evidence(even)).answer
+    assert "arrives first" not in ddp_b.QUESTION.answer(_evidence(even)).full_answer
 
 
 def test_ddp_b_with_one_variant_names_the_missing_one():
-    answer = ddp_b.QUESTION.answer(_evidence(_summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0)] * 2))).answer
+    answer = ddp_b.QUESTION.answer(_evidence(_summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0)] * 2))).full_answer
     assert "a trace of overlapped DDP is needed" in answer
 
 
@@ -82,7 +82,7 @@ def test_fsdp_b_lead_and_lag_per_block():
     summary = _summary("fsdp", [(200.0, 1.0, 20.0, 2.0)] * 2, blocks, forward=(60.0, 1.0, 8.0, 0.8))
     record = fsdp_b.QUESTION.answer(_evidence(summary))
     assert len(record.tables[fsdp_b.BLOCKS]) == 4
-    answer = record.answer
+    answer = record.full_answer
     assert answer.startswith("medium ctx128 train fp32 fsdp: not always — 3 of 4 block all-gathers (2 blocks × 2 ranks)")
     assert "late: block 1 on rank 1 (4 of 4 passes, by up to 600 µs)." in answer
     assert "waits 0 µs–300 µs per forward pass" in answer
@@ -93,7 +93,7 @@ def test_fsdp_b_all_in_time():
     blocks = [{"pid": 10, "device_id": 0, "rank": 0, "block": b, "passes": 4, "allgather_ms": 1.0,
                "lead_ms": 0.5 + b, "min_lead_ms": 0.25 + b, "wait_ms": 0.0, "late_passes": 0}
               for b in range(3)]
-    answer = fsdp_b.QUESTION.answer(_evidence(_summary("fsdp", [(200.0, 1.0, 20.0, 2.0)], blocks))).answer
+    answer = fsdp_b.QUESTION.answer(_evidence(_summary("fsdp", [(200.0, 1.0, 20.0, 2.0)], blocks))).full_answer
     assert answer.startswith("medium ctx128 train fp32 fsdp: yes — 3 of 3 block all-gathers")
     assert "the closest with 250 µs to spare" in answer
 

@@ -266,9 +266,21 @@ def test_a_table_of_many_columns_is_set_dense():
 def test_a_download_table_is_a_csv_beside_the_page(tmp_path):
     from analysis.questions.registry import question
     from analysis.records import QuestionRecord
-    from analysis.report.render import question_downloads
+    from analysis.report.render import question_content
     timeline = pd.DataFrame({"time_ms": [0.0, 1.5], "allocated_bytes": [1, 2]})
     page = QuestionRecord(question("mem-a").card, ResultsAnswer("mem-a", "", {}, (), downloads={"Timeline": timeline}))
-    files = question_downloads(page, tmp_path)
+    _, files = question_content(page, tmp_path)
     assert [(f.path, f.title) for f in files] == [("question-mem-a-data1.csv", "Timeline")]
     assert pd.read_csv(tmp_path / files[0].path).equals(timeline)
+
+
+def test_a_long_table_shows_its_first_rows_and_links_all_of_them_as_csv(tmp_path):
+    from analysis.questions.registry import question
+    from analysis.records import QuestionRecord
+    from analysis.report.render import MAX_TABLE_ROWS, question_content
+    long = pd.DataFrame({"row": range(MAX_TABLE_ROWS + 5)})
+    page = QuestionRecord(question("mem-a").card, ResultsAnswer("mem-a", "", {"Rows": long}, ()))
+    tables, files = question_content(page, tmp_path)
+    assert len(tables[0].rows) == MAX_TABLE_ROWS and f"of {MAX_TABLE_ROWS + 5} rows" in tables[0].title
+    assert [f.title for f in files] == [f"Rows: all {MAX_TABLE_ROWS + 5} rows"]
+    assert pd.read_csv(tmp_path / files[0].path).equals(long)

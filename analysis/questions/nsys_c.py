@@ -19,7 +19,6 @@ from analysis.classify import GEMM
 from analysis.kernel_names import kernel_label
 from analysis.phases import RangeNames
 from analysis.questions import nsys_grid as grid
-from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.questions.nsys_inputs import NsysInputs, category_ms
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
@@ -171,20 +170,16 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     sub-ranges, by category; and the kernels above the threshold with their labels and regions."""
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "c", ("non_gemm_share", "attention_non_gemm_share"), "non_gemm_share",
-                      ("size", "context_length", "mode", "dtype", "compile"))
+                      ("size", "context_length", "mode"))
     if table.empty:
         return Unanswered("nsys-c", "a trace with kernels in measured `forward` ranges")
-    table.insert(1, "group", [run_group(d, c) for d, c in zip(table.get("dtype", [None] * len(table)),
-                                                               table.get("compile", [None] * len(table)))])
     by_trace = {run_label(s): s["questions"]["c"] for s in summaries
                 if s["questions"]["c"].get("non_gemm_share") is not None and not grid.mixed_shapes(s)}
     shares = pd.DataFrame([{f"{row['category']}_share": row["share"] for row in by_trace[label]["non_gemm_categories_forward"]}
                            for label in table["trace"]], index=table.index)
     table = pd.concat([table, shares.fillna(0.0)], axis=1)
     trend = _context_trend(table)
-    table = table.drop(columns=["size", "mode", "dtype", "compile"], errors="ignore")
-    order = {group: index for index, group in enumerate(GROUPS)}
-    table = table.sort_values("group", key=lambda g: g.map(order).fillna(len(order)), kind="stable")
+    table = table.drop(columns=["size", "mode"], errors="ignore")
     kernels = pd.DataFrame([{"trace": label, **{k: v for k, v in row.items() if k != "label"}}
                             for label, answer in by_trace.items() for row in answer["top_non_gemm_forward"]])
     tables = {"Non-matmul share of forward kernel time, by category": table}
@@ -202,7 +197,9 @@ def _context_trend(table: pd.DataFrame) -> str:
     """The non-matmul share (and its attention part) from the shortest to the longest context, per
     size, mode and group traced at more than one context length."""
     trends, grows = [], []
-    for (size, mode, group), rows in table.groupby(["size", "mode", "group"], sort=False):
+    if not {"size", "mode", "context_length"} <= set(table):  # no run of the runner: no sizes to follow
+        return ""
+    for (size, mode, group), rows in table.dropna(subset=["size", "mode"]).groupby(["size", "mode", "group"], sort=False):
         if rows["context_length"].nunique() < 2:
             continue
         rows = rows.sort_values("context_length")
