@@ -52,7 +52,7 @@ def _edition_evidence(summaries: list[dict], results: ResultsSet, name: str) -> 
     def part(keep) -> Evidence:
         return Evidence(sorted_summaries([s for s in summaries if keep(edition(s))]),
                         ResultsSet({f: d for f, d in results.documents.items() if keep(results_edition(d))}))
-    return replace(part(lambda e: e == name), other_editions=part(lambda e: e != name))
+    return replace(part(lambda e: e == name), other_editions=part(lambda e: e != name), edition=name)
 
 
 def _answered(question, evidence: Evidence):

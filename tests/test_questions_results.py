@@ -274,8 +274,8 @@ def test_mem_a_and_e_from_a_snapshot(results_dir):
                    (4 * 32 * 128 * 128 * 4, 64, "model.py:91 in attention", "model.py:129 in forward"))]
     mem_e = memory.answer_mem_e(results_dir("memory_largest_allocations", largest))
     assert mem_e.numbers["largest_bytes"] == 20 * 1024**2 and mem_e.numbers["largest_tensor"].startswith("SwiGLU")
-    assert "20.0 MiB × 128: SwiGLU hidden activation" in mem_e.answer and "4 × 128 × 10240 × 4 B" in mem_e.answer
-    assert "made at model.py:143 ← model.py:158 (96), model.py:31 ← model.py:142 (32)" in mem_e.answer
+    assert "SwiGLU hidden activation (20.0 MiB × 128" in mem_e.answer and "4 × 128 × 10240 × 4 B" in mem_e.answer
+    assert "20.0 MiB at model.py:143 ← model.py:158 (96), model.py:31 ← model.py:142 (32)" in mem_e.answer
     assert "8.0 MiB × 64: attention scores" in mem_e.answer
 
 

@@ -25,11 +25,12 @@ class Evidence:
     """Every input of the cross-trace computations: the trace summaries (sorted for the report)
     and the results files of the page's edition; ``other_editions`` holds the inputs of the other
     handout editions, for an answer that compares the same model across them (``None`` where the
-    page already reads every input)."""
+    page already reads every input), and ``edition`` names the page's edition then."""
 
     summaries: list[dict]
     results: ResultsSet
     other_editions: Evidence | None = None
+    edition: str | None = None  # the handout edition of the page, where it reads one edition's inputs
 
 
 @dataclass(frozen=True)
