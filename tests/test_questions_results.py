@@ -276,7 +276,7 @@ def test_mem_a_and_e_from_a_snapshot(results_dir):
     assert mem_e.numbers["largest_bytes"] == 20 * 1024**2 and mem_e.numbers["largest_tensor"].startswith("SwiGLU")
     assert "SwiGLU hidden activation (20.0 MiB × 128" in mem_e.answer and "4 × 128 × 10240 × 4 B" in mem_e.answer
     assert "20.0 MiB at model.py:143 ← model.py:158 (96), model.py:31 ← model.py:142 (32)" in mem_e.answer
-    assert "8.0 MiB × 64: attention scores" in mem_e.answer
+    assert "attention scores, softmax pieces and weights (8.0 MiB × 64" in mem_e.answer
 
 
 def test_mem_a_without_the_peaks_file_leaves_the_size_out(results_dir):
