@@ -143,7 +143,10 @@ def test_nsys_b_answers_fp32_eager_bf16_and_compiled_runs_apart():
 
 def test_nsys_c_gives_the_non_matmul_share_per_group_and_its_trend_with_context_length():
     def record_c(share, attention_share, leader):
-        return {"c": {"non_gemm_share": share, "attention_non_gemm_share": attention_share,
+        regions = [{"region": "softmax", "ms_per_pass": 1.0, "share": attention_share * 0.75},
+                   {"region": "attention scores", "ms_per_pass": 1.0, "share": attention_share * 0.25},
+                   {"region": nsys_c.OUTSIDE, "ms_per_pass": 1.0, "share": share - attention_share}]
+        return {"c": {"non_gemm_share": share, "attention_non_gemm_share": attention_share, "non_gemm_by_region": regions,
                       "non_gemm_categories_forward": [{"category": "elementwise", "ms_per_pass": 1.0, "share": share}],
                       "top_non_gemm_forward": [{"kernel": leader, "label": leader, "category": "elementwise",
                                                 "region": "computing softmax", "region_share": 1.0,
@@ -154,8 +157,13 @@ def test_nsys_c_gives_the_non_matmul_share_per_group_and_its_trend_with_context_
                  summary("small", 128, dtype="bf16", questions=record_c(0.797, 0.171, "cast"))]
     record = nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet()))
     text = record.full_answer
+    # the softmax's time is attributed by its NVTX range: 3/4 of the attention part here
     assert text.startswith("Among fp32 eager runs (2 traces) kernels other than matrix multiplications take 25.7–34.0% "
-                           "of forward kernel time, 6.4–25.0% inside the attention sub-ranges")
+                           "of forward kernel time: the softmax's NVTX range 4.8–18.8%, the scores' scale and mask "
+                           "1.6–6.2%, and outside attention (RMSNorm, RoPE, SwiGLU, residual adds, casts: no range "
+                           "tells them apart) 9.0–19.3%.")
+    table = next(iter(record.tables.values())).set_index("trace")
+    assert table.loc["small ctx1024 forward fp32", "softmax_range_share"] == pytest.approx(0.1875)
     assert "Among bf16 runs (1 trace)" in text and "`cast` (1 of 1)" in text
     assert "grows in every series: small forward fp32 eager 25.7% at 128 → 34.0% at 1024 (inside attention 6.4% → " \
            "25.0%)" in text
@@ -189,5 +197,5 @@ def test_grid_answers_hold_when_no_trace_has_attention_sub_ranges_or_a_backward(
     record_d = {"d": {"gemm_share_forward": 0.7, "gemm_share_forward_backward": None, "gemm_share_train_step": 0.6,
                       "category_shares": [], "answer": "one trace"}}
     summaries = [summary(size, 128, "train", questions={**record_c, **record_d}) for size in ("small", "medium")]
-    assert "inside the attention" not in nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet())).full_answer
+    assert "NVTX range" not in nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet())).full_answer
     assert "forward + backward" not in nsys_d.QUESTION.answer(Evidence(summaries, ResultsSet())).full_answer

@@ -29,6 +29,11 @@ NAMED_IN_ANSWER = 3
 
 
 OUTSIDE = "outside the attention sub-ranges"
+# The non-matmul time by operation, as the NVTX ranges tell it: the softmax's range, the scores'
+# range (their scaling and masking besides the GEMM), and everything outside attention, where no
+# range tells RMSNorm, RoPE, SwiGLU, residual adds and casts apart.
+OPERATION_COLUMNS = {"softmax": "softmax_range_share", "attention scores": "scores_range_share",
+                     OUTSIDE: "outside_attention_share"}
 
 
 class NonGemmKernel(TypedDict):
@@ -175,9 +180,11 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
         return Unanswered("nsys-c", "a trace with kernels in measured `forward` ranges")
     by_trace = {run_label(s): s["questions"]["c"] for s in summaries
                 if s["questions"]["c"].get("non_gemm_share") is not None and not grid.mixed_shapes(s)}
+    operations = pd.DataFrame([{column: _region_share(by_trace[label], region) for region, column in OPERATION_COLUMNS.items()}
+                               for label in table["trace"]], index=table.index)
     shares = pd.DataFrame([{f"{row['category']}_share": row["share"] for row in by_trace[label]["non_gemm_categories_forward"]}
                            for label in table["trace"]], index=table.index)
-    table = pd.concat([table, shares.fillna(0.0)], axis=1)
+    table = pd.concat([table, operations.dropna(axis="columns", how="all"), shares], axis=1)
     trend = _context_trend(table)
     table = table.drop(columns=["size", "mode"], errors="ignore")
     kernels = pd.DataFrame([{"trace": label, **{k: v for k, v in row.items() if k != "label"}}
@@ -218,31 +225,50 @@ def _context_trend(table: pd.DataFrame) -> str:
     return f"With context length {lead}: " + "; ".join(trends) + "."
 
 
+def _region_share(record: dict, region: str) -> float | None:
+    """A region's share of forward kernel time in a per-trace record; None where the trace has no
+    attention sub-ranges at all (0 where it has them but this one launched nothing)."""
+    regions = {row["region"]: row["share"] for row in record.get("non_gemm_by_region") or []}
+    if not set(regions) - {OUTSIDE}:
+        return None
+    return regions.get(region, 0.0)
+
+
 def category_shares(table: pd.DataFrame) -> pd.DataFrame:
     """The per-category share columns of the cross-trace table, named by category."""
-    shares = table[[c for c in table if c.endswith("_share") and c not in ("non_gemm_share", "attention_non_gemm_share")]]
+    shares = table[[c for c in table if c.endswith("_share")
+                    and c not in ("non_gemm_share", "attention_non_gemm_share", *OPERATION_COLUMNS.values())]]
     return shares.rename(columns=lambda c: c.removesuffix("_share"))
 
 
 def _grid_text(record: ResultsAnswer) -> str:
+    """Per group the non-matmul share and, where NVTX ranges tell, how much of it each operation
+    takes; the leading kernels and categories and the trend with context length as evidence."""
     table = grid.first_table(record)
     leaders = record.numbers.get("leaders", {})
-    parts = []
+    lead, details = [], []
     for group, rows in table.groupby("group", sort=False):
         sentence = (f"Among {group} runs ({text.plural(len(rows), 'trace')}) kernels other than matrix multiplications "
                     f"take {grid.pct_span(rows['non_gemm_share'])} of forward kernel time")
-        if "attention_non_gemm_share" in rows and rows["attention_non_gemm_share"].notna().any():
-            sentence += f", {grid.pct_span(rows['attention_non_gemm_share'].dropna())} inside the attention sub-ranges"
-        shares = category_shares(rows)
-        if not shares.empty:
-            top = shares.mean().idxmax()
-            sentence += f"; the largest category is {top} ({grid.pct_span(shares[top])})"
+        if rows.get("softmax_range_share", pd.Series(dtype=float)).notna().any():
+            sentence += (f": the softmax's NVTX range {grid.pct_span(rows['softmax_range_share'].dropna())}, the scores' "
+                         f"scale and mask {grid.pct_span(rows['scores_range_share'].dropna())}, and outside attention "
+                         f"(RMSNorm, RoPE, SwiGLU, residual adds, casts: no range tells them apart) "
+                         f"{grid.pct_span(rows['outside_attention_share'].dropna())}")
+        (details if grid.is_multi_gpu_group(group) else lead).append(sentence + ".")
+        shares = category_shares(rows).dropna(axis="columns", how="all")
         named = pd.Series([leaders[t] for t in rows["trace"] if t in leaders]).value_counts()
-        if len(named):
-            sentence += f", and the leading kernel is most often `{named.index[0]}` ({named.iloc[0]} of {len(rows)})"
-        parts.append(sentence + ".")
-    parts.append(record.numbers.get("context_trend", ""))
-    return " ".join(part for part in parts if part)
+        if not shares.empty and len(named):
+            top = shares.mean().idxmax()
+            details.append(f"By kernel name in {group} runs the largest category is {top} "
+                           f"({grid.pct_span(shares[top].dropna())}) and the leading non-matmul kernel is most often "
+                           f"`{named.index[0]}` ({named.iloc[0]} of {len(rows)}).")
+    if table.get("softmax_range_share", pd.Series(dtype=float)).notna().any():
+        details.append("The eager softmax and RMSNorm are written out (max, exp, sum, divide; square, mean, rsqrt, "
+                       "multiply), so their time sits in elementwise and reduction kernels, not in a kernel named after "
+                       "them; only the NVTX ranges attribute it.")
+    details.append(record.numbers.get("context_trend", ""))
+    return text.answer_text(lead, details)
 
 
 QUESTION = Question(
