@@ -47,26 +47,30 @@ def test_ddp_b_compares_naive_and_overlapped_runs_of_the_same_shape():
                                     "medium ctx128 train fp32 ddp-overlap rank 0",
                                     "medium ctx128 train fp32 ddp-overlap rank 1"]
     assert table["exposed_share"].tolist() == pytest.approx([1.0, 27 / 28, 4 / 32, 5 / 31])
-    # exposed 28.5 -> 4.5 ms: 24 ms hidden; span 100.5 -> 80.5 ms, beyond the 3 ms spread
-    assert "27.00 ms–30.00 ms of it exposed (98.3%)" in record.full_answer  # 57 of 58 ms
-    assert "hides 24.00 ms of exposed communication" in record.full_answer
-    assert "−20.00 ms, larger than the step-to-step spread" in record.full_answer
+    # rank 0 (the longest in communication) exposed 30 -> 4 ms; span 100.5 -> 80.5 ms, beyond the 3 ms spread
+    assert record.answer.startswith("Overlapping the all-reduces with backward cuts rank 0's exposed communication from "
+                                    "30.00 ms to 4.00 ms per step and moves the step's GPU span 100 ms → 80.50 ms, "
+                                    "beyond the step-to-step spread of up to 3.00 ms.")
+    # the transfer takes at most the shorter rank's 28 ms, so rank 0 waits at least 2 ms in the naive run
+    assert "3.4% of naive DDP's communication is waiting, not transfer: the transfer takes at most 28.00 ms per step (rank 1's time in the all-reduces), so rank 0 waits at " \
+           "least 2.00 ms for rank 1 to arrive" in record.answer
+    assert table["waiting_ms"].tolist() == pytest.approx([2.0, 0.0, 1.0, 0.0])
 
 
 def test_ddp_b_calls_a_difference_within_the_spread_no_difference():
     naive = _summary("ddp-naive", [(100.0, 6.0, 30.0, 30.0), (100.0, 6.0, 30.0, 30.0)])
     overlapped = _summary("ddp-overlap", [(97.0, 2.0, 30.0, 25.0), (97.0, 2.0, 30.0, 25.0)])
     answer = ddp_b.QUESTION.answer(_evidence(naive, overlapped)).full_answer
-    assert "within the step-to-step spread (up to 6.00 ms), so not a measured difference" in answer
+    assert "within the step-to-step spread of up to 6.00 ms, so the step change is no measured difference" in answer
+    assert "waiting, not transfer" not in answer  # ranks that arrive together wait for no one
 
 
-def test_ddp_b_says_which_rank_waits_when_ranks_differ():
+def test_ddp_b_separates_waiting_from_transfer_per_rank():
     naive = _summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0), (100.0, 2.0, 10.0, 10.0)])
     answer = ddp_b.QUESTION.answer(_evidence(naive)).full_answer
-    assert "Rank 0 spends 3.0× rank 1's time in them." in answer
-    assert "the rank that arrives first also spends the wait" in answer
-    even = _summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0), (100.0, 2.0, 20.0, 20.0)])
-    assert "arrives first" not in ddp_b.QUESTION.answer(_evidence(even)).full_answer
+    assert "rank 0 30.00 ms (30.00 ms exposed; at least 20.00 ms waiting); rank 1 10.00 ms" in answer
+    assert "transfer at most 10.00 ms" in answer
+    assert "a rank that arrives first spends the wait for the others inside it" in answer
 
 
 def test_ddp_b_with_one_variant_names_the_missing_one():
