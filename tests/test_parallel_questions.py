@@ -88,9 +88,27 @@ def test_fsdp_b_lead_and_lag_per_block():
     assert len(record.tables[fsdp_b.BLOCKS]) == 4
     answer = record.full_answer
     assert answer.startswith("medium ctx128 train fp32 fsdp: not always — 3 of 4 block all-gathers (2 blocks × 2 ranks)")
-    assert "late: block 1 on rank 1 (4 of 4 passes, by up to 600 µs)." in answer
-    assert "waits 0 µs–300 µs per forward pass" in answer
-    assert "8.00 ms on the ranks, 800 µs of it exposed" in answer
+    assert "late: block 1 on rank 1 (4 of 4 passes, by up to 600 µs), so compute waits 0 µs–300 µs per forward " \
+           "pass for all-gathers." in answer
+    assert "is the first block" not in answer  # block 1 is late, not the first one
+    assert "rank 1 8.00 ms of communication kernels, 800 µs of it with no compute beside it" in answer
+
+
+def test_fsdp_b_reconciles_exposed_communication_with_skew_between_ranks():
+    blocks = [{"pid": 10 + r, "device_id": r, "rank": r, "block": b, "passes": 3, "allgather_ms": 1.0,
+               "lead_ms": -1.0 if b == 0 else 5.0, "min_lead_ms": -2.0 if b == 0 else 4.0,
+               "wait_ms": 1.5 if b == 0 else 0.0, "late_passes": 3 if b == 0 else 0} for r in (0, 1) for b in (0, 1)]
+    ranks = [_summary("fsdp", [(200.0, 1.0, 20.0, 2.0)] * 2, blocks, forward=forward)["communication"]["ranks"][0]
+             for forward in ((60.0, 1.0, 70.0, 36.0), (60.0, 1.0, 30.0, 2.0))]
+    summary = _summary("fsdp", [(200.0, 1.0, 20.0, 2.0)] * 2, blocks)
+    summary["communication"]["ranks"] = [{**rank, "rank": index} for index, rank in enumerate(ranks)]
+    summary["communication"]["skew"] = {"max_start_spread_ms": 50.0}
+    answer = fsdp_b.QUESTION.answer(_evidence(summary)).full_answer
+    assert "Block 0 is the first block: no earlier block's compute runs while its all-gather does" in answer
+    # 70 - 30 = 40 ms of rank 0's time is waiting: more than half its 36 ms exposed
+    assert "is mostly skew, not transfer: the transfer takes at most 30.00 ms per pass (the least rank's time), so " \
+           "rank 0 spends at least 40.00 ms waiting inside the all-gathers for the other rank, whose steps start up " \
+           "to 50.00 ms apart." in answer
 
 
 def test_fsdp_b_all_in_time():
