@@ -60,7 +60,7 @@ def test_nsys_a_sets_the_traced_forward_against_the_unprofiled_benchmark_and_the
     assert record.answer.startswith("nsys's `forward` range and the Python timer time the same synchronized span, so "
                                     "they match (nsys/Python 1.000–1.001, 3 traces)")
     # a small run alone: no spread between plain runs to weigh the profiler's +40% against
-    assert "forward 20.00 → 28.00 ms under nsys (+40.0%), with no repeated plain runs to weigh it against" in record.answer
+    assert "goes 20.00 → 28.00 ms under nsys (+40.0%), with no repeated plain runs to weigh it against" in record.answer
     assert "It exceeds that spread most: xl ctx256 forward fp32 145.00 against 125.00 ms unprofiled (1.16×)" in text
 
 

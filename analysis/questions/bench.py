@@ -35,7 +35,10 @@ CONFIG_KEYS = ("size", "context_length", "batch_size", "mode", "dtype", "compile
 TIMED = ("forward", "backward")
 FIRST_STEP_TITLE = "First measured step against the later ones"
 ONE_OFF_COSTS = {
-    "cuda": "creating the CUDA context and cuBLAS handles, growing the caching allocator and choosing GEMM kernels",
+    # The runner creates the model's weights on the device before step 0, so the CUDA context exists by then.
+    "cuda": "the CUDA context exists already, as the weights were created on the GPU before the first step; the first "
+            "step creates cuBLAS handles and workspaces, loads each kernel's module at its first launch, grows the "
+            "caching allocator for activations and gradients and chooses GEMM kernels",
     "cpu": "growing the allocator and the first dispatch of each operator",
 }
 

@@ -29,7 +29,7 @@ from analysis.runs import run_label, sorted_summaries
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
 SYNCHRONIZED_SPAN_SHARE = 0.95
 # A shape's first range this many times slower than its later ones paid a one-off cost (a cold
-# first pass: CUDA context, allocator, kernel selection).
+# first pass: kernel modules loaded, allocator grown, kernels chosen).
 COLD_FIRST_RANGE = 1.5
 
 
@@ -279,12 +279,14 @@ def _overhead_lead(overhead: pd.DataFrame) -> str:
     """What the profiler adds to the first configuration's forward, weighed against the spread
     between plain runs of its size and against this report's own trace of it."""
     row = overhead.iloc[0]
-    added = (f"{row['size']} ctx{row['context_length']} {row['mode']} forward {row['forward_ms']:,.2f} → "
-             f"{row['forward_ms_nsys']:,.2f} ms under nsys (+{text.pct(row['forward_added_share'])})")
+    added = (f"the overhead run's {row['size']} ctx{row['context_length']} {row['mode']} forward (Python timer median) "
+             f"goes {row['forward_ms']:,.2f} → {row['forward_ms_nsys']:,.2f} ms under nsys "
+             f"(+{text.pct(row['forward_added_share'])})")
     if pd.isna(row["noise_ratio"]):
         return f"Profiling's measured cost: {added}, with no repeated plain runs to weigh it against."
     inside = 1 + row["forward_added_share"] <= row["noise_ratio"]
-    traced = (f", and this report's trace of it times {row['traced_forward_ms']:,.2f} ms"
+    traced = (f", and this report's trace of the same configuration times {row['traced_forward_ms']:,.2f} ms by its "
+              "`forward` range"
               if pd.notna(row["traced_forward_ms"]) else "")
     return (f"Profiling's measured cost is {'inside' if inside else 'beyond'} the noise: {added}, "
             f"{'within' if inside else 'beyond'} the {row['noise_ratio']:.2f}× spread between plain runs{traced}.")
