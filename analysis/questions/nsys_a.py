@@ -225,13 +225,13 @@ def _earlier_edition(table: pd.DataFrame, other: Evidence | None) -> pd.DataFram
                       float(found["nsys_forward_ms"].iloc[-1]) if len(found) else None)
         if earlier_ms is None:
             continue
-        rows.append({"trace": row.trace, "earlier_run": f"{size} ctx{row.context_length} {row.mode} fp32 ({earlier})",
+        source = "trace" if trace else "sweep table"
+        rows.append({"trace": row.trace, "earlier_run": f"{size} ctx{row.context_length} {row.mode} fp32 ({earlier} {source})",
                      "nsys_forward_ms": row.nsys_forward_ms, "earlier_nsys_forward_ms": earlier_ms,
                      "slowdown_ratio": row.nsys_forward_ms / earlier_ms,
                      "kernel_ms_per_pass": getattr(row, "kernel_ms_per_pass", None),
                      "earlier_kernel_ms_per_pass": (trace["phases"]["forward"]["kernel_ms_per_pass"] if trace else None),
-                     "idle_share": getattr(row, "idle_share", None),
-                     "earlier_source": "trace" if trace else "sweep table"})
+                     "idle_share": getattr(row, "idle_share", None)})
     return pd.DataFrame(rows)
 
 
@@ -366,7 +366,7 @@ def _editions_text(earlier: pd.DataFrame) -> str:
     parts = []
     for row in earlier.itertuples():
         part = (f"{row.trace} {row.nsys_forward_ms:,.1f} ms against {row.earlier_run} {row.earlier_nsys_forward_ms:,.1f} ms "
-                f"({row.slowdown_ratio:.2f}×, the earlier time from its {row.earlier_source}")
+                f"({row.slowdown_ratio:.2f}×")
         if row.capture:
             part += f"; captured with {row.capture} for the memory questions, so no like-for-like timing"
         if pd.notna(row.kernel_ms_per_pass):

@@ -17,7 +17,7 @@ from analysis.report.bar_figures import DRAWINGS as BAR_DRAWINGS
 from analysis.report.drawing import FigureFile, FigureJob, FigureNotDrawn, draw_all
 from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
-from analysis.report.tables import DisplayTable, display_table
+from analysis.report.tables import DisplayTable, display_table, display_tables
 from analysis.safe_write import write_file
 from analysis.text import kernel_cell
 
@@ -89,7 +89,7 @@ def question_content(page: QuestionRecord, out_dir: Path) -> tuple[list[DisplayT
             long_tables[f"{title}: all {len(table)} rows"] = table
             title = f"{title} (the first {MAX_TABLE_ROWS} of {len(table)} rows; all of them in the CSV file below)"
             table = table.head(MAX_TABLE_ROWS)
-        shown_tables.append(display_table(title, table))
+        shown_tables += display_tables(title, table)
     files = []
     for index, (title, table) in enumerate({**page.result.downloads, **long_tables}.items()):
         name = f"{page.card.page}-data{index + 1}.csv"
@@ -213,7 +213,7 @@ def diff_content(page: DiffPage) -> tuple[dict, list[DisplayTable]]:
               display_table("Per phase", pd.DataFrame(diff["phases"])),
               display_table("Kernels that moved most, per pass", _label_kernels(pd.DataFrame(diff["kernels"])))]
     if diff.get("ranks"):
-        tables.insert(0, display_table(RANK_DIFF_TABLE, pd.DataFrame(diff["ranks"]["rows"])))
+        tables[:0] = display_tables(RANK_DIFF_TABLE, pd.DataFrame(diff["ranks"]["rows"]))
     if diff["config_changes"]:
         tables.insert(0, display_table("Settings that differ", pd.DataFrame(diff["config_changes"])))
     return diff, [t for t in tables if t.rows]
