@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from analysis import runs
 from analysis.answers import report_data
-from analysis.questions import nsys_grid as grid
 from analysis.records import Unanswered
 from analysis.report import render_report
 from analysis.summary import analyze_trace
@@ -33,19 +33,19 @@ def test_questions_answer_traces_without_a_config(own_summaries):
     assert not any(isinstance(result, Unanswered) for result in nsys.values()), nsys
     for result in nsys.values():
         table = next(iter(result.tables.values()))
-        assert set(table["group"]) == {grid.OWN_RUNS}
+        assert set(table["group"]) == {runs.OWN_RUNS}
         assert set(table["trace"]) == {"my_small_ctx128_train_fp32", "my_small_ctx256_forward_fp32"}
-        assert grid.OWN_RUNS in result.full_answer
+        assert runs.OWN_RUNS in result.full_answer
 
 
 def test_the_index_renders_traces_without_a_config(own_summaries, tmp_path):
     index = render_report(report_data(own_summaries, None), [], tmp_path, formats=("html",))["html"]
     page = index.read_text()
-    assert "my_small_ctx128_train_fp32" in page and grid.OWN_RUNS in page
+    assert "my_small_ctx128_train_fp32" in page and runs.OWN_RUNS in page
 
 
 @pytest.mark.parametrize(("config", "group"), [
-    (None, grid.OWN_RUNS),
+    (None, runs.OWN_RUNS),
     ({"size": "medium", "context_length": 256, "mode": "train", "dtype": "fp32"}, "fp32 eager"),
     ({"size": "medium", "context_length": 256, "mode": "train", "dtype": "bf16"}, "bf16"),
     ({"size": "small", "context_length": 128, "mode": "train", "dtype": "fp32", "compile": True}, "compiled"),
@@ -53,4 +53,4 @@ def test_the_index_renders_traces_without_a_config(own_summaries, tmp_path):
       "world_size": 2}, "ddp-naive on 2 GPUs"),
 ])
 def test_each_run_falls_in_its_like_for_like_group(config, group):
-    assert grid.run_group({"trace": "t.sqlite", "config": config}) == group
+    assert runs.run_group({"trace": "t.sqlite", "config": config}) == group

@@ -199,3 +199,15 @@ def test_grid_answers_hold_when_no_trace_has_attention_sub_ranges_or_a_backward(
     summaries = [summary(size, 128, "train", questions={**record_c, **record_d}) for size in ("small", "medium")]
     assert "NVTX range" not in nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet())).full_answer
     assert "forward + backward" not in nsys_d.QUESTION.answer(Evidence(summaries, ResultsSet())).full_answer
+
+
+def test_nsys_a_sets_a_2026_trace_against_the_2025_run_of_the_same_model():
+    later = summary("xl", 128, "train", questions=record_a(404.0, 404.0), phases=forward_phase(84.0, 400.0),
+                    handout="2026")
+    earlier = summary("2.7B", 128, "train", questions=record_a(89.0, 89.0), phases=forward_phase(83.0, 88.0))
+    evidence = Evidence([later], ResultsSet(), other_editions=Evidence([earlier], ResultsSet()), edition="2026")
+    record = nsys_a.QUESTION.answer(evidence)
+    pair = record.tables[nsys_a.EDITIONS_TITLE].iloc[0]
+    assert (pair["earlier_run"], pair["slowdown_ratio"]) == ("2.7B ctx128 train fp32 (2025 trace)", 404.0 / 89.0)
+    assert (pair["kernel_ms_per_pass"], pair["earlier_kernel_ms_per_pass"]) == (84.0, 83.0)
+    assert "the same model and context run 4.54× slower than the 1 run traced with the 2025 options" in record.answer

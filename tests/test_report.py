@@ -31,7 +31,7 @@ from analysis.report.svg_plot import Line, Panel, line_chart
 from analysis.report.tables import display_table
 from analysis.report.timeline import step_timeline
 from analysis.summary import analyze_trace
-from tests.example_site import EXAMPLES, FIXTURE_TRACES, REFUSED
+from tests.example_site import EXAMPLE_TRACE_FOLDERS, EXAMPLES, FIXTURE_TRACES, REFUSED
 
 SVG = "{http://www.w3.org/2000/svg}"
 BLANK_OR_MISSING = re.compile(r"\b(nan|NaN|None|null)\b")
@@ -94,7 +94,7 @@ def test_every_page_the_index_lists_exists(site):
                                       "nsys-a", "nsys-b", "nsys-c", "nsys-d", "nsys-e")} <= answered
     trace_pages = {page.stem for page in pages if page.stem.startswith("trace-")}
     assert trace_pages == {"trace-" + name.removesuffix(".sqlite") for name in FIXTURE_TRACES} or \
-        len(trace_pages) == len(list((EXAMPLES / "traces").glob("*.sqlite.xz")))
+        len(trace_pages) == sum(len(list((EXAMPLES / folder).glob("*.sqlite.xz"))) for folder in EXAMPLE_TRACE_FOLDERS)
 
 
 def test_questions_the_inputs_cannot_answer_are_listed_not_rendered(site):

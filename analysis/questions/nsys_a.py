@@ -23,7 +23,7 @@ from analysis.questions.phase_breakdown import shape_summaries
 from analysis.questions.question import Evidence, Question
 from analysis.questions.results_files import plural
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import run_label, sorted_summaries
+from analysis.runs import ONE_GPU_GROUPS, is_multi_gpu_group, run_group, run_label, sorted_summaries
 
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
@@ -120,6 +120,7 @@ OVERHEAD_KEYS = ("size", "context_length", "mode")  # how an overhead pair finds
 BENCH_TITLE = "Forward pass: traced against the unprofiled benchmark"
 OVERHEAD_TITLE = "The profiler's overhead, measured directly"
 EDITIONS_TITLE = "The same model and context under the 2025 nsys options"
+PLAIN_CAPTURE = "plain"  # a trace captured as nsys_profile asks, nothing added
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
@@ -137,7 +138,7 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
                             on="trace", how="left")
     tables = {"Forward pass: nsys and the Python timer": table.drop(columns=list(CONFIG_KEYS), errors="ignore")}
     bench = story.unprofiled_forward(evidence.results)
-    against = _against_bench(summaries, table[table["group"].isin(grid.ONE_GPU_GROUPS)], bench)
+    against = _against_bench(summaries, table[table["group"].isin(ONE_GPU_GROUPS)], bench)
     if not against.empty:
         tables[BENCH_TITLE] = against
     overhead = story.profiler_overhead(evidence.results)
@@ -209,7 +210,7 @@ def _earlier_edition(table: pd.DataFrame, other: Evidence | None) -> pd.DataFram
         return pd.DataFrame()
     sweep = other.results.experiment_rows("sweep")
     earlier_traces = {(s["config"].get("size"), s["config"].get("context_length"), s["config"].get("mode")): s
-                      for s in other.summaries if grid.run_group(s) == "fp32 eager"}
+                      for s in other.summaries if run_group(s) == "fp32 eager"}
     rows = []
     for row in table[table["group"] == "fp32 eager"].itertuples():
         handout = str(row.handout)
@@ -237,10 +238,11 @@ def _earlier_edition(table: pd.DataFrame, other: Evidence | None) -> pd.DataFram
 
 def _capture_note(summary: dict) -> str:
     """How a trace's capture differs from a plain nsys_profile trace: per-layer ranges and CUDA
-    memory tracing (the mem-f capture) add host work to every step; "" for a plain one."""
+    memory tracing (the mem-f capture) add host work to every step; :data:`PLAIN_CAPTURE` for a
+    plain one."""
     notes = (["per-layer NVTX ranges"] if (summary.get("config") or {}).get("layer_ranges") else []) + \
         (["CUDA memory tracing"] if (summary.get("memory_ledger") or {}).get("available") else [])
-    return " and ".join(notes)
+    return " and ".join(notes) or PLAIN_CAPTURE
 
 
 def _grid_text(record: ResultsAnswer) -> str:
@@ -263,7 +265,7 @@ def _grid_text(record: ResultsAnswer) -> str:
 def _match_text(table: pd.DataFrame) -> str:
     """The Python timer against nsys's range over the one-GPU traces: what their agreement shows
     and what it does not."""
-    table = table[~table["group"].map(grid.is_multi_gpu_group)]
+    table = table[~table["group"].map(is_multi_gpu_group)]
     ratio = table.dropna(subset=["nsys_to_python_ratio"]) if "nsys_to_python_ratio" in table else table.iloc[:0]
     if table.empty:
         return ""
@@ -367,7 +369,7 @@ def _editions_text(earlier: pd.DataFrame) -> str:
     for row in earlier.itertuples():
         part = (f"{row.trace} {row.nsys_forward_ms:,.1f} ms against {row.earlier_run} {row.earlier_nsys_forward_ms:,.1f} ms "
                 f"({row.slowdown_ratio:.2f}×")
-        if row.capture:
+        if row.capture != PLAIN_CAPTURE:
             part += f"; captured with {row.capture} for the memory questions, so no like-for-like timing"
         if pd.notna(row.kernel_ms_per_pass):
             part += f"; kernels {row.kernel_ms_per_pass:,.1f} ms"

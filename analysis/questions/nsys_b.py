@@ -146,7 +146,7 @@ KEYS = ("top_forward_kernel", "top_forward_category", "top_forward_precision", "
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """One row per trace with forward kernels: its leading kernel as an operation, alone and with
-    the backward pass; rows in like-for-like groups (:func:`~analysis.questions.nsys_grid.run_group`)."""
+    the backward pass; rows in like-for-like groups (:func:`~analysis.runs.run_group`)."""
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "b", KEYS, "top_forward_kernel")
     if table.empty:

@@ -22,7 +22,7 @@ from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs, category_ms
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import run_label, sorted_summaries
+from analysis.runs import is_multi_gpu_group, run_label, sorted_summaries
 
 MIN_SHARE = 0.01
 LEADERS_TITLE = "The leading non-matmul kernel of each trace"
@@ -259,7 +259,7 @@ def _grid_text(record: ResultsAnswer) -> str:
                          f"scale and mask {grid.pct_span(rows['scores_range_share'].dropna())}, and outside attention "
                          f"(RMSNorm, RoPE, SwiGLU, residual adds, casts: no range tells them apart) "
                          f"{grid.pct_span(rows['outside_attention_share'].dropna())}")
-        (details if grid.is_multi_gpu_group(group) else lead).append(sentence + ".")
+        (details if is_multi_gpu_group(group) else lead).append(sentence + ".")
         shares = category_shares(rows).dropna(axis="columns", how="all")
         named = pd.Series([leaders[t] for t in rows["trace"] if t in leaders]).value_counts()
         if not shares.empty and len(named):

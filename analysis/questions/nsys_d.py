@@ -125,7 +125,7 @@ CATEGORIES_TITLE = "Every category, forward against the training step"
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """Per trace: the GEMM shares and the optimizer step's share of a training step's kernel time;
     and every category's share, forward against the training step; rows in like-for-like groups
-    (:func:`~analysis.questions.nsys_grid.run_group`)."""
+    (:func:`~analysis.runs.run_group`)."""
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "d", KEYS, "gemm_share_forward")
     if table.empty:

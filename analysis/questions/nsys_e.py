@@ -28,7 +28,7 @@ from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import sorted_summaries
+from analysis.runs import ONE_GPU_GROUPS, sorted_summaries
 
 SOFTMAX_CATEGORY = "softmax"
 
@@ -256,7 +256,7 @@ def _compiled_pairs(rows: pd.DataFrame) -> pd.DataFrame:
     keys = ["size", "context_length", "mode", "dtype"]
     if not set(keys) <= set(rows):
         return pd.DataFrame()
-    rows = rows[rows["group"].isin(grid.ONE_GPU_GROUPS)]  # a multi-GPU run is no eager twin
+    rows = rows[rows["group"].isin(ONE_GPU_GROUPS)]  # a multi-GPU run is no eager twin
     is_fused = rows["softmax_source"] == "fused kernels"
     columns = keys + ["trace", "softmax_ms_per_pass", "softmax_kernels_per_pass"]
     pairs = rows.loc[is_fused, columns].merge(rows.loc[~is_fused, columns], on=keys, suffixes=("_compiled", "_eager"))

@@ -1,17 +1,13 @@
 """What the cross-trace nsys answers share: one table row per trace from its summary's per-trace
-record with its like-for-like group, value spans for the sentences, and the rule that a single
-trace keeps its own sentence.
-
-Groups never mix unlike runs: one-GPU runs by precision and compilation, each multi-GPU mode apart
-(a rank waiting for another rank inside a collective is no one-GPU behaviour), and traces without
-the runner's config mark (a user's own program) under :data:`OWN_RUNS`, each named by its trace.
-"""
+record with its like-for-like group (:func:`analysis.runs.run_group`: groups never mix one-GPU and
+multi-GPU runs, and a user's own traces form their own), value spans for the sentences, and the
+rule that a single trace keeps its own sentence."""
 from __future__ import annotations
 
 import pandas as pd
 
 from analysis.records import ResultsAnswer
-from analysis.runs import run_label
+from analysis.runs import group_order, run_group, run_label
 from analysis.text import kernel_cell  # noqa: F401  (the table cell of a kernel name)
 
 ANSWER_COLUMN = "trace_answer"  # the per-trace sentence, carried until the table is final
@@ -19,51 +15,6 @@ SINGLE_TRACE_ANSWER = "single_trace_answer"  # key of ``numbers`` when one trace
 # What the nsys questions need, as their pages say when no trace is given.
 NEEDS_TRACES = "nsys traces of the runner (analyze-nsys TRACE ...)"
 LEFT_OUT = "left_out"  # key of ``numbers``: traces kept out of the model-level answer, and why
-
-
-OWN_RUNS = "your own runs"
-ONE_GPU_GROUPS = ("fp32 eager", "bf16", "compiled")
-MULTI_GPU_SUFFIX = " GPUs"  # ends the group name of a multi-GPU mode
-RUNNER_KEYS = ("size", "context_length", "mode")  # what the runner's config mark always holds
-
-
-def has_runner_config(summary: dict) -> bool:
-    """Whether the trace carries the runner's config mark (size, context length, mode)."""
-    return set(RUNNER_KEYS) <= set(summary.get("config") or {})
-
-
-def is_multi_gpu(summary: dict) -> bool:
-    """Whether the trace is one rank of a data-parallel run (its config names a parallel mode)."""
-    return bool((summary.get("config") or {}).get("parallel"))
-
-
-def run_group(summary: dict) -> str:
-    """The like-for-like group of a run: :data:`OWN_RUNS` without the runner's config, a multi-GPU
-    run's mode and GPU count (``ddp-naive on 2 GPUs``), else compiled or its dtype (``fp32 eager``)."""
-    config = summary.get("config") or {}
-    if not has_runner_config(summary):
-        return OWN_RUNS
-    if is_multi_gpu(summary):
-        return f"{config['parallel']} on {config.get('world_size') or 'several'}{MULTI_GPU_SUFFIX}"
-    if config.get("compile"):
-        return "compiled"
-    dtype = config.get("dtype")
-    return "fp32 eager" if dtype in (None, "fp32") else str(dtype)
-
-
-def is_multi_gpu_group(group: str) -> bool:
-    """Whether a :func:`run_group` name is a multi-GPU mode's."""
-    return group.endswith(MULTI_GPU_SUFFIX)
-
-
-def group_order(groups: pd.Series) -> pd.Series:
-    """Sort key of groups: the one-GPU groups in :data:`ONE_GPU_GROUPS` order, other one-GPU
-    dtypes, the multi-GPU modes, then :data:`OWN_RUNS`."""
-    def key(group: str) -> int:
-        if group in ONE_GPU_GROUPS:
-            return ONE_GPU_GROUPS.index(group)
-        return len(ONE_GPU_GROUPS) + (2 if group == OWN_RUNS else 1 if is_multi_gpu_group(group) else 0)
-    return groups.map(key)
 
 
 def by_group(table: pd.DataFrame) -> pd.DataFrame:
