@@ -355,12 +355,19 @@ def _overhead_text(overhead: pd.DataFrame) -> str:
 
 
 def _editions_lead(earlier: pd.DataFrame) -> str:
-    """How much slower this edition's traces run than the earlier edition's runs of the same work."""
-    worst = earlier.loc[earlier["slowdown_ratio"].idxmax()]
-    return (f"Under this edition's nsys options the same model and context run {grid.span(earlier['slowdown_ratio'])}× "
-            f"slower than the {plural(len(earlier), 'run')} traced with the 2025 options (most {worst['trace']}: "
-            f"{worst['nsys_forward_ms']:,.1f} against {worst['earlier_nsys_forward_ms']:,.1f} ms), so these forward times "
-            "measure the profiler as much as the model.")
+    """How much slower this edition's plain traces run than the earlier edition's runs of the same
+    work, and apart from them a trace whose capture added more (the mem-f trace)."""
+    plain = earlier[earlier["capture"] == PLAIN_CAPTURE]
+    other = earlier[earlier["capture"] != PLAIN_CAPTURE]
+    parts = []
+    if not plain.empty:
+        worst = plain.loc[plain["slowdown_ratio"].idxmax()]
+        idle = f", GPU idle {text.pct(worst['idle_share'])}" if pd.notna(worst["idle_share"]) else ""
+        parts.append(f"{grid.span(plain['slowdown_ratio'])}× slower than with the 2025 options ({worst['trace']} "
+                     f"{worst['nsys_forward_ms']:,.1f} against {worst['earlier_nsys_forward_ms']:,.1f} ms{idle})")
+    parts += [f"{row.trace}, captured with {row.capture}, {row.slowdown_ratio:.2f}×" for row in other.itertuples()]
+    return ("Under this edition's nsys options the same model and context run " + "; ".join(parts)
+            + ": these forward times measure the profiler as much as the model.")
 
 
 def _editions_text(earlier: pd.DataFrame) -> str:
