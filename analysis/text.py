@@ -75,7 +75,7 @@ def lead_and_details(answer: str) -> tuple[str, str]:
 def answer_text(lead: list[str], details: list[str]) -> str:
     """An answer with its lead marked: the ``lead`` sentences (conclusions first) that fit in
     :data:`LEAD_WORDS` words and :data:`LEAD_SENTENCES` sentences, the first always; those that
-    do not fit open the details. Empty parts are left out."""
+    do not fit open the details, each of which is a paragraph of its own. Empty parts are left out."""
     lead, details = [s for s in lead if s], [s for s in details if s]
     kept, words = lead[:1], len(lead[0].split()) if lead else 0
     for index, sentence in enumerate(lead[1:], start=1):
@@ -84,4 +84,4 @@ def answer_text(lead: list[str], details: list[str]) -> str:
             break
         kept.append(sentence)
         words += len(sentence.split())
-    return " ".join(kept) + ("\n\n" + " ".join(details) if details else "")
+    return "\n\n".join([" ".join(kept), *details])
