@@ -381,6 +381,11 @@ def test_compile_b_times_forward_and_whole_step(results_dir):
     assert answer.numbers["train_backward_speedup"] == {"small": 2.0}
     assert "backward 20.0 → 10.0 ms (2.00×), optimizer step 5.0 → 6.0 ms (0.83×)" in answer.answer
     assert "small train 4,096 → 3,072 MiB" in answer.answer
+    # the measured size's eager trace gives the idle share; xl was traced but never compiled
+    xl = {**traces[0], "config": {**traces[0]["config"], "size": "xl"}}
+    answer = compile.answer_compile_b(Evidence([*traces, xl], results))
+    assert "It holds for small only, whose eager forward leaves the GPU idle" in answer.answer
+    assert "xl were not compiled, so it does not carry over to them." in answer.answer
 
 
 def test_compile_b_averages_each_size_over_context_lengths(results_dir):

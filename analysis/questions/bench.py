@@ -113,13 +113,13 @@ def answer_bench_b(evidence: Evidence) -> ResultsAnswer | Unanswered:
 
 
 def _launch_text(summaries: list[dict], contexts: set, numbers: dict) -> str:
-    """GPU idle share of the fp32 eager forward in the traces at the benchmark's context lengths,
-    for the noisy and the steady sizes."""
+    """GPU idle share of the one-GPU fp32 eager forward in the traces at the benchmark's context
+    lengths, for the noisy and the steady sizes."""
     shares: dict[str, list[float]] = {}
     for summary in summaries:
         config = summary.get("config") or {}
         share = story.idle_share(summary)
-        if share is not None and config.get("dtype") == "fp32" and not config.get("compile") \
+        if share is not None and config.get("dtype") == "fp32" and not config.get("compile") and not config.get("parallel") \
                 and config.get("mode") == "forward" and (config.get("attention") or "naive") == "naive" \
                 and config.get("context_length") in contexts:
             shares.setdefault(config.get("size"), []).append(share)
