@@ -44,7 +44,9 @@ MAX_DECIMALS = 3  # 0.0001 ms beside 11 ms reads <0.001, not 11.3330
 # More columns than this do not fit a laptop's column even dense (compile-b's 20 made a 1,730 px
 # table in a 1,110 px box): such a table is shown as several, each repeating the row's key columns.
 MAX_COLUMNS = 12
-MAX_KEY_COLUMNS = 2  # the leading text columns that name a row (trace, group), repeated in each part
+MAX_KEY_COLUMNS = 4  # the leading columns that name a row (trace, size, context, mode), repeated in each part
+# Numeric columns that name a row rather than measure it.
+KEY_NUMBERS = ("context_length", "rank", "block", "batch_size")
 
 
 @dataclass(frozen=True)
@@ -192,13 +194,18 @@ def _shown_columns(frame: pd.DataFrame) -> list[str]:
 
 def display_tables(title: str, frame: pd.DataFrame) -> list[DisplayTable]:
     """``frame`` as one display table, or, with more than :data:`MAX_COLUMNS` columns to show, as
-    several: each holds the row's key columns (its leading text columns, else its first column)
-    and the next columns in order, with their ``_std``/``_full`` partners and the status."""
+    several: each holds the row's key columns (its leading text columns and :data:`KEY_NUMBERS`,
+    else its first column) and the next columns in order, with their ``_std``/``_full`` partners
+    and the status."""
     shown = _shown_columns(frame)
     if len(shown) <= MAX_COLUMNS:
         return [display_table(title, frame)]
-    leading = [c for c in frame.columns if c in shown][:MAX_KEY_COLUMNS]
-    keys = [c for c in leading if not _is_numeric(frame[c])] or leading[:1]
+    keys = []
+    for column in (c for c in frame.columns if c in shown):
+        if len(keys) == MAX_KEY_COLUMNS or (_is_numeric(frame[column]) and column not in KEY_NUMBERS):
+            break
+        keys.append(column)
+    keys = keys or shown[:1]
     rest = [c for c in shown if c not in keys]
     width = MAX_COLUMNS - len(keys)
     parts = [rest[start:start + width] for start in range(0, len(rest), width)]
