@@ -35,8 +35,7 @@ def answer_all(summaries: list[dict], results: ResultsSet) -> list[QuestionRecor
     for question in QUESTIONS:
         for index, name in enumerate(question.editions):
             if len(question.editions) > 1:
-                evidence = Evidence(sorted_summaries([s for s in summaries if edition(s) == name]),
-                                    ResultsSet({f: d for f, d in results.documents.items() if results_edition(d) == name}))
+                evidence = _edition_evidence(summaries, results, name)
                 card = replace(question.card, editions=(name,), page_suffix=f"-{name}" if index else "")
             else:
                 evidence, card = Evidence(sorted_summaries(summaries), results), question.card
@@ -46,6 +45,14 @@ def answer_all(summaries: list[dict], results: ResultsSet) -> list[QuestionRecor
                 result = _answered(question, evidence)
             records.append(QuestionRecord(card, result))
     return records
+
+
+def _edition_evidence(summaries: list[dict], results: ResultsSet, name: str) -> Evidence:
+    """The inputs of edition ``name``, with those of the other editions beside them."""
+    def part(keep) -> Evidence:
+        return Evidence(sorted_summaries([s for s in summaries if keep(edition(s))]),
+                        ResultsSet({f: d for f, d in results.documents.items() if keep(results_edition(d))}))
+    return replace(part(lambda e: e == name), other_editions=part(lambda e: e != name), edition=name)
 
 
 def _answered(question, evidence: Evidence):

@@ -67,11 +67,13 @@ def main(argv: list[str] | None = None) -> int:
 def _analyze_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="analyze-nsys",
-        description="Answer the CS336 profiling questions from nsys SQLite exports (.sqlite or .sqlite.xz).",
+        description="Answer the CS336 profiling questions from nsys traces: .nsys-rep reports (exported with "
+                    "`nsys export`, which must be on PATH) or their SQLite exports (.sqlite or .sqlite.xz).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("traces", nargs="+", type=Path, metavar="TRACE", help="nsys exports to analyze")
+    parser.add_argument("traces", nargs="+", type=Path, metavar="TRACE",
+                        help="nsys traces to analyze: .nsys-rep, .sqlite or .sqlite.xz")
     parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), help=f"output folder (default: {DEFAULT_OUT})")
     parser.add_argument(
         "--format",
@@ -100,7 +102,8 @@ def _analyze_parser() -> argparse.ArgumentParser:
 def _diff_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="analyze-nsys diff",
-        description="Compare two nsys exports: per-category deltas, the kernels that moved most, and why.",
+        description="Compare two nsys traces (.nsys-rep, .sqlite or .sqlite.xz): per-category deltas, the kernels "
+                    "that moved most, and why.",
     )
     parser.add_argument("a", type=Path, metavar="A", help="the baseline trace")
     parser.add_argument("b", type=Path, metavar="B", help="the trace compared with it")
@@ -415,7 +418,9 @@ def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     log.write("diff.json", json.dumps(record.diff, indent=1))
     from analysis.report import render_diff
 
-    log.attempt("diff-*.html", lambda _: render_diff(record, args.out))
+    page = log.attempt("diff-*.html", lambda _: render_diff(record, args.out))
+    if page is not None:
+        print(f"diff: {page} (and {args.out / 'diff.json'})")
     return 1 if log.failed else 0
 
 

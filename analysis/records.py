@@ -58,7 +58,9 @@ class ResultsAnswer:
     ``tables`` maps a table title to a DataFrame whose column names carry their units
     (``forward_ms_mean``, ``peak_memory_bytes``); a ``status`` column marks rows that ran out of
     memory (``OOM``), whose measurements are null. ``inputs`` are the file names read.
-    ``answer`` is the answer text; ``numbers`` the headline figures it was written from.
+    ``answer`` is the answer text: after :meth:`~analysis.questions.question.Question.answer`, its
+    lead (the conclusion in at most :data:`analysis.text.LEAD_WORDS` words), with the evidence
+    sentences that followed it in ``details``; ``numbers`` the headline figures it was written from.
     ``downloads`` maps a title to a table too long to show (thousands of rows): the page links it
     as a CSV file written beside it.
     """
@@ -69,6 +71,12 @@ class ResultsAnswer:
     inputs: tuple[str, ...]
     numbers: dict = field(default_factory=dict)
     downloads: dict[str, pd.DataFrame] = field(default_factory=dict)
+    details: str = ""
+
+    @property
+    def full_answer(self) -> str:
+        """The lead and the details as one text."""
+        return " ".join(filter(None, (self.answer, self.details)))
 
 
 @dataclass(frozen=True)

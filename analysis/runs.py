@@ -67,3 +67,52 @@ def config_value(config: dict, key: str):
     if key in DEFAULTS and (value is None or (isinstance(value, float) and pd.isna(value))):
         return DEFAULTS[key]
     return str(value) if key == "handout" else value
+
+
+# Like-for-like groups: what the answers across traces and the index's lists keep apart. A rank
+# waiting for another inside a collective is no one-GPU behaviour, so each multi-GPU mode is a
+# group of its own; a trace without the runner's config mark (a user's own program) goes under
+# OWN_RUNS, named by its trace.
+OWN_RUNS = "your own runs"
+ONE_GPU_GROUPS = ("fp32 eager", "bf16", "compiled")
+MULTI_GPU_SUFFIX = " GPUs"  # ends the group name of a multi-GPU mode
+RUNNER_KEYS = ("size", "context_length", "mode")  # what the runner's config mark always holds
+
+
+def has_runner_config(summary: dict) -> bool:
+    """Whether the trace carries the runner's config mark (size, context length, mode)."""
+    return set(RUNNER_KEYS) <= set(summary.get("config") or {})
+
+
+def is_multi_gpu(summary: dict) -> bool:
+    """Whether the trace is one rank of a data-parallel run (its config names a parallel mode)."""
+    return bool((summary.get("config") or {}).get("parallel"))
+
+
+def run_group(summary: dict) -> str:
+    """The like-for-like group of a run: :data:`OWN_RUNS` without the runner's config, a multi-GPU
+    run's mode and GPU count (``ddp-naive on 2 GPUs``), else compiled or its dtype (``fp32 eager``)."""
+    config = summary.get("config") or {}
+    if not has_runner_config(summary):
+        return OWN_RUNS
+    if is_multi_gpu(summary):
+        return f"{config['parallel']} on {config.get('world_size') or 'several'}{MULTI_GPU_SUFFIX}"
+    if config.get("compile"):
+        return "compiled"
+    dtype = config.get("dtype")
+    return "fp32 eager" if dtype in (None, "fp32") else str(dtype)
+
+
+def is_multi_gpu_group(group: str) -> bool:
+    """Whether a :func:`run_group` name is a multi-GPU mode's."""
+    return group.endswith(MULTI_GPU_SUFFIX)
+
+
+def group_order(groups: pd.Series) -> pd.Series:
+    """Sort key of groups: the one-GPU groups in :data:`ONE_GPU_GROUPS` order, other one-GPU
+    dtypes, the multi-GPU modes, then :data:`OWN_RUNS`."""
+    def key(group: str) -> int:
+        if group in ONE_GPU_GROUPS:
+            return ONE_GPU_GROUPS.index(group)
+        return len(ONE_GPU_GROUPS) + (2 if group == OWN_RUNS else 1 if is_multi_gpu_group(group) else 0)
+    return groups.map(key)

@@ -22,6 +22,14 @@ def printable(text, one_line: bool = True) -> str:
     return pattern.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
+# The answer first: a page's lead is at most this many words in at most this many sentences.
+LEAD_WORDS = 100
+LEAD_SENTENCES = 3
+# A sentence ends at a full stop, question or exclamation mark followed by a space and a capital,
+# a digit, a backtick or an opening bracket (not inside ``1.5×`` or a kernel name).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`(])")
+
+
 def ms(value_ms: float) -> str:
     """``38.26 ms``, ``412 µs``: about three significant figures."""
     if abs(value_ms) < 1:
@@ -64,3 +72,33 @@ def kernel_label(demangled: str) -> str:
 def kernel_cell(demangled: str) -> str:
     """A kernel's label for a table cell (:func:`analysis.kernel_names.kernel_label`)."""
     return kernel_names.kernel_label(demangled)
+
+
+def lead_and_details(answer: str) -> tuple[str, str]:
+    """An answer split into its lead and the rest. A writer marks its lead as the first paragraph
+    (a blank line after it); without one, the lead is the longest run of leading sentences within
+    :data:`LEAD_WORDS` words and :data:`LEAD_SENTENCES` sentences (at least the first sentence)."""
+    first, _, rest = answer.strip().partition("\n\n")
+    if rest:
+        return first.strip(), rest.strip()
+    sentences = SENTENCE_END.split(first)
+    taken, words = 1, len(sentences[0].split())
+    while taken < min(len(sentences), LEAD_SENTENCES) and words + len(sentences[taken].split()) <= LEAD_WORDS:
+        words += len(sentences[taken].split())
+        taken += 1
+    return " ".join(sentences[:taken]), " ".join(sentences[taken:])
+
+
+def answer_text(lead: list[str], details: list[str]) -> str:
+    """An answer with its lead marked: the ``lead`` sentences (conclusions first) that fit in
+    :data:`LEAD_WORDS` words and :data:`LEAD_SENTENCES` sentences, the first always; those that
+    do not fit open the details, each of which is a paragraph of its own. Empty parts are left out."""
+    lead, details = [s for s in lead if s], [s for s in details if s]
+    kept, words = lead[:1], len(lead[0].split()) if lead else 0
+    for index, sentence in enumerate(lead[1:], start=1):
+        if len(kept) == LEAD_SENTENCES or words + len(sentence.split()) > LEAD_WORDS:
+            details = lead[index:] + details
+            break
+        kept.append(sentence)
+        words += len(sentence.split())
+    return "\n\n".join([" ".join(kept), *details])

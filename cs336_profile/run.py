@@ -220,13 +220,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _config(args: argparse.Namespace) -> dict:
     return {key: (str(value) if isinstance(value, Path) else value)
-            for key, value in vars(args).items() if key not in ("handler", "experiment")}
+            for key, value in vars(args).items() if key not in ("handler", "experiment", "written")}
 
 
 def _write(args: argparse.Namespace, rows: list[dict], part: str = "") -> Path:
     """Results of the experiment `<experiment><part>` to `<name><part>.json/csv` (e.g. part `_steps`)."""
-    return write_results(args.results_dir, f"{args.experiment}{part}", rows, config=_config(args),
+    path = write_results(args.results_dir, f"{args.experiment}{part}", rows, config=_config(args),
                          environment=environment(args.device), name=f"{args.name}{part}")
+    args.written[path] = None  # ordered and without repeats: a grid rewrites its file after each row
+    return path
 
 
 # ----------------------------------------------------------------------------- subcommands
@@ -359,8 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
+    args.written = {}
     try:
         args.handler(args)
+        for path in args.written:
+            print(f"results: {path} and {path.with_suffix('.csv').name} beside it")
     except KeyboardInterrupt:
         print(f"interrupted: what was measured so far is in {args.results_dir}", file=sys.stderr)
         return 130

@@ -1,7 +1,8 @@
 """The example sites the report and browser tests read: the one the README's quick start renders
-(the committed example traces and results in ``nsys_runs/``) and one from the reference traces
-beside the repository with results files that the runner writes here on the CPU at tiny scale,
-plus a sweep table with an out-of-memory configuration. Each is built once per test session."""
+(the committed example traces of both handouts and the multi-GPU runs, and the results, in
+``nsys_runs/``) and one from the reference traces beside the repository with results files that
+the runner writes here on the CPU at tiny scale, plus a sweep table with an out-of-memory
+configuration. Each is built once per test session."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,6 +16,8 @@ from cs336_profile.results import write_results
 from tests.conftest import REPO
 
 EXAMPLES = REPO / "nsys_runs"
+# The trace folders `make report` reads: the 2025 handout, the 2026 handout, the multi-GPU runs.
+EXAMPLE_TRACE_FOLDERS = ("traces", "traces/2026", "traces/multi_gpu")
 FIXTURE_TRACES = ("small_ctx128_train_fp32.sqlite", "small_ctx256_forward_fp32.sqlite", "attention_bench.sqlite")
 # One configuration of the sweep that ran out of memory: the grid must say so.
 SWEEP_OOM_ROW = {"stem": "small_ctx1024_train_fp32", "size": "small", "context_length": 1024, "mode": "train",
@@ -51,7 +54,7 @@ def example_inputs(kind: str, tmp_path: Path, fixture_dir: Path | None = None) -
     """(traces, results folder) of the ``examples`` site, or of the ``reference`` site (the traces
     of ``fixture_dir``, tests/data unpacked)."""
     if kind == "examples":
-        traces = sorted((EXAMPLES / "traces").glob("*.sqlite.xz"))
+        traces = [path for folder in EXAMPLE_TRACE_FOLDERS for path in sorted((EXAMPLES / folder).glob("*.sqlite.xz"))]
         if not traces or not (EXAMPLES / "results").is_dir():
             pytest.skip("no committed examples in nsys_runs/")
         return traces, EXAMPLES / "results"

@@ -1,8 +1,9 @@
-"""A real browser opens the report: headless Chromium loads one page of each kind (the index, a
-question page, a trace page, a diff page) at laptop (1280 px) and phone (390 px) widths, takes a
-screenshot, and the test fails on console errors, failed requests, images that did not load, a
-page wider than the window, an image reaching past the window's edge, or (at laptop width) a
-table wider than its box, whose columns would hide behind a sideways scroll.
+"""A real browser opens the report: headless Chromium loads every kind of page (the index, question
+pages of both handouts, one-GPU, 2026 and multi-GPU trace pages, one-GPU and multi-GPU diff pages)
+at laptop (1280 px) and phone (390 px) widths, takes a screenshot, and the test fails on console
+errors, failed requests, images that did not load, a page wider than the window, an image reaching
+past the window's edge, or (at laptop width) a table wider than its box, whose columns would hide
+behind a sideways scroll.
 
 Needs Debian's ``chromium`` and the ``playwright`` package (its own browser download is not
 used); skips with the reason when either is absent.
@@ -18,10 +19,16 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 WIDTHS = {"desktop": 1280, "phone": 390}
-# One page of each kind; the question page has the widest table, the 2.7B training trace the most
-# figures and phases, the diff page the longest title.
-PAGES = ("index.html", "question-nsys-b.html", "trace-2.7B_ctx128_train_fp32.html",
-         "diff-small_ctx128_train_fp32--small_ctx128_train_bf16.html")
+# One page of each kind, and the widest of a kind: question pages of both handouts (nsys-c's long
+# kernel table, compile-b's and mp-c's many columns, mem-f's memory timeline, ddp-b's ranks), a
+# one-GPU trace with the most figures and phases, a 2026 trace, a multi-GPU trace with its rank
+# timeline, a one-GPU diff and the DDP diff with its rank table.
+PAGES = ("index.html", "question-nsys-b.html", "question-nsys-c.html", "question-compile-b.html", "question-mp-c.html",
+         "question-mem-f.html", "question-ddp-b.html", "question-fsdp-b.html", "question-nsys-a-2026.html",
+         "question-mem-b-2026.html", "trace-2.7B_ctx128_train_fp32.html", "trace-small_ctx4096_train_fp32_2026.html",
+         "trace-medium_ctx256_train_fp32_ddp-naive_2gpu.html", "trace-2.7B_ctx512_train_fp32_fsdp_2gpu.html",
+         "diff-small_ctx128_train_fp32--small_ctx128_train_bf16.html",
+         "diff-medium_ctx256_train_fp32_ddp-naive_2gpu--medium_ctx256_train_fp32_ddp-overlap_2gpu.html")
 # Tables whose box is narrower than the table (they scroll sideways), and images past the window.
 OVERFLOWS = """() => ({
   tables: Array.from(document.querySelectorAll('.table-wrap'))

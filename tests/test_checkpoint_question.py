@@ -29,15 +29,15 @@ def test_best_k_and_its_neighbours_with_oom(tmp_path):
     answer = answer_ckpt_b(read_results_dir(_write(tmp_path, peaks)))
     assert answer.numbers["best_k"] == 4  # √(32·0.5/1) = 4
     assert abs(answer.numbers["optimal_k"] - 4) < 1e-6
-    assert f"K=2: {peaks[2] / GIB:,.1f} GiB" in answer.answer and "K=8:" in answer.answer
-    assert "Without checkpointing: OOM" in answer.answer
+    assert f"K=2: {peaks[2] / GIB:,.1f} GiB" in answer.full_answer and "K=8:" in answer.full_answer
+    assert "Without checkpointing: OOM" in answer.full_answer
 
 
 def test_cheap_groups_make_one_block_per_group_best(tmp_path):
     peaks = {k: _peak(k, 6 * GIB, 0.001 * GIB) for k in (1, 2, 4, 5, 6)} | {32: None}
     answer = answer_ckpt_b(read_results_dir(_write(tmp_path, peaks)))
     assert answer.numbers["best_k"] == 1 and answer.numbers["optimal_k"] < 1
-    assert "Next smaller: none tried" in answer.answer and "next larger: K=2" in answer.answer
+    assert "Next smaller: none tried" in answer.full_answer and "next larger: K=2" in answer.full_answer
 
 
 def test_without_results_it_says_what_it_needs(tmp_path):

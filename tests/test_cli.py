@@ -31,8 +31,10 @@ def test_help_describes_both_commands(capsys):
     text = capsys.readouterr().out
     assert "analyze-nsys" in text and "--format" in text and "--no-cache" in text
     assert "analyze-nsys diff A.sqlite B.sqlite" in text and "exit status" in text
+    assert ".nsys-rep" in text  # a report straight from nsys is an input too
     assert cli.main(["diff", "--help"]) == 0
-    assert "kernels that moved most" in capsys.readouterr().out
+    diff_help = capsys.readouterr().out
+    assert "kernels that moved most" in diff_help and ".nsys-rep" in diff_help
 
 
 @pytest.mark.parametrize(
@@ -131,9 +133,12 @@ def test_html_and_markdown_go_to_the_report_package(fixture_trace, tmp_path, fak
     assert not list(tmp_path.glob("*.json"))
 
 
-def test_diff_writes_its_numbers_and_calls_the_renderer(fixture_trace, tmp_path, fake_report):
+def test_diff_writes_its_numbers_and_calls_the_renderer(fixture_trace, tmp_path, fake_report, capsys):
     a, b = fixture_trace(TRAIN), fixture_trace(FORWARD)
+    fake_report["page"] = tmp_path / "diff-a--b.html"
+    sys.modules["analysis.report"].render_diff = lambda *args: fake_report.setdefault("diff", args) and fake_report["page"]
     assert cli.main(["diff", str(a), str(b), "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == f"diff: {tmp_path / 'diff-a--b.html'} (and {tmp_path / 'diff.json'})\n"
     diff = json.loads((tmp_path / "diff.json").read_text())
     assert (diff["a"], diff["b"]) == (TRAIN, FORWARD)
     assert {"key": "mode", "a": "train", "b": "forward"} in diff["config_changes"]

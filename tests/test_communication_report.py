@@ -50,5 +50,5 @@ def test_trace_and_question_pages(ddp_traces, tmp_path):
     question = html.unescape((out / "question-ddp-b.html").read_text())
     assert "Naive DDP (medium ctx128 train fp32 ddp-naive, 2 ranks)" in question
     # the backward all-reduce is hidden behind a compute kernel; the grad_sync one stays exposed
-    assert "10 µs of it exposed (9.1%)" in question
-    assert "hides 100 µs of exposed communication per step and leaves the step's GPU span unchanged" in question
+    assert "rank 0 110 µs (10 µs exposed; at least 0 µs waiting)" in question
+    assert "cuts rank 0's exposed communication from 110 µs to 10 µs per step" in question

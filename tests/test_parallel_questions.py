@@ -47,30 +47,34 @@ def test_ddp_b_compares_naive_and_overlapped_runs_of_the_same_shape():
                                     "medium ctx128 train fp32 ddp-overlap rank 0",
                                     "medium ctx128 train fp32 ddp-overlap rank 1"]
     assert table["exposed_share"].tolist() == pytest.approx([1.0, 27 / 28, 4 / 32, 5 / 31])
-    # exposed 28.5 -> 4.5 ms: 24 ms hidden; span 100.5 -> 80.5 ms, beyond the 3 ms spread
-    assert "27.00 ms–30.00 ms of it exposed (98.3%)" in record.answer  # 57 of 58 ms
-    assert "hides 24.00 ms of exposed communication" in record.answer
-    assert "−20.00 ms, larger than the step-to-step spread" in record.answer
+    # rank 0 (the longest in communication) exposed 30 -> 4 ms; span 100.5 -> 80.5 ms, beyond the 3 ms spread
+    assert record.answer.startswith("Overlapping the all-reduces with backward cuts rank 0's exposed communication from "
+                                    "30.00 ms to 4.00 ms per step and moves the step's GPU span 100 ms → 80.50 ms, "
+                                    "beyond the step-to-step spread of up to 3.00 ms.")
+    # the transfer takes at most the shorter rank's 28 ms, so rank 0 waits at least 2 ms in the naive run
+    assert "3.4% of naive DDP's communication is waiting, not transfer: the transfer takes at most 28.00 ms per step (rank 1's time in the all-reduces), so rank 0 waits at " \
+           "least 2.00 ms for rank 1 to arrive" in record.answer
+    assert table["waiting_ms"].tolist() == pytest.approx([2.0, 0.0, 1.0, 0.0])
 
 
 def test_ddp_b_calls_a_difference_within_the_spread_no_difference():
     naive = _summary("ddp-naive", [(100.0, 6.0, 30.0, 30.0), (100.0, 6.0, 30.0, 30.0)])
     overlapped = _summary("ddp-overlap", [(97.0, 2.0, 30.0, 25.0), (97.0, 2.0, 30.0, 25.0)])
-    answer = ddp_b.QUESTION.answer(_evidence(naive, overlapped)).answer
-    assert "within the step-to-step spread (up to 6.00 ms), so not a measured difference" in answer
+    answer = ddp_b.QUESTION.answer(_evidence(naive, overlapped)).full_answer
+    assert "within the step-to-step spread of up to 6.00 ms, so the step change is no measured difference" in answer
+    assert "waiting, not transfer" not in answer  # ranks that arrive together wait for no one
 
 
-def test_ddp_b_says_which_rank_waits_when_ranks_differ():
+def test_ddp_b_separates_waiting_from_transfer_per_rank():
     naive = _summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0), (100.0, 2.0, 10.0, 10.0)])
-    answer = ddp_b.QUESTION.answer(_evidence(naive)).answer
-    assert "Rank 0 spends 3.0× rank 1's time in them." in answer
-    assert "the rank that arrives first also spends the wait" in answer
-    even = _summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0), (100.0, 2.0, 20.0, 20.0)])
-    assert "arrives first" not in ddp_b.QUESTION.answer(_evidence(even)).answer
+    answer = ddp_b.QUESTION.answer(_evidence(naive)).full_answer
+    assert "rank 0 30.00 ms (30.00 ms exposed; at least 20.00 ms waiting); rank 1 10.00 ms" in answer
+    assert "transfer at most 10.00 ms" in answer
+    assert "a rank that arrives first spends the wait for the others inside it" in answer
 
 
 def test_ddp_b_with_one_variant_names_the_missing_one():
-    answer = ddp_b.QUESTION.answer(_evidence(_summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0)] * 2))).answer
+    answer = ddp_b.QUESTION.answer(_evidence(_summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0)] * 2))).full_answer
     assert "a trace of overlapped DDP is needed" in answer
 
 
@@ -82,18 +86,36 @@ def test_fsdp_b_lead_and_lag_per_block():
     summary = _summary("fsdp", [(200.0, 1.0, 20.0, 2.0)] * 2, blocks, forward=(60.0, 1.0, 8.0, 0.8))
     record = fsdp_b.QUESTION.answer(_evidence(summary))
     assert len(record.tables[fsdp_b.BLOCKS]) == 4
-    answer = record.answer
+    answer = record.full_answer
     assert answer.startswith("medium ctx128 train fp32 fsdp: not always — 3 of 4 block all-gathers (2 blocks × 2 ranks)")
-    assert "late: block 1 on rank 1 (4 of 4 passes, by up to 600 µs)." in answer
-    assert "waits 0 µs–300 µs per forward pass" in answer
-    assert "8.00 ms on the ranks, 800 µs of it exposed" in answer
+    assert "late: block 1 on rank 1 (4 of 4 passes, by up to 600 µs), so compute waits 0 µs–300 µs per forward " \
+           "pass for all-gathers." in answer
+    assert "is the first block" not in answer  # block 1 is late, not the first one
+    assert "rank 1 8.00 ms of communication kernels, 800 µs of it with no compute beside it" in answer
+
+
+def test_fsdp_b_reconciles_exposed_communication_with_skew_between_ranks():
+    blocks = [{"pid": 10 + r, "device_id": r, "rank": r, "block": b, "passes": 3, "allgather_ms": 1.0,
+               "lead_ms": -1.0 if b == 0 else 5.0, "min_lead_ms": -2.0 if b == 0 else 4.0,
+               "wait_ms": 1.5 if b == 0 else 0.0, "late_passes": 3 if b == 0 else 0} for r in (0, 1) for b in (0, 1)]
+    ranks = [_summary("fsdp", [(200.0, 1.0, 20.0, 2.0)] * 2, blocks, forward=forward)["communication"]["ranks"][0]
+             for forward in ((60.0, 1.0, 70.0, 36.0), (60.0, 1.0, 30.0, 2.0))]
+    summary = _summary("fsdp", [(200.0, 1.0, 20.0, 2.0)] * 2, blocks)
+    summary["communication"]["ranks"] = [{**rank, "rank": index} for index, rank in enumerate(ranks)]
+    summary["communication"]["skew"] = {"max_start_spread_ms": 50.0}
+    answer = fsdp_b.QUESTION.answer(_evidence(summary)).full_answer
+    assert "Block 0 is the first block: no earlier block's compute runs while its all-gather does" in answer
+    # 70 - 30 = 40 ms of rank 0's time is waiting: more than half its 36 ms exposed
+    assert "is mostly skew, not transfer: the transfer takes at most 30.00 ms per pass (the least rank's time), so " \
+           "rank 0 spends at least 40.00 ms waiting inside the all-gathers for the other rank, whose steps start up " \
+           "to 50.00 ms apart." in answer
 
 
 def test_fsdp_b_all_in_time():
     blocks = [{"pid": 10, "device_id": 0, "rank": 0, "block": b, "passes": 4, "allgather_ms": 1.0,
                "lead_ms": 0.5 + b, "min_lead_ms": 0.25 + b, "wait_ms": 0.0, "late_passes": 0}
               for b in range(3)]
-    answer = fsdp_b.QUESTION.answer(_evidence(_summary("fsdp", [(200.0, 1.0, 20.0, 2.0)], blocks))).answer
+    answer = fsdp_b.QUESTION.answer(_evidence(_summary("fsdp", [(200.0, 1.0, 20.0, 2.0)], blocks))).full_answer
     assert answer.startswith("medium ctx128 train fp32 fsdp: yes — 3 of 3 block all-gathers")
     assert "the closest with 250 µs to spare" in answer
 

@@ -52,13 +52,16 @@ def test_nsys_a_sets_the_traced_forward_against_the_unprofiled_benchmark_and_the
     assert (xl["bench_forward_ms_min"], xl["bench_forward_ms_max"], xl["bench_runs"]) == (124.0, 125.0, 2)
     assert xl["nsys_over_bench_low_ratio"] == 145.0 / 125.0
     assert (xl["trace_mode"], xl["bench_mode"]) == ("forward", "forward-backward")
-    text = record.answer
-    assert "Above the benchmark's spread between runs: xl ctx256 forward fp32 145.00 against 124.00–125.00 ms (+16.0%; " \
-           "kernels 119.00 ms, idle 25.00 ms)" in text
-    assert "With one benchmark run only, no spread to weigh against: small ctx256 forward fp32 17.50 against 20.00 ms" in text
-    assert "the modes differ" in text
+    text = record.full_answer
+    assert "Beyond the spread between plain runs of the size: xl ctx256 forward fp32 145.00 against 124.00–125.00 ms " \
+           "(1.16×; kernels 119.00 ms, idle 25.00 ms)" in text
+    assert "Within it (or no spread known): small ctx256 forward fp32 17.50 against 20.00 ms (0.88×" in text
     assert "small ctx128 train steps 70.00 → 105.00 ms (+50.0%), forward 20.00 → 28.00 ms (+40.0%)" in text
-    assert "ratio nsys/Python is 1.000–1.001" in text
+    assert record.answer.startswith("nsys's `forward` range and the Python timer time the same synchronized span, so "
+                                    "they match (nsys/Python 1.000–1.001, 3 traces)")
+    # a small run alone: no spread between plain runs to weigh the profiler's +40% against
+    assert "goes 20.00 → 28.00 ms under nsys (+40.0%), with no repeated plain runs to weigh it against" in record.answer
+    assert "It exceeds that spread most: xl ctx256 forward fp32 145.00 against 125.00 ms unprofiled (1.16×)" in text
 
 
 def test_nsys_e_compares_softmax_with_gemms_per_dtype_and_pairs_a_compiled_trace():
@@ -83,11 +86,11 @@ def test_nsys_e_compares_softmax_with_gemms_per_dtype_and_pairs_a_compiled_trace
         "small ctx128 train bf16": 6.0, "small ctx128 train fp32": 1.25, "small ctx1024 train fp32": 1.545}
     assert by_trace["per_flop_slowdown_ratio"].round(1).to_dict() == {
         "small ctx128 train bf16": 307.2, "small ctx128 train fp32": 64.0, "small ctx1024 train fp32": 79.1}
-    text = record.answer
-    assert "In fp32 (2 traces) the softmax takes 1.25–1.55× the time of the GEMMs" in text
+    text = record.full_answer
+    assert "Among fp32 eager runs (2 traces) the softmax takes 1.25–1.55× the time of the GEMMs" in text
     assert "(0.77–0.89× the whole matmul ranges" in text
-    assert "In bf16 (1 trace) the softmax takes 6.00×" in text and "per FLOP it is 307× slower" in text
-    assert "small train fp32 1.25× at 128 → 1.55× at 1024" in text
+    assert "Among bf16 runs (1 trace) the softmax takes 6.00×" in text and "per FLOP it is 307× slower" in text
+    assert "small train fp32 eager 1.25× at 128 → 1.55× at 1024" in text
     assert "Its time follows memory traffic" not in text  # no attention calls per pass in these records
     pairs = record.tables["Compiled against eager: the softmax per forward pass"]
     assert pairs["eager_over_compiled_ratio"].round(2).tolist() == [5.0]
@@ -112,8 +115,8 @@ def test_a_trace_whose_forward_ranges_run_several_shapes_stays_out_of_the_answer
     plain = summary("xl", 256, questions=record_a(145.0, 144.9))
     record = nsys_a.QUESTION.answer(Evidence([plain, mixed], results))
     assert record.tables["Forward pass: nsys and the Python timer"]["trace"].tolist() == ["xl ctx256 forward fp32"]
-    assert "10.88" not in record.answer
-    assert "Left out: attention ctx0 forward fp32 (its 24 `forward` ranges run 6 different shapes" in record.answer
+    assert "10.88" not in record.full_answer
+    assert "Left out: attention ctx0 forward fp32 (its 24 `forward` ranges run 6 different shapes" in record.full_answer
 
 
 def test_nsys_b_answers_fp32_eager_bf16_and_compiled_runs_apart():
@@ -130,7 +133,7 @@ def test_nsys_b_answers_fp32_eager_bf16_and_compiled_runs_apart():
     record = nsys_b.QUESTION.answer(Evidence(summaries, ResultsSet()))
     table = next(iter(record.tables.values()))
     assert table["group"].tolist() == ["fp32 eager", "fp32 eager", "bf16", "compiled"]
-    text = record.answer
+    text = record.full_answer
     assert ("Among fp32 eager runs (2 traces), in all 2 the leading forward kernel is a gemm kernel computing in fp32 on "
             "CUDA cores (FFMA, no TF32); it takes 48.1–52.7% of forward kernel time over 73–145 calls per pass "
             "(3–6 per layer).") in text
@@ -140,7 +143,10 @@ def test_nsys_b_answers_fp32_eager_bf16_and_compiled_runs_apart():
 
 def test_nsys_c_gives_the_non_matmul_share_per_group_and_its_trend_with_context_length():
     def record_c(share, attention_share, leader):
-        return {"c": {"non_gemm_share": share, "attention_non_gemm_share": attention_share,
+        regions = [{"region": "softmax", "ms_per_pass": 1.0, "share": attention_share * 0.75},
+                   {"region": "attention scores", "ms_per_pass": 1.0, "share": attention_share * 0.25},
+                   {"region": nsys_c.OUTSIDE, "ms_per_pass": 1.0, "share": share - attention_share}]
+        return {"c": {"non_gemm_share": share, "attention_non_gemm_share": attention_share, "non_gemm_by_region": regions,
                       "non_gemm_categories_forward": [{"category": "elementwise", "ms_per_pass": 1.0, "share": share}],
                       "top_non_gemm_forward": [{"kernel": leader, "label": leader, "category": "elementwise",
                                                 "region": "computing softmax", "region_share": 1.0,
@@ -150,9 +156,14 @@ def test_nsys_c_gives_the_non_matmul_share_per_group_and_its_trend_with_context_
                  summary("small", 1024, questions=record_c(0.340, 0.250, "div")),
                  summary("small", 128, dtype="bf16", questions=record_c(0.797, 0.171, "cast"))]
     record = nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet()))
-    text = record.answer
+    text = record.full_answer
+    # the softmax's time is attributed by its NVTX range: 3/4 of the attention part here
     assert text.startswith("Among fp32 eager runs (2 traces) kernels other than matrix multiplications take 25.7–34.0% "
-                           "of forward kernel time, 6.4–25.0% inside the attention sub-ranges")
+                           "of forward kernel time: the softmax's NVTX range 4.8–18.8%, the scores' scale and mask "
+                           "1.6–6.2%, and outside attention (RMSNorm, RoPE, SwiGLU, residual adds, casts: no range "
+                           "tells them apart) 9.0–19.3%.")
+    table = next(iter(record.tables.values())).set_index("trace")
+    assert table.loc["small ctx1024 forward fp32", "softmax_range_share"] == pytest.approx(0.1875)
     assert "Among bf16 runs (1 trace)" in text and "`cast` (1 of 1)" in text
     assert "grows in every series: small forward fp32 eager 25.7% at 128 → 34.0% at 1024 (inside attention 6.4% → " \
            "25.0%)" in text
@@ -172,7 +183,7 @@ def test_nsys_d_answers_per_group_with_the_optimizer_steps_share():
     record = nsys_d.QUESTION.answer(Evidence(summaries, ResultsSet()))
     table = next(iter(record.tables.values()))
     assert table.set_index("trace").loc["small ctx128 train fp32", "optimizer_share_train_step"] == 0.3
-    text = record.answer
+    text = record.full_answer
     assert text.startswith("Among fp32 eager runs (2 traces) matrix multiplications take 90.0–92.0% of forward kernel "
                            "time, 80.0% of forward + backward and 60.0% of a full training step (1 training trace); "
                            "the optimizer step, which runs no matmul, takes 30.0% of the step's kernel time; the "
@@ -186,5 +197,18 @@ def test_grid_answers_hold_when_no_trace_has_attention_sub_ranges_or_a_backward(
     record_d = {"d": {"gemm_share_forward": 0.7, "gemm_share_forward_backward": None, "gemm_share_train_step": 0.6,
                       "category_shares": [], "answer": "one trace"}}
     summaries = [summary(size, 128, "train", questions={**record_c, **record_d}) for size in ("small", "medium")]
-    assert "inside the attention" not in nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet())).answer
-    assert "forward + backward" not in nsys_d.QUESTION.answer(Evidence(summaries, ResultsSet())).answer
+    assert "NVTX range" not in nsys_c.QUESTION.answer(Evidence(summaries, ResultsSet())).full_answer
+    assert "forward + backward" not in nsys_d.QUESTION.answer(Evidence(summaries, ResultsSet())).full_answer
+
+
+def test_nsys_a_sets_a_2026_trace_against_the_2025_run_of_the_same_model():
+    later = summary("xl", 128, "train", questions=record_a(404.0, 404.0), phases=forward_phase(84.0, 400.0),
+                    handout="2026")
+    earlier = summary("2.7B", 128, "train", questions=record_a(89.0, 89.0), phases=forward_phase(83.0, 88.0))
+    evidence = Evidence([later], ResultsSet(), other_editions=Evidence([earlier], ResultsSet()), edition="2026")
+    record = nsys_a.QUESTION.answer(evidence)
+    pair = record.tables[nsys_a.EDITIONS_TITLE].iloc[0]
+    assert (pair["earlier_run"], pair["slowdown_ratio"]) == ("2.7B ctx128 train fp32 (2025 trace)", 404.0 / 89.0)
+    assert (pair["kernel_ms_per_pass"], pair["earlier_kernel_ms_per_pass"]) == (84.0, 83.0)
+    assert "the same model and context run 4.54× slower than with the 2025 options (xl ctx128 train fp32 handout " \
+           "2026 404.0 against 89.0 ms, GPU idle 79.0%)" in record.answer

@@ -3,6 +3,7 @@ writer. Measurements are hand-made where a real run would be GPU-only or noisy, 
 in an answer is known exactly; the mixed-precision experiments run for real on the CPU."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from analysis.questions import attention, bench, compile, memory, mixed_precision, norm_precision
@@ -146,8 +147,8 @@ def test_mp_c_pairs_fp32_with_bf16_and_reads_the_trend(results_dir):
     table = answer.tables["fp32 against bf16 autocast"]
     assert table["forward_speedup"].tolist() == [2.0, 2.5]
     assert answer.numbers["forward_speedup_by_size"] == {"small": 2.0, "medium": 2.5}
-    assert "forward 2.00× for small to 2.50× for medium (growing with model size)" in answer.answer
-    assert "backward 1.25× for small to 1.25× for medium (about flat with size)" in answer.answer
+    assert "forward small 2.00×, medium 2.50× (growing with model size)" in answer.answer
+    assert "backward small 1.25×, medium 1.25× (about flat with size)" in answer.answer
     pairs = answer.tables["Forward pass in the fp32 and bf16 traces"]
     assert pairs["added_kernels_per_pass"].tolist() == [200] and pairs["kernel_time_cut"].tolist() == [3.0]
     assert answer.numbers["bf16_idle_share_max"] == pytest.approx(0.9)
@@ -273,9 +274,9 @@ def test_mem_a_and_e_from_a_snapshot(results_dir):
                    (4 * 32 * 128 * 128 * 4, 64, "model.py:91 in attention", "model.py:129 in forward"))]
     mem_e = memory.answer_mem_e(results_dir("memory_largest_allocations", largest))
     assert mem_e.numbers["largest_bytes"] == 20 * 1024**2 and mem_e.numbers["largest_tensor"].startswith("SwiGLU")
-    assert "20.0 MiB × 128: SwiGLU hidden activation" in mem_e.answer and "4 × 128 × 10240 × 4 B" in mem_e.answer
-    assert "made at model.py:143 ← model.py:158 (96), model.py:31 ← model.py:142 (32)" in mem_e.answer
-    assert "8.0 MiB × 64: attention scores" in mem_e.answer
+    assert "SwiGLU hidden activation (20.0 MiB × 128" in mem_e.answer and "4 × 128 × 10240 × 4 B" in mem_e.answer
+    assert "20.0 MiB at model.py:143 ← model.py:158 (96), model.py:31 ← model.py:142 (32)" in mem_e.answer
+    assert "attention scores, softmax pieces and weights (8.0 MiB × 64" in mem_e.answer
 
 
 def test_mem_a_without_the_peaks_file_leaves_the_size_out(results_dir):
@@ -380,6 +381,11 @@ def test_compile_b_times_forward_and_whole_step(results_dir):
     assert answer.numbers["train_backward_speedup"] == {"small": 2.0}
     assert "backward 20.0 → 10.0 ms (2.00×), optimizer step 5.0 → 6.0 ms (0.83×)" in answer.answer
     assert "small train 4,096 → 3,072 MiB" in answer.answer
+    # the measured size's eager trace gives the idle share; xl was traced but never compiled
+    xl = {**traces[0], "config": {**traces[0]["config"], "size": "xl"}}
+    answer = compile.answer_compile_b(Evidence([*traces, xl], results))
+    assert "It holds for small only, whose eager forward leaves the GPU idle" in answer.answer
+    assert "xl were not compiled, so it does not carry over to them." in answer.answer
 
 
 def test_compile_b_averages_each_size_over_context_lengths(results_dir):
@@ -454,3 +460,15 @@ def test_results_from_a_subfolder_add_experiments_not_runs(tmp_path, results_dir
     results = read_results_dir(tmp_path)
     assert results.experiment_rows("bench")["size"].tolist() == ["small"]
     assert results.experiment_rows("layernorm")["results_file"].tolist() == ["2026/layernorm.json"]
+
+
+def test_mp_c_trend_reads_every_size_not_the_first_and_last():
+    speedups = pd.Series({"small": 1.30, "medium": 0.71, "large": 1.28, "2.7B": 3.56})
+    assert mixed_precision._trend(speedups) == "not monotonic in size: it drops at small 1.30× → medium 0.71×"
+    assert mixed_precision._trend(pd.Series({"small": 1.0, "medium": 1.5})) == "growing with model size"
+    assert mixed_precision._trend(pd.Series({"small": 1.0, "medium": 1.02})) == "about flat with size"
+
+
+def test_mp_c_pairs_no_multi_gpu_rank_with_a_one_gpu_run():
+    assert mixed_precision._precision_side({"dtype": "fp32", "parallel": "ddp-naive"}) is None
+    assert mixed_precision._precision_side({"dtype": "bf16"}) == "bf16"

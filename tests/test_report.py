@@ -31,7 +31,7 @@ from analysis.report.svg_plot import Line, Panel, line_chart
 from analysis.report.tables import display_table
 from analysis.report.timeline import step_timeline
 from analysis.summary import analyze_trace
-from tests.example_site import EXAMPLES, FIXTURE_TRACES, REFUSED
+from tests.example_site import EXAMPLE_TRACE_FOLDERS, EXAMPLES, FIXTURE_TRACES, REFUSED
 
 SVG = "{http://www.w3.org/2000/svg}"
 BLANK_OR_MISSING = re.compile(r"\b(nan|NaN|None|null)\b")
@@ -94,7 +94,7 @@ def test_every_page_the_index_lists_exists(site):
                                       "nsys-a", "nsys-b", "nsys-c", "nsys-d", "nsys-e")} <= answered
     trace_pages = {page.stem for page in pages if page.stem.startswith("trace-")}
     assert trace_pages == {"trace-" + name.removesuffix(".sqlite") for name in FIXTURE_TRACES} or \
-        len(trace_pages) == len(list((EXAMPLES / "traces").glob("*.sqlite.xz")))
+        len(trace_pages) == sum(len(list((EXAMPLES / folder).glob("*.sqlite.xz"))) for folder in EXAMPLE_TRACE_FOLDERS)
 
 
 def test_questions_the_inputs_cannot_answer_are_listed_not_rendered(site):
@@ -266,9 +266,21 @@ def test_a_table_of_many_columns_is_set_dense():
 def test_a_download_table_is_a_csv_beside_the_page(tmp_path):
     from analysis.questions.registry import question
     from analysis.records import QuestionRecord
-    from analysis.report.render import question_downloads
+    from analysis.report.render import question_content
     timeline = pd.DataFrame({"time_ms": [0.0, 1.5], "allocated_bytes": [1, 2]})
     page = QuestionRecord(question("mem-a").card, ResultsAnswer("mem-a", "", {}, (), downloads={"Timeline": timeline}))
-    files = question_downloads(page, tmp_path)
+    _, files = question_content(page, tmp_path)
     assert [(f.path, f.title) for f in files] == [("question-mem-a-data1.csv", "Timeline")]
     assert pd.read_csv(tmp_path / files[0].path).equals(timeline)
+
+
+def test_a_long_table_shows_its_first_rows_and_links_all_of_them_as_csv(tmp_path):
+    from analysis.questions.registry import question
+    from analysis.records import QuestionRecord
+    from analysis.report.render import MAX_TABLE_ROWS, question_content
+    long = pd.DataFrame({"row": range(MAX_TABLE_ROWS + 5)})
+    page = QuestionRecord(question("mem-a").card, ResultsAnswer("mem-a", "", {"Rows": long}, ()))
+    tables, files = question_content(page, tmp_path)
+    assert len(tables[0].rows) == MAX_TABLE_ROWS and f"of {MAX_TABLE_ROWS + 5} rows" in tables[0].title
+    assert [f.title for f in files] == [f"Rows: all {MAX_TABLE_ROWS + 5} rows"]
+    assert pd.read_csv(tmp_path / files[0].path).equals(long)

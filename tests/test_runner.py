@@ -96,7 +96,11 @@ def test_bench_command_is_the_default_and_writes_summary_and_step_files(tmp_path
     assert summary["config"]["sizes"] == ["tiny"] and summary["config"]["warmup"] == 0
     assert [(r["context_length"], r["status"], r["config_index"]) for r in summary["rows"]] == [(8, "ok", 0), (16, "ok", 1)]
     assert len(steps["rows"]) == 4 and {r["step_kind"] for r in steps["rows"]} == {"measured"}
-    assert "forward ms" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "forward ms" in out
+    # the runner ends by saying where its results went, once per file pair
+    assert out.splitlines()[-2:] == [f"results: {tmp_path / 'demo.json'} and demo.csv beside it",
+                                     f"results: {tmp_path / 'demo_steps.json'} and demo_steps.csv beside it"]
 
 
 def test_results_are_saved_after_every_configuration(tmp_path):

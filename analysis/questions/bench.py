@@ -35,7 +35,10 @@ CONFIG_KEYS = ("size", "context_length", "batch_size", "mode", "dtype", "compile
 TIMED = ("forward", "backward")
 FIRST_STEP_TITLE = "First measured step against the later ones"
 ONE_OFF_COSTS = {
-    "cuda": "creating the CUDA context and cuBLAS handles, growing the caching allocator and choosing GEMM kernels",
+    # The runner creates the model's weights on the device before step 0, so the CUDA context exists by then.
+    "cuda": "the CUDA context exists already, as the weights were created on the GPU before the first step; the first "
+            "step creates cuBLAS handles and workspaces, loads each kernel's module at its first launch, grows the "
+            "caching allocator for activations and gradients and chooses GEMM kernels",
     "cpu": "growing the allocator and the first dispatch of each operator",
 }
 
@@ -110,13 +113,13 @@ def answer_bench_b(evidence: Evidence) -> ResultsAnswer | Unanswered:
 
 
 def _launch_text(summaries: list[dict], contexts: set, numbers: dict) -> str:
-    """GPU idle share of the fp32 eager forward in the traces at the benchmark's context lengths,
-    for the noisy and the steady sizes."""
+    """GPU idle share of the one-GPU fp32 eager forward in the traces at the benchmark's context
+    lengths, for the noisy and the steady sizes."""
     shares: dict[str, list[float]] = {}
     for summary in summaries:
         config = summary.get("config") or {}
         share = story.idle_share(summary)
-        if share is not None and config.get("dtype") == "fp32" and not config.get("compile") \
+        if share is not None and config.get("dtype") == "fp32" and not config.get("compile") and not config.get("parallel") \
                 and config.get("mode") == "forward" and (config.get("attention") or "naive") == "naive" \
                 and config.get("context_length") in contexts:
             shares.setdefault(config.get("size"), []).append(share)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.questions import run_spread
+from analysis.questions import run_spread, story
 from analysis.questions.attention import EAGER, attention_rows
 from analysis.questions.question import Evidence, Question, from_results
 from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size, used_files
@@ -207,8 +207,8 @@ def _widest_spread(spread: pd.DataFrame, size: str) -> float | None:
 
 
 def _compile_side(config: dict) -> str | None:
-    """eager or compiled for an fp32, naive-attention trace; None for any other."""
-    if config.get("dtype", "fp32") != "fp32" or (config.get("attention") or "naive") != "naive":
+    """eager or compiled for a one-GPU fp32, naive-attention trace; None for any other."""
+    if config.get("dtype", "fp32") != "fp32" or (config.get("attention") or "naive") != "naive" or config.get("parallel"):
         return None
     return COMPILED if config.get("compile") else EAGER
 
@@ -223,6 +223,28 @@ def _trace_text(pairs: pd.DataFrame, numbers: dict) -> str:
             f" eager (kernel time {row[f'kernel_ms_{EAGER}']:.2f} → {row[f'kernel_ms_{COMPILED}']:.2f} ms) while its "
             f"GEMMs take {row[f'gemm_ms_{EAGER}']:.2f} → {row[f'gemm_ms_{COMPILED}']:.2f} ms: compiling fuses the "
             "elementwise kernels around the matmuls and leaves the matmuls to the same library calls.")
+
+
+def _coverage_text(done: pd.DataFrame, summaries: list[dict]) -> str:
+    """Which sizes the speedup holds for: how idle the GPU is in the eager traces of the measured
+    sizes and context lengths (launch-bound work gains most from fusing kernels), and the traced
+    sizes not measured."""
+    measured = list(dict.fromkeys(done["size"]))
+    eager = [s for s in summaries if _compile_side(s.get("config") or {}) == EAGER]
+    contexts = set(done["context_length"])
+    idle = story.launch_bound([s for s in eager if s["config"].get("size") in measured
+                               and s["config"].get("context_length") in contexts])
+    unmeasured = [size for size in dict.fromkeys(s["config"].get("size") for s in eager) if size not in measured]
+    if idle.empty and not unmeasured:
+        return ""
+    text = f" It holds for {' and '.join(measured)} only"
+    if not idle.empty:
+        text += (f", whose eager forward leaves the GPU idle {idle['idle_share'].min() * 100:.0f}–"
+                 f"{idle['idle_share'].max() * 100:.0f}% of its span in the traces: launch-bound work, where fusing "
+                 "kernels saves launches as much as GPU time")
+    if unmeasured:
+        text += f"; {', '.join(unmeasured)} were not compiled, so it does not carry over to them"
+    return text + "."
 
 
 def answer_compile_b(evidence: Evidence) -> ResultsAnswer | Unanswered:
@@ -245,6 +267,7 @@ def answer_compile_b(evidence: Evidence) -> ResultsAnswer | Unanswered:
     measure = "speedup over eager" if len(contexts) == 1 else "mean speedup over eager across context lengths"
     text = f"torch.compile on the whole model ({device}, context {', '.join(str(c) for c in contexts)}), {measure}: " \
            + "; ".join(parts) + "."
+    text += _coverage_text(ok_rows(table), evidence.summaries)
     slower = ok_rows(table)[ok_rows(table)["speedup"] < 1]
     if not slower.empty:
         text += f" {len(slower)} of {plural(len(ok_rows(table)), 'configuration')} ran slower compiled."

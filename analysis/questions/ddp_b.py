@@ -22,7 +22,7 @@ from cs336_profile.contract import PARALLEL_MODES
 NAIVE, OVERLAPPED, FSDP = PARALLEL_MODES
 VARIANT_NAMES = {NAIVE: "naive DDP", OVERLAPPED: "overlapped DDP"}
 SAME_RUN_KEYS = ("size", "context_length", "batch_size", "world_size")
-UNEVEN = 2  # ranks whose communication times differ more than this factor: say which one waited
+HANDOUT_SIZE = "xl"  # the model the handout's DDP benchmark runs on two GPUs
 TABLE = "Per rank, mean per measured step"
 NEEDS = ("two-GPU nsys traces of naive and overlapped DDP: `nsys profile -t cuda,nvtx --export=sqlite -o RUN "
          "torchrun --standalone --nproc_per_node=2 -m cs336_profile.run --parallel ddp-naive --sizes medium` "
@@ -68,9 +68,21 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     table = pd.DataFrame([row for summary in summaries for row in rank_rows(summary)])
     if table.empty:
         return Unanswered("ddp-b", NEEDS)
+    table = with_waiting(table)
+    sizes = {run_label(s): (s.get("config") or {}).get("size") for s in summaries}
+    table["size"] = table["run"].map(sizes)
     pair = matching_pair(summaries)
     numbers = {"pair": [run_label(s) for s in pair] if pair else None}
     return ResultsAnswer("ddp-b", "", {TABLE: table}, tuple(s["trace"] for s in summaries), numbers)
+
+
+def with_waiting(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-rank table with ``transfer_bound_ms``, the least communication time of any rank of
+    the run (a collective cannot finish before its last rank arrives, so no rank transfers for
+    longer), and ``waiting_ms``, each rank's communication beyond it: time spent waiting for the
+    other ranks inside the collective."""
+    bound = table.groupby("run")["communication_ms"].transform("min")
+    return table.assign(transfer_bound_ms=bound, waiting_ms=table["communication_ms"] - bound)
 
 
 def matching_pair(summaries: list[dict]) -> tuple[dict, dict] | None:
@@ -86,55 +98,72 @@ def matching_pair(summaries: list[dict]) -> tuple[dict, dict] | None:
 
 
 def write(record: ResultsAnswer) -> str:
-    """Each run's communication and exposed share over its ranks; the pair's difference."""
+    """The lead: what overlapping changes (exposed communication per rank, the step against its
+    spread) and how much of the naive run's communication is waiting, not transfer; then each
+    run's ranks as evidence."""
     table = record.tables[TABLE]
     runs = table.groupby("run", sort=False).agg(
         parallel=("parallel", "first"), ranks=("rank", "size"), step=("step_gpu_span_ms", "mean"),
         spread=("step_gpu_span_spread_ms", "max"), communication=("communication_ms", "mean"),
-        exposed=("exposed_communication_ms", "mean"))
-    described = [_run_sentence(name, row, table[table["run"] == name]) for name, row in runs.iterrows()]
-    sentences = [sentence for sentence, _ in described]
-    if any(uneven for _, uneven in described):
-        sentences.append("An NCCL kernel runs from the moment its rank reaches the collective until every rank has, "
-                         "so the rank that arrives first also spends the wait for the other in it.")
+        exposed=("exposed_communication_ms", "mean"), transfer=("transfer_bound_ms", "first"))
+    details = [_run_sentence(name, row, table[table["run"] == name]) for name, row in runs.iterrows()]
+    details.append("An NCCL kernel runs from the moment its rank reaches the collective until every rank has, so a "
+                   "rank that arrives first spends the wait for the others inside it: of a rank's communication time "
+                   "at most the least rank's time is transfer, the rest is waiting (skew between the ranks).")
+    sizes = sorted({str(size) for size in table.get("size", pd.Series(dtype=object)).dropna()} - {HANDOUT_SIZE})
+    if sizes:
+        details.append(f"The handout benchmarks the {HANDOUT_SIZE} model on two GPUs; these runs are {', '.join(sizes)}, "
+                       "so their absolute times do not carry over to it.")
     pair = record.numbers.get("pair")
-    if pair:
-        naive, overlapped = runs.loc[pair[0]], runs.loc[pair[1]]
-        hidden = naive.exposed - overlapped.exposed
-        change = overlapped.step - naive.step
-        noise = max(naive.spread, overlapped.spread)
-        if change == 0:
-            effect = "leaves the step's GPU span unchanged"
-        else:
-            verdict = ("larger than the step-to-step spread of either run (at most " + text.ms(noise) + ")"
-                       if abs(change) > noise else
-                       "within the step-to-step spread (up to " + text.ms(noise) + "), so not a measured difference")
-            effect = (f"changes the step's GPU span by {'+' if change > 0 else '−'}{text.ms(abs(change))}, "
-                      f"{verdict}")
-        sentences.append(f"Overlapping the all-reduces with backward {'hides' if hidden >= 0 else 'adds'} "
-                         f"{text.ms(abs(hidden))} of exposed communication per step and {effect}.")
-    else:
+    if not pair:
         present = set(runs["parallel"])
         missing = [VARIANT_NAMES[v] for v in (NAIVE, OVERLAPPED) if v not in present]
-        sentences.append("No naive and overlapped runs of the same size, context, batch and world size to compare"
-                         + (f"; a trace of {' and '.join(missing)} is needed." if missing else "."))
-    return " ".join(sentences)
+        lead = ("No naive and overlapped runs of the same size, context, batch and world size to compare"
+                + (f"; a trace of {' and '.join(missing)} is needed." if missing else "."))
+        return text.answer_text([lead], details)
+    naive, overlapped = runs.loc[pair[0]], runs.loc[pair[1]]
+    return text.answer_text([_pair_sentence(naive, overlapped, table, pair), _waiting_sentence(naive, table, pair[0])],
+                            details)
 
 
-def _run_sentence(name: str, run, ranks: pd.DataFrame) -> tuple[str, bool]:
-    """One run's communication, exposed share and step span over its ranks, with which rank spends
-    longest in communication when the ranks differ more than :data:`UNEVEN`-fold (then True)."""
-    share = text.pct(run.exposed / run.communication) if run.communication else "none"
-    sentence = (f"{_capitalized(VARIANT_NAMES.get(run.parallel, run.parallel))} ({name}, "
-                f"{text.plural(run.ranks, 'rank')}): {text.ms_span(ranks['communication_ms'])} of communication "
-                f"kernels per step on the ranks, {text.ms_span(ranks['exposed_communication_ms'])} of it exposed "
-                f"({share}); the step spans {text.ms_span(ranks['step_gpu_span_ms'])} of GPU time.")
-    longest, shortest = ranks.loc[ranks["communication_ms"].idxmax()], ranks.loc[ranks["communication_ms"].idxmin()]
-    uneven = shortest["communication_ms"] > 0 and longest["communication_ms"] > UNEVEN * shortest["communication_ms"]
-    if uneven:
-        sentence += (f" Rank {longest['rank']} spends {longest['communication_ms'] / shortest['communication_ms']:.1f}× "
-                     f"rank {shortest['rank']}'s time in them.")
-    return sentence, uneven
+def _pair_sentence(naive, overlapped, table: pd.DataFrame, pair: list[str]) -> str:
+    """Exposed communication of the slowest-communicating rank in both runs, and the step change
+    weighed against the larger step-to-step spread."""
+    change = overlapped.step - naive.step
+    noise = max(naive.spread, overlapped.spread)
+    verdict = ("beyond" if abs(change) > noise else "within") + f" the step-to-step spread of up to {text.ms(noise)}"
+    rank = table.loc[table[table["run"] == pair[0]]["communication_ms"].idxmax(), "rank"]
+    exposed = [table[(table["run"] == run) & (table["rank"] == rank)]["exposed_communication_ms"].iloc[0] for run in pair]
+    return (f"Overlapping the all-reduces with backward cuts rank {rank}'s exposed communication from "
+            f"{text.ms(exposed[0])} to {text.ms(exposed[1])} per step and moves the step's GPU span "
+            f"{text.ms(naive.step)} → {text.ms(overlapped.step)}, {verdict}"
+            + (", so the step change is no measured difference." if abs(change) <= noise else "."))
+
+
+def _waiting_sentence(naive, table: pd.DataFrame, run: str) -> str:
+    """How much of the naive run's communication is waiting for the other rank, per rank."""
+    ranks = table[table["run"] == run]
+    waiting = ranks.set_index("rank")["waiting_ms"]
+    if not (waiting > 0).any():
+        return ""
+    late = ranks.loc[ranks["communication_ms"].idxmin(), "rank"]
+    share = waiting.sum() / ranks["communication_ms"].sum()
+    return (f"{'Most' if share > 0.5 else text.pct(share)} of naive DDP's communication is waiting, not transfer: "
+            f"the transfer takes at most "
+            f"{text.ms(naive.transfer)} per step (rank {late}'s time in the all-reduces), so "
+            + ", ".join(f"rank {rank} waits at least {text.ms(ms)}" for rank, ms in waiting.items() if ms > 0)
+            + f" for rank {late} to arrive.")
+
+
+def _run_sentence(name: str, run, ranks: pd.DataFrame) -> str:
+    """One run's communication per rank, split into transfer (at most) and waiting (at least), with
+    how much of it is exposed, and its step span."""
+    per_rank = "; ".join(
+        f"rank {row.rank} {text.ms(row.communication_ms)} ({text.ms(row.exposed_communication_ms)} exposed; "
+        f"at least {text.ms(row.waiting_ms)} waiting)" for row in ranks.itertuples())
+    return (f"{_capitalized(VARIANT_NAMES.get(run.parallel, run.parallel))} ({name}, {text.plural(run.ranks, 'rank')}): "
+            f"communication kernels per step {per_rank}; transfer at most {text.ms(run.transfer)}; the step spans "
+            f"{text.ms_span(ranks['step_gpu_span_ms'])} of GPU time.")
 
 
 def _capitalized(phrase: str) -> str:

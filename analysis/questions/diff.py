@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import text
+from analysis.questions.ddp_b import rank_rows
 from analysis.questions.rank_diff import rank_diff
 
 TOP_MOVED_KERNELS = 10
@@ -29,8 +30,9 @@ def diff_summaries(a: dict, b: dict) -> dict:
     categories = _categories(overall_a, overall_b)
     kernels = _kernels(overall_a, overall_b)
     config_changes = _config_changes(a.get("config"), b.get("config"))
-    step_a, step_b = _step_ms(a["phases"]), _step_ms(b["phases"])
+    step_a, step_b = _step_ms(a), _step_ms(b)
     overall = {
+        "step_source": _step_source(a, b),
         "a_step_ms_per_pass": step_a,
         "b_step_ms_per_pass": step_b,
         "a_idle_share": _idle_share(a["phases"]),
@@ -53,6 +55,11 @@ def diff_summaries(a: dict, b: dict) -> dict:
     ranks_a, ranks_b = _rank_count(a), _rank_count(b)
     # Fewer ranks do less work per step: that is a lost rank, not a speed-up, so no verdict.
     overall["faster"] = judged[1] < judged[0] if ranks_a == ranks_b else None
+    ranks = rank_diff(a, b)
+    within_noise = ranks is not None and not any(row["beyond_spread"] for row in ranks["rows"])
+    overall["headline"] = ("What changed" if overall["faster"] is None else
+                           "Why the step spans do not measurably differ" if within_noise else
+                           f"Why it got {'faster' if overall['faster'] else 'slower'}")
     return {
         "a": a["trace"],
         "b": b["trace"],
@@ -61,8 +68,11 @@ def diff_summaries(a: dict, b: dict) -> dict:
         "phases": _phases(a["phases"], b["phases"]),
         "categories": categories.to_dict("records"),
         "kernels": kernels.head(TOP_MOVED_KERNELS).to_dict("records"),
-        "why": _ranks_note(ranks_a, ranks_b) + _why(a, b, overall, categories, kernels, config_changes),
-        "ranks": rank_diff(a, b),
+        "why": _ranks_note(ranks_a, ranks_b) + _why(
+            a, b, overall, categories, kernels, config_changes,
+            max(max(r["a_step_gpu_span_spread_ms"], r["b_step_gpu_span_spread_ms"]) for r in ranks["rows"])
+            if within_noise else None),
+        "ranks": ranks,
     }
 
 
@@ -79,9 +89,28 @@ def _ranks_note(ranks_a: int, ranks_b: int) -> str:
             "capture the same processes, so the figures below compare different work and say nothing of speed. ")
 
 
-def _step_ms(phases: dict) -> float | None:
-    """Wall time of a measured step: the sum of its phases' CPU spans, None without phases."""
+def _step_ms(summary: dict) -> float | None:
+    """Time of a measured step: of a multi-GPU trace, its ranks' mean step GPU span (the whole
+    step range, so a gradient synchronisation after backward counts); else the sum of its phases'
+    CPU spans; None without either."""
+    ranks = _ranks(summary)
+    if ranks:
+        return sum(rank["step_gpu_span_ms"] for rank in ranks) / len(ranks)
+    phases = summary["phases"]
     return sum(p["cpu_span_ms_per_pass"] for p in phases.values()) if phases else None
+
+
+def _ranks(summary: dict) -> list[dict]:
+    """The per-rank rows of a trace of two or more ranks with a measured step, else none."""
+    rows = rank_rows(summary) if summary.get("communication") else []
+    return rows if len(rows) >= 2 else []
+
+
+def _step_source(a: dict, b: dict) -> str:
+    """What the step time of the two traces is, as the headline names it."""
+    if _ranks(a) and _ranks(b):
+        return "step GPU span (mean over ranks, gradient synchronisation included)"
+    return "measured step"
 
 
 def _idle_share(phases: dict) -> float | None:
@@ -165,19 +194,29 @@ def _kernels(overall_a: dict, overall_b: dict) -> pd.DataFrame:
     return table.loc[order].rename_axis("kernel").reset_index()
 
 
-def _why(a: dict, b: dict, overall: dict, categories: pd.DataFrame, kernels: pd.DataFrame, config_changes: list[dict]) -> str:
+def _why(a: dict, b: dict, overall: dict, categories: pd.DataFrame, kernels: pd.DataFrame, config_changes: list[dict],
+         noise_ms: float | None = None) -> str:
+    """The sentences of a diff, computed from its numbers; ``noise_ms``: the step-to-step spread
+    that a multi-GPU pair's step change stays within (None when it exceeds it or is unknown)."""
     unit = "measured step" if overall["scope_a"] == overall["scope_b"] == "measured steps" else "pass (whole capture)"
     total_a, total_b = overall["a_kernel_ms_per_pass"], overall["b_kernel_ms_per_pass"]
     step_a, step_b = overall["a_step_ms_per_pass"], overall["b_step_ms_per_pass"]
     sentences = []
     if step_a and step_b:
-        sentences.append(f"A measured step takes {text.ms(step_b)} in B ({b['trace']}) against "
-                         f"{text.ms(step_a)} in A ({a['trace']}), {_signed_pct(step_b / step_a - 1)}.")
+        sentences.append(f"A {overall['step_source']} takes {text.ms(step_b)} in B ({b['trace']}) against "
+                         f"{text.ms(step_a)} in A ({a['trace']}), {_signed_pct(step_b / step_a - 1)}"
+                         + (f", within the step-to-step spread of up to {text.ms(noise_ms)}, so no measured difference."
+                            if noise_ms is not None else "."))
     sentences.append(
         f"B spends {text.ms(total_b)} of kernel time per {unit} against {text.ms(total_a)} in A"
         + (f", {_signed_pct(total_b / total_a - 1)}." if total_a else "."))
     idle_a, idle_b = overall["a_idle_share"], overall["b_idle_share"]
-    if step_a and step_b and (step_b > step_a) != (total_b > total_a) and idle_b is not None:
+    overlapped = [sum(rank["overlapped_communication_ms"] for rank in _ranks(side)) for side in (a, b)]
+    if step_a and step_b and (step_b > step_a) != (total_b > total_a) and _ranks(a):
+        sentences.append(
+            f"Kernel time and step time move apart because summed kernel time counts communication kernels that run "
+            f"beside compute: {text.ms(overlapped[0])} → {text.ms(overlapped[1])} of them overlapped, over the ranks.")
+    elif step_a and step_b and (step_b > step_a) != (total_b > total_a) and idle_b is not None:
         sentences.append(
             f"Kernel time and step time move apart because the GPU waits for launches: it is idle "
             f"for {text.pct(idle_b)} of B's phases against {text.pct(idle_a)} of A's.")

@@ -46,36 +46,68 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
         return Unanswered("fsdp-b", NEEDS)
     tables = {BLOCKS: pd.DataFrame(blocks)}
     if ranks:
-        tables[RANKS] = pd.DataFrame(ranks)
-    return ResultsAnswer("fsdp-b", "", tables, tuple(s["trace"] for s in used))
+        ranks = pd.DataFrame(ranks)
+        bound = ranks.groupby("trace")["communication_ms"].transform("min")
+        tables[RANKS] = ranks.assign(transfer_bound_ms=bound, waiting_ms=ranks["communication_ms"] - bound)
+    skew = {run_label(s): (s["communication"].get("skew") or {}).get("max_start_spread_ms") for s in used}
+    return ResultsAnswer("fsdp-b", "", tables, tuple(s["trace"] for s in used), {"start_skew_ms": skew})
 
 
 def write(record: ResultsAnswer) -> str:
-    """Per trace: how many blocks' all-gathers were in time on every rank and pass, the worst lag,
-    the compute stream's wait and the exposed forward communication."""
+    """Per trace: which blocks' all-gathers were late and why (the first block has nothing to hide
+    behind), how long compute waited for them, and the forward communication not overlapped by
+    compute split into waiting for the other rank (skew) and transfer."""
     blocks, ranks = record.tables[BLOCKS], record.tables.get(RANKS)
-    sentences = []
+    lead, details = [], []
     for trace, rows in blocks.groupby("trace", sort=False):
         late = rows[rows["late_passes"] > 0].sort_values("min_lead_ms")
         count = (f"{len(rows) - len(late)} of {len(rows)} block all-gathers ({rows['block'].nunique()} blocks × "
                  f"{text.plural(rows['rank'].nunique(), 'rank')})")
         if late.empty:
-            sentence = (f"{trace}: yes — {count} finished before the compute stream needed them in every measured "
+            lead.append(f"{trace}: yes — {count} finished before the compute stream needed them in every measured "
                         f"pass, the closest with {text.ms(rows['min_lead_ms'].min())} to spare.")
         else:
-            named = [f"block {row.block} on rank {row.rank} ({row.late_passes} of {row.passes} passes, by up to "
-                     f"{text.ms(-row.min_lead_ms)})" for row in late.head(LATE_NAMED).itertuples()]
-            more = f" and {len(late) - LATE_NAMED} more" if len(late) > LATE_NAMED else ""
-            sentence = (f"{trace}: {'no' if len(late) == len(rows) else 'not always'} — {count} finished before the "
-                        f"compute stream needed them in every measured pass; late: {', '.join(named)}{more}. The "
-                        f"compute stream waits {text.ms_span(rows.groupby('rank')['wait_ms'].sum())} per forward "
-                        f"pass for all-gathers on the ranks.")
-        forward = ranks[ranks["trace"] == trace] if ranks is not None else []
+            lead.append(_late_sentence(trace, rows, late, count))
+        forward = ranks[ranks["trace"] == trace] if ranks is not None else pd.DataFrame()
         if len(forward):
-            sentence += (f" Forward communication per pass: {text.ms_span(forward['communication_ms'])} on the ranks, "
-                         f"{text.ms_span(forward['exposed_communication_ms'])} of it exposed.")
-        sentences.append(sentence)
-    return " ".join(sentences)
+            sentence = _skew_sentence(forward, record.numbers.get("start_skew_ms", {}).get(trace))
+            lead.append(sentence)
+            details.append("Per rank in the forward pass: " + "; ".join(
+                f"rank {row.rank} {text.ms(row.communication_ms)} of communication kernels, "
+                f"{text.ms(row.exposed_communication_ms)} of it with no compute beside it, at least "
+                f"{text.ms(row.waiting_ms)} waiting for the other rank" for row in forward.itertuples()) + ".")
+    return text.answer_text(lead, details)
+
+
+def _late_sentence(trace: str, rows: pd.DataFrame, late: pd.DataFrame, count: str) -> str:
+    """The late blocks, how long compute waited for them, and why when the late one is the first block."""
+    named = [f"block {row.block} on rank {row.rank} ({row.late_passes} of {row.passes} passes, by up to "
+             f"{text.ms(-row.min_lead_ms)})" for row in late.head(LATE_NAMED).itertuples()]
+    more = f" and {len(late) - LATE_NAMED} more" if len(late) > LATE_NAMED else ""
+    sentence = (f"{trace}: {'no' if len(late) == len(rows) else 'not always'} — {count} were in time in every "
+                f"measured pass; late: {', '.join(named)}{more}, so compute waits "
+                f"{text.ms_span(rows.groupby('rank')['wait_ms'].sum())} per forward pass for all-gathers")
+    if set(late["block"]) == {rows["block"].min()}:
+        sentence += (f". Block {rows['block'].min()} is the first block: no earlier block's compute runs while its "
+                     "all-gather does, so nothing can hide it")
+    return sentence + "."
+
+
+def _skew_sentence(forward: pd.DataFrame, skew_ms: float | None) -> str:
+    """The forward communication without compute beside it, reconciled with the short compute wait:
+    beyond the transfer (at most the least rank's time), a rank's time in the collectives is waiting
+    for the other rank to arrive."""
+    bound = forward["transfer_bound_ms"].iloc[0]
+    waiting = forward.loc[forward["waiting_ms"].idxmax()]
+    mostly = waiting["waiting_ms"] >= waiting["exposed_communication_ms"] / 2
+    sentence = (f"The {text.ms_span(forward['exposed_communication_ms'])} of forward communication with no compute "
+                f"beside it is {'mostly' if mostly else 'partly'} skew, not transfer: the transfer takes at most "
+                f"{text.ms(bound)} per pass "
+                f"(the least rank's time), so rank {waiting['rank']} spends at least {text.ms(waiting['waiting_ms'])} "
+                "waiting inside the all-gathers for the other rank")
+    if skew_ms is not None:
+        sentence += f", whose steps start up to {text.ms(skew_ms)} apart"
+    return sentence + "."
 
 
 QUESTION = Question(

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.questions.editions import from_same_model
 from analysis.questions.memory_accounting import activation_shapes, fp32_copy_bytes, name_allocation, train_accounting
-from analysis.questions.question import Question, from_results
+from analysis.questions.question import Question
 from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
 from analysis.records import FigureSpec
 from cs336_profile.contract import MEMORY as PEAKS
@@ -316,8 +317,8 @@ def answer_mem_e(results: ResultsSet) -> ResultsAnswer | Unanswered:
     if rows.empty:
         return Unanswered("mem-e", f"a `{LARGEST}` results file from an allocator snapshot ({RUN_MEMORY})")
     peaks = results.experiment_rows(PEAKS)
-    shapes = activation_shapes(peaks["size"].iloc[0], int(peaks["batch_size"].iloc[0]),
-                               int(rows["context_length"].iloc[0])) if not peaks.empty else []
+    shapes = activation_shapes(peaks["size"].iloc[0], int(peaks["batch_size"].iloc[0]), int(rows["context_length"].iloc[0]),
+                               peaks["handout"].iloc[0] if "handout" in peaks else None) if not peaks.empty else []
     table = rows.sort_values(["size_bytes", "count"], ascending=False)[
         ["size_bytes", "count", "site", "stack", "snapshot"]].reset_index(drop=True)
     named = [name_allocation(size, shapes) for size in table["size_bytes"]]
@@ -330,14 +331,15 @@ def answer_mem_e(results: ResultsSet) -> ResultsAnswer | Unanswered:
     counted["site_count"] = counted["made_at"] + " (" + counted["count"].astype(str) + ")"
     by_size = counted.groupby(["size_bytes", "tensor", "shape"], sort=False).agg(
         count=("count", "sum"), sites=("site_count", ", ".join)).reset_index()
-    sentences = []
+    what, where = [], []
     for row in by_size.head(3).itertuples():
         label = f"{row.size_bytes / MIB:,.1f} MiB × {int(row.count)}"
         if row.tensor:
-            dims = row.shape.removesuffix(" fp32").replace("×", " × ")
-            label += f": {row.tensor}, {dims} × 4 B"
-        sentences.append(f"{label}, made at {row.sites}")
-    text = "The largest allocations of the forward pass are " + "; then ".join(sentences) + "."
+            label = f"{row.tensor.split(' (')[0]} ({label}, {row.shape.removesuffix(' fp32').replace('×', ' × ')} × 4 B)"
+        what.append(label)
+        where.append(f"{row.size_bytes / MIB:,.1f} MiB at {row.sites}")
+    text = ("The largest allocations of the forward pass are " + "; then ".join(what) + ".\n\n"
+            "Where the model's code made them (stack frames, with counts): " + "; ".join(where) + ".")
     table = table.drop(columns="made_at")
     return ResultsAnswer("mem-e", text, {"Largest allocations of the forward pass": table}, used_files(rows),
                          {"largest_bytes": int(by_size["size_bytes"].iloc[0]), "largest_tensor": by_size["tensor"].iloc[0]})
@@ -353,33 +355,33 @@ MEM_A = Question(
     id="mem-a", section="Memory", title="Memory over a step",
     text="Allocated memory over a forward pass and over a full training step.",
     needs=f"a `{TIMELINE}` results file with allocator snapshots ({RUN_MEMORY})",
-    compute=from_results(answer_mem_a), figure=FigureSpec("mem-a", alt="Memory over a step"),
+    compute=from_same_model(answer_mem_a), figure=FigureSpec("mem-a", alt="Memory over a step"),
 )
 
 MEM_B = Question(
     id="mem-b", section="Memory", title="Peak memory per context length",
     text="Peak memory per context length: forward only against a full training step.",
     needs=f"a `{PEAKS}` results file with fp32 peaks ({RUN_MEMORY})",
-    compute=from_results(answer_mem_b), figure=FigureSpec("mem-b", alt="Peak memory per context length"),
+    compute=from_same_model(answer_mem_b), figure=FigureSpec("mem-b", alt="Peak memory per context length"),
 )
 
 MEM_C = Question(
     id="mem-c", section="Memory", title="Peak memory with bf16 autocast",
     text="The same peaks under bf16 autocast: does mixed precision change peak memory much?",
     needs=f"a `{PEAKS}` results file with bf16 peaks ({RUN_MEMORY})",
-    compute=from_results(answer_mem_c), figure=FigureSpec("mem-c", alt="Peak memory with bf16 autocast"),
+    compute=from_same_model(answer_mem_c), figure=FigureSpec("mem-c", alt="Peak memory with bf16 autocast"),
 )
 
 MEM_D = Question(
     id="mem-d", section="Memory", title="One residual-stream activation",
     text="Size of one residual-stream activation tensor in fp32, in MB (MiB here: bytes / 1024²), and its derivation.",
     needs=f"a `{ACTIVATION}` results file (python -m cs336_profile.run memory)",
-    compute=from_results(answer_mem_d), figure=FigureSpec("mem-d", alt="One residual-stream activation"),
+    compute=from_same_model(answer_mem_d), figure=FigureSpec("mem-d", alt="One residual-stream activation"),
 )
 
 MEM_E = Question(
     id="mem-e", section="Memory", title="Largest allocations",
     text="The largest allocations of the forward pass and where they come from.",
     needs=f"a `{LARGEST}` results file from an allocator snapshot ({RUN_MEMORY})",
-    compute=from_results(answer_mem_e), figure=FigureSpec("mem-e", alt="Largest allocations"),
+    compute=from_same_model(answer_mem_e), figure=FigureSpec("mem-e", alt="Largest allocations"),
 )

@@ -194,8 +194,10 @@ def _with_fp32_spread(table: pd.DataFrame, results: ResultsSet) -> pd.DataFrame:
 
 
 def _precision_side(config: dict) -> str | None:
-    """fp32 or bf16 for an eager, naive-attention trace; None for any other."""
-    plain = not config.get("compile") and (config.get("attention") or "naive") == "naive"
+    """fp32 or bf16 for a one-GPU eager, naive-attention trace; None for any other (a multi-GPU
+    rank is no twin of a one-GPU run)."""
+    plain = (not config.get("compile") and (config.get("attention") or "naive") == "naive"
+             and not config.get("parallel"))
     return config.get("dtype") if plain else None
 
 
@@ -219,9 +221,8 @@ def answer_mp_c(evidence: Evidence) -> ResultsAnswer | Unanswered:
         if column not in by_size or by_size[column].isna().all():
             continue
         series = by_size[column].dropna()
-        sentences.append(f"{part} {series.iloc[0]:.2f}× for {series.index[0]}"
-                         + (f" to {series.iloc[-1]:.2f}× for {series.index[-1]} ({_trend(series)})"
-                            if len(series) > 1 else ""))
+        sentences.append(f"{part} " + ", ".join(f"{size} {value:.2f}×" for size, value in series.items())
+                         + (f" ({_trend(series)})" if len(series) > 1 else ""))
     text = "bf16 autocast against fp32, speedup of the mean: " + "; ".join(sentences) + "."
     text += _spread_text(done) + _slower_text(done)
     tables = {"fp32 against bf16 autocast": table}
@@ -288,6 +289,9 @@ def _trace_text(pairs: pd.DataFrame, numbers: dict) -> str:
     return text
 
 
+FLAT_STEP = 0.05  # a change of less than 5% from one size to the next is no trend
+
+
 def _span(values: pd.Series, unit: str, spec: str = ".1f") -> str:
     """``2.0–3.0×`` or ``3.0×`` when the ends print the same."""
     low, high = format(values.min(), spec), format(values.max(), spec)
@@ -295,11 +299,18 @@ def _span(values: pd.Series, unit: str, spec: str = ".1f") -> str:
 
 
 def _trend(speedups: pd.Series) -> str:
-    """Whether the speedup grows, shrinks or stays put from the smallest size to the largest."""
-    change = speedups.iloc[-1] - speedups.iloc[0]
-    if abs(change) < 0.05 * speedups.iloc[0]:
+    """Whether the speedup grows, shrinks or stays put from each size to the next (a step of less
+    than :data:`FLAT_STEP` counts as flat); a series that goes both ways names where it drops."""
+    steps = speedups.diff().iloc[1:] / speedups.shift().iloc[1:]
+    if (steps.abs() < FLAT_STEP).all():
         return "about flat with size"
-    return "growing with model size" if change > 0 else "shrinking with model size"
+    if (steps > -FLAT_STEP).all():
+        return "growing with model size"
+    if (steps < FLAT_STEP).all():
+        return "shrinking with model size"
+    drops = [f"{before} {speedups[before]:.2f}× → {after} {speedups[after]:.2f}×"
+             for before, after, step in zip(speedups.index[:-1], speedups.index[1:], steps) if step <= -FLAT_STEP]
+    return "not monotonic in size: it drops at " + ", ".join(drops)
 
 
 MP_ACCUM = Question(

@@ -17,18 +17,19 @@ import pandas as pd
 from analysis import text
 from analysis.questions import nsys_grid as grid
 from analysis.questions import story
+from analysis.questions.editions import same_model
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.phase_breakdown import shape_summaries
 from analysis.questions.question import Evidence, Question
 from analysis.questions.results_files import plural
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import run_label, sorted_summaries
+from analysis.runs import ONE_GPU_GROUPS, is_multi_gpu_group, run_group, run_label, sorted_summaries
 
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
 SYNCHRONIZED_SPAN_SHARE = 0.95
 # A shape's first range this many times slower than its later ones paid a one-off cost (a cold
-# first pass: CUDA context, allocator, kernel selection).
+# first pass: kernel modules loaded, allocator grown, kernels chosen).
 COLD_FIRST_RANGE = 1.5
 
 
@@ -114,15 +115,19 @@ def _agreement(ratio: float) -> str:
 
 
 KEYS = ("nsys_forward_ms", "nsys_forward_gpu_ms", "python_forward_ms", "nsys_to_python_ratio")
-CONFIG_KEYS = ("size", "context_length", "mode", "dtype", "compile", "attention")
+CONFIG_KEYS = ("handout", "size", "context_length", "mode", "dtype", "compile", "attention")
+OVERHEAD_KEYS = ("size", "context_length", "mode")  # how an overhead pair finds its trace
 BENCH_TITLE = "Forward pass: traced against the unprofiled benchmark"
 OVERHEAD_TITLE = "The profiler's overhead, measured directly"
+EDITIONS_TITLE = "The same model and context under the 2025 nsys options"
+PLAIN_CAPTURE = "plain"  # a trace captured as nsys_profile asks, nothing added
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """One row per trace with a measured forward pass (nsys range, Python timer of the same
-    steps, kernel time and idle); the traces whose configuration the unprofiled benchmark ran,
-    beside its forward time; the overhead experiment's plain and nsys runs."""
+    steps, kernel time and idle); the one-GPU traces whose configuration the unprofiled benchmark
+    ran, beside its forward time; the overhead experiment's plain and nsys runs; and, for a later
+    edition, its traces against the earlier edition's runs of the same model and context."""
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "a", KEYS, "nsys_forward_ms", CONFIG_KEYS)
     if table.empty:
@@ -132,21 +137,27 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
         table = table.merge(launch[["trace", "kernel_ms_per_pass", "idle_ms_per_pass", "idle_share"]],
                             on="trace", how="left")
     tables = {"Forward pass: nsys and the Python timer": table.drop(columns=list(CONFIG_KEYS), errors="ignore")}
-    against = _against_bench(summaries, table, story.unprofiled_forward(evidence.results))
+    bench = story.unprofiled_forward(evidence.results)
+    against = _against_bench(summaries, table[table["group"].isin(ONE_GPU_GROUPS)], bench)
     if not against.empty:
         tables[BENCH_TITLE] = against
     overhead = story.profiler_overhead(evidence.results)
     if not overhead.empty:
-        tables[OVERHEAD_TITLE] = overhead
+        tables[OVERHEAD_TITLE] = _with_noise(overhead, bench, table)
+    earlier = _earlier_edition(table, evidence.other_editions)
+    if not earlier.empty:
+        notes = {run_label(summary): _capture_note(summary) for summary in summaries}
+        tables[EDITIONS_TITLE] = earlier.assign(capture=earlier["trace"].map(notes))
     record = grid.finish("nsys-a", tables, summaries)
-    if len(tables) > 1:  # the single-trace sentence cannot carry the benchmark comparison
-        record.numbers.pop(grid.SINGLE_TRACE_ANSWER, None)
+    record.numbers.pop(grid.SINGLE_TRACE_ANSWER, None)  # the lead below covers a single trace too
     return record
 
 
 def _against_bench(summaries: list[dict], table: pd.DataFrame, bench: pd.DataFrame) -> pd.DataFrame:
     """Traced forward against the benchmark's forward of the same size, context length, dtype,
-    compile and attention; ``nsys_over_bench_*`` divide by the benchmark's highest and lowest run."""
+    compile and attention; ``nsys_over_bench_*`` divide by the benchmark's highest and lowest run;
+    ``noise_ratio`` is the highest over the lowest plain run of the size in fp32 (the spread
+    between runs that any effect is weighed against)."""
     rows = []
     labels = {run_label(summary): summary.get("config") or {} for summary in summaries}
     for row in table.itertuples():
@@ -156,9 +167,11 @@ def _against_bench(summaries: list[dict], table: pd.DataFrame, bench: pd.DataFra
         rows.append({"trace": row.trace, "trace_mode": row.mode, "nsys_forward_ms": row.nsys_forward_ms,
                      "kernel_ms_per_pass": getattr(row, "kernel_ms_per_pass", None),
                      "idle_ms_per_pass": getattr(row, "idle_ms_per_pass", None),
+                     "idle_share": getattr(row, "idle_share", None),
                      "bench_mode": match["bench_mode"], "bench_runs": int(match["bench_runs"]),
                      "bench_forward_ms_min": match["bench_forward_ms_min"],
-                     "bench_forward_ms_max": match["bench_forward_ms_max"]})
+                     "bench_forward_ms_max": match["bench_forward_ms_max"],
+                     "noise_ratio": _noise(bench, row.size)})
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
@@ -167,53 +180,168 @@ def _against_bench(summaries: list[dict], table: pd.DataFrame, bench: pd.DataFra
     return frame
 
 
+def _noise(bench: pd.DataFrame, size: str) -> float | None:
+    """The spread between the benchmark's plain fp32 eager runs of ``size``: highest mean over
+    lowest, at the context length with the most runs; None with fewer than two runs."""
+    runs = bench[(bench["size"] == size) & (bench["dtype"] == "fp32") & ~bench["compile"].astype(bool)]
+    runs = runs[runs["bench_runs"] > 1]
+    if runs.empty:
+        return None
+    row = runs.loc[runs["bench_runs"].idxmax()]
+    return float(row["bench_forward_ms_max"] / row["bench_forward_ms_min"])
+
+
+def _with_noise(overhead: pd.DataFrame, bench: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """The overhead pairs with the spread between plain runs of the size (``noise_ratio``) and
+    this report's own trace of the same configuration (``traced_forward_ms``, the nsys range)."""
+    traced = {tuple(row[k] for k in OVERHEAD_KEYS): row["nsys_forward_ms"] for _, row in table.iterrows()
+              if row["group"] == "fp32 eager"} if set(OVERHEAD_KEYS) <= set(table) else {}
+    return overhead.assign(
+        noise_ratio=[_noise(bench, size) if not bench.empty else None for size in overhead["size"]],
+        traced_forward_ms=[traced.get(tuple(row[k] for k in OVERHEAD_KEYS)) for _, row in overhead.iterrows()])
+
+
+def _earlier_edition(table: pd.DataFrame, other: Evidence | None) -> pd.DataFrame:
+    """Each one-GPU trace of a later edition beside the earlier edition's run of the same model
+    (by dimensions, :func:`~analysis.questions.editions.same_model`), context length and mode:
+    the earlier sweep's nsys forward time, and its trace's kernel time where one was given. The
+    earlier runs used the earlier nsys options, so the ratio is what the options cost."""
+    if other is None or "handout" not in table:
+        return pd.DataFrame()
+    sweep = other.results.experiment_rows("sweep")
+    earlier_traces = {(s["config"].get("size"), s["config"].get("context_length"), s["config"].get("mode")): s
+                      for s in other.summaries if run_group(s) == "fp32 eager"}
+    rows = []
+    for row in table[table["group"] == "fp32 eager"].itertuples():
+        handout = str(row.handout)
+        earlier = "2025" if handout != "2025" else None
+        size = same_model(row.size, handout, earlier) if earlier else None
+        if size is None:
+            continue
+        found = sweep[(sweep["size"] == size) & (sweep["context_length"] == row.context_length)
+                      & (sweep["mode"] == row.mode) & (sweep["dtype"] == "fp32") & ~sweep["compile"].astype(bool)
+                      & (sweep["status"] == "ok")] if not sweep.empty else sweep
+        trace = earlier_traces.get((size, row.context_length, row.mode))
+        earlier_ms = (trace["questions"]["a"]["nsys_forward_ms"] if trace else
+                      float(found["nsys_forward_ms"].iloc[-1]) if len(found) else None)
+        if earlier_ms is None:
+            continue
+        source = "trace" if trace else "sweep table"
+        rows.append({"trace": row.trace, "earlier_run": f"{size} ctx{row.context_length} {row.mode} fp32 ({earlier} {source})",
+                     "nsys_forward_ms": row.nsys_forward_ms, "earlier_nsys_forward_ms": earlier_ms,
+                     "slowdown_ratio": row.nsys_forward_ms / earlier_ms,
+                     "kernel_ms_per_pass": getattr(row, "kernel_ms_per_pass", None),
+                     "earlier_kernel_ms_per_pass": (trace["phases"]["forward"]["kernel_ms_per_pass"] if trace else None),
+                     "idle_share": getattr(row, "idle_share", None)})
+    return pd.DataFrame(rows)
+
+
+def _capture_note(summary: dict) -> str:
+    """How a trace's capture differs from a plain nsys_profile trace: per-layer ranges and CUDA
+    memory tracing (the mem-f capture) add host work to every step; :data:`PLAIN_CAPTURE` for a
+    plain one."""
+    notes = (["per-layer NVTX ranges"] if (summary.get("config") or {}).get("layer_ranges") else []) + \
+        (["CUDA memory tracing"] if (summary.get("memory_ledger") or {}).get("available") else [])
+    return " and ".join(notes) or PLAIN_CAPTURE
+
+
 def _grid_text(record: ResultsAnswer) -> str:
+    """The lead (what nsys's figure is worth, what profiling costs against the noise), then per
+    group the evidence."""
     table = grid.first_table(record)
-    text_ = f"Over {len(table)} traces nsys times the forward pass at {grid.span(table['nsys_forward_ms'])} ms."
-    if "nsys_to_python_ratio" in table:
-        ratio = table.dropna(subset=["nsys_to_python_ratio"])
-        worst = ratio.loc[(ratio["nsys_to_python_ratio"] - 1).abs().idxmax()]
-        text_ += (f" Against the Python timer of the same profiled steps the ratio nsys/Python is "
-                  f"{grid.span(ratio['nsys_to_python_ratio'], '{:.3f}')} (median {ratio['nsys_to_python_ratio'].median():.3f}, "
-                  f"farthest from 1 for {worst['trace']}): both time one synchronized span, so they agree by construction.")
-        if len(ratio) < len(table):
-            text_ += f" {plural(len(table) - len(ratio), 'trace')} carry no Python timings."
-    against = record.tables.get(BENCH_TITLE)
-    if against is not None:
-        text_ += " " + _bench_text(against)
     overhead = record.tables.get(OVERHEAD_TITLE)
-    if overhead is not None:
-        text_ += " " + _overhead_text(overhead)
-    return text_
+    against = record.tables.get(BENCH_TITLE)
+    earlier = record.tables.get(EDITIONS_TITLE)
+    lead = [_match_text(table), _editions_lead(earlier) if earlier is not None else
+            _overhead_lead(overhead) if overhead is not None else "",
+            _standing_out(against) if against is not None and earlier is None else ""]
+    details = [_group_text(name, rows) for name, rows in table.groupby("group", sort=False)]
+    details += [_bench_text(against) if against is not None else "",
+                _overhead_text(overhead) if overhead is not None else "",
+                _editions_text(earlier) if earlier is not None else ""]
+    return text.answer_text(lead, details)
+
+
+def _match_text(table: pd.DataFrame) -> str:
+    """The Python timer against nsys's range over the one-GPU traces: what their agreement shows
+    and what it does not."""
+    table = table[~table["group"].map(is_multi_gpu_group)]
+    ratio = table.dropna(subset=["nsys_to_python_ratio"]) if "nsys_to_python_ratio" in table else table.iloc[:0]
+    if table.empty:
+        return ""
+    if ratio.empty:
+        return (f"nsys times the forward pass at {grid.span(table['nsys_forward_ms'])} ms over "
+                f"{plural(len(table), 'trace')}; no Python timings came with them to compare.")
+    return (f"nsys's `forward` range and the Python timer time the same synchronized span, so they match "
+            f"(nsys/Python {grid.span(ratio['nsys_to_python_ratio'], '{:.3f}')}, {plural(len(ratio), 'trace')}); "
+            "that checks the annotation, not profiling's cost.")
+
+
+def _overhead_lead(overhead: pd.DataFrame) -> str:
+    """What the profiler adds to the first configuration's forward, weighed against the spread
+    between plain runs of its size and against this report's own trace of it."""
+    row = overhead.iloc[0]
+    added = (f"the overhead run's {row['size']} ctx{row['context_length']} {row['mode']} forward (Python timer median) "
+             f"goes {row['forward_ms']:,.2f} → {row['forward_ms_nsys']:,.2f} ms under nsys "
+             f"(+{text.pct(row['forward_added_share'])})")
+    if pd.isna(row["noise_ratio"]):
+        return f"Profiling's measured cost: {added}, with no repeated plain runs to weigh it against."
+    inside = 1 + row["forward_added_share"] <= row["noise_ratio"]
+    traced = (f", and this report's trace of the same configuration times {row['traced_forward_ms']:,.2f} ms by its "
+              "`forward` range"
+              if pd.notna(row["traced_forward_ms"]) else "")
+    return (f"Profiling's measured cost is {'inside' if inside else 'beyond'} the noise: {added}, "
+            f"{'within' if inside else 'beyond'} the {row['noise_ratio']:.2f}× spread between plain runs{traced}.")
+
+
+def _standing_out(against: pd.DataFrame) -> str:
+    """The traces whose excess over the unprofiled benchmark is larger than the spread between
+    plain runs of their size, with how idle their GPU is (launch-bound work pays per launch)."""
+    over = against["nsys_over_bench_low_ratio"]
+    stands = against[against["noise_ratio"].notna() & (over > against["noise_ratio"])]
+    if stands.empty:
+        return "No traced forward exceeds the unprofiled one by more than the spread between plain runs."
+    worst = stands.loc[stands["nsys_over_bench_low_ratio"].idxmax()]
+    idle = f", its GPU idle {text.pct(worst['idle_share'])} of the span" if pd.notna(worst.get("idle_share")) else ""
+    bound = pd.notna(worst.get("idle_share")) and worst["idle_share"] >= story.LAUNCH_BOUND_IDLE_SHARE
+    where = "It stands out where the GPU waits for launches" if bound else "It exceeds that spread most"
+    return (f"{where}: {worst['trace']} {worst['nsys_forward_ms']:,.2f} against "
+            f"{worst['bench_forward_ms_max']:,.2f} ms unprofiled ({worst['nsys_over_bench_low_ratio']:.2f}×){idle}.")
+
+
+def _group_text(group: str, rows: pd.DataFrame) -> str:
+    """One group's forward times and ratio to the Python timer."""
+    sentence = f"Among {group} runs ({plural(len(rows), 'trace')}) nsys times the forward pass at {grid.span(rows['nsys_forward_ms'])} ms"
+    ratio = rows["nsys_to_python_ratio"].dropna() if "nsys_to_python_ratio" in rows else rows.iloc[:0]
+    if len(ratio):
+        worst = rows.loc[(rows["nsys_to_python_ratio"] - 1).abs().idxmax()]
+        sentence += (f", nsys/Python {grid.span(ratio, '{:.3f}')} (farthest from 1 for {worst['trace']})")
+    if len(ratio) < len(rows):
+        sentence += f"; {plural(len(rows) - len(ratio), 'trace')} carry no Python timings"
+    return sentence + "."
 
 
 def _bench_text(against: pd.DataFrame) -> str:
-    """The traced forward against the unprofiled benchmark, grouped by how it sits against the
-    benchmark's spread between runs, with where the added time goes (kernels or idle)."""
+    """The traced forward against the unprofiled benchmark, each excess weighed against the
+    spread between plain runs of the size, with where the added time goes (kernels or idle)."""
     modes = " and ".join(sorted(set(against["trace_mode"])))
     bench_modes = " and ".join(sorted(set(against["bench_mode"])))
-    above, inside, below, single = ("Above the benchmark's spread between runs", "Inside that spread",
-                                    "Below it", "With one benchmark run only, no spread to weigh against")
-    groups = {above: [], inside: [], below: [], single: []}
+    beyond, inside = [], []
     for row in against.itertuples():
-        low, high = row.bench_forward_ms_min, row.bench_forward_ms_max
-        bench = f"{low:,.2f} ms" if row.bench_runs == 1 else f"{low:,.2f}–{high:,.2f} ms"
-        item = f"{row.trace} {row.nsys_forward_ms:,.2f} against {bench}"
-        if row.nsys_forward_ms > high:
-            item += f" (+{text.pct(row.nsys_over_bench_low_ratio - 1)}"
-            if pd.notna(row.kernel_ms_per_pass):
-                item += f"; kernels {row.kernel_ms_per_pass:,.2f} ms, idle {row.idle_ms_per_pass:,.2f} ms"
-            item += ")"
-        if row.bench_runs == 1:
-            groups[single].append(item)
-        elif row.nsys_forward_ms > high:
-            groups[above].append(item)
-        else:
-            groups[inside if row.nsys_forward_ms >= low else below].append(item)
-    found = [f"{name}: {'; '.join(items)}" for name, items in groups.items() if items]
-    return (f"Against the unprofiled benchmark of the same configuration (its {bench_modes} steps time the forward "
-            f"with autograd on; these traces ran in {modes} mode, a forward-mode trace under no_grad, so the modes "
-            "differ), per forward pass in ms. " + ". ".join(found) + ".")
+        item = f"{row.trace} {row.nsys_forward_ms:,.2f} against {row.bench_forward_ms_min:,.2f}"
+        if row.bench_runs > 1:
+            item += f"–{row.bench_forward_ms_max:,.2f}"
+        item += f" ms ({row.nsys_over_bench_low_ratio:.2f}×"
+        if pd.notna(row.kernel_ms_per_pass):
+            item += f"; kernels {row.kernel_ms_per_pass:,.2f} ms, idle {row.idle_ms_per_pass:,.2f} ms"
+        item += ")"
+        noisy = pd.isna(row.noise_ratio) or row.nsys_over_bench_low_ratio <= row.noise_ratio
+        (inside if noisy else beyond).append(item)
+    found = [f"{name}: {'; '.join(items)}" for name, items in
+             (("Beyond the spread between plain runs of the size", beyond),
+              ("Within it (or no spread known)", inside)) if items]
+    return (f"Against the unprofiled benchmark of the same configuration (its {bench_modes} steps, these traces "
+            f"{modes} mode), per forward pass in ms. " + ". ".join(found) + ".")
 
 
 def _overhead_text(overhead: pd.DataFrame) -> str:
@@ -222,9 +350,41 @@ def _overhead_text(overhead: pd.DataFrame) -> str:
              f"(+{text.pct(row.step_added_share)}), forward {row.forward_ms:,.2f} → {row.forward_ms_nsys:,.2f} ms "
              f"(+{text.pct(row.forward_added_share)})"
              for row in overhead.itertuples()]
-    return ("Measured directly, the same runner plain and under nsys (medians, no NVTX ranges in either): "
-            + "; ".join(parts) + ". nsys lengthens every launch, which costs most where kernels are short and the "
-            "GPU already waits for the host.")
+    return ("The overhead experiment, the same runner plain and under nsys (medians of the Python timer, no NVTX "
+            "ranges in either): " + "; ".join(parts) + ".")
+
+
+def _editions_lead(earlier: pd.DataFrame) -> str:
+    """How much slower this edition's plain traces run than the earlier edition's runs of the same
+    work, and apart from them a trace whose capture added more (the mem-f trace)."""
+    plain = earlier[earlier["capture"] == PLAIN_CAPTURE]
+    other = earlier[earlier["capture"] != PLAIN_CAPTURE]
+    parts = []
+    if not plain.empty:
+        worst = plain.loc[plain["slowdown_ratio"].idxmax()]
+        idle = f", GPU idle {text.pct(worst['idle_share'])}" if pd.notna(worst["idle_share"]) else ""
+        parts.append(f"{grid.span(plain['slowdown_ratio'])}× slower than with the 2025 options ({worst['trace']} "
+                     f"{worst['nsys_forward_ms']:,.1f} against {worst['earlier_nsys_forward_ms']:,.1f} ms{idle})")
+    parts += [f"{row.trace}, captured with {row.capture}, {row.slowdown_ratio:.2f}×" for row in other.itertuples()]
+    return ("Under this edition's nsys options the same model and context run " + "; ".join(parts)
+            + ": these forward times measure the profiler as much as the model.")
+
+
+def _editions_text(earlier: pd.DataFrame) -> str:
+    """Per pair: both forward times, and the kernel time where both are known (the added time is idle)."""
+    parts = []
+    for row in earlier.itertuples():
+        part = (f"{row.trace} {row.nsys_forward_ms:,.1f} ms against {row.earlier_run} {row.earlier_nsys_forward_ms:,.1f} ms "
+                f"({row.slowdown_ratio:.2f}×")
+        if row.capture != PLAIN_CAPTURE:
+            part += f"; captured with {row.capture} for the memory questions, so no like-for-like timing"
+        if pd.notna(row.kernel_ms_per_pass):
+            part += f"; kernels {row.kernel_ms_per_pass:,.1f} ms"
+            if pd.notna(row.earlier_kernel_ms_per_pass):
+                part += f" against {row.earlier_kernel_ms_per_pass:,.1f} ms"
+            part += f", GPU idle {text.pct(row.idle_share)} of the span" if pd.notna(row.idle_share) else ""
+        parts.append(part + ")")
+    return "Against the earlier edition's run of the same model, context and mode: " + "; ".join(parts) + "."
 
 
 QUESTION = Question(

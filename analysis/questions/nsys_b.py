@@ -5,15 +5,13 @@ The kernel is named as an operation: its label (:func:`analysis.kernel_names.ker
 calls as ``calls_per_layer`` × layers + ``calls_outside_layers`` (the only matmul of the forward
 outside the layers is the lm_head), and for a GEMM the precision and units it computes in
 (:func:`analysis.classify.gemm_precision`: fp32 FFMA on CUDA cores, TF32/bf16 on tensor cores).
-Across traces, fp32 eager, bf16 and compiled runs are answered apart.
+Across traces, fp32 eager, bf16, compiled and each multi-GPU mode are answered apart.
 
 Needs: kernels attributed to measured ``forward`` ranges; ``backward`` ranges for the second part.
 """
 from __future__ import annotations
 
 from typing import TypedDict
-
-import pandas as pd
 
 from analysis import text
 from analysis.classify import GEMM, gemm_precision
@@ -144,30 +142,15 @@ def _ordinal(rank: int) -> str:
 KEYS = ("top_forward_kernel", "top_forward_category", "top_forward_precision", "calls_per_forward_pass",
         "calls_per_layer", "calls_outside_layers", "top_forward_ms_per_pass", "top_forward_share",
         "top_forward_backward_kernel", "top_forward_backward_share", "same_kernel")
-GROUPS = ("fp32 eager", "bf16", "compiled")
-
-
-def run_group(dtype, compiled) -> str:
-    """The like-for-like group of a run: compiled, else its dtype (``fp32 eager``, ``bf16``); a
-    run that does not say (None, or NaN in a table where other runs do) is the runner's default,
-    fp32 eager."""
-    if pd.notna(compiled) and compiled:
-        return "compiled"
-    return "fp32 eager" if pd.isna(dtype) or dtype == "fp32" else str(dtype)
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """One row per trace with forward kernels: its leading kernel as an operation, alone and with
-    the backward pass; rows grouped fp32 eager / bf16 / compiled."""
+    the backward pass; rows in like-for-like groups (:func:`~analysis.runs.run_group`)."""
     summaries = sorted_summaries(evidence.summaries)
-    table = grid.rows(summaries, "b", KEYS, "top_forward_kernel", ("dtype", "compile"))
+    table = grid.rows(summaries, "b", KEYS, "top_forward_kernel")
     if table.empty:
         return Unanswered("nsys-b", "a trace with kernels in measured `forward` ranges")
-    table.insert(1, "group", [run_group(d, c) for d, c in zip(table.get("dtype", [None] * len(table)),
-                                                               table.get("compile", [None] * len(table)))])
-    table = table.drop(columns=["dtype", "compile"], errors="ignore")
-    order = {group: index for index, group in enumerate(GROUPS)}
-    table = table.sort_values("group", key=lambda g: g.map(order).fillna(len(order)), kind="stable")
     for column in ("top_forward_kernel", "top_forward_backward_kernel"):
         if column in table:
             table[column] = table[column].map(grid.kernel_cell, na_action="ignore")

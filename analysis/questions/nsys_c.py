@@ -18,18 +18,24 @@ from analysis import text
 from analysis.classify import GEMM
 from analysis.kernel_names import kernel_label
 from analysis.questions import nsys_grid as grid
-from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.questions.nsys_inputs import NsysInputs, category_ms
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import run_label, sorted_summaries
+from analysis.runs import is_multi_gpu_group, run_label, sorted_summaries
 from analysis.structure import REGIONS
 
 MIN_SHARE = 0.01
+LEADERS_TITLE = "The leading non-matmul kernel of each trace"
+KERNELS_TITLE = "Non-matmul kernels above 1% of forward kernel time, every trace"
 NAMED_IN_ANSWER = 3
 
 
 OUTSIDE = "outside the attention sub-ranges"
+# The non-matmul time by operation, as the NVTX ranges tell it: the softmax's range, the scores'
+# range (their scaling and masking besides the GEMM), and everything outside attention, where no
+# range tells RMSNorm, RoPE, SwiGLU, residual adds and casts apart.
+OPERATION_COLUMNS = {"softmax": "softmax_range_share", "attention scores": "scores_range_share",
+                     OUTSIDE: "outside_attention_share"}
 
 
 class NonGemmKernel(TypedDict):
@@ -171,26 +177,26 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     sub-ranges, by category; and the kernels above the threshold with their labels and regions."""
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "c", ("non_gemm_share", "attention_non_gemm_share"), "non_gemm_share",
-                      ("size", "context_length", "mode", "dtype", "compile"))
+                      ("size", "context_length", "mode"))
     if table.empty:
         return Unanswered("nsys-c", "a trace with kernels in measured `forward` ranges")
-    table.insert(1, "group", [run_group(d, c) for d, c in zip(table.get("dtype", [None] * len(table)),
-                                                               table.get("compile", [None] * len(table)))])
     by_trace = {run_label(s): s["questions"]["c"] for s in summaries
                 if s["questions"]["c"].get("non_gemm_share") is not None and not grid.mixed_shapes(s)}
+    operations = pd.DataFrame([{column: _region_share(by_trace[label], region) for region, column in OPERATION_COLUMNS.items()}
+                               for label in table["trace"]], index=table.index)
     shares = pd.DataFrame([{f"{row['category']}_share": row["share"] for row in by_trace[label]["non_gemm_categories_forward"]}
                            for label in table["trace"]], index=table.index)
-    table = pd.concat([table, shares.fillna(0.0)], axis=1)
+    table = pd.concat([table, operations.dropna(axis="columns", how="all"), shares], axis=1)
     trend = _context_trend(table)
-    table = table.drop(columns=["size", "mode", "dtype", "compile"], errors="ignore")
-    order = {group: index for index, group in enumerate(GROUPS)}
-    table = table.sort_values("group", key=lambda g: g.map(order).fillna(len(order)), kind="stable")
+    table = table.drop(columns=["size", "mode"], errors="ignore")
     kernels = pd.DataFrame([{"trace": label, **{k: v for k, v in row.items() if k != "label"}}
                             for label, answer in by_trace.items() for row in answer["top_non_gemm_forward"]])
     tables = {"Non-matmul share of forward kernel time, by category": table}
     if not kernels.empty:
-        tables["Non-matmul kernels above 1% of forward kernel time"] = kernels
+        tables[LEADERS_TITLE] = kernels.drop_duplicates("trace").reset_index(drop=True)
     record = grid.finish("nsys-c", tables, summaries)
+    if not kernels.empty:  # every kernel above the threshold of every trace: a file, not a wall on the page
+        record.downloads[KERNELS_TITLE] = kernels
     record.numbers["leaders"] = {label: answer["top_non_gemm_forward"][0]["label"]
                                  for label, answer in by_trace.items() if answer["top_non_gemm_forward"]}
     if trend:
@@ -202,7 +208,9 @@ def _context_trend(table: pd.DataFrame) -> str:
     """The non-matmul share (and its attention part) from the shortest to the longest context, per
     size, mode and group traced at more than one context length."""
     trends, grows = [], []
-    for (size, mode, group), rows in table.groupby(["size", "mode", "group"], sort=False):
+    if not {"size", "mode", "context_length"} <= set(table):  # no run of the runner: no sizes to follow
+        return ""
+    for (size, mode, group), rows in table.dropna(subset=["size", "mode"]).groupby(["size", "mode", "group"], sort=False):
         if rows["context_length"].nunique() < 2:
             continue
         rows = rows.sort_values("context_length")
@@ -221,31 +229,50 @@ def _context_trend(table: pd.DataFrame) -> str:
     return f"With context length {lead}: " + "; ".join(trends) + "."
 
 
+def _region_share(record: dict, region: str) -> float | None:
+    """A region's share of forward kernel time in a per-trace record; None where the trace has no
+    attention sub-ranges at all (0 where it has them but this one launched nothing)."""
+    regions = {row["region"]: row["share"] for row in record.get("non_gemm_by_region") or []}
+    if not set(regions) - {OUTSIDE}:
+        return None
+    return regions.get(region, 0.0)
+
+
 def category_shares(table: pd.DataFrame) -> pd.DataFrame:
     """The per-category share columns of the cross-trace table, named by category."""
-    shares = table[[c for c in table if c.endswith("_share") and c not in ("non_gemm_share", "attention_non_gemm_share")]]
+    shares = table[[c for c in table if c.endswith("_share")
+                    and c not in ("non_gemm_share", "attention_non_gemm_share", *OPERATION_COLUMNS.values())]]
     return shares.rename(columns=lambda c: c.removesuffix("_share"))
 
 
 def _grid_text(record: ResultsAnswer) -> str:
+    """Per group the non-matmul share and, where NVTX ranges tell, how much of it each operation
+    takes; the leading kernels and categories and the trend with context length as evidence."""
     table = grid.first_table(record)
     leaders = record.numbers.get("leaders", {})
-    parts = []
+    lead, details = [], []
     for group, rows in table.groupby("group", sort=False):
         sentence = (f"Among {group} runs ({text.plural(len(rows), 'trace')}) kernels other than matrix multiplications "
                     f"take {grid.pct_span(rows['non_gemm_share'])} of forward kernel time")
-        if "attention_non_gemm_share" in rows and rows["attention_non_gemm_share"].notna().any():
-            sentence += f", {grid.pct_span(rows['attention_non_gemm_share'].dropna())} inside the attention sub-ranges"
-        shares = category_shares(rows)
-        if not shares.empty:
-            top = shares.mean().idxmax()
-            sentence += f"; the largest category is {top} ({grid.pct_span(shares[top])})"
+        if rows.get("softmax_range_share", pd.Series(dtype=float)).notna().any():
+            sentence += (f": the softmax's NVTX range {grid.pct_span(rows['softmax_range_share'].dropna())}, the scores' "
+                         f"scale and mask {grid.pct_span(rows['scores_range_share'].dropna())}, and outside attention "
+                         f"(RMSNorm, RoPE, SwiGLU, residual adds, casts: no range tells them apart) "
+                         f"{grid.pct_span(rows['outside_attention_share'].dropna())}")
+        (details if is_multi_gpu_group(group) else lead).append(sentence + ".")
+        shares = category_shares(rows).dropna(axis="columns", how="all")
         named = pd.Series([leaders[t] for t in rows["trace"] if t in leaders]).value_counts()
-        if len(named):
-            sentence += f", and the leading kernel is most often `{named.index[0]}` ({named.iloc[0]} of {len(rows)})"
-        parts.append(sentence + ".")
-    parts.append(record.numbers.get("context_trend", ""))
-    return " ".join(part for part in parts if part)
+        if not shares.empty and len(named):
+            top = shares.mean().idxmax()
+            details.append(f"By kernel name in {group} runs the largest category is {top} "
+                           f"({grid.pct_span(shares[top].dropna())}) and the leading non-matmul kernel is most often "
+                           f"`{named.index[0]}` ({named.iloc[0]} of {len(rows)}).")
+    if table.get("softmax_range_share", pd.Series(dtype=float)).notna().any():
+        details.append("The eager softmax and RMSNorm are written out (max, exp, sum, divide; square, mean, rsqrt, "
+                       "multiply), so their time sits in elementwise and reduction kernels, not in a kernel named after "
+                       "them; only the NVTX ranges attribute it.")
+    details.append(record.numbers.get("context_trend", ""))
+    return text.answer_text(lead, details)
 
 
 QUESTION = Question(

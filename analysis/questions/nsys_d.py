@@ -16,7 +16,6 @@ import pandas as pd
 from analysis import text
 from analysis.classify import GEMM
 from analysis.questions import nsys_grid as grid
-from analysis.questions.nsys_b import GROUPS, run_group
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.question import Evidence, Question
 from analysis.questions.results_files import plural
@@ -125,24 +124,18 @@ CATEGORIES_TITLE = "Every category, forward against the training step"
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """Per trace: the GEMM shares and the optimizer step's share of a training step's kernel time;
-    and every category's share, forward against the training step; rows grouped fp32 eager /
-    bf16 / compiled."""
+    and every category's share, forward against the training step; rows in like-for-like groups
+    (:func:`~analysis.runs.run_group`)."""
     summaries = sorted_summaries(evidence.summaries)
-    table = grid.rows(summaries, "d", KEYS, "gemm_share_forward", ("dtype", "compile"))
+    table = grid.rows(summaries, "d", KEYS, "gemm_share_forward")
     if table.empty:
         return Unanswered("nsys-d", "a trace with kernels in measured `forward` ranges")
-    table.insert(1, "group", [run_group(d, c) for d, c in zip(table.get("dtype", [None] * len(table)),
-                                                               table.get("compile", [None] * len(table)))])
     optimizer = {run_label(s): _optimizer_share(s) for s in summaries}
     table["optimizer_share_train_step"] = table["trace"].map(optimizer)
     optimizer_gemm = {run_label(s): ((s.get("phases") or {}).get("optimizer_step") or {})
                       .get("by_category_ms_per_pass", {}).get(GEMM, 0.0) for s in summaries}
     table["optimizer_gemm_ms_per_pass"] = table["trace"].map(optimizer_gemm).where(
         table["optimizer_share_train_step"].notna())
-    order = {group: index for index, group in enumerate(GROUPS)}
-    table = (table.drop(columns=["dtype", "compile"], errors="ignore")
-             .sort_values("group", key=lambda g: g.map(order).fillna(len(order)), kind="stable")
-             .reset_index(drop=True))
     groups = dict(zip(table["trace"], table["group"]))
     categories = pd.DataFrame([{"trace": run_label(s), "group": groups.get(run_label(s)), **row} for s in summaries
                                if run_label(s) in groups for row in s["questions"]["d"].get("category_shares") or []])

@@ -29,7 +29,7 @@ from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import sorted_summaries
+from analysis.runs import ONE_GPU_GROUPS, sorted_summaries
 from analysis.structure import REGIONS
 
 SOFTMAX_CATEGORY = "softmax"
@@ -244,7 +244,6 @@ def _fused_sentence(record: dict) -> str:
 KEYS = ("softmax_ms_per_pass", "matmul_gemm_ms_per_pass", "matmul_range_ms_per_pass", "softmax_kernels_per_pass",
         "matmul_gemm_kernels_per_pass", "matmul_range_kernels_per_pass", "runtime_ratio", "range_runtime_ratio",
         "flops_ratio")
-DTYPE_GROUPS = ("fp32", "bf16")
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
@@ -257,10 +256,10 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
                                               "attention_calls_per_pass"), "runtime_ratio", config_keys)
     if table.empty:
         return Unanswered("nsys-e", "a trace with `computing softmax` and matmul ranges inside measured forward passes")
-    if table["flops_ratio"].notna().any():
+    if "flops_ratio" in table and table["flops_ratio"].notna().any():
         table["per_flop_slowdown_ratio"] = table["runtime_ratio"] / table["flops_ratio"]
     trend = _context_trend(table)
-    table = table.drop(columns=["size", "context_length", "mode", "compile"], errors="ignore")
+    table = table.drop(columns=["size", "context_length", "mode", "dtype", "compile"], errors="ignore")
     tables = {"Attention in the forward pass: softmax against the GEMMs of the two matmuls": table}
     fused = grid.rows(summaries, "e", ("softmax_ms_per_pass", "softmax_kernels_per_pass", "softmax_source"),
                       "softmax_ms_per_pass", config_keys)
@@ -280,6 +279,7 @@ def _compiled_pairs(rows: pd.DataFrame) -> pd.DataFrame:
     keys = ["size", "context_length", "mode", "dtype"]
     if not set(keys) <= set(rows):
         return pd.DataFrame()
+    rows = rows[rows["group"].isin(ONE_GPU_GROUPS)]  # a multi-GPU run is no eager twin
     is_fused = rows["softmax_source"] == "fused kernels"
     columns = keys + ["trace", "softmax_ms_per_pass", "softmax_kernels_per_pass"]
     pairs = rows.loc[is_fused, columns].merge(rows.loc[~is_fused, columns], on=keys, suffixes=("_compiled", "_eager"))
@@ -292,8 +292,8 @@ def _compiled_pairs(rows: pd.DataFrame) -> pd.DataFrame:
 def _grid_text(record: ResultsAnswer) -> str:
     table = grid.first_table(record)
     parts = []
-    for dtype, group in _dtype_groups(table):
-        sentence = (f"In {dtype} ({text.plural(len(group), 'trace')}) the softmax takes "
+    for name, group in table.groupby("group", sort=False):
+        sentence = (f"Among {name} runs ({text.plural(len(group), 'trace')}) the softmax takes "
                     f"{grid.span(group['runtime_ratio'])}× the time of the GEMMs of attention's two matmuls "
                     f"({grid.span(group['range_runtime_ratio'])}× the whole matmul ranges, which also hold the "
                     "scores' scaling and masking, copies and casts)")
@@ -313,20 +313,13 @@ def _grid_text(record: ResultsAnswer) -> str:
     return " ".join(part for part in parts if part)
 
 
-def _dtype_groups(table: pd.DataFrame):
-    """(dtype, rows) per dtype, fp32 first; rows without a dtype under "unknown dtype"."""
-    dtypes = table["dtype"].fillna("unknown dtype") if "dtype" in table else pd.Series("unknown dtype", table.index)
-    order = [d for d in DTYPE_GROUPS if (dtypes == d).any()] + sorted(set(dtypes) - set(DTYPE_GROUPS))
-    return [(dtype, table[dtypes == dtype]) for dtype in order]
-
-
 def _kernels_per_call_text(table: pd.DataFrame) -> str:
-    """The evidence for why the softmax is slow per FLOP: its kernels per attention call, per dtype."""
+    """The evidence for why the softmax is slow per FLOP: its kernels per attention call, per group."""
     if "attention_calls_per_pass" not in table or table["attention_calls_per_pass"].isna().all():
         return ""
     per_call = table["softmax_kernels_per_pass"] / table["attention_calls_per_pass"]
-    parts = [f"{grid.span(per_call[rows.index].dropna(), '{:.0f}')} in {dtype}" for dtype, rows in _dtype_groups(table)
-             if per_call[rows.index].notna().any()]
+    parts = [f"{grid.span(per_call[rows.index].dropna(), '{:.0f}')} in {name}"
+             for name, rows in table.groupby("group", sort=False) if per_call[rows.index].notna().any()]
     return ("Its time follows memory traffic, not FLOPs: eager attention runs the softmax as separate kernels per "
             f"attention call ({', '.join(parts)}), each a pass reading and writing score-sized data for about one "
             "FLOP per element.")
@@ -345,17 +338,17 @@ def _noise_text(table: pd.DataFrame) -> str:
 
 
 def _context_trend(table: pd.DataFrame) -> str:
-    """The ratio against context length, per size, dtype and mode traced at more than one."""
-    keys = [k for k in ("size", "dtype", "mode") if k in table]
+    """The ratio against context length, per size, group and mode traced at more than one."""
+    keys = [k for k in ("size", "group", "mode") if k in table]
     if "context_length" not in table or len(keys) < 3:
         return ""
     trends = []
-    for (size, dtype, mode), group in table.dropna(subset=["context_length"]).groupby(keys, sort=False):
+    for (size, name, mode), group in table.dropna(subset=["context_length", "size", "mode"]).groupby(keys, sort=False):
         if group["context_length"].nunique() < 2:
             continue
         group = group.sort_values("context_length")
         first, last = group.iloc[0], group.iloc[-1]
-        trends.append(f"{size} {mode} {dtype} {first['runtime_ratio']:.2f}× at {int(first['context_length'])} → "
+        trends.append(f"{size} {mode} {name} {first['runtime_ratio']:.2f}× at {int(first['context_length'])} → "
                       f"{last['runtime_ratio']:.2f}× at {int(last['context_length'])}")
     return ("With context length the ratio moves: " + "; ".join(trends) + ".") if trends else ""
 

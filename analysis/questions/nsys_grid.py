@@ -1,11 +1,13 @@
 """What the cross-trace nsys answers share: one table row per trace from its summary's per-trace
-record, value spans for the sentences, and the rule that a single trace keeps its own sentence."""
+record with its like-for-like group (:func:`analysis.runs.run_group`: groups never mix one-GPU and
+multi-GPU runs, and a user's own traces form their own), value spans for the sentences, and the
+rule that a single trace keeps its own sentence."""
 from __future__ import annotations
 
 import pandas as pd
 
 from analysis.records import ResultsAnswer
-from analysis.runs import run_label
+from analysis.runs import group_order, run_group, run_label
 from analysis.text import kernel_cell  # noqa: F401  (the table cell of a kernel name)
 
 ANSWER_COLUMN = "trace_answer"  # the per-trace sentence, carried until the table is final
@@ -15,10 +17,16 @@ NEEDS_TRACES = "nsys traces of the runner (analyze-nsys TRACE ...)"
 LEFT_OUT = "left_out"  # key of ``numbers``: traces kept out of the model-level answer, and why
 
 
+def by_group(table: pd.DataFrame) -> pd.DataFrame:
+    """The table's rows ordered by :func:`group_order` (stable within a group)."""
+    return table.sort_values("group", key=group_order, kind="stable").reset_index(drop=True)
+
+
 def rows(summaries: list[dict], key: str, keys: tuple[str, ...], present: str,
          config_keys: tuple[str, ...] = ()) -> pd.DataFrame:
     """One row per summary whose record ``questions[key]`` has ``present`` set: the run's label,
-    the run's ``config_keys`` (None where its config lacks them), ``keys``, and the per-trace sentence."""
+    its :func:`run_group`, the run's ``config_keys`` (None where its config lacks them), ``keys``,
+    and the per-trace sentence; rows ordered by group."""
     found = []
     for summary in summaries:
         if mixed_shapes(summary):
@@ -27,10 +35,10 @@ def rows(summaries: list[dict], key: str, keys: tuple[str, ...], present: str,
         if record.get(present) is None:
             continue
         config = summary.get("config") or {}
-        found.append({"trace": run_label(summary), **{k: config.get(k) for k in config_keys},
+        found.append({"trace": run_label(summary), "group": run_group(summary), **{k: config.get(k) for k in config_keys},
                       **{k: record.get(k) for k in keys}, ANSWER_COLUMN: record["answer"]})
     table = pd.DataFrame(found)
-    return table.dropna(axis="columns", how="all") if not table.empty else table
+    return by_group(table.dropna(axis="columns", how="all")) if not table.empty else table
 
 
 def mixed_shapes(summary: dict) -> int:

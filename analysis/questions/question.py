@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from analysis.questions.results_files import ResultsSet
 from analysis.records import EDITION_2025, FigureSpec, QuestionCard, ResultsAnswer, Unanswered
+from analysis.text import lead_and_details
 
 TRACES = "traces"
 RESULTS = "results files"
@@ -22,10 +23,14 @@ RESULTS = "results files"
 @dataclass(frozen=True)
 class Evidence:
     """Every input of the cross-trace computations: the trace summaries (sorted for the report)
-    and the results files."""
+    and the results files of the page's edition; ``other_editions`` holds the inputs of the other
+    handout editions, for an answer that compares the same model across them (``None`` where the
+    page already reads every input), and ``edition`` names the page's edition then."""
 
     summaries: list[dict]
     results: ResultsSet
+    other_editions: Evidence | None = None
+    edition: str | None = None  # the handout edition of the page, where it reads one edition's inputs
 
 
 @dataclass(frozen=True)
@@ -54,11 +59,15 @@ class Question:
                             self.figure)
 
     def answer(self, evidence: Evidence) -> ResultsAnswer | Unanswered:
-        """The cross-trace answer: ``compute``, then ``write`` for the text when declared."""
+        """The cross-trace answer: ``compute``, then ``write`` for the text when declared; the
+        text split into its lead and details (:func:`analysis.text.lead_and_details`)."""
         result = self.compute(evidence)
-        if isinstance(result, ResultsAnswer) and self.write is not None:
+        if not isinstance(result, ResultsAnswer):
+            return result
+        if self.write is not None:
             result = replace(result, answer=self.write(result))
-        return result
+        lead, details = lead_and_details(result.answer)
+        return replace(result, answer=lead, details=details)
 
 
 def from_results(answer: Callable[[ResultsSet], ResultsAnswer | Unanswered]

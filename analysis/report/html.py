@@ -12,9 +12,17 @@ from markupsafe import escape
 
 from analysis.records import DiffRecord
 from analysis.report.drawing import FigureFile, FigureNotDrawn, draw_all, shown
-from analysis.report.render import diff_content, diff_figures, environment, question_downloads, ranks_key, templates_dir, trace_tables
+from analysis.report.render import (
+    diff_content,
+    diff_figures,
+    environment,
+    question_content,
+    question_traces,
+    ranks_key,
+    templates_dir,
+    trace_tables,
+)
 from analysis.report.site import DiffPage, Site, diff_page
-from analysis.report.tables import display_table
 from analysis.safe_write import write_file
 
 STYLESHEET = "style.css"
@@ -47,9 +55,7 @@ def render_site(site: Site, out_dir: Path, figures: dict[str, list[FigureFile]])
     _copy_stylesheet(out_dir)
     env = environment()
     for page in site.questions:
-        _page(out_dir / f"{page.card.page}.html", lambda: env.get_template("question.html").render(
-            page=page, tables=[display_table(title, table) for title, table in page.result.tables.items()],
-            figures=shown(figures[page.card.page]), downloads=question_downloads(page, out_dir), home=True))
+        _page(out_dir / f"{page.card.page}.html", lambda: _question_page(page, site, out_dir, figures[page.card.page]))
     for page in site.traces:
         diffs = [d for d in site.diffs if page.summary in (d.a, d.b)]
         _page(out_dir / f"{page.page}.html", lambda: env.get_template("trace.html").render(
@@ -60,6 +66,14 @@ def render_site(site: Site, out_dir: Path, figures: dict[str, list[FigureFile]])
     for page in site.diffs:
         _render_diff_page(page, out_dir, figures[page.page], home=True)
     return _write(out_dir / "index.html", env.get_template("index.html").render(site=site, home=False))
+
+
+def _question_page(page, site: Site, out_dir: Path, figure_files: list[FigureFile | FigureNotDrawn]) -> str:
+    """A question page: its lead, the evidence, figure, tables, CSV files and the trace pages it summarizes."""
+    tables, downloads = question_content(page, out_dir)
+    return environment().get_template("question.html").render(
+        page=page, tables=tables, figures=shown(figure_files), downloads=downloads,
+        traces=question_traces(page, site), home=True)
 
 
 def _render_diff_page(page: DiffPage, out_dir: Path, figure_files: list[FigureFile | FigureNotDrawn],

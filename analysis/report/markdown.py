@@ -6,9 +6,8 @@ from pathlib import Path
 
 from analysis.report.drawing import FigureFile, FigureNotDrawn, shown
 from analysis.report.markdown_text import markdown_value
-from analysis.report.render import environment, question_downloads
+from analysis.report.render import environment, question_content
 from analysis.report.site import Site
-from analysis.report.tables import display_table
 from analysis.safe_write import write_file
 
 
@@ -18,11 +17,10 @@ def write_markdown(site: Site, out_dir: Path, figures: dict[str, list[FigureFile
     out_dir.mkdir(parents=True, exist_ok=True)
     env = environment(markdown=True)
     for page in site.questions:
-        tables = [display_table(title, table) for title, table in page.result.tables.items()]
+        tables, downloads = question_content(page, out_dir)
         try:
             text = env.get_template("question.md.j2").render(page=page, tables=tables,
-                                                             figures=shown(figures[page.card.page]),
-                                                             downloads=question_downloads(page, out_dir))
+                                                             figures=shown(figures[page.card.page]), downloads=downloads)
         except FigureNotDrawn as err:  # the page says why; the other pages are still written
             text = f"# {markdown_value(page.card.title)}\n\nThis page could not be made: {markdown_value(str(err))}\n"
         write_file(out_dir / f"{page.card.page}.md", text, root=out_dir)

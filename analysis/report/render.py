@@ -17,7 +17,7 @@ from analysis.report.bar_figures import DRAWINGS as BAR_DRAWINGS
 from analysis.report.drawing import FigureFile, FigureJob, FigureNotDrawn, draw_all
 from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
-from analysis.report.tables import DisplayTable, display_table
+from analysis.report.tables import DisplayTable, display_table, display_tables
 from analysis.safe_write import write_file
 from analysis.structure_text import describe
 from analysis.text import kernel_cell, printable
@@ -28,6 +28,8 @@ PHASE_COLUMNS = ("passes", "kernels_per_pass", "kernel_ms_per_pass", "python_ms_
                  "mfu")
 KERNEL_COLUMNS = ("kernel", "category", "tensor_core", "calls_per_pass", "ms_per_pass", "share")
 TOP_KERNELS_OVERALL = 20
+# No wall of rows on a page: a longer table shows its first rows and links all of them as CSV.
+MAX_TABLE_ROWS = 80
 INLINE_CODE = re.compile(r"`([^`]+)`")
 
 
@@ -88,14 +90,28 @@ class DataFile:
     title: str
 
 
-def question_downloads(page: QuestionRecord, out_dir: Path) -> list[DataFile]:
-    """The answer's ``downloads`` written as CSV files beside the page."""
+def question_content(page: QuestionRecord, out_dir: Path) -> tuple[list[DisplayTable], list[DataFile]]:
+    """The answer's tables as shown, and its CSV files written beside the page: its ``downloads``
+    and every table longer than :data:`MAX_TABLE_ROWS`, whose first rows alone are shown."""
+    shown_tables, long_tables = [], {}
+    for title, table in page.result.tables.items():
+        if len(table) > MAX_TABLE_ROWS:
+            long_tables[f"{title}: all {len(table)} rows"] = table
+            title = f"{title} (the first {MAX_TABLE_ROWS} of {len(table)} rows; all of them in the CSV file below)"
+            table = table.head(MAX_TABLE_ROWS)
+        shown_tables += display_tables(title, table)
     files = []
-    for index, (title, table) in enumerate(page.result.downloads.items()):
+    for index, (title, table) in enumerate({**page.result.downloads, **long_tables}.items()):
         name = f"{page.card.page}-data{index + 1}.csv"
         write_file(out_dir / name, table.to_csv(index=False), root=out_dir)
         files.append(DataFile(name, title))
-    return files
+    return shown_tables, files
+
+
+def question_traces(page: QuestionRecord, site: Site) -> list[TracePage]:
+    """The trace pages of the traces a question page summarizes (its inputs), in the site's order."""
+    inputs = set(page.result.inputs)
+    return [trace for trace in site.traces if trace.summary["trace"] in inputs]
 
 
 def trace_figures(page: TracePage) -> list[FigureJob]:
@@ -215,7 +231,7 @@ def diff_content(page: DiffPage) -> tuple[dict, list[DisplayTable]]:
               display_table("Per phase", pd.DataFrame(diff["phases"])),
               display_table("Kernels that moved most, per pass", _label_kernels(pd.DataFrame(diff["kernels"])))]
     if diff.get("ranks"):
-        tables.insert(0, display_table(RANK_DIFF_TABLE, pd.DataFrame(diff["ranks"]["rows"])))
+        tables[:0] = display_tables(RANK_DIFF_TABLE, pd.DataFrame(diff["ranks"]["rows"]))
     if diff["config_changes"]:
         tables.insert(0, display_table("Settings that differ", pd.DataFrame(diff["config_changes"])))
     return diff, [t for t in tables if t.rows]

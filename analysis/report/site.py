@@ -11,9 +11,11 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis.records import DiffRecord, QuestionRecord, ReportData
-from analysis.runs import config_value, run_label, size_order, summary_stem
+from analysis.runs import config_value, group_order, run_group, run_label, size_order, summary_stem
 
-GRID_GROUP_KEYS = ("handout", "mode", "dtype", "compile", "attention")
+# What makes two runs of one size and context length unlike: each combination gets its own grid,
+# so a multi-GPU run never sits in a one-GPU cell.
+GRID_GROUP_KEYS = ("handout", "mode", "dtype", "compile", "attention", "parallel", "world_size")
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -83,6 +85,16 @@ class Site:
     results_files: list[str]
 
     @property
+    def trace_groups(self) -> list[tuple[str, list[TracePage]]]:
+        """The trace pages by like-for-like group (:func:`~analysis.runs.run_group`):
+        one-GPU groups first, each multi-GPU mode apart, traces without the runner's config last."""
+        groups: dict[str, list[TracePage]] = {}
+        for trace in self.traces:
+            groups.setdefault(run_group(trace.summary), []).append(trace)
+        order = group_order(pd.Series(list(groups), dtype=object))
+        return [(name, groups[name]) for _, name in sorted(zip(order, groups), key=lambda pair: pair[0])]
+
+    @property
     def questions(self) -> list[QuestionRecord]:
         """Every answered question page, over all editions."""
         return [page for edition in self.editions for page in edition.questions]
@@ -97,7 +109,8 @@ def diff_page(a: dict, b: dict) -> str:
 
 
 def _config_key(config: dict, keys: tuple[str, ...]) -> tuple:
-    return tuple((k, config_value(config, k)) for k in keys)
+    """The config's values of ``keys``; a missing value (None, or NaN in a sweep table row) is None."""
+    return tuple((k, None if pd.isna(value := config_value(config, k)) else value) for k in keys)
 
 
 def run_grids(summaries: list[dict], sweep: pd.DataFrame) -> list[RunGrid]:
@@ -126,16 +139,23 @@ def run_grids(summaries: list[dict], sweep: pd.DataFrame) -> list[RunGrid]:
         group = _config_key(config, GRID_GROUP_KEYS)
         cells.setdefault(group, {})[(config["size"], int(config["context_length"]))] = GridCell(text, trace_page(summary))
     grids = []
-    for group in sorted(cells, key=lambda g: tuple(str(v) for _, v in g)):
+    for group in sorted(cells, key=lambda g: (dict(g)["parallel"] is not None, tuple(str(v) for _, v in g))):
         by_cell = cells[group]
         sizes = sorted({s for s, _ in by_cell}, key=lambda s: size_order(pd.Series([s])).iloc[0])
         contexts = sorted({c for _, c in by_cell})
         rows = [(size, [by_cell.get((size, c), GridCell("not run")) for c in contexts]) for size in sizes]
         values = dict(group)
-        title = f"{values['handout']} handout: {values['mode']}, {values['dtype']}" + (", compiled" if values["compile"] else "") \
-            + (f", {values['attention']} attention" if values["attention"] != "naive" else "")
-        grids.append(RunGrid(title, contexts, rows))
+        grids.append(RunGrid(_grid_title(values), contexts, rows))
     return grids
+
+
+def _grid_title(values: dict) -> str:
+    """``2025 handout: train, fp32, compiled`` for one GPU; a multi-GPU grid names its mode and GPUs."""
+    title = f"{values['handout']} handout: {values['mode']}, {values['dtype']}" + (", compiled" if values["compile"] else "") \
+        + (f", {values['attention']} attention" if values["attention"] != "naive" else "")
+    if values["parallel"]:
+        title += f", {values['parallel']} on {values['world_size'] or 'several'} GPUs"
+    return title
 
 
 def editions(data: ReportData) -> list[Edition]:

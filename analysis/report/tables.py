@@ -41,6 +41,12 @@ EXTRA_DECIMALS = 2
 # it still fits a laptop's column: nsys-b shows 13.
 DENSE_COLUMNS = 11
 MAX_DECIMALS = 3  # 0.0001 ms beside 11 ms reads <0.001, not 11.3330
+# More columns than this do not fit a laptop's column even dense (compile-b's 20 made a 1,730 px
+# table in a 1,110 px box): such a table is shown as several, each repeating the row's key columns.
+MAX_COLUMNS = 12
+MAX_KEY_COLUMNS = 4  # the leading columns that name a row (trace, size, context, mode), repeated in each part
+# Numeric columns that name a row rather than measure it.
+KEY_NUMBERS = ("context_length", "rank", "block", "batch_size")
 
 
 @dataclass(frozen=True)
@@ -184,6 +190,35 @@ def _shown_columns(frame: pd.DataFrame) -> list[str]:
             return False
         return f"{column}{FULL_SUFFIX}" in frame or any(len(str(v)) > SHORT_TEXT for v in frame[column])
     return [c for c in shown if not is_name(c)] + [c for c in shown if is_name(c)]
+
+
+def display_tables(title: str, frame: pd.DataFrame) -> list[DisplayTable]:
+    """``frame`` as one display table, or, with more than :data:`MAX_COLUMNS` columns to show, as
+    several: each holds the row's key columns (its leading text columns and :data:`KEY_NUMBERS`,
+    else its first column) and the next columns in order, with their ``_std``/``_full`` partners
+    and the status."""
+    shown = _shown_columns(frame)
+    if len(shown) <= MAX_COLUMNS:
+        return [display_table(title, frame)]
+    keys = []
+    for column in (c for c in frame.columns if c in shown):
+        if len(keys) == MAX_KEY_COLUMNS or (_is_numeric(frame[column]) and column not in KEY_NUMBERS):
+            break
+        keys.append(column)
+    keys = keys or shown[:1]
+    rest = [c for c in shown if c not in keys]
+    width = MAX_COLUMNS - len(keys)
+    parts = [rest[start:start + width] for start in range(0, len(rest), width)]
+    return [display_table(f"{title} ({index} of {len(parts)})", frame[_with_partners(frame, keys + part)])
+            for index, part in enumerate(parts, start=1)]
+
+
+def _with_partners(frame: pd.DataFrame, columns: list[str]) -> list[str]:
+    """``columns`` with the columns that show inside them (``X_std`` of ``X_mean``, ``X_full`` of
+    ``X``) and the status column, in the frame's order."""
+    wanted = set(columns) | {STATUS_COLUMN} | {f"{c[:-5]}_std" for c in columns if c.endswith("_mean")} \
+        | {f"{c}{FULL_SUFFIX}" for c in columns}
+    return [c for c in frame.columns if c in wanted]
 
 
 def display_table(title: str, frame: pd.DataFrame) -> DisplayTable:
