@@ -103,6 +103,11 @@ def run_group(summary: dict) -> str:
     return "fp32 eager" if dtype in (None, "fp32") else str(dtype)
 
 
+def runs_of(group: str) -> str:
+    """How a sentence names the runs of a group: ``bf16 runs``, but ``your own runs`` as it is."""
+    return group if group == OWN_RUNS else f"{group} runs"
+
+
 def is_multi_gpu_group(group: str) -> bool:
     """Whether a :func:`run_group` name is a multi-GPU mode's."""
     return group.endswith(MULTI_GPU_SUFFIX)

@@ -21,6 +21,8 @@ from cs336_profile.contract import PARALLEL_MODES
 
 NAIVE, OVERLAPPED, FSDP = PARALLEL_MODES
 VARIANT_NAMES = {NAIVE: "naive DDP", OVERLAPPED: "overlapped DDP"}
+# A data-parallel trace without the runner's config mark (a user's own torch DDP run, say).
+UNRECORDED_MODE = "data-parallel, mode not recorded"
 SAME_RUN_KEYS = ("size", "context_length", "batch_size", "world_size")
 HANDOUT_SIZE = "xl"  # the model the handout's DDP benchmark runs on two GPUs
 TABLE = "Per rank, mean per measured step"
@@ -51,7 +53,7 @@ def rank_rows(summary: dict) -> list[dict]:
         communication = step["communication_ms_per_pass"]
         rows.append({
             "trace": f"{run_label(summary)} rank {rank['rank']}", "run": run_label(summary),
-            "parallel": (summary.get("config") or {}).get("parallel") or "unknown", "rank": rank["rank"],
+            "parallel": (summary.get("config") or {}).get("parallel") or UNRECORDED_MODE, "rank": rank["rank"],
             "passes": rank["passes"], "step_gpu_span_ms": step["gpu_span_ms_per_pass"],
             "step_gpu_span_spread_ms": step["gpu_span_ms_spread"], "communication_ms": communication,
             "exposed_communication_ms": step["exposed_communication_ms_per_pass"],

@@ -23,7 +23,7 @@ from analysis.questions.phase_breakdown import shape_summaries
 from analysis.questions.question import Evidence, Question
 from analysis.questions.results_files import plural
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import ONE_GPU_GROUPS, is_multi_gpu_group, run_group, run_label, sorted_summaries
+from analysis.runs import ONE_GPU_GROUPS, is_multi_gpu_group, run_group, run_label, runs_of, sorted_summaries
 
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
@@ -311,7 +311,7 @@ def _standing_out(against: pd.DataFrame) -> str:
 
 def _group_text(group: str, rows: pd.DataFrame) -> str:
     """One group's forward times and ratio to the Python timer."""
-    sentence = f"Among {group} runs ({plural(len(rows), 'trace')}) nsys times the forward pass at {grid.span(rows['nsys_forward_ms'])} ms"
+    sentence = f"Among {runs_of(group)} ({plural(len(rows), 'trace')}) nsys times the forward pass at {grid.span(rows['nsys_forward_ms'])} ms"
     ratio = rows["nsys_to_python_ratio"].dropna() if "nsys_to_python_ratio" in rows else rows.iloc[:0]
     if len(ratio):
         worst = rows.loc[(rows["nsys_to_python_ratio"] - 1).abs().idxmax()]

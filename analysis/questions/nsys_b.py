@@ -20,7 +20,7 @@ from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import sorted_summaries
+from analysis.runs import runs_of, sorted_summaries
 
 
 class Record(TypedDict):
@@ -164,7 +164,7 @@ def _grid_text(record: ResultsAnswer) -> str:
         categories = rows["top_forward_category"].value_counts()
         lead = ("it" if len(rows) == 1 else f"all {len(rows)}" if categories.iloc[0] == len(rows)
                 else f"{categories.iloc[0]} of {len(rows)}")
-        sentence = (f"Among {group} runs ({text.plural(len(rows), 'trace')}), in {lead} the leading forward kernel "
+        sentence = (f"Among {runs_of(group)} ({text.plural(len(rows), 'trace')}), in {lead} the leading forward kernel "
                     f"is a {categories.index[0]} kernel")
         precisions = rows["top_forward_precision"].dropna() if "top_forward_precision" in rows else []
         if len(precisions):

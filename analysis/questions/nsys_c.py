@@ -21,7 +21,7 @@ from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs, category_ms
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import is_multi_gpu_group, run_label, sorted_summaries
+from analysis.runs import is_multi_gpu_group, run_label, runs_of, sorted_summaries
 from analysis.structure import REGIONS
 
 MIN_SHARE = 0.01
@@ -252,7 +252,7 @@ def _grid_text(record: ResultsAnswer) -> str:
     leaders = record.numbers.get("leaders", {})
     lead, details = [], []
     for group, rows in table.groupby("group", sort=False):
-        sentence = (f"Among {group} runs ({text.plural(len(rows), 'trace')}) kernels other than matrix multiplications "
+        sentence = (f"Among {runs_of(group)} ({text.plural(len(rows), 'trace')}) kernels other than matrix multiplications "
                     f"take {grid.pct_span(rows['non_gemm_share'])} of forward kernel time")
         if rows.get("softmax_range_share", pd.Series(dtype=float)).notna().any():
             sentence += (f": the softmax's NVTX range {grid.pct_span(rows['softmax_range_share'].dropna())}, the scores' "
@@ -264,7 +264,7 @@ def _grid_text(record: ResultsAnswer) -> str:
         named = pd.Series([leaders[t] for t in rows["trace"] if t in leaders]).value_counts()
         if not shares.empty and len(named):
             top = shares.mean().idxmax()
-            details.append(f"By kernel name in {group} runs the largest category is {top} "
+            details.append(f"By kernel name in {runs_of(group)} the largest category is {top} "
                            f"({grid.pct_span(shares[top].dropna())}) and the leading non-matmul kernel is most often "
                            f"`{named.index[0]}` ({named.iloc[0]} of {len(rows)}).")
     if table.get("softmax_range_share", pd.Series(dtype=float)).notna().any():

@@ -20,7 +20,7 @@ from analysis.questions.nsys_inputs import NsysInputs
 from analysis.questions.question import Evidence, Question
 from analysis.questions.results_files import plural
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import run_label, sorted_summaries
+from analysis.runs import run_label, runs_of, sorted_summaries
 
 MOVERS_IN_ANSWER = 2
 
@@ -160,7 +160,7 @@ def _grid_text(record: ResultsAnswer) -> str:
     categories = record.tables.get(CATEGORIES_TITLE, pd.DataFrame())
     parts = []
     for group, rows in table.groupby("group", sort=False):
-        sentence = (f"Among {group} runs ({plural(len(rows), 'trace')}) matrix multiplications take "
+        sentence = (f"Among {runs_of(group)} ({plural(len(rows), 'trace')}) matrix multiplications take "
                     f"{grid.pct_span(rows['gemm_share_forward'])} of forward kernel time")
         train = rows.dropna(subset=["gemm_share_train_step"]) if "gemm_share_train_step" in rows else rows.iloc[:0]
         if train.empty:

@@ -29,7 +29,7 @@ from analysis.questions import nsys_grid as grid
 from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
 from analysis.questions.question import Evidence, Question
 from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import ONE_GPU_GROUPS, sorted_summaries
+from analysis.runs import ONE_GPU_GROUPS, runs_of, sorted_summaries
 from analysis.structure import REGIONS
 
 SOFTMAX_CATEGORY = "softmax"
@@ -293,7 +293,7 @@ def _grid_text(record: ResultsAnswer) -> str:
     table = grid.first_table(record)
     parts = []
     for name, group in table.groupby("group", sort=False):
-        sentence = (f"Among {name} runs ({text.plural(len(group), 'trace')}) the softmax takes "
+        sentence = (f"Among {runs_of(name)} ({text.plural(len(group), 'trace')}) the softmax takes "
                     f"{grid.span(group['runtime_ratio'])}× the time of the GEMMs of attention's two matmuls "
                     f"({grid.span(group['range_runtime_ratio'])}× the whole matmul ranges, which also hold the "
                     "scores' scaling and masking, copies and casts)")
