@@ -164,3 +164,18 @@ def test_flags_override_and_a_flag_matching_nothing_names_the_nearest(tmp_path):
 def test_bad_phase_names_are_refused(names):
     with pytest.raises(ValueError):
         RangeNames(phases=names)
+
+
+def test_many_ranges_of_a_phase_name_inside_the_steps_count_no_extra_pass(tmp_path):
+    """20,000 short ranges named `forward` inside the measured steps (a trace that names an inner
+    helper like its phase): nested ones belong to the real forward, the siblings after it are kept
+    apart as inference passes, and every phase still counts one pass per step."""
+    from tests import bad_inputs as make
+
+    step = make.STEP_NS
+    extra = [("forward", 2 * step + 50 * i, 2 * step + 50 * i + 5, make.PID, make.TID, None, PUSH_POP)
+             for i in range(20_000)]
+    path = make.runner_trace(tmp_path / "many.sqlite", steps=3, extra_ranges=extra)
+    labelled = label_ops(load_trace(path, RangeFilter()))
+    assert labelled.measured_passes == {"forward": 3, "loss": 3, "backward": 3, "optimizer_step": 3}
+    assert labelled.structure.inference_passes > 0
