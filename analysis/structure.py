@@ -186,7 +186,8 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     notes: list[str] = []
     phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges))
     training = _training_forwards(phases)
-    steps, step_rule, containers, several_runs = _steps(own, phases, names, notes)
+    inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
+    steps, step_rule, containers, several_runs = _steps(own, phases[~inference], names, notes)
     step_ranges = steps is not None
     if steps is None:
         steps = pd.DataFrame(columns=[*WINDOW_COLUMNS, "measured"]) if several_runs else \
@@ -194,7 +195,6 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         if len(steps):
             step_rule = ("made from the phases: each training forward starts a step" if training.any()
                          else "made from the phases: each forward is a step")
-    inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
     inference_windows, phases = phases[inference], phases[~inference]
     warmup_found = ""
     if step_ranges:
@@ -300,7 +300,32 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
         phase = _resolve_ambiguous_step(own, phase)
     keep = pd.notna(phase)
     windows = _windows(own[keep], phase[keep])
-    return _outermost_per_phase(windows, own)
+    return _outside_other_phases(_outermost_per_phase(windows, own))
+
+
+def _outside_other_phases(windows: pd.DataFrame) -> pd.DataFrame:
+    """Windows less those inside a window of another phase that starts before them (a ``forward``
+    range run again inside the backward, as activation checkpointing does, or a loss computed
+    inside the forward): they are part of that phase, not passes of their own."""
+    if windows.empty:
+        return windows
+    inside = np.zeros(len(windows), dtype=bool)
+    names, pids = windows["name"].to_numpy(), windows["pid"].to_numpy()
+    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
+    for phase in pd.unique(names):
+        for pid in pd.unique(pids[names == phase]):
+            mine = np.flatnonzero((names == phase) & (pids == pid))
+            others = np.flatnonzero((names != phase) & (pids == pid))
+            if not len(others):
+                continue
+            order = others[np.argsort(starts[others], kind="stable")]
+            reach = np.maximum.accumulate(ends[order])
+            # held by a window that starts earlier and ends no sooner, or starts with it and ends later
+            before = np.searchsorted(starts[order], starts[mine], side="left") - 1
+            with_it = np.searchsorted(starts[order], starts[mine], side="right") - 1
+            inside[mine] = ((before >= 0) & (reach[np.maximum(before, 0)] >= ends[mine])) | \
+                ((with_it >= 0) & (reach[np.maximum(with_it, 0)] > ends[mine]))
+    return windows[~inside].reset_index(drop=True)
 
 
 def _resolve_ambiguous_step(own: pd.DataFrame, phase: np.ndarray) -> np.ndarray:
