@@ -226,8 +226,11 @@ GROUP_3 = [
 
 # ----------------------------------------------------------------------------- 4 decompression and export caches
 def _cache_files(root: Path) -> list[Path]:
+    """Files in the cache folder, its install key (which seals the caches' entries) aside."""
+    from analysis.local_key import KEY_FILE
+
     folder = root / "cache"
-    return [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+    return [p for p in folder.rglob("*") if p.is_file() and p.name != KEY_FILE] if folder.is_dir() else []
 
 
 def _cache_empty(root: Path, outcome) -> list[str]:
