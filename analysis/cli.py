@@ -75,7 +75,7 @@ def _analyze_parser() -> argparse.ArgumentParser:
         help=f"comma-separated outputs among {','.join(FORMATS)} (default: {','.join(DEFAULT_FORMATS)}: "
              "the HTML report with its Markdown pages and the JSON of each trace)",
     )
-    parser.add_argument("--results", type=Path, help="folder of the runner's results files, for the report's other pages")
+    parser.add_argument("--results", type=_folder, help="folder of the runner's results files, for the report's other pages")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
     parser.add_argument("--no-cache", action="store_true",
                         help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}; decompress and export "
@@ -142,6 +142,15 @@ def _formats(value: str) -> tuple[str, ...]:
     if unknown or not chosen:
         raise argparse.ArgumentTypeError(f"unknown format {', '.join(unknown) or repr(value)}; choose among {','.join(FORMATS)}")
     return chosen
+
+
+def _folder(value: str) -> Path:
+    """Argument type: an existing folder (a file given instead would be read as no results)."""
+    path = Path(value)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is not a folder (give the folder that holds the results files)"
+                                         if path.exists() else f"no such folder: {value}")
+    return path
 
 
 def _positive_int(value: str) -> int:
@@ -366,9 +375,9 @@ def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     finally:
         if cache is not None:
             cache.close()
-    if failures or len(summaries) < 2:  # a failed trace, or A and B of the same content (said above)
+    if failures:
         return 1
-    summary_a, summary_b = summaries
+    summary_a, summary_b = _diff_pair(summaries, args.a, args.b)
     record = DiffRecord(summary_a, summary_b, "", diff_summaries(summary_a, summary_b))
     log = OutputLog(args.out)
     log.write("diff.json", json.dumps(record.diff, indent=1))
@@ -376,6 +385,16 @@ def _diff(args: argparse.Namespace, names: RangeNames) -> int:
 
     log.attempt("diff-*.html", lambda _: render_diff(record, args.out))
     return 1 if log.failed else 0
+
+
+def _diff_pair(summaries: list[dict], a: Path, b: Path) -> tuple[dict, dict]:
+    """The summaries of A and B; where both have one content (analyzed once, said by a line) B's is
+    A's under B's name, so the diff says every difference is zero."""
+    if len(summaries) == 2:
+        return summaries[0], summaries[1]
+    if a.resolve() == b.resolve():
+        print(f"analyze-nsys diff: {a} is both A and B; every difference is zero", file=sys.stderr)
+    return summaries[0], {**summaries[0], "trace": b.name}
 
 
 if __name__ == "__main__":
