@@ -324,7 +324,8 @@ def assert_clean(case: Case, sandbox: Path) -> None:
 
 
 def all_cases() -> list[Case]:
-    """Every case of the ten groups."""
+    """Every case of the ten groups, then those of issue 20 (groups 101 to 111)."""
+    from tests.robust_cases_app import APP_GROUPS
     from tests.robust_cases_traces import GROUPS_5_TO_10
 
-    return GROUP_1 + GROUP_2 + GROUP_3 + GROUP_4 + GROUPS_5_TO_10
+    return GROUP_1 + GROUP_2 + GROUP_3 + GROUP_4 + GROUPS_5_TO_10 + APP_GROUPS
