@@ -1,6 +1,7 @@
 """Data-parallel runs of the bench: one process per rank, started by torchrun.
 
     torchrun --nproc_per_node=2 -m cs336_profile.run --parallel ddp-overlap --sizes medium
+    python -m cs336_profile.launch --nproc-per-node 2 --parallel ddp-overlap --sizes medium  # one-line Ctrl-C
 
 Each process reads RANK, WORLD_SIZE and LOCAL_RANK, joins the default process group (NCCL on
 CUDA, gloo on the CPU) and works on GPU LOCAL_RANK. Every rank builds the model from the run's

@@ -111,7 +111,8 @@ def launcher_problem(args: argparse.Namespace) -> str | None:
     missing = [name for name in LAUNCHER_VARIABLES if name not in os.environ]
     if missing:
         return (f"--parallel needs a launcher that sets {', '.join(missing)}: "
-                "torchrun --nproc_per_node=N -m cs336_profile.run --parallel ...")
+                "python -m cs336_profile.launch --nproc-per-node N --parallel ... "
+                "(or torchrun --nproc_per_node=N -m cs336_profile.run --parallel ...)")
     values = {name: os.environ[name] for name in LAUNCHER_VARIABLES}
     if not all(value.strip().isdigit() for value in values.values()):
         return f"--parallel: the launcher's {values} are not all whole numbers"

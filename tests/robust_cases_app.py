@@ -337,6 +337,20 @@ def _lone_rank(root: Path) -> Invocation:
                       [], ["results"], env=env, timeout_s=60, check=_refused(1, "not complete within 2 s"))
 
 
+def _ctrl_c_launched_ranks(root: Path) -> Invocation:
+    """Two CPU ranks through the launcher; Ctrl-C once the first configuration's rows are written."""
+    argv = ["cs336_profile.launch", "--nproc-per-node", "2", "--parallel", "ddp-naive", "--sizes", "tiny",
+            "--device", "cpu", "--context-lengths", "8", "2048", "--batch-size", "1", "--warmup", "0",
+            "--results-dir", str(root / "results"), "--no-progress"]
+
+    def check(r: Path, o) -> list[str]:
+        path = r / "results" / "bench.json"
+        rows = json.loads(path.read_text())["rows"] if path.is_file() else []
+        return _expect((bool(rows), "no rows kept"), (o.returncodes[-1] == 130, f"exit {o.returncodes[-1]} after Ctrl-C"))
+    return Invocation(argv, [], ["results"], interrupt_after_s=2, interrupt_once=root / "results" / "bench.json",
+                      timeout_s=120, check=check)
+
+
 LAUNCHER = {"WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29999"}
 
 GROUP_RUNNER = [
@@ -348,6 +362,7 @@ GROUP_RUNNER = [
     Case(110, "name-with-escape-sequence", _runner_refuses(*TINY, "--name", "bench\x1b[2J\x1b]0;owned\x07")),
     Case(110, "name-with-right-to-left-override", _runner_refuses(*TINY, "--name", "txt.\u202ejson")),
     Case(110, "lone-rank-of-two", _lone_rank),
+    Case(110, "ctrl-c-launched-ranks", _ctrl_c_launched_ranks),
 ]
 
 
