@@ -201,6 +201,7 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
     todo = [p for p in unique if p not in results]
     with _progress_bar(len(todo)) as progress:
         for path, (summary, error) in engine.map(analyze_one, todo, names, inputs, lost=lambda why: (None, why)):
+            error = error or _other_content(summary, digests.get(path))
             if error is not None:
                 results[path] = (None, error)
                 progress.write(f"{path}: {error}", file=sys.stderr)
@@ -211,6 +212,16 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
     summaries = [results[p][0] for p in unique if results[p][0] is not None]
     failures = [{"trace": str(p), "error": results[p][1]} for p in unique if results[p][1] is not None]
     return summaries, failures
+
+
+def _other_content(summary: dict, digest: str | None) -> str | None:
+    """Why a summary is not of the file hashed here (a Dask worker that sees other content at the
+    path, a file rewritten meanwhile), or None; only a summary of this content is used and cached."""
+    analyzed = summary.get("trace_sha256")
+    if digest is None or analyzed == digest:
+        return None
+    return (f"was analyzed as other content than this file's (sha256 {str(analyzed)[:12]}…, here {digest[:12]}…: "
+            "a worker that sees another file at this path, or a file rewritten meanwhile); not used")
 
 
 def _digest(path: Path) -> str | None:

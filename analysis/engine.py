@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,9 +76,10 @@ class Engine:
         address = self.address or dask_client.scheduler_address(self.scheduler_file)
         timeout_s = self.timeout_s or dask_client.configured_timeout_s()
         with dask_client.bounded_client(address, timeout_s) as client:
-            # pure=False: two copies of one file are two traces, each named as given.
-            futures = {client.submit(dask_client.stamped, task, path.resolve(), *args, pure=False): path
-                       for path in paths}
+            # A key of its own per path: two copies of one file are two traces, each named as given;
+            # the dashboard names the task, not its wrapper.
+            futures = {client.submit(dask_client.stamped, task, path.resolve(), *args,
+                                     key=f"{task.__name__}-{uuid.uuid4().hex}"): path for path in paths}
             for future, result, why in dask_client.finished(client, futures, timeout_s):
                 if why is None and result[0] != analyzer_key():
                     why = (f"its worker runs other analysis code (analyzer key {result[0]}, here {analyzer_key()}); "
