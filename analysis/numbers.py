@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-MAX_MAGNITUDE = 1e15  # above any time, byte count or rate a run records (1 PB; 31 years in ms)
+MAX_MAGNITUDE = float(2**63)  # past what any 64-bit counter (bytes, epoch nanoseconds) holds
 NON_NEGATIVE_WORDS = frozenset({"ms", "us", "ns", "s", "bytes", "mib", "gib", "count", "tokens", "passes",
                                 "steps", "length", "size", "parameters", "layers", "heads"})
 
@@ -25,7 +25,7 @@ def number_problem(name: str, value) -> str | None:
     if not math.isfinite(value):
         return "not a finite number"
     if abs(value) > MAX_MAGNITUDE:
-        return f"beyond any measurement (more than {MAX_MAGNITUDE:g} in size)"
+        return f"beyond any measurement (more than {MAX_MAGNITUDE:.3g} in size)"
     if value < 0 and NON_NEGATIVE_WORDS & set(name.lower().split("_")):
         return "negative, for a quantity that cannot be"
     return None
