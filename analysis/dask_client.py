@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from analysis.engine import SchedulerUnavailable
+from analysis.engine import SchedulerUnavailable, lost_why
 
 POLL_S = 0.25  # how often a run without finished tasks looks again (and for workers)
 WORKER_HINT = "start workers with `dask worker ADDRESS` or raise --scheduler-timeout"
@@ -150,7 +150,7 @@ def _result(future, timeout_s: float) -> tuple[object | None, str | None]:
         error = future.exception(timeout=timeout_s)
     except (Exception, asyncio.CancelledError) as err:
         error = err
-    return None, f"its worker was lost ({type(error).__name__}: {str(error)[:200]})"
+    return None, lost_why(error)
 
 
 def stamped(task: Callable, *args):

@@ -59,7 +59,7 @@ class Engine:
                 futures = {pool.submit(task, path, *args): path for path in paths}
                 for future in as_completed(futures):
                     error = future.exception()
-                    yield futures[future], lost(_lost_why(error)) if error else future.result()
+                    yield futures[future], lost(lost_why(error)) if error else future.result()
 
     def _on_dask(self, task, paths, args, lost):
         """The tasks on the Dask cluster (:mod:`analysis.dask_client`: every wait bounded); an outcome
@@ -71,7 +71,7 @@ class Engine:
         except ModuleNotFoundError:
             raise SchedulerUnavailable(f"a Dask scheduler needs the dask extra: {INSTALL_HINT}") from None
         from analysis import dask_client
-        from analysis.cache import analyzer_key
+        from analysis.cache import analyzer_key  # what the workers' code must be
 
         address = self.address or dask_client.scheduler_address(self.scheduler_file)
         timeout_s = self.timeout_s or dask_client.configured_timeout_s()
@@ -81,13 +81,21 @@ class Engine:
             futures = {client.submit(dask_client.stamped, task, path.resolve(), *args,
                                      key=f"{task.__name__}-{uuid.uuid4().hex}"): path for path in paths}
             for future, result, why in dask_client.finished(client, futures, timeout_s):
-                if why is None and result[0] != analyzer_key():
-                    why = (f"its worker runs other analysis code (analyzer key {result[0]}, here {analyzer_key()}); "
-                           "not used: install this version on the workers")
+                why = why or _other_code(result, analyzer_key())
                 yield futures[future], lost(why) if why else result[1]
 
 
-def _lost_why(error: BaseException) -> str:
+def _other_code(stamped, key: str) -> str | None:
+    """Why a worker's ``(analyzer key, outcome)`` is not used (made by other analysis code), or None."""
+    if isinstance(stamped, tuple) and len(stamped) == 2 and stamped[0] == key:
+        return None
+    theirs = stamped[0] if isinstance(stamped, tuple) and stamped else "none"
+    return (f"its worker runs other analysis code (analyzer key {str(theirs)[:16]}, here {key}); not used: "
+            "install this version on the workers")
+
+
+def lost_why(error: BaseException) -> str:
+    """The line of a task whose worker failed it with ``error``."""
     return f"its worker was lost ({type(error).__name__}: {error})"
 
 
