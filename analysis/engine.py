@@ -3,8 +3,9 @@
 The local pool is the default. With ``--scheduler ADDRESS`` or ``--scheduler-file PATH`` (or the
 ``NSYS_DASK_SCHEDULER_FILE`` environment variable, which nsys's own recipes read) each trace is a
 task on a Dask cluster: the workers import this package and read the traces at the paths given
-(made absolute, so a shared file system is assumed), and send back the summaries. Only the
-calling process writes the results cache. Dask is the optional ``dask`` extra (``distributed``).
+(made absolute, so a shared file system is assumed), and send back the summaries, each with the
+analyzer key of the worker's code: one made by other analysis code is not used. Every wait on the
+cluster is bounded (:mod:`analysis.dask_client`). Only the calling process writes the results cache. Dask is the optional ``dask`` extra (``distributed``).
 """
 from __future__ import annotations
 
