@@ -175,12 +175,12 @@ def _report_with(make_results, *words: str, rc=(0,)):
     return build
 
 
-def _example_results_with(name: str, column: str, value):
-    """The example results folder, every row of ``name`` holding ``value`` in ``column`` (the
-    questions that print it need the other files too)."""
+def _example_results_with(name: str, **values):
+    """The example results folder, every row of ``name`` holding ``values`` (column -> value; the
+    questions that print them need the other files too)."""
     def make_results(folder: Path) -> list[Path]:
         shutil.copytree(make.EXAMPLE_RESULTS, folder)
-        return [make.results_file(folder, name, lambda d: [row.update({column: value}) for row in d["rows"]])]
+        return [make.results_file(folder, name, lambda d: [row.update(values) for row in d["rows"]])]
     return make_results
 
 
@@ -211,14 +211,14 @@ def _results_a_file(root: Path) -> Invocation:
 
 
 GROUP_RESULTS = [
-    Case(105, "nan-in-rows", _report_with(_example_results_with("memory.json", "peak_memory_bytes", float("nan")),
+    Case(105, "nan-in-rows", _report_with(_example_results_with("memory.json", peak_memory_bytes=float("nan")),
                                           "not a finite number")),
-    Case(105, "infinity-in-rows", _report_with(_example_results_with("memory.json", "peak_memory_bytes",
-                                                                     float("-inf")), "not a finite number")),
-    Case(105, "1e308-in-rows", _report_with(_example_results_with("memory.json", "peak_memory_bytes", 1e308),
+    Case(105, "infinity-in-rows", _report_with(_example_results_with("memory.json", peak_memory_bytes=float("-inf")),
+                                               "not a finite number")),
+    Case(105, "1e308-in-rows", _report_with(_example_results_with("memory.json", peak_memory_bytes=1e308),
                                             "beyond any measurement")),
-    Case(105, "negative-time", _report_with(_example_results_with("bench_fp32.json", "forward_ms_mean", -123.456),
-                                            "negative")),
+    Case(105, "negative-time", _report_with(_example_results_with("bench_fp32.json", forward_ms_mean=-123.456,
+                                                                  step_ms_mean=-123.456), "negative")),
     Case(105, "deeply-nested-json", _report_with(_deep, "deep.json")),
     Case(105, "fifo-named-json", _report_with(_fifo, "pipe.json")),
     Case(105, "sweep-rows-without-stem", _report_with(_sweep_without_stem, "sweep.json")),
