@@ -19,6 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
+from analysis.cache import TABLES, create_table_sql
 from tests import bad_inputs as make
 from tests.robust_cases import Case, _analyze_once, _analyzed, _expect, _inputs, _json, _said, _trace, analyze, runner
 from tests.robust_cases_traces import TINY
@@ -264,8 +265,10 @@ def _cached_row(edit, check):
 
 def _hard_linked_db(root: Path) -> Invocation:
     trace = _trace(root)
-    victim = _inputs(root) / "precious.db"
-    victim.write_bytes(b"SQLite format 3\0" + bytes(4080))
+    victim = _inputs(root) / "precious.db"  # another folder's results database, of this layout
+    with contextlib.closing(sqlite3.connect(victim)) as conn:
+        for table in TABLES:
+            conn.execute(create_table_sql(table))
     (root / "out").mkdir()
     os.link(victim, root / "out" / "results.db")
     return Invocation(_analyze(root, [trace]), [trace, victim], ["out"],
