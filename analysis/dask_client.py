@@ -22,6 +22,7 @@ from pathlib import Path
 
 from analysis.engine import SchedulerUnavailable, lost_why
 
+GRACE_S = 1.0  # past distributed's own connect timeout, before ours
 POLL_S = 0.25  # how often a run without finished tasks looks again (and for workers)
 WORKER_HINT = "start workers with `dask worker ADDRESS` or raise --scheduler-timeout"
 
@@ -52,10 +53,11 @@ def scheduler_address(scheduler_file: Path) -> str:
 
 
 async def _identity(address: str, timeout_s: float) -> dict:
-    """The scheduler's answer to ``identity`` on a connection of our own, within ``timeout_s``."""
+    """The scheduler's answer to ``identity`` on a connection of our own, each step within ``timeout_s``."""
     from distributed.comm import connect
 
-    comm = await asyncio.wait_for(connect(address, timeout=timeout_s), timeout_s)
+    # distributed's own bound first: a refused connection then says so instead of "did not answer".
+    comm = await asyncio.wait_for(connect(address, timeout=timeout_s), timeout_s + GRACE_S)
     try:
         await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout_s)
         return await asyncio.wait_for(comm.read(), timeout_s)

@@ -45,7 +45,7 @@ class Ranks:
 
 def join_process_group(device: str, timeout_s: float = JOIN_TIMEOUT_S) -> Ranks:
     """Join the default process group from torchrun's variables (checked by
-    :func:`cs336_profile.preflight.launcher_problem`); pick GPU LOCAL_RANK on CUDA. A rank whose
+    :func:`cs336_profile.preflight.parallel_problem`); pick GPU LOCAL_RANK on CUDA. A rank whose
     peers do not all join within ``timeout_s`` ends with one line saying whom it waited for."""
     rank, world_size, local_rank = (int(os.environ[name]) for name in LAUNCHER_VARIABLES)
     backend = "nccl" if device == "cuda" else "gloo"

@@ -3,9 +3,9 @@
 Argument types refuse zero or negative counts and lengths as they are parsed; :func:`check_args`
 then looks at what needs the whole command: a CUDA device that is not there, a results name that
 would leave the results folder, a results folder that cannot be written, activation checkpointing
-that cannot apply (groups larger than the model, or no backward pass), ``--parallel`` without a
-launcher's RANK, WORLD_SIZE and LOCAL_RANK (or with values that are no ranks), and, on the CPU, shapes
-whose smallest possible memory footprint is larger than the host's whole memory (so an absurd
+that cannot apply (groups larger than the model, or no backward pass), ``--parallel`` with
+``--compile`` or without a launcher's RANK, WORLD_SIZE and LOCAL_RANK (or with values that are
+no ranks), and, on the CPU, shapes whose smallest possible memory footprint is larger than the host's whole memory (so an absurd
 context length fails at once instead of after allocating tens of GB). On a GPU, and for shapes
 that may fit, running out of memory is a result the runner records (OOM).
 """
@@ -104,10 +104,13 @@ def checkpointing_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def launcher_problem(args: argparse.Namespace) -> str | None:
-    """Why ``--parallel`` cannot join a process group from the launcher's variables, or None."""
+def parallel_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--parallel`` cannot run: a compiled model, or no process group to join from the
+    launcher's variables; None when it can (or is not asked for)."""
     if not getattr(args, "parallel", None):
         return None
+    if args.compile:
+        return "--parallel runs the eager model: leave out --compile"
     missing = [name for name in LAUNCHER_VARIABLES if name not in os.environ]
     if missing:
         return (f"--parallel needs a launcher that sets {', '.join(missing)}: "
@@ -124,7 +127,7 @@ def launcher_problem(args: argparse.Namespace) -> str | None:
 
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse, through ``parser.error`` (exit 2), a command that cannot run; create the results folder."""
-    for why in (checkpointing_problem(args), launcher_problem(args)):
+    for why in (checkpointing_problem(args), parallel_problem(args)):
         if why is not None:
             parser.error(why)
     if args.device == "cuda" and not torch.cuda.is_available():

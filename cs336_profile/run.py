@@ -252,8 +252,6 @@ def cmd_bench(args: argparse.Namespace) -> None:
         results = _bench_and_write(args, runs)
         print_table("bench", [result.summary for result in results], BENCH_COLUMNS)
         return
-    if args.compile:
-        raise SystemExit("--parallel runs the eager model: leave out --compile")
     results = run_parallel_configs(runs, args.parallel, progress=not args.no_progress,
                                    on_result=lambda results: _write_bench(args, results),
                                    join_timeout_s=args.join_timeout)
