@@ -7,8 +7,8 @@ that cannot apply (groups larger than the model, or no backward pass), ``--paral
 ``--compile`` or without a launcher's RANK, WORLD_SIZE and LOCAL_RANK (or with values that are
 no ranks), and, on the CPU, shapes whose smallest possible memory footprint is larger than the
 host's whole memory (so an absurd context length fails at once instead of after allocating tens
-of GB). On a GPU, and for shapes
-that may fit, running out of memory is a result the runner records (OOM).
+of GB). On a GPU, and for shapes that may fit, running out of memory is a result the runner
+records (OOM).
 """
 from __future__ import annotations
 
