@@ -7,15 +7,18 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
+
 from analysis.questions.diff import diff_summaries
 from analysis.questions.question import Evidence
 from analysis.questions.registry import QUESTIONS
-from analysis.questions.results_files import ResultsSet, read_results_dir, results_edition
+from analysis.questions.results_files import RESULTS_FILE_COLUMN, ResultsSet, read_results_dir, results_edition
 from analysis.records import DiffRecord, QuestionRecord, ReportData, Unanswered
 from analysis.runs import config_value, edition, sorted_summaries
 from cs336_profile.contract import PARALLEL_MODES
 
 SWEEP = "sweep"
+SWEEP_KEYS = ("stem", "status", "size", "context_length")  # what a grid cell of the sweep table needs
 NAIVE_DDP, OVERLAPPED_DDP, _ = PARALLEL_MODES
 # Settings a diff pair may differ in (exactly one of them), with the value that makes a run side A
 # (the baseline); everything else must match.
@@ -92,14 +95,28 @@ def report_data(summaries: list[dict], results_dir: Path | None) -> ReportData:
     """Answer every question, diff every pair and gather the run facts for the report."""
     summaries = sorted_summaries(summaries)
     results = read_results_dir(results_dir)
-    sweep = results.experiment_rows(SWEEP)
+    sweep, sweep_problems = sweep_table(results)
     gpus = {env.get("gpu_name") for doc in results.documents.values() for env in [doc.get("environment") or {}]}
     return ReportData(
         summaries=summaries,
         questions=answer_all(summaries, results),
         diffs=diff_pairs(summaries),
-        sweep=sweep if sweep.empty else sweep.drop_duplicates("stem", keep="last"),
+        sweep=sweep,
         results_gpus=sorted(g for g in gpus if g),
         results_files=sorted(results.documents),
-        input_problems=list(results.problems),
+        input_problems=[*results.problems, *sweep_problems],
     )
+
+
+def sweep_table(results: ResultsSet) -> tuple[pd.DataFrame, list[str]]:
+    """The sweep table's latest row per trace stem, and one line per results file whose rows lack
+    a value of :data:`SWEEP_KEYS` (a number for ``context_length``): those rows are left out."""
+    rows = results.experiment_rows(SWEEP)
+    if rows.empty:
+        return rows, []
+    needed = rows.reindex(columns=list(SWEEP_KEYS))
+    needed["context_length"] = pd.to_numeric(needed["context_length"], errors="coerce")
+    incomplete = needed.isna().any(axis=1)
+    problems = [f"{name}: {count} sweep rows lack one of {', '.join(SWEEP_KEYS)}; left out"
+                for name, count in rows[incomplete][RESULTS_FILE_COLUMN].value_counts().sort_index().items()]
+    return rows[~incomplete].drop_duplicates("stem", keep="last"), problems

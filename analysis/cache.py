@@ -32,9 +32,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from analysis.load import file_sha256
+from analysis.local_key import install_key, seal, seal_holds
 from analysis.phases import RangeNames
 from analysis.summary import summary_schema
-from analysis.summary_schema import schema_hash
+from analysis.summary_schema import problems, schema_hash
 from analysis.timings import timings_json_path
 
 ANALYSIS_PACKAGE = Path(__file__).resolve().parent
@@ -74,9 +75,19 @@ def create_table_sql(table: str) -> str:
     return f'CREATE TABLE IF NOT EXISTS "{table}" ({", ".join([*columns, f"PRIMARY KEY ({keys})", *references])})'
 
 
-def _checksum(key: str, summary_json: str) -> str:
-    """What a stored summary must hash to: a row edited by hand, or half written, does not."""
-    return hashlib.sha256(f"{key}\0{summary_json}".encode()).hexdigest()
+def verified_summary(key: str, row: tuple) -> dict | None:
+    """The summary of a stored ``(summary_json, checksum)`` row when it may be served, else None:
+    its checksum must be the install's seal of key and JSON (:mod:`analysis.local_key`: a row
+    edited by hand, with its checksum made again, planted or half written fails), and its JSON a
+    summary of this schema."""
+    summary_json, checksum = row
+    if not (isinstance(summary_json, str) and isinstance(checksum, str) and seal_holds(checksum, key, summary_json)):
+        return None
+    try:
+        summary = json.loads(summary_json)
+    except (ValueError, RecursionError):
+        return None
+    return None if problems(summary, summary_schema()) else summary
 
 
 @functools.cache
@@ -102,21 +113,22 @@ class ResultsCache:
     def __init__(self, db_path: Path, names: RangeNames = RangeNames()):
         """``names``: the NVTX range names the summaries stored and looked up were made with.
 
-        A file at ``db_path`` that is a link, not an SQLite database, damaged, or laid out
-        otherwise is set aside (renamed ``results.db.set-aside-<time>``, said in ``notices``) and a
+        A file at ``db_path`` that is a symbolic or hard link, not an SQLite database, damaged, or
+        laid out otherwise is set aside (renamed ``results.db.set-aside-<time>``, said in ``notices``) and a
         new database made; :class:`CacheUnusable` when none can be opened or made there."""
         self.db_path = Path(db_path)
         self.notices: list[str] = []
         self._key_suffix = "" if names == RangeNames() else ";names=" + hashlib.sha256(
             json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
         try:
+            install_key()  # the seal of every row: without it no row can be trusted
             self.db = self._open()
         except (sqlite3.Error, OSError) as err:
             raise CacheUnusable(f"{self.db_path}: cannot be used ({err}); analyzing without the results cache") from err
 
     def _open(self) -> sqlite3.Connection:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        why = "is a symbolic link" if self.db_path.is_symlink() else None
+        why = self._linked_because()
         if why is None and self.db_path.exists():
             why = self._unusable_because()
         if why is not None:
@@ -128,6 +140,14 @@ class ResultsCache:
             for table in TABLES:
                 db.execute(create_table_sql(table))
         return db
+
+    def _linked_because(self) -> str | None:
+        """Why writing the existing file could change another file (a link), or None."""
+        if self.db_path.is_symlink():
+            return "is a symbolic link"
+        if self.db_path.exists() and self.db_path.stat().st_nlink > 1:
+            return "has other hard links (writing it would change them too)"
+        return None
 
     def _unusable_because(self) -> str | None:
         """Why the existing file is not a results database of this layout, or None."""
@@ -190,22 +210,25 @@ class ResultsCache:
         """The stored summary of this file's content, or None when it was never analyzed.
 
         A copy of an analyzed file gets the stored summary under its own name (`trace`). A row
-        that is not what :meth:`put` wrote (edited, half written, not JSON) is deleted and None
-        returned, so the trace is analyzed again.
+        that is not what :meth:`put` wrote here (:func:`verified_summary`: edited, planted, half
+        written, not JSON, not of the schema) is deleted and None returned, so the trace is
+        analyzed again.
         """
         key = self.key_for(path)
         if key is None:
             return None
         try:
             row = self.db.execute('SELECT summary_json, checksum FROM "summaries" WHERE key = ?', [key]).fetchone()
-            summary = json.loads(row[0]) if row else None
-        except (sqlite3.DatabaseError, ValueError):
-            row, summary = (None, None), None
-        if row and (not isinstance(summary, dict) or row[1] != _checksum(key, row[0])):
+        except sqlite3.DatabaseError:
+            row = (None, None)
+        if row is None:
+            return None
+        summary = verified_summary(key, row)
+        if summary is None:
             with self._atomic():
                 self._delete(key)
             return None
-        return {**summary, "trace": Path(path).name} if row else None
+        return {**summary, "trace": Path(path).name}
 
     def put(self, path: Path, summary: dict) -> None:
         """Store (or replace) the summary of this file's content and its flat rows;
@@ -234,7 +257,7 @@ class ResultsCache:
                     "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 }
             ])
-            self._insert("summaries", [{"key": key, "summary_json": summary_json, "checksum": _checksum(key, summary_json)}])
+            self._insert("summaries", [{"key": key, "summary_json": summary_json, "checksum": seal(key, summary_json)}])
             self._insert("phases", (
                 {"key": key, "trace": trace, "phase": phase, **{name: figures.get(name) for name in PHASE_FIGURES}}
                 for phase, figures in phases.items()

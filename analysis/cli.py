@@ -82,7 +82,7 @@ def _analyze_parser() -> argparse.ArgumentParser:
         help=f"comma-separated outputs among {','.join(FORMATS)} (default: {','.join(DEFAULT_FORMATS)}: "
              "the HTML report with its Markdown pages and the JSON of each trace)",
     )
-    parser.add_argument("--results", type=Path, help="folder of the runner's results files, for the report's other pages")
+    parser.add_argument("--results", type=_folder, help="folder of the runner's results files, for the report's other pages")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
     parser.add_argument("--no-cache", action="store_true",
                         help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}; decompress and export "
@@ -164,6 +164,15 @@ def _non_negative_int(value: str) -> int:
     return number
 
 
+def _folder(value: str) -> Path:
+    """Argument type: an existing folder (a file given instead would be read as no results)."""
+    path = Path(value)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is not a folder (give the folder that holds the results files)"
+                                         if path.exists() else f"no such folder: {value}")
+    return path
+
+
 def _positive_int(value: str) -> int:
     number = int(value)
     if number < 1:
@@ -212,6 +221,7 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
     todo = [p for p in unique if p not in results]
     with _progress_bar(len(todo)) as progress:
         for path, (summary, error) in engine.map(analyze_one, todo, names, inputs, lost=lambda why: (None, why)):
+            error = error or _other_content(summary, digests.get(path))
             if error is not None:
                 results[path] = (None, error)
                 say(f"{path}: {error}", progress)
@@ -222,6 +232,16 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
     summaries = [results[p][0] for p in unique if results[p][0] is not None]
     failures = [{"trace": str(p), "error": results[p][1]} for p in unique if results[p][1] is not None]
     return summaries, failures
+
+
+def _other_content(summary: dict, digest: str | None) -> str | None:
+    """Why a summary is not of the file hashed here (a Dask worker that sees other content at the
+    path, a file rewritten meanwhile), or None; only a summary of this content is used and cached."""
+    analyzed = summary.get("trace_sha256")
+    if digest is None or analyzed == digest:
+        return None
+    return (f"was analyzed as other content than this file's (sha256 {str(analyzed)[:12]}…, here {digest[:12]}…: "
+            "a worker that sees another file at this path, or a file rewritten meanwhile); not used")
 
 
 def _digest(path: Path) -> str | None:
@@ -410,9 +430,9 @@ def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     finally:
         if cache is not None:
             cache.close()
-    if failures or len(summaries) < 2:  # a failed trace, or A and B of the same content (said above)
+    if failures:
         return 1
-    summary_a, summary_b = summaries
+    summary_a, summary_b = _diff_pair(summaries, args.a, args.b)
     record = DiffRecord(summary_a, summary_b, "", diff_summaries(summary_a, summary_b))
     log = OutputLog(args.out)
     log.write("diff.json", json.dumps(record.diff, indent=1))
@@ -422,6 +442,16 @@ def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     if page is not None:
         print(f"diff: {page} (and {args.out / 'diff.json'})")
     return 1 if log.failed else 0
+
+
+def _diff_pair(summaries: list[dict], a: Path, b: Path) -> tuple[dict, dict]:
+    """The summaries of A and B; where both have one content (analyzed once, said by a line) B's is
+    A's under B's name, so the diff says every difference is zero."""
+    if len(summaries) == 2:
+        return summaries[0], summaries[1]
+    if a.resolve() == b.resolve():
+        print(f"analyze-nsys diff: {a} is both A and B; every difference is zero", file=sys.stderr)
+    return summaries[0], {**summaries[0], "trace": b.name}
 
 
 if __name__ == "__main__":

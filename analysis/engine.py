@@ -3,13 +3,16 @@
 The local pool is the default. With ``--scheduler ADDRESS`` or ``--scheduler-file PATH`` (or the
 ``NSYS_DASK_SCHEDULER_FILE`` environment variable, which nsys's own recipes read) each trace is a
 task on a Dask cluster: the workers import this package and read the traces at the paths given
-(made absolute, so a shared file system is assumed), and send back the summaries. Only the
-calling process writes the results cache. Dask is the optional ``dask`` extra (``distributed``).
+(made absolute, so a shared file system is assumed), and send back the summaries, each with the
+analyzer key of the worker's code: one made by other analysis code is not used. Every wait on the
+cluster is bounded (:mod:`analysis.dask_client`). Only the calling process writes the results cache. Dask is the optional ``dask`` extra (``distributed``).
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,11 +31,13 @@ class SchedulerUnavailable(RuntimeError):
 @dataclass(frozen=True)
 class Engine:
     """How to run a batch: ``jobs`` local processes, or the Dask scheduler at ``address`` or
-    named by ``scheduler_file`` (then ``jobs`` is the cluster's business)."""
+    named by ``scheduler_file`` (then ``jobs`` is the cluster's business), waiting at most
+    ``timeout_s`` (default: Dask's connect timeout) for it to answer and for a worker to be there."""
 
     jobs: int = 1
     address: str | None = None
     scheduler_file: Path | None = None
+    timeout_s: float | None = None
 
     @property
     def uses_dask(self) -> bool:
@@ -55,43 +60,50 @@ class Engine:
                 futures = {pool.submit(task, path, *args): path for path in paths}
                 for future in as_completed(futures):
                     error = future.exception()
-                    yield futures[future], lost(_lost_why(error)) if error else future.result()
+                    yield futures[future], lost(lost_why(error)) if error else future.result()
 
     def _on_dask(self, task, paths, args, lost):
+        """The tasks on the Dask cluster (:mod:`analysis.dask_client`: every wait bounded); an outcome
+        made by a worker running other analysis code is lost, not used."""
         if not paths:
             return
-        with self._client() as client:
-            from distributed import as_completed
-
-            # pure=False: two copies of one file are two traces, each named as given.
-            futures = {client.submit(task, path.resolve(), *args, pure=False): path for path in paths}
-            for future in as_completed(futures, loop=client.loop):
-                error = future.exception() if future.status == "error" else None
-                yield futures[future], lost(_lost_why(error)) if error else future.result()
-
-    def _client(self):
         try:
-            from distributed import Client
+            import distributed  # noqa: F401  (the dask extra)
         except ModuleNotFoundError:
             raise SchedulerUnavailable(f"a Dask scheduler needs the dask extra: {INSTALL_HINT}") from None
-        if self.address is None and not self.scheduler_file.is_file():
-            raise SchedulerUnavailable(f"no Dask scheduler file at {self.scheduler_file}")
-        where = self.address or f"the scheduler file {self.scheduler_file}"
-        try:
-            if self.address is not None:
-                return Client(self.address, set_as_default=False)
-            return Client(scheduler_file=str(self.scheduler_file), set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as err:
-            raise SchedulerUnavailable(f"cannot reach the Dask scheduler at {where}: {err}") from None
+        from analysis import dask_client
+        from analysis.cache import analyzer_key  # what the workers' code must be
+
+        address = self.address or dask_client.scheduler_address(self.scheduler_file)
+        timeout_s = self.timeout_s or dask_client.configured_timeout_s()
+        with dask_client.bounded_client(address, timeout_s) as client:
+            # A key of its own per path: two copies of one file are two traces, each named as given;
+            # the dashboard names the task, not its wrapper.
+            futures = {client.submit(dask_client.stamped, task, path.resolve(), *args,
+                                     key=f"{task.__name__}-{uuid.uuid4().hex}"): path for path in paths}
+            for future, result, why in dask_client.finished(client, futures, timeout_s):
+                why = why or _other_code(result, analyzer_key())
+                yield futures[future], lost(why) if why else result[1]
 
 
-def _lost_why(error: BaseException) -> str:
+def _other_code(stamped, key: str) -> str | None:
+    """Why a worker's ``(analyzer key, outcome)`` is not used (made by other analysis code), or None."""
+    if isinstance(stamped, tuple) and len(stamped) == 2 and stamped[0] == key:
+        return None
+    theirs = stamped[0] if isinstance(stamped, tuple) and stamped else "none"
+    return (f"its worker runs other analysis code (analyzer key {str(theirs)[:16]}, here {key}); not used: "
+            "install this version on the workers")
+
+
+def lost_why(error: BaseException) -> str:
+    """The line of a task whose worker failed it with ``error``."""
     return f"its worker was lost ({type(error).__name__}: {error})"
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
-    """``--scheduler`` / ``--scheduler-file`` (``--jobs`` stays with the command)."""
-    group = parser.add_argument_group("Dask (optional: the dask extra)").add_mutually_exclusive_group()
+    """``--scheduler`` / ``--scheduler-file`` and ``--scheduler-timeout`` (``--jobs`` stays with the command)."""
+    dask = parser.add_argument_group("Dask (optional: the dask extra)")
+    group = dask.add_mutually_exclusive_group()
     group.add_argument("--scheduler", metavar="ADDRESS",
                        help="analyze each trace on the Dask cluster of this scheduler (e.g. tcp://host:8786); "
                             "the workers must see the trace paths")
@@ -99,10 +111,18 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
                        default=os.environ.get(SCHEDULER_FILE_ENV) or None,
                        help=f"as --scheduler, the address read from a Dask scheduler file "
                             f"(default: ${SCHEDULER_FILE_ENV} when set)")
+    dask.add_argument("--scheduler-timeout", type=float, metavar="S",
+                      help="seconds to wait for the scheduler to answer and for a worker to be there, at the start "
+                           "and whenever the cluster has none (default: Dask's connect timeout, "
+                           "distributed.comm.timeouts.connect, 30 s unless configured)")
 
 
 def engine_from(args: argparse.Namespace) -> Engine:
     """The Engine the parsed options ask for; an explicit ``--scheduler`` wins over the
     environment's scheduler file."""
     scheduler_file = None if args.scheduler else args.scheduler_file
-    return Engine(jobs=args.jobs, address=args.scheduler, scheduler_file=scheduler_file and Path(scheduler_file))
+    if args.scheduler_timeout is not None and not 0 < args.scheduler_timeout < math.inf:
+        raise SchedulerUnavailable(f"--scheduler-timeout must be a positive number of seconds, "
+                                   f"got {args.scheduler_timeout:g}")
+    return Engine(jobs=args.jobs, address=args.scheduler, scheduler_file=scheduler_file and Path(scheduler_file),
+                  timeout_s=args.scheduler_timeout)

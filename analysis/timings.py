@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.numbers import plausible
 from cs336_profile.config import DEFAULT_HANDOUT, MODEL_KEYS, SIZES_BY_HANDOUT
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN, MODES, STEP_TIMING_EVENT, TIMED_PARTS, trace_stem
 
@@ -76,7 +77,7 @@ def read_run_record(marks: pd.DataFrame, trace_path: Path, has_steps: bool = Tru
             config = _config_from_timings_json(sidecar)
             config_source = "timings.json" if config else None
         if not python_ms and sidecar:
-            python_ms = {p: float(sidecar[p]) for p in TIMED_PARTS if _is_number(sidecar.get(p))}
+            python_ms = {p: float(sidecar[p]) for p in TIMED_PARTS if plausible(f"{p}_ms", sidecar.get(p))}
             python_ms_source = "timings.json" if python_ms else None
             if not python_ms:
                 notes.append(f"{timings_json_path(trace_path).name} has no per-phase timings "
@@ -169,7 +170,7 @@ _CONFIG_CHECKS = {
     "mode": (lambda v: v in MODES, f"one of {', '.join(MODES)}"),
     **dict.fromkeys(("compile", "nvtx_annotations", "emit_nvtx", "layer_ranges", "allow_tf32"),
                     (lambda v: isinstance(v, bool), "true or false")),
-    "rope_theta": (lambda v: _is_number(v) and v > 0, "a positive number"),
+    "rope_theta": (lambda v: plausible("rope_theta", v) and v > 0, "a positive number"),
 }
 
 
@@ -188,6 +189,3 @@ def _valid_config(config: dict, source: str | None, notes: list[str]) -> dict:
             notes.append(f"the run config ({source}) gives {key} = {json.dumps(value)[:60]}, not {what}; left out")
     return kept
 
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -38,6 +38,7 @@ MEASURED_STEPS_RANGE = "measured_steps"
 # and optimizer_step; the config mark adds `parallel` (one of PARALLEL_MODES), `rank`, `world_size`.
 GRAD_SYNC = "grad_sync"
 PARALLEL_MODES = ("ddp-naive", "ddp-overlap", "fsdp")
+LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")  # what torchrun sets in each process
 
 
 def step_range_name(index: int, measured: bool) -> str:

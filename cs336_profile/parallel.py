@@ -1,6 +1,7 @@
 """Data-parallel runs of the bench: one process per rank, started by torchrun.
 
     torchrun --nproc_per_node=2 -m cs336_profile.run --parallel ddp-overlap --sizes medium
+    python -m cs336_profile.launch --nproc-per-node 2 --parallel ddp-overlap --sizes medium  # one-line Ctrl-C
 
 Each process reads RANK, WORLD_SIZE and LOCAL_RANK, joins the default process group (NCCL on
 CUDA, gloo on the CPU) and works on GPU LOCAL_RANK. Every rank builds the model from the run's
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 
 import torch
@@ -22,13 +24,13 @@ import torch.distributed as dist
 
 from cs336_profile.bench import ConfigResult, Setup, Workload, prepare_workload, run_configs
 from cs336_profile.config import RunConfig
-from cs336_profile.contract import GRAD_SYNC, PARALLEL_MODES, PHASES_BY_MODE, STEP
+from cs336_profile.contract import GRAD_SYNC, LAUNCHER_VARIABLES, PARALLEL_MODES, PHASES_BY_MODE, STEP
 from cs336_profile.grad_sync import NaiveDDP, OverlappedDDP, shard_fsdp
 from cs336_profile.optim import AdamW
 
 # Times every row of a data-parallel run holds (grad_sync is null for FSDP, which has no such phase).
 PARALLEL_TIMED_PARTS = (*PHASES_BY_MODE["forward-backward"], GRAD_SYNC, "optimizer_step", STEP)
-LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+JOIN_TIMEOUT_S = 120.0  # how long a rank waits for the others to join the process group
 
 
 @dataclass(frozen=True)
@@ -41,19 +43,24 @@ class Ranks:
     backend: str
 
 
-def join_process_group(device: str) -> Ranks:
-    """Join the default process group from torchrun's variables; pick GPU LOCAL_RANK on CUDA."""
-    missing = [name for name in LAUNCHER_VARIABLES if name not in os.environ]
-    if missing:
-        raise SystemExit(f"--parallel needs a launcher that sets {', '.join(missing)}: "
-                         "torchrun --nproc_per_node=N -m cs336_profile.run --parallel ...")
+def join_process_group(device: str, timeout_s: float = JOIN_TIMEOUT_S) -> Ranks:
+    """Join the default process group from torchrun's variables (checked by
+    :func:`cs336_profile.preflight.parallel_problem`); pick GPU LOCAL_RANK on CUDA. A rank whose
+    peers do not all join within ``timeout_s`` ends with one line saying whom it waited for."""
     rank, world_size, local_rank = (int(os.environ[name]) for name in LAUNCHER_VARIABLES)
     backend = "nccl" if device == "cuda" else "gloo"
-    if device == "cuda":
-        torch.cuda.set_device(local_rank)
-        dist.init_process_group(backend, device_id=torch.device("cuda", local_rank))
-    else:
-        dist.init_process_group(backend)
+    timeout = timedelta(seconds=timeout_s)
+    try:
+        if device == "cuda":
+            torch.cuda.set_device(local_rank)
+            dist.init_process_group(backend, device_id=torch.device("cuda", local_rank), timeout=timeout)
+        else:
+            dist.init_process_group(backend, timeout=timeout)
+    except (RuntimeError, ValueError) as err:  # torch's DistStoreError and rendezvous errors
+        where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+        raise SystemExit(f"rank {rank} of {world_size}: the process group at {where} was not complete within "
+                         f"{timeout_s:g} s ({type(err).__name__}); start all {world_size} ranks with "
+                         f"torchrun --nproc_per_node={world_size}, or raise --join-timeout") from None
     return Ranks(rank, world_size, local_rank, backend)
 
 
@@ -103,13 +110,14 @@ def gather_to_rank0(results: list[ConfigResult], ranks: Ranks) -> list[ConfigRes
 
 
 def run_parallel_configs(runs: list[RunConfig], mode: str, progress: bool = True,
-                         on_result: Callable[[list[ConfigResult]], None] | None = None) -> list[ConfigResult]:
+                         on_result: Callable[[list[ConfigResult]], None] | None = None,
+                         join_timeout_s: float = JOIN_TIMEOUT_S) -> list[ConfigResult]:
     """Run every configuration on every rank of the launcher's process group.
 
     After each configuration rank 0 gathers every rank's results and passes them to `on_result`;
     it returns them all (one per configuration and rank), the other ranks an empty list.
     """
-    ranks = join_process_group(runs[0].device)
+    ranks = join_process_group(runs[0].device, join_timeout_s)
     gathered: list[ConfigResult] = []
 
     def collect(results: list[ConfigResult]) -> None:

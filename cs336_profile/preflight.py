@@ -2,19 +2,24 @@
 
 Argument types refuse zero or negative counts and lengths as they are parsed; :func:`check_args`
 then looks at what needs the whole command: a CUDA device that is not there, a results name that
-would leave the results folder, a results folder that cannot be written, and, on the CPU, shapes
-whose smallest possible memory footprint is larger than the host's whole memory (so an absurd
-context length fails at once instead of after allocating tens of GB). On a GPU, and for shapes
-that may fit, running out of memory is a result the runner records (OOM).
+would leave the results folder, a results folder that cannot be written, activation checkpointing
+that cannot apply (groups larger than the model, or no backward pass), ``--parallel`` with
+``--compile`` or without a launcher's RANK, WORLD_SIZE and LOCAL_RANK (or with values that are
+no ranks), and, on the CPU, shapes whose smallest possible memory footprint is larger than the
+host's whole memory (so an absurd context length fails at once instead of after allocating tens
+of GB). On a GPU, and for shapes that may fit, running out of memory is a result the runner
+records (OOM).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import unicodedata
 
 import torch
 
 from cs336_profile.config import DEFAULT_CONTEXT_LENGTH, DEFAULT_HANDOUT, model_config
+from cs336_profile.contract import LAUNCHER_VARIABLES
 from cs336_profile.results import unwritable_reason
 
 FP32_BYTES = 4
@@ -39,8 +44,11 @@ def non_negative_int(value: str) -> int:
 
 def results_name(value: str) -> str:
     """Argument type: a file name without folders, so results stay inside ``--results-dir``."""
-    if not value or value in (".", "..") or any(sep in value for sep in ("/", "\\", os.sep)) or "\x00" in value:
+    if not value or value in (".", "..") or any(sep in value for sep in ("/", "\\", os.sep)):
         raise argparse.ArgumentTypeError(f"must be a plain file name inside --results-dir, got {value!r}")
+    if any(unicodedata.category(char).startswith("C") for char in value):
+        raise argparse.ArgumentTypeError(f"must hold no control or formatting characters (escape sequences), "
+                                         f"got {value!r}")
     return value
 
 
@@ -82,8 +90,47 @@ def _shapes(args: argparse.Namespace) -> list[tuple[str, int]]:
             for size in sizes if size is not None for ctx in lengths for mode in modes]
 
 
+def checkpointing_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--checkpoint-every`` cannot apply to the command's runs, or None (also when not asked)."""
+    every = getattr(args, "checkpoint_every", 0)
+    if not every:
+        return None
+    modes = getattr(args, "modes", None) or [getattr(args, "mode", "train")]
+    if "forward" in modes:
+        return "--checkpoint-every needs a backward pass: it does nothing with --mode forward"
+    for size in getattr(args, "sizes", None) or []:
+        layers = model_config(size, args.handout).num_layers
+        if every > layers:
+            return f"--checkpoint-every {every} is more than the {layers} blocks of {size} ({args.handout} handout)"
+    return None
+
+
+def parallel_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--parallel`` cannot run: a compiled model, or no process group to join from the
+    launcher's variables; None when it can (or is not asked for)."""
+    if not getattr(args, "parallel", None):
+        return None
+    if args.compile:
+        return "--parallel runs the eager model: leave out --compile"
+    missing = [name for name in LAUNCHER_VARIABLES if name not in os.environ]
+    if missing:
+        return (f"--parallel needs a launcher that sets {', '.join(missing)}: "
+                "python -m cs336_profile.launch --nproc-per-node N --parallel ... "
+                "(or torchrun --nproc_per_node=N -m cs336_profile.run --parallel ...)")
+    values = {name: os.environ[name] for name in LAUNCHER_VARIABLES}
+    if not all(value.strip().isdigit() for value in values.values()):
+        return f"--parallel: the launcher's {values} are not all whole numbers"
+    rank, world_size, local_rank = (int(value) for value in values.values())
+    if not rank < world_size or not local_rank < world_size:
+        return f"--parallel: RANK {rank} and LOCAL_RANK {local_rank} must be below WORLD_SIZE {world_size}"
+    return None
+
+
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse, through ``parser.error`` (exit 2), a command that cannot run; create the results folder."""
+    for why in (checkpointing_problem(args), parallel_problem(args)):
+        if why is not None:
+            parser.error(why)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA GPU is visible to torch here; use --device cpu")
     if getattr(args, "emit_nvtx", False) and args.device != "cuda":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,8 +24,11 @@ def _finite_or_none(value):
 
 def unwritable_reason(folder: Path) -> str | None:
     """Why files cannot be written in ``folder`` (created when absent), or None when they can; a
-    name the system refuses (too long, say) is such a reason, not an error."""
+    name the system refuses (too long, say) or a dangling link on the way is such a reason, not an error."""
     try:
+        dangling = next((p for p in (folder, *folder.parents) if p.is_symlink() and not p.exists()), None)
+        if dangling is not None:
+            return f"{dangling} is a symbolic link to {os.readlink(dangling)}, which does not exist"
         if folder.exists() and not folder.is_dir():
             return "is a file, not a folder"
         folder.mkdir(parents=True, exist_ok=True)

@@ -59,7 +59,7 @@ from cs336_profile.experiments.memory import MemoryStudy, run_memory_study
 from cs336_profile.experiments.mixed_precision import accumulation_loops, toy_model_dtypes
 from cs336_profile.experiments.norm_precision import NormStudy, norm_precision_rows, worst_over_sites
 from cs336_profile.experiments.overhead import alternating_steps, overhead_rows
-from cs336_profile.parallel import PARALLEL_MODES, run_parallel_configs
+from cs336_profile.parallel import JOIN_TIMEOUT_S, PARALLEL_MODES, run_parallel_configs
 from cs336_profile.preflight import check_args, non_negative_int, positive_int, results_name
 from cs336_profile.results import write_results
 from cs336_profile.tables import mean_std, number, plain, print_table
@@ -150,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="torch.autograd.profiler.emit_nvtx around the measured steps (one range per op)")
     bench.add_argument("--parallel", choices=PARALLEL_MODES,
                        help="data-parallel run over torchrun's processes (batch size per rank)")
+    bench.add_argument("--join-timeout", type=positive_int, default=int(JOIN_TIMEOUT_S), metavar="S",
+                       help=f"with --parallel, seconds a rank waits for the others to join "
+                            f"(default: {JOIN_TIMEOUT_S:g})")
     bench.set_defaults(handler=cmd_bench)
 
     attention = commands.add_parser("attention", help="attention alone: eager, compiled, SDPA")
@@ -251,10 +254,9 @@ def cmd_bench(args: argparse.Namespace) -> None:
         results = _bench_and_write(args, runs)
         print_table("bench", [result.summary for result in results], BENCH_COLUMNS)
         return
-    if args.compile:
-        raise SystemExit("--parallel runs the eager model: leave out --compile")
     results = run_parallel_configs(runs, args.parallel, progress=not args.no_progress,
-                                   on_result=lambda results: _write_bench(args, results))
+                                   on_result=lambda results: _write_bench(args, results),
+                                   join_timeout_s=args.join_timeout)
     if results:  # rank 0 holds every rank's rows
         print_table(f"bench, {args.parallel}", [result.summary for result in results], PARALLEL_COLUMNS)
 

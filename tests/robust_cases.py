@@ -226,8 +226,11 @@ GROUP_3 = [
 
 # ----------------------------------------------------------------------------- 4 decompression and export caches
 def _cache_files(root: Path) -> list[Path]:
+    """Files in the cache folder, its install key (which seals the caches' entries) aside."""
+    from analysis.local_key import KEY_FILE
+
     folder = root / "cache"
-    return [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+    return [p for p in folder.rglob("*") if p.is_file() and p.name != KEY_FILE] if folder.is_dir() else []
 
 
 def _cache_empty(root: Path, outcome) -> list[str]:
@@ -321,8 +324,10 @@ def assert_clean(case: Case, sandbox: Path) -> None:
 
 
 def all_cases() -> list[Case]:
-    """Every case of the ten groups, then those of the loader's second round (groups 22 to 29)."""
+    """Every case of the ten groups, then those of the loader's second round (groups 22 to 29) and of
+    the newer features (groups 101 to 111)."""
+    from tests.robust_cases_app import APP_GROUPS
     from tests.robust_cases_load import GROUPS_LOAD
     from tests.robust_cases_traces import GROUPS_5_TO_10
 
-    return GROUP_1 + GROUP_2 + GROUP_3 + GROUP_4 + GROUPS_5_TO_10 + GROUPS_LOAD
+    return GROUP_1 + GROUP_2 + GROUP_3 + GROUP_4 + GROUPS_5_TO_10 + GROUPS_LOAD + APP_GROUPS

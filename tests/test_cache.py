@@ -1,19 +1,33 @@
 """The results database: content keys, round trips, flat SQL tables, replacement."""
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import os
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 import sqlite_utils
 
 from analysis import cache as cache_module
 from analysis.cache import ResultsCache
+from tests.bad_inputs import runner_trace
+
+
+@functools.cache
+def _analyzed() -> dict:
+    """The summary of a small runner-shaped trace: a summary of the schema to start from."""
+    from analysis.summary import analyze_trace
+
+    with tempfile.TemporaryDirectory() as folder:
+        return analyze_trace(runner_trace(Path(folder) / "base.sqlite"))
 
 
 def _summary(trace: str, forward_ms: float, phases=("forward", "backward")) -> dict:
-    """A summary shaped like analyze_trace's JSON (only the keys the cache reads, plus a question)."""
+    """A summary of the schema whose forward and backward figures (what the flat tables hold) are given."""
     figures = {
         "forward": {
             "kernels_per_pass": 1198.0,
@@ -30,14 +44,9 @@ def _summary(trace: str, forward_ms: float, phases=("forward", "backward")) -> d
             "by_category_ms_per_pass": {"gemm": 25.0},
         },
     }
-    return {
-        "trace": trace,
-        "gpu": "NVIDIA H200",
-        "nsys_version": "2025.3.1",
-        "measured_passes": 3,
-        "phases": {phase: figures[phase] for phase in phases},
-        "questions": {"a": {"forward_ms": forward_ms}},
-    }
+    base = copy.deepcopy(_analyzed())
+    return {**base, "trace": trace, "gpu": "NVIDIA H200", "nsys_version": "2025.3.1", "measured_passes": 3,
+            "phases": {phase: {**base["phases"][phase], **figures[phase]} for phase in phases}}
 
 
 @pytest.fixture
@@ -164,7 +173,7 @@ def test_replacing_an_entry_replaces_its_rows(results, trace_file, tmp_path):
         {"trace": "run.sqlite", "phase": "forward", "kernel_ms_per_pass": 31.0},
     ]
     assert list(db.query("SELECT count(*) AS n FROM categories WHERE trace = 'run.sqlite'")) == [{"n": 2}]
-    assert results.get(trace_file)["questions"]["a"]["forward_ms"] == 31.0
+    assert results.get(trace_file)["phases"]["forward"]["kernel_ms_per_pass"] == 31.0
 
 
 def test_real_summary_fills_the_flat_tables(results, fixture_trace):
@@ -206,8 +215,8 @@ def test_other_range_names_key_apart(tmp_path, trace_file):
         defaults.put(trace_file, _summary("run.sqlite", 30.5))
         assert renamed.get(trace_file) is None
         renamed.put(trace_file, _summary("run.sqlite", 31.0))
-        assert defaults.get(trace_file)["questions"]["a"]["forward_ms"] == 30.5
-        assert renamed.get(trace_file)["questions"]["a"]["forward_ms"] == 31.0
+        assert defaults.get(trace_file)["phases"]["forward"]["kernel_ms_per_pass"] == 30.5
+        assert renamed.get(trace_file)["phases"]["forward"]["kernel_ms_per_pass"] == 31.0
 
 
 def test_timings_json_beside_the_trace_is_part_of_the_key(results, trace_file):
@@ -223,4 +232,4 @@ def test_timings_json_beside_the_trace_is_part_of_the_key(results, trace_file):
     assert results.key_for(trace_file) not in (alone, with_timings)
     assert results.get(trace_file) is None
     timings.unlink()
-    assert results.get(trace_file)["questions"]["a"]["forward_ms"] == 30.5
+    assert results.get(trace_file)["phases"]["forward"]["kernel_ms_per_pass"] == 30.5

@@ -122,7 +122,9 @@ def test_every_external_trace_is_analyzed_or_refused_in_one_line(external_trace,
 def test_html_and_markdown_go_to_the_report_package(fixture_trace, tmp_path, fake_report):
     bad = tmp_path / "empty.sqlite"
     bad.touch()
-    argv = [str(fixture_trace(FORWARD)), str(bad), "--out", str(tmp_path), "--format", "html,md", "--results", "res", "--jobs", "1"]
+    (tmp_path / "res").mkdir()
+    argv = [str(fixture_trace(FORWARD)), str(bad), "--out", str(tmp_path), "--format", "html,md", "--results",
+            str(tmp_path / "res"), "--jobs", "1"]
     assert cli.main(argv) == 1
     data, failures, out_dir, formats = fake_report["report"]
     assert [s["trace"] for s in data.summaries] == [FORWARD]
@@ -162,10 +164,11 @@ def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_
     for option in ("--warmup-prefix", "--step-prefix", "--phase-names", "--attention-names"):
         assert option in help_text
     seen = []
+    summary = cli.analyze_trace(trace)  # a summary of the schema: the cache serves no other
 
     def record(path, names, inputs):
         seen.append(names)
-        return {"trace": path.name, "phases": {}}
+        return {**summary, "trace": path.name}
 
     monkeypatch.setattr(cli, "analyze_trace", record)
     argv = [str(trace), "--out", str(tmp_path), "--jobs", "1", "--format", "json"]

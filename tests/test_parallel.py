@@ -178,10 +178,13 @@ def test_each_rank_marks_its_place_and_ranges_the_gradient_synchronization(comma
                 assert names(phases[0][1]) == ["layer_0", "layer_1"]  # the forward's block ranges
 
 
-def test_without_a_launcher_the_run_stops_with_one_line(monkeypatch):
+def test_without_a_launcher_the_run_stops_with_one_line(monkeypatch, capsys):
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(SystemExit, match="RANK, WORLD_SIZE, LOCAL_RANK: torchrun --nproc_per_node=N"):
+    with pytest.raises(SystemExit) as stop:  # a usage error, before any work
         main(["--parallel", "ddp-naive", "--sizes", "tiny", "--device", "cpu"])
-    with pytest.raises(SystemExit, match="leave out --compile"):
+    assert stop.value.code == 2
+    assert "--parallel needs a launcher that sets RANK, WORLD_SIZE, LOCAL_RANK" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
         main(["--parallel", "fsdp", "--sizes", "tiny", "--device", "cpu", "--compile"])
+    assert stop.value.code == 2 and "leave out --compile" in capsys.readouterr().err

@@ -5,7 +5,10 @@ or a full disk never leaves a file that looks finished; ``*.part`` files older t
 (left by killed runs) are removed on the way. Decompression stops at a size bound (a file that
 expands past it is refused, never kept), ``nsys export`` runs under a timeout, a failed export
 is removed instead of being reused, and a copy whose trace is then refused is removed by the
-loader (:func:`discard`). With ``keep=False`` copies go to a temporary folder removed after use.
+loader (:func:`discard`). A kept copy is served again only while the seal beside it
+(``<copy>.seal``: :mod:`analysis.local_key`, over the input's and the copy's content hashes)
+holds, so a file planted under a copy's name, or a copy cut short, is made again instead of being
+analyzed as the input. With ``keep=False`` copies go to a temporary folder removed after use.
 Every message names the folder.
 """
 from __future__ import annotations
@@ -14,6 +17,7 @@ import functools
 import hashlib
 import lzma
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -23,9 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import NsysReportGiven, TraceError, TruncatedTrace
+from analysis.local_key import seal, seal_holds
 
 MIB = 1 << 20
 STALE_PART_S = 3600.0
+SEAL_SUFFIX = ".seal"
 
 
 class InputCacheError(TraceError):
@@ -111,10 +117,35 @@ def _part_file(target: Path, suffix: str = ".part") -> Iterator[Path]:
         raise
 
 
+def _sealed_copy(source: Path, folder: Path, settings: InputCache) -> tuple[Path, bool]:
+    """(the copy's path for ``source`` in ``folder``, whether it may be served as it is). Outside
+    the kept cache folder a copy is always made; in it, a copy whose seal does not hold (planted,
+    cut short, of another input) is removed, with its seal, to be made again."""
+    target = folder / f"{file_sha256(source)}.sqlite"
+    seal_path = target.with_name(target.name + SEAL_SUFFIX)
+    try:
+        if settings.keep and target.is_file() and not target.is_symlink() and \
+                seal_holds(seal_path.read_text(), file_sha256(source), file_sha256(target)):
+            return target, True
+    except (OSError, UnicodeDecodeError):
+        pass  # no seal, or one that cannot be read: the copy is made again
+    for stale in (target, seal_path):
+        stale.unlink(missing_ok=True)
+    return target, False
+
+
+def _seal(source: Path, copy: Path, settings: InputCache) -> None:
+    """Write the seal that lets a kept ``copy`` be served for ``source`` later."""
+    if not settings.keep:
+        return
+    with _part_file(copy.with_name(copy.name + SEAL_SUFFIX)) as part:
+        part.write_text(seal(file_sha256(source), file_sha256(copy)))
+
+
 def decompress_xz(path: Path, folder: Path, settings: InputCache) -> Path:
-    """The decompressed copy of an ``.xz`` input in ``folder`` (made if absent)."""
-    target = folder / f"{file_sha256(path)}.sqlite"
-    if target.exists():
+    """The decompressed copy of an ``.xz`` input in ``folder`` (made unless a sealed one is there)."""
+    target, ready = _sealed_copy(path, folder, settings)
+    if ready:
         return target
     bound = settings.bound(path.stat().st_size)
     try:
@@ -127,6 +158,7 @@ def decompress_xz(path: Path, folder: Path, settings: InputCache) -> Path:
                         f"decompresses to more than {bound / MIB:,.0f} MiB (the bound; raise it with "
                         "--max-decompressed-mib); nothing was kept")
                 out.write(chunk)
+        _seal(path, target, settings)
     except (lzma.LZMAError, EOFError) as err:
         raise TruncatedTrace(f"the xz stream is damaged or cut short ({err})") from err
     except OSError as err:
@@ -135,27 +167,48 @@ def decompress_xz(path: Path, folder: Path, settings: InputCache) -> Path:
 
 
 def export_report(path: Path, nsys: str, folder: Path, settings: InputCache) -> Path:
-    """The SQLite export of an ``.nsys-rep`` in ``folder``, made with ``nsys export`` if absent."""
-    target = folder / f"{file_sha256(path)}.sqlite"
-    if target.exists():
+    """The SQLite export of an ``.nsys-rep`` in ``folder``, made with ``nsys export`` unless a sealed
+    one is there."""
+    target, ready = _sealed_copy(path, folder, settings)
+    if ready:
         return target
     with _part_file(target, ".part.sqlite") as part:  # nsys adds .sqlite to a name without it
         try:
-            result = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true",
-                                     "--output", str(part), str(path)], capture_output=True, text=True,
-                                    timeout=settings.export_timeout_s)
+            returncode, output = _run_bounded([nsys, "export", "--type", "sqlite", "--force-overwrite", "true",
+                                               "--output", str(part), str(path)], settings.export_timeout_s)
         except subprocess.TimeoutExpired as err:
             raise NsysReportGiven(f"is an nsys report and `nsys export` did not finish in "
-                                  f"{settings.export_timeout_s:g} s (timeout; raise it with --export-timeout)") from err
+                                  f"{settings.export_timeout_s:g} s (timeout; it was stopped with every process "
+                                  "it started; raise it with --export-timeout)") from err
         except OSError as err:
             raise InputCacheError(f"cannot export into {folder} ({err.strerror or err})") from err
-        if result.returncode != 0 or not part.exists():
-            last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        if returncode != 0 or not part.exists():
+            last = output.strip().splitlines()[-1:] or ["no output"]
             raise NsysReportGiven(f"is an nsys report and `nsys export` failed: {last[0]}")
+    try:
+        _seal(path, target, settings)
+    except OSError as err:
+        raise InputCacheError(f"cannot export into {folder} ({err.strerror or err})") from err
     return target
 
 
+def _run_bounded(command: list[str], timeout_s: float) -> tuple[int, str]:
+    """(exit status, stderr or else stdout) of ``command`` run in a process group of its own; past
+    ``timeout_s`` the whole group is killed (nsys's own children too, none left running) and
+    :class:`subprocess.TimeoutExpired` raised."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout_s)
+        except BaseException:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+    return process.returncode, stderr or stdout
+
+
 def discard(copy: Path, original: Path) -> None:
-    """Remove the cached copy of an input that was refused (never the input itself)."""
+    """Remove the cached copy of an input that was refused, and its seal (never the input itself)."""
     if copy != original:
         copy.unlink(missing_ok=True)
+        copy.with_name(copy.name + SEAL_SUFFIX).unlink(missing_ok=True)

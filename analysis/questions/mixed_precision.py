@@ -242,7 +242,7 @@ def _spread_text(done: pd.DataFrame) -> str:
     """Which forward speedups the spread between fp32 runs of the same configuration leaves standing."""
     if "forward_speedup_settled" not in done or done["fp32_runs"].fillna(0).max() < 2:
         return ""
-    several = done[done["fp32_runs"] > 1]
+    several = done[(done["fp32_runs"] > 1) & done["forward_speedup"].notna()]  # a time left out has no speedup
     unsettled = several[~several["forward_speedup_settled"].astype(bool)]
     if unsettled.empty:
         return (f" Every forward speedup stands outside the spread between fp32 runs "

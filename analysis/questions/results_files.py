@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.numbers import is_number, number_problem
 from analysis.records import ResultsAnswer, Unanswered  # noqa: F401  (what the questions return)
 from analysis.runs import size_order
 from cs336_profile.config import DEFAULT_HANDOUT
@@ -57,10 +58,7 @@ def read_results_dir(results_dir: str | Path | None) -> ResultsSet:
     paths = sorted(root.rglob("*.json"), key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
     documents, depth_of, problems = {}, {}, []
     for path in paths:
-        try:
-            document = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+        document = _json_document(path, path.relative_to(root).as_posix(), problems)
         if not (isinstance(document, dict) and isinstance(document.get("experiment"), str)
                 and isinstance(document.get("rows"), list)):
             continue
@@ -71,28 +69,53 @@ def read_results_dir(results_dir: str | Path | None) -> ResultsSet:
     return ResultsSet(documents, tuple(problems))
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _json_document(path: Path, name: str, problems: list[str]):
+    """The parsed JSON of ``path``, or None: silently for a file that is not JSON (not a results
+    file), with a problem line for one that cannot be read. A FIFO or device is never opened (it
+    could block)."""
+    if not path.is_file():
+        problems.append(f"{name}: is not a regular file; left out")
+        return None
+    try:
+        return json.loads(path.read_text())
+    except RecursionError:
+        problems.append(f"{name}: its JSON is nested too deeply to read; left out")
+    except OSError as err:
+        problems.append(f"{name}: cannot be read ({err.strerror or err}); left out")
+    except ValueError:
+        pass
+    return None
+
+
+def _value_problem(key: str, value, numeric: bool) -> str | None:
+    """Why a row's value is left out: a non-number in a column of numbers, or a number that cannot
+    be the quantity (:func:`analysis.numbers.number_problem`)."""
+    if value is None:
+        return None
+    if not is_number(value):
+        return "not a number" if numeric else None
+    return number_problem(key, value)
 
 
 def _valid_rows(name: str, rows: list, problems: list[str]) -> list[dict]:
     """The rows that are objects, with each value that is not a number in a column of numbers
-    (one holding at least as many numbers as other values, nulls aside) made null; one problem
-    line per change."""
+    (one holding at least as many numbers as other values, nulls aside), and each number that
+    cannot be its quantity (NaN, Infinity, 1e308, a negative time), made null; one problem line
+    per change."""
     kept = [row for row in rows if isinstance(row, dict)]
     if len(kept) < len(rows):
         problems.append(f"{name}: {len(rows) - len(kept)} rows are not JSON objects; left out")
     numeric = set()
     for key in {key for row in kept for key in row}:
         values = [row[key] for row in kept if row.get(key) is not None]
-        numbers = sum(map(_is_number, values))
+        numbers = sum(map(is_number, values))
         if numbers and numbers >= len(values) - numbers:
             numeric.add(key)
     cleaned = []
     for index, row in enumerate(kept):
-        bad = [key for key in numeric if key in row and row[key] is not None and not _is_number(row[key])]
-        problems += [f"{name}: row {index} has {key} = {json.dumps(row[key])[:40]}, not a number; left out"
-                     for key in sorted(bad)]
+        bad = {key: why for key in row if (why := _value_problem(key, row[key], key in numeric))}
+        problems += [f"{name}: row {index} has {key} = {json.dumps(row[key])[:40]}, {why}; left out"
+                     for key, why in sorted(bad.items())]
         cleaned.append({**row, **dict.fromkeys(bad)})
     return cleaned
 
