@@ -68,7 +68,10 @@ def _analyze_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="analyze-nsys",
         description="Answer the CS336 profiling questions from nsys traces: .nsys-rep reports (exported with "
-                    "`nsys export`, which must be on PATH) or their SQLite exports (.sqlite or .sqlite.xz).",
+                    "`nsys export`, which must be on PATH) or their SQLite exports (.sqlite or .sqlite.xz).\n"
+                    "Any program's trace works with no flags: steps, warm-up, phases and attention parts are found in it\n"
+                    "(your own NVTX ranges, nsys's PyTorch labels, or the kernels alone), and one line per trace says\n"
+                    "what was found and from which names.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
