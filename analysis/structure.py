@@ -65,6 +65,8 @@ WARMUP_FAMILY = re.compile(r"warm(_?up)?(_.*)?")
 MEASURED_FAMILY = re.compile(r"(measure[ds]?|timed|benchmark(ed)?|profiled?)(_(steps?|iters?|iterations?|loop|region|runs?))?")
 # NVTX domains of libraries, not of the user's code: their ranges are never a role.
 LIBRARY_DOMAINS = frozenset({"nccl", "cccl", "cub", "cublas", "cublaslt", "cudnn", "nvshmem", "tensorrt"})
+# Ranges libraries push in the default domain (NCCL's API calls in some nsys versions).
+LIBRARY_NAME = re.compile(r"^nccl[A-Z]")
 REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the softmax
     (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*|sm")),
     (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_|$)|query_key).*")),
@@ -223,7 +225,8 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
 def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The user's own ranges, and PyTorch's labels; op-level ranges and library domains in neither."""
     op_level = ranges["name"].str.contains(OP_LEVEL).to_numpy(dtype=bool) | \
-        ranges["domain"].astype(str).str.lower().isin(LIBRARY_DOMAINS).to_numpy(dtype=bool)
+        ranges["domain"].astype(str).str.lower().isin(LIBRARY_DOMAINS).to_numpy(dtype=bool) | \
+        ranges["name"].str.contains(LIBRARY_NAME).to_numpy(dtype=bool)
     torch_label = ranges["name"].str.contains(TORCH_LABEL).to_numpy(dtype=bool)
     return ranges[~op_level & ~torch_label], ranges[torch_label & ~op_level]
 
@@ -582,7 +585,10 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
         return (*_prefixed_steps(own, names, notes), False)
     candidates = own[~own["range_id"].isin(phases["range_id"]) & ~own["name"].isin(phases["range_name"])]
     if candidates.empty or phases.empty:
-        return None, "no range holds the phases", own.iloc[:0], False
+        why = "no range holds the phases" if len(phases) else (
+            "no phase found: no range named like a phase, no PyTorch labels, and no kernels launched from a second "
+            "thread (PyTorch's autograd thread)")
+        return None, why, own.iloc[:0], False
     forwards = _contains(candidates, phases[phases["name"] == "forward"])
     backwards = _contains(candidates, phases[phases["name"] == "backward"])
     held = _contains(candidates, phases)

@@ -179,3 +179,22 @@ def test_many_ranges_of_a_phase_name_inside_the_steps_count_no_extra_pass(tmp_pa
     labelled = label_ops(load_trace(path, RangeFilter()))
     assert labelled.measured_passes == {"forward": 3, "loss": 3, "backward": 3, "optimizer_step": 3}
     assert labelled.structure.inference_passes > 0
+
+
+def test_optimizer_dot_step_and_block_ranges(tmp_path):
+    """`optimizer.step` is the optimizer; `block_<i>` ranges inside the forward are the blocks."""
+    script = Script()
+
+    def forward():
+        for block in range(3):
+            script.range(f"block_{block}", lambda: script.kernel(count=2))
+
+    for i in range(3):
+        script.range(f"step {i}", lambda: [script.range("forward_pass", forward),
+                                           script.range("loss.backward", lambda: script.kernel(tid=AUTOGRAD, count=4)),
+                                           script.range("optimizer.step", lambda: script.kernel(name=OPTIMIZER_KERNEL))])
+    structure = script.labelled(tmp_path, RangeNames(warmup_steps=0)).structure
+    assert structure.phase_names == {"forward": ["forward_pass"], "backward": ["loss.backward"],
+                                     "optimizer_step": ["optimizer.step"]}
+    assert structure.block_family == "block_<i>"
+    assert sorted(structure.block_ranges.value_counts().to_dict().items()) == [(0, 3), (1, 3), (2, 3)]
