@@ -38,21 +38,20 @@ class RangeFilter:
     but the op-level ones, :data:`OP_LEVEL`). Marks and domain names are always read."""
 
     skip: re.Pattern = OP_LEVEL
-    keep: bool = False  # keep the ranges ``skip`` finds instead, and no other
 
     def where(self, conn: sqlite3.Connection, strings: StringTable, has_text: bool) -> str:
         """SQL condition on a range row (its ``text``, else its ``textId``) that keeps the wanted
         ranges, through a function registered on ``conn``."""
-        found_ids = frozenset(strings.ids_matching(self.skip))
-        pattern, keep = self.skip, self.keep
+        skipped = frozenset(strings.ids_matching(self.skip))
+        skip = self.skip
 
         def wanted(text, text_id) -> int:
-            found = pattern.search(text) is not None if isinstance(text, str) else text_id in found_ids
-            return found == keep
+            if isinstance(text, str):
+                return skip.search(text) is None
+            return text_id not in skipped
 
-        name = f"nvtx_range_{'kept' if keep else 'wanted'}"
-        conn.create_function(name, 2, wanted, deterministic=True)
-        return f"{name}({'text' if has_text else 'NULL'}, textId)"
+        conn.create_function("nvtx_range_wanted", 2, wanted, deterministic=True)
+        return f"nvtx_range_wanted({'text' if has_text else 'NULL'}, textId)"
 
 
 NVTX_EVENT_COLUMNS = ("start_ns", "end_ns", "event_type", "name", "domain", "pid", "tid", "end_tid")
@@ -107,16 +106,22 @@ def read_gemm_ops(conn: sqlite3.Connection, schema: dict, strings: StringTable) 
     if NVTX_TABLE not in schema or not {"start", "end", "globalTid"} <= set(schema[NVTX_TABLE]):
         return pd.DataFrame(columns=columns)
     has_text = "text" in schema[NVTX_TABLE]
-    condition = RangeFilter(GEMM_OP, keep=True).where(conn, strings, has_text)
+    # SQLite narrows the rows natively (a GLOB on inline names, the ids of matching registered
+    # names); the exact pattern is checked on what it lets through.
+    ids = ", ".join(map(str, strings.ids_matching(GEMM_OP))) or "NULL"
+    by_id = f"textId IN ({ids})" if "textId" in schema[NVTX_TABLE] else "0"
+    condition = f"(text GLOB 'aten::*mm, *sizes = *' OR {by_id})" if has_text else by_id
     rows = conn.execute(
         f"SELECT start, \"end\", globalTid, {'text' if has_text else 'NULL'}, "
         f"{'textId' if 'textId' in schema[NVTX_TABLE] else 'NULL'} FROM {NVTX_TABLE} "
         f"WHERE eventType IN ({', '.join(map(str, NVTX_PUSH_POP))}) AND \"end\" IS NOT NULL AND {condition}").fetchall()
     table = pd.DataFrame(rows, columns=["start_ns", "end_ns", "tid", "text", "text_id"])
     global_tid = table["tid"].to_numpy(np.int64)
-    names = np.where(table["text"].notna(), table["text"], strings.lookup(table["text_id"].to_numpy()))
-    return pd.DataFrame({"start_ns": table["start_ns"].to_numpy(np.int64), "end_ns": table["end_ns"].to_numpy(np.int64),
-                         "pid": process_of(global_tid), "tid": tid_of(global_tid), "name": names.astype(str)}, columns=columns)
+    names = np.where(table["text"].notna(), table["text"], strings.lookup(table["text_id"].to_numpy())).astype(str)
+    found = np.array([GEMM_OP.search(name) is not None for name in names], dtype=bool)
+    return pd.DataFrame({"start_ns": table["start_ns"].to_numpy(np.int64)[found],
+                         "end_ns": table["end_ns"].to_numpy(np.int64)[found], "pid": process_of(global_tid)[found],
+                         "tid": tid_of(global_tid)[found], "name": names[found]}, columns=columns)
 
 
 def ranges_of(events: pd.DataFrame, capture_end_ns: int, notes: list[str]) -> pd.DataFrame:
