@@ -118,8 +118,8 @@ def _command_lines() -> list[tuple[str, str]]:
     return found
 
 
-MODULES = {"cs336_profile.run": "python -m cs336_profile.run", "cs336_profile.launch": "python -m cs336_profile.launch",
-           "nsys_runs.sweep": "python -m nsys_runs.sweep", "nsys_runs.scale_trace": "python -m nsys_runs.scale_trace"}
+# `python -m MODULE` commands of the reference by module: an example of any other module of the project fails.
+MODULES = {name.removeprefix("python -m "): name for name, _, _ in generate.COMMANDS if name.startswith("python -m ")}
 
 
 def _invocation(line: str) -> tuple[str, list[str]]:
