@@ -7,7 +7,7 @@ PY      = $(VENV)/bin/python
 # torch 2.13.0 has a CPU build; an unpinned torch would pull a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: install install-test report test
+.PHONY: install install-test report test docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,3 +45,8 @@ report: install
 test: install-test
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n 2 -q tests
+
+## Write the documents made from the code: docs/cli-reference.md (from the commands' parsers; the runner's
+## needs torch), docs/summary.schema.json and the summary outline in docs/architecture.md.
+docs: install-test
+	$(PY) docs/generate.py

@@ -15,13 +15,18 @@ import sys
 from cs336_profile.preflight import positive_int
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Launch the ranks; returns the exit status."""
+def build_parser() -> argparse.ArgumentParser:
+    """The launcher's own options; the rest of the command line goes to the runner."""
     parser = argparse.ArgumentParser(prog="python -m cs336_profile.launch", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nproc-per-node", type=positive_int, required=True, metavar="N",
                         help="ranks (processes) on this host")
-    args, runner_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Launch the ranks; returns the exit status."""
+    args, runner_args = build_parser().parse_known_args(sys.argv[1:] if argv is None else argv)
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main as torchrun

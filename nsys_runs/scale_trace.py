@@ -288,8 +288,7 @@ def _scale_in_place(conn: sqlite3.Connection, out: Path, repeat: int | None, ker
     return ScaledTrace(out, repeat, measured_steps, kernels_in_source, kernels_per_copy)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: scale one trace, print one line about the result."""
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m nsys_runs.scale_trace",
         description="Write a larger nsys SQLite export by repeating the measured step_<i> windows of SOURCE.",
@@ -299,7 +298,12 @@ def main(argv: list[str] | None = None) -> int:
     size = parser.add_mutually_exclusive_group(required=True)
     size.add_argument("--repeat", type=int, metavar="K", help="append K copies of the measured steps")
     size.add_argument("--kernels", type=int, metavar="N", help="append copies until the trace has at least N kernels")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: scale one trace, print one line about the result."""
+    args = build_parser().parse_args(argv)
     try:
         scaled = scale_trace(args.source, args.out, repeat=args.repeat, kernels=args.kernels)
     except ScaleError as error:

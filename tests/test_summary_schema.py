@@ -1,6 +1,6 @@
 """The summary's documented layout: docs/summary.schema.json and the outline in
-docs/architecture.md are the schema the code makes (neither can drift), and the JSON of real
-analyzed traces validates against the documented schema."""
+docs/architecture.md are the schema the code makes (neither can drift; `python docs/generate.py`
+writes both), and the JSON of real analyzed traces validates against the documented schema."""
 from __future__ import annotations
 
 import json
@@ -10,35 +10,13 @@ import pytest
 
 from analysis.summary import analyze_trace, summary_schema
 from analysis.summary_schema import SCHEMA_VERSION, problems
+from docs.generate import summary_outline as outline
 from tests.conftest import REPO
 
 SCHEMA_FILE = REPO / "docs" / "summary.schema.json"
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 OUTLINE_BLOCK = re.compile(r"<!-- summary-outline -->\n```text\n(.*?)```", re.DOTALL)
 EXAMPLE_TRACES = ("small_ctx128_train_fp32.sqlite.xz", "small_ctx128_forward_fp32.sqlite.xz")
-
-
-def outline(schema: dict, path: str = "") -> list[str]:
-    """``path: type`` per property of the schema, depth first (``*`` any key, ``[]`` any item)."""
-    if "anyOf" in schema:
-        (inner,) = [option for option in schema["anyOf"] if option.get("type") != "null"]
-        lines = outline(inner, path)
-        return [lines[0] + " | null", *lines[1:]]
-    kind = schema.get("type", "any")
-    lines = [f"{path or '$'}: {kind}"] if path else []
-    if kind == "array":
-        item = schema["items"]
-        if item.get("type") == "object" or "anyOf" in item:
-            lines += outline(item, f"{path}[]")
-        else:
-            lines[-1] += f" of {item.get('type', 'any')}"
-    if kind == "object":
-        for name, item in schema.get("properties", {}).items():
-            lines += outline(item, f"{path}.{name}" if path else name)
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, dict):
-            lines += outline(extra, f"{path}.*")
-    return lines
 
 
 def test_the_documented_schema_is_the_code_schema():
