@@ -54,7 +54,7 @@ def make_batch(folder: Path, count: int) -> list[Path]:
 
 def run_cli(traces: list[Path], out: Path, *options: str) -> float:
     """Wall time of one whole `analyze-nsys --format json --no-cache` process."""
-    command = [sys.executable, "-m", "analysis.cli", *map(str, traces), "--format", "json", "--no-cache",
+    command = [sys.executable, "-m", "analysis.app.cli", *map(str, traces), "--format", "json", "--no-cache",
                "--out", str(out), *options]
     started = time.perf_counter()
     subprocess.run(command, cwd=REPO, check=True, stderr=subprocess.DEVNULL)

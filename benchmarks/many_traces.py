@@ -45,7 +45,7 @@ def sweep_traces() -> list[Path]:
 
 def run_cli(traces: list[Path], jobs: int | None) -> float:
     """Wall time of one `analyze-nsys --format json` run over `traces`."""
-    command = [sys.executable, "-m", "analysis.cli", *map(str, traces), "--format", "json", "--out", str(REPORT_DIR)]
+    command = [sys.executable, "-m", "analysis.app.cli", *map(str, traces), "--format", "json", "--out", str(REPORT_DIR)]
     if jobs is not None:
         command += ["--jobs", str(jobs)]
     started = time.perf_counter()

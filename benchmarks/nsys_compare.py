@@ -35,7 +35,7 @@ def nsys_command(nsys: str, trace: Path, out: Path) -> list[str]:
 
 def analyzer_command(trace: Path, out: Path) -> list[str]:
     """`analyze-nsys TRACE --format json --no-cache`, one process, as a user types it."""
-    return [sys.executable, "-m", "analysis.cli", str(trace), "--format", "json", "--no-cache", "--jobs", "1",
+    return [sys.executable, "-m", "analysis.app.cli", str(trace), "--format", "json", "--no-cache", "--jobs", "1",
             "--out", str(out)]
 
 

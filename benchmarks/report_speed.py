@@ -48,7 +48,7 @@ def floor_s() -> tuple[float, float]:
 
 def report_s(out: Path, cache: Path) -> tuple[float, float]:
     """(wall s, CPU s) of the report command writing into `out`, decompressing into `cache`."""
-    command = [sys.executable, "-m", "analysis.cli", *map(str, TRACES), "--results", str(RESULTS),
+    command = [sys.executable, "-m", "analysis.app.cli", *map(str, TRACES), "--results", str(RESULTS),
                "--format", "html,md,json", "--out", str(out)]
     return _timed(command, cwd=REPO, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                   env={**os.environ, "CS336_PROFILE_CACHE": str(cache)})

@@ -23,7 +23,7 @@ STEP = "step"
 TIMED_PARTS = (*PHASES, STEP)
 
 # ----------------------------------------------------------------------------- NVTX range names
-# Defaults; the analyzer takes other names from its options (analysis.phases.RangeNames).
+# Defaults; the analyzer takes other names from its options (analysis.core.phases.RangeNames).
 WARMUP_PREFIX = "warmup_"
 STEP_PREFIX = "step_"
 ATTENTION_RANGE = "attention"

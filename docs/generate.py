@@ -31,8 +31,8 @@ WIDTH = 100  # descriptions not written by hand are wrapped at this width, as `-
 
 # Each command a user types, and the function that builds its parser (subcommands are found in it).
 COMMANDS = (
-    ("analyze-nsys", "analysis.cli", "_analyze_parser"),
-    ("analyze-nsys diff", "analysis.cli", "_diff_parser"),
+    ("analyze-nsys", "analysis.app.cli", "_analyze_parser"),
+    ("analyze-nsys diff", "analysis.app.cli", "_diff_parser"),
     ("python -m cs336_profile.run", "cs336_profile.run", "build_parser"),
     ("python -m cs336_profile.launch", "cs336_profile.launch", "build_parser"),
     ("python -m nsys_runs.sweep", "nsys_runs.sweep", "build_parser"),
@@ -177,8 +177,8 @@ def slug(heading: str) -> str:
 
 # ----------------------------------------------------------------------------- the summary's schema
 def summary_schema_json() -> str:
-    """docs/summary.schema.json: the summary's JSON schema, as analysis.summary makes it."""
-    from analysis.summary import summary_schema
+    """docs/summary.schema.json: the summary's JSON schema, as analysis.trace.summary makes it."""
+    from analysis.trace.summary import summary_schema
 
     return json.dumps(summary_schema(), indent=1) + "\n"
 
@@ -208,7 +208,7 @@ def summary_outline(schema: dict, path: str = "") -> list[str]:
 
 def architecture_with_outline(text: str) -> str:
     """docs/architecture.md with its summary outline block made from the schema (the rest as it is)."""
-    from analysis.summary import summary_schema
+    from analysis.trace.summary import summary_schema
 
     if not OUTLINE_BLOCK.search(text):
         raise SystemExit(f"{ARCHITECTURE.relative_to(REPO)} has no `<!-- summary-outline -->` block")

@@ -32,7 +32,7 @@ class Case:
 
 
 def analyze(traces, *extra: str, out: str = "out", fmt: str = "json") -> list[str]:
-    return ["analysis.cli", *map(str, traces), "--out", out, "--format", fmt, "--jobs", "1", *extra]
+    return ["analysis.app.cli", *map(str, traces), "--out", out, "--format", fmt, "--jobs", "1", *extra]
 
 
 def runner(*args: str, results: str = "results") -> list[str]:
@@ -227,7 +227,7 @@ GROUP_3 = [
 # ----------------------------------------------------------------------------- 4 decompression and export caches
 def _cache_files(root: Path) -> list[Path]:
     """Files in the cache folder, its install key (which seals the caches' entries) aside."""
-    from analysis.local_key import KEY_FILE
+    from analysis.load.local_key import KEY_FILE
 
     folder = root / "cache"
     return [p for p in folder.rglob("*") if p.is_file() and p.name != KEY_FILE] if folder.is_dir() else []

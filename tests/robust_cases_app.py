@@ -19,7 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
-from analysis.cache import TABLES, create_table_sql
+from analysis.app.cache import TABLES, create_table_sql
 from tests import bad_inputs as make
 from tests.robust_cases import Case, _analyze_once, _analyzed, _expect, _inputs, _json, _said, _trace, analyze, runner
 from tests.robust_cases_traces import TINY
@@ -110,7 +110,7 @@ def _other_code_worker(root: Path) -> Invocation:
     copy = root / "other-code"
     for package in ("analysis", "cs336_profile"):
         shutil.copytree(REPO / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "analysis" / "phases.py").write_text((copy / "analysis" / "phases.py").read_text() + "\n# changed\n")
+    (copy / "analysis" / "core" / "phases.py").write_text((copy / "analysis" / "core" / "phases.py").read_text() + "\n# changed\n")
     trace = _trace(root)
     cluster = _cluster(0)
     worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", cluster.scheduler_address,
@@ -313,7 +313,7 @@ def _diff(second):
     def build(root: Path) -> Invocation:
         trace = _trace(root)
         other = second(root, trace)
-        return Invocation(["analysis.cli", "diff", str(trace), str(other), "--out", str(root / "out")], [trace, other], ["out"],
+        return Invocation(["analysis.app.cli", "diff", str(trace), str(other), "--out", str(root / "out")], [trace, other], ["out"],
                           check=lambda r, o: _expect((o.returncodes[-1] == 0, f"exit status {o.returncodes[-1]}"),
                                                      ((r / "out" / "diff.json").is_file(), "no diff.json")))
     return build

@@ -234,7 +234,7 @@ def _lost_rank(root: Path) -> Invocation:
     one = make.edit_export(rank_trace(_inputs(root) / "one.sqlite"),
                            f"DELETE FROM {KERNEL} WHERE ((globalPid >> 24) & 16777215) = 200")
     out = root / "out"
-    return Invocation(["analysis.cli", "diff", str(both), str(one), "--out", str(out)], [both, one], ["out"],
+    return Invocation(["analysis.app.cli", "diff", str(both), str(one), "--out", str(out)], [both, one], ["out"],
                       check=lambda r, o: _lost_rank_check(out))
 
 

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.attribution import innermost_ranges, ops_in_windows
+from analysis.core.attribution import innermost_ranges, ops_in_windows
+from analysis.core.phases import RangeNames, gpu_ops, label_ops
 from analysis.load import load_trace
-from analysis.phases import RangeNames, gpu_ops, label_ops
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
 

@@ -8,7 +8,9 @@ import stat
 
 import pytest
 
-from analysis.errors import (
+from analysis.core.phases import label_ops
+from analysis.load import file_sha256, load_trace
+from analysis.load.errors import (
     NoKernels,
     NotATraceFile,
     NotNsysExport,
@@ -18,8 +20,6 @@ from analysis.errors import (
     TruncatedTrace,
     UnsupportedSchema,
 )
-from analysis.load import file_sha256, load_trace
-from analysis.phases import label_ops
 from tests.synthetic import build_export
 
 FORWARD = "small_ctx256_forward_fp32.sqlite"

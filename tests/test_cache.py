@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from analysis import cache as cache_module
-from analysis.cache import ResultsCache
+from analysis.app import cache as cache_module
+from analysis.app.cache import ResultsCache
 from tests.bad_inputs import runner_trace
 
 
 @functools.cache
 def _analyzed() -> dict:
     """The summary of a small runner-shaped trace: a summary of the schema to start from."""
-    from analysis.summary import analyze_trace
+    from analysis.trace.summary import analyze_trace
 
     with tempfile.TemporaryDirectory() as folder:
         return analyze_trace(runner_trace(Path(folder) / "base.sqlite"))
@@ -130,7 +130,7 @@ def test_a_summary_of_other_analysis_code_is_never_served(results, trace_file, t
     assert same_code == before
     (copy / "report" / "html.py").write_text((copy / "report" / "html.py").read_text() + "\n# drawing only\n")
     assert _fresh_analyzer_key(monkeypatch) == before  # the render package never changes a summary
-    (copy / "phases.py").write_text((copy / "phases.py").read_text() + "\n# a changed analysis\n")
+    (copy / "core" / "phases.py").write_text((copy / "core" / "phases.py").read_text() + "\n# a changed analysis\n")
     assert _fresh_analyzer_key(monkeypatch) != before
     assert results.get(trace_file) is None
 
@@ -177,7 +177,7 @@ def test_replacing_an_entry_replaces_its_rows(results, trace_file, tmp_path):
 
 
 def test_real_summary_fills_the_flat_tables(results, fixture_trace):
-    from analysis.summary import analyze_trace
+    from analysis.trace.summary import analyze_trace
 
     trace = fixture_trace("small_ctx128_train_fp32.sqlite")
     summary = analyze_trace(trace)
@@ -205,7 +205,7 @@ def test_real_summary_fills_the_flat_tables(results, fixture_trace):
 
 
 def test_other_range_names_key_apart(tmp_path, trace_file):
-    from analysis.phases import RangeNames
+    from analysis.core.phases import RangeNames
 
     with ResultsCache(tmp_path / "results.db") as defaults, \
             ResultsCache(tmp_path / "results.db", RangeNames(regions=("scores", "softmax", "final"))) as renamed, \

@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 from analysis.questions.checkpointing import answer_ckpt_b
-from analysis.questions.results_files import read_results_dir
-from analysis.records import Unanswered
+from analysis.questions.records import Unanswered
+from analysis.questions.shared.results_files import read_results_dir
 
 GIB = 1024**3
 DIMS = {"handout": "2026", "size": "xl", "batch_size": 4, "context_length": 2048, "dtype": "fp32", "d_model": 2560,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.classify import (
+from analysis.core.classify import (
     CATEGORIES,
     GEMM_PRECISION_RULES,
     MATRIX_CATEGORIES,

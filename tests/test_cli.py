@@ -8,7 +8,7 @@ import types
 import pandas as pd
 import pytest
 
-import analysis.cli as cli
+import analysis.app.cli as cli
 from analysis.load import file_sha256
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
@@ -156,7 +156,7 @@ def test_diff_of_a_bad_trace_exits_1(fixture_trace, tmp_path, capsys, fake_repor
 
 
 def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_path, monkeypatch, capsys):
-    from analysis.phases import RangeNames
+    from analysis.core.phases import RangeNames
 
     trace = fixture_trace(FORWARD)
     assert cli.main(["--help"]) == 0

@@ -7,9 +7,9 @@ import html
 
 import pytest
 
-from analysis.cli import main
-from analysis.summary import analyze_trace, summary_schema
-from analysis.summary_schema import problems
+from analysis.app.cli import main
+from analysis.trace.summary import analyze_trace, summary_schema
+from analysis.trace.summary_schema import problems
 from tests.synthetic import ALL_REDUCE, GEMM, build_export, rank_process
 
 RUN = {"size": "medium", "context_length": 128, "mode": "train", "dtype": "fp32", "batch_size": 4}

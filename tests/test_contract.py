@@ -9,8 +9,8 @@ import pytest
 from cs336_profile import contract
 from cs336_profile.config import RunConfig
 
-REPO_MODULES = ("cs336_profile.contract", "cs336_profile.config", "analysis", "analysis.summary",
-                "analysis.cli", "analysis.report", "nsys_runs.sweep")
+REPO_MODULES = ("cs336_profile.contract", "cs336_profile.config", "analysis", "analysis.trace.summary",
+                "analysis.app.cli", "analysis.report", "nsys_runs.sweep")
 
 
 def test_the_contract_config_and_analyzer_import_without_torch():

@@ -3,7 +3,7 @@ and a figure whose data changed is drawn again alone. With no --format the comma
 report and says where its index is."""
 from __future__ import annotations
 
-from analysis import cli
+from analysis.app import cli
 from analysis.report.drawing import WIDE_IN, WIDTH_IN, FigureJob, FigureNotDrawn, draw_all
 
 FORWARD = "small_ctx256_forward_fp32.sqlite"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from analysis import cli
-from analysis.engine import SCHEDULER_FILE_ENV
+from analysis.app import cli
+from analysis.app.engine import SCHEDULER_FILE_ENV
 
 distributed = pytest.importorskip("distributed", reason="distributed (the dask extra) is not installed")
 dask = pytest.importorskip("dask", reason="dask (the dask extra) is not installed")

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from analysis.flops import ADAMW_FLOPS_PER_PARAM, attention_flops_ratio, forward_flops, param_count, phase_flops
+from analysis.core.flops import ADAMW_FLOPS_PER_PARAM, attention_flops_ratio, forward_flops, param_count, phase_flops
 
 SMALL = dict(batch_size=4, context_length=128, vocab_size=10_000, d_model=768, d_ff=3072,
              num_layers=12, num_heads=12)
@@ -159,7 +159,7 @@ def _aten_flops_per_element(name: str, kwargs: dict) -> int:
 
 def test_adamw_flops_count_what_the_runner_executes():
     """One AdamW step of the runner on one parameter, its ATen calls recorded: the per-parameter
-    count of analysis.flops is the sum of their per-element arithmetic."""
+    count of analysis.core.flops is the sum of their per-element arithmetic."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from cs336_profile.optim import AdamW

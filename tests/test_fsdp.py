@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from analysis.core.phases import label_ops
 from analysis.load import load_trace
-from analysis.multi_gpu import communication_summary
-from analysis.phases import label_ops
+from analysis.trace.multi_gpu.summary import communication_summary
 from tests.synthetic import build_export
 
 GEMM = "gemm_kernel"

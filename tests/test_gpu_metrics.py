@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from analysis.gpu_metrics import metrics_per_phase
+from analysis.core.phases import label_ops
 from analysis.load import load_trace
 from analysis.load.gpu_metrics import METRICS, read_gpu_metrics
-from analysis.phases import label_ops
+from analysis.trace.gpu_metrics import metrics_per_phase
 from tests.synthetic import build_export
 
 GPU = 7

@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from analysis.gpus import GPU_PEAKS, PRECISIONS, gpu_peaks, peak_flops, precision_for_run
+from analysis.core.gpus import GPU_PEAKS, PRECISIONS, gpu_peaks, peak_flops, precision_for_run
 
 
 def _gpu_names(path) -> list[str]:

@@ -27,7 +27,7 @@ def test_runner_without_torch_says_how_to_install_it():
 
 
 def test_analyzer_runs_without_the_runner_packages(tmp_path):
-    result = _python_without(RUNNER_ONLY, "import sys; from analysis.cli import main; sys.exit(main(sys.argv[1:]))",
+    result = _python_without(RUNNER_ONLY, "import sys; from analysis.app.cli import main; sys.exit(main(sys.argv[1:]))",
                              str(TRACE), "--format", "json", "--out", str(tmp_path), "--no-cache")
     assert result.returncode == 0, result.stderr
     summary = json.loads((tmp_path / "small_ctx128_forward_fp32.json").read_text())
@@ -35,7 +35,7 @@ def test_analyzer_runs_without_the_runner_packages(tmp_path):
 
 
 def test_results_cache_needs_no_sqlite_utils(tmp_path):
-    run = "import sys; from analysis.cli import main; sys.exit(main(sys.argv[1:]))"
+    run = "import sys; from analysis.app.cli import main; sys.exit(main(sys.argv[1:]))"
     for _ in range(2):  # analyzed and stored, then served from the results database
         result = _python_without(("sqlite_utils",), run, str(TRACE), "--format", "json", "--out", str(tmp_path))
         assert result.returncode == 0, result.stderr
@@ -47,7 +47,7 @@ def test_one_trace_as_json_imports_only_what_it_needs(tmp_path):
     """The pages' packages, the results cache's, the progress bar and the process pool are not
     imported for one trace written as JSON without the cache (each costs start-up time)."""
     unneeded = ("jinja2", "matplotlib", "sqlite_utils", "tqdm", "distributed", "concurrent.futures.process")
-    run = ("import sys; from analysis.cli import main; code = main(sys.argv[1:]); "
+    run = ("import sys; from analysis.app.cli import main; code = main(sys.argv[1:]); "
            f"print(sorted(name for name in {unneeded!r} if name in sys.modules)); sys.exit(code)")
     result = _python_without((), run, str(TRACE), "--format", "json", "--out", str(tmp_path), "--no-cache")
     assert result.returncode == 0, result.stderr

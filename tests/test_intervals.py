@@ -1,7 +1,7 @@
 """Interval arithmetic: exact cases and a brute-force check on random intervals."""
 import numpy as np
 
-from analysis.intervals import covered_ns, uncovered_ns, union
+from analysis.core.intervals import covered_ns, uncovered_ns, union
 
 
 def test_union_merges_overlapping_and_touching_intervals():

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.errors import TraceError
-from analysis.kernel_names import kernel_label
+from analysis.core.kernel_names import kernel_label
 from analysis.load import load_trace
+from analysis.load.errors import TraceError
 from tests.conftest import DATA, EXTERNAL, REPO
 
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
-from analysis.records import FigureSpec, ResultsAnswer
+from analysis.questions.records import FigureSpec, ResultsAnswer
 from analysis.report import line_figures
 from analysis.report.svg import PALETTE
 from analysis.report.svg_plot import Line, Panel, line_chart

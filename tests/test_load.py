@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from analysis.errors import TraceError
 from analysis.load import file_sha256, load_trace
+from analysis.load.errors import TraceError
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
 

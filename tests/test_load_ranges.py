@@ -7,7 +7,7 @@ import sqlite3
 
 from analysis.load import RangeFilter, load_trace
 from analysis.load.nvtx import OP_LEVEL
-from analysis.summary import analyze_trace
+from analysis.trace.summary import analyze_trace
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
 

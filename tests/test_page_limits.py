@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis.core.text import LEAD_SENTENCES, LEAD_WORDS, SENTENCE_END
 from analysis.report.render import MAX_TABLE_ROWS
-from analysis.text import LEAD_SENTENCES, LEAD_WORDS, SENTENCE_END
 
 MAX_PAGE_WORDS = 4000
 TAG = re.compile(r"<[^>]+>")

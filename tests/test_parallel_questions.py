@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.answers import answer_all
+from analysis.app.answers import answer_all
 from analysis.questions import ddp_b, fsdp_b
 from analysis.questions.question import Evidence
-from analysis.questions.results_files import ResultsSet
-from analysis.records import ResultsAnswer, Unanswered
+from analysis.questions.records import ResultsAnswer, Unanswered
+from analysis.questions.shared.results_files import ResultsSet
 
 
 def _phase(span, spread, communication, exposed, passes=5):

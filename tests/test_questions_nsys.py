@@ -10,19 +10,20 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from analysis import text
-from analysis.attribution import ops_in_windows
-from analysis.flops import phase_flops
-from analysis.kernel_names import kernel_label
+from analysis.compare.diff import diff_summaries
+from analysis.core import text
+from analysis.core.attribution import ops_in_windows
+from analysis.core.flops import phase_flops
+from analysis.core.kernel_names import kernel_label
+from analysis.core.phases import gpu_ops, label_ops
+from analysis.core.timings import RunRecord, read_run_record, timings_json_path
 from analysis.load import load_trace
-from analysis.phases import gpu_ops, label_ops
-from analysis.questions import efficiency, nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
-from analysis.questions.diff import diff_summaries
-from analysis.questions.nsys_inputs import MEASURED_COLUMNS, NsysInputs, kernel_totals, op_classes
-from analysis.questions.phase_breakdown import busy_ns, phase_summaries
-from analysis.step_timeline import merged_bars, slotted_bars
-from analysis.summary import summarize
-from analysis.timings import RunRecord, read_run_record, timings_json_path
+from analysis.questions import nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
+from analysis.trace import efficiency
+from analysis.trace.nsys_inputs import MEASURED_COLUMNS, NsysInputs, kernel_totals, op_classes
+from analysis.trace.phase_breakdown import busy_ns, phase_summaries
+from analysis.trace.step_timeline import merged_bars, slotted_bars
+from analysis.trace.summary import summarize
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
 FORWARD = "small_ctx256_forward_fp32.sqlite"
@@ -460,8 +461,8 @@ def test_diff_of_a_summary_with_itself_reports_no_change(train_summary):
 def test_diff_judges_speed_on_step_time_not_kernel_time():
     """On the H200 examples bf16 autocast cuts kernel time but slows the launch-bound small model's
     step; torch.compile speeds the step up. The diff must say which, from the step time."""
-    from analysis.questions.diff import diff_summaries
-    from analysis.summary import analyze_trace
+    from analysis.compare.diff import diff_summaries
+    from analysis.trace.summary import analyze_trace
     from tests.conftest import REPO
 
     traces = REPO / "nsys_runs" / "traces"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from analysis.core.runs import run_label
 from analysis.questions import nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.question import Evidence
-from analysis.questions.results_files import ResultsSet, read_results_dir
-from analysis.runs import run_label
+from analysis.questions.shared.results_files import ResultsSet, read_results_dir
 from cs336_profile.results import write_results
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from analysis.questions import attention, bench, compile, memory, mixed_precision, norm_precision
 from analysis.questions.question import Evidence, Question
-from analysis.questions.results_files import ResultsAnswer, Unanswered, read_results_dir
+from analysis.questions.shared.results_files import ResultsAnswer, Unanswered, read_results_dir
 from analysis.report.tables import display_table
 from cs336_profile.results import write_results
 

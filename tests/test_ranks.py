@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.classify import RULES, classify_name
-from analysis.communication import collective_of, communication_columns
+from analysis.core.classify import RULES, classify_name
+from analysis.core.phases import label_ops
 from analysis.load import load_trace
-from analysis.multi_gpu import COLUMNS, communication_summary, kernel_columns
-from analysis.phases import label_ops
-from analysis.ranks import device_pairs
+from analysis.trace.multi_gpu.communication import collective_of, communication_columns
+from analysis.trace.multi_gpu.ranks import device_pairs
+from analysis.trace.multi_gpu.summary import COLUMNS, communication_summary, kernel_columns
 from tests.synthetic import ALL_REDUCE, GEMM, US, build_export, global_tid, rank_process
 
 

@@ -19,18 +19,18 @@ import pandas as pd
 import pytest
 from jinja2 import UndefinedError
 
-from analysis.answers import report_data
-from analysis.classify import CATEGORIES
-from analysis.questions.diff import diff_summaries
+from analysis.app.answers import report_data
+from analysis.compare.diff import diff_summaries
+from analysis.core.classify import CATEGORIES
+from analysis.questions.records import DiffRecord, ResultsAnswer
 from analysis.questions.registry import QUESTIONS
-from analysis.records import DiffRecord, ResultsAnswer
 from analysis.report import render_diff, render_report
 from analysis.report.render import environment
 from analysis.report.svg import CATEGORY_COLORS
 from analysis.report.svg_plot import Line, Panel, line_chart
 from analysis.report.tables import display_table
 from analysis.report.timeline import step_timeline
-from analysis.summary import analyze_trace
+from analysis.trace.summary import analyze_trace
 from tests.example_site import EXAMPLE_TRACE_FOLDERS, EXAMPLES, FIXTURE_TRACES, REFUSED
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -264,8 +264,8 @@ def test_a_table_of_many_columns_is_set_dense():
 
 
 def test_a_download_table_is_a_csv_beside_the_page(tmp_path):
+    from analysis.questions.records import QuestionRecord
     from analysis.questions.registry import question
-    from analysis.records import QuestionRecord
     from analysis.report.render import question_content
     timeline = pd.DataFrame({"time_ms": [0.0, 1.5], "allocated_bytes": [1, 2]})
     page = QuestionRecord(question("mem-a").card, ResultsAnswer("mem-a", "", {}, (), downloads={"Timeline": timeline}))
@@ -275,8 +275,8 @@ def test_a_download_table_is_a_csv_beside_the_page(tmp_path):
 
 
 def test_a_long_table_shows_its_first_rows_and_links_all_of_them_as_csv(tmp_path):
+    from analysis.questions.records import QuestionRecord
     from analysis.questions.registry import question
-    from analysis.records import QuestionRecord
     from analysis.report.render import MAX_TABLE_ROWS, question_content
     long = pd.DataFrame({"row": range(MAX_TABLE_ROWS + 5)})
     page = QuestionRecord(question("mem-a").card, ResultsAnswer("mem-a", "", {"Rows": long}, ()))

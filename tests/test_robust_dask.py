@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.engine import Engine
+from analysis.app.engine import Engine
 from tests.robust_cases import assert_clean, params
 from tests.robust_cases_app import GROUP_DASK, _cluster
 

@@ -57,7 +57,7 @@ def test_nesting_matches_a_stack_at_any_depth():
 def test_nearest_named_ancestor_by_pointer_jumping():
     import numpy as np
 
-    from analysis.phases import _nearest_named
+    from analysis.core.phases import _nearest_named
 
     def walk(named, parent):
         found = []

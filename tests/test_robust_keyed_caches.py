@@ -16,8 +16,8 @@ def test_case(case, tmp_path):
 
 def test_a_sealed_row_off_the_schema_is_not_served(tmp_path, monkeypatch):
     """The seal proves where a row came from; the schema check still refuses one of another layout."""
-    from analysis.cache import verified_summary
-    from analysis.local_key import seal
+    from analysis.app.cache import verified_summary
+    from analysis.load.local_key import seal
 
     monkeypatch.setenv("CS336_PROFILE_CACHE", str(tmp_path / "cache"))
     off_schema = json.dumps({"trace": "x.sqlite", "phases": "not phases"})
@@ -26,7 +26,7 @@ def test_a_sealed_row_off_the_schema_is_not_served(tmp_path, monkeypatch):
 
 
 def test_the_key_is_made_once_owner_only_and_a_damaged_one_is_refused(tmp_path, monkeypatch):
-    from analysis import local_key
+    from analysis.load import local_key
 
     monkeypatch.setenv("CS336_PROFILE_CACHE", str(tmp_path / "cache"))
     first = local_key.seal("a", "b")

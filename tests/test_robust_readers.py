@@ -8,10 +8,10 @@ import sqlite3
 import numpy as np
 import pytest
 
+from analysis.core.text import printable
 from analysis.load.memory_events import read_memory_events
 from analysis.load.schema import MISSING, read_ints, read_schema
 from analysis.load.tables import pid_column, process_of, shared_pids
-from analysis.text import printable
 from tests.synthetic import build_export
 
 

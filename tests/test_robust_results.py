@@ -21,7 +21,7 @@ def test_case(case, tmp_path):
     ("step_overhead_pct", -2.5, None), ("step_ms_mean", 0.0, None), ("result", -10.0, None),
 ])
 def test_the_one_number_check(name, value, why):
-    from analysis.numbers import number_problem
+    from analysis.core.numbers import number_problem
 
     problem = number_problem(name, value)
     assert (problem is None) if why is None else why in problem

@@ -27,7 +27,7 @@ def test_escaped_markdown_holds_no_live_markup():
 
 
 def test_safe_write_replaces_files_and_refuses_links(tmp_path):
-    from analysis.safe_write import UnsafeOutput, atomic_file, write_file
+    from analysis.core.safe_write import UnsafeOutput, atomic_file, write_file
 
     out, outside = tmp_path / "out", tmp_path / "outside"
     out.mkdir(), outside.mkdir()

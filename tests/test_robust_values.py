@@ -14,8 +14,8 @@ def test_case(case, tmp_path):
 
 
 def test_a_question_or_page_that_fails_says_why_and_the_rest_goes_on(tmp_path):
-    from analysis.answers import _answered
-    from analysis.records import Unanswered
+    from analysis.app.answers import _answered
+    from analysis.questions.records import Unanswered
     from analysis.report.html import _page
 
     class Broken:
@@ -33,7 +33,7 @@ def test_a_question_or_page_that_fails_says_why_and_the_rest_goes_on(tmp_path):
 def test_results_rows_keep_their_good_values_and_name_the_bad_ones(tmp_path):
     import json
 
-    from analysis.questions.results_files import read_results_dir
+    from analysis.questions.shared.results_files import read_results_dir
 
     rows = [{"size": "small", "step_ms_mean": 10.0}, {"size": "medium", "step_ms_mean": "fast"}, ["not", "a", "row"]]
     (tmp_path / "bench.json").write_text(json.dumps({"experiment": "bench", "rows": rows}))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.questions import run_spread
+from analysis.questions.shared import run_spread
 from tests.test_questions_results import bench_row, results_dir  # noqa: F401  (the fixture)
 
 

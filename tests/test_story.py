@@ -1,11 +1,11 @@
-"""The facts several answers share (analysis.questions.story): launch-bound share, the profiler's
+"""The facts several answers share (analysis.questions.shared.story): launch-bound share, the profiler's
 overhead from a plain and an nsys run of the same configuration, the unprofiled forward time."""
 from __future__ import annotations
 
 import pytest
 
-from analysis.questions import story
-from analysis.questions.results_files import read_results_dir
+from analysis.questions.shared import story
+from analysis.questions.shared.results_files import read_results_dir
 from cs336_profile.results import write_results
 
 ENVIRONMENT = {"device": "cuda", "gpu_name": "NVIDIA H100 80GB HBM3"}

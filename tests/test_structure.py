@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from analysis.core.phases import label_ops
+from analysis.core.structure import RangeNames
 from analysis.load import RangeFilter, load_trace
-from analysis.phases import label_ops
-from analysis.structure import RangeNames
 from tests.synthetic import PUSH_POP, build_export
 
 PID, MAIN, AUTOGRAD = 100, 100, 101

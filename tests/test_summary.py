@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.errors import NoKernels, TraceError
 from analysis.load import file_sha256
-from analysis.summary import analyze_trace, flat_tables, json_ready
+from analysis.load.errors import NoKernels, TraceError
+from analysis.trace.summary import analyze_trace, flat_tables, json_ready
 
 EXTERNAL_TRACES = (
     "dlprof_pytorch_cnn_2022.sqlite",
@@ -164,7 +164,7 @@ def _figures(summary: dict) -> dict:
 
 
 def test_other_range_names_find_renamed_ranges(tmp_path, fixture_trace, train_summary):
-    from analysis.phases import RangeNames
+    from analysis.core.phases import RangeNames
 
     names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),
                        regions=("qk", "sm", "av"))
@@ -183,7 +183,7 @@ def test_other_range_names_find_renamed_ranges(tmp_path, fixture_trace, train_su
 
 
 def test_timeline_relabels_with_the_range_names_in_use(tmp_path, fixture_trace):
-    from analysis.phases import RangeNames
+    from analysis.core.phases import RangeNames
     from analysis.report.timeline import step_timeline
 
     names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),

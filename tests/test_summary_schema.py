@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from analysis.summary import analyze_trace, summary_schema
-from analysis.summary_schema import SCHEMA_VERSION, problems
+from analysis.trace.summary import analyze_trace, summary_schema
+from analysis.trace.summary_schema import SCHEMA_VERSION, problems
 from docs.generate import summary_outline as outline
 from tests.conftest import REPO
 

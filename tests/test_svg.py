@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
-from analysis.classify import CATEGORIES
-from analysis.records import FigureSpec, ResultsAnswer
+from analysis.core.classify import CATEGORIES
+from analysis.questions.records import FigureSpec, ResultsAnswer
 from analysis.report import bar_figures
 from analysis.report.svg import (
     CATEGORY_COLORS,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTrace
+from analysis.load.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTrace
 from analysis.load.input_cache import InputCache, file_sha256
 from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.memory_events import MEMORY_EVENTS_TABLE
@@ -59,7 +59,7 @@ def load_trace(path: str | os.PathLike, ranges: RangeFilter | None = None,
     """Load an nsys export (``.sqlite``, ``.sqlite.xz`` or ``.nsys-rep`` with nsys on PATH);
     ``inputs`` says how compressed and report inputs are copied (:mod:`analysis.load.input_cache`).
 
-    Raises a :class:`~analysis.errors.TraceError` subclass, whose message is one line, for
+    Raises a :class:`~analysis.load.errors.TraceError` subclass, whose message is one line, for
     anything that is not a usable nsys export. With ``ranges`` only the NVTX ranges it names are
     read (marks always are).
     """

@@ -6,7 +6,7 @@ or a full disk never leaves a file that looks finished; ``*.part`` files older t
 expands past it is refused, never kept), ``nsys export`` runs under a timeout, a failed export
 is removed instead of being reused, and a copy whose trace is then refused is removed by the
 loader (:func:`discard`). A kept copy is served again only while the seal beside it
-(``<copy>.seal``: :mod:`analysis.local_key`, over the input's and the copy's content hashes)
+(``<copy>.seal``: :mod:`analysis.load.local_key`, over the input's and the copy's content hashes)
 holds, so a file planted under a copy's name, or a copy cut short, is made again instead of being
 analyzed as the input. With ``keep=False`` copies go to a temporary folder removed after use.
 Every message names the folder.
@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.errors import NsysReportGiven, TraceError, TruncatedTrace
-from analysis.local_key import seal, seal_holds
+from analysis.load.errors import NsysReportGiven, TraceError, TruncatedTrace
+from analysis.load.local_key import seal, seal_holds
 
 MIB = 1 << 20
 STALE_PART_S = 3600.0

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from analysis.errors import NotATraceFile, NotSQLite, NsysReportGiven, TraceBeingWritten, TraceError, TruncatedTrace
+from analysis.load.errors import NotATraceFile, NotSQLite, NsysReportGiven, TraceBeingWritten, TraceError, TruncatedTrace
 from analysis.load.input_cache import InputCache, cache_folder, decompress_xz, discard, export_report
 from cs336_profile.contract import trace_stem
 

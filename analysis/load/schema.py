@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from analysis.errors import UnsupportedSchema
+from analysis.load.errors import UnsupportedSchema
 
 STRINGS_TABLE = "StringIds"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"

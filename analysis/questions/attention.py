@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.questions.question import Question, from_results
-from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
-from analysis.records import FigureSpec
+from analysis.questions.records import FigureSpec
+from analysis.questions.shared.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
 from cs336_profile.contract import ATTENTION, FP32_BYTES, GIB, MIB
 
 EAGER = "eager"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.questions import run_spread, story
+from analysis.core.text import ms, pct
 from analysis.questions.question import Evidence, Question, from_results
-from analysis.questions.results_files import (
+from analysis.questions.records import FigureSpec
+from analysis.questions.shared import run_spread, story
+from analysis.questions.shared.results_files import (
     ResultsAnswer,
     ResultsSet,
     Unanswered,
@@ -21,8 +23,6 @@ from analysis.questions.results_files import (
     used_files,
     value_span,
 )
-from analysis.records import FigureSpec
-from analysis.text import ms, pct
 from cs336_profile.contract import BENCH, BENCH_STEPS
 
 # A standard deviation under this share of the mean counts as a small spread.

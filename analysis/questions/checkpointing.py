@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.questions.question import Question, from_results
-from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, used_files
-from analysis.records import EDITION_2026, FigureSpec
+from analysis.questions.records import EDITION_2026, FigureSpec
+from analysis.questions.shared.results_files import ResultsAnswer, ResultsSet, Unanswered, used_files
 from cs336_profile.contract import CHECKPOINT, GIB, MIB, STATUS_OK
 
 RUN_CHECKPOINT = "python -m cs336_profile.run checkpoint on a CUDA device (2026 xl, batch 4, context 2048)"

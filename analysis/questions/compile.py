@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.questions import run_spread, story
 from analysis.questions.attention import EAGER, attention_rows
 from analysis.questions.question import Evidence, Question, from_results
-from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size, used_files
-from analysis.questions.trace_pairs import phase_pairs
-from analysis.records import FigureSpec
+from analysis.questions.records import FigureSpec
+from analysis.questions.shared import run_spread, story
+from analysis.questions.shared.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size, used_files
+from analysis.questions.shared.trace_pairs import phase_pairs
 from cs336_profile.contract import COMPILE, MIB
 
 COMPILED = "compiled"

@@ -3,7 +3,7 @@ gradients after backward, against DDP that launches each gradient's all-reduce d
 per rank, per measured step: the step's GPU span, the all-reduce kernel time and how much of it no
 compute kernel on the same GPU hides (exposed).
 
-Reads the summaries' ``communication`` section (:mod:`analysis.multi_gpu`) of traces with at
+Reads the summaries' ``communication`` section (:mod:`analysis.trace.multi_gpu.summary`) of traces with at
 least two ranks that ran all-reduces; the runner's config names the variant (``parallel``:
 ``ddp-naive`` / ``ddp-overlap``). A naive and an overlapped run are compared when their size,
 context length, batch size and world size match; a difference in step span counts only when it
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis import text
+from analysis.core import text
+from analysis.core.runs import run_label
 from analysis.questions.question import Evidence, Question
-from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import run_label
+from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from cs336_profile.contract import PARALLEL_MODES
 
 NAIVE, OVERLAPPED, FSDP = PARALLEL_MODES

@@ -1,7 +1,7 @@
 """fsdp-b (2026, fsdp_accounting b): the xl model fully sharded on two GPUs — does each block's
 all-gather finish before the block's forward needs it?
 
-Reads the summaries' ``communication.fsdp_blocks`` (:mod:`analysis.fsdp`: per rank and block, the
+Reads the summaries' ``communication.fsdp_blocks`` (:mod:`analysis.trace.multi_gpu.fsdp`: per rank and block, the
 lead of the all-gather over the moment the compute stream was ready for the block; negative is a
 lag) and each rank's forward communication (``communication.ranks``). A block counts as late when
 its all-gather lagged in any measured pass; the answer weighs the lags against the block's own
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis import text
+from analysis.core import text
+from analysis.core.runs import run_label
 from analysis.questions.question import Evidence, Question
-from analysis.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import run_label
+from analysis.questions.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
 
 BLOCKS = "Per rank and block: the all-gather against the forward pass"
 RANKS = "Per rank, forward pass: communication and exposed communication"

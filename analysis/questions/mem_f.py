@@ -2,7 +2,7 @@
 contributing operations, and the gradient bytes per block implied by the backward pass.
 
 Per trace (the summary's ``memory_ledger``): :func:`ledger_record` runs
-:func:`analysis.memory_ledger.memory_ledger` on the trace's tensor-level memory events; a trace
+:func:`analysis.trace.memory_ledger.memory_ledger` on the trace's tensor-level memory events; a trace
 without them gets a record that says so and how to record them. Across traces, :data:`MEM_F`
 answers from the summaries whose ledger is available.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.core.structure import RunStructure
 from analysis.load import Trace
 from analysis.load.memory_events import read_memory_events
-from analysis.memory_ledger import memory_ledger
 from analysis.questions.question import Evidence, Question
-from analysis.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
-from analysis.structure import RunStructure
+from analysis.questions.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
+from analysis.trace.memory_ledger import memory_ledger
 from cs336_profile.contract import MIB
 
 RECORD_HOW = ("profile a training step of your script with `nsys profile --cuda-memory-usage=true "

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.questions.editions import from_same_model
-from analysis.questions.memory_accounting import activation_shapes, fp32_copy_bytes, name_allocation, train_accounting
 from analysis.questions.question import Question
-from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
-from analysis.records import FigureSpec
+from analysis.questions.records import FigureSpec
+from analysis.questions.shared.editions import from_same_model
+from analysis.questions.shared.memory_accounting import activation_shapes, fp32_copy_bytes, name_allocation, train_accounting
+from analysis.questions.shared.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
 from cs336_profile.contract import MEMORY as PEAKS
 from cs336_profile.contract import MEMORY_ACTIVATION as ACTIVATION
 from cs336_profile.contract import MEMORY_LARGEST_ALLOCATIONS as LARGEST

@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.questions import run_spread, story
 from analysis.questions.bench import BENCH, CONFIG_KEYS, TIMED
 from analysis.questions.question import Evidence, Question, from_results
-from analysis.questions.results_files import (
+from analysis.questions.records import FigureSpec
+from analysis.questions.shared import run_spread, story
+from analysis.questions.shared.results_files import (
     ResultsAnswer,
     ResultsSet,
     Unanswered,
@@ -24,8 +25,7 @@ from analysis.questions.results_files import (
     used_files,
     value_span,
 )
-from analysis.questions.trace_pairs import phase_pairs
-from analysis.records import FigureSpec
+from analysis.questions.shared.trace_pairs import phase_pairs
 from cs336_profile.contract import ADDEND, ADDITIONS
 from cs336_profile.contract import MIXED_PRECISION_ACCUMULATION as ACCUMULATION
 from cs336_profile.contract import MIXED_PRECISION_TOY_MODEL as TOY_MODEL

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.questions.question import Question, from_results
-from analysis.questions.results_files import ResultsAnswer, ResultsSet, Unanswered, plural, used_files
-from analysis.records import FigureSpec
+from analysis.questions.records import FigureSpec
+from analysis.questions.shared.results_files import ResultsAnswer, ResultsSet, Unanswered, plural, used_files
 from cs336_profile.contract import NORM_PRECISION
 
 RUN_LAYERNORM = "python -m cs336_profile.run layernorm"

@@ -6,7 +6,7 @@ nsys's figure is the mean CPU span of the measured ``forward`` ranges: every pha
 kernel start to last kernel end) is given beside it. Needs: measured ``forward`` ranges; the
 Python timer's forward time from the run record for the ratio. Across traces, the ``bench``
 results give the unprofiled forward (a different mode: forward-backward steps) and the
-``overhead`` results the profiler's own cost (:mod:`analysis.questions.story`).
+``overhead`` results the profiler's own cost (:mod:`analysis.questions.shared.story`).
 """
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ from typing import TypedDict
 
 import pandas as pd
 
-from analysis import text
-from analysis.questions import nsys_grid as grid
-from analysis.questions import story
-from analysis.questions.editions import same_model
-from analysis.questions.nsys_inputs import NsysInputs
-from analysis.questions.phase_breakdown import shape_summaries
+from analysis.core import text
+from analysis.core.runs import ONE_GPU_GROUPS, is_multi_gpu_group, run_group, run_label, runs_of, sorted_summaries
 from analysis.questions.question import Evidence, Question
-from analysis.questions.results_files import plural
-from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import ONE_GPU_GROUPS, is_multi_gpu_group, run_group, run_label, runs_of, sorted_summaries
+from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
+from analysis.questions.shared import nsys_grid as grid
+from analysis.questions.shared import story
+from analysis.questions.shared.editions import same_model
+from analysis.questions.shared.results_files import plural
+from analysis.trace.nsys_inputs import NsysInputs
+from analysis.trace.phase_breakdown import shape_summaries
 
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
@@ -203,7 +203,7 @@ def _with_noise(overhead: pd.DataFrame, bench: pd.DataFrame, table: pd.DataFrame
 
 def _earlier_edition(table: pd.DataFrame, other: Evidence | None) -> pd.DataFrame:
     """Each one-GPU trace of a later edition beside the earlier edition's run of the same model
-    (by dimensions, :func:`~analysis.questions.editions.same_model`), context length and mode:
+    (by dimensions, :func:`~analysis.questions.shared.editions.same_model`), context length and mode:
     the earlier sweep's nsys forward time, and its trace's kernel time where one was given. The
     earlier runs used the earlier nsys options, so the ratio is what the options cost."""
     if other is None or "handout" not in table:

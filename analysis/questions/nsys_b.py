@@ -1,10 +1,10 @@
 """nsys_profile (b): the kernel with the most summed GPU time in the forward pass, its calls in
 ONE forward pass, and whether it still leads when forward and backward are counted together.
 
-The kernel is named as an operation: its label (:func:`analysis.kernel_names.kernel_label`), its
+The kernel is named as an operation: its label (:func:`analysis.core.kernel_names.kernel_label`), its
 calls as ``calls_per_layer`` × layers + ``calls_outside_layers`` (the only matmul of the forward
 outside the layers is the lm_head), and for a GEMM the precision and units it computes in
-(:func:`analysis.classify.gemm_precision`: fp32 FFMA on CUDA cores, TF32/bf16 on tensor cores).
+(:func:`analysis.core.classify.gemm_precision`: fp32 FFMA on CUDA cores, TF32/bf16 on tensor cores).
 Across traces, fp32 eager, bf16, compiled and each multi-GPU mode are answered apart.
 
 Needs: kernels attributed to measured ``forward`` ranges; ``backward`` ranges for the second part.
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from analysis import text
-from analysis.classify import GEMM, gemm_precision
-from analysis.kernel_names import kernel_label
-from analysis.questions import nsys_grid as grid
-from analysis.questions.nsys_inputs import NsysInputs
+from analysis.core import text
+from analysis.core.classify import GEMM, gemm_precision
+from analysis.core.kernel_names import kernel_label
+from analysis.core.runs import runs_of, sorted_summaries
 from analysis.questions.question import Evidence, Question
-from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import runs_of, sorted_summaries
+from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
+from analysis.questions.shared import nsys_grid as grid
+from analysis.trace.nsys_inputs import NsysInputs
 
 
 class Record(TypedDict):
@@ -146,7 +146,7 @@ KEYS = ("top_forward_kernel", "top_forward_category", "top_forward_precision", "
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """One row per trace with forward kernels: its leading kernel as an operation, alone and with
-    the backward pass; rows in like-for-like groups (:func:`~analysis.runs.run_group`)."""
+    the backward pass; rows in like-for-like groups (:func:`~analysis.core.runs.run_group`)."""
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "b", KEYS, "top_forward_kernel")
     if table.empty:

@@ -1,7 +1,7 @@
 """nsys_profile (c): the non-matmul kernels with non-trivial time in the forward pass, by kernel
 and by category. "Non-trivial" is more than :data:`MIN_SHARE` of forward kernel time.
 
-Each kernel is named as an operation: its label (:func:`analysis.kernel_names.kernel_label`) and
+Each kernel is named as an operation: its label (:func:`analysis.core.kernel_names.kernel_label`) and
 the NVTX region its time falls in (an attention sub-range: the T² score work, or outside them).
 Across traces: the non-matmul share per like-for-like group and its trend with context length.
 
@@ -14,15 +14,15 @@ from typing import TypedDict
 import numpy as np
 import pandas as pd
 
-from analysis import text
-from analysis.classify import GEMM
-from analysis.kernel_names import kernel_label
-from analysis.questions import nsys_grid as grid
-from analysis.questions.nsys_inputs import NsysInputs, category_ms
+from analysis.core import text
+from analysis.core.classify import GEMM
+from analysis.core.kernel_names import kernel_label
+from analysis.core.runs import is_multi_gpu_group, run_label, runs_of, sorted_summaries
+from analysis.core.structure import REGIONS
 from analysis.questions.question import Evidence, Question
-from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import is_multi_gpu_group, run_label, runs_of, sorted_summaries
-from analysis.structure import REGIONS
+from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
+from analysis.questions.shared import nsys_grid as grid
+from analysis.trace.nsys_inputs import NsysInputs, category_ms
 
 MIN_SHARE = 0.01
 LEADERS_TITLE = "The leading non-matmul kernel of each trace"

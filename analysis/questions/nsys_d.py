@@ -13,14 +13,14 @@ from typing import TypedDict
 import numpy as np
 import pandas as pd
 
-from analysis import text
-from analysis.classify import GEMM
-from analysis.questions import nsys_grid as grid
-from analysis.questions.nsys_inputs import NsysInputs
+from analysis.core import text
+from analysis.core.classify import GEMM
+from analysis.core.runs import run_label, runs_of, sorted_summaries
 from analysis.questions.question import Evidence, Question
-from analysis.questions.results_files import plural
-from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import run_label, runs_of, sorted_summaries
+from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
+from analysis.questions.shared import nsys_grid as grid
+from analysis.questions.shared.results_files import plural
+from analysis.trace.nsys_inputs import NsysInputs
 
 MOVERS_IN_ANSWER = 2
 
@@ -125,7 +125,7 @@ CATEGORIES_TITLE = "Every category, forward against the training step"
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """Per trace: the GEMM shares and the optimizer step's share of a training step's kernel time;
     and every category's share, forward against the training step; rows in like-for-like groups
-    (:func:`~analysis.runs.run_group`)."""
+    (:func:`~analysis.core.runs.run_group`)."""
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "d", KEYS, "gemm_share_forward")
     if table.empty:

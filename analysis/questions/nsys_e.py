@@ -10,7 +10,7 @@ the two matmuls', and against the ratio of their FLOPs.
   matmuls 2·d_head each, so ``flops_ratio`` = 5 / (4·d_head), from the run's shapes.
 
 All over measured forward passes, per pass. Needs: those NVTX sub-ranges (default names; see
-:class:`analysis.phases.RangeNames`) inside measured ``forward`` ranges; the run's config for the
+:class:`analysis.core.phases.RangeNames`) inside measured ``forward`` ranges; the run's config for the
 FLOPs. A compiled model keeps no sub-ranges: its fused softmax kernels (category ``softmax``) are
 counted instead, so the compiled and the eager softmax compare.
 """
@@ -21,16 +21,16 @@ from typing import TypedDict
 import numpy as np
 import pandas as pd
 
-from analysis import text
-from analysis.classify import GEMM
-from analysis.flops import SOFTMAX_FLOPS_PER_SCORE
-from analysis.kernel_names import kernel_label
-from analysis.questions import nsys_grid as grid
-from analysis.questions.nsys_inputs import NsysInputs, kernel_totals
+from analysis.core import text
+from analysis.core.classify import GEMM
+from analysis.core.flops import SOFTMAX_FLOPS_PER_SCORE
+from analysis.core.kernel_names import kernel_label
+from analysis.core.runs import ONE_GPU_GROUPS, runs_of, sorted_summaries
+from analysis.core.structure import REGIONS
 from analysis.questions.question import Evidence, Question
-from analysis.records import FigureSpec, ResultsAnswer, Unanswered
-from analysis.runs import ONE_GPU_GROUPS, runs_of, sorted_summaries
-from analysis.structure import REGIONS
+from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
+from analysis.questions.shared import nsys_grid as grid
+from analysis.trace.nsys_inputs import NsysInputs, kernel_totals
 
 SOFTMAX_CATEGORY = "softmax"
 

@@ -3,8 +3,8 @@
 A declaration holds what the report shows (id, editions, section, title, wording, inputs, figure)
 and the computations: ``per_trace`` (nsys questions: one trace's :class:`NsysInputs` -> a
 JSON-ready record, kept in the summary under ``questions[summary_key]``), ``compute`` (every
-input -> a :class:`~analysis.records.ResultsAnswer` of tables and numbers, or
-:class:`~analysis.records.Unanswered`) and ``write`` (that answer -> its text). ``record`` types the per-trace record for the summary's
+input -> a :class:`~analysis.questions.records.ResultsAnswer` of tables and numbers, or
+:class:`~analysis.questions.records.Unanswered`) and ``write`` (that answer -> its text). ``record`` types the per-trace record for the summary's
 JSON schema.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from analysis.questions.results_files import ResultsSet
-from analysis.records import EDITION_2025, FigureSpec, QuestionCard, ResultsAnswer, Unanswered
-from analysis.text import lead_and_details
+from analysis.core.text import lead_and_details
+from analysis.questions.records import EDITION_2025, FigureSpec, QuestionCard, ResultsAnswer, Unanswered
+from analysis.questions.shared.results_files import ResultsSet
 
 TRACES = "traces"
 RESULTS = "results files"
@@ -60,7 +60,7 @@ class Question:
 
     def answer(self, evidence: Evidence) -> ResultsAnswer | Unanswered:
         """The cross-trace answer: ``compute``, then ``write`` for the text when declared; the
-        text split into its lead and details (:func:`analysis.text.lead_and_details`)."""
+        text split into its lead and details (:func:`analysis.core.text.lead_and_details`)."""
         result = self.compute(evidence)
         if not isinstance(result, ResultsAnswer):
             return result

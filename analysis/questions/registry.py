@@ -27,7 +27,7 @@ from analysis.questions import (
     nsys_e,
 )
 from analysis.questions.question import Question
-from analysis.records import EDITION_2025, EDITION_2026
+from analysis.questions.records import EDITION_2025, EDITION_2026
 
 
 def both_editions(question: Question) -> Question:

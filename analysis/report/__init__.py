@@ -1,7 +1,7 @@
 """The render layer: the HTML site, the Markdown pages and the diff page of the report.
 
 ``render_report`` is what ``analyze-nsys`` calls: it lays out the site from the analysis' records
-(:class:`analysis.records.ReportData`: summaries, question records, diffs) and draws the question
+(:class:`analysis.questions.records.ReportData`: summaries, question records, diffs) and draws the question
 figures once for every format asked for (in worker processes, only those whose data changed); ``render_diff`` renders the page of two traces. Nothing
 here opens a trace or computes an answer.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.records import ReportData
+from analysis.questions.records import ReportData
 from analysis.report.html import render_diff, render_site
 from analysis.report.markdown import write_markdown
 from analysis.report.render import site_figures

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.classify import CATEGORIES
-from analysis.records import FigureSpec, ResultsAnswer
+from analysis.core.classify import CATEGORIES
+from analysis.questions.records import FigureSpec, ResultsAnswer
 from analysis.report.svg import CATEGORY_COLORS, PALETTE, Series, bar_chart
 from cs336_profile.contract import MIB
 from cs336_profile.contract import PHASES as PHASE_ORDER

@@ -3,7 +3,7 @@ the last report into the same folder is not drawn again. Every figure is SVG tex
 or so each, drawn in this process (a worker would cost more to start and to send the data to than
 the drawing itself).
 
-Every file is written through the safe writer (:mod:`analysis.safe_write`: a link where a figure
+Every file is written through the safe writer (:mod:`analysis.core.safe_write`: a link where a figure
 or the manifest belongs, or a ``figures`` folder leading out of the output folder, is refused).
 A figure that cannot be drawn or written is a :class:`FigureNotDrawn` in place of its file, so
 the page that shows it says why and the other pages are still made.
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.safe_write import write_file
+from analysis.core.safe_write import write_file
 
 FIGURES_DIR = "figures"
 MANIFEST = "hashes.json"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from markupsafe import escape
 
-from analysis.records import DiffRecord
+from analysis.core.safe_write import write_file
+from analysis.questions.records import DiffRecord
 from analysis.report.drawing import FigureFile, FigureNotDrawn, draw_all, shown
 from analysis.report.render import (
     diff_content,
@@ -23,7 +24,6 @@ from analysis.report.render import (
     trace_tables,
 )
 from analysis.report.site import DiffPage, Site, diff_page
-from analysis.safe_write import write_file
 
 STYLESHEET = "style.css"
 

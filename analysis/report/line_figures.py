@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.records import FigureSpec, ResultsAnswer
+from analysis.questions.records import FigureSpec, ResultsAnswer
 from analysis.report.bar_figures import completed, first_table
 from analysis.report.svg import PALETTE
 from analysis.report.svg_plot import Cross, Line, Mark, Panel, Span, cell_grid, line_chart

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analysis.core.safe_write import write_file
 from analysis.report.drawing import FigureFile, FigureNotDrawn, shown
 from analysis.report.markdown_text import markdown_value
 from analysis.report.render import environment, question_content
 from analysis.report.site import Site
-from analysis.safe_write import write_file
 
 
 def write_markdown(site: Site, out_dir: Path, figures: dict[str, list[FigureFile | FigureNotDrawn]]) -> Path:

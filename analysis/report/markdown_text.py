@@ -13,7 +13,7 @@ import re
 
 from markupsafe import Markup
 
-from analysis.text import printable
+from analysis.core.text import printable
 
 # Characters with a meaning inside a Markdown line: emphasis, code, links, tables, escapes.
 INLINE_SPECIAL = re.compile(r"([\\`*_\[\]|])")

@@ -12,15 +12,15 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
-from analysis.records import QuestionRecord
+from analysis.core.safe_write import write_file
+from analysis.core.structure_text import describe
+from analysis.core.text import kernel_cell, printable
+from analysis.questions.records import QuestionRecord
 from analysis.report.bar_figures import DRAWINGS as BAR_DRAWINGS
 from analysis.report.drawing import FigureFile, FigureJob, FigureNotDrawn, draw_all
 from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
 from analysis.report.tables import DisplayTable, display_table, display_tables
-from analysis.safe_write import write_file
-from analysis.structure_text import describe
-from analysis.text import kernel_cell, printable
 
 PACKAGE_NAME = "cs336-profile"
 PHASE_COLUMNS = ("passes", "kernels_per_pass", "kernel_ms_per_pass", "python_ms_per_pass", "cpu_span_ms_per_pass",

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.records import DiffRecord, QuestionRecord, ReportData
-from analysis.runs import config_value, group_order, run_group, run_label, size_order, summary_stem
+from analysis.core.runs import config_value, group_order, run_group, run_label, size_order, summary_stem
+from analysis.questions.records import DiffRecord, QuestionRecord, ReportData
 
 # What makes two runs of one size and context length unlike: each combination gets its own grid,
 # so a multi-GPU run never sits in a one-GPU cell.
@@ -86,7 +86,7 @@ class Site:
 
     @property
     def trace_groups(self) -> list[tuple[str, list[TracePage]]]:
-        """The trace pages by like-for-like group (:func:`~analysis.runs.run_group`):
+        """The trace pages by like-for-like group (:func:`~analysis.core.runs.run_group`):
         one-GPU groups first, each multi-GPU mode apart, traces without the runner's config last."""
         groups: dict[str, list[TracePage]] = {}
         for trace in self.traces:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from analysis.core.text import printable
 from analysis.report.drawing import CSS_PX_PER_IN, WIDTH_IN
-from analysis.text import printable
 
 # Okabe & Ito's colour-blind-safe palette, in the order series take it.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -52,7 +52,7 @@ NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  #
 def escape(text: object) -> str:
     """``text`` made safe inside an XML element or a double-quoted attribute: a control character
     or bidirectional override from a trace's names shows as its escape, as on the pages
-    (:func:`analysis.text.printable`); any other character no XML file may hold becomes U+FFFD."""
+    (:func:`analysis.core.text.printable`); any other character no XML file may hold becomes U+FFFD."""
     return (NOT_XML.sub("\ufffd", printable(text, one_line=False)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;"))
 

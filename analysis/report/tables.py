@@ -7,7 +7,7 @@ author decides through column names (docs/architecture.md, "The render layer"):
 - **Units in the name**: the header shows the unit once (``forward (ms)``), the cells numbers only.
   A pair ``X_mean`` / ``X_std`` becomes one ``mean ± std`` column, both with the same decimals.
 - **Short label + full name**: a column ``X_full`` beside a column ``X`` holds the full text of
-  ``X``'s cells (``kernel`` = ``analysis.kernel_names.kernel_label`` of the demangled name,
+  ``X``'s cells (``kernel`` = ``analysis.core.kernel_names.kernel_label`` of the demangled name,
   ``kernel_full`` = the demangled name). The page shows ``X`` with ``X_full`` on hover;
   ``X_full`` is never a column of its own.
 - **Numbers before names**: a column with a full-name partner, or whose text runs longer than a

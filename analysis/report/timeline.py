@@ -1,5 +1,5 @@
 """Timeline of one measured step: the NVTX phase ranges above the GPU's operations, drawn from the
-summary's ``timeline`` record (:mod:`analysis.step_timeline`); operations are drawn per stream and
+summary's ``timeline`` record (:mod:`analysis.trace.step_timeline`); operations are drawn per stream and
 coloured by category. Written as SVG text directly: a step holds thousands of bars, which a
 plotting library takes far longer to draw than it takes to write them.
 

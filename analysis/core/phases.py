@@ -1,0 +1,143 @@
+"""Label every GPU operation with its step, phase and fine-grained region.
+
+Steps, warm-up, phases and attention parts are found by :mod:`analysis.core.structure`; only
+operations launched inside measured steps are *measured*. Phases (``forward``, ``loss``,
+``backward``, ``optimizer_step``) and steps collect launches from every thread of their process;
+regions (attention parts) are the innermost ranges on the launching thread. The rule itself lives
+in :mod:`analysis.core.attribution`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import union_categoricals
+
+from analysis.core.attribution import innermost_ranges, ops_in_windows
+from analysis.core.structure import REGIONS, RangeNames, RunStructure, find_structure
+from analysis.load import Trace
+from cs336_profile import contract
+
+# The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
+# whatever their ranges are called in the trace (:mod:`analysis.core.structure` finds them).
+PHASES = contract.PHASES
+
+
+@dataclass
+class LabelledOps:
+    """GPU operations with their labels; see docs/architecture.md for the columns."""
+
+    ops: pd.DataFrame
+    phase_ranges: pd.DataFrame
+    measured_passes: dict[str, int]
+    has_steps: bool
+    structure: RunStructure
+    notes: list[str] = field(default_factory=list)
+
+
+def gpu_ops(trace: Trace) -> pd.DataFrame:
+    """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``.
+
+    Built column by column (one ordering, no whole-table copies): at millions of kernels the
+    table is the largest thing the analysis holds."""
+    kernels, memops = trace.kernels, trace.memops
+    order = np.lexsort([np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("end_ns", "start_ns")])
+    memop_names = pd.Categorical("[CUDA " + memops["kind"].astype(str) + "]")
+    op_kinds = pd.Categorical.from_codes(
+        np.concatenate([np.zeros(len(kernels), np.int8), np.where(memops["kind"] == "memcpy", 1, 2).astype(np.int8)]),
+        categories=["kernel", "memcpy", "memset"]).remove_unused_categories()
+    columns = {}
+    for column in kernels.columns:
+        if column in ("name", "demangled_name"):
+            both = union_categoricals([kernels[column], memop_names], ignore_order=True)
+        else:
+            both = np.concatenate([kernels[column].to_numpy(), memops[column].to_numpy()])
+        columns[column] = both[order]
+    columns["op_kind"] = op_kinds[order]
+    columns["bytes"] = np.concatenate([np.zeros(len(kernels), np.int64), memops["bytes"].to_numpy(np.int64)])[order]
+    return pd.DataFrame(columns, copy=False)
+
+
+def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
+    """Find the run's structure (``names``: the roles the user named) and label every operation."""
+    ops = gpu_ops(trace)
+    structure = find_structure(trace.ranges, ops, names)
+    notes = list(structure.notes)
+    step_windows = structure.steps
+    in_step = ops_in_windows(ops, step_windows)
+    ops["step"] = _labels(in_step, step_windows["name"])
+    has_steps = structure.has_steps
+    ops["measured"] = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step] if has_steps else True
+    if not has_steps:
+        notes.append(f"no steps: the whole capture is analyzed ({structure.step_rule})")
+
+    phase_windows = structure.phases
+    in_phase = ops_in_windows(ops, phase_windows)
+    ops["phase"] = _labels(in_phase, phase_windows["name"])
+    ops["phase_range_id"] = np.append(phase_windows["range_id"].to_numpy(), -1)[in_phase]
+
+    ranges = trace.ranges
+    ops["region"] = _regions(ops, ranges, structure.regions)
+    phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps)
+    parent = phase_windows["parent_id"].to_numpy(dtype=np.int64)
+    phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "") \
+        if len(ranges) else ""
+    measured = phase_ranges[phase_ranges["measured"]]
+    counts = measured["phase"].value_counts()
+    passes = {p: int(counts[p]) for p in PHASES if counts.get(p, 0)}
+    if not len(phase_windows):
+        notes.append("no phases found: no phase ranges, no PyTorch labels, and no backward launched from another thread")
+    return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,
+                       has_steps=has_steps, structure=structure, notes=notes)
+
+
+def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:
+    """Name of the window at each position (``""`` for -1), as a categorical."""
+    categories, codes = np.unique(np.append(window_names.to_numpy(dtype=object).astype(str), ""),
+                                  return_inverse=True)
+    return pd.Categorical.from_codes(codes[position], categories=categories)
+
+
+def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Categorical:
+    """For each op, the attention part (:data:`REGIONS`) of the nearest same-thread range
+    enclosing its launch that is one (``parts``: part by ``range_id``; ``""`` when none). Finer
+    ranges inside a region (per-op ranges) do not hide it."""
+    categories = ["", *REGIONS]
+    if not len(ranges) or parts.empty:
+        return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int64), categories=categories)
+    innermost = innermost_ranges(ops, ranges)
+    code = np.zeros(len(ranges) + 1, dtype=np.int64)
+    code[parts.index.to_numpy(np.int64)] = [REGIONS.index(part) + 1 for part in parts]
+    region_of_range = _nearest_named(code[:-1] > 0, ranges["parent_id"].to_numpy())
+    region_id = np.append(region_of_range, -1)[innermost]
+    return pd.Categorical.from_codes(code[region_id], categories=categories)
+
+
+def _nearest_named(named: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """For each range, the id of itself or its nearest ancestor with ``named`` set, else -1.
+
+    Pointer jumping: each range points at itself when named, else at its parent; following
+    the pointers twice per round doubles the distance covered, so ``log2(depth)`` rounds."""
+    pointer = np.where(named, np.arange(len(named)), parent)
+    while True:
+        going_on = pointer >= 0
+        going_on[going_on] = ~named[pointer[going_on]]
+        if not going_on.any():
+            return pointer
+        pointer[going_on] = pointer[pointer[going_on]]
+
+
+def _phase_ranges(phase_windows: pd.DataFrame, step_windows: pd.DataFrame, has_steps: bool) -> pd.DataFrame:
+    """One row per phase-range instance, with its step and whether it was measured."""
+    starts = phase_windows.rename(columns={"start_ns": "launch_start_ns", "tid": "launch_tid"})
+    in_step = ops_in_windows(starts, step_windows)
+    step_names = np.append(step_windows["name"].to_numpy(dtype=object), "")
+    measured = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step] if has_steps else \
+        np.ones(len(phase_windows), dtype=bool)
+    return pd.DataFrame({
+        "range_id": phase_windows["range_id"].to_numpy(np.int64), "phase": phase_windows["name"].to_numpy(),
+        "step": step_names[in_step], "measured": measured.astype(bool), "pid": phase_windows["pid"].to_numpy(),
+        "start_ns": phase_windows["start_ns"].to_numpy(np.int64), "end_ns": phase_windows["end_ns"].to_numpy(np.int64),
+        "cpu_dur_ns": (phase_windows["end_ns"] - phase_windows["start_ns"]).to_numpy(np.int64),
+    })

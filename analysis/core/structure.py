@@ -1,0 +1,886 @@
+"""Find a run's structure in the trace itself: steps, warm-up, phases, attention parts, blocks.
+
+People name NVTX ranges as they like, or add none. The analysis looks for *roles*, not names,
+with three sources, the first that finds phases wins:
+
+1. **The user's own ranges** (every range that is neither an op-level range such as
+   ``aten::mm, seq = 3`` nor one of PyTorch's function labels): phases by families of names
+   (``forward`` / ``fwd`` / ``model_eval`` ..., ``loss``, ``backward`` / ``bwd``, ``optimizer_step``
+   / ``optimizer.step`` / ``opt`` / ``step`` ...); steps are the repeated ranges that hold phases,
+   indexed or not (``step_3``, ``step 3``, ``measure_3``, ``iter3``, ``train_step`` ×N); a range
+   around several steps is a container (``warmup`` around the warm-up steps).
+2. **PyTorch's labels** (``nsys --pytorch=functions-trace``): the forward is the outermost
+   ``torch.nn.modules.Module.__call__`` holding most module calls, backward ``torch.autograd.backward``,
+   the optimizer the outermost ``torch.optim.<Name>.step`` (the nested ``Adam.step`` and
+   ``Optimizer.step#…`` ranges hold the same kernels and are counted once).
+3. **Kernels alone** (no NVTX): the backward is each run of launches from a thread other than the
+   process's main thread (PyTorch's autograd thread), the optimizer the run of
+   ``multi_tensor_apply_kernel`` launches after it, the forward the main thread's launches before.
+
+A forward followed by its loss or backward is a *training* forward; another forward (an inference
+pass) is left out of the training phases and counted on its own. Without step ranges, steps are
+made from the phases: each training forward starts one. Warm-up steps are those named or enclosed
+by a range named warm-up; else, when phases ran before the first step range, those were the
+warm-up; else the first step and the leading steps whose kernel count or kernel time departs from
+the steady state. ``RangeNames`` given by the user (the command line's flags) override each role.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name
+from analysis.load.nvtx import OP_LEVEL
+from cs336_profile import contract
+
+PHASES = contract.PHASES
+# Canonical attention parts: ops are labelled with these whatever the trace calls its ranges.
+REGIONS = (contract.ATTENTION_SCORES_RANGE, contract.SOFTMAX_RANGE, contract.FINAL_MATMUL_RANGE)
+
+# PyTorch's own labels (functions trace; ``Optimizer.step#AdamW.step`` from record_function).
+TORCH_LABEL = re.compile(r"^torch\.|^Optimizer\.|^ProfilerStep#")
+MODULE_CALL = re.compile(r"^torch\.nn\.modules\.(?:module\.)?Module\.(?:__call__|_call_impl|_wrapped_call_impl)$")
+AUTOGRAD_BACKWARD = re.compile(r"^torch\.(?:autograd\.backward|Tensor\.backward|autograd\.grad)$")
+OPTIMIZER_STEP = re.compile(r"^torch\.optim\.[\w.]+\.step$|^Optimizer\.step#")
+TORCH_LOSS = re.compile(r"^torch\.nn\.functional\.(?:cross_entropy|nll_loss|mse_loss|binary_cross_entropy\w*)$")
+TORCH_SOFTMAX = re.compile(r"^torch\.nn\.functional\.(?:softmax|log_softmax)$")
+TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
+
+# Families of names, matched on a name's normal form (lower case, runs of other characters as
+# ``_``) less a trailing index.
+PHASE_FAMILIES = {
+    "forward": re.compile(r"(model_)?(forward|fwd)(_pass|_only|_step|_prop)?|model_eval|inference|eval"),
+    "loss": re.compile(r"(compute_|calc_|calculate_)?loss(_?fn|_function|_compute|_computation|_calc)?|cross_entropy|criterion"),
+    "backward": re.compile(r"(loss_)?(backward|bwd)(_pass|_step|_prop)?|backprop(agation)?"),
+    "optimizer_step": re.compile(r"(optimizer|optim|opt)(_step|_update)?|adamw?(_step)?|(param(eter)?s?_)?update|step"),
+}
+# ``step`` names the optimizer only inside a training step, after its backward.
+AMBIGUOUS_OPTIMIZER = "step"
+WARMUP_FAMILY = re.compile(r"warm(_?up)?(_.*)?")
+# A range around the measured steps: steps outside it are warm-up.
+MEASURED_FAMILY = re.compile(r"(measure[ds]?|timed|benchmark(ed)?|profiled?)(_(steps?|iters?|iterations?|loop|region|runs?))?")
+# NVTX domains of libraries, not of the user's code: their ranges are never a role.
+LIBRARY_DOMAINS = frozenset({"nccl", "cccl", "cub", "cublas", "cublaslt", "cudnn", "nvshmem", "tensorrt"})
+# Ranges libraries push in the default domain (NCCL's API calls in some nsys versions).
+LIBRARY_NAME = re.compile(r"^nccl[A-Z]")
+REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the softmax
+    (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*|sm")),
+    (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_|$)|query_key).*")),
+    (contract.FINAL_MATMUL_RANGE, re.compile(r".*(final|value|(^|_)(pv|p_v|av|attn_v|attention_v|sv|weighted_sum|out_matmul|output_matmul)(_|$)).*")),
+)
+# A range named like a plain matmul, which part it is told by its place beside the softmax.
+PLAIN_MATMUL = re.compile(r"((attn|attention)_)?(matmul|mm|bmm|einsum|gemm)(_\d+)?")
+BLOCK_FAMILY = re.compile(r"(transformer_)?(layer|block|decoder_layer|encoder_layer|h)")
+OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
+
+# Leading steps whose kernel time exceeds the steady state's median by this factor are warm-up.
+WARMUP_TIME_FACTOR = 1.5
+
+WINDOW_COLUMNS = ["range_id", "name", "range_name", "pid", "tid", "start_ns", "end_ns", "parent_id"]
+
+
+@dataclass(frozen=True)
+class RangeNames:
+    """Range names the user gave for some roles (the command line's flags); None = found in the
+    trace. ``phases`` names, in order, forward, backward, optimizer (3 names: no loss range),
+    forward, loss, backward, optimizer (4), or forward and backward (2), or the forward alone.
+    Raises ValueError on an empty or repeated name or equal step prefixes."""
+
+    warmup_prefix: str | None = None
+    step_prefix: str | None = None
+    phases: tuple[str, ...] | None = None
+    regions: tuple[str, str, str] | None = None  # scores, softmax, final matmul
+    warmup_steps: int | None = None
+
+    def __post_init__(self):
+        if self.phases is not None:
+            object.__setattr__(self, "phases", tuple(self.phases))
+            if not 1 <= len(self.phases) <= len(PHASES):
+                raise ValueError(f"phase names: give 1 to {len(PHASES)} names, got {len(self.phases)}")
+        if self.regions is not None:
+            object.__setattr__(self, "regions", tuple(self.regions))
+        named = [self.warmup_prefix, self.step_prefix, *(self.phases or ()), *(self.regions or ())]
+        if any(name is not None and (not isinstance(name, str) or not name.strip()) for name in named):
+            raise ValueError("a range name is empty")
+        if self.warmup_prefix is not None and self.warmup_prefix == self.step_prefix:
+            raise ValueError(f"the warm-up and step prefixes are both {self.step_prefix!r}")
+        for group, values in (("phase", self.phases or ()), ("attention sub-range", self.regions or ())):
+            if len(set(values)) != len(values):
+                raise ValueError(f"the {group} names repeat a name: {', '.join(values)}")
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ValueError("warm-up steps must be 0 or more")
+
+    def phase_roles(self) -> dict[str, str]:
+        """Range name -> phase, for the phases the user named."""
+        if self.phases is None:
+            return {}
+        order = {1: ("forward",), 2: ("forward", "backward"), 3: ("forward", "backward", "optimizer_step"),
+                 4: PHASES}[len(self.phases)]
+        return dict(zip(self.phases, order))
+
+    def is_default(self) -> bool:
+        """Whether every role is left to the trace."""
+        return self == RangeNames()
+
+
+@dataclass
+class RunStructure:
+    """What the trace's ranges (or kernels) say the run did.
+
+    ``steps`` and ``phases`` are windows (:data:`WINDOW_COLUMNS` plus, for steps, ``measured``);
+    a window made by the analysis, not read from a range, has a ``range_id`` past the trace's
+    ranges. ``regions`` gives the canonical attention part (:data:`REGIONS`) of each range used as
+    one, indexed by ``range_id``, and ``region_names`` the range names behind each part.
+    ``record`` is what the summary and the pages show of it."""
+
+    steps: pd.DataFrame
+    phases: pd.DataFrame
+    regions: pd.Series
+    region_names: dict[str, list[str]]
+    has_steps: bool
+    step_ranges: bool  # the steps are ranges of the trace, not made from the phases
+    source: str  # "ranges", "pytorch", "ranges+pytorch", "kernels" or "none"
+    step_rule: str
+    warmup_rule: str
+    inference_passes: int = 0
+    fused_attention: bool = False
+    inference_names: list[str] = field(default_factory=list)
+    block_family: str | None = None
+    block_ranges: pd.Series = field(default_factory=lambda: pd.Series(dtype=np.int64))  # block index by range_id
+    phase_names: dict[str, list[str]] = field(default_factory=dict)
+    unused: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    step_table: list[dict] = field(default_factory=list)
+
+    def record(self) -> dict:
+        """The JSON-ready description of the structure (the summary's ``structure``)."""
+        measured = self.steps[self.steps["measured"]] if len(self.steps) else self.steps
+        return {
+            "source": self.source,
+            "step_ranges": self.step_ranges,
+            "step_rule": self.step_rule,
+            "warmup_rule": self.warmup_rule,
+            "step_names": sorted(set(map(str, self.steps["range_name"]))) if len(self.steps) else [],
+            "steps": int(len(self.steps)),
+            "processes": int(self.steps["pid"].nunique()) if len(self.steps) else 0,
+            "warmup_steps": int(len(self.steps) - len(measured)),
+            "measured_steps": int(len(measured)),
+            "phase_names": {phase: list(names) for phase, names in self.phase_names.items()},
+            "attention_names": {part: list(self.region_names.get(part, [])) for part in REGIONS},
+            "fused_attention": self.fused_attention,
+            "block_family": self.block_family,
+            "inference_passes": int(self.inference_passes),
+            "inference_names": list(self.inference_names),
+            "unused_names": list(self.unused),
+            "step_table": list(self.step_table),
+        }
+
+
+def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = RangeNames()) -> RunStructure:
+    """The run's structure from ``ranges`` (:attr:`analysis.load.Trace.ranges`) and ``ops``
+    (GPU operations with ``pid``, ``launch_tid``, ``launch_start_ns``, ``dur_ns``, ``demangled_name``)."""
+    ranges = ranges.assign(normal=_normal_names(ranges["name"]))
+    own, labels = _own_and_labels(ranges)
+    notes: list[str] = []
+    phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges))
+    training = _training_forwards(phases)
+    inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
+    steps, step_rule, containers, several_runs = _steps(own, phases[~inference], names, notes)
+    step_ranges = steps is not None
+    if steps is None:
+        steps = pd.DataFrame(columns=[*WINDOW_COLUMNS, "measured"]) if several_runs else \
+            _steps_from_phases(phases, training, len(ranges) + len(phases))
+        if len(steps):
+            step_rule = ("made from the phases: each training forward starts a step" if training.any()
+                         else "made from the phases: each forward is a step")
+    inference_windows, phases = phases[inference], phases[~inference]
+    warmup_found = ""
+    if step_ranges:
+        extra, warmup_found = _warmup_iterations(own, steps, phases, ops, len(ranges) + len(phases) + len(steps))
+        steps = pd.concat([steps, extra], ignore_index=True)
+    has_steps = len(steps) > 0
+    steps, warmup_rule, step_table = _warmup(steps, containers, warmup_found, ops, names, has_steps)
+    regions, fused = _regions(own, labels, phases, names, notes)
+    name_of = pd.concat([own, labels]).set_index("range_id")["name"]
+    region_names = {part: sorted(set(name_of.loc[regions.index[regions == part]])) for part in REGIONS}
+    block_family, block_ranges = _blocks(own, labels, phases)
+    used = {*steps["range_name"], *phases["range_name"], *inference_windows["range_name"], *name_of.loc[regions.index],
+            *containers["name"], *name_of.reindex(block_ranges.index).dropna()}
+    if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
+        used |= {n for n, normal in zip(own["name"], own["normal"]) if WARMUP_FAMILY.fullmatch(name_stem(normal))}
+    unused = [family_label(n) for n in name_families(sorted(
+        set(own["name"]) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}))]
+    return RunStructure(
+        steps=steps, phases=phases.reset_index(drop=True), regions=regions, region_names=region_names, has_steps=has_steps,
+        step_ranges=step_ranges, source=source, step_rule=step_rule, warmup_rule=warmup_rule,
+        inference_passes=len(inference_windows), inference_names=name_families(sorted(set(inference_windows["range_name"]))),
+        fused_attention=fused, block_family=block_family, block_ranges=block_ranges,
+        phase_names=_names_by_phase(phases), unused=unused, notes=notes, step_table=step_table)
+
+
+def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The user's own ranges, and PyTorch's labels; op-level ranges and library domains in neither."""
+    op_level = ranges["name"].str.contains(OP_LEVEL).to_numpy(dtype=bool) | \
+        ranges["domain"].astype(str).str.lower().isin(LIBRARY_DOMAINS).to_numpy(dtype=bool) | \
+        ranges["name"].str.contains(LIBRARY_NAME).to_numpy(dtype=bool)
+    torch_label = ranges["name"].str.contains(TORCH_LABEL).to_numpy(dtype=bool)
+    return ranges[~op_level & ~torch_label], ranges[torch_label & ~op_level]
+
+
+def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str],
+            first_id: int) -> tuple[pd.DataFrame, str]:
+    """Phase windows from the user's ranges, the phases they lack from PyTorch's labels, and from
+    the kernels when neither has any; overlapping windows of one phase merged; the source's name."""
+    phases, source = _own_phases(own, names, notes), "ranges"
+    if names.phases is None and len(labels):
+        from_labels = _pytorch_phases(labels)
+        from_labels = from_labels[~from_labels["name"].isin(phases["name"])]
+        if len(from_labels):
+            source = "ranges+pytorch" if len(phases) else "pytorch"
+            phases = pd.concat([phases, from_labels], ignore_index=True).sort_values("start_ns", kind="stable")
+    if phases.empty and names.phases is None:
+        phases = _kernel_phases(ops, first_id)
+        source = "kernels" if len(phases) else "none"
+    return _merge_overlapping(phases, notes), source
+
+
+# ----------------------------------------------------------------------------- names
+
+def _normal_names(names: pd.Series) -> np.ndarray:
+    return np.array([normal_name(n) for n in names], dtype=object)
+
+
+def _phase_of(normal: str) -> str | None:
+    """The phase a name's family says, if any; an indexed ``step_3`` or ``update_3`` is a step,
+    never the optimizer."""
+    stem = name_stem(normal)
+    if stem != normal and stem in (AMBIGUOUS_OPTIMIZER, "update"):
+        return None
+    for phase, family in PHASE_FAMILIES.items():
+        if family.fullmatch(stem) or family.fullmatch(normal):
+            return phase
+    return None
+
+
+def _region_of(normal: str) -> str | None:
+    for region, family in REGION_FAMILIES:
+        if family.fullmatch(normal):
+            return region
+    return None
+
+
+def _note_missing(wanted, own: pd.DataFrame, notes: list[str]) -> None:
+    """A note for each name a flag gave that no range has, with the nearest names present."""
+    present = sorted(set(own["name"]))
+    for name in wanted:
+        if name.endswith("<i>") and any(n.startswith(name[:-3]) for n in present) or name in present:
+            continue
+        near = difflib.get_close_matches(name.replace("<i>", "0"), present, n=3, cutoff=0.3)
+        notes.append(f"no range is named `{name}`" + (f"; nearest: {', '.join(f'`{n}`' for n in near)}" if near else ""))
+
+
+# ----------------------------------------------------------------------------- phases
+
+def _windows(rows: pd.DataFrame, phase: np.ndarray | str) -> pd.DataFrame:
+    return pd.DataFrame({
+        "range_id": rows["range_id"].to_numpy(), "name": phase, "range_name": rows["name"].to_numpy(),
+        "pid": rows["pid"].to_numpy(), "tid": rows["tid"].to_numpy(), "start_ns": rows["start_ns"].to_numpy(),
+        "end_ns": rows["end_ns"].to_numpy(), "parent_id": rows["parent_id"].to_numpy()}, columns=WINDOW_COLUMNS)
+
+
+def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.DataFrame:
+    """Phase windows from the user's ranges (by the flags' names, else by families)."""
+    given = names.phase_roles()
+    if given:
+        phase = own["name"].map(given).to_numpy(dtype=object)
+        _note_missing(given, own, notes)
+    else:
+        phase = np.array([_phase_of(n) for n in own["normal"]], dtype=object)
+        phase = _resolve_ambiguous_step(own, phase)
+    keep = pd.notna(phase)
+    windows = _windows(own[keep], phase[keep])
+    return _outside_other_phases(_outermost_per_phase(windows, own))
+
+
+def _outside_other_phases(windows: pd.DataFrame) -> pd.DataFrame:
+    """Windows less those inside a window of another phase that starts before them (a ``forward``
+    range run again inside the backward, as activation checkpointing does, or a loss computed
+    inside the forward): they are part of that phase, not passes of their own."""
+    if windows.empty:
+        return windows
+    inside = np.zeros(len(windows), dtype=bool)
+    names, pids = windows["name"].to_numpy(), windows["pid"].to_numpy()
+    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
+    for phase in pd.unique(names):
+        for pid in pd.unique(pids[names == phase]):
+            mine = np.flatnonzero((names == phase) & (pids == pid))
+            others = np.flatnonzero((names != phase) & (pids == pid))
+            if not len(others):
+                continue
+            order = others[np.argsort(starts[others], kind="stable")]
+            reach = np.maximum.accumulate(ends[order])
+            # held by a window that starts earlier and ends no sooner, or starts with it and ends later
+            before = np.searchsorted(starts[order], starts[mine], side="left") - 1
+            with_it = np.searchsorted(starts[order], starts[mine], side="right") - 1
+            inside[mine] = ((before >= 0) & (reach[np.maximum(before, 0)] >= ends[mine])) | \
+                ((with_it >= 0) & (reach[np.maximum(with_it, 0)] > ends[mine]))
+    return windows[~inside].reset_index(drop=True)
+
+
+def _resolve_ambiguous_step(own: pd.DataFrame, phase: np.ndarray) -> np.ndarray:
+    """A range named ``step`` is the optimizer only when it starts after a backward ended inside
+    the same enclosing range (the training step); otherwise it is not a phase."""
+    ambiguous = np.flatnonzero((own["normal"].to_numpy() == AMBIGUOUS_OPTIMIZER) & (phase == "optimizer_step"))
+    if not len(ambiguous):
+        return phase
+    backward = np.flatnonzero(phase == "backward")
+    parents, starts = own["parent_id"].to_numpy(), own["start_ns"].to_numpy()
+    ends, pids = own["end_ns"].to_numpy(), own["pid"].to_numpy()
+    phase = phase.copy()
+    for row in ambiguous:
+        before = backward[(pids[backward] == pids[row]) & (parents[backward] == parents[row]) & (ends[backward] <= starts[row])]
+        if not len(before):
+            phase[row] = None
+    return phase
+
+
+def _outermost_per_phase(windows: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
+    """Windows less those nested inside another window of the same phase and process (a
+    ``forward`` range inside a ``model_forward`` range holds the same kernels)."""
+    if windows.empty:
+        return windows
+    group = pd.factorize(windows["pid"].astype(str) + "|" + windows["name"].astype(str))[0]
+    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
+    order = np.lexsort((-ends, starts, group))
+    group, ends_sorted = group[order], ends[order]
+    first = np.r_[True, group[1:] != group[:-1]]
+    reach = np.empty_like(ends_sorted)
+    for lo, hi in zip(np.flatnonzero(first), np.r_[np.flatnonzero(first)[1:], len(order)]):
+        reach[lo:hi] = np.maximum.accumulate(ends_sorted[lo:hi])
+    earlier_reach = np.where(first, np.iinfo(np.int64).min, np.r_[0, reach[:-1]])
+    keep = np.ones(len(windows), dtype=bool)
+    keep[order] = ends_sorted > earlier_reach
+    return windows[keep].sort_values("start_ns", kind="stable").reset_index(drop=True)
+
+
+def _merge_overlapping(windows: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Phase windows with each window that overlaps an earlier one of the same phase and process
+    merged into it (its end extended), so an overlapping pair counts as one pass; a note counts them."""
+    if windows.empty or not _any_overlap(windows):
+        return windows
+    ordered = windows.sort_values(["pid", "name", "start_ns"], kind="stable")
+    same_group = (ordered["pid"] == ordered["pid"].shift()) & (ordered["name"] == ordered["name"].shift())
+    reach = ordered.groupby(["pid", "name"], sort=False, observed=True)["end_ns"].cummax().shift()
+    overlaps = (same_group & (ordered["start_ns"] < reach)).to_numpy()
+    if not overlaps.any():
+        return windows
+    merged = ordered[~overlaps].assign(
+        end_ns=ordered.groupby(np.cumsum(~overlaps), sort=True)["end_ns"].max().to_numpy())
+    phases = ", ".join(sorted(ordered.loc[overlaps, "name"].unique()))
+    notes.append(f"{int(overlaps.sum())} phase ranges ({phases}) overlap an earlier range of the same phase in "
+                 "their process; each was merged into it, so an overlapping pair counts as one pass")
+    return merged.sort_values("range_id", kind="stable")
+
+
+def _any_overlap(windows: pd.DataFrame) -> bool:
+    """Whether a window starts before an earlier-starting window of its phase and process ends
+    (the common answer, no, found on column arrays)."""
+    phase = pd.factorize(windows["name"])[0]
+    group = pd.factorize(windows["pid"])[0] * (phase.max() + 1) + phase
+    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
+    order = np.lexsort((starts, group))
+    group, starts, ends = group[order], starts[order], ends[order]
+    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    return any((starts[a + 1:b] < np.maximum.accumulate(ends[a:b - 1])).any()
+               for a, b in zip(first, np.r_[first[1:], len(group)]))
+
+
+def _names_by_phase(windows: pd.DataFrame) -> dict[str, list[str]]:
+    return {phase: name_families(sorted(set(windows.loc[windows["name"] == phase, "range_name"])))
+            for phase in PHASES if (windows["name"] == phase).any()}
+
+
+def _outermost(rows: pd.DataFrame, all_ranges: pd.DataFrame) -> pd.DataFrame:
+    """Rows with no ancestor among ``rows`` (by parent links within ``all_ranges``)."""
+    member = np.zeros(len(all_ranges) + 1, dtype=bool)
+    member[rows["range_id"].to_numpy()] = True
+    parent = all_ranges["parent_id"].to_numpy()
+    pointer = parent[rows["range_id"].to_numpy()]
+    inside = np.zeros(len(rows), dtype=bool)
+    while (pointer >= 0).any():
+        live = pointer >= 0
+        inside[live] |= member[pointer[live]]
+        pointer = np.where(live & ~inside, parent[np.maximum(pointer, 0)], -1)
+    return rows[~inside]
+
+
+def _pytorch_phases(labels: pd.DataFrame) -> pd.DataFrame:
+    """Phase windows from PyTorch's function labels (``--pytorch=functions-trace``)."""
+    if labels.empty:
+        return pd.DataFrame(columns=WINDOW_COLUMNS)
+    full = labels.reset_index(drop=True)
+    ranges_by_id = full.set_index("range_id", drop=False)
+    frames = []
+    modules = full[full["name"].str.match(MODULE_CALL)]
+    if len(modules):
+        model = _model_calls(modules, ranges_by_id)
+        frames.append(_windows(model, "forward"))
+    for phase, pattern in (("backward", AUTOGRAD_BACKWARD), ("optimizer_step", OPTIMIZER_STEP), ("loss", TORCH_LOSS)):
+        rows = full[full["name"].str.contains(pattern)]
+        rows = _outermost_by_time(rows)
+        frames.append(_windows(rows, phase))
+    windows = pd.concat([f for f in frames if len(f)] or [pd.DataFrame(columns=WINDOW_COLUMNS)], ignore_index=True)
+    if len(windows):
+        forward = windows[windows["name"] == "forward"]
+        # A loss computed inside the model's forward is part of the forward.
+        inside = np.zeros(len(windows), dtype=bool)
+        for row in forward.itertuples():
+            inside |= ((windows["name"] == "loss") & (windows["pid"] == row.pid) & (windows["start_ns"] >= row.start_ns)
+                       & (windows["end_ns"] <= row.end_ns)).to_numpy()
+        windows = windows[~inside].sort_values("start_ns", kind="stable").reset_index(drop=True)
+    return windows
+
+
+def _outermost_by_time(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows not inside another of ``rows`` of the same process (by time)."""
+    if rows.empty:
+        return rows
+    rows = rows.sort_values(["pid", "start_ns", "end_ns"], ascending=[True, True, False], kind="stable")
+    keep, reach, last_pid = [], -1, None
+    for pid, start, end in zip(rows["pid"], rows["start_ns"], rows["end_ns"]):
+        if pid != last_pid:
+            reach, last_pid = -1, pid
+        keep.append(not end <= reach)
+        reach = max(reach, end)
+    return rows[np.array(keep, dtype=bool)]
+
+
+def _model_calls(modules: pd.DataFrame, ranges_by_id: pd.DataFrame) -> pd.DataFrame:
+    """The model's forward calls: outermost module calls holding at least half as many module
+    calls as the largest outermost call (a loss module called on its own holds none)."""
+    outer = _outermost_by_time(modules)
+    counts = []
+    for row in outer.itertuples():
+        inside = modules[(modules["pid"] == row.pid) & (modules["start_ns"] >= row.start_ns) & (modules["end_ns"] <= row.end_ns)]
+        counts.append(len(inside))
+    counts = np.array(counts)
+    return outer[counts >= max(counts.max(initial=0) / 2, 2)] if len(counts) else outer
+
+
+def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
+    """Phase windows from kernel launches alone: backward = each run of launches from a thread
+    other than the main one, optimizer = the run of ``multi_tensor_apply_kernel`` launches after
+    it, forward = from the main thread's first launch after the previous step to the backward's
+    first launch."""
+    rows = []
+    launched = ops[ops["launch_start_ns"].to_numpy() >= 0]
+    for pid, mine in launched.groupby("pid", sort=True):
+        mine = mine.sort_values("launch_start_ns", kind="stable")
+        tids = mine["launch_tid"].to_numpy()
+        main = pid if (tids == pid).any() else pd.Series(tids).mode().iat[0]
+        times = mine["launch_start_ns"].to_numpy()
+        names = mine["demangled_name"].astype(str).to_numpy()
+        other = tids != main
+        if not other.any():
+            continue
+        edges = np.flatnonzero(np.diff(np.r_[0, other.astype(np.int8), 0]))
+        runs = list(zip(edges[::2], edges[1::2] - 1))
+        runs = _merge_close_runs(runs, other)
+        previous_end = -1
+        for first, last in runs:
+            forward = np.flatnonzero(~other[:first] & (times[:first] > previous_end))
+            optimizer = _optimizer_run(names, other, last + 1)
+            if len(forward):  # up to the backward's first launch: the loss's launches are the forward's
+                rows.append((pid, main, "forward", times[forward[0]], times[first] - 1))
+            rows.append((pid, tids[first], "backward", times[first], times[last]))
+            if optimizer is not None:
+                rows.append((pid, main, "optimizer_step", times[optimizer[0]], times[optimizer[1]]))
+                previous_end = times[optimizer[1]]
+            else:
+                previous_end = times[last]
+    windows = pd.DataFrame(rows, columns=["pid", "tid", "name", "start_ns", "end_ns"])
+    windows = windows.assign(range_id=np.arange(first_id, first_id + len(windows), dtype=np.int64),
+                             range_name=windows["name"].map(lambda p: f"({p}, from kernels)"), parent_id=-1)
+    return windows[WINDOW_COLUMNS].sort_values("start_ns", kind="stable").reset_index(drop=True)
+
+
+def _merge_close_runs(runs: list[tuple[int, int]], other: np.ndarray) -> list[tuple[int, int]]:
+    """Backward runs split by a few main-thread launches (under 1% of the run) are one run."""
+    merged: list[tuple[int, int]] = []
+    for first, last in runs:
+        if merged and first - merged[-1][1] - 1 <= max(2, (merged[-1][1] - merged[-1][0]) // 100):
+            merged[-1] = (merged[-1][0], last)
+        else:
+            merged.append((first, last))
+    return merged
+
+
+def _optimizer_run(names: np.ndarray, other: np.ndarray, start: int) -> tuple[int, int] | None:
+    """(first, last) positions of the optimizer's fused kernels after a backward run, before the
+    next backward run; None when it launches none."""
+    stop = start + np.argmax(other[start:]) if other[start:].any() else len(names)
+    fused = np.flatnonzero(np.char.find(names[start:stop].astype(str), OPTIMIZER_KERNEL) >= 0) + start
+    return (int(fused[0]), int(fused[-1])) if len(fused) else None
+
+
+def _training_forwards(phases: pd.DataFrame) -> np.ndarray:
+    """Whether each phase window is a training forward: a forward whose next phase in its process,
+    the first to start after the forward ends, is a loss or a backward (a loss inside an inference
+    forward does not make it a training one)."""
+    names = phases["name"].to_numpy()
+    if not (names == "backward").any():  # a forward-only run: every forward is the pass
+        return names == "forward"
+    training = np.zeros(len(phases), dtype=bool)
+    for _, rows in phases.groupby("pid", sort=False).indices.items():
+        rows = rows[np.argsort(phases["start_ns"].to_numpy()[rows], kind="stable")]
+        starts = phases["start_ns"].to_numpy()[rows]
+        for position in np.flatnonzero(names[rows] == "forward"):
+            after = np.searchsorted(starts, phases["end_ns"].iat[rows[position]], side="left")
+            training[rows[position]] = after < len(rows) and names[rows[after]] in ("loss", "backward")
+    return training
+
+
+# ----------------------------------------------------------------------------- steps
+
+def _contains(outer: pd.DataFrame, inner: pd.DataFrame) -> np.ndarray:
+    """For each row of ``outer``, how many rows of ``inner`` (same process) start inside it, in
+    ``[start, end)``: a range that starts where another ends belongs to the next."""
+    counts = np.zeros(len(outer), dtype=np.int64)
+    if inner.empty or outer.empty:
+        return counts
+    inner_pids, inner_starts = inner["pid"].to_numpy(), inner["start_ns"].to_numpy()
+    starts, ends, pids = outer["start_ns"].to_numpy(), outer["end_ns"].to_numpy(), outer["pid"].to_numpy()
+    for pid in np.unique(pids):
+        rows = np.flatnonzero(pids == pid)
+        times = np.sort(inner_starts[inner_pids == pid])
+        counts[rows] = np.searchsorted(times, ends[rows], side="left") - np.searchsorted(times, starts[rows], side="left")
+    return counts
+
+
+def _inside_any(rows: pd.DataFrame, windows: pd.DataFrame) -> np.ndarray:
+    """Whether each row starts inside one of ``windows`` (same process)."""
+    from analysis.core.attribution import ops_in_windows
+    starts = pd.DataFrame({"pid": rows["pid"].to_numpy(), "launch_start_ns": rows["start_ns"].to_numpy()})
+    return ops_in_windows(starts, windows) >= 0
+
+
+def _overlapping(windows: pd.DataFrame) -> bool:
+    """Whether two of ``windows`` of one process overlap (steps follow each other; nested ranges
+    of one name are not steps)."""
+    order = np.lexsort((windows["start_ns"].to_numpy(), windows["pid"].to_numpy()))
+    pids, starts, ends = (windows[c].to_numpy()[order] for c in ("pid", "start_ns", "end_ns"))
+    return bool(((pids[1:] == pids[:-1]) & (starts[1:] < ends[:-1])).any())
+
+
+def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: list[str]
+           ) -> tuple[pd.DataFrame | None, str, pd.DataFrame, bool]:
+    """Step windows from the user's ranges (None when no range family is one of steps), the rule
+    that found them, the ranges around several phase windows (containers; with several runs, the
+    runs' ranges), and whether several families are steps, each of another run (configuration)."""
+    if names.step_prefix is not None:
+        return (*_prefixed_steps(own, names, notes), False)
+    candidates = own[~own["range_id"].isin(phases["range_id"]) & ~own["name"].isin(phases["range_name"])]
+    if candidates.empty or phases.empty:
+        why = "no range holds the phases" if len(phases) else (
+            "no phase found: no range named like a phase, no PyTorch labels, and no kernels launched from a second "
+            "thread (PyTorch's autograd thread)")
+        return None, why, own.iloc[:0], False
+    forwards = _contains(candidates, phases[phases["name"] == "forward"])
+    backwards = _contains(candidates, phases[phases["name"] == "backward"])
+    held = _contains(candidates, phases)
+    stems = np.array([name_stem(n) for n in candidates["normal"]], dtype=object)
+    families = {}
+    for stem in pd.unique(stems):
+        rows = np.flatnonzero(stems == stem)
+        if (held[rows] > 0).mean() >= 0.5 and (forwards[rows] <= 1).all() and (backwards[rows] <= 1).all() \
+                and not _overlapping(candidates.iloc[rows]):
+            families[stem] = rows
+    if not families:
+        return None, "no range holds one pass of the phases", _containers(candidates, held), False
+    step_rows = np.concatenate(list(families.values()))
+    nested = _contains(candidates.iloc[step_rows], candidates.iloc[step_rows]) > 1
+    outer_stems = {stems[r] for r, is_outer in zip(step_rows, nested) if is_outer}
+    for stem in outer_stems:  # a family holding steps of another family is a container
+        if all(nested[np.flatnonzero(stems[step_rows] == stem)]):
+            families.pop(stem)
+    plain = [stem for stem in families if not WARMUP_FAMILY.fullmatch(stem)]
+    if len(plain) > 1:
+        shown = ", ".join(f"`{family_label(candidates['name'].iat[families[s][0]])}`" for s in plain[:4])
+        runs = candidates.iloc[np.concatenate([families[s] for s in plain])]
+        return None, f"ranges of {len(plain)} different runs ({shown}): the whole capture is analyzed", runs, True
+    rows = np.sort(np.concatenate(list(families.values())))
+    steps = _windows(candidates.iloc[rows], "step")
+    steps["name"] = _step_labels(steps)
+    containers = _containers(candidates, held)
+    containers = containers[~containers["range_id"].isin(steps["range_id"])]
+    shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps["range_name"]))))
+    return steps.assign(measured=True), f"the ranges {shown} each hold one pass of the phases", containers, False
+
+
+def _containers(candidates: pd.DataFrame, held: np.ndarray) -> pd.DataFrame:
+    """The ranges around more than one phase window (a ``warmup`` range around warm-up steps)."""
+    return candidates[held > 1]
+
+
+def _prefixed_steps(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> tuple[pd.DataFrame | None, str, pd.DataFrame]:
+    """Step windows named ``<step prefix><i>`` and ``<warm-up prefix><i>`` (the flags)."""
+    prefixes = [p for p in (names.warmup_prefix, names.step_prefix) if p]
+    pattern = re.compile(rf"^({'|'.join(re.escape(p) for p in prefixes)})\d+$")
+    matched = own[own["name"].str.match(pattern)]
+    if matched.empty:
+        _note_missing([f"{names.step_prefix}<i>"], own, notes)
+        return None, f"no `{names.step_prefix}<i>` range", own.iloc[:0]
+    steps = _windows(matched, "step")
+    steps["name"] = steps["range_name"]
+    warm = steps["range_name"].str.startswith(names.warmup_prefix) if names.warmup_prefix else False
+    return steps.assign(measured=~np.asarray(warm, dtype=bool)), f"the ranges `{names.step_prefix}<i>` (given)", own.iloc[:0]
+
+
+def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame,
+                       first_id: int) -> tuple[pd.DataFrame, str]:
+    """Warm-up steps beside step ranges, and the rule that found them: ranges named warm-up that
+    neither hold a step nor lie in one (a ``warmup`` range per warm-up step, or one around them
+    all: it holds as many iterations as backward runs launched inside it from PyTorch's autograd
+    thread, one when it holds none); else iterations made from the phases that ran before the
+    first step range, outside every step."""
+    warm = own[np.array([bool(WARMUP_FAMILY.fullmatch(name_stem(n))) for n in own["normal"]], dtype=bool)]
+    warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)])
+    rows = []
+    for window in warm.itertuples():
+        launched = ops["launch_start_ns"].to_numpy()
+        inside = ops[(ops["pid"].to_numpy() == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
+        backward = _kernel_phases(inside, 0)
+        ends = backward.loc[backward["name"] == "backward", "end_ns"].to_numpy()
+        bounds = [window.start_ns, *ends[:-1], window.end_ns] if len(ends) > 1 else [window.start_ns, window.end_ns]
+        rows += [(window.pid, window.tid, start, end, window.name) for start, end in zip(bounds[:-1], bounds[1:])]
+    rule = "inside " + ", ".join(f"`{n}`" for n in name_families(sorted(set(warm["name"])))) if rows else ""
+    if not rows:
+        first_step = steps.groupby("pid")["start_ns"].min()
+        before = phases[(phases["end_ns"].to_numpy() <= phases["pid"].map(first_step).to_numpy())
+                        & ~_inside_any(phases, steps)]
+        made = _steps_from_phases(before, _training_forwards(before), 0)
+        rows = list(zip(made["pid"], made["tid"], made["start_ns"], made["end_ns"], ["(warm-up iteration)"] * len(made)))
+        rule = "the iterations before the step ranges (their phases ran outside every step)" if rows else ""
+    found = pd.DataFrame(rows, columns=["pid", "tid", "start_ns", "end_ns", "range_name"])
+    found = found.assign(range_id=np.arange(first_id, first_id + len(found), dtype=np.int64), parent_id=-1, measured=False)
+    found["name"] = [f"{name} #{k}" for name, k in zip(found["range_name"], found.groupby(["pid", "range_name"]).cumcount())]
+    return found[[*WINDOW_COLUMNS, "measured"]], rule
+
+
+def _step_labels(steps: pd.DataFrame) -> np.ndarray:
+    """A step's label: its range name when unique in its process, else ``name #k`` (k-th in time)."""
+    order = np.lexsort((steps["start_ns"].to_numpy(), steps["pid"].to_numpy()))
+    counts = steps.groupby(["pid", "range_name"]).size()
+    seen: dict[tuple, int] = {}
+    labels = np.empty(len(steps), dtype=object)
+    for row in order:
+        key = (steps["pid"].iat[row], steps["range_name"].iat[row])
+        labels[row] = key[1] if counts[key] == 1 else f"{key[1]} #{seen.get(key, 0)}"
+        seen[key] = seen.get(key, 0) + 1
+    return labels
+
+
+def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int) -> pd.DataFrame:
+    """Steps made from the phases: each training forward (each forward in a forward-only run)
+    starts a step that runs to the end of the last phase before the next forward."""
+    rows = []
+    for pid, mine in phases.assign(training=training).groupby("pid", sort=True):
+        mine = mine.sort_values("start_ns", kind="stable")
+        is_forward = (mine["name"] == "forward").to_numpy()
+        starts = np.flatnonzero(mine["training"].to_numpy())
+        bounds = np.r_[np.flatnonzero(is_forward), len(mine)]
+        for index, first in enumerate(starts):
+            stop = bounds[bounds > first][0]
+            part = mine.iloc[first:stop]
+            rows.append((pid, int(part["tid"].iat[0]), int(part["start_ns"].min()), int(part["end_ns"].max()), index))
+    steps = pd.DataFrame(rows, columns=["pid", "tid", "start_ns", "end_ns", "index"])
+    steps = steps.assign(range_id=np.arange(first_id, first_id + len(steps), dtype=np.int64),
+                         name=[f"iteration {i}" for i in steps["index"]], range_name="(iteration)",
+                         parent_id=-1, measured=True)
+    return steps[[*WINDOW_COLUMNS, "measured"]]
+
+
+# ----------------------------------------------------------------------------- warm-up
+
+def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
+            names: RangeNames, has_steps: bool) -> tuple[pd.DataFrame, str, list[dict]]:
+    """Mark warm-up steps (``measured`` False) and say by which rule; ``found_rule`` says how the
+    warm-up steps already among ``steps`` were found ("" when none were)."""
+    if not has_steps or steps.empty:
+        return steps, "no steps", []
+    steps = steps.sort_values(["pid", "start_ns"], kind="stable").reset_index(drop=True)
+    figures = _step_figures(steps, ops)
+    if names.warmup_steps is not None:
+        rank = steps.groupby("pid").cumcount().to_numpy()
+        rule = f"the first {names.warmup_steps} (given)"
+        measured = rank >= names.warmup_steps
+    elif names.step_prefix is not None:
+        measured, rule = steps["measured"].to_numpy(), f"named `{names.warmup_prefix}<i>` (given)"
+    elif names.warmup_prefix is not None:
+        measured, rule = _prefixed_warmup(steps, containers, names.warmup_prefix)
+    elif found_rule:
+        measured, rule = steps["measured"].to_numpy(), found_rule
+    else:
+        measured, rule = _named_warmup(steps, containers)
+        if rule is None:
+            measured, rule = _departing_steps(steps, figures)
+    steps = steps.assign(measured=np.asarray(measured, dtype=bool))
+    table = [{"step": str(s.name), "pid": int(s.pid), "measured": bool(s.measured),
+              "cpu_span_ms": (s.end_ns - s.start_ns) / 1e6, "kernels": int(k), "kernel_ms": t / 1e6}
+             for s, k, t in zip(steps.itertuples(), figures["kernels"], figures["kernel_ns"])]
+    return steps, rule, table
+
+
+def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+    """Kernel count and summed kernel time of each step (launches from any thread of its process)."""
+    from analysis.core.attribution import ops_in_windows  # the rule of attribution, written once
+    kernels = ops[ops["op_kind"] == "kernel"] if "op_kind" in ops else ops
+    position = ops_in_windows(kernels, steps)
+    held = position >= 0
+    count = np.bincount(position[held], minlength=len(steps))
+    time = np.bincount(position[held], weights=kernels["dur_ns"].to_numpy()[held], minlength=len(steps))
+    return pd.DataFrame({"kernels": count, "kernel_ns": time})
+
+
+def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.ndarray, str | None]:
+    """Steps named warm-up, or inside a range named warm-up."""
+    own_name = np.array([bool(WARMUP_FAMILY.fullmatch(name_stem(normal_name(n)))) for n in steps["range_name"]])
+    if own_name.any() and not own_name.all():
+        shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps.loc[own_name, "range_name"]))))
+        return ~own_name, f"named {shown}"
+    for family, warm_inside in ((WARMUP_FAMILY, True), (MEASURED_FAMILY, False)):
+        named = containers[[bool(family.fullmatch(name_stem(normal_name(c)))) for c in containers["name"]]]
+        inside = _inside(steps, named)
+        if inside.any() and not inside.all():
+            where = "inside" if warm_inside else "outside"
+            return (~inside if warm_inside else inside), f"{where} " + ", ".join(f"`{c}`" for c in sorted(set(named["name"])))
+    return np.ones(len(steps), dtype=bool), None
+
+
+def _inside(steps: pd.DataFrame, windows: pd.DataFrame) -> np.ndarray:
+    """Whether each step lies inside one of ``windows`` (same process)."""
+    inside = np.zeros(len(steps), dtype=bool)
+    for row in windows.itertuples():
+        inside |= ((steps["pid"] == row.pid) & (steps["start_ns"] >= row.start_ns) & (steps["end_ns"] <= row.end_ns)).to_numpy()
+    return inside
+
+
+def _prefixed_warmup(steps: pd.DataFrame, containers: pd.DataFrame, prefix: str) -> tuple[np.ndarray, str]:
+    """Steps whose name starts with ``prefix``, or inside a range whose name does (the flag)."""
+    named = steps["range_name"].str.startswith(prefix).to_numpy(dtype=bool)
+    inside = _inside(steps, containers[containers["name"].str.startswith(prefix)])
+    return ~(named | inside), f"named or inside `{prefix}…` (given)"
+
+
+def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """The leading steps of each process that depart from the steady state: a kernel count other
+    than the later steps' most common one, or a kernel time or CPU span over
+    :data:`WARMUP_TIME_FACTOR` times the later steps' median; the last step is always measured."""
+    measured = np.ones(len(steps), dtype=bool)
+    span = (steps["end_ns"] - steps["start_ns"]).to_numpy()
+    count, time = figures["kernels"].to_numpy(), figures["kernel_ns"].to_numpy()
+    for _, rows in steps.groupby("pid", sort=False).indices.items():
+        for position in range(len(rows) - 1):
+            here, later = rows[position], rows[position + 1:]
+            departs = (count[here] != pd.Series(count[later]).mode().iat[0]
+                       or time[here] > WARMUP_TIME_FACTOR * np.median(time[later])
+                       or span[here] > WARMUP_TIME_FACTOR * np.median(span[later]))
+            if not departs:
+                break
+            measured[here] = False
+    left_out = int((~measured).sum())
+    return measured, (f"{left_out} leading step{'s' if left_out != 1 else ''} whose kernel count, kernel time or CPU span "
+                      f"departs from the later steps' (over {WARMUP_TIME_FACTOR}× their median)" if left_out else
+                      "no leading step departs from the later steps' kernel count, kernel time or CPU span")
+
+
+# ----------------------------------------------------------------------------- attention, blocks
+
+def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, names: RangeNames,
+             notes: list[str]) -> tuple[pd.Series, bool]:
+    """The attention part of each range used as one (range name, indexed by ``range_id``; only
+    ranges inside a forward), and whether the model used PyTorch's fused attention instead.
+
+    By name (families of names, or the flags'); a range named like a plain matmul
+    (``attn_matmul``) beside a softmax part range (same parent) is the scores matmul before it
+    and the final matmul after it."""
+    if names.regions is not None:
+        _note_missing(names.regions, own, notes)
+        parts = dict(zip(names.regions, REGIONS))
+        rows = own[own["name"].isin(list(parts))]
+        return pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object), False
+    parts = {name: part for name, normal in set(zip(own["name"], own["normal"]))
+             if (part := _region_of(normal)) and _phase_of(normal) is None}
+    rows = own[own["name"].isin(list(parts))]
+    found = pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object)
+    found = pd.concat([found, _matmuls_beside_softmax(own, rows[rows["name"].map(parts) == contract.SOFTMAX_RANGE])])
+    fused = bool(len(labels)) and bool((labels["name"] == TORCH_SDPA).any())
+    if found.empty and len(labels) and not fused:
+        softmax = labels[labels["name"].str.match(TORCH_SOFTMAX)]
+        found = pd.Series(contract.SOFTMAX_RANGE, index=softmax["range_id"].to_numpy(), dtype=object)
+        rows = softmax
+    forwards = phases[phases["name"] == "forward"]
+    if len(forwards) and len(found):
+        everything = pd.concat([own, labels]).set_index("range_id", drop=False).loc[found.index]
+        found = found[_inside_any(everything, forwards)]
+    return found, fused
+
+
+def _matmuls_beside_softmax(own: pd.DataFrame, softmax: pd.DataFrame) -> pd.Series:
+    """Ranges named like a plain matmul that share their parent with a softmax part range: the
+    scores matmul when they end before it starts, the final matmul when they start after it ends."""
+    plain = own[np.array([bool(PLAIN_MATMUL.fullmatch(n)) and _region_of(n) is None for n in own["normal"]], dtype=bool)]
+    plain = plain[plain["parent_id"].isin(softmax["parent_id"]) & (plain["parent_id"] >= 0)]
+    if plain.empty:
+        return pd.Series(dtype=object)
+    first = softmax.sort_values("start_ns").drop_duplicates("parent_id").set_index("parent_id")
+    start = plain["parent_id"].map(first["start_ns"]).to_numpy()
+    end = plain["parent_id"].map(first["end_ns"]).to_numpy()
+    part = np.where(plain["end_ns"].to_numpy() <= start, contract.ATTENTION_SCORES_RANGE,
+                    np.where(plain["start_ns"].to_numpy() >= end, contract.FINAL_MATMUL_RANGE, None))
+    keep = part != None  # noqa: E711 (an object array)
+    return pd.Series(part[keep], index=plain["range_id"].to_numpy()[keep], dtype=object)
+
+
+def _blocks(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame) -> tuple[str | None, pd.Series]:
+    """The block ranges inside the forwards, with each one's block index (indexed by ``range_id``),
+    and their family as shown: the user's indexed ranges (``layer_<i>``, ``block_<i>``,
+    ``layer<i>``; at least two indices), else the blocks PyTorch's module labels show."""
+    forwards = phases[phases["name"] == "forward"]
+    stems = np.array([name_stem(n) for n in own["normal"]], dtype=object)
+    for stem in dict.fromkeys(stems):
+        if not BLOCK_FAMILY.fullmatch(stem):
+            continue
+        rows = own[stems == stem]
+        indexed = [(row, int(match["index"])) for row, normal in zip(rows["range_id"], rows["normal"])
+                   if (match := INDEXED.match(normal))]
+        if len({index for _, index in indexed}) >= 2 and (forwards.empty or _contains(forwards, rows).any()):
+            return family_label(rows["name"].iat[0]), pd.Series(dict(indexed), dtype=np.int64)
+    modules = labels[labels["name"].str.match(MODULE_CALL)]
+    blocks = pd.concat([_module_blocks(modules, forward) for forward in forwards.itertuples()] or [pd.Series(dtype=np.int64)])
+    return ("repeated module calls (PyTorch's labels)" if len(blocks) else None), blocks
+
+
+def _module_blocks(modules: pd.DataFrame, forward) -> pd.Series:
+    """Blocks of one forward from PyTorch's module labels: the model call's children (the
+    outermost module call inside the forward holding the most calls) that hold the same number of
+    module calls, more than none, in the largest such group of two or more; indexed in order."""
+    inside = modules[(modules["pid"] == forward.pid) & (modules["start_ns"] >= forward.start_ns)
+                     & (modules["start_ns"] < forward.end_ns)]
+    if inside.empty:
+        return pd.Series(dtype=np.int64)
+    held = _contains(inside, inside) - 1
+    outermost = ~inside["parent_id"].isin(inside["range_id"]).to_numpy()
+    model = inside["range_id"].to_numpy()[outermost][np.argmax(held[outermost])]
+    children = (inside["parent_id"] == model).to_numpy()
+    counts = pd.Series(held[children])
+    groups = counts[counts > 0].value_counts()
+    groups = groups[groups >= 2]
+    if groups.empty:
+        return pd.Series(dtype=np.int64)
+    chosen = inside[children][(held[children] == groups.index[0])].sort_values("start_ns")
+    return pd.Series(np.arange(len(chosen), dtype=np.int64), index=chosen["range_id"].to_numpy())

@@ -1,0 +1,133 @@
+"""Communication kernels: which collective each NCCL kernel runs, and how much of it is exposed.
+
+**Exposed** communication is the part of a communication kernel's time during which no compute
+kernel — any kernel that is not communication — runs on the same GPU in the same process; the
+rest is **overlapped**. Memory copies and fills do not count as compute. Every kernel of the
+device covers, measured or not: a communication kernel that runs beside the next step's first
+kernels is hidden by them.
+
+The collective comes from the NCCL kernel's name (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``,
+``ncclKernel_AllGather_RING_LL_Sum_int8_t``, ``ncclDevKernel_SendRecv``); a communication kernel
+whose name names none of them is ``other``.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from analysis.core.classify import RULES
+from analysis.core.intervals import uncovered_ns
+
+COMMUNICATION = "communication"  # the kernel category of analysis.core.classify for NCCL kernels
+# The classification's communication rule. It comes first in RULES, so a name it matches is
+# communication whatever the later rules say (tests/test_ranks.py checks the order).
+_COMMUNICATION_RULE = next(rule.pattern for rule in RULES if rule.category == COMMUNICATION)
+
+# Display order; the first pattern that matches a kernel name wins (ReduceScatter before
+# AllReduce: both contain "Reduce").
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv", "other")
+_COLLECTIVE_PATTERNS = (
+    ("reduce_scatter", re.compile(r"reduce_?scatter", re.IGNORECASE)),
+    ("all_reduce", re.compile(r"all_?reduce", re.IGNORECASE)),
+    ("all_gather", re.compile(r"all_?gather", re.IGNORECASE)),
+    ("broadcast", re.compile(r"broadcast", re.IGNORECASE)),
+    ("send_recv", re.compile(r"send|recv", re.IGNORECASE)),
+)
+
+
+def collective_of(demangled: str) -> str:
+    """The collective of one communication kernel's demangled name (``other`` when none)."""
+    return next((name for name, pattern in _COLLECTIVE_PATTERNS if pattern.search(demangled)),
+                "other")
+
+
+def communication_columns(kernels: pd.DataFrame) -> pd.DataFrame:
+    """``kernels`` (rows of ``LabelledOps.ops`` with ``op_kind == "kernel"``) with three columns
+    added: ``is_communication``, ``collective`` (a categorical of ``""``, for compute kernels, and
+    :data:`COLLECTIVES`) and ``exposed_ns`` (0 for compute kernels)."""
+    codes, distinct = name_codes(kernels["demangled_name"])
+    categories = ["", *COLLECTIVES]
+    collectives = np.array([categories.index(collective_of(str(name))) if _COMMUNICATION_RULE.search(str(name))
+                            else 0 for name in distinct] + [0], dtype=np.int8)
+    collective_codes = collectives[codes]  # code -1 (no name) takes the trailing ""
+    is_communication = collective_codes != 0
+    collective = pd.Categorical.from_codes(collective_codes, categories=pd.Index(categories, dtype=object))
+    return kernels.assign(is_communication=is_communication, collective=collective,
+                          exposed_ns=exposed_ns(kernels, is_communication))
+
+
+def name_codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes (-1 for missing) and the distinct values of a column: a categorical's own
+    codes (no copy) and categories, else ``pd.factorize``."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy(), values.cat.categories
+    codes, distinct = pd.factorize(values)
+    return codes, pd.Index(distinct)
+
+
+def exposed_ns(kernels: pd.DataFrame, is_communication: np.ndarray) -> np.ndarray:
+    """For each kernel, the ns of it that no compute kernel of its (process, GPU) covers; 0 for
+    the compute kernels themselves. ``kernels`` needs ``pid, device_id, start_ns, end_ns``."""
+    result = np.zeros(len(kernels), dtype=np.int64)
+    if not is_communication.any():
+        return result
+    starts = kernels["start_ns"].to_numpy()
+    ends = kernels["end_ns"].to_numpy()
+    for rows in kernels.groupby(["pid", "device_id"], sort=False).indices.values():
+        comm = rows[is_communication[rows]]
+        if not len(comm):
+            continue
+        compute = rows[~is_communication[rows]]
+        result[comm] = uncovered_ns(starts[comm], ends[comm], starts[compute], ends[compute])
+    return result
+
+
+def bus_factor(collective: str, world_size: int) -> float | None:
+    """Bus bytes per byte of NCCL's message size (nccl-tests' bus bandwidth, with the message
+    size of one rank): all-reduce 2(n-1)/n, all-gather and reduce-scatter n-1, broadcast and
+    send/recv 1; None for other kernels."""
+    n = world_size
+    return {"all_reduce": 2 * (n - 1) / n, "all_gather": n - 1, "reduce_scatter": n - 1,
+            "broadcast": 1.0, "send_recv": 1.0}.get(collective)
+
+
+def collective_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, passes: dict[int, int],
+                       world_size: int) -> list[dict]:
+    """One record per rank and collective it ran in its measured steps: ``pid, device_id, rank,
+    collective, calls_per_pass, ms_per_pass, mean_call_ms, exposed_ms_per_pass``, and
+    ``bytes_per_call`` (mean NCCL message size) and ``bus_bandwidth_gb_per_s`` (bus bytes over
+    kernel time), null unless every call has its size in the trace.
+
+    ``kernels`` are rows with :func:`communication_columns` and ``bytes`` (-1 when unknown);
+    ``passes`` maps a process id to its number of measured steps."""
+    comm = kernels[kernels["measured"].to_numpy() & kernels["is_communication"].to_numpy()]
+    if not len(comm):
+        return []
+    comm = comm.assign(unknown=comm["bytes"] < 0)
+    totals = comm.groupby(["pid", "device_id", "collective"], observed=True).agg(
+        calls=("dur_ns", "size"), dur_ns=("dur_ns", "sum"), exposed_ns=("exposed_ns", "sum"),
+        bytes=("bytes", "sum"), unknown=("unknown", "sum"))
+    records = []
+    for rank in ranks.itertuples(index=False):
+        n = passes.get(rank.pid, 0)
+        for collective in COLLECTIVES:
+            key = (rank.pid, rank.device_id, collective)
+            if not n or key not in totals.index:
+                continue
+            row = totals.loc[key]
+            known = row["unknown"] == 0
+            factor = bus_factor(collective, world_size)
+            records.append({
+                "pid": int(rank.pid), "device_id": int(rank.device_id), "rank": int(rank.rank),
+                "collective": collective, "calls_per_pass": row["calls"] / n,
+                "ms_per_pass": row["dur_ns"] / n / 1e6,
+                "mean_call_ms": row["dur_ns"] / row["calls"] / 1e6,
+                "exposed_ms_per_pass": row["exposed_ns"] / n / 1e6,
+                "bytes_per_call": row["bytes"] / row["calls"] if known else None,
+                # bytes per ns are GB/s
+                "bus_bandwidth_gb_per_s": row["bytes"] * factor / row["dur_ns"]
+                if known and factor is not None and row["dur_ns"] > 0 else None,
+            })
+    return records

@@ -1,0 +1,92 @@
+"""What the communication timeline draws: one measured step on every rank, on one clock — each
+rank's streams with their kernels marked compute or communication, under the rank's phase ranges.
+
+The step is the first measured step that every rank ran. Kernels are merged into bars as in
+:mod:`analysis.trace.step_timeline` (per rank and stream, each rank within its share of the bar budget),
+so the record stays small whatever the trace.
+"""
+from __future__ import annotations
+
+from typing import TypedDict
+
+import numpy as np
+import pandas as pd
+
+from analysis.core.phases import LabelledOps
+from analysis.trace.step_timeline import MAX_BARS, NS_PER_MS, bounded_bars, milliseconds
+
+COMPUTE, COMMUNICATION = "compute", "communication"
+
+
+class RankTimelineBars(TypedDict):
+    rank: list[int]
+    stream: list[int]
+    kind: list[str]
+    start_ms: list[float]
+    dur_ms: list[float]
+
+
+class RankTimelinePhases(TypedDict):
+    rank: list[int]
+    phase: list[str]
+    start_ms: list[float]
+    dur_ms: list[float]
+
+
+class RankTimelineRecord(TypedDict):
+    title: str
+    duration_ms: float
+    bars: RankTimelineBars
+    phases: RankTimelinePhases
+
+
+def rank_timeline(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledOps
+                  ) -> RankTimelineRecord | None:
+    """The record (null with fewer than two ranks or no measured step they all ran): ``title``
+    (the step, or ``whole capture`` in a trace without steps), ``duration_ms``, ``bars`` (``rank,
+    stream, kind, start_ms, dur_ms``; ``kind`` is compute or communication; ms from the step's
+    start, its first phase range or kernel on any rank) and ``phases`` (``rank, phase, start_ms,
+    dur_ms``). ``kernels`` carry ``communication_columns``."""
+    step = _common_step(kernels, ranks)
+    if step is None:
+        return None
+    rank_of = ranks.set_index(["pid", "device_id"])["rank"]
+    in_step = kernels.loc[(kernels["step"] == step).to_numpy() & kernels["measured"].to_numpy(), ["start_ns", "end_ns"]]
+    ranges = labelled.phase_ranges
+    ranges = ranges[(ranges["step"] == step).to_numpy()].merge(ranks[["pid", "rank"]], on="pid")
+    start = int(min(in_step["start_ns"].min(), ranges["start_ns"].min() if len(ranges) else np.inf))
+    end = int(max(in_step["end_ns"].max(), ranges["end_ns"].max() if len(ranges) else -np.inf))
+    during = kernels.loc[(kernels["start_ns"] >= start).to_numpy() & (kernels["end_ns"] <= end).to_numpy(),
+                         ["pid", "device_id", "stream_id", "start_ns", "end_ns", "is_communication"]]
+    during = during.assign(
+        rank=rank_of.reindex(pd.MultiIndex.from_frame(during[["pid", "device_id"]])).to_numpy(),
+        category=np.where(during["is_communication"], COMMUNICATION, COMPUTE))
+    during = during[during["rank"].notna()]
+    per_rank = MAX_BARS // len(ranks)
+    bars = [bounded_bars(rows, end - start, per_rank).assign(rank=rank)
+            for rank, rows in during.groupby("rank", sort=True)]
+    bars = pd.concat(bars, ignore_index=True)
+    return {
+        "title": str(step) or "whole capture",
+        "duration_ms": (end - start) / NS_PER_MS,
+        "bars": {"rank": [int(r) for r in bars["rank"]], "stream": [int(s) for s in bars["stream_id"]],
+                 "kind": [str(c) for c in bars["category"]], "start_ms": milliseconds(bars["start_ns"] - start),
+                 "dur_ms": milliseconds(bars["end_ns"] - bars["start_ns"])},
+        "phases": {"rank": [int(r) for r in ranges["rank"]], "phase": [str(p) for p in ranges["phase"]],
+                   "start_ms": milliseconds(ranges["start_ns"] - start), "dur_ms": milliseconds(ranges["cpu_dur_ns"])},
+    }
+
+
+def _common_step(kernels: pd.DataFrame, ranks: pd.DataFrame) -> str | None:
+    """The lowest-numbered measured step name that every rank has kernels in; ``""`` (the whole
+    capture) when the measured kernels carry no step names."""
+    if len(ranks) < 2:
+        return None
+    pairs = kernels.loc[kernels["measured"].to_numpy(), ["step", "pid", "device_id"]].drop_duplicates()
+    counts = pairs.groupby("step", observed=True).size()
+    shared = [str(step) for step, count in counts.items() if count == len(ranks)]
+    if shared == [""]:
+        return ""
+    shared = [step for step in shared if step]
+    number = lambda name: int(name.rsplit("_", 1)[-1]) if name.rsplit("_", 1)[-1].isdigit() else -1  # noqa: E731
+    return min(shared, key=number) if shared else None

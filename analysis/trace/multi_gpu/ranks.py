@@ -1,0 +1,234 @@
+"""Per-rank figures of a trace of one or more processes: a rank is one (process, GPU) pair.
+
+Nothing is summed across ranks as if they were one pass: each rank's phase figures are divided
+by that rank's own number of measured passes (the measured phase ranges of its process), and
+its whole-step figures (phase ``step``) by its process's measured ``step_<i>`` ranges (1 when
+the trace has no step ranges: the whole capture is one pass).
+
+The rank number is the ``rank`` key of the process's runner ``config`` mark when every process
+has one; otherwise ranks are numbered 0, 1, ... in order of GPU (device id), then process id.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from analysis.core.phases import PHASES, LabelledOps
+from analysis.trace.multi_gpu.communication import name_codes
+from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
+
+WHOLE_STEP = "step"  # the phase key of a rank's figures over its whole measured steps
+# The key of the measured kernels launched outside every phase range (e.g. a gradient
+# synchronization between backward and the optimizer step), per measured step.
+OUTSIDE_PHASES = "outside_phases"
+NS_PER_MS = 1e6
+
+
+def config_values(marks: pd.DataFrame, key: str) -> dict[int, int]:
+    """Process id -> the integer ``key`` of its runner ``config`` mark, where it has one that is
+    not negative (a rank or a world size never is)."""
+    ours = marks[marks["domain"] == MARK_DOMAIN]
+    values = {}
+    for pid, message in zip(ours["pid"], ours["name"]):
+        try:
+            event = json.loads(message)
+        except (TypeError, ValueError):
+            continue
+        value = event.get(key) if isinstance(event, dict) and event.get("event") == CONFIG_EVENT \
+            else None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            values[int(pid)] = value
+    return values
+
+
+def device_pairs(pid: np.ndarray, device_id: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct (process id, device id) pairs of rows, sorted by device id, then process id
+    (one pass over the devices per process: a trace has a few processes, millions of rows)."""
+    pids = pd.unique(pid)
+    pairs = [(int(p), int(d)) for p in pids for d in pd.unique(device_id if len(pids) == 1 else device_id[pid == p])]
+    return sorted(pairs, key=lambda pair: (pair[1], pair[0]))
+
+
+def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame, notes: list[str] | None = None) -> pd.DataFrame:
+    """One row per (process, GPU) that ran measured kernels (any kernels, when none is measured):
+    ``pid, device_id, rank, rank_source`` (``config mark`` or ``device order``), sorted by rank.
+    A process's stray kernels on another GPU outside the measured steps (set-up before it chose
+    its device) make no rank. The config marks' ranks are used when every rank has one and no two
+    are equal; otherwise ranks follow the device order, and ``notes`` says why when some marks
+    gave ranks."""
+    measured = kernels["measured"].to_numpy()
+    rows = measured if measured.any() and not measured.all() else slice(None)
+    found = device_pairs(kernels["pid"].to_numpy()[rows], kernels["device_id"].to_numpy()[rows])
+    pairs = pd.DataFrame(found or None, columns=["pid", "device_id"], dtype=np.int64)
+    marked = config_values(marks, "rank")
+    given = pairs["pid"].map(marked)
+    if len(pairs) and given.notna().all() and given.is_unique:
+        pairs = pairs.assign(rank=given.astype(np.int64), rank_source="config mark")
+    else:
+        if marked and len(pairs) > 1 and notes is not None:
+            why = "give the same rank to several of them" if given.notna().all() else "lack a usable rank for some"
+            notes.append(f"the config marks of the trace's {len(pairs)} ranks {why} "
+                         f"({', '.join(map(str, given.dropna().astype(int)))}); ranks are numbered by GPU instead")
+        pairs = pairs.assign(rank=np.arange(len(pairs), dtype=np.int64), rank_source="device order")
+    return pairs.sort_values(["rank", "device_id", "pid"], kind="stable").reset_index(drop=True)
+
+
+def rank_notes(records: list[dict], world_size: int, world_size_source: str) -> list[str]:
+    """Notes on ranks that do not add up: fewer ranks in the trace than the config marks'
+    ``world_size``, and ranks without a measured step (no per-step figure)."""
+    notes = []
+    if world_size_source == "config mark" and len(records) != world_size:
+        notes.append(f"the config marks say world_size {world_size} but the trace holds {len(records)} ranks; "
+                     "figures across ranks cover only those in the trace")
+    idle = [str(record["rank"]) for record in records if not record["passes"]]
+    if idle and len(idle) < len(records):
+        notes.append(f"rank {', '.join(idle)} has no measured step range; its per-step figures are left out")
+    return notes
+
+
+def step_passes(labelled: LabelledOps, ranges: pd.DataFrame) -> dict[int, int]:
+    """Process id -> number of measured steps (every process: 1 without steps)."""
+    pids = pd.unique(np.concatenate([labelled.ops["pid"].to_numpy(), ranges["pid"].to_numpy()]))
+    if not labelled.has_steps:
+        return {int(pid): 1 for pid in pids}
+    steps = labelled.structure.steps
+    counts = steps[steps["measured"].to_numpy(dtype=bool)].groupby("pid").size()
+    return {int(pid): int(counts.get(pid, 0)) for pid in pids}
+
+
+def phase_passes(labelled: LabelledOps) -> dict[tuple[int, str], int]:
+    """(process id, phase) -> number of measured instances of the phase in that process."""
+    measured = labelled.phase_ranges[labelled.phase_ranges["measured"]]
+    return {(int(pid), str(phase)): int(n)
+            for (pid, phase), n in measured.groupby(["pid", "phase"]).size().items()}
+
+
+# The columns pass figures read, as numpy arrays (``phase_range_id`` and ``step`` tell passes apart).
+PASS_COLUMNS = ("is_communication", "dur_ns", "exposed_ns", "start_ns", "end_ns", "phase_range_id")
+
+
+def _pass_columns(kernels: pd.DataFrame) -> dict[str, np.ndarray]:
+    """:data:`PASS_COLUMNS` of ``kernels`` as arrays, with ``step`` as integer codes (one per name)."""
+    columns = {column: kernels[column].to_numpy() for column in PASS_COLUMNS}
+    columns["step"] = name_codes(kernels["step"])[0]
+    return columns
+
+
+def pass_figures(columns: dict[str, np.ndarray], rows: np.ndarray, passes: int, instance: np.ndarray) -> dict:
+    """Figures per pass of some measured kernels of one rank: those at positions ``rows`` of
+    ``columns`` (:func:`_pass_columns` of ``communication_columns`` rows); ``instance`` (one value
+    per kernel: ``phase_range_id`` or the step code) tells the passes apart, for the GPU span of
+    each pass: first kernel start to last kernel end. ``gpu_span_ms_spread`` is the longest minus
+    the shortest span (0 with one pass)."""
+    dur = columns["dur_ns"][rows]
+    comm = columns["is_communication"][rows]
+    comm_ns = dur[comm].sum()
+    exposed = columns["exposed_ns"][rows][comm].sum()
+    codes, instances = pd.factorize(instance[rows])
+    first = np.full(len(instances), np.iinfo(np.int64).max)
+    last = np.full(len(instances), np.iinfo(np.int64).min)
+    np.minimum.at(first, codes, columns["start_ns"][rows])
+    np.maximum.at(last, codes, columns["end_ns"][rows])
+    spans = last - first
+    return {
+        "kernels_per_pass": len(rows) / passes,
+        "kernel_ms_per_pass": dur.sum() / passes / NS_PER_MS,
+        "gpu_span_ms_per_pass": spans.sum() / passes / NS_PER_MS,
+        "gpu_span_ms_spread": (spans.max() - spans.min()) / NS_PER_MS if len(spans) else 0.0,
+        "communication_ms_per_pass": comm_ns / passes / NS_PER_MS,
+        "exposed_communication_ms_per_pass": exposed / passes / NS_PER_MS,
+        "overlapped_communication_ms_per_pass": (comm_ns - exposed) / passes / NS_PER_MS,
+    }
+
+
+def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledOps,
+                 steps: dict[int, int]) -> list[dict]:
+    """The ``ranks`` records: ``pid, device_id, rank, rank_source, passes`` and ``phases``
+    {phase: :func:`pass_figures`} for each phase the rank's process measured, then, per
+    measured step, ``outside_phases`` (when measured kernels were launched outside every phase
+    range) and ``step``.
+
+    ``kernels`` are the kernel rows of ``labelled.ops`` with :func:`communication_columns`;
+    ``steps`` is :func:`step_passes`."""
+    measured = kernels["measured"].to_numpy()
+    columns = _pass_columns(kernels)
+    phase_codes, phase_names = name_codes(kernels["phase"])
+    code_of = {str(name): code for code, name in enumerate(phase_names)}
+    pid, device_id = kernels["pid"].to_numpy(), kernels["device_id"].to_numpy()
+    phases = phase_passes(labelled)
+    records = []
+    for rank in ranks.itertuples(index=False):
+        # one rank owns every measured kernel: its rows need no comparison
+        mine = np.flatnonzero(measured if len(ranks) == 1 else measured & (pid == rank.pid) & (device_id == rank.device_id))
+        figures = {}
+        for name in PHASES:
+            passes = phases.get((rank.pid, name), 0)
+            if passes:
+                rows = mine[phase_codes[mine] == code_of.get(name, -2)]
+                figures[name] = {"passes": passes, **pass_figures(columns, rows, passes, columns["phase_range_id"])}
+        passes = steps.get(rank.pid, 0)
+        outside = mine[phase_codes[mine] == code_of.get("", -2)]
+        if passes and len(outside) and len(outside) < len(mine):
+            figures[OUTSIDE_PHASES] = {"passes": passes, **pass_figures(columns, outside, passes, columns["step"])}
+        if passes:
+            figures[WHOLE_STEP] = {"passes": passes, **pass_figures(columns, mine, passes, columns["step"])}
+        records.append({"pid": int(rank.pid), "device_id": int(rank.device_id),
+                        "rank": int(rank.rank), "rank_source": rank.rank_source,
+                        "passes": passes, "phases": figures})
+    return records
+
+
+def skew(kernels: pd.DataFrame, ranks: pd.DataFrame) -> dict:
+    """How far the ranks drift apart, per measured step (GPU time of each rank's kernels).
+
+    ``steps``: one record per step name that at least two ranks ran: ``step``, ``ranks``,
+    ``start_spread_ms`` / ``end_spread_ms`` (latest minus earliest first kernel start / last
+    kernel end among the ranks), ``duration_spread_ms`` (longest minus shortest first-start to
+    last-end span) and ``phase_duration_spread_ms`` {phase: the same for each phase's span}.
+    ``max_start_spread_ms``, ``max_end_spread_ms``: the largest over the steps (null when none).
+    """
+    if len(ranks) < 2:
+        return {"steps": [], "max_start_spread_ms": None, "max_end_spread_ms": None}
+    measured = kernels.loc[kernels["measured"].to_numpy() & (kernels["step"] != "").to_numpy(),
+                           ["pid", "device_id", "step", "phase", "start_ns", "end_ns"]]
+    rank_of = ranks.set_index(["pid", "device_id"])["rank"]
+    measured = measured.assign(rank=rank_of.reindex(
+        pd.MultiIndex.from_frame(measured[["pid", "device_id"]])).to_numpy())
+    spans = _spans(measured, ["step", "rank"])
+    phase_spans = _spans(measured[(measured["phase"] != "").to_numpy()], ["step", "phase", "rank"])
+    steps = []
+    for step, per_rank in spans.groupby("step", sort=False):
+        if len(per_rank) < 2:
+            continue
+        phase_spread = {
+            phase: _spread(rows["span_ns"])
+            for phase in PHASES
+            if len(rows := phase_spans[(phase_spans["step"] == step)
+                                       & (phase_spans["phase"] == phase)]) >= 2
+        }
+        steps.append({"step": step, "ranks": len(per_rank),
+                      "start_spread_ms": _spread(per_rank["start_ns"]),
+                      "end_spread_ms": _spread(per_rank["end_ns"]),
+                      "duration_spread_ms": _spread(per_rank["span_ns"]),
+                      "phase_duration_spread_ms": phase_spread})
+    return {"steps": steps,
+            "max_start_spread_ms": max((s["start_spread_ms"] for s in steps), default=None),
+            "max_end_spread_ms": max((s["end_spread_ms"] for s in steps), default=None)}
+
+
+def _spans(kernels: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """First kernel start, last kernel end and their distance per group of ``by``, steps in
+    the order of their number."""
+    spans = kernels.groupby(by, observed=True, sort=False).agg(
+        start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
+    spans["step"] = spans["step"].astype(str)
+    number = spans["step"].str.extract(r"(\d+)$", expand=False).astype(float)
+    spans = spans.assign(number=number).sort_values(["number", *by], kind="stable")
+    return spans.assign(span_ns=spans["end_ns"] - spans["start_ns"]).drop(columns="number")
+
+
+def _spread(values: pd.Series) -> float:
+    """Largest minus smallest, in ms."""
+    return float(values.max() - values.min()) / NS_PER_MS

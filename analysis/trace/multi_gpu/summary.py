@@ -1,0 +1,141 @@
+"""The communication section of a trace's summary: per-rank figures, collectives, FSDP blocks
+and skew between ranks (see docs/architecture.md, "Ranks and communication")."""
+from __future__ import annotations
+
+from typing import TypedDict
+
+import numpy as np
+import pandas as pd
+
+from analysis.core.phases import LabelledOps
+from analysis.load import Trace
+from analysis.trace.multi_gpu.communication import collective_figures, collective_of, communication_columns
+from analysis.trace.multi_gpu.fsdp import block_figures
+from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes, read_message_sizes
+from analysis.trace.multi_gpu.rank_timeline import RankTimelineRecord, rank_timeline
+from analysis.trace.multi_gpu.ranks import config_values, rank_figures, rank_notes, rank_table, skew, step_passes
+
+
+class RankPhaseRecord(TypedDict):
+    passes: int
+    kernels_per_pass: float
+    kernel_ms_per_pass: float
+    gpu_span_ms_per_pass: float
+    gpu_span_ms_spread: float
+    communication_ms_per_pass: float
+    exposed_communication_ms_per_pass: float
+    overlapped_communication_ms_per_pass: float
+
+
+class RankRecord(TypedDict):
+    pid: int
+    device_id: int
+    rank: int
+    rank_source: str
+    passes: int
+    phases: dict[str, RankPhaseRecord]
+
+
+class CollectiveRecord(TypedDict):
+    pid: int
+    device_id: int
+    rank: int
+    collective: str
+    calls_per_pass: float
+    ms_per_pass: float
+    mean_call_ms: float
+    exposed_ms_per_pass: float
+    bytes_per_call: float | None
+    bus_bandwidth_gb_per_s: float | None
+
+
+class FsdpBlockRecord(TypedDict):
+    pid: int
+    device_id: int
+    rank: int
+    block: int
+    passes: int
+    allgather_ms: float
+    lead_ms: float
+    min_lead_ms: float
+    wait_ms: float
+    late_passes: int
+
+
+class SkewStepRecord(TypedDict):
+    step: str
+    ranks: int
+    start_spread_ms: float
+    end_spread_ms: float
+    duration_spread_ms: float
+    phase_duration_spread_ms: dict[str, float]
+
+
+class SkewRecord(TypedDict):
+    steps: list[SkewStepRecord]
+    max_start_spread_ms: float | None
+    max_end_spread_ms: float | None
+
+
+class CommunicationRecord(TypedDict):
+    """What :func:`communication_summary` returns."""
+
+    world_size: int
+    world_size_source: str
+    ranks: list[RankRecord]
+    collectives: list[CollectiveRecord]
+    fsdp_blocks: list[FsdpBlockRecord]
+    skew: SkewRecord
+    timeline: RankTimelineRecord | None
+
+
+# The columns of the labelled ops the communication figures read.
+COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "launch_start_ns",
+           "launch_tid", "demangled_name", "measured", "step", "phase", "phase_range_id"]
+
+
+def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationRecord:
+    """``world_size``, ``ranks``, ``collectives``, ``fsdp_blocks``, ``skew`` and ``timeline`` of
+    a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
+    kernels = communication_columns(kernel_columns(labelled.ops))
+    kernels["bytes"] = message_bytes(trace, kernels)
+    ranks = rank_table(kernels, trace.marks, trace.notes)
+    marked = set(config_values(trace.marks, "world_size").values())
+    sizes = {size for size in marked if size >= 1}
+    if marked - sizes:
+        trace.notes.append("a config mark gives world_size 0, which no run has; the ranks in the trace are counted instead")
+    if len(sizes) == 1:
+        world_size, world_size_source = sizes.pop(), "config mark"
+    else:
+        world_size, world_size_source = len(ranks), "ranks in the trace"
+    steps = step_passes(labelled, trace.ranges)
+    records = rank_figures(kernels, ranks, labelled, steps)
+    trace.notes.extend(rank_notes(records, world_size, world_size_source))
+    return {
+        "world_size": world_size,
+        "world_size_source": world_size_source,
+        "ranks": records,
+        "collectives": collective_figures(kernels, ranks, steps, world_size),
+        "fsdp_blocks": block_figures(kernels, ranks, trace.ranges, labelled),
+        "skew": skew(kernels, ranks),
+        "timeline": rank_timeline(kernels, ranks, labelled),
+    }
+
+
+def kernel_columns(ops: pd.DataFrame) -> pd.DataFrame:
+    """The :data:`COLUMNS` of the kernel rows of ``ops``, taken column by column: no other
+    column is copied, and none at all when every op is a kernel."""
+    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
+    if is_kernel.all():
+        return pd.DataFrame({column: ops[column] for column in COLUMNS}, copy=False)
+    return pd.DataFrame({column: ops[column].array[is_kernel] for column in COLUMNS}, copy=False)
+
+
+def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
+    """:func:`analysis.trace.multi_gpu.nccl_payloads.kernel_bytes` of ``kernels`` (with ``communication_columns``)
+    and the trace's NCCL calls; the export is read for them only when some kernel communicates
+    (otherwise every kernel's bytes are -1, unknown, without them)."""
+    if not kernels["is_communication"].any():
+        return np.full(len(kernels), -1, dtype=np.int64)
+    calls = read_message_sizes(trace.path, trace.inputs, trace.shared_pids)
+    return kernel_bytes(kernels, calls.assign(collective=calls["call"].map(collective_of).astype(object)))

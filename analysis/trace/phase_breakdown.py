@@ -1,0 +1,204 @@
+"""Per-phase figures of the measured steps: kernel time by category, the three views of a phase's
+duration (CPU span, GPU projection, summed kernel time) and the GPU idle time inside it.
+
+- CPU span: the phase range's own duration (GPU time when the phase ends with a synchronize).
+- GPU projection (``gpu_span``): first start to last end of the GPU operations (kernels,
+  memcpy, memset) attributed to the phase instance.
+- Busy time: the union of those operations' intervals over all streams; idle = span - busy.
+- Summed kernel time: kernels only, overlapping kernels counted twice.
+
+Every figure is a mean per measured pass: a sum over measured instances divided by their number.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.core.phases import PHASES
+from analysis.trace.nsys_inputs import NsysInputs, category_ms, kernel_totals
+
+TOP_KERNELS_PER_PHASE = 10
+TOP_KERNELS_OVERALL = 100
+
+
+def busy_ns(ops: pd.DataFrame, by: str) -> pd.Series:
+    """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``.
+
+    On numpy arrays (millions of operations): within each value, sorted by start, an operation
+    opens a new busy segment when it starts after every earlier one ended; a segment lasts from
+    its first start to the latest end reached at its last operation."""
+    if ops.empty:
+        return pd.Series(dtype="int64")
+    keys, starts, ends = (ops[column].to_numpy() for column in (by, "start_ns", "end_ns"))
+    order = np.lexsort((starts, keys))
+    keys, starts, ends = keys[order], starts[order], ends[order]
+    group_first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    reach = np.empty_like(ends)
+    for first, stop in zip(group_first, np.r_[group_first[1:], len(keys)]):
+        reach[first:stop] = np.maximum.accumulate(ends[first:stop])
+    opens = np.r_[True, starts[1:] > reach[:-1]]
+    opens[group_first] = True
+    segment_first = np.flatnonzero(opens)
+    segment_last = np.r_[segment_first[1:], len(keys)] - 1
+    return pd.Series(reach[segment_last] - starts[segment_first]).groupby(keys[segment_first]).sum()
+
+
+def phase_table(inputs: NsysInputs) -> pd.DataFrame:
+    """One row per phase with measured instances (index ``phase``, in step order).
+
+    Columns: ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``, ``memop_ms_per_pass``,
+    ``cpu_span_ms_per_pass``, ``gpu_span_ms_per_pass``, ``busy_ms_per_pass``, ``idle_ms_per_pass``.
+    """
+    ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
+    range_of_op = pd.Index(ranges["range_id"]).get_indexer(inputs.ops["phase_range_id"])
+    in_range = inputs.ops["measured"].to_numpy() & (range_of_op >= 0)
+    ops = inputs.ops.loc[in_range, ["phase_range_id", "phase", "op_kind", "start_ns", "end_ns", "dur_ns"]]
+    first_start, last_end = _first_start_last_end(range_of_op[in_range], ops, len(ranges))
+    busy = busy_ns(ops, "phase_range_id").reindex(ranges["range_id"], fill_value=0).to_numpy()
+    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
+    dur = ops["dur_ns"].to_numpy()
+    op_phase, range_phase = _phase_index(ops["phase"]), _phase_index(ranges["phase"])
+    summed_ns = {
+        "kernel": _per_phase(op_phase, np.where(is_kernel, dur, 0)),
+        "memop": _per_phase(op_phase, np.where(is_kernel, 0, dur)),
+        "cpu_span": _per_phase(range_phase, ranges["cpu_dur_ns"].to_numpy()),
+        "gpu_span": _per_phase(range_phase, last_end - first_start),
+        "busy": _per_phase(range_phase, busy),
+    }
+    phases = [p for p in PHASES if inputs.passes(p) > 0]
+    rows = [PHASES.index(p) for p in phases]
+    passes = np.array([inputs.passes(p) for p in phases], dtype=np.int64)
+    out = pd.DataFrame({"passes": passes, "kernels_per_pass": _per_phase(op_phase, is_kernel)[rows] / passes}
+                       | {f"{name}_ms_per_pass": ns[rows] / passes / 1e6 for name, ns in summed_ns.items()},
+                       index=pd.Index(phases, name="phase"))
+    out["idle_ms_per_pass"] = out["gpu_span_ms_per_pass"] - out["busy_ms_per_pass"]
+    return out
+
+
+def _first_start_last_end(group: np.ndarray, ops: pd.DataFrame, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Earliest start and latest end of ``ops`` per group number (``group``: 0 .. ``groups`` - 1
+    per op); both 0 for a group without ops, so its span is 0."""
+    first = np.full(groups, np.iinfo(np.int64).max)
+    last = np.full(groups, np.iinfo(np.int64).min)
+    np.minimum.at(first, group, ops["start_ns"].to_numpy())
+    np.maximum.at(last, group, ops["end_ns"].to_numpy())
+    empty = np.bincount(group, minlength=groups) == 0
+    first[empty], last[empty] = 0, 0
+    return first, last
+
+
+def _phase_index(phase: pd.Series) -> np.ndarray:
+    """The position of each row's phase in :data:`PHASES` (-1 for any other value)."""
+    codes, names = pd.factorize(phase)
+    position = np.array([PHASES.index(name) if name in PHASES else -1 for name in names] + [-1], dtype=np.int64)
+    return position[codes]  # code -1 (missing) takes the trailing -1
+
+
+def _per_phase(phase_index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Sums of ``values`` per phase of :data:`PHASES`, in that order (``phase_index``: see
+    :func:`_phase_index`; rows of other phases left out). Integer values summed in float64 stay
+    exact below 2**53."""
+    known = phase_index >= 0
+    return np.bincount(phase_index[known], weights=np.asarray(values)[known], minlength=len(PHASES))
+
+
+def shape_summaries(inputs: NsysInputs) -> dict[str, list[dict]]:
+    """Per phase whose measured ranges run different shapes (:meth:`NsysInputs.shape_groups`), one
+    record per shape group in order of first appearance: ``group``, ``passes``, the mean
+    ``cpu_span_ms_per_pass`` and ``kernel_ms_per_pass``, and the first range's CPU span
+    (``first_cpu_span_ms``, a cold pass when the group ran first). Empty when every phase is one shape."""
+    shapes = {}
+    kernels = inputs.measured_kernels()
+    for phase in PHASES:
+        if not inputs.mixed_shapes(phase):
+            continue
+        groups = inputs.shape_groups(phase)
+        ranges = inputs.phase_ranges.set_index("range_id").loc[groups.index].sort_values("start_ns")
+        kernel_ns = kernels.groupby("phase_range_id")["dur_ns"].sum().reindex(ranges.index, fill_value=0)
+        table = pd.DataFrame({"group": groups.loc[ranges.index], "cpu_ns": ranges["cpu_dur_ns"], "kernel_ns": kernel_ns})
+        shapes[phase] = [
+            {"group": str(group), "passes": len(rows), "cpu_span_ms_per_pass": rows["cpu_ns"].mean() / 1e6,
+             "kernel_ms_per_pass": rows["kernel_ns"].mean() / 1e6, "first_cpu_span_ms": rows["cpu_ns"].iloc[0] / 1e6}
+            for group, rows in table.groupby("group", sort=False)]
+    return shapes
+
+
+def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
+    """The ``phases`` section of a trace summary: figures, categories and top kernels per phase."""
+    table = phase_table(inputs)
+    python_ms = inputs.run.python_ms
+    summaries = {}
+    for phase, row in table.iterrows():
+        passes = int(row["passes"])
+        summaries[phase] = {
+            "passes": passes,
+            "kernels_per_pass": float(row["kernels_per_pass"]),
+            "kernel_ms_per_pass": float(row["kernel_ms_per_pass"]),
+            "memop_ms_per_pass": float(row["memop_ms_per_pass"]),
+            "gpu_span_ms_per_pass": float(row["gpu_span_ms_per_pass"]),
+            "cpu_span_ms_per_pass": float(row["cpu_span_ms_per_pass"]),
+            "busy_ms_per_pass": float(row["busy_ms_per_pass"]),
+            "idle_ms_per_pass": float(row["idle_ms_per_pass"]),
+            "python_ms_per_pass": python_ms.get(phase),
+            "by_category_ms_per_pass": _nonzero(category_ms(inputs.measured_kernels((phase,)), passes)),
+            "top_kernels": kernel_records(inputs.kernel_totals((phase,), passes), TOP_KERNELS_PER_PHASE),
+        }
+    return summaries
+
+
+def overall_summary(inputs: NsysInputs) -> dict:
+    """The ``overall`` section: every measured kernel per measured step (the whole capture when
+    the trace has no step ranges), by category and by kernel."""
+    kernels = inputs.measured_kernels()
+    steps = inputs.measured_steps
+    totals = inputs.kernel_totals(None, steps)
+    return {
+        "scope": "measured steps" if inputs.has_steps else "whole capture",
+        "passes": steps,
+        "kernels_per_pass": len(kernels) / steps,
+        "kernel_ms_per_pass": float(kernels["dur_ns"].sum()) / steps / 1e6,
+        "distinct_kernels": len(totals),
+        "tensor_core_share": _tensor_core_share(kernels),
+        "by_category_ms_per_pass": _nonzero(category_ms(kernels, steps)),
+        "top_kernels": kernel_records(totals, TOP_KERNELS_OVERALL),
+    }
+
+
+def device_summaries(inputs: NsysInputs) -> list[dict]:
+    """The ``devices`` section: measured kernels per (process, GPU) pair, per measured step, so
+    traces of several processes or GPUs are read one device at a time."""
+    kernels = inputs.measured_kernels()
+    keys = kernels["pid"].to_numpy() * 65536 + kernels["device_id"].to_numpy()
+    steps = inputs.measured_steps
+    busy = busy_ns(kernels[["start_ns", "end_ns"]].assign(device_key=keys), "device_key")
+    records = []
+    for key, at in sorted(pd.Series(keys).groupby(keys).indices.items()):
+        one_device = len(at) == len(kernels)
+        rows = kernels if one_device else kernels.iloc[at]  # one device: no copy
+        totals = inputs.kernel_totals(None, steps) if one_device else kernel_totals(rows, steps)  # one device: the overall totals
+        records.append({
+            "pid": int(rows["pid"].iloc[0]),
+            "device_id": int(rows["device_id"].iloc[0]),
+            "kernels_per_pass": len(rows) / steps,
+            "kernel_ms_per_pass": float(rows["dur_ns"].sum()) / steps / 1e6,
+            "busy_ms_per_pass": float(busy[key]) / steps / 1e6,
+            "by_category_ms_per_pass": _nonzero(category_ms(rows, steps)),
+            "top_kernel": kernel_records(totals, 1)[0],
+        })
+    return records
+
+
+def kernel_records(totals: pd.DataFrame, limit: int) -> list[dict]:
+    """The first ``limit`` rows of :func:`analysis.trace.nsys_inputs.kernel_totals` as dicts."""
+    columns = ["kernel", "category", "tensor_core", "calls_per_pass", "ms_per_pass", "share"]
+    top = totals.head(limit)
+    return [dict(zip(columns, row)) for row in zip(*(top[column].tolist() for column in columns))]
+
+
+def _tensor_core_share(kernels: pd.DataFrame) -> float | None:
+    total = kernels["dur_ns"].sum()
+    return float(kernels.loc[kernels["tensor_core"], "dur_ns"].sum() / total) if total else None
+
+
+def _nonzero(per_category: pd.Series) -> dict[str, float]:
+    return {str(k): float(v) for k, v in per_category.items() if v > 0}
