@@ -4,7 +4,7 @@
 
 For each trace: the floor (sqlite3 `fetchall` of the columns the loader reads from the kernel,
 runtime API, NVTX and StringIds tables; best of a few runs, the file warm in the page cache), then
-`analysis.trace.summary.analyze_trace` in a fresh Python process, timed inside that process around the
+`analysis.analyze_trace` in a fresh Python process, timed inside that process around the
 call, with the process's peak resident memory and its resident memory before the call
 (interpreter plus imports). Memory comes from /proc/self/status (VmHWM, VmRSS): getrusage's
 ru_maxrss would carry over the parent's peak through fork and exec. With `--runs N` the analysis
@@ -81,7 +81,7 @@ def read_floor_s(trace: Path) -> tuple[float, int]:
 
 def _analyze_here(trace: Path) -> dict:
     """Child-process side: run the analysis once and report its time and memory."""
-    from analysis.trace.summary import analyze_trace
+    from analysis import analyze_trace
 
     baseline_rss_bytes = _memory_bytes("VmRSS")
     started = time.perf_counter()

@@ -177,8 +177,8 @@ def slug(heading: str) -> str:
 
 # ----------------------------------------------------------------------------- the summary's schema
 def summary_schema_json() -> str:
-    """docs/summary.schema.json: the summary's JSON schema, as analysis.trace.summary makes it."""
-    from analysis.trace.summary import summary_schema
+    """docs/summary.schema.json: the summary's JSON schema, as analysis.app.analyze makes it."""
+    from analysis.app.analyze import summary_schema
 
     return json.dumps(summary_schema(), indent=1) + "\n"
 
@@ -208,7 +208,7 @@ def summary_outline(schema: dict, path: str = "") -> list[str]:
 
 def architecture_with_outline(text: str) -> str:
     """docs/architecture.md with its summary outline block made from the schema (the rest as it is)."""
-    from analysis.trace.summary import summary_schema
+    from analysis.app.analyze import summary_schema
 
     if not OUTLINE_BLOCK.search(text):
         raise SystemExit(f"{ARCHITECTURE.relative_to(REPO)} has no `<!-- summary-outline -->` block")

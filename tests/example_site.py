@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from analysis import analyze_trace
 from analysis.app.answers import report_data
 from analysis.report import render_report
-from analysis.trace.summary import analyze_trace
 from cs336_profile.results import write_results
 from tests.conftest import REPO
 

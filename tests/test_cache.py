@@ -20,7 +20,7 @@ from tests.bad_inputs import runner_trace
 @functools.cache
 def _analyzed() -> dict:
     """The summary of a small runner-shaped trace: a summary of the schema to start from."""
-    from analysis.trace.summary import analyze_trace
+    from analysis import analyze_trace
 
     with tempfile.TemporaryDirectory() as folder:
         return analyze_trace(runner_trace(Path(folder) / "base.sqlite"))
@@ -177,7 +177,7 @@ def test_replacing_an_entry_replaces_its_rows(results, trace_file, tmp_path):
 
 
 def test_real_summary_fills_the_flat_tables(results, fixture_trace):
-    from analysis.trace.summary import analyze_trace
+    from analysis import analyze_trace
 
     trace = fixture_trace("small_ctx128_train_fp32.sqlite")
     summary = analyze_trace(trace)

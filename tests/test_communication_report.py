@@ -7,8 +7,9 @@ import html
 
 import pytest
 
+from analysis import analyze_trace
+from analysis.app.analyze import summary_schema
 from analysis.app.cli import main
-from analysis.trace.summary import analyze_trace, summary_schema
 from analysis.trace.summary_schema import problems
 from tests.synthetic import ALL_REDUCE, GEMM, build_export, rank_process
 

@@ -9,7 +9,7 @@ import pytest
 from cs336_profile import contract
 from cs336_profile.config import RunConfig
 
-REPO_MODULES = ("cs336_profile.contract", "cs336_profile.config", "analysis", "analysis.trace.summary",
+REPO_MODULES = ("cs336_profile.contract", "cs336_profile.config", "analysis", "analysis.app.analyze",
                 "analysis.app.cli", "analysis.report", "nsys_runs.sweep")
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from analysis import analyze_trace
 from analysis.app.answers import answer_all
 from analysis.core.flops import phase_flops
 from analysis.core.runs import edition, run_label
 from analysis.core.timings import read_run_record
 from analysis.questions.shared.results_files import read_results_dir, results_edition
-from analysis.trace.summary import analyze_trace
 from cs336_profile.config import SIZES_BY_HANDOUT
 
 REPO = Path(__file__).resolve().parents[1]

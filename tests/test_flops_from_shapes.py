@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from analysis import analyze_trace
 from analysis.core.flops import GemmShape, attention_head_size, gemm_ops_outermost, gemm_shape
-from analysis.trace.summary import analyze_trace
 from tests.conftest import REPO
 
 

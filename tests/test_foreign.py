@@ -9,7 +9,7 @@ from functools import cache
 
 import pytest
 
-from analysis.trace.summary import analyze_trace
+from analysis import analyze_trace
 from tests.conftest import REPO
 
 FOREIGN = REPO / "tests" / "data" / "foreign"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shutil
 import sqlite3
 
+from analysis import analyze_trace
 from analysis.load import RangeFilter, load_trace
 from analysis.load.nvtx import OP_LEVEL
-from analysis.trace.summary import analyze_trace
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
 

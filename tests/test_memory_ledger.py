@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from analysis import analyze_trace
 from analysis.core.phases import label_ops
 from analysis.core.timings import read_run_record
 from analysis.load import load_trace
 from analysis.load.memory_events import read_memory_events
-from analysis.questions.mem_f import ledger_record
-from analysis.trace.memory_ledger import block_params, memory_ledger, op_label
-from analysis.trace.summary import analyze_trace
+from analysis.trace.memory_ledger import block_params, ledger_record, memory_ledger, op_label
 from tests.synthetic import build_export
 
 MAIN, AUTOGRAD = 1, 2

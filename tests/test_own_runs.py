@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from analysis import analyze_trace
 from analysis.app.answers import report_data
 from analysis.core import runs
 from analysis.questions.records import Unanswered
 from analysis.report import render_report
-from analysis.trace.summary import analyze_trace
 
 NSYS_QUESTIONS = ("nsys-a", "nsys-b", "nsys-c", "nsys-d", "nsys-e")
 

@@ -19,6 +19,7 @@ from analysis.core.phases import gpu_ops, label_ops
 from analysis.core.timings import RunRecord, read_run_record, timings_json_path
 from analysis.load import load_trace
 from analysis.questions import nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
+from analysis.questions.registry import PER_TRACE
 from analysis.trace import efficiency
 from analysis.trace.nsys_inputs import MEASURED_COLUMNS, NsysInputs, kernel_totals, op_classes
 from analysis.trace.phase_breakdown import busy_ns, phase_summaries
@@ -46,7 +47,7 @@ def train_inputs(train_trace):
 
 @pytest.fixture(scope="module")
 def train_summary(train_trace):
-    return summarize(train_trace)
+    return summarize(train_trace, PER_TRACE)
 
 
 def _nsys_csv(fixture_trace, report: str) -> list[dict]:
@@ -256,7 +257,7 @@ def test_an_fp32_run_with_tf32_gemms_is_held_to_the_tf32_peak(train_summary):
 
 
 def test_forward_only_trace_says_what_it_cannot_answer(fixture_trace):
-    summary = summarize(load_trace(fixture_trace(FORWARD)))
+    summary = summarize(load_trace(fixture_trace(FORWARD)), PER_TRACE)
     questions = summary["questions"]
     assert list(summary["phases"]) == ["forward"]
     assert questions["b"]["same_kernel"] is None and questions["b"]["calls_per_forward_pass"] == 84
@@ -267,7 +268,7 @@ def test_forward_only_trace_says_what_it_cannot_answer(fixture_trace):
 
 
 def test_trace_without_attention_ranges_cannot_answer_e(fixture_trace):
-    summary = summarize(load_trace(fixture_trace("attention_bench.sqlite")))
+    summary = summarize(load_trace(fixture_trace("attention_bench.sqlite")), PER_TRACE)
     answer = summary["questions"]["e"]
     assert answer["softmax_ms_per_pass"] is None and answer["runtime_ratio"] is None
     assert "`computing softmax`" in answer["answer"] and "cannot" in answer["answer"]
@@ -276,7 +277,7 @@ def test_trace_without_attention_ranges_cannot_answer_e(fixture_trace):
 
 
 def test_trace_without_phase_ranges_answers_nothing_but_the_overall_mix(external_trace):
-    summary = summarize(load_trace(external_trace("mock.sqlite")))
+    summary = summarize(load_trace(external_trace("mock.sqlite")), PER_TRACE)
     assert summary["phases"] == {} and summary["measured_passes"] == 0
     for question in ("a", "b", "c", "d", "e"):
         assert "cannot" in summary["questions"][question]["answer"]
@@ -437,8 +438,8 @@ def test_run_record_falls_back_to_timings_json_with_model_shapes(tmp_path):
 
 
 def test_diff_of_external_before_and_after_traces(external_trace):
-    before = summarize(load_trace(external_trace("mfu_2gpu_before.sqlite")))
-    after = summarize(load_trace(external_trace("mfu_2gpu_after.sqlite")))
+    before = summarize(load_trace(external_trace("mfu_2gpu_before.sqlite")), PER_TRACE)
+    after = summarize(load_trace(external_trace("mfu_2gpu_after.sqlite")), PER_TRACE)
     diff = diff_summaries(before, after)
     categories = {r["category"]: r for r in diff["categories"]}
     for category, row in categories.items():
@@ -461,8 +462,8 @@ def test_diff_of_a_summary_with_itself_reports_no_change(train_summary):
 def test_diff_judges_speed_on_step_time_not_kernel_time():
     """On the H200 examples bf16 autocast cuts kernel time but slows the launch-bound small model's
     step; torch.compile speeds the step up. The diff must say which, from the step time."""
+    from analysis import analyze_trace
     from analysis.compare.diff import diff_summaries
-    from analysis.trace.summary import analyze_trace
     from tests.conftest import REPO
 
     traces = REPO / "nsys_runs" / "traces"
@@ -484,7 +485,7 @@ def test_timings_json_of_an_nsys_report_drops_its_suffix(tmp_path):
 def test_ranges_of_different_shapes_are_grouped_and_kept_out_of_model_answers(fixture_trace):
     """The attention benchmark has no step ranges: 24 `forward` ranges, 4 in each of 6 (d, seq)
     ranges `attn d=.. s=.. iter=i`, the very first one cold."""
-    summary = summarize(load_trace(fixture_trace("attention_bench.sqlite")))
+    summary = summarize(load_trace(fixture_trace("attention_bench.sqlite")), PER_TRACE)
     shapes = summary["phase_shapes"]["forward"]
     assert [s["group"] for s in shapes] == ["attn d=16 s=256", "attn d=16 s=1024", "attn d=16 s=4096",
                                            "attn d=64 s=256", "attn d=64 s=1024", "attn d=64 s=4096"]
@@ -499,7 +500,7 @@ def test_ranges_of_different_shapes_are_grouped_and_kept_out_of_model_answers(fi
 
 
 def test_diff_rows_are_kernels_by_demangled_name_and_their_labels_stay_distinct(fixture_trace, train_summary):
-    forward = summarize(load_trace(fixture_trace(FORWARD)))
+    forward = summarize(load_trace(fixture_trace(FORWARD)), PER_TRACE)
     diff = diff_summaries(train_summary, forward)
     rows = diff["kernels"]
     assert len({row["kernel"] for row in rows}) == len(rows)

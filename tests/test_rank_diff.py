@@ -10,11 +10,11 @@ import sqlite3
 
 import pytest
 
+from analysis import analyze_trace
 from analysis.app.answers import diff_pairs
 from analysis.compare.diff import diff_summaries
 from analysis.questions.records import DiffRecord
 from analysis.report import render_diff
-from analysis.trace.summary import analyze_trace
 from tests.conftest import REPO
 from tests.synthetic import ALL_REDUCE, GEMM, US, build_export, rank_process
 

@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 from jinja2 import UndefinedError
 
+from analysis import analyze_trace
 from analysis.app.answers import report_data
 from analysis.compare.diff import diff_summaries
 from analysis.core.classify import CATEGORIES
@@ -30,7 +31,6 @@ from analysis.report.svg import CATEGORY_COLORS
 from analysis.report.svg_plot import Line, Panel, line_chart
 from analysis.report.tables import display_table
 from analysis.report.timeline import step_timeline
-from analysis.trace.summary import analyze_trace
 from tests.example_site import EXAMPLE_TRACE_FOLDERS, EXAMPLES, FIXTURE_TRACES, REFUSED
 
 SVG = "{http://www.w3.org/2000/svg}"

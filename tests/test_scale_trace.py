@@ -166,7 +166,7 @@ def test_command_line(fixture_trace, tmp_path, capsys):
 
 
 def test_analyzer_sees_nine_identical_measured_steps(fixture_trace, tripled):
-    from analysis.trace.summary import analyze_trace
+    from analysis import analyze_trace
 
     source, scaled = analyze_trace(fixture_trace(TRAIN)), analyze_trace(tripled)
     assert (source["measured_passes"], scaled["measured_passes"]) == (3, 9)

@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis import analyze_trace
 from analysis.load import file_sha256
 from analysis.load.errors import NoKernels, TraceError
-from analysis.trace.summary import analyze_trace, flat_tables, json_ready
+from analysis.trace.summary import flat_tables, json_ready
 
 EXTERNAL_TRACES = (
     "dlprof_pytorch_cnn_2022.sqlite",

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from analysis.trace.summary import analyze_trace, summary_schema
+from analysis import analyze_trace
+from analysis.app.analyze import summary_schema
 from analysis.trace.summary_schema import SCHEMA_VERSION, problems
 from docs.generate import summary_outline as outline
 from tests.conftest import REPO

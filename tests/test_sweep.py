@@ -226,7 +226,7 @@ def test_phase_spans_of_the_reference_traces(fixture_trace):
 
 
 def test_the_sweep_forward_span_is_the_analyzers_figure(fixture_trace):
-    from analysis.trace.summary import analyze_trace
+    from analysis import analyze_trace
 
     path = fixture_trace("small_ctx128_train_fp32.sqlite")
     phases = analyze_trace(path)["phases"]

@@ -31,11 +31,11 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+from analysis.app.analyze import summary_schema
 from analysis.core.phases import RangeNames
 from analysis.core.timings import timings_json_path
 from analysis.load import file_sha256
 from analysis.load.local_key import install_key, seal, seal_holds
-from analysis.trace.summary import summary_schema
 from analysis.trace.summary_schema import problems, schema_hash
 
 ANALYSIS_PACKAGE = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """``analyze-nsys``: analyze nsys SQLite exports and write JSON, CSV, Markdown or HTML results.
 
-A thin layer over :func:`analysis.trace.summary.analyze_trace`: traces are analyzed in parallel, a
+A thin layer over :func:`analysis.app.analyze.analyze_trace`: traces are analyzed in parallel, a
 trace that cannot be analyzed costs one line on stderr (``TRACE: why``) and the batch goes on.
 Exit status: 0 when every trace was analyzed, 1 when some failed, 2 for usage errors.
 """
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from analysis.app.analyze import analyze_trace
 from analysis.app.batch import distinct, output_names
 from analysis.app.cache import CacheUnusable, ResultsCache
 from analysis.app.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
@@ -26,7 +27,7 @@ from analysis.load import InputCache, file_sha256
 from analysis.load.errors import TraceError
 from analysis.load.input_cache import MIB
 from analysis.questions.records import DiffRecord
-from analysis.trace.summary import analyze_trace, flat_tables
+from analysis.trace.summary import flat_tables
 from cs336_profile.contract import trace_stem
 from cs336_profile.results import unwritable_reason
 

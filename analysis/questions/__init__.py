@@ -4,6 +4,6 @@ when a trace or results file cannot answer it. ``question.py`` declares how a qu
 ``shared/`` what several answers share that is not a question.
 
 The nsys questions (``nsys_a`` .. ``nsys_e``) read one
-:class:`~analysis.trace.nsys_inputs.NsysInputs` per trace; :func:`analysis.trace.summary.analyze_trace`
+:class:`~analysis.trace.nsys_inputs.NsysInputs` per trace; :func:`analysis.app.analyze.analyze_trace`
 builds it and assembles their answers into the trace summary.
 """

@@ -1,4 +1,5 @@
-"""``analyze_trace(path)``: one trace in, its summary out (a JSON-ready dict, the TraceSummary).
+"""``summarize(trace, questions)``: one loaded trace in, its summary out (a JSON-ready dict, the
+TraceSummary); :func:`analysis.app.analyze.analyze_trace` is the same from a path.
 
 Keys of the summary (stable; the report and the results database read them). "Per pass" means
 a mean over the measured instances of a phase; ms are milliseconds; shares are fractions in
@@ -40,7 +41,7 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
 - ``questions``: one record per per-trace question of the registry (``a``..``e``, see
   :mod:`analysis.questions.nsys_a` .. ``nsys_e``), each with its figures and an ``answer``
   sentence; a figure a trace cannot give is null and the answer says why.
-- ``memory_ledger``: mem-f's record (:mod:`analysis.questions.mem_f`); ``gpu_metrics``: SM,
+- ``memory_ledger``: mem-f's record (:func:`analysis.trace.memory_ledger.ledger_record`); ``gpu_metrics``: SM,
   tensor-pipe and DRAM throughput per phase where the trace has GPU metrics
   (:mod:`analysis.trace.gpu_metrics`).
 - ``timeline``: the first measured step's operations and phase ranges for the report's timeline
@@ -52,8 +53,9 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
 from __future__ import annotations
 
 import math
-import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -61,37 +63,34 @@ import pandas as pd
 from analysis import __version__
 from analysis.core.phases import LabelledOps, RangeNames, label_ops
 from analysis.core.timings import read_run_record
-from analysis.load import InputCache, RangeFilter, Trace, file_sha256, load_trace, require_claimable_kernels
+from analysis.load import Trace, file_sha256
 from analysis.load.gpu_metrics import read_gpu_metrics
-from analysis.questions.mem_f import ledger_record
-from analysis.questions.registry import PER_TRACE
 from analysis.trace import efficiency
 from analysis.trace.gpu_metrics import metrics_per_phase
+from analysis.trace.memory_ledger import ledger_record
 from analysis.trace.multi_gpu.summary import communication_summary
 from analysis.trace.nsys_inputs import NsysInputs
 from analysis.trace.phase_breakdown import device_summaries, overall_summary, phase_summaries, shape_summaries
 from analysis.trace.step_timeline import step_timeline
-from analysis.trace.summary_schema import SCHEMA_VERSION, json_schema
+from analysis.trace.summary_schema import SCHEMA_VERSION
 
 
-def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache()) -> dict:
-    """Load and analyze one trace (``names``: the range roles the user named, the rest found in the
-    trace; ``inputs``: how compressed inputs are copied); raises :class:`analysis.load.errors.TraceError`
-    on bad input."""
-    trace = load_trace(path, RangeFilter(), inputs)
-    require_claimable_kernels(trace)
-    labelled = label_ops(trace, names)
-    # The labelled ops now hold every GPU operation: free the loader's copies before the questions
-    # (copies of the empty slices: a slice is a view that would keep the whole table alive).
-    trace.kernels, trace.memops = trace.kernels.iloc[:0].copy(), trace.memops.iloc[:0].copy()
-    return summarize(trace, labelled)
+class PerTraceQuestion(Protocol):
+    """A question answered per trace (the registry's ``PER_TRACE``): its key in the summary's
+    ``questions`` and its computation on one trace's inputs."""
+
+    summary_key: str
+
+    def per_trace(self, inputs: NsysInputs) -> dict: ...
 
 
-def summarize(trace: Trace, labelled: LabelledOps | None = None,
+def summarize(trace: Trace, questions: Sequence[PerTraceQuestion], labelled: LabelledOps | None = None,
               names: RangeNames = RangeNames()) -> dict:
-    """The summary of a loaded trace (see the module docstring for its keys); ``labelled`` is
-    ``label_ops(trace, names)`` when the caller has it already (it carries its own names). Once
-    the communication figures are done, ``labelled.ops`` keeps only the questions' columns."""
+    """The summary of a loaded trace (see the module docstring for its keys); ``questions``: the
+    per-trace questions whose records fill ``questions`` (the registry's ``PER_TRACE``, which
+    :func:`analysis.app.analyze.analyze_trace` passes); ``labelled`` is ``label_ops(trace, names)``
+    when the caller has it already (it carries its own names). Once the communication figures are
+    done, ``labelled.ops`` keeps only the questions' columns."""
     labelled = labelled if labelled is not None else label_ops(trace, names)
     run = read_run_record(trace.marks, trace.path, labelled.structure.step_ranges)
     gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
@@ -134,7 +133,7 @@ def summarize(trace: Trace, labelled: LabelledOps | None = None,
         "devices": device_summaries(inputs),
         "efficiency": usage,
         "questions": {question.summary_key: _with_shape_note(question.per_trace(inputs), inputs)
-                      for question in PER_TRACE},
+                      for question in questions},
         "timeline": step_timeline(inputs),
         "communication": communication,
         "memory_ledger": ledger,
@@ -147,11 +146,6 @@ def _with_shape_note(record: dict, inputs: NsysInputs) -> dict:
     """A per-trace answer with the warning that its forward ranges run different shapes, if they do."""
     note = inputs.mixed_shapes_note("forward")
     return record | {"answer": record["answer"] + note} if note else record
-
-
-def summary_schema() -> dict:
-    """The JSON schema of a summary (docs/architecture.md shows it)."""
-    return json_schema({question.summary_key: question.record for question in PER_TRACE})
 
 
 _JSON_SCALARS = frozenset({str, int, bool, type(None)})  # exact types that are JSON-ready as they are

@@ -13,8 +13,6 @@ import json
 import typing
 from typing import Any, TypedDict, Union
 
-from analysis.trace.multi_gpu.summary import CommunicationRecord
-
 SCHEMA_VERSION = 6  # 1: before the summary carried its timeline and schema version; 2: before communication;
 # 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes; 4: before the memory
 # ledger and GPU metrics; 5: before the run's structure replaced the range names looked for
@@ -183,6 +181,103 @@ class ShapeGroupRecord(TypedDict):
     cpu_span_ms_per_pass: float
     kernel_ms_per_pass: float
     first_cpu_span_ms: float
+
+
+# The communication section (analysis.trace.multi_gpu): ranks, collectives, FSDP blocks, skew and the
+# per-rank timeline.
+class RankTimelineBars(TypedDict):
+    rank: list[int]
+    stream: list[int]
+    kind: list[str]
+    start_ms: list[float]
+    dur_ms: list[float]
+
+
+class RankTimelinePhases(TypedDict):
+    rank: list[int]
+    phase: list[str]
+    start_ms: list[float]
+    dur_ms: list[float]
+
+
+class RankTimelineRecord(TypedDict):
+    title: str
+    duration_ms: float
+    bars: RankTimelineBars
+    phases: RankTimelinePhases
+
+
+class RankPhaseRecord(TypedDict):
+    passes: int
+    kernels_per_pass: float
+    kernel_ms_per_pass: float
+    gpu_span_ms_per_pass: float
+    gpu_span_ms_spread: float
+    communication_ms_per_pass: float
+    exposed_communication_ms_per_pass: float
+    overlapped_communication_ms_per_pass: float
+
+
+class RankRecord(TypedDict):
+    pid: int
+    device_id: int
+    rank: int
+    rank_source: str
+    passes: int
+    phases: dict[str, RankPhaseRecord]
+
+
+class CollectiveRecord(TypedDict):
+    pid: int
+    device_id: int
+    rank: int
+    collective: str
+    calls_per_pass: float
+    ms_per_pass: float
+    mean_call_ms: float
+    exposed_ms_per_pass: float
+    bytes_per_call: float | None
+    bus_bandwidth_gb_per_s: float | None
+
+
+class FsdpBlockRecord(TypedDict):
+    pid: int
+    device_id: int
+    rank: int
+    block: int
+    passes: int
+    allgather_ms: float
+    lead_ms: float
+    min_lead_ms: float
+    wait_ms: float
+    late_passes: int
+
+
+class SkewStepRecord(TypedDict):
+    step: str
+    ranks: int
+    start_spread_ms: float
+    end_spread_ms: float
+    duration_spread_ms: float
+    phase_duration_spread_ms: dict[str, float]
+
+
+class SkewRecord(TypedDict):
+    steps: list[SkewStepRecord]
+    max_start_spread_ms: float | None
+    max_end_spread_ms: float | None
+
+
+class CommunicationRecord(TypedDict):
+    """What :func:`analysis.trace.multi_gpu.summary.communication_summary` returns."""
+
+    world_size: int
+    world_size_source: str
+    ranks: list[RankRecord]
+    collectives: list[CollectiveRecord]
+    fsdp_blocks: list[FsdpBlockRecord]
+    skew: SkewRecord
+    timeline: RankTimelineRecord | None
 
 
 class TraceSummary(TypedDict):

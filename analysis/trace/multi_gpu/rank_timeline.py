@@ -7,37 +7,14 @@ so the record stays small whatever the trace.
 """
 from __future__ import annotations
 
-from typing import TypedDict
-
 import numpy as np
 import pandas as pd
 
 from analysis.core.phases import LabelledOps
 from analysis.trace.step_timeline import MAX_BARS, NS_PER_MS, bounded_bars, milliseconds
+from analysis.trace.summary_schema import RankTimelineRecord
 
 COMPUTE, COMMUNICATION = "compute", "communication"
-
-
-class RankTimelineBars(TypedDict):
-    rank: list[int]
-    stream: list[int]
-    kind: list[str]
-    start_ms: list[float]
-    dur_ms: list[float]
-
-
-class RankTimelinePhases(TypedDict):
-    rank: list[int]
-    phase: list[str]
-    start_ms: list[float]
-    dur_ms: list[float]
-
-
-class RankTimelineRecord(TypedDict):
-    title: str
-    duration_ms: float
-    bars: RankTimelineBars
-    phases: RankTimelinePhases
 
 
 def rank_timeline(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledOps

@@ -2,8 +2,6 @@
 and skew between ranks (see docs/architecture.md, "Ranks and communication")."""
 from __future__ import annotations
 
-from typing import TypedDict
-
 import numpy as np
 import pandas as pd
 
@@ -12,82 +10,9 @@ from analysis.load import Trace
 from analysis.trace.multi_gpu.communication import collective_figures, collective_of, communication_columns
 from analysis.trace.multi_gpu.fsdp import block_figures
 from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes, read_message_sizes
-from analysis.trace.multi_gpu.rank_timeline import RankTimelineRecord, rank_timeline
+from analysis.trace.multi_gpu.rank_timeline import rank_timeline
 from analysis.trace.multi_gpu.ranks import config_values, rank_figures, rank_notes, rank_table, skew, step_passes
-
-
-class RankPhaseRecord(TypedDict):
-    passes: int
-    kernels_per_pass: float
-    kernel_ms_per_pass: float
-    gpu_span_ms_per_pass: float
-    gpu_span_ms_spread: float
-    communication_ms_per_pass: float
-    exposed_communication_ms_per_pass: float
-    overlapped_communication_ms_per_pass: float
-
-
-class RankRecord(TypedDict):
-    pid: int
-    device_id: int
-    rank: int
-    rank_source: str
-    passes: int
-    phases: dict[str, RankPhaseRecord]
-
-
-class CollectiveRecord(TypedDict):
-    pid: int
-    device_id: int
-    rank: int
-    collective: str
-    calls_per_pass: float
-    ms_per_pass: float
-    mean_call_ms: float
-    exposed_ms_per_pass: float
-    bytes_per_call: float | None
-    bus_bandwidth_gb_per_s: float | None
-
-
-class FsdpBlockRecord(TypedDict):
-    pid: int
-    device_id: int
-    rank: int
-    block: int
-    passes: int
-    allgather_ms: float
-    lead_ms: float
-    min_lead_ms: float
-    wait_ms: float
-    late_passes: int
-
-
-class SkewStepRecord(TypedDict):
-    step: str
-    ranks: int
-    start_spread_ms: float
-    end_spread_ms: float
-    duration_spread_ms: float
-    phase_duration_spread_ms: dict[str, float]
-
-
-class SkewRecord(TypedDict):
-    steps: list[SkewStepRecord]
-    max_start_spread_ms: float | None
-    max_end_spread_ms: float | None
-
-
-class CommunicationRecord(TypedDict):
-    """What :func:`communication_summary` returns."""
-
-    world_size: int
-    world_size_source: str
-    ranks: list[RankRecord]
-    collectives: list[CollectiveRecord]
-    fsdp_blocks: list[FsdpBlockRecord]
-    skew: SkewRecord
-    timeline: RankTimelineRecord | None
-
+from analysis.trace.summary_schema import CommunicationRecord
 
 # The columns of the labelled ops the communication figures read.
 COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "launch_start_ns",

@@ -1,0 +1,31 @@
+"""One trace analyzed: ``analyze_trace(path)`` loads it, labels its operations and summarizes it
+with every per-trace question of the registry (:func:`analysis.trace.summary.summarize`);
+``summary_schema()`` is the JSON schema of what it returns. Here, above the questions, because the
+summary's ``questions`` section holds their records."""
+from __future__ import annotations
+
+import os
+
+from analysis.core.phases import RangeNames, label_ops
+from analysis.load import InputCache, RangeFilter, load_trace, require_claimable_kernels
+from analysis.questions.registry import PER_TRACE
+from analysis.trace.summary import summarize
+from analysis.trace.summary_schema import json_schema
+
+
+def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache()) -> dict:
+    """Load and analyze one trace (``names``: the range roles the user named, the rest found in the
+    trace; ``inputs``: how compressed inputs are copied); raises :class:`analysis.load.errors.TraceError`
+    on bad input."""
+    trace = load_trace(path, RangeFilter(), inputs)
+    require_claimable_kernels(trace)
+    labelled = label_ops(trace, names)
+    # The labelled ops now hold every GPU operation: free the loader's copies before the questions
+    # (copies of the empty slices: a slice is a view that would keep the whole table alive).
+    trace.kernels, trace.memops = trace.kernels.iloc[:0].copy(), trace.memops.iloc[:0].copy()
+    return summarize(trace, PER_TRACE, labelled)
+
+
+def summary_schema() -> dict:
+    """The JSON schema of a summary (docs/architecture.md shows it)."""
+    return json_schema({question.summary_key: question.record for question in PER_TRACE})
