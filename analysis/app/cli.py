@@ -161,13 +161,6 @@ def _formats(value: str) -> tuple[str, ...]:
     return chosen
 
 
-def _non_negative_int(value: str) -> int:
-    number = int(value)
-    if number < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return number
-
-
 def _folder(value: str) -> Path:
     """Argument type: an existing folder (a file given instead would be read as no results)."""
     path = Path(value)
@@ -177,11 +170,18 @@ def _folder(value: str) -> Path:
     return path
 
 
-def _positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return number
+def _int_at_least(least: int, words: str):
+    """Argument type: an integer of at least ``least`` (``words`` says so when it is not)."""
+    def parse(value: str) -> int:
+        number = int(value)
+        if number < least:
+            raise argparse.ArgumentTypeError(f"must be {words}")
+        return number
+    return parse
+
+
+_positive_int = _int_at_least(1, "at least 1")
+_non_negative_int = _int_at_least(0, "0 or more")
 
 
 def analyze_one(path: Path, names: RangeNames = RangeNames(),

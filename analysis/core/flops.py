@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from analysis.core.intervals import within_earlier
 from cs336_profile.config import ModelConfig
 from cs336_profile.contract import PHASES_BY_MODE
 
@@ -175,20 +176,8 @@ def gemm_ops_outermost(ops: pd.DataFrame) -> pd.DataFrame:
     may nest in one of the same name: the product is counted once)."""
     if ops.empty:
         return ops
-    ops = ops.sort_values(["pid", "tid", "start_ns", "end_ns"], ascending=[True, True, True, False], kind="stable")
     thread = ops["pid"].to_numpy(np.int64) * (1 << 24) + ops["tid"].to_numpy(np.int64)
-    ends = ops["end_ns"].to_numpy()
-    keep = np.ones(len(ops), dtype=bool)
-    for first, stop in zip(*_runs(thread)):
-        reach = np.maximum.accumulate(ends[first:stop])
-        keep[first + 1:stop] = ends[first + 1:stop] > reach[:-1]
-    return ops[keep]
-
-
-def _runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(first, stop) positions of each run of equal values in ``codes``."""
-    first = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.array([], dtype=np.int64)
-    return first, np.r_[first[1:], len(codes)].astype(np.int64)
+    return ops[~within_earlier(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy(), thread)]
 
 
 def phase_flops_from_ops(gemm_ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> dict[str, float]:

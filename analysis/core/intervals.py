@@ -50,3 +50,20 @@ def uncovered_ns(starts: np.ndarray, ends: np.ndarray, cover_starts: np.ndarray,
     """For each interval, how many ns of it no cover interval overlaps."""
     length = np.asarray(ends, dtype=np.int64) - np.asarray(starts, dtype=np.int64)
     return length - covered_ns(starts, ends, cover_starts, cover_ends)
+
+
+def within_earlier(starts: np.ndarray, ends: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Whether each interval lies within one of its group that starts no later and is not itself
+    within another (ties on start: the longer one holds the shorter): the nested ranges of one
+    name, thread or process that hold the same work as the range around them."""
+    nested = np.zeros(len(starts), dtype=bool)
+    if not len(starts):
+        return nested
+    group = np.unique(groups, return_inverse=True)[1].reshape(-1)
+    order = np.lexsort((-ends, starts, group))
+    group, ends_sorted = group[order], ends[order]
+    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    for lo, hi in zip(first, np.r_[first[1:], len(order)]):
+        reach = np.maximum.accumulate(ends_sorted[lo:hi])
+        nested[order[lo + 1:hi]] = ends_sorted[lo + 1:hi] <= reach[:-1]
+    return nested

@@ -1,7 +1,8 @@
 """Find a run's structure in the trace itself: steps, warm-up, phases, attention parts, blocks.
 
 People name NVTX ranges as they like, or add none. The analysis looks for *roles*, not names,
-with three sources, the first that finds phases wins:
+with three sources: the user's ranges, then PyTorch's labels for the phases those lack, then the
+kernels when neither has any phase:
 
 1. **The user's own ranges** (every range that is neither an op-level range such as
    ``aten::mm, seq = 3`` nor one of PyTorch's function labels): phases by families of names
@@ -17,12 +18,14 @@ with three sources, the first that finds phases wins:
    process's main thread (PyTorch's autograd thread), the optimizer the run of
    ``multi_tensor_apply_kernel`` launches after it, the forward the main thread's launches before.
 
-A forward followed by its loss or backward is a *training* forward; another forward (an inference
-pass) is left out of the training phases and counted on its own. Without step ranges, steps are
-made from the phases: each training forward starts one. Warm-up steps are those named or enclosed
-by a range named warm-up; else, when phases ran before the first step range, those were the
-warm-up; else the first step and the leading steps whose kernel count or kernel time departs from
-the steady state. ``RangeNames`` given by the user (the command line's flags) override each role.
+A phase range inside another phase's range is part of it. A forward followed by its loss or
+backward is a *training* forward; another forward (an inference pass) is left out of the training
+phases and counted on its own. Without step ranges, steps are made from the phases: each training
+forward starts one. Warm-up steps are those named warm-up or in ranges named warm-up beside the
+steps; else the iterations whose phases ran before the first step range; else those outside a
+``measured…`` range; else the leading steps whose kernel count, kernel time or CPU span departs
+from the later steps'. ``RangeNames`` given by the user (the command line's flags) override each
+role.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from analysis.core.intervals import within_earlier
 from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name
 from analysis.load.nvtx import OP_LEVEL
 from cs336_profile import contract
@@ -77,7 +81,7 @@ PLAIN_MATMUL = re.compile(r"((attn|attention)_)?(matmul|mm|bmm|einsum|gemm)(_\d+
 BLOCK_FAMILY = re.compile(r"(transformer_)?(layer|block|decoder_layer|encoder_layer|h)")
 OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
 
-# Leading steps whose kernel time exceeds the steady state's median by this factor are warm-up.
+# Leading steps whose kernel time or CPU span exceeds the later steps' median by this factor are warm-up.
 WARMUP_TIME_FACTOR = 1.5
 
 WINDOW_COLUMNS = ["range_id", "name", "range_name", "pid", "tid", "start_ns", "end_ns", "parent_id"]
@@ -121,10 +125,6 @@ class RangeNames:
         order = {1: ("forward",), 2: ("forward", "backward"), 3: ("forward", "backward", "optimizer_step"),
                  4: PHASES}[len(self.phases)]
         return dict(zip(self.phases, order))
-
-    def is_default(self) -> bool:
-        """Whether every role is left to the trace."""
-        return self == RangeNames()
 
 
 @dataclass
@@ -245,7 +245,7 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
     if phases.empty and names.phases is None:
         phases = _kernel_phases(ops, first_id)
         source = "kernels" if len(phases) else "none"
-    return _merge_overlapping(phases, notes), source
+    return _merge_overlapping(_outside_other_phases(phases), notes), source
 
 
 # ----------------------------------------------------------------------------- names
@@ -303,7 +303,7 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
         phase = _resolve_ambiguous_step(own, phase)
     keep = pd.notna(phase)
     windows = _windows(own[keep], phase[keep])
-    return _outside_other_phases(_outermost_per_phase(windows, own))
+    return _outermost_per_phase(windows)
 
 
 def _outside_other_phases(windows: pd.DataFrame) -> pd.DataFrame:
@@ -348,23 +348,14 @@ def _resolve_ambiguous_step(own: pd.DataFrame, phase: np.ndarray) -> np.ndarray:
     return phase
 
 
-def _outermost_per_phase(windows: pd.DataFrame, ranges: pd.DataFrame) -> pd.DataFrame:
+def _outermost_per_phase(windows: pd.DataFrame) -> pd.DataFrame:
     """Windows less those nested inside another window of the same phase and process (a
     ``forward`` range inside a ``model_forward`` range holds the same kernels)."""
     if windows.empty:
         return windows
-    group = pd.factorize(windows["pid"].astype(str) + "|" + windows["name"].astype(str))[0]
-    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
-    order = np.lexsort((-ends, starts, group))
-    group, ends_sorted = group[order], ends[order]
-    first = np.r_[True, group[1:] != group[:-1]]
-    reach = np.empty_like(ends_sorted)
-    for lo, hi in zip(np.flatnonzero(first), np.r_[np.flatnonzero(first)[1:], len(order)]):
-        reach[lo:hi] = np.maximum.accumulate(ends_sorted[lo:hi])
-    earlier_reach = np.where(first, np.iinfo(np.int64).min, np.r_[0, reach[:-1]])
-    keep = np.ones(len(windows), dtype=bool)
-    keep[order] = ends_sorted > earlier_reach
-    return windows[keep].sort_values("start_ns", kind="stable").reset_index(drop=True)
+    group = windows["pid"].astype(str).to_numpy(dtype=object) + "|" + windows["name"].astype(str).to_numpy(dtype=object)
+    nested = within_earlier(windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy(), group.astype(str))
+    return windows[~nested].sort_values("start_ns", kind="stable").reset_index(drop=True)
 
 
 def _merge_overlapping(windows: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
@@ -404,70 +395,35 @@ def _names_by_phase(windows: pd.DataFrame) -> dict[str, list[str]]:
             for phase in PHASES if (windows["name"] == phase).any()}
 
 
-def _outermost(rows: pd.DataFrame, all_ranges: pd.DataFrame) -> pd.DataFrame:
-    """Rows with no ancestor among ``rows`` (by parent links within ``all_ranges``)."""
-    member = np.zeros(len(all_ranges) + 1, dtype=bool)
-    member[rows["range_id"].to_numpy()] = True
-    parent = all_ranges["parent_id"].to_numpy()
-    pointer = parent[rows["range_id"].to_numpy()]
-    inside = np.zeros(len(rows), dtype=bool)
-    while (pointer >= 0).any():
-        live = pointer >= 0
-        inside[live] |= member[pointer[live]]
-        pointer = np.where(live & ~inside, parent[np.maximum(pointer, 0)], -1)
-    return rows[~inside]
-
-
 def _pytorch_phases(labels: pd.DataFrame) -> pd.DataFrame:
     """Phase windows from PyTorch's function labels (``--pytorch=functions-trace``)."""
     if labels.empty:
         return pd.DataFrame(columns=WINDOW_COLUMNS)
     full = labels.reset_index(drop=True)
-    ranges_by_id = full.set_index("range_id", drop=False)
     frames = []
     modules = full[full["name"].str.match(MODULE_CALL)]
     if len(modules):
-        model = _model_calls(modules, ranges_by_id)
-        frames.append(_windows(model, "forward"))
+        frames.append(_windows(_model_calls(modules), "forward"))
     for phase, pattern in (("backward", AUTOGRAD_BACKWARD), ("optimizer_step", OPTIMIZER_STEP), ("loss", TORCH_LOSS)):
         rows = full[full["name"].str.contains(pattern)]
         rows = _outermost_by_time(rows)
         frames.append(_windows(rows, phase))
     windows = pd.concat([f for f in frames if len(f)] or [pd.DataFrame(columns=WINDOW_COLUMNS)], ignore_index=True)
-    if len(windows):
-        forward = windows[windows["name"] == "forward"]
-        # A loss computed inside the model's forward is part of the forward.
-        inside = np.zeros(len(windows), dtype=bool)
-        for row in forward.itertuples():
-            inside |= ((windows["name"] == "loss") & (windows["pid"] == row.pid) & (windows["start_ns"] >= row.start_ns)
-                       & (windows["end_ns"] <= row.end_ns)).to_numpy()
-        windows = windows[~inside].sort_values("start_ns", kind="stable").reset_index(drop=True)
-    return windows
+    return windows.sort_values("start_ns", kind="stable").reset_index(drop=True)
 
 
 def _outermost_by_time(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows not inside another of ``rows`` of the same process (by time)."""
     if rows.empty:
         return rows
-    rows = rows.sort_values(["pid", "start_ns", "end_ns"], ascending=[True, True, False], kind="stable")
-    keep, reach, last_pid = [], -1, None
-    for pid, start, end in zip(rows["pid"], rows["start_ns"], rows["end_ns"]):
-        if pid != last_pid:
-            reach, last_pid = -1, pid
-        keep.append(not end <= reach)
-        reach = max(reach, end)
-    return rows[np.array(keep, dtype=bool)]
+    return rows[~within_earlier(rows["start_ns"].to_numpy(), rows["end_ns"].to_numpy(), rows["pid"].to_numpy())]
 
 
-def _model_calls(modules: pd.DataFrame, ranges_by_id: pd.DataFrame) -> pd.DataFrame:
+def _model_calls(modules: pd.DataFrame) -> pd.DataFrame:
     """The model's forward calls: outermost module calls holding at least half as many module
     calls as the largest outermost call (a loss module called on its own holds none)."""
     outer = _outermost_by_time(modules)
-    counts = []
-    for row in outer.itertuples():
-        inside = modules[(modules["pid"] == row.pid) & (modules["start_ns"] >= row.start_ns) & (modules["end_ns"] <= row.end_ns)]
-        counts.append(len(inside))
-    counts = np.array(counts)
+    counts = _contains(outer, modules)
     return outer[counts >= max(counts.max(initial=0) / 2, 2)] if len(counts) else outer
 
 
@@ -650,8 +606,8 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     warm = own[np.array([bool(WARMUP_FAMILY.fullmatch(name_stem(n))) for n in own["normal"]], dtype=bool)]
     warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)])
     rows = []
+    launched = ops["launch_start_ns"].to_numpy()
     for window in warm.itertuples():
-        launched = ops["launch_start_ns"].to_numpy()
         inside = ops[(ops["pid"].to_numpy() == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
         backward = _kernel_phases(inside, 0)
         ends = backward.loc[backward["name"] == "backward", "end_ns"].to_numpy()
@@ -754,25 +710,17 @@ def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.nda
         return ~own_name, f"named {shown}"
     for family, warm_inside in ((WARMUP_FAMILY, True), (MEASURED_FAMILY, False)):
         named = containers[[bool(family.fullmatch(name_stem(normal_name(c)))) for c in containers["name"]]]
-        inside = _inside(steps, named)
+        inside = _inside_any(steps, named)
         if inside.any() and not inside.all():
             where = "inside" if warm_inside else "outside"
             return (~inside if warm_inside else inside), f"{where} " + ", ".join(f"`{c}`" for c in sorted(set(named["name"])))
     return np.ones(len(steps), dtype=bool), None
 
 
-def _inside(steps: pd.DataFrame, windows: pd.DataFrame) -> np.ndarray:
-    """Whether each step lies inside one of ``windows`` (same process)."""
-    inside = np.zeros(len(steps), dtype=bool)
-    for row in windows.itertuples():
-        inside |= ((steps["pid"] == row.pid) & (steps["start_ns"] >= row.start_ns) & (steps["end_ns"] <= row.end_ns)).to_numpy()
-    return inside
-
-
 def _prefixed_warmup(steps: pd.DataFrame, containers: pd.DataFrame, prefix: str) -> tuple[np.ndarray, str]:
     """Steps whose name starts with ``prefix``, or inside a range whose name does (the flag)."""
     named = steps["range_name"].str.startswith(prefix).to_numpy(dtype=bool)
-    inside = _inside(steps, containers[containers["name"].str.startswith(prefix)])
+    inside = _inside_any(steps, containers[containers["name"].str.startswith(prefix)])
     return ~(named | inside), f"named or inside `{prefix}…` (given)"
 
 
