@@ -119,12 +119,25 @@ PAYLOAD_SCHEMAS = ExportTable(("NVTX_PAYLOAD_SCHEMA_ENTRIES",), _columns(
 
 TABLES = (STRINGS, METADATA, KERNELS, RUNTIME, MEMCPY, MEMSET, NVTX, GRAPHS, CUDA_GPUS, OLD_GPUS,
           MEMORY_EVENTS, GPU_METRICS, GPU_METRIC_NAMES, PAYLOAD_SCHEMAS)
+# Tables the analyzer never reads that this project's tools (nsys_runs) edit or drop: the GPU
+# synchronizations that nsys_runs.scale_trace repeats, the capture window it extends, and what
+# nsys_runs.slim drops or scrubs.
+SYNCHRONIZATIONS = ExportTable(("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",), _columns(*_ACTIVITY, required=False))
+ANALYSIS_DETAILS = ExportTable(("ANALYSIS_DETAILS",), _columns(
+    ("start_ns", "startTime"), ("stop_ns", "stopTime"), ("duration_ns", "duration")))
+OS_RUNTIME = ExportTable(("OSRT_API",), ())
+OS_RUNTIME_CALLCHAINS = ExportTable(("OSRT_CALLCHAINS",), ())
+PROFILER_OVERHEAD = ExportTable(("PROFILER_OVERHEAD",), ())
+CAPTURE_METADATA = ExportTable(("META_DATA_CAPTURE",), _columns(("name", "name", "TEXT"), ("value", "value", "TEXT")))
+SYSTEM_ENVIRONMENT = ExportTable(("TARGET_INFO_SYSTEM_ENV",), _columns(("name", "name", "TEXT")))
+TOOL_TABLES = (SYNCHRONIZATIONS, ANALYSIS_DETAILS, OS_RUNTIME, OS_RUNTIME_CALLCHAINS, PROFILER_OVERHEAD,
+               CAPTURE_METADATA, SYSTEM_ENVIRONMENT)
 # Any of these tables tells an nsys export from another SQLite database.
 MARKERS = (STRINGS, KERNELS, RUNTIME, NVTX, OLD_GPUS, CUDA_GPUS, METADATA)
 
 
-def table_names(tables: tuple[ExportTable, ...] = TABLES) -> tuple[str, ...]:
-    """Every name, current and former, of ``tables``."""
+def table_names(tables: tuple[ExportTable, ...] = TABLES + TOOL_TABLES) -> tuple[str, ...]:
+    """Every name, current and former, of ``tables`` (by default every table of the map)."""
     return tuple(name for table in tables for name in table.names)
 
 
