@@ -5,6 +5,7 @@ import sqlite3
 
 from analysis.core.phases import label_ops
 from analysis.load import load_trace
+from analysis.load.export_map import GPU_METRIC_NAMES, GPU_METRICS
 from analysis.load.gpu_metrics import METRICS
 from analysis.trace.gpu_metrics import metrics_per_phase
 from tests.synthetic import build_export
@@ -17,13 +18,11 @@ RANGES = [(name, start, end, 1, 1, 1, 59) for name, start, end in (
 def _export(tmp_path, samples):
     path = build_export(tmp_path / "metrics.sqlite", kernels=[(215, 220, 212, 1, 1, 5)], ranges=RANGES)
     with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER, sourceId INTEGER, typeName TEXT, "
-                     "metricId INTEGER, metricName TEXT)")
-        conn.executemany("INSERT INTO TARGET_INFO_GPU_METRICS VALUES (?, ?, '', ?, ?)",
-                         [(GPU, GPU, i, name) for i, name in enumerate(["GPC Clock Frequency [MHz]", *METRICS.values()])])
-        conn.execute("CREATE TABLE GPU_METRICS (rawTimestamp INTEGER, timestamp INTEGER, typeId INTEGER, "
-                     "metricId INTEGER, value INTEGER)")
-        conn.executemany("INSERT INTO GPU_METRICS VALUES (?, ?, ?, ?, ?)", [(t, t, GPU, m, v) for t, m, v in samples])
+        conn.execute(GPU_METRIC_NAMES.create_sql())
+        conn.executemany(f"INSERT INTO {GPU_METRIC_NAMES.name} VALUES (?, ?, ?)",
+                         [(GPU, i, name) for i, name in enumerate(["GPC Clock Frequency [MHz]", *METRICS.values()])])
+        conn.execute(GPU_METRICS.create_sql())
+        conn.executemany(f"INSERT INTO {GPU_METRICS.name} VALUES (?, ?, ?, ?)", [(t, GPU, m, v) for t, m, v in samples])
     return path
 
 

@@ -20,7 +20,7 @@ class ExportColumn:
 
     tidy: str
     names: tuple[str, ...]
-    sql_type: str = "INTEGER"
+    sql_type: str = "INTEGER"  # with the constraints nsys declares (for CREATE TABLE)
     required: bool = True
 
     @property
@@ -65,11 +65,12 @@ class ExportTable:
         """nsys's names of today of the columns without which the table is not read."""
         return tuple(column.name for column in self.columns if column.required)
 
-    def create_sql(self, extra: str = "") -> str:
-        """``CREATE TABLE`` of this table as nsys writes it today (the mapped columns; ``extra``:
-        more column definitions), for tools and test fixtures that write exports."""
-        defined = [f'"{column.name}" {column.sql_type}' for column in self.columns]
-        return f"CREATE TABLE {self.name} ({', '.join(defined + ([extra] if extra else []))})"
+    def create_sql(self, without: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> str:
+        """``CREATE TABLE`` of this table with nsys's names of today: the mapped columns in order
+        but those (tidy names) ``without``, then the column definitions ``extra``; for tools and
+        test fixtures that write exports."""
+        defined = [f'"{column.name}" {column.sql_type}' for column in self.columns if column.tidy not in without]
+        return f"CREATE TABLE {self.name} ({', '.join(defined + list(extra))})"
 
 
 def _columns(*specs: tuple, required: bool = True) -> tuple[ExportColumn, ...]:
@@ -83,7 +84,7 @@ def _columns(*specs: tuple, required: bool = True) -> tuple[ExportColumn, ...]:
 _ACTIVITY = (("start_ns", "start"), ("end_ns", "end"), ("device_id", "deviceId"), ("stream_id", "streamId"),
              ("correlation_id", "correlationId"), ("pid", "globalPid"))
 
-STRINGS = ExportTable(("StringIds",), _columns(("id", "id"), ("value", "value", "TEXT")))
+STRINGS = ExportTable(("StringIds",), _columns(("id", "id", "INTEGER PRIMARY KEY"), ("value", "value", "TEXT NOT NULL")))
 METADATA = ExportTable(("META_DATA_EXPORT", "EXPORT_META_DATA"),
                        _columns(("name", "name", "TEXT"), ("value", "value", "TEXT")))
 KERNELS = ExportTable(("CUPTI_ACTIVITY_KIND_KERNEL",),
@@ -111,7 +112,8 @@ MEMORY_EVENTS = ExportTable(("CUDA_GPU_MEMORY_USAGE_EVENTS",), _columns(
     ("bytes", "bytes"), ("mem_kind", "memKind"), ("operation", "memoryOperationType"),
     ("correlation_id", "correlationId")))
 GPU_METRICS = ExportTable(("GPU_METRICS",), _columns(
-    ("time_ns", "timestamp"), ("gpu", "typeId"), ("metric_id", "metricId"), ("value", "value")))
+    ("time_ns", "timestamp", "INTEGER NOT NULL"), ("gpu", "typeId", "INTEGER NOT NULL"),
+    ("metric_id", "metricId", "INTEGER NOT NULL"), ("value", "value")))
 GPU_METRIC_NAMES = ExportTable(("TARGET_INFO_GPU_METRICS",), _columns(
     ("gpu", "typeId"), ("metric_id", "metricId"), ("metric", "metricName", "TEXT")))
 PAYLOAD_SCHEMAS = ExportTable(("NVTX_PAYLOAD_SCHEMA_ENTRIES",), _columns(
