@@ -59,7 +59,9 @@ def load_trace(path: str | os.PathLike, ranges: RangeFilter | None = None,
 
     Raises a :class:`~analysis.load.errors.TraceError` subclass, whose message is one line, for
     anything that is not a usable nsys export. With ``ranges`` only the NVTX ranges it names are
-    read (marks always are).
+    read (marks always are; every range when the export has memory events). The export is opened
+    once: the optional tables (memory events, GPU metrics, NCCL calls) are read from the same
+    connection onto the trace.
     """
     path = Path(path)
     with opened_input(path, inputs) as database:

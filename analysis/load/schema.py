@@ -1,5 +1,6 @@
-"""What an export holds: the nsys tables and columns the analyzer reads, the checks that they are
-there (``sqlite_master`` / ``PRAGMA table_info``), and reading integer columns an export may lack."""
+"""What an export holds: its schema (``sqlite_master`` / ``PRAGMA table_info``), the checks that
+the tables and columns of the export map (:mod:`analysis.load.export_map`) are there, and reading
+integer columns an export may lack."""
 from __future__ import annotations
 
 import sqlite3
