@@ -6,14 +6,15 @@ from __future__ import annotations
 import ast
 import re
 import sqlite3
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from analysis.load import load_trace
-from analysis.load.errors import UnsupportedSchema
-from analysis.load.export_map import METADATA, NVTX, TABLES, ExportColumn, ExportTable, nvtx_name_sql, table_names
+from analysis.load.errors import TraceError, UnsupportedSchema
+from analysis.load.export_map import KERNELS, METADATA, NVTX, TABLES, ExportColumn, ExportTable, nvtx_name_sql, table_names
 from analysis.load.schema import read_schema, require_columns
 from tests.conftest import REPO
 from tests.synthetic import build_export
@@ -82,15 +83,42 @@ def test_a_former_table_name_is_read_through_the_map(tmp_path):
     assert load_trace(path).nsys_version == "2025.3.2.0"
 
 
-def test_a_renamed_column_is_one_more_name_in_the_map(tmp_path):
-    path = build_export(tmp_path / "renamed.sqlite", ranges=[("step_0", 10, 20, 1, 1, 1, 59)])
+@contextmanager
+def more_names(entry: ExportTable | ExportColumn, *names: str):
+    """A table or column of the map with ``names`` after its own while the block runs: what the
+    one line that supports a renamed nsys table or column changes."""
+    own = entry.names
+    object.__setattr__(entry, "names", own + names)
+    try:
+        yield
+    finally:
+        object.__setattr__(entry, "names", own)
+
+
+def test_a_renamed_table_is_one_more_name_in_the_map(tmp_path):
+    path = build_export(tmp_path / "t.sqlite", kernels=[(100, 200, 90, 1, 1, 1), (300, 350, 290, 1, 1, 2)],
+                        ranges=[("step_0", 50, 400, 1, 1, 1, 59)])
+    before = load_trace(path)
     with closing(sqlite3.connect(path)) as conn, conn:
-        conn.execute('ALTER TABLE NVTX_EVENTS RENAME COLUMN "text" TO "label"')
-        schema = read_schema(conn)
-        renamed = ExportTable(NVTX.names, tuple(ExportColumn(c.tidy, c.names + ("label",) if c.tidy == "text" else c.names,
-                                                             c.sql_type, c.required) for c in NVTX.columns))
-        assert NVTX.column(schema, "text") is None and renamed.column(schema, "text") == "label"
-        assert conn.execute(f"SELECT {nvtx_name_sql(schema)} FROM NVTX_EVENTS").fetchall() == [(None,)]
+        conn.execute(f"ALTER TABLE {KERNELS.name} RENAME TO KERNELS_OF_A_LATER_NSYS")
+    with pytest.raises(TraceError, match="no CUDA kernel records"):
+        load_trace(path)
+    with more_names(KERNELS, "KERNELS_OF_A_LATER_NSYS"):
+        after = load_trace(path)
+    pd.testing.assert_frame_equal(after.kernels, before.kernels)
+    pd.testing.assert_frame_equal(after.ranges, before.ranges)
+
+
+def test_a_renamed_column_is_one_more_name_in_the_map(tmp_path):
+    path = build_export(tmp_path / "renamed.sqlite", kernels=[(100, 200, 90, 1, 1, 1)],
+                        ranges=[("step_0", 50, 400, 1, 1, 1, 59)])
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(f'ALTER TABLE {NVTX.name} RENAME COLUMN "text" TO "label"')
+    assert load_trace(path).ranges["name"].tolist() == [""]  # unmapped: the name is lost
+    with more_names(NVTX.spec("text"), "label"):
+        assert load_trace(path).ranges["name"].tolist() == ["step_0"]
+        with closing(sqlite3.connect(path)) as conn:
+            assert conn.execute(f"SELECT {nvtx_name_sql(read_schema(conn))} FROM {NVTX.name}").fetchall() == [("step_0",)]
 
 
 def test_the_nvtx_name_rule_in_sql_takes_text_else_the_registered_string(tmp_path):
