@@ -1,6 +1,7 @@
 """The one map of the nsys export: every table the analyzer reads, the names nsys has given it,
 its columns (required or optional, with the names nsys has given each) and what the loader calls
-them; and the one rule for an NVTX event's name.
+them; the tables this project's tools edit but the analyzer never reads; and the one rule for an
+NVTX event's name.
 
 Readers in :mod:`analysis.load` build their SQL from this map: :meth:`ExportTable.in_export`
 gives the name a table has in one export, :meth:`ExportTable.column` a column's. Supporting a
