@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.request import pathname2url
 
-from analysis.load.schema import KERNEL_COLUMNS, KERNEL_TABLE, NVTX_COLUMNS, NVTX_TABLE, RUNTIME_COLUMNS, RUNTIME_TABLE
+from analysis.load.export_map import KERNELS, NVTX, RUNTIME, STRINGS
 
 REPO = Path(__file__).resolve().parents[1]
 FLOOR_RUNS = 3
-FLOOR_TABLES = ((KERNEL_TABLE, KERNEL_COLUMNS), (RUNTIME_TABLE, RUNTIME_COLUMNS), (NVTX_TABLE, NVTX_COLUMNS),
-                ("StringIds", ("id", "value")))
+FLOOR_TABLES = tuple((table.name, tuple(column.name for column in table.columns if column.sql_type == "INTEGER"))
+                     for table in (KERNELS, RUNTIME, NVTX)) + ((STRINGS.name, tuple(c.name for c in STRINGS.columns)),)
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def read_floor_s(trace: Path) -> tuple[float, int]:
             started = time.perf_counter()
             rows = [conn.execute(sql).fetchall() for sql in queries]
             best_s = min(best_s, time.perf_counter() - started)
-            kernels = len(rows[0]) if KERNEL_TABLE in tables else 0
+            kernels = len(rows[0]) if KERNELS.name in tables else 0
             del rows
         return best_s, kernels
     finally:

@@ -29,22 +29,28 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsys_runs.export_schema import column_names, nvtx_name_sql, table_names
+from analysis.load.export_map import (
+    ANALYSIS_DETAILS,
+    KERNELS,
+    MEMCPY,
+    MEMSET,
+    NVTX,
+    RUNTIME,
+    STRINGS,
+    SYNCHRONIZATIONS,
+    nvtx_name_sql,
+)
+from analysis.load.schema import NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, read_schema
 
 STEP_PREFIX = "step_"
 COPY_GAP_NS = 1_000_000  # idle time between consecutive copies, as between real steps
-RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
-NVTX_TABLE = "NVTX_EVENTS"
-KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+RUNTIME_TABLE = RUNTIME.name
+NVTX_TABLE = NVTX.name
+KERNEL_TABLE = KERNELS.name
 # GPU-side activity tied to its API call by (correlationId, process).
-GPU_ACTIVITY_TABLES = (
-    KERNEL_TABLE,
-    "CUPTI_ACTIVITY_KIND_MEMCPY",
-    "CUPTI_ACTIVITY_KIND_MEMSET",
-    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-)
-NVTX_RANGE_TYPES = (59, 60, 70, 71)  # push/pop, start/end; 70/71 in older exports
-NVTX_RANGE_AND_MARK_TYPES = (34, *NVTX_RANGE_TYPES)  # 34 = mark
+GPU_ACTIVITY_TABLES = tuple(table.name for table in (KERNELS, MEMCPY, MEMSET, SYNCHRONIZATIONS))
+NVTX_RANGE_TYPES = NVTX_PUSH_POP + NVTX_START_END
+NVTX_RANGE_AND_MARK_TYPES = NVTX_MARK + NVTX_RANGE_TYPES
 PID_MASK = 0xFFFFFF
 
 
@@ -77,7 +83,7 @@ def _find_step_windows(conn: sqlite3.Connection, tables: set[str]) -> int:
     """Fill temp.step_windows with the closed `step_<i>` ranges; return how many there are."""
     if NVTX_TABLE not in tables or RUNTIME_TABLE not in tables:
         raise ScaleError(f"the trace has no {NVTX_TABLE} or no {RUNTIME_TABLE} table: nothing to repeat")
-    name = nvtx_name_sql("n", column_names(conn, NVTX_TABLE), tables)
+    name = nvtx_name_sql(read_schema(conn), "n", database="main")
     conn.execute(
         f"""
         CREATE TEMP TABLE step_windows AS
@@ -152,8 +158,8 @@ def _fill_copy_shifts(conn: sqlite3.Connection, copied: list[str], copies: int) 
     has_range_ids = "rangeId" in column_names(conn, NVTX_TABLE)
     range_id_stride = (_max(conn, "rangeId", [NVTX_TABLE], "main") or 0) + 1 if has_range_ids else 0
     step_stride = conn.execute("SELECT max(step_index) FROM temp.step_windows").fetchone()[0] + 1
-    has_string_ids = "StringIds" in table_names(conn)
-    next_string_id = (conn.execute("SELECT max(id) FROM main.StringIds").fetchone()[0] or 0) + 1 if has_string_ids else 0
+    has_string_ids = STRINGS.name in table_names(conn)
+    next_string_id = (conn.execute(f"SELECT max(id) FROM main.{STRINGS.name}").fetchone()[0] or 0) + 1 if has_string_ids else 0
     conn.execute(
         """CREATE TEMP TABLE copy_shifts (copy_index INTEGER PRIMARY KEY, time_shift_ns INTEGER,
            correlation_shift INTEGER, range_id_shift INTEGER, step_shift INTEGER, string_id_base INTEGER)"""
@@ -194,9 +200,9 @@ def _shifted_column_sql(table: str, column: str) -> str:
 
 def _append_copies(conn: sqlite3.Connection, copied: list[str]) -> None:
     """Append every copy of every template table, copy after copy, in time order."""
-    if "StringIds" in table_names(conn):
+    if STRINGS.name in table_names(conn):
         conn.execute(
-            f"""INSERT INTO main.StringIds (id, value)
+            f"""INSERT INTO main.{STRINGS.name} (id, value)
                 SELECT c.string_id_base + s.step_index, '{STEP_PREFIX}' || (s.step_index + c.step_shift)
                 FROM temp.copy_shifts c CROSS JOIN
                      (SELECT DISTINCT step_index FROM temp.template_{NVTX_TABLE}
@@ -215,15 +221,25 @@ def _append_copies(conn: sqlite3.Connection, copied: list[str]) -> None:
 
 def _extend_capture_end(conn: sqlite3.Connection, copied: list[str]) -> None:
     """Move ANALYSIS_DETAILS' stop time past the last appended row."""
-    if "ANALYSIS_DETAILS" not in table_names(conn):
+    if ANALYSIS_DETAILS.name not in table_names(conn):
         return
-    if not {"startTime", "stopTime", "duration"} <= set(column_names(conn, "ANALYSIS_DETAILS")):
+    if not set(ANALYSIS_DETAILS.required) <= set(column_names(conn, ANALYSIS_DETAILS.name)):
         return
     data_end_ns = _max(conn, 'coalesce("end", start)', copied, "main")
     conn.execute(
-        "UPDATE main.ANALYSIS_DETAILS SET stopTime = max(stopTime, ?), duration = max(stopTime, ?) - startTime",
+        f"UPDATE main.{ANALYSIS_DETAILS.name} SET stopTime = max(stopTime, ?), duration = max(stopTime, ?) - startTime",
         (data_end_ns, data_end_ns),
     )
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """The tables of the export (the `main` database of `conn`)."""
+    return set(read_schema(conn))
+
+
+def column_names(conn: sqlite3.Connection, table: str) -> list[str]:
+    """The columns of one table of the export, in order."""
+    return list(read_schema(conn, (table,)).get(table, {}))
 
 
 def _count(conn: sqlite3.Connection, schema_table: str) -> int:

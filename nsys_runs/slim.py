@@ -14,24 +14,25 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from nsys_runs.export_schema import table_names
+from analysis.load.export_map import CAPTURE_METADATA, OS_RUNTIME, OS_RUNTIME_CALLCHAINS, PROFILER_OVERHEAD, STRINGS, SYSTEM_ENVIRONMENT
+from analysis.load.schema import read_schema
 
-DROPPED_TABLES = ("OSRT_API", "OSRT_CALLCHAINS", "PROFILER_OVERHEAD")
+DROPPED_TABLES = tuple(table.name for table in (OS_RUNTIME, OS_RUNTIME_CALLCHAINS, PROFILER_OVERHEAD))
 WORKING_DIR_ROWS = "name LIKE 'PROCESS\\_%:WORKING\\_DIR' ESCAPE '\\'"
 PRIVATE_ROWS = {  # table → which rows to delete
-    "META_DATA_CAPTURE": f"name LIKE 'PROCESS\\_%:ENVIRONMENT\\_VARIABLE' ESCAPE '\\' OR {WORKING_DIR_ROWS}",
-    "TARGET_INFO_SYSTEM_ENV": "name = 'DeviceEnvironment'",
+    CAPTURE_METADATA.name: f"name LIKE 'PROCESS\\_%:ENVIRONMENT\\_VARIABLE' ESCAPE '\\' OR {WORKING_DIR_ROWS}",
+    SYSTEM_ENVIRONMENT.name: "name = 'DeviceEnvironment'",
 }
 # Whole environments are also interned as NUL-separated `KEY=VALUE` strings; kernel and range
 # names never hold a NUL, so such strings are blanked (their ids stay valid).
-BLANK_ENVIRONMENT_STRINGS = "UPDATE StringIds SET value = '' WHERE instr(CAST(value AS BLOB), X'00') > 0"
+BLANK_ENVIRONMENT_STRINGS = f"UPDATE {STRINGS.name} SET value = '' WHERE instr(CAST(value AS BLOB), X'00') > 0"
 
 
 def _relative_paths(connection: sqlite3.Connection, folders: list[str]) -> None:
     """Strings that are paths under one of `folders` lose that prefix (`<folder>/a/b.py` → `a/b.py`)."""
     for folder in folders:
         prefix = folder.rstrip("/") + "/"
-        connection.execute("UPDATE StringIds SET value = substr(value, ?) WHERE substr(value, 1, ?) = ?",
+        connection.execute(f"UPDATE {STRINGS.name} SET value = substr(value, ?) WHERE substr(value, 1, ?) = ?",
                            (len(prefix) + 1, len(prefix), prefix))
 
 
@@ -42,17 +43,18 @@ def slim_copy(export: Path, destination: Path, working_folders: tuple[str, ...] 
     partial = destination.with_name(destination.name + ".partial")
     shutil.copyfile(export, partial)
     with closing(sqlite3.connect(partial, isolation_level=None)) as connection:  # autocommit: VACUUM needs it
-        present = table_names(connection)
+        present = set(read_schema(connection))
         folders = list(working_folders)
-        if "META_DATA_CAPTURE" in present:
-            folders += [row[0] for row in connection.execute(f"SELECT value FROM META_DATA_CAPTURE WHERE {WORKING_DIR_ROWS}")]
+        if CAPTURE_METADATA.name in present:
+            folders += [row[0] for row in connection.execute(
+                f"SELECT value FROM {CAPTURE_METADATA.name} WHERE {WORKING_DIR_ROWS}")]
         for table in DROPPED_TABLES:
             if table in present:
                 connection.execute(f'DROP TABLE "{table}"')
         for table, condition in PRIVATE_ROWS.items():
             if table in present:
                 connection.execute(f'DELETE FROM "{table}" WHERE {condition}')
-        if "StringIds" in present:
+        if STRINGS.name in present:
             connection.execute(BLANK_ENVIRONMENT_STRINGS)
             _relative_paths(connection, [folder for folder in folders if folder])
         connection.execute("VACUUM")

@@ -13,6 +13,7 @@ import math
 import re
 from pathlib import Path
 
+from analysis.load.export_map import GPU_METRIC_NAMES, GPU_METRICS, OLD_GPUS
 from tests import bad_inputs as make
 from tests.robust_cases import KERNEL, RUNTIME, Case, _analyzed, _expect, _inputs, _json, _said, _trace, analyze
 from tests.robust_harness import Invocation
@@ -37,16 +38,14 @@ def ledger_trace(path: Path) -> Path:
 def with_metrics(path: Path, value: int = 40) -> Path:
     """Add GPU metrics to an export: both metrics sampled every 10 µs over the first 5 ms at
     ``value`` % (SMs) and half of it (tensor pipes)."""
-    rows = [(t, t, GPU_TYPE, m, value if m == 0 else value // 2) for t in range(0, 5_000_000, 10_000) for m in (0, 1)]
+    rows = [(t, GPU_TYPE, m, value if m == 0 else value // 2) for t in range(0, 5_000_000, 10_000) for m in (0, 1)]
     return make.edit_export(
         path,
-        "CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER, sourceId INTEGER, typeName TEXT, metricId INTEGER, "
-        "metricName TEXT)",
-        *[f"INSERT INTO TARGET_INFO_GPU_METRICS VALUES ({GPU_TYPE}, {GPU_TYPE}, '', {i}, '{name}')"
+        GPU_METRIC_NAMES.create_sql(),
+        *[f"INSERT INTO {GPU_METRIC_NAMES.name} VALUES ({GPU_TYPE}, {i}, '{name}')"
           for i, name in enumerate(METRIC_NAMES)],
-        "CREATE TABLE GPU_METRICS (rawTimestamp INTEGER, timestamp INTEGER NOT NULL, typeId INTEGER NOT NULL, "
-        "metricId INTEGER NOT NULL, value INTEGER)",
-        "INSERT INTO GPU_METRICS VALUES " + ", ".join(map(str, rows)))
+        GPU_METRICS.create_sql(),
+        f"INSERT INTO {GPU_METRICS.name} VALUES " + ", ".join(map(str, rows)))
 
 
 def rank_trace(path: Path, *, pids=(100, 200), devices=(0, 1), ranks=(0, 1), world_size=2,
@@ -295,9 +294,8 @@ def _hostile_file_name(root: Path) -> Invocation:
 
 def _hostile_gpu_name(root: Path) -> Invocation:
     trace = make.edit_export(
-        _trace(root), "CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, smCount INTEGER, totalMemory INTEGER, "
-                      "clockRate INTEGER)",
-        "INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H100\x1b[2J\x07\u202egnp.exe', 132, 85000000000, 1980000000)",
+        _trace(root), OLD_GPUS.create_sql(),
+        f"INSERT INTO {OLD_GPUS.name} VALUES (0, 'NVIDIA H100\x1b[2J\x07\u202egnp.exe', 132, 85000000000, 1980000000)",
         "UPDATE META_DATA_EXPORT SET value = '2025.3\x1b]8;;http://x\x07link\x1b]8;;\x07'")
     return Invocation(analyze([trace], out=str(root / "out"), fmt="json,html,md"), [trace], ["out"],
                       check=lambda r, o: _no_raw_controls(r, o) + _analyzed(r, o))

@@ -128,6 +128,7 @@ def _own_line(*words: str):
     return lambda r, o: _expect((o.returncodes[-1] in (0, 1), f"exit status {o.returncodes[-1]}")) + _said(*words)(r, o)
 
 
+# Deliberately not the export map's StringIds: its value column may hold NULL, as no nsys writes it.
 NULLABLE_STRINGS = ("ALTER TABLE StringIds RENAME TO old_strings",
                     "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)",
                     "INSERT INTO StringIds SELECT id, value FROM old_strings", "DROP TABLE old_strings")

@@ -1,6 +1,7 @@
 """Build tiny nsys-schema SQLite exports for edge cases no real trace covers.
 
-Only the tables and columns the analyzer reads are created, with nsys's names and types.
+Only the tables and columns the analyzer reads are created, as the export map
+(:mod:`analysis.load.export_map`) declares them.
 Times are in ns; ``globalTid`` packs pid and tid the way nsys does.
 """
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+
+from analysis.load.export_map import GRAPHS, KERNELS, MEMORY_EVENTS, METADATA, NVTX, RUNTIME, STRINGS
 
 GEMM = "gemm_kernel"
 ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -29,33 +32,24 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
     ``marks``: (text, time, pid, tid), optionally followed by a domain name; ``memory_events`` (the
     table only when given): (start, address, bytes, is_alloc, api_start_or_None, pid, tid, correlation_id)."""
     conn = sqlite3.connect(path)
-    conn.executescript("""
-        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
-        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER,
-            globalTid INTEGER, correlationId INTEGER, nameId INTEGER, returnValue INTEGER,
-            callchainId INTEGER);
-        CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, rangeId INTEGER,
-            category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER,
-            textId INTEGER, domainId INTEGER);
-    """)
-    conn.executemany("INSERT INTO StringIds VALUES (?, ?)",
+    for table in (STRINGS, METADATA, RUNTIME):
+        conn.execute(table.create_sql())
+    conn.execute(NVTX.create_sql(without=("payload",)))  # NCCL payloads: tests.test_ranks adds them
+    conn.executemany(f"INSERT INTO {STRINGS.name} VALUES (?, ?)",
                      enumerate(("cudaLaunchKernel",) + tuple(strings)))
-    conn.execute("INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_VERSION', '2025.3.2.0')")
+    conn.execute(f"INSERT INTO {METADATA.name} VALUES ('EXPORT_PRODUCT_VERSION', '2025.3.2.0')")
     if kernels:
-        conn.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER,
-            deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
-            demangledName INTEGER, shortName INTEGER)""")
+        conn.execute(KERNELS.create_sql())
     string_ids = {name: i for i, name in enumerate(("cudaLaunchKernel",) + tuple(strings))}
     for start, end, launch, pid, tid, corr, *where in kernels:
         name, device, stream = tuple(where) + (strings[0], 0, 7)[len(where):]
-        conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        conn.execute(f"INSERT INTO {KERNELS.name} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                      (start, end, device, stream, corr, global_tid(pid, 0), string_ids[name],
                       string_ids[name]))
-        conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, 0, 0, 0)",
+        conn.execute(f"INSERT INTO {RUNTIME.name} VALUES (?, ?, ?, ?, 0)",
                      (launch, launch + 5, global_tid(pid, tid), corr))
     for name, start, end, pid, tid, end_tid, event_type in ranges:
-        conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, "
+        conn.execute(f"INSERT INTO {NVTX.name} (start, end, eventType, text, globalTid, "
                      "endGlobalTid, domainId) VALUES (?, ?, ?, ?, ?, ?, 0)",
                      (start, end, event_type, name, global_tid(pid, tid),
                       global_tid(pid, end_tid) if end_tid is not None else None))
@@ -64,26 +58,23 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
         domain_id = 0
         if domain and (pid, domain[0]) not in domains:  # first use: its domain-create row
             domains[(pid, domain[0])] = len(domains) + 1
-            conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) "
+            conn.execute(f"INSERT INTO {NVTX.name} (start, eventType, text, globalTid, domainId) "
                          "VALUES (0, 75, ?, ?, ?)", (domain[0], global_tid(pid, tid), len(domains)))
         if domain:
             domain_id = domains[(pid, domain[0])]
-        conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) "
+        conn.execute(f"INSERT INTO {NVTX.name} (start, eventType, text, globalTid, domainId) "
                      "VALUES (?, 34, ?, ?, ?)", (time, text, global_tid(pid, tid), domain_id))
     if memory_events is not None:
-        conn.execute("""CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER, globalPid INTEGER,
-            deviceId INTEGER, address INTEGER, bytes INTEGER, memKind INTEGER, memoryOperationType INTEGER,
-            correlationId INTEGER)""")
+        conn.execute(MEMORY_EVENTS.create_sql())
     for start, address, size, is_alloc, api_start, pid, tid, corr in memory_events or ():
-        conn.execute("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (?, ?, 0, ?, ?, 2, ?, ?)",
+        conn.execute(f"INSERT INTO {MEMORY_EVENTS.name} VALUES (?, ?, 0, ?, ?, 2, ?, ?)",
                      (start, global_tid(pid, 0), address, size, 0 if is_alloc else 1, corr))
         if api_start is not None:
-            conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, 0, 0, 0)",
+            conn.execute(f"INSERT INTO {RUNTIME.name} VALUES (?, ?, ?, ?, 0)",
                          (api_start, api_start + 2, global_tid(pid, tid), corr))
-    if graphs:
-        conn.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER, end INTEGER, "
-                     "graphId INTEGER, correlationId INTEGER)")
-        conn.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE VALUES (?, ?, 1, ?)",
+    if graphs:  # only counted: the columns of a graph launch are the fixture's own
+        conn.execute(GRAPHS.create_sql(extra=("start INTEGER", '"end" INTEGER', "graphId INTEGER", "correlationId INTEGER")))
+        conn.executemany(f"INSERT INTO {GRAPHS.name} VALUES (?, ?, 1, ?)",
                          [(i * 100, i * 100 + 50, 1000 + i) for i in range(graphs)])
     conn.commit()
     conn.close()

@@ -126,6 +126,7 @@ def test_cuda_graphs_traced_whole(tmp_path):
 
 def test_schema_too_old(tmp_path):
     path = tmp_path / "old.sqlite"
+    # Deliberately not the export map's schema: an old export whose kernel table lacks columns.
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
         conn.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, "

@@ -5,7 +5,8 @@ import sqlite3
 
 from analysis.core.phases import label_ops
 from analysis.load import load_trace
-from analysis.load.gpu_metrics import METRICS, read_gpu_metrics
+from analysis.load.export_map import GPU_METRIC_NAMES, GPU_METRICS
+from analysis.load.gpu_metrics import METRICS
 from analysis.trace.gpu_metrics import metrics_per_phase
 from tests.synthetic import build_export
 
@@ -17,13 +18,11 @@ RANGES = [(name, start, end, 1, 1, 1, 59) for name, start, end in (
 def _export(tmp_path, samples):
     path = build_export(tmp_path / "metrics.sqlite", kernels=[(215, 220, 212, 1, 1, 5)], ranges=RANGES)
     with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER, sourceId INTEGER, typeName TEXT, "
-                     "metricId INTEGER, metricName TEXT)")
-        conn.executemany("INSERT INTO TARGET_INFO_GPU_METRICS VALUES (?, ?, '', ?, ?)",
-                         [(GPU, GPU, i, name) for i, name in enumerate(["GPC Clock Frequency [MHz]", *METRICS.values()])])
-        conn.execute("CREATE TABLE GPU_METRICS (rawTimestamp INTEGER, timestamp INTEGER, typeId INTEGER, "
-                     "metricId INTEGER, value INTEGER)")
-        conn.executemany("INSERT INTO GPU_METRICS VALUES (?, ?, ?, ?, ?)", [(t, t, GPU, m, v) for t, m, v in samples])
+        conn.execute(GPU_METRIC_NAMES.create_sql())
+        conn.executemany(f"INSERT INTO {GPU_METRIC_NAMES.name} VALUES (?, ?, ?)",
+                         [(GPU, i, name) for i, name in enumerate(["GPC Clock Frequency [MHz]", *METRICS.values()])])
+        conn.execute(GPU_METRICS.create_sql())
+        conn.executemany(f"INSERT INTO {GPU_METRICS.name} VALUES (?, ?, ?, ?)", [(t, GPU, m, v) for t, m, v in samples])
     return path
 
 
@@ -32,7 +31,7 @@ def test_phase_means_use_measured_windows_only(tmp_path):
     samples = [(20, sm, 99), (220, sm, 10), (250, sm, 30), (265, sm, 77), (300, sm, 60), (380, sm, 80), (220, 0, 1980)]
     path = _export(tmp_path, samples)
     trace = load_trace(path)
-    record = metrics_per_phase(read_gpu_metrics(path), label_ops(trace).phase_ranges)
+    record = metrics_per_phase(trace.gpu_metrics, label_ops(trace).phase_ranges)
     assert record["available"]
     assert record["phases"]["forward"] == {"sm_active_pct": 20.0}  # the warm-up sample (99) is left out
     assert record["phases"]["backward"] == {"sm_active_pct": 70.0}  # 77 falls between the phases
@@ -40,6 +39,6 @@ def test_phase_means_use_measured_windows_only(tmp_path):
 
 def test_without_the_table_the_record_says_unavailable(tmp_path):
     path = build_export(tmp_path / "plain.sqlite", kernels=[(215, 220, 212, 1, 1, 5)], ranges=RANGES)
-    assert read_gpu_metrics(path) is None
+    assert load_trace(path).gpu_metrics is None
     assert metrics_per_phase(None, label_ops(load_trace(path)).phase_ranges) == \
         {"available": False, "samples_per_s": None, "phases": {}}

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import lzma
+import os
 import shutil
 
 import pytest
 
 from analysis.load import file_sha256, load_trace
 from analysis.load.errors import TraceError
+from analysis.load.input_cache import _sha256
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
 
@@ -106,3 +109,15 @@ def test_two_processes_keep_their_pids(external_trace):
 def test_runtime_only_export_is_refused(external_trace):
     with pytest.raises(TraceError, match="no CUDA kernel records"):
         load_trace(external_trace("uvmtorch_runtime_only_2025.sqlite"))
+
+
+def test_the_input_digest_is_computed_once_and_follows_a_replaced_file(tmp_path):
+    path, other = tmp_path / "a.bin", tmp_path / "b.bin"
+    path.write_bytes(b"a" * 10)
+    first = file_sha256(path)
+    misses = _sha256.cache_info().misses
+    assert file_sha256(path) == first and _sha256.cache_info().misses == misses
+    other.write_bytes(b"b" * 10)  # same size, same modification time, another inode
+    os.utime(other, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns))
+    other.replace(path)
+    assert file_sha256(path) == hashlib.sha256(b"b" * 10).hexdigest()

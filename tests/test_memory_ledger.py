@@ -14,7 +14,6 @@ from analysis import analyze_trace
 from analysis.core.phases import label_ops
 from analysis.core.timings import read_run_record
 from analysis.load import load_trace
-from analysis.load.memory_events import read_memory_events
 from analysis.trace.memory_ledger import block_params, ledger_record, memory_ledger, op_label
 from tests.synthetic import build_export
 
@@ -76,7 +75,7 @@ def synthetic(tmp_path):
 
 def test_synthetic_ledger_has_exact_bytes(synthetic):
     trace = load_trace(synthetic)
-    ledger = memory_ledger(trace.ranges, read_memory_events(synthetic), CONFIG, _structure(trace))
+    ledger = memory_ledger(trace.ranges, trace.memory_events, CONFIG, _structure(trace))
     assert ledger["baseline_bytes"] == 1000
     assert [b["forward_allocated_bytes"] for b in ledger["blocks"]] == [450, 350]
     assert [b["saved_for_backward_bytes"] for b in ledger["blocks"]] == [350, 350]

@@ -12,6 +12,7 @@ import pytest
 from analysis.core.classify import RULES, classify_name
 from analysis.core.phases import label_ops
 from analysis.load import load_trace
+from analysis.load.export_map import NVTX, PAYLOAD_SCHEMAS
 from analysis.trace.multi_gpu.communication import collective_of, communication_columns
 from analysis.trace.multi_gpu.ranks import device_pairs
 from analysis.trace.multi_gpu.summary import COLUMNS, communication_summary, kernel_columns
@@ -155,15 +156,12 @@ def _add_allreduce_payloads(path, calls):
     as ``ncclAllReduce`` ranges whose binaryData holds nsys's header and NCCL's payload."""
     schema = 16777223
     with sqlite3.connect(path) as conn:
-        conn.executescript("""
-            ALTER TABLE NVTX_EVENTS ADD COLUMN binaryData BLOB;
-            CREATE TABLE NVTX_PAYLOAD_SCHEMA_ENTRIES (domainId INTEGER, schemaId INTEGER,
-                idx INTEGER, flags INTEGER, type INTEGER, name TEXT, description TEXT,
-                arrayOrUnionDetail INTEGER, offset INTEGER);""")
-        conn.executemany("INSERT INTO NVTX_PAYLOAD_SCHEMA_ENTRIES VALUES (9, ?, ?, NULL, ?, ?, "
-                         "NULL, NULL, ?)", [(schema, 0, 18, "NCCL communicator ID", None),
-                                            (schema, 1, 22, "Message size [bytes]", 8),
-                                            (schema, 2, 5, "Reduction operation", 16)])
+        payload = NVTX.spec("payload")
+        conn.execute(f"ALTER TABLE {NVTX.name} ADD COLUMN {payload.name} {payload.sql_type}")
+        conn.execute(PAYLOAD_SCHEMAS.create_sql(extra=("domainId INTEGER", "idx INTEGER", "type INTEGER")))
+        conn.executemany(f"INSERT INTO {PAYLOAD_SCHEMAS.name} VALUES (?, ?, ?, 9, ?, ?)",
+                         [(schema, "NCCL communicator ID", None, 0, 18), (schema, "Message size [bytes]", 8, 1, 22),
+                          (schema, "Reduction operation", 16, 2, 5)])
         for pid, tid, start, size in calls:
             blob = struct.pack("<IIIIQQ", 9, 0, schema, 0, 24, 56) + struct.pack("<QQQ", 77, size, 0)
             conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, "

@@ -4,11 +4,13 @@ sanitiser of text for terminals and pages."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 
 import numpy as np
 import pytest
 
 from analysis.core.text import printable
+from analysis.load import load_trace
 from analysis.load.memory_events import read_memory_events
 from analysis.load.schema import MISSING, read_ints, read_schema
 from analysis.load.tables import pid_column, process_of, shared_pids
@@ -65,7 +67,8 @@ def test_memory_events_show_pids_as_the_trace_does_when_hosts_share_one(tmp_path
     with sqlite3.connect(path) as conn:
         conn.execute(f"UPDATE CUDA_GPU_MEMORY_USAGE_EVENTS SET globalPid = globalPid + {1 << 56} WHERE address = 2")
     conn.close()
-    alone = read_memory_events(path)
-    assert alone["pid"].tolist() == [1, 1]  # without the trace's shared pids: the 24-bit pid, as nsys shows
-    shared = read_memory_events(path, shared_pids=(1,))
+    alone = load_trace(path).memory_events
+    assert alone["pid"].tolist() == [1, 1]  # no other table shares the pid: the 24-bit pid, as nsys shows
+    with closing(sqlite3.connect(path)) as conn:
+        shared = read_memory_events(conn, read_schema(conn), [], shared_pids=(1,))
     assert shared["pid"].tolist() == [(1 << 24) | 1, (1 << 32) | (1 << 24) | 1]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.load.export_map import CAPTURE_METADATA, OS_RUNTIME, OS_RUNTIME_CALLCHAINS, PROFILER_OVERHEAD, STRINGS
 from cs336_profile.config import RunConfig
 from nsys_runs.nvtx_spans import measured_phase_spans_ms
 from nsys_runs.slim import DROPPED_TABLES, compress_xz, slim_copy
@@ -39,6 +40,8 @@ FAKE_NSYS = textwrap.dedent('''\
     if mode == "hang":
         time.sleep(60)
     output = args[args.index("-o") + 1]
+    # This stand-in nsys runs as a script of its own, without the project on its path: it writes
+    # the few nsys tables and columns the sweep's check reads by their literal names.
     with sqlite3.connect(output + ".sqlite") as db:
         db.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
         db.execute("INSERT INTO StringIds VALUES (1, 'forward')")
@@ -179,18 +182,18 @@ def _full_export(slim: Path, out: Path) -> Path:
     (as many rows as the reference trace had), nsys's overhead ranges, the environment and working
     folder, and an environment interned as one NUL-separated string."""
     shutil.copyfile(slim, out)
-    with closing(sqlite3.connect(out)) as db, db:
-        db.execute('CREATE TABLE OSRT_API (start INTEGER NOT NULL, "end" INTEGER NOT NULL, globalTid INTEGER, '
+    with closing(sqlite3.connect(out)) as db, db:  # the dropped tables' columns: as nsys declares them
+        db.execute(f'CREATE TABLE {OS_RUNTIME.name} (start INTEGER NOT NULL, "end" INTEGER NOT NULL, globalTid INTEGER, '
                    'nameId INTEGER NOT NULL, callchainId INTEGER NOT NULL)')
-        db.executemany("INSERT INTO OSRT_API VALUES (?, ?, 7, 1, ?)", ((i, i + 5, i) for i in range(35_004)))
-        db.execute("CREATE TABLE OSRT_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, "
+        db.executemany(f"INSERT INTO {OS_RUNTIME.name} VALUES (?, ?, 7, 1, ?)", ((i, i + 5, i) for i in range(35_004)))
+        db.execute(f"CREATE TABLE {OS_RUNTIME_CALLCHAINS.name} (id INTEGER NOT NULL, symbol INTEGER NOT NULL, "
                    "stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth))")
-        db.executemany("INSERT INTO OSRT_CALLCHAINS VALUES (?, 1, ?)", ((i // 2, i % 2) for i in range(55_978)))
-        db.execute('CREATE TABLE PROFILER_OVERHEAD (start INTEGER NOT NULL, "end" INTEGER NOT NULL, nameId INTEGER NOT NULL)')
-        db.execute("INSERT INTO PROFILER_OVERHEAD VALUES (0, 10, 1)")
-        db.executemany("INSERT INTO META_DATA_CAPTURE VALUES (?, ?)", [
+        db.executemany(f"INSERT INTO {OS_RUNTIME_CALLCHAINS.name} VALUES (?, 1, ?)", ((i // 2, i % 2) for i in range(55_978)))
+        db.execute(f'CREATE TABLE {PROFILER_OVERHEAD.name} (start INTEGER NOT NULL, "end" INTEGER NOT NULL, nameId INTEGER NOT NULL)')
+        db.execute(f"INSERT INTO {PROFILER_OVERHEAD.name} VALUES (0, 10, 1)")
+        db.executemany(f"INSERT INTO {CAPTURE_METADATA.name} VALUES (?, ?)", [
             ("PROCESS_0:WORKING_DIR", "/home/someone"), ("PROCESS_0:ENVIRONMENT_VARIABLE", "TOKEN=secret")])
-        db.execute("INSERT INTO StringIds (value) VALUES ('HOME=/home/someone' || char(0) || 'TOKEN=secret')")
+        db.execute(f"INSERT INTO {STRINGS.name} (value) VALUES ('HOME=/home/someone' || char(0) || 'TOKEN=secret')")
     return out
 
 

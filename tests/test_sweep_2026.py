@@ -144,15 +144,16 @@ def test_slim_copy_makes_source_paths_relative_to_the_working_folder(tmp_path):
     import sqlite3
     from contextlib import closing
 
+    from analysis.load.export_map import CAPTURE_METADATA, STRINGS
     from nsys_runs.slim import slim_copy
     export = tmp_path / "trace.sqlite"
     with closing(sqlite3.connect(export)) as db, db:
-        db.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
-        db.executemany("INSERT INTO StringIds VALUES (?, ?)", [
+        db.execute(STRINGS.create_sql())
+        db.executemany(f"INSERT INTO {STRINGS.name} VALUES (?, ?)", [
             (1, "/home/u/repo/cs336_profile/model.py"), (2, "/usr/lib/python3.12/threading.py"),
             (3, "/home/u/repo2/x.py"), (4, "/opt/other/y.py")])
-        db.execute("CREATE TABLE META_DATA_CAPTURE (name TEXT, value TEXT)")
-        db.execute("INSERT INTO META_DATA_CAPTURE VALUES ('PROCESS_0:WORKING_DIR', '/home/u/repo')")
+        db.execute(CAPTURE_METADATA.create_sql())
+        db.execute(f"INSERT INTO {CAPTURE_METADATA.name} VALUES ('PROCESS_0:WORKING_DIR', '/home/u/repo')")
     slim = slim_copy(export, tmp_path / "slim.sqlite", working_folders=("/opt/other",))
     with closing(sqlite3.connect(slim)) as db:
         assert [v for (v,) in db.execute("SELECT value FROM StringIds ORDER BY id")] == [

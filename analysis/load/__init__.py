@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.load.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTrace
+from analysis.load.export_map import GRAPHS, KERNELS, MARKERS, MEMORY_EVENTS, table_names
+from analysis.load.gpu_metrics import read_gpu_metrics
 from analysis.load.input_cache import InputCache, file_sha256
 from analysis.load.inputs import connect_readonly, opened_input
-from analysis.load.memory_events import MEMORY_EVENTS_TABLE
+from analysis.load.memory_events import read_memory_events
+from analysis.load.nccl_payloads import read_message_sizes
 from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_gemm_ops, read_nvtx
 from analysis.load.schema import (
-    GRAPH_TABLE,
-    KERNEL_COLUMNS,
-    KERNEL_TABLE,
-    NSYS_TABLE_MARKERS,
     count_rows,
     export_metadata,
     has_rows,
@@ -61,19 +59,21 @@ def load_trace(path: str | os.PathLike, ranges: RangeFilter | None = None,
 
     Raises a :class:`~analysis.load.errors.TraceError` subclass, whose message is one line, for
     anything that is not a usable nsys export. With ``ranges`` only the NVTX ranges it names are
-    read (marks always are).
+    read (marks always are; every range when the export has memory events). The export is opened
+    once: the optional tables (memory events, GPU metrics, NCCL calls) are read from the same
+    connection onto the trace.
     """
     path = Path(path)
     with opened_input(path, inputs) as database:
         try:
             try:
                 with connect_readonly(database) as conn:
-                    return replace(_read_trace(conn, path, ranges), inputs=inputs)
+                    return _read_trace(conn, path, ranges)
             except sqlite3.OperationalError as err:
                 if "decode" not in str(err):
                     raise
             with connect_readonly(database, lenient_text=True) as conn:
-                return replace(_read_trace(conn, path, ranges), inputs=inputs)
+                return _read_trace(conn, path, ranges)
         except sqlite3.DatabaseError as err:
             raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
 
@@ -90,19 +90,19 @@ def require_claimable_kernels(trace: Trace) -> None:
 def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None) -> Trace:
     schema = read_schema(conn)
     require_tables_are_tables(conn)
-    if not any(table in schema for table in NSYS_TABLE_MARKERS):
+    if not any(table in schema for table in table_names(MARKERS)):
         listed = ", ".join(sorted(schema)[:4]) or "none"
         raise NotNsysExport(f"is an SQLite database but not an nsys export (tables: {listed})")
     meta = export_metadata(conn, schema)
     version = meta.get("EXPORT_PRODUCT_VERSION")
-    graph_launches = count_rows(conn, schema, GRAPH_TABLE)
-    if not has_rows(conn, schema, KERNEL_TABLE):
+    graph_launches = count_rows(conn, schema, GRAPHS)
+    if not has_rows(conn, schema, KERNELS):
         if graph_launches:
             raise NoKernels(f"has no per-kernel records, only {graph_launches} whole CUDA-graph "
                             "launches; profile again with --cuda-graph-trace=node")
         raise NoKernels("has no CUDA kernel records (was it captured with `-t cuda`, and did "
                         "the program launch kernels?)")
-    require_columns(schema, KERNEL_TABLE, KERNEL_COLUMNS, version)
+    require_columns(schema, KERNELS, version)
     strings = StringTable(conn, schema)
 
     notes: list[str] = []
@@ -125,7 +125,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "
                      "(launched before the capture began?); no NVTX range can claim them")
 
-    if ranges is not None and has_rows(conn, schema, MEMORY_EVENTS_TABLE):
+    if ranges is not None and has_rows(conn, schema, MEMORY_EVENTS):
         # The memory ledger charges each allocation to the op range around its call and finds a
         # block's backward by its autograd nodes' ranges: with tensor-level memory events every
         # range is read.
@@ -141,12 +141,18 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     if graph_launches:
         notes.append(f"{graph_launches:,} CUDA-graph launches were traced as whole graphs; the "
                      "kernels inside them are not listed one by one")
+    # The optional tables, from the same connection: their notes (rows left out) wait on the trace
+    # for the summary to place them (Trace.optional_table).
+    table_notes: dict[str, list[str]] = {"memory_events": [], "gpu_metrics": []}
     return Trace(
         path=path, nsys_version=version, schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
         kernels=kernels, memops=memops, ranges=ranges, marks=marks,
         gpus=read_gpus(conn, schema), capture_start_ns=start_ns,
         capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes, shared_pids=shared,
-        gemm_ops=gemm_ops)
+        gemm_ops=gemm_ops,
+        memory_events=read_memory_events(conn, schema, table_notes["memory_events"], shared),
+        gpu_metrics=read_gpu_metrics(conn, schema, table_notes["gpu_metrics"]),
+        nccl_calls=read_message_sizes(conn, schema, strings, shared), table_notes=table_notes)
 
 
 def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]) -> tuple[int, ...]:

@@ -62,14 +62,15 @@ def default_folder() -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes, read in chunks; a file unchanged since (same size and
-    modification time) is hashed once per process."""
+    """Hex SHA-256 of a file's bytes, read in chunks; a file unchanged since (same inode, size and
+    modification time) is hashed once per process, so the results cache, the input cache and the
+    summary of one trace share one reading of it."""
     stat = os.stat(path)
-    return _sha256(Path(path).resolve(), stat.st_size, stat.st_mtime_ns)
+    return _sha256(Path(path).resolve(), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=1024)
-def _sha256(path: Path, size: int, mtime_ns: int) -> str:
+def _sha256(path: Path, device: int, inode: int, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(MIB), b""):

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.load.export_map import NVTX, nvtx_names
 from analysis.load.schema import (
-    NVTX_COLUMNS,
     NVTX_DOMAIN_CREATE,
     NVTX_MARK,
     NVTX_PUSH_POP,
     NVTX_START_END,
-    NVTX_TABLE,
     int_column,
     require_columns,
 )
@@ -39,7 +38,7 @@ class RangeFilter:
 
     skip: re.Pattern = OP_LEVEL
 
-    def where(self, conn: sqlite3.Connection, strings: StringTable, has_text: bool) -> str:
+    def where(self, conn: sqlite3.Connection, strings: StringTable, schema: dict) -> str:
         """SQL condition on a range row (its ``text``, else its ``textId``) that keeps the wanted
         ranges, through a function registered on ``conn``."""
         skipped = frozenset(strings.ids_matching(self.skip))
@@ -51,44 +50,47 @@ class RangeFilter:
             return text_id not in skipped
 
         conn.create_function("nvtx_range_wanted", 2, wanted, deterministic=True)
-        return f"nvtx_range_wanted({'text' if has_text else 'NULL'}, textId)"
+        text, text_id = NVTX.column(schema, "text"), NVTX.nsys_names(schema, ("text_id",))[0]
+        return f"nvtx_range_wanted({text or 'NULL'}, {text_id})"
 
 
 NVTX_EVENT_COLUMNS = ("start_ns", "end_ns", "event_type", "name", "domain", "pid", "tid", "end_tid")
+# The integer columns read_nvtx reads (the export's missing ones read as -1).
+NVTX_INTS = ("start_ns", "end_ns", "event_type", "text_id", "tid", "end_tid", "domain_id")
 
 
 def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable,
               ranges: RangeFilter | None = None) -> pd.DataFrame:
     """NVTX marks, ranges and domain names, in one scan; a name is ``text`` or else
     ``StringIds[textId]``. With ``ranges`` only the ranges it wants are read."""
-    if NVTX_TABLE not in schema:
+    table_name = NVTX.in_export(schema)
+    if table_name is None:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in NVTX_EVENT_COLUMNS})
-    require_columns(schema, NVTX_TABLE, ("start", "end", "eventType", "globalTid"), None)
-    has_text = "text" in schema[NVTX_TABLE]
+    require_columns(schema, NVTX, None)
+    text = NVTX.column(schema, "text")
+    event_type = NVTX.column(schema, "event_type")
     kinds = ", ".join(map(str, NVTX_PUSH_POP + NVTX_START_END))
     always = ", ".join(map(str, NVTX_MARK + (NVTX_DOMAIN_CREATE,)))
-    condition = "1" if ranges is None else ranges.where(conn, strings, has_text)
-    declared = schema[NVTX_TABLE]
-    ints = ", ".join(f'coalesce("{c}", -1)' if c in declared else "-1" for c in NVTX_COLUMNS)
+    condition = "1" if ranges is None else ranges.where(conn, strings, schema)
+    ints = ", ".join(f'coalesce("{c}", -1)' if c else "-1" for c in (NVTX.column(schema, t) for t in NVTX_INTS))
     rows = conn.execute(
-        f"SELECT {ints}, {'text' if has_text else 'NULL'} FROM {NVTX_TABLE} "
-        f"WHERE eventType IN ({always}) OR (eventType IN ({kinds}) AND ({condition}))").fetchall()
-    table = np.array(rows, dtype=object).reshape(len(rows), len(NVTX_COLUMNS) + 1)
-    raw = {c: int_column(table[:, i]) for i, c in enumerate(NVTX_COLUMNS)}
-    text = table[:, -1]
-    name = np.where(pd.isna(text), strings.lookup(raw["textId"]), text)
-    end_tid = np.where(raw["endGlobalTid"] >= 0, raw["endGlobalTid"], raw["globalTid"])
+        f"SELECT {ints}, {text or 'NULL'} FROM {table_name} "
+        f"WHERE {event_type} IN ({always}) OR ({event_type} IN ({kinds}) AND ({condition}))").fetchall()
+    table = np.array(rows, dtype=object).reshape(len(rows), len(NVTX_INTS) + 1)
+    raw = {c: int_column(table[:, i]) for i, c in enumerate(NVTX_INTS)}
+    name = nvtx_names(table[:, -1], raw["text_id"], strings)
+    end_tid = np.where(raw["end_tid"] >= 0, raw["end_tid"], raw["tid"])
     events = pd.DataFrame({
-        "start_ns": raw["start"],
-        "end_ns": pd.array(np.where(raw["end"] >= 0, raw["end"], 0), dtype="Int64"),
-        "event_type": raw["eventType"],
+        "start_ns": raw["start_ns"],
+        "end_ns": pd.array(np.where(raw["end_ns"] >= 0, raw["end_ns"], 0), dtype="Int64"),
+        "event_type": raw["event_type"],
         "name": name,
-        "domain_id": np.maximum(raw["domainId"], 0),
-        "pid": process_of(raw["globalTid"]),
-        "tid": tid_of(raw["globalTid"]),
+        "domain_id": np.maximum(raw["domain_id"], 0),
+        "pid": process_of(raw["tid"]),
+        "tid": tid_of(raw["tid"]),
         "end_tid": tid_of(end_tid),
     })
-    events.loc[raw["end"] < 0, "end_ns"] = pd.NA
+    events.loc[raw["end_ns"] < 0, "end_ns"] = pd.NA
     creates = events[events["event_type"] == NVTX_DOMAIN_CREATE]
     events = events[events["event_type"] != NVTX_DOMAIN_CREATE]
     names_of_domains = dict(zip(zip(creates["pid"], creates["domain_id"]), creates["name"]))
@@ -103,21 +105,22 @@ def read_gemm_ops(conn: sqlite3.Connection, schema: dict, strings: StringTable) 
     """PyTorch's matmul op ranges with their shapes (:data:`GEMM_OP`): ``start_ns``, ``end_ns``,
     ``pid``, ``tid``, ``name``; empty when the trace has none."""
     columns = ["start_ns", "end_ns", "pid", "tid", "name"]
-    if NVTX_TABLE not in schema or not {"start", "end", "globalTid"} <= set(schema[NVTX_TABLE]):
+    start, end, tid = (NVTX.column(schema, c) for c in ("start_ns", "end_ns", "tid"))
+    if not (start and end and tid):
         return pd.DataFrame(columns=columns)
-    has_text = "text" in schema[NVTX_TABLE]
+    text, text_id = NVTX.column(schema, "text"), NVTX.column(schema, "text_id")
+    event_type = NVTX.nsys_names(schema, ("event_type",))[0]
     # SQLite narrows the rows natively (a GLOB on inline names, the ids of matching registered
     # names); the exact pattern is checked on what it lets through.
     ids = ", ".join(map(str, strings.ids_matching(GEMM_OP))) or "NULL"
-    by_id = f"textId IN ({ids})" if "textId" in schema[NVTX_TABLE] else "0"
-    condition = f"(text GLOB 'aten::*mm, *sizes = *' OR {by_id})" if has_text else by_id
+    by_id = f"{text_id} IN ({ids})" if text_id else "0"
+    condition = f"({text} GLOB 'aten::*mm, *sizes = *' OR {by_id})" if text else by_id
     rows = conn.execute(
-        f"SELECT start, \"end\", globalTid, {'text' if has_text else 'NULL'}, "
-        f"{'textId' if 'textId' in schema[NVTX_TABLE] else 'NULL'} FROM {NVTX_TABLE} "
-        f"WHERE eventType IN ({', '.join(map(str, NVTX_PUSH_POP))}) AND \"end\" IS NOT NULL AND {condition}").fetchall()
+        f'SELECT "{start}", "{end}", "{tid}", {text or "NULL"}, {text_id or "NULL"} FROM {NVTX.in_export(schema)} '
+        f'WHERE {event_type} IN ({", ".join(map(str, NVTX_PUSH_POP))}) AND "{end}" IS NOT NULL AND {condition}').fetchall()
     table = pd.DataFrame(rows, columns=["start_ns", "end_ns", "tid", "text", "text_id"])
     global_tid = table["tid"].to_numpy(np.int64)
-    names = np.where(table["text"].notna(), table["text"], strings.lookup(table["text_id"].to_numpy())).astype(str)
+    names = nvtx_names(table["text"], table["text_id"].to_numpy(), strings).astype(str)
     found = np.array([GEMM_OP.search(name) is not None for name in names], dtype=bool)
     return pd.DataFrame({"start_ns": table["start_ns"].to_numpy(np.int64)[found],
                          "end_ns": table["end_ns"].to_numpy(np.int64)[found], "pid": process_of(global_tid)[found],

@@ -1,5 +1,6 @@
-"""What an export holds: the nsys tables and columns the analyzer reads, the checks that they are
-there (``sqlite_master`` / ``PRAGMA table_info``), and reading integer columns an export may lack."""
+"""What an export holds: its schema (``sqlite_master`` / ``PRAGMA table_info``), the checks that
+the tables and columns of the export map (:mod:`analysis.load.export_map`) are there, and reading
+integer columns an export may lack."""
 from __future__ import annotations
 
 import sqlite3
@@ -8,28 +9,13 @@ import warnings
 import numpy as np
 
 from analysis.load.errors import UnsupportedSchema
-
-STRINGS_TABLE = "StringIds"
-KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
-RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
-MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
-MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
-NVTX_TABLE = "NVTX_EVENTS"
-GRAPH_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
-NSYS_TABLE_MARKERS = (STRINGS_TABLE, KERNEL_TABLE, RUNTIME_TABLE, NVTX_TABLE, "TARGET_INFO_GPU",
-                      "TARGET_INFO_CUDA_GPU", "META_DATA_EXPORT", "EXPORT_META_DATA")
+from analysis.load.export_map import GRAPHS, MARKERS, MEMCPY, MEMSET, METADATA, ExportTable, table_names
 
 # NVTX event types (ENUM_NSYS_EVENT_TYPE). 70/71 are the older "Nvtxt" spellings of 59/60.
 NVTX_MARK = (34,)
 NVTX_PUSH_POP = (59, 70)
 NVTX_START_END = (60, 71)
 NVTX_DOMAIN_CREATE = 75
-
-KERNEL_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid",
-                  "shortName", "demangledName")
-MEMOP_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes")
-RUNTIME_COLUMNS = ("start", "end", "globalTid", "correlationId", "nameId")
-NVTX_COLUMNS = ("start", "end", "eventType", "textId", "globalTid", "endGlobalTid", "domainId")
 
 
 def read_schema(conn: sqlite3.Connection, tables: tuple[str, ...] | None = None) -> dict[str, dict[str, bool]]:
@@ -48,29 +34,33 @@ def require_tables_are_tables(conn: sqlite3.Connection) -> None:
     """Refuse an export where a name the analyzer reads is a view: nsys writes tables only, and a
     view can compute rows without bound. (A trigger of that name is harmless: triggers have a
     namespace of their own and are never read.)"""
-    read = (*NSYS_TABLE_MARKERS, MEMCPY_TABLE, MEMSET_TABLE, GRAPH_TABLE)
+    read = table_names((*MARKERS, MEMCPY, MEMSET, GRAPHS))
     for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE type = 'view'"):
         if name in read:
             raise UnsupportedSchema(f"its {name} is a {kind}, not a table; nsys exports hold tables only")
 
 
-def count_rows(conn: sqlite3.Connection, schema: dict, table: str) -> int:
-    if table not in schema:
+def count_rows(conn: sqlite3.Connection, schema: dict, table: ExportTable) -> int:
+    """Rows of ``table``; 0 when the export lacks it."""
+    name = table.in_export(schema)
+    if name is None:
         return 0
-    return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
 
 
-def has_rows(conn: sqlite3.Connection, schema: dict, table: str) -> bool:
+def has_rows(conn: sqlite3.Connection, schema: dict, table: ExportTable) -> bool:
     """Whether ``table`` exists and holds a row (without counting them all)."""
-    return table in schema and conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0] == 1
+    name = table.in_export(schema)
+    return name is not None and conn.execute(f"SELECT EXISTS (SELECT 1 FROM {name})").fetchone()[0] == 1
 
 
-def require_columns(schema: dict, table: str, columns: tuple[str, ...], version: str | None):
-    missing = [c for c in columns if c not in schema[table]]
+def require_columns(schema: dict, table: ExportTable, version: str | None):
+    """Refuse an export whose ``table`` (which it has) lacks one of the table's required columns."""
+    missing = [column.name for column in table.columns if column.required and table.column(schema, column.tidy) is None]
     if missing:
         made_by = f"nsys {version}" if version else "an old nsys"
         raise UnsupportedSchema(
-            f"its {table} table lacks {', '.join(missing)} (exported by {made_by}); "
+            f"its {table.in_export(schema)} table lacks {', '.join(missing)} (exported by {made_by}); "
             "export the report again with nsys 2021.1 or newer")
 
 
@@ -163,7 +153,16 @@ def int_column(values) -> np.ndarray:
 
 
 def export_metadata(conn: sqlite3.Connection, schema: dict) -> dict[str, str]:
-    for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
-        if table in schema and {"name", "value"} <= set(schema[table]):
-            return dict(conn.execute(f"SELECT name, value FROM {table}").fetchall())
-    return {}
+    """The export's metadata (``EXPORT_PRODUCT_VERSION``, ``EXPORT_SCHEMA_VERSION``...); {} without it."""
+    name, value = METADATA.column(schema, "name"), METADATA.column(schema, "value")
+    if name is None or value is None:
+        return {}
+    return dict(conn.execute(f'SELECT "{name}", "{value}" FROM {METADATA.in_export(schema)}').fetchall())
+
+
+def read_columns(conn: sqlite3.Connection, schema: dict, table: ExportTable, tidies: tuple[str, ...],
+                 where: str = "") -> dict[str, np.ndarray]:
+    """:func:`read_ints` of the ``tidies`` columns of a mapped table the export has, keyed by those
+    tidy names; a column the export lacks reads as :data:`MISSING`."""
+    raw = read_ints(conn, schema, table.in_export(schema), table.nsys_names(schema, tidies), where)
+    return dict(zip(tidies, raw.values()))

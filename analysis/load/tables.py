@@ -8,18 +8,8 @@ import sqlite3
 import numpy as np
 import pandas as pd
 
-from analysis.load.schema import (
-    KERNEL_COLUMNS,
-    KERNEL_TABLE,
-    MEMCPY_TABLE,
-    MEMOP_COLUMNS,
-    MEMSET_TABLE,
-    RUNTIME_COLUMNS,
-    RUNTIME_TABLE,
-    STRINGS_TABLE,
-    read_ints,
-    require_columns,
-)
+from analysis.load.export_map import CUDA_GPUS, KERNELS, MEMCPY, MEMSET, OLD_GPUS, RUNTIME, STRINGS
+from analysis.load.schema import read_columns, require_columns
 
 ID_MASK = 0xFFFFFF
 # nsys times are ns since the session began; 2^53 ns is 104 days, so a later time is corrupt.
@@ -37,9 +27,11 @@ class StringTable:
     largest id; a BLOB value is decoded as UTF-8 (bad bytes replaced), NULL stays unknown."""
 
     def __init__(self, conn: sqlite3.Connection, schema: dict):
-        if STRINGS_TABLE in schema:
-            require_columns(schema, STRINGS_TABLE, ("id", "value"), None)
-        rows = conn.execute("SELECT id, value FROM StringIds").fetchall() if STRINGS_TABLE in schema else []
+        table = STRINGS.in_export(schema)
+        if table is not None:
+            require_columns(schema, STRINGS, None)
+        rows = conn.execute(f'SELECT "{STRINGS.column(schema, "id")}", "{STRINGS.column(schema, "value")}" '
+                            f"FROM {table}").fetchall() if table is not None else []
         ids = np.fromiter((r[0] if isinstance(r[0], int) else -1 for r in rows), dtype=np.int64, count=len(rows))
         order = np.argsort(ids, kind="stable")
         self.ids = ids[order]
@@ -124,24 +116,24 @@ def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The columns every GPU activity table (kernel, memcpy, memset) shares; ids that fit in
     32 bits (correlation ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit."""
     return {
-        "start_ns": raw["start"],
-        "end_ns": raw["end"],
-        "dur_ns": raw["end"] - raw["start"],
-        "device_id": _narrow(raw["deviceId"]),
-        "stream_id": _narrow(raw["streamId"]),
-        "correlation_id": _narrow(raw["correlationId"]),
-        "pid": process_of(raw["globalPid"]),
+        "start_ns": raw["start_ns"],
+        "end_ns": raw["end_ns"],
+        "dur_ns": raw["end_ns"] - raw["start_ns"],
+        "device_id": _narrow(raw["device_id"]),
+        "stream_id": _narrow(raw["stream_id"]),
+        "correlation_id": _narrow(raw["correlation_id"]),
+        "pid": process_of(raw["pid"]),
     }
 
 
 def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
                   ) -> pd.DataFrame:
     """Kernels; a name that is NULL or not in StringIds reads as :data:`UNNAMED_KERNEL`."""
-    raw = read_ints(conn, schema, KERNEL_TABLE, KERNEL_COLUMNS)
+    raw = read_columns(conn, schema, KERNELS, tuple(column.tidy for column in KERNELS.columns))
     return pd.DataFrame({
         **_activity_columns(raw),
-        "name": _named(strings.categorical(raw["shortName"])),
-        "demangled_name": _named(strings.categorical(raw["demangledName"])),
+        "name": _named(strings.categorical(raw["name"])),
+        "demangled_name": _named(strings.categorical(raw["demangled_name"])),
     }, copy=False)
 
 
@@ -182,14 +174,16 @@ def drop_repeats(rows: pd.DataFrame, columns: list[str], notes: list[str], what:
 
 
 def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
+    """Memory copies and fills: ``kind`` (``memcpy``/``memset``), the GPU activity columns, ``bytes``."""
     frames = []
-    for table, kind in ((MEMCPY_TABLE, "memcpy"), (MEMSET_TABLE, "memset")):
-        if table in schema:
-            raw = read_ints(conn, schema, table, MEMOP_COLUMNS)
+    columns = tuple(column.tidy for column in MEMCPY.columns)
+    for table, kind in ((MEMCPY, "memcpy"), (MEMSET, "memset")):
+        if table.in_export(schema) is not None:
+            raw = read_columns(conn, schema, table, columns)
             frames.append(pd.DataFrame({"kind": kind, **_activity_columns(raw),
                                         "bytes": np.maximum(raw["bytes"], 0)}))
     if not frames:
-        empty = {c: np.zeros(0, dtype=np.int64) for c in MEMOP_COLUMNS}
+        empty = {c: np.zeros(0, dtype=np.int64) for c in columns}
         frames.append(pd.DataFrame({"kind": pd.Series(dtype=object), **_activity_columns(empty),
                                     "bytes": empty["bytes"]}))
     return pd.concat(frames, ignore_index=True)
@@ -203,33 +197,34 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
     With ``launch_calls_only`` just the calls whose name says they launch GPU work (about half of
     a PyTorch trace's calls); the caller reads them all when some operation finds no launch.
     """
-    if RUNTIME_TABLE not in schema:
+    if RUNTIME.in_export(schema) is None:
         return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in ("start_ns", "pid", "tid", "correlation_id")})
-    require_columns(schema, RUNTIME_TABLE, RUNTIME_COLUMNS, version)
-    where = _launch_filter(strings, launch_calls_only)
-    raw = read_ints(conn, schema, RUNTIME_TABLE, ("start", "globalTid", "correlationId"), where)
+    require_columns(schema, RUNTIME, version)
+    where = _launch_filter(schema, strings, launch_calls_only)
+    raw = read_columns(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), where)
     return pd.DataFrame({
-        "start_ns": raw["start"],
-        "pid": process_of(raw["globalTid"]),
-        "tid": _narrow(tid_of(raw["globalTid"])),
-        "correlation_id": _narrow(raw["correlationId"]),
+        "start_ns": raw["start_ns"],
+        "pid": process_of(raw["tid"]),
+        "tid": _narrow(tid_of(raw["tid"])),
+        "correlation_id": _narrow(raw["correlation_id"]),
     }, copy=False)
 
 
 def last_call_end(conn: sqlite3.Connection, schema: dict, strings: StringTable, launch_calls_only: bool) -> int | None:
     """The latest end of the calls :func:`read_launches` reads (NULL as -1), found by SQLite
     without reading the column into Python; None when there are none."""
-    if RUNTIME_TABLE not in schema:
+    table = RUNTIME.in_export(schema)
+    if table is None:
         return None
-    where = _launch_filter(strings, launch_calls_only)
-    return conn.execute(f'SELECT max(coalesce("end", -1)) FROM {RUNTIME_TABLE} {where}').fetchone()[0]
+    where = _launch_filter(schema, strings, launch_calls_only)
+    return conn.execute(f'SELECT max(coalesce("{RUNTIME.column(schema, "end_ns")}", -1)) FROM {table} {where}').fetchone()[0]
 
 
-def _launch_filter(strings: StringTable, launch_calls_only: bool) -> str:
+def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool) -> str:
     if not launch_calls_only:
         return ""
     ids = strings.ids_matching(LAUNCH_API)
-    return f"WHERE nameId IN ({', '.join(map(str, ids)) or 'NULL'})"
+    return f"WHERE \"{RUNTIME.column(schema, 'name_id')}\" IN ({', '.join(map(str, ids)) or 'NULL'})"
 
 
 def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
@@ -274,15 +269,13 @@ def _in_time_order(start: np.ndarray, end: np.ndarray) -> bool:
 def read_gpus(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
     """One row per GPU: device_id (CUDA ordinal), name, sm_count, memory_bytes, clock_hz."""
     columns = ["device_id", "name", "sm_count", "memory_bytes", "clock_hz"]
-    if "TARGET_INFO_CUDA_GPU" in schema:
-        sql = ("SELECT deviceId, name, numMultiprocessors, globalMemorySize, coreClockRate * 1000 "
-               "FROM TARGET_INFO_CUDA_GPU")
-    elif "TARGET_INFO_GPU" in schema:
-        cols = set(schema["TARGET_INFO_GPU"])
-        device = next((c for c in ("cuDevice", "deviceId", "id") if c in cols), None)
-        picks = [device, "name", "smCount", "totalMemory", "clockRate"]
-        sql = "SELECT " + ", ".join(c if c in cols else "NULL" for c in picks) + \
-              " FROM TARGET_INFO_GPU"
+    if CUDA_GPUS.in_export(schema) is not None:
+        device, name, sm_count, memory, clock_khz = CUDA_GPUS.nsys_names(schema, (*columns[:4], "clock_khz"))
+        sql = (f"SELECT {device}, {name}, {sm_count}, {memory}, {clock_khz} * 1000 "
+               f"FROM {CUDA_GPUS.in_export(schema)}")
+    elif OLD_GPUS.in_export(schema) is not None:
+        picks = (f'"{name}"' if name else "NULL" for name in (OLD_GPUS.column(schema, c) for c in columns))
+        sql = f"SELECT {', '.join(picks)} FROM {OLD_GPUS.in_export(schema)}"
     else:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     gpus = pd.DataFrame(conn.execute(sql).fetchall(), columns=columns)

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.load.input_cache import InputCache
-
 
 @dataclass
 class Trace:
@@ -30,7 +28,20 @@ class Trace:
     # 24-bit pids that processes on different hosts share: their ``pid`` is the whole process key
     # (:func:`analysis.load.tables.pid_column`); readers of the trace's other tables use the same.
     shared_pids: tuple[int, ...] = ()
-    inputs: InputCache = InputCache()  # how its file was copied; readers that open it again use the same
+    # The optional tables, read with the others (the export is opened once): tensor-level memory
+    # events (load.memory_events) and GPU metrics samples (load.gpu_metrics), None when the export
+    # lacks them; NCCL calls with their message sizes (load.nccl_payloads), empty without them.
+    memory_events: pd.DataFrame | None = None
+    gpu_metrics: pd.DataFrame | None = None
+    nccl_calls: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["pid", "tid", "start_ns", "call", "bytes"]))
+    # Notes of the optional tables' readers (rows left out), by field name, until optional_table takes them.
+    table_notes: dict[str, list[str]] = field(default_factory=dict)
+
+    def optional_table(self, name: str) -> pd.DataFrame | None:
+        """The optional table ``name`` (``memory_events`` or ``gpu_metrics``); its reader's notes
+        join :attr:`notes` now, where the summary reaches that table."""
+        self.notes.extend(self.table_notes.pop(name, []))
+        return getattr(self, name)
 
     @property
     def gpu_name(self) -> str | None:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from analysis.core.structure import RunStructure
 from analysis.load import Trace
-from analysis.load.memory_events import read_memory_events
+from analysis.load.export_map import MEMORY_EVENTS
 from cs336_profile.contract import MIB
 
 BYTES_PER_PARAM = 4  # fp32 gradients
@@ -264,9 +264,9 @@ def _unavailable(reason: str) -> dict:
 def ledger_record(trace: Trace, config: dict | None, structure: RunStructure) -> dict:
     """The trace's memory ledger with its answer sentence, or why there is none; events left out
     of it are counted in the trace's notes."""
-    events = read_memory_events(trace.path, trace.inputs, trace.notes, trace.shared_pids)
+    events = trace.optional_table("memory_events")
     if events is None or events.empty:
-        return _unavailable("This trace has no tensor-level memory events (`CUDA_GPU_MEMORY_USAGE_EVENTS`)")
+        return _unavailable(f"This trace has no tensor-level memory events (`{MEMORY_EVENTS.name}`)")
     if (config or {}).get("mode") not in (None, "train", "forward-backward"):
         return _unavailable(f"This trace ran `{config['mode']}` only: there is no backward to save memory for")
     try:

@@ -64,7 +64,6 @@ from analysis import __version__
 from analysis.core.phases import LabelledOps, RangeNames, label_ops
 from analysis.core.timings import read_run_record
 from analysis.load import Trace, file_sha256
-from analysis.load.gpu_metrics import read_gpu_metrics
 from analysis.trace import efficiency
 from analysis.trace.gpu_metrics import metrics_per_phase
 from analysis.trace.memory_ledger import ledger_record
@@ -109,7 +108,7 @@ def summarize(trace: Trace, questions: Sequence[PerTraceQuestion], labelled: Lab
     passes = labelled.measured_passes
     # Before the notes are copied: the optional tables' readers note the rows they leave out.
     ledger = ledger_record(trace, run.config, labelled.structure)
-    metrics = metrics_per_phase(read_gpu_metrics(trace.path, trace.inputs, trace.notes), labelled.phase_ranges)
+    metrics = metrics_per_phase(trace.optional_table("gpu_metrics"), labelled.phase_ranges)
     summary = {
         "schema_version": SCHEMA_VERSION,
         "trace": Path(trace.path).name,

@@ -9,7 +9,7 @@ from analysis.core.phases import LabelledOps
 from analysis.load import Trace
 from analysis.trace.multi_gpu.communication import collective_figures, collective_of, communication_columns
 from analysis.trace.multi_gpu.fsdp import block_figures
-from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes, read_message_sizes
+from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
 from analysis.trace.multi_gpu.rank_timeline import rank_timeline
 from analysis.trace.multi_gpu.ranks import config_values, rank_figures, rank_notes, rank_table, skew, step_passes
 from analysis.trace.summary_schema import CommunicationRecord
@@ -58,9 +58,9 @@ def kernel_columns(ops: pd.DataFrame) -> pd.DataFrame:
 
 def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     """:func:`analysis.trace.multi_gpu.nccl_payloads.kernel_bytes` of ``kernels`` (with ``communication_columns``)
-    and the trace's NCCL calls; the export is read for them only when some kernel communicates
-    (otherwise every kernel's bytes are -1, unknown, without them)."""
+    and the trace's NCCL calls (``trace.nccl_calls``); every kernel's bytes are -1, unknown, when
+    none communicates."""
     if not kernels["is_communication"].any():
         return np.full(len(kernels), -1, dtype=np.int64)
-    calls = read_message_sizes(trace.path, trace.inputs, trace.shared_pids)
+    calls = trace.nccl_calls
     return kernel_bytes(kernels, calls.assign(collective=calls["call"].map(collective_of).astype(object)))
