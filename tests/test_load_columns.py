@@ -38,6 +38,28 @@ def test_read_ints_reads_values_sqlite_does_not_print_as_integers_row_by_row():
     np.testing.assert_array_equal(with_real["b"], [5, 7, -1, 2**62])
 
 
+def test_read_ints_on_threads_is_the_same_as_on_one(tmp_path):
+    """Slices read by several threads land in rowid order, with a condition that leaves rows out,
+    rowids far apart, a gap between slices and values read row by row."""
+    path = tmp_path / "t.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (a INTEGER NOT NULL, b)")
+        rowids = [*range(-300, 2000), *range(5000, 7000), 2**62]
+        conn.executemany("INSERT INTO t (rowid, a, b) VALUES (?, ?, ?)",
+                         [(r, r % 1000, 1.5 if r == 6123 else None if r % 7 == 0 else r) for r in rowids])
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    schema = read_schema(conn)
+    for where in ("", "WHERE a % 2 = 0"):
+        one = read_ints(conn, schema, "t", ("a", "b"), where, chunk_rows=16, workers=1)
+        for workers in (2, 3, 8):
+            many = read_ints(conn, schema, "t", ("a", "b"), where, chunk_rows=16, workers=workers)
+            for column in one:
+                np.testing.assert_array_equal(many[column], one[column])
+    kept = np.array([r for r in rowids if r % 1000 % 2 == 0])
+    np.testing.assert_array_equal(one["a"], kept % 1000)
+    assert len(one["b"]) == len(kept) and (one["b"][kept % 7 == 0] == -1).all()
+
+
 def test_read_schema_of_some_tables():
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE t (a INTEGER NOT NULL, b INTEGER)")

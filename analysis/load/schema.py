@@ -3,8 +3,11 @@ the tables and columns of the export map (:mod:`analysis.load.export_map`) are t
 integer columns an export may lack."""
 from __future__ import annotations
 
+import os
 import sqlite3
 import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
@@ -70,9 +73,10 @@ SPAN_TRUSTED = 1 << 20  # a rowid span this small sizes a column at 8 MiB at mos
 
 
 def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
-              where: str = "", chunk_rows: int = 1 << 16) -> dict[str, np.ndarray]:
+              where: str = "", chunk_rows: int = 1 << 16, workers: int | None = None) -> dict[str, np.ndarray]:
     """Integer columns of a table as numpy arrays, in rowid order, read in chunks of
-    ``chunk_rows`` rows; ``where`` is empty or ``WHERE <condition>``.
+    ``chunk_rows`` rows; ``where`` is empty or ``WHERE <condition>`` (plain SQL: it may be run
+    on connections of its own).
 
     NULLs, values that are not integers (text, BLOBs, fractions) and columns this export lacks
     read as :data:`MISSING`; callers that cannot use such a row drop it with a note. SQLite writes
@@ -83,38 +87,119 @@ def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple
     at the first rowid after the last (an index lookup), so rowids far apart cost one chunk each.
     The columns are sized by the number of rows, never by the rowid span: a row with rowid 4e18
     is one more row.
+
+    A table of a database file with more than :data:`PARALLEL_MIN_CHUNKS` chunks is read by up to
+    ``workers`` threads (default: the cores this process may use, at most
+    :data:`MAX_READ_WORKERS`), each on its own read-only connection and its own slice of the rowid
+    range; SQLite formats the text with the interpreter's lock released, so the slices are read at
+    the same time. The result is the same as one thread's.
     """
-    declared = schema[table]
-    values = [f'"{c}"' if declared.get(c) else f'coalesce("{c}", {MISSING})' if c in declared else str(MISSING)
-              for c in columns]
-    condition = f"AND ({where.strip().removeprefix('WHERE')})" if where.strip() else ""
-    in_chunk = f"FROM {table} NOT INDEXED WHERE rowid >= ? AND rowid <= ? {condition}"
-    chunk_query = f"SELECT count(*), {', '.join(f'group_concat({v})' for v in values)} {in_chunk}"
-    next_rowid = f"SELECT min(rowid) FROM {table} WHERE rowid >= ?"
-    out = [np.empty(_row_bound(conn, table), dtype=np.int64) for _ in columns]
-    filled = 0
-    low = conn.execute(next_rowid, (INT64.min,)).fetchone()[0]
-    while low is not None:
-        high = min(low + chunk_rows - 1, INT64.max)
-        count, *texts = conn.execute(chunk_query, (low, high)).fetchone()
-        chunk = [_parsed_ints(text, count) for text in texts]
-        if any(column is None for column in chunk):  # a value that is not an integer: read row by row
-            rows = conn.execute(f"SELECT {', '.join(values)} {in_chunk}", (low, high)).fetchall()
-            chunk = [int_column([row[i] for row in rows]) for i in range(len(values))]
-        for column, part in zip(out, chunk):
-            column[filled:filled + count] = part
-        filled += count
-        low = conn.execute(next_rowid, (high + 1,)).fetchone()[0] if high < INT64.max else None
-    return {c: v[:filled] for c, v in zip(columns, out)}
-
-
-def _row_bound(conn: sqlite3.Connection, table: str) -> int:
-    """At most how many rows ``table`` holds: its rowid span (an index lookup) when that is under
-    :data:`SPAN_TRUSTED` rows, else its row count (a walk over its pages), so that rowids far
-    apart never size an array."""
+    reader = _ChunkReader(schema[table], table, columns, where, chunk_rows)
     first, last = conn.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
     if first is None:
-        return 0
+        return {c: np.zeros(0, dtype=np.int64) for c in columns}
+    slices = _rowid_slices(first, last, chunk_rows, _read_workers(workers))
+    database = _database_file(conn)
+    if len(slices) == 1 or database is None:
+        out = [np.empty(_row_bound(conn, table, first, last), dtype=np.int64) for _ in columns]
+        filled = reader.fill(conn, first, last, out, 0)
+        return {c: v[:filled] for c, v in zip(columns, out)}
+    return _read_slices(reader, database, conn.text_factory, slices)
+
+
+# A table of fewer chunks than this is read by one thread: a thread and its connection would cost
+# more than they save.
+PARALLEL_MIN_CHUNKS = 8
+MAX_READ_WORKERS = 8
+
+
+def _read_workers(workers: int | None) -> int:
+    if workers is not None:
+        return max(workers, 1)
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return min(len(usable), MAX_READ_WORKERS)
+
+
+def _rowid_slices(first: int, last: int, chunk_rows: int, workers: int) -> list[tuple[int, int]]:
+    """``[first, last]`` cut into at most ``workers`` slices of equal rowid span, each of at least
+    :data:`PARALLEL_MIN_CHUNKS` chunks' span (one slice for a small table)."""
+    span = last - first + 1
+    count = max(1, min(workers, span // (PARALLEL_MIN_CHUNKS * chunk_rows)))
+    bounds = [first + span * i // count for i in range(count + 1)]
+    return [(low, high - 1) for low, high in zip(bounds, bounds[1:])]
+
+
+def _database_file(conn: sqlite3.Connection) -> Path | None:
+    """The file of ``conn``'s main database; None for an in-memory or temporary one."""
+    name = next((file for _, schema_name, file in conn.execute("PRAGMA database_list") if schema_name == "main"), "")
+    return Path(name) if name else None
+
+
+def _read_slices(reader: _ChunkReader, database: Path, text_factory, slices: list[tuple[int, int]]
+                 ) -> dict[str, np.ndarray]:
+    """Each rowid slice on a thread and connection of its own: first every slice's row count
+    (which places the slices in the columns), then the slices' rows, moved together at the end
+    where a ``where`` condition left some out. The columns are the size of the table's rows."""
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        conn.text_factory = text_factory
+        return conn
+
+    with ThreadPoolExecutor(len(slices)) as pool:
+        conns = list(pool.map(lambda _: connect(), slices))
+        try:
+            rows = list(pool.map(lambda c, s: c.execute(
+                f"SELECT count(*) FROM {reader.table} WHERE rowid >= ? AND rowid <= ?", s).fetchone()[0], conns, slices))
+            offsets = np.concatenate([[0], np.cumsum(rows)]).tolist()
+            out = [np.empty(offsets[-1], dtype=np.int64) for _ in reader.columns]
+            filled = list(pool.map(lambda c, s, at: reader.fill(c, s[0], s[1], out, at), conns, slices, offsets))
+        finally:
+            for conn in conns:
+                conn.close()
+    end = 0
+    for at, count in zip(offsets, filled):
+        for column in out:
+            column[end:end + count] = column[at:at + count]
+        end += count
+    return {c: v[:end] for c, v in zip(reader.columns, out)}
+
+
+class _ChunkReader:
+    """The queries of one :func:`read_ints` call, and the chunk loop that fills columns from a
+    rowid range."""
+
+    def __init__(self, declared: dict[str, bool], table: str, columns: tuple[str, ...], where: str, chunk_rows: int):
+        self.table, self.columns, self.chunk_rows = table, columns, chunk_rows
+        self.values = [f'"{c}"' if declared.get(c) else f'coalesce("{c}", {MISSING})' if c in declared else str(MISSING)
+                       for c in columns]
+        condition = f"AND ({where.strip().removeprefix('WHERE')})" if where.strip() else ""
+        self.in_chunk = f"FROM {table} NOT INDEXED WHERE rowid >= ? AND rowid <= ? {condition}"
+        self.chunk_query = f"SELECT count(*), {', '.join(f'group_concat({v})' for v in self.values)} {self.in_chunk}"
+        self.next_rowid = f"SELECT min(rowid) FROM {table} WHERE rowid >= ? AND rowid <= ?"
+
+    def fill(self, conn: sqlite3.Connection, first: int, last: int, out: list[np.ndarray], at: int) -> int:
+        """Read the rows of rowids ``first``..``last`` into ``out`` from row ``at`` on; returns
+        how many were read."""
+        filled = at
+        low = conn.execute(self.next_rowid, (first, last)).fetchone()[0]
+        while low is not None:
+            high = min(low + self.chunk_rows - 1, last)
+            count, *texts = conn.execute(self.chunk_query, (low, high)).fetchone()
+            chunk = [_parsed_ints(text, count) for text in texts]
+            if any(column is None for column in chunk):  # a value that is not an integer: read row by row
+                rows = conn.execute(f"SELECT {', '.join(self.values)} {self.in_chunk}", (low, high)).fetchall()
+                chunk = [int_column([row[i] for row in rows]) for i in range(len(self.values))]
+            for column, part in zip(out, chunk):
+                column[filled:filled + count] = part
+            filled += count
+            low = conn.execute(self.next_rowid, (high + 1, last)).fetchone()[0] if high < last else None
+        return filled - at
+
+
+def _row_bound(conn: sqlite3.Connection, table: str, first: int, last: int) -> int:
+    """At most how many rows ``table`` (rowids ``first``..``last``) holds: its rowid span when
+    that is under :data:`SPAN_TRUSTED` rows, else its row count (a walk over its pages), so that
+    rowids far apart never size an array."""
     if last - first < SPAN_TRUSTED:
         return last - first + 1
     return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
