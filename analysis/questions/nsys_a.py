@@ -20,7 +20,7 @@ from analysis.questions.shared import nsys_grid as grid
 from analysis.questions.shared import story, trace_text
 from analysis.questions.shared.editions import same_model
 from analysis.questions.shared.results_files import plural
-from analysis.trace.question_figures import nsys_a as figures
+from analysis.trace.question_figures import nsys_a as trace_figures
 
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
@@ -363,7 +363,7 @@ QUESTION = Question(
     text="Total forward-pass time as nsys sees it, against the Python timer of the same steps and the unprofiled "
          "benchmark.",
     needs=grid.NEEDS_TRACES,
-    per_trace=figures.figures, record=figures.Record, write_trace=write_trace, summary_key="a", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=trace_figures.figures, record=trace_figures.Record, write_trace=write_trace, summary_key="a", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["nsys forward range", "nsys_forward_ms", 1], ["nsys GPU projection", "nsys_forward_gpu_ms", 1],
                    ["Python timer", "python_forward_ms", 1]],

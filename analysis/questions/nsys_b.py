@@ -18,7 +18,7 @@ from analysis.questions.question import Evidence, Question
 from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.questions.shared import nsys_grid as grid
 from analysis.questions.shared import trace_text
-from analysis.trace.question_figures import nsys_b as figures
+from analysis.trace.question_figures import nsys_b as trace_figures
 
 
 def write_trace(record: dict, summary: dict) -> str:
@@ -122,7 +122,7 @@ QUESTION = Question(
     text="Which kernel takes the most GPU time in the forward pass, how many times does it run in one pass, "
          "and does it still lead with the backward pass?",
     needs=grid.NEEDS_TRACES,
-    per_trace=figures.figures, record=figures.Record, write_trace=write_trace, summary_key="b", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=trace_figures.figures, record=trace_figures.Record, write_trace=write_trace, summary_key="b", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["forward", "top_forward_share", 100], ["forward + backward", "top_forward_backward_share", 100]],
         "xlabel": "leading kernel's share of kernel time (%)", "title": "How much the leading kernel takes"}),

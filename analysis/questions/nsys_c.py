@@ -17,7 +17,7 @@ from analysis.questions.question import Evidence, Question
 from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.questions.shared import nsys_grid as grid
 from analysis.questions.shared import trace_text
-from analysis.trace.question_figures import nsys_c as figures
+from analysis.trace.question_figures import nsys_c as trace_figures
 from analysis.trace.question_figures.nsys_c import MIN_SHARE, OUTSIDE
 
 LEADERS_TITLE = "The leading non-matmul kernel of each trace"
@@ -169,7 +169,7 @@ QUESTION = Question(
     id="nsys-c", section="nsys_profile", title="Non-matmul kernels",
     text="Which non-matmul kernels take non-trivial time in the forward pass?",
     needs=grid.NEEDS_TRACES,
-    per_trace=figures.figures, record=figures.Record, write_trace=write_trace, summary_key="c", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=trace_figures.figures, record=trace_figures.Record, write_trace=write_trace, summary_key="c", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("category_stack", {
         "xlabel": "share of forward kernel time (%)", "title": "Non-matmul kernels in the forward pass, by category"}),
 )

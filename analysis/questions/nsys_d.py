@@ -18,7 +18,7 @@ from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.questions.shared import nsys_grid as grid
 from analysis.questions.shared import trace_text
 from analysis.questions.shared.results_files import plural
-from analysis.trace.question_figures import nsys_d as figures
+from analysis.trace.question_figures import nsys_d as trace_figures
 
 MOVERS_IN_ANSWER = 2
 
@@ -123,7 +123,7 @@ QUESTION = Question(
     text="Fraction of GPU time in matrix multiplication, forward only against a full training step; "
          "how do the other categories move?",
     needs=grid.NEEDS_TRACES,
-    per_trace=figures.figures, record=figures.Record, write_trace=write_trace, summary_key="d", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=trace_figures.figures, record=trace_figures.Record, write_trace=write_trace, summary_key="d", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["forward", "gemm_share_forward", 100], ["training step", "gemm_share_train_step", 100]],
         "xlabel": "matmul share of kernel time (%)", "xlim": [0, 100],

@@ -24,7 +24,7 @@ from analysis.core.runs import ONE_GPU_GROUPS, runs_of, sorted_summaries
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.questions.shared import nsys_grid as grid
-from analysis.trace.question_figures import nsys_e as figures
+from analysis.trace.question_figures import nsys_e as trace_figures
 
 
 def write_trace(record: dict, summary: dict) -> str:
@@ -220,7 +220,7 @@ QUESTION = Question(
     id="nsys-e", section="nsys_profile", title="Softmax against matmuls in attention",
     text="Inside self-attention, softmax time against the two matmuls' time, compared with their FLOPs ratio.",
     needs=grid.NEEDS_TRACES,
-    per_trace=figures.figures, record=figures.Record, write_trace=write_trace, summary_key="e", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=trace_figures.figures, record=trace_figures.Record, write_trace=write_trace, summary_key="e", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["time (softmax / GEMMs)", "runtime_ratio", 1], ["time (softmax / matmul ranges)", "range_runtime_ratio", 1],
                    ["FLOPs (softmax / matmuls)", "flops_ratio", 1]],
