@@ -1,6 +1,8 @@
 """``analyze-nsys``: analyze nsys SQLite exports and write JSON, CSV, Markdown or HTML results.
 
-A thin layer over :func:`analysis.app.analyze.analyze_trace`: traces are analyzed in parallel, a
+A thin layer over :func:`analysis.app.analyze.analyze_trace`: traces are analyzed in parallel (their
+stored summaries, which the results cache keeps; the sentences are added to each summary read from
+the cache or made), a
 trace that cannot be analyzed costs one line on stderr (``TRACE: why``) and the batch goes on.
 Exit status: 0 when every trace was analyzed, 1 when some failed, 2 for usage errors.
 """
@@ -14,19 +16,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from analysis.app.analyze import analyze_trace
+from analysis.app.analyze import stored_summary
 from analysis.app.batch import distinct, output_names
 from analysis.app.cache import CacheUnusable, ResultsCache
 from analysis.app.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
 from analysis.compare.diff import diff_summaries
 from analysis.core.phases import PHASES, RangeNames
 from analysis.core.safe_write import write_file
-from analysis.core.structure_text import describe, describe_steps
 from analysis.core.text import printable
 from analysis.load import InputCache, file_sha256
 from analysis.load.errors import TraceError
 from analysis.load.input_cache import MIB
 from analysis.questions.records import DiffRecord
+from analysis.questions.sentences import with_sentences
 from analysis.trace.summary import flat_tables
 from cs336_profile.contract import trace_stem
 from cs336_profile.results import unwritable_reason
@@ -186,9 +188,10 @@ _non_negative_int = _int_at_least(0, "0 or more")
 
 def analyze_one(path: Path, names: RangeNames = RangeNames(),
                 inputs: InputCache = InputCache()) -> tuple[dict | None, str | None]:
-    """(summary, None) for a trace analyzed, (None, one-line reason) for one that failed."""
+    """(stored summary, None) for a trace analyzed (:func:`analysis.app.analyze.stored_summary`:
+    figures only, as the results cache keeps it), (None, one-line reason) for one that failed."""
     try:
-        return analyze_trace(path, names, inputs), None
+        return stored_summary(path, names, inputs), None
     except TraceError as err:
         return None, str(err)
     except Exception as err:  # a defect must not end the batch; the line says it is unexpected
@@ -198,8 +201,9 @@ def analyze_one(path: Path, names: RangeNames = RangeNames(),
 def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, names: RangeNames = RangeNames(),
                  inputs: InputCache = InputCache(),
                  on_summary: Callable[[dict], None] | None = None) -> tuple[list[dict], list[dict]]:
-    """Summaries of the traces analyzed on ``engine`` with the range ``names`` (cache hits
-    included; the cache must key on the same names, and only this process writes it) and
+    """Summaries of the traces analyzed on ``engine`` with the range ``names``, with their
+    sentences (cache hits included: the cache stores and serves summaries without them; it must
+    key on the same names, and only this process writes it) and
     ``{trace, error}`` failures, both in input order. ``inputs`` travels with each task, so a Dask
     worker copies compressed and report inputs under the same bounds (into its own input cache).
 
@@ -214,7 +218,7 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
     results: dict[Path, tuple[dict | None, str | None]] = {}
 
     def finished(path: Path, summary: dict) -> None:
-        results[path] = ({**summary, "trace": trace_names[path]}, None)
+        results[path] = ({**with_sentences(summary), "trace": trace_names[path]}, None)
         if on_summary is not None:
             on_summary(results[path][0])
 
@@ -340,6 +344,8 @@ def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
 def _print_structures(summaries: list[dict], verbose: bool) -> None:
     """One line per trace on stderr: the structure found and the names behind it (with
     ``verbose``, every step too)."""
+    from analysis.report.structure_lines import describe, describe_steps  # the report's drawing is not loaded
+
     for summary in summaries:
         record = summary.get("structure")
         if not record:
