@@ -8,16 +8,19 @@ import os
 
 from analysis.core.phases import RangeNames, label_ops
 from analysis.load import InputCache, RangeFilter, load_trace, require_claimable_kernels
+from analysis.load.table_cache import TableCache
 from analysis.questions.registry import PER_TRACE
 from analysis.trace.summary import summarize
 from analysis.trace.summary_schema import json_schema
 
 
-def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache()) -> dict:
+def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
+                  tables: TableCache | None = None) -> dict:
     """Load and analyze one trace (``names``: the range roles the user named, the rest found in the
-    trace; ``inputs``: how compressed inputs are copied); raises :class:`analysis.load.errors.TraceError`
-    on bad input."""
-    trace = load_trace(path, RangeFilter(), inputs)
+    trace; ``inputs``: how compressed inputs are copied; ``tables``: where its loaded tables are kept
+    for the next analysis, None to read the export every time); raises
+    :class:`analysis.load.errors.TraceError` on bad input."""
+    trace = (tables.load if tables is not None else load_trace)(path, RangeFilter(), inputs)
     require_claimable_kernels(trace)
     labelled = label_ops(trace, names)
     # The labelled ops now hold every GPU operation: free the loader's copies before the questions

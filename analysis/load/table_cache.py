@@ -76,7 +76,12 @@ class TableCache:
         from analysis.load import load_trace  # the package's reader, which imports nothing of this module
 
         path = Path(path)
-        key = entry_key(path, ranges)
+        try:
+            key = entry_key(path, ranges) if path.is_file() else None  # a FIFO is never opened: it could block
+        except OSError:
+            key = None
+        if key is None:  # not a readable file: the loader says why
+            return load_trace(path, ranges, inputs)
         entry = self.folder / entry_name(key)
         trace = read_entry(entry, key, path, inputs)
         if trace is None:
@@ -245,7 +250,7 @@ def _encode_values(values, save) -> dict:
     if isinstance(dtype, pd.CategoricalDtype):
         return {"kind": "category", "codes": save(values.codes), "ordered": bool(dtype.ordered),
                 "categories": _encode_values(dtype.categories.array, save)}
-    if isinstance(dtype, pd.StringDtype) or dtype == object:
+    if isinstance(dtype, pd.StringDtype) or dtype == np.dtype(object):
         return _encode_strings(values, save)
     if isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray | pd.arrays.BooleanArray):
         return {"kind": "masked", "dtype": dtype.name, "values": save(values.to_numpy(dtype.numpy_dtype, na_value=0)),
