@@ -195,3 +195,13 @@ def test_a_summary_from_the_cached_tables_is_the_summary_from_the_export(fixture
     assert json.dumps(analyze_trace(path, tables=cache)) == from_export  # read, stored
     assert list(cache.folder.iterdir())
     assert json.dumps(analyze_trace(path, tables=cache)) == from_export  # served
+
+
+def test_a_linked_tables_folder_is_neither_read_nor_written(fixture_trace, tmp_path):
+    path = fixture_trace(FORWARD)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "tables").symlink_to(elsewhere)
+    cache = TableCache(tmp_path / "tables")
+    assert_same_trace(load_trace(path, RangeFilter()), cache.load(path, RangeFilter()))
+    assert list(elsewhere.iterdir()) == []

@@ -77,10 +77,11 @@ class TableCache:
 
         path = Path(path)
         try:
-            key = entry_key(path, ranges) if path.is_file() else None  # a FIFO is never opened: it could block
+            # A FIFO is never opened (it could block); a linked folder could lead writes elsewhere.
+            key = entry_key(path, ranges) if path.is_file() and not self.folder.is_symlink() else None
         except OSError:
             key = None
-        if key is None:  # not a readable file: the loader says why
+        if key is None:  # not a readable file (the loader says why), or no folder to trust
             return load_trace(path, ranges, inputs)
         entry = self.folder / entry_name(key)
         trace = read_entry(entry, key, path, inputs)
