@@ -46,7 +46,7 @@ def served_from_cache(cache: TableCache, path: Path, monkeypatch) -> Trace:
         raise AssertionError("read the export although an entry was there")
 
     with monkeypatch.context() as patch:
-        patch.setattr("analysis.load.load_trace", no_read)
+        patch.setattr(table_cache_module, "load_trace", no_read)
         return cache.load(path, RangeFilter())
 
 

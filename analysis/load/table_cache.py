@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.load import load_trace
 from analysis.load.input_cache import InputCache, file_sha256
 from analysis.load.local_key import seal, seal_holds
 from analysis.load.nvtx import RangeFilter
@@ -73,8 +74,6 @@ class TableCache:
              inputs: InputCache = InputCache()) -> Trace:
         """:func:`analysis.load.load_trace`, served from the cache when an entry of this input's
         content, ``ranges`` and loader holds; otherwise read from the export and stored."""
-        from analysis.load import load_trace  # the package's reader, which imports nothing of this module
-
         path = Path(path)
         try:
             # A FIFO is never opened (it could block); a linked folder could lead writes elsewhere.
