@@ -8,7 +8,7 @@ folder, one entry per trace, and serves it again while the entry's key holds:
 * the :class:`~analysis.load.nvtx.RangeFilter` it was read with,
 * the hash of the loader's code (the modules of ``analysis/load/``; the analysis rules above it
   are not part of it, so a change there reuses the tables) and the versions of Python, numpy and
-  pandas that made the DataFrames.
+  pandas that made the DataFrames (and pandas' string storage).
 
 An entry is a folder of NumPy ``.npy`` files, one or two per column (plain numeric columns as
 they are, categorical and string columns as integer codes with their values listed in the
@@ -113,9 +113,11 @@ def entry_key(path: Path, ranges: RangeFilter | None) -> dict:
     return {
         "format": FORMAT_VERSION,
         "trace_sha256": file_sha256(path),
-        "ranges": None if ranges is None else {"skip": ranges.skip.pattern, "flags": int(ranges.skip.flags)},
+        "ranges": repr(ranges),  # every field of the frozen dataclass, its patterns with their flags
         "loader": loader_code_hash(),
-        "libraries": {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__},
+        # What the DataFrames are made of: pandas stores strings in Arrow arrays where pyarrow is installed.
+        "libraries": {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__,
+                      "pandas_strings": pd.StringDtype(na_value=np.nan).storage},
     }
 
 
@@ -236,8 +238,6 @@ def _decode_frame(spec: dict, load) -> pd.DataFrame:
     if any(len(values) != spec["rows"] for values in columns.values()) or len(index) != spec["rows"]:
         raise DamagedEntry("a column of another length than its table")
     frame = pd.DataFrame(columns, index=index, copy=False)
-    if not columns:  # an empty table keeps its column names
-        frame = pd.DataFrame(columns=[name for name, _ in spec["columns"]], index=index)
     frame.columns = frame.columns.astype(spec["columns_dtype"])
     return frame
 
