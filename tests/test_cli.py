@@ -166,7 +166,7 @@ def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_
     seen = []
     summary = cli.stored_summary(trace)  # a stored summary of the schema: the cache serves no other
 
-    def record(path, names, inputs):
+    def record(path, names, inputs, tables):
         seen.append(names)
         return {**summary, "trace": path.name}
 

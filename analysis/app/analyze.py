@@ -10,22 +10,26 @@ import os
 
 from analysis.core.phases import RangeNames, label_ops
 from analysis.load import InputCache, RangeFilter, load_trace, require_claimable_kernels
+from analysis.load.table_cache import TableCache
 from analysis.questions.registry import PER_TRACE
 from analysis.questions.sentences import with_sentences
 from analysis.trace.summary import summarize
 from analysis.trace.summary_schema import SHOWN, STORED, json_schema
 
 
-def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache()) -> dict:
+def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
+                  tables: TableCache | None = None) -> dict:
     """Load and analyze one trace (``names``: the range roles the user named, the rest found in the
-    trace; ``inputs``: how compressed inputs are copied): its summary with the sentences; raises
-    :class:`analysis.load.errors.TraceError` on bad input."""
-    return with_sentences(stored_summary(path, names, inputs))
+    trace; ``inputs``: how compressed inputs are copied; ``tables``: where its loaded tables are kept
+    for the next analysis, None to read the export every time): its summary with the sentences;
+    raises :class:`analysis.load.errors.TraceError` on bad input."""
+    return with_sentences(stored_summary(path, names, inputs, tables))
 
 
-def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache()) -> dict:
+def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
+                   tables: TableCache | None = None) -> dict:
     """:func:`analyze_trace` without the sentences: the summary the results cache stores."""
-    trace = load_trace(path, RangeFilter(), inputs)
+    trace = (tables.load if tables is not None else load_trace)(path, RangeFilter(), inputs)
     require_claimable_kernels(trace)
     labelled = label_ops(trace, names)
     # The labelled ops now hold every GPU operation: free the loader's copies before the questions
