@@ -1,6 +1,7 @@
 """The results database: content keys, round trips, flat SQL tables, replacement."""
 from __future__ import annotations
 
+import ast
 import copy
 import functools
 import hashlib
@@ -171,6 +172,26 @@ def test_the_key_hashes_the_figures_and_no_writer():
     assert {"trace/summary.py", "trace/question_figures/nsys_a.py", "core/gpu_peaks.csv", "load/trace.py"} <= hashed
     assert not {path for path in hashed if path.startswith(("questions/", "report/", "compare/"))}
     assert "app/cli.py" not in hashed
+    assert "core/text.py" not in hashed
+
+
+def test_no_hashed_module_imports_the_wording_left_out_of_the_key():
+    """A module left out of the key as wording must not make figures: none of the hashed code imports it."""
+    wording = {"analysis." + part.removesuffix(".py").replace("/", ".") for part in cache_module.SUMMARY_CODE_WORDING}
+    importers = []
+    for path in cache_module.summary_code_files(cache_module.ANALYSIS_PACKAGE):
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+            elif isinstance(node, ast.Import):
+                names = {alias.name for alias in node.names}
+            else:
+                continue
+            if names & wording:
+                importers.append(path.name)
+    assert not importers, importers
 
 
 def test_flat_tables_answer_sql(results, trace_file):
