@@ -4,6 +4,7 @@ loader code is never served; ``--no-cache`` writes none; a summary made from it 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import shutil
 from pathlib import Path
@@ -57,7 +58,7 @@ def entry_of(cache: TableCache, path: Path) -> Path:
 @pytest.mark.parametrize("name", [TRAIN, FORWARD])
 def test_every_field_comes_back_as_read(fixture_trace, tmp_path, monkeypatch, name):
     path = fixture_trace(name)
-    cache = TableCache(tmp_path / "tables")
+    cache = TableCache(tmp_path / "tables", min_rows=0)
     read = load_trace(path, RangeFilter())
     assert_same_trace(read, cache.load(path, RangeFilter()))  # read and stored
     assert_same_trace(read, served_from_cache(cache, path, monkeypatch))
@@ -80,7 +81,7 @@ def test_every_kind_of_value_round_trips(fixture_trace, tmp_path, monkeypatch):
     }, index=pd.Index([10, 20, 30], name="row"))
     trace = dataclasses.replace(load_trace(path, RangeFilter()), gemm_ops=varied, marks=varied.iloc[:0],
                                 notes=["one", "two"], shared_pids=(7, 9), nsys_version=None)
-    cache = TableCache(tmp_path / "tables")
+    cache = TableCache(tmp_path / "tables", min_rows=0)
     key = entry_key(path, RangeFilter())
     cache._store(entry_of(cache, path), key, trace)
     assert_same_trace(trace, served_from_cache(cache, path, monkeypatch))
@@ -89,7 +90,7 @@ def test_every_kind_of_value_round_trips(fixture_trace, tmp_path, monkeypatch):
 def test_a_value_of_no_known_encoding_leaves_the_trace_uncached(fixture_trace, tmp_path):
     path = fixture_trace(FORWARD)
     trace = dataclasses.replace(load_trace(path, RangeFilter()), notes=[np.int64(3)])
-    cache = TableCache(tmp_path / "tables")
+    cache = TableCache(tmp_path / "tables", min_rows=0)
     cache._store(entry_of(cache, path), entry_key(path, RangeFilter()), trace)
     assert not list(cache.folder.iterdir())
 
@@ -129,7 +130,7 @@ def foreign_key(entry: Path) -> None:
 @pytest.mark.parametrize("spoil", [damage_an_array, plant_a_manifest, remove_an_array, cut_an_array_short, foreign_key])
 def test_a_spoilt_entry_is_refused_and_the_export_read_again(fixture_trace, tmp_path, monkeypatch, spoil):
     path = fixture_trace(TRAIN)
-    cache = TableCache(tmp_path / "tables")
+    cache = TableCache(tmp_path / "tables", min_rows=0)
     read = cache.load(path, RangeFilter())
     spoil(entry_of(cache, path))
     reads = []
@@ -149,7 +150,7 @@ def test_a_spoilt_entry_is_refused_and_the_export_read_again(fixture_trace, tmp_
 
 def test_a_change_of_loader_code_or_range_filter_misses_and_replaces_the_entry(fixture_trace, tmp_path, monkeypatch):
     path = fixture_trace(FORWARD)
-    cache = TableCache(tmp_path / "tables")
+    cache = TableCache(tmp_path / "tables", min_rows=0)
     cache.load(path, RangeFilter())
     old = entry_of(cache, path)
     assert entry_key(path, None) != entry_key(path, RangeFilter())
@@ -178,19 +179,32 @@ def test_the_key_is_the_loaders_code_only(tmp_path, monkeypatch):
         table_cache_module.loader_code_hash.cache_clear()
 
 
-def test_the_cli_keeps_tables_beside_the_results_and_no_cache_writes_none(fixture_trace, tmp_path):
+def test_the_cli_keeps_tables_beside_the_results_and_no_cache_writes_none(fixture_trace, tmp_path, monkeypatch):
     trace = str(fixture_trace(FORWARD))
     assert cli.main([trace, "--out", str(tmp_path / "bypass"), "--jobs", "1", "--format", "json", "--no-cache"]) == 0
     assert sorted(p.name for p in (tmp_path / "bypass").iterdir()) == ["small_ctx256_forward_fp32.json"]
+    monkeypatch.setattr(cli, "TableCache", functools.partial(TableCache, min_rows=0))
     assert cli.main([trace, "--out", str(tmp_path / "kept"), "--jobs", "1", "--format", "json"]) == 0
     entries = list((tmp_path / "kept" / cli.TRACE_TABLES).iterdir())
     assert len(entries) == 1 and (entries[0] / MANIFEST).is_file()
 
 
+def test_a_trace_of_few_rows_is_read_from_its_export_and_not_kept(fixture_trace, tmp_path):
+    """A small trace is read in well under a second: keeping its tables would only cost disk."""
+    path = fixture_trace(FORWARD)
+    trace = load_trace(path, RangeFilter())
+    rows = len(trace.kernels) + len(trace.memops) + len(trace.ranges)
+    assert 0 < rows < TableCache(tmp_path).min_rows
+    assert_same_trace(trace, TableCache(tmp_path / "small", min_rows=rows + 1).load(path, RangeFilter()))
+    assert not (tmp_path / "small").exists()
+    TableCache(tmp_path / "exact", min_rows=rows).load(path, RangeFilter())
+    assert len(list((tmp_path / "exact").iterdir())) == 1
+
+
 @pytest.mark.parametrize("name", [TRAIN, FORWARD])
 def test_a_summary_from_the_cached_tables_is_the_summary_from_the_export(fixture_trace, tmp_path, name):
     path = fixture_trace(name)
-    cache = TableCache(tmp_path / "tables")
+    cache = TableCache(tmp_path / "tables", min_rows=0)
     from_export = json.dumps(analyze_trace(path))
     assert json.dumps(analyze_trace(path, tables=cache)) == from_export  # read, stored
     assert list(cache.folder.iterdir())
@@ -202,6 +216,6 @@ def test_a_linked_tables_folder_is_neither_read_nor_written(fixture_trace, tmp_p
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "tables").symlink_to(elsewhere)
-    cache = TableCache(tmp_path / "tables")
+    cache = TableCache(tmp_path / "tables", min_rows=0)
     assert_same_trace(load_trace(path, RangeFilter()), cache.load(path, RangeFilter()))
     assert list(elsewhere.iterdir()) == []

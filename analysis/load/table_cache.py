@@ -64,16 +64,24 @@ class DamagedEntry(ValueError):
     """An entry whose files are not what its manifest says."""
 
 
+# A trace of fewer rows (kernels, copies and fills, NVTX ranges) is read from its export in well
+# under a second: keeping its tables would cost disk (about a third of the export) and save little.
+MIN_ROWS = 200_000
+
+
 @dataclass(frozen=True)
 class TableCache:
-    """Loaded traces kept as columns under ``folder`` (one subfolder per trace)."""
+    """Loaded traces of at least ``min_rows`` rows kept as columns under ``folder`` (one
+    subfolder per trace)."""
 
     folder: Path
+    min_rows: int = MIN_ROWS
 
     def load(self, path: str | os.PathLike, ranges: RangeFilter | None = None,
              inputs: InputCache = InputCache()) -> Trace:
         """:func:`analysis.load.load_trace`, served from the cache when an entry of this input's
-        content, ``ranges`` and loader holds; otherwise read from the export and stored."""
+        content, ``ranges`` and loader holds; otherwise read from the export, and stored when it
+        has ``min_rows`` rows or more."""
         path = Path(path)
         try:
             # A FIFO is never opened (it could block); a linked folder could lead writes elsewhere.
@@ -86,7 +94,8 @@ class TableCache:
         trace = read_entry(entry, key, path)
         if trace is None:
             trace = load_trace(path, ranges, inputs)
-            self._store(entry, key, trace)
+            if len(trace.kernels) + len(trace.memops) + len(trace.ranges) >= self.min_rows:
+                self._store(entry, key, trace)
         return trace
 
     def _store(self, entry: Path, key: dict, trace: Trace) -> None:
