@@ -1,6 +1,7 @@
 """The results database: content keys, round trips, flat SQL tables, replacement."""
 from __future__ import annotations
 
+import ast
 import copy
 import functools
 import hashlib
@@ -19,11 +20,11 @@ from tests.bad_inputs import runner_trace
 
 @functools.cache
 def _analyzed() -> dict:
-    """The summary of a small runner-shaped trace: a summary of the schema to start from."""
-    from analysis import analyze_trace
+    """The stored summary of a small runner-shaped trace: a summary of the schema to start from."""
+    from analysis.app.analyze import stored_summary
 
     with tempfile.TemporaryDirectory() as folder:
-        return analyze_trace(runner_trace(Path(folder) / "base.sqlite"))
+        return stored_summary(runner_trace(Path(folder) / "base.sqlite"))
 
 
 def _summary(trace: str, forward_ms: float, phases=("forward", "backward")) -> dict:
@@ -114,9 +115,9 @@ def analyzer_key_restored():
 
 def test_a_summary_of_another_schema_is_never_served(results, trace_file, monkeypatch, analyzer_key_restored):
     results.put(trace_file, _summary("run.sqlite", 30.5))
-    schema = cache_module.summary_schema()
+    schema = cache_module.stored_summary_schema()
     other = {**schema, "properties": {**schema["properties"], "new_section": {"type": "object"}}}
-    assert _fresh_analyzer_key(monkeypatch, summary_schema=lambda: other) != results.key_for(trace_file).split("@")[0]
+    assert _fresh_analyzer_key(monkeypatch, stored_summary_schema=lambda: other) != results.key_for(trace_file).split("@")[0]
     assert results.get(trace_file) is None
 
 
@@ -126,13 +127,71 @@ def test_a_summary_of_other_analysis_code_is_never_served(results, trace_file, t
     before = cache_module.analyzer_key()
     copy = tmp_path / "analysis"
     shutil.copytree(cache_module.ANALYSIS_PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    same_code = _fresh_analyzer_key(monkeypatch, ANALYSIS_PACKAGE=copy, RENDER_PACKAGE=copy / "report")
+    same_code = _fresh_analyzer_key(monkeypatch, ANALYSIS_PACKAGE=copy)
     assert same_code == before
     (copy / "report" / "html.py").write_text((copy / "report" / "html.py").read_text() + "\n# drawing only\n")
     assert _fresh_analyzer_key(monkeypatch) == before  # the render package never changes a summary
     (copy / "core" / "phases.py").write_text((copy / "core" / "phases.py").read_text() + "\n# a changed analysis\n")
     assert _fresh_analyzer_key(monkeypatch) != before
     assert results.get(trace_file) is None
+
+
+def _edited(path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_a_reworded_sentence_keeps_the_key_and_changed_figures_change_it(tmp_path, monkeypatch, analyzer_key_restored):
+    """The key hashes the code that makes a stored summary: a writer's wording (a question module,
+    the summary's sentences) is not part of it, a per-trace question's figures are."""
+    before = cache_module.analyzer_key()
+    copy = tmp_path / "analysis"
+    shutil.copytree(cache_module.ANALYSIS_PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert _fresh_analyzer_key(monkeypatch, ANALYSIS_PACKAGE=copy) == before
+    _edited(copy / "questions" / "nsys_a.py", "nsys times the forward pass at", "nsys measures the forward pass at")
+    _edited(copy / "questions" / "sentences.py", "Model FLOPs over GPU time: ", "Model FLOPs per GPU second: ")
+    assert _fresh_analyzer_key(monkeypatch) == before
+    _edited(copy / "trace" / "question_figures" / "nsys_a.py", '"nsys_forward_ms": nsys_ms,',
+            '"nsys_forward_ms": nsys_ms * 2,')
+    assert _fresh_analyzer_key(monkeypatch) != before
+
+
+def test_every_per_trace_question_is_figured_by_hashed_code():
+    from analysis.questions.registry import PER_TRACE
+
+    hashed = cache_module.summary_code_files(cache_module.ANALYSIS_PACKAGE)
+    for question in PER_TRACE:
+        module = question.per_trace.__module__
+        assert cache_module.ANALYSIS_PACKAGE.parent / (module.replace(".", "/") + ".py") in hashed, question.id
+
+
+def test_the_key_hashes_the_figures_and_no_writer():
+    hashed = {path.relative_to(cache_module.ANALYSIS_PACKAGE).as_posix()
+              for path in cache_module.summary_code_files(cache_module.ANALYSIS_PACKAGE)}
+    assert {"trace/summary.py", "trace/question_figures/nsys_a.py", "core/gpu_peaks.csv", "load/trace.py"} <= hashed
+    assert not {path for path in hashed if path.startswith(("questions/", "report/", "compare/"))}
+    assert "app/cli.py" not in hashed
+    assert "core/text.py" not in hashed
+
+
+def test_no_hashed_module_imports_the_wording_left_out_of_the_key():
+    """A module left out of the key as wording must not make figures: none of the hashed code imports it."""
+    wording = {"analysis." + part.removesuffix(".py").replace("/", ".") for part in cache_module.SUMMARY_CODE_WORDING}
+    importers = []
+    for path in cache_module.summary_code_files(cache_module.ANALYSIS_PACKAGE):
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+            elif isinstance(node, ast.Import):
+                names = {alias.name for alias in node.names}
+            else:
+                continue
+            if names & wording:
+                importers.append(path.name)
+    assert not importers, importers
 
 
 def test_flat_tables_answer_sql(results, trace_file):
@@ -177,10 +236,10 @@ def test_replacing_an_entry_replaces_its_rows(results, trace_file, tmp_path):
 
 
 def test_real_summary_fills_the_flat_tables(results, fixture_trace):
-    from analysis import analyze_trace
+    from analysis.app.analyze import stored_summary
 
     trace = fixture_trace("small_ctx128_train_fp32.sqlite")
-    summary = analyze_trace(trace)
+    summary = stored_summary(trace)
     results.put(trace, summary)
     db = sqlite_utils.Database(results.db_path)
     assert list(db.query("SELECT trace, gpu, measured_passes FROM traces")) == [

@@ -84,7 +84,7 @@ def test_second_run_is_served_from_the_cache(fixture_trace, tmp_path, monkeypatc
     def must_not_run(path):
         raise AssertionError("analyzed again despite the cache")
 
-    monkeypatch.setattr(cli, "analyze_trace", must_not_run)
+    monkeypatch.setattr(cli, "stored_summary", must_not_run)
     assert cli.main([trace, "--out", str(tmp_path), "--jobs", "1"]) == 0
     assert (tmp_path / "small_ctx256_forward_fp32.json").read_text() == first
     # --no-cache analyzes again: here that reaches the stand-in and fails, as it must.
@@ -164,13 +164,13 @@ def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_
     for option in ("--warmup-prefix", "--step-prefix", "--phase-names", "--attention-names"):
         assert option in help_text
     seen = []
-    summary = cli.analyze_trace(trace)  # a summary of the schema: the cache serves no other
+    summary = cli.stored_summary(trace)  # a stored summary of the schema: the cache serves no other
 
-    def record(path, names, inputs):
+    def record(path, names, inputs, tables):
         seen.append(names)
         return {**summary, "trace": path.name}
 
-    monkeypatch.setattr(cli, "analyze_trace", record)
+    monkeypatch.setattr(cli, "stored_summary", record)
     argv = [str(trace), "--out", str(tmp_path), "--jobs", "1", "--format", "json"]
     custom = ["--step-prefix", "iter", "--warmup-prefix", "warm", "--phase-names", "fwd, loss ,bwd,opt",
               "--attention-names", "qk,sm,av"]

@@ -14,6 +14,7 @@ from analysis import analyze_trace
 from analysis.core.phases import label_ops
 from analysis.core.timings import read_run_record
 from analysis.load import load_trace
+from analysis.questions.mem_f import ledger_sentence
 from analysis.trace.memory_ledger import block_params, ledger_record, memory_ledger, op_label
 from tests.synthetic import build_export
 
@@ -97,7 +98,7 @@ def test_gradient_change_is_read_not_assumed(tmp_path):
     trace = load_trace(path)
     record = ledger_record(trace, CONFIG, _structure(trace))
     assert record["gradient_bytes_per_block"] == 2 * GRAD
-    assert "2.00× of" in record["answer"]
+    assert "2.00× of" in ledger_sentence(record, {"config": CONFIG})
 
 
 def test_trace_without_memory_events_says_how_to_record(tmp_path):
@@ -105,7 +106,9 @@ def test_trace_without_memory_events_says_how_to_record(tmp_path):
     trace = load_trace(path)
     record = ledger_record(trace, CONFIG, _structure(trace))
     assert not record["available"] and record["saved_for_backward_bytes_per_block"] is None
-    assert "--nsys-flags 2026 --memory-events" in record["answer"]
+    assert record["memory_events"] == 0 and "answer" not in record
+    sentence = ledger_sentence(record, {"config": CONFIG})
+    assert sentence.startswith("This trace has no tensor-level memory events") and "--nsys-flags 2026 --memory-events" in sentence
 
 
 def test_op_label_keeps_the_shapes():

@@ -20,6 +20,7 @@ from analysis.core.timings import RunRecord, read_run_record, timings_json_path
 from analysis.load import load_trace
 from analysis.questions import nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.registry import PER_TRACE
+from analysis.questions.sentences import efficiency_sentence, with_sentences
 from analysis.trace import efficiency
 from analysis.trace.nsys_inputs import MEASURED_COLUMNS, NsysInputs, kernel_totals, op_classes
 from analysis.trace.phase_breakdown import busy_ns, phase_summaries
@@ -47,7 +48,12 @@ def train_inputs(train_trace):
 
 @pytest.fixture(scope="module")
 def train_summary(train_trace):
-    return summarize(train_trace, PER_TRACE)
+    return with_sentences(summarize(train_trace, PER_TRACE))
+
+
+def _shown_summary(path) -> dict:
+    """The summary of the trace at ``path`` as ``analyze_trace`` gives it, with its sentences."""
+    return with_sentences(summarize(load_trace(path), PER_TRACE))
 
 
 def _nsys_csv(fixture_trace, report: str) -> list[dict]:
@@ -244,20 +250,23 @@ def test_an_fp32_run_with_tf32_gemms_is_held_to_the_tf32_peak(train_summary):
     """The config says fp32 without TF32; kernels named TF32 set the peak all the same."""
     phases, config = train_summary["phases"], train_summary["config"]
     assert not config.get("allow_tf32")
-    tf32 = efficiency.answer(phases, config, "NVIDIA H200", {"tf32": 0.8, "unknown": 0.2})
+    tf32 = efficiency.gpu_usage(config, "NVIDIA H200", {"tf32": 0.8, "unknown": 0.2})
     achieved = phases["forward"]["achieved_tflop_per_s"]
-    assert (tf32["precision"], tf32["peak_tflop_per_s"]) == ("tf32", 494.5)
-    assert tf32["phases"]["forward"]["mfu"] == pytest.approx(achieved / 494.5)
-    assert "tf32 peak (the precision of 80.0% of its GEMM kernels' time)" in tf32["answer"]
-    from_config = efficiency.answer(phases, config, "NVIDIA H200", {"unknown": 1.0})
-    assert (from_config["precision"], from_config["precision_source"]) == ("fp32", "run config")
+    assert (tf32.peak.precision, tf32.peak.flops_per_s / 1e12) == ("tf32", 494.5)
+    assert efficiency.phase_usage(phases["forward"], "forward", tf32)["mfu"] == pytest.approx(achieved / 494.5)
+    record = {**train_summary["efficiency"], "precision": "tf32", "peak_tflop_per_s": 494.5,
+              "precision_source": "GEMM kernels", "gemm_precision_mix": {"tf32": 0.8, "unknown": 0.2}}
+    sentence = efficiency_sentence(train_summary | {"efficiency": record})
+    assert "tf32 peak (the precision of 80.0% of its GEMM kernels' time)" in sentence
+    from_config = efficiency.gpu_usage(config, "NVIDIA H200", {"unknown": 1.0})
+    assert (from_config.kernel_precision, from_config.peak.precision) == (None, "fp32")
 
 
 # ---------------------------------------------------------------- traces that cannot answer
 
 
 def test_forward_only_trace_says_what_it_cannot_answer(fixture_trace):
-    summary = summarize(load_trace(fixture_trace(FORWARD)), PER_TRACE)
+    summary = _shown_summary(fixture_trace(FORWARD))
     questions = summary["questions"]
     assert list(summary["phases"]) == ["forward"]
     assert questions["b"]["same_kernel"] is None and questions["b"]["calls_per_forward_pass"] == 84
@@ -268,7 +277,7 @@ def test_forward_only_trace_says_what_it_cannot_answer(fixture_trace):
 
 
 def test_trace_without_attention_ranges_cannot_answer_e(fixture_trace):
-    summary = summarize(load_trace(fixture_trace("attention_bench.sqlite")), PER_TRACE)
+    summary = _shown_summary(fixture_trace("attention_bench.sqlite"))
     answer = summary["questions"]["e"]
     assert answer["softmax_ms_per_pass"] is None and answer["runtime_ratio"] is None
     assert "`computing softmax`" in answer["answer"] and "cannot" in answer["answer"]
@@ -277,7 +286,7 @@ def test_trace_without_attention_ranges_cannot_answer_e(fixture_trace):
 
 
 def test_trace_without_phase_ranges_answers_nothing_but_the_overall_mix(external_trace):
-    summary = summarize(load_trace(external_trace("mock.sqlite")), PER_TRACE)
+    summary = _shown_summary(external_trace("mock.sqlite"))
     assert summary["phases"] == {} and summary["measured_passes"] == 0
     for question in ("a", "b", "c", "d", "e"):
         assert "cannot" in summary["questions"][question]["answer"]
@@ -290,30 +299,38 @@ def test_trace_without_phase_ranges_answers_nothing_but_the_overall_mix(external
 
 
 def test_answers_change_when_the_numbers_change(train_inputs, train_summary):
-    with_phases = replace(train_inputs, phases=train_summary["phases"])
-    slower = nsys_a.per_trace(replace(with_phases, run=replace(train_inputs.run, python_ms={"forward": 50.0})))
-    assert "50.00 ms" in slower["answer"] and slower["answer"] != train_summary["questions"]["a"]["answer"]
-    assert "longer" not in slower["answer"] and "shorter" in slower["answer"]
-    assert "nothing to compare" in nsys_a.per_trace(replace(with_phases, run=replace(train_inputs.run, python_ms={})))["answer"]
-    without_config = replace(train_inputs, run=RunRecord())
-    assert nsys_e.per_trace(without_config)["flops_ratio"] is None
-    assert "FLOPs ratio is unknown" in nsys_e.per_trace(without_config)["answer"]
-    unknown_gpu = efficiency.per_trace(replace(with_phases, gpu_name="Some Future GPU"))
-    assert unknown_gpu["phases"]["forward"]["mfu"] is None
-    assert unknown_gpu["phases"]["forward"]["achieved_tflop_per_s"] is not None
-    assert "No fp32 peak is known for Some Future GPU" in unknown_gpu["answer"]
+    phases = train_summary["phases"]
+
+    def sentence_a(run: RunRecord) -> str:
+        return nsys_a.write_trace(nsys_a.QUESTION.per_trace(replace(train_inputs, run=run), phases), train_summary)
+
+    slower = sentence_a(replace(train_inputs.run, python_ms={"forward": 50.0}))
+    assert "50.00 ms" in slower and slower != train_summary["questions"]["a"]["answer"]
+    assert "longer" not in slower and "shorter" in slower
+    assert "nothing to compare" in sentence_a(replace(train_inputs.run, python_ms={}))
+    without_config = nsys_e.QUESTION.per_trace(replace(train_inputs, run=RunRecord()), phases)
+    assert without_config["flops_ratio"] is None
+    assert "FLOPs ratio is unknown" in nsys_e.write_trace(without_config, train_summary)
+    unknown_gpu = replace(train_inputs, gpu_name="Some Future GPU")
+    usage = efficiency.trace_usage(unknown_gpu)
+    forward = efficiency.phase_usage(phases["forward"], "forward", usage)
+    assert forward["mfu"] is None and forward["achieved_tflop_per_s"] is not None
+    shown = train_summary | {"gpu": "Some Future GPU", "efficiency": efficiency.efficiency_record(unknown_gpu)}
+    assert "No fp32 peak is known for Some Future GPU" in efficiency_sentence(shown)
 
 
-def test_questions_read_only_measured_passes(train_inputs):
+def test_questions_read_only_measured_passes(train_inputs, train_summary):
     # Relabel the warm-up steps as measured: the per-pass figures must move (warm-up 0 is slow).
     all_steps = replace(
         train_inputs,
         ops=train_inputs.ops.assign(measured=True),
         measured_passes={p: 5 for p in train_inputs.measured_passes},
     )
-    assert nsys_b.per_trace(all_steps)["top_forward_ms_per_pass"] != nsys_b.per_trace(train_inputs)["top_forward_ms_per_pass"]
-    assert nsys_c.per_trace(all_steps)["answer"] != nsys_c.per_trace(train_inputs)["answer"]
-    assert nsys_d.per_trace(all_steps)["gemm_share_forward"] != nsys_d.per_trace(train_inputs)["gemm_share_forward"]
+    phases = train_summary["phases"]
+    for question, figure in ((nsys_b, "top_forward_ms_per_pass"), (nsys_c, "non_gemm_ms_per_pass"),
+                             (nsys_d, "gemm_share_forward")):
+        assert (question.QUESTION.per_trace(all_steps, phases)[figure]
+                != question.QUESTION.per_trace(train_inputs, phases)[figure]), question.QUESTION.id
 
 
 # ---------------------------------------------------------------- building blocks
@@ -438,8 +455,8 @@ def test_run_record_falls_back_to_timings_json_with_model_shapes(tmp_path):
 
 
 def test_diff_of_external_before_and_after_traces(external_trace):
-    before = summarize(load_trace(external_trace("mfu_2gpu_before.sqlite")), PER_TRACE)
-    after = summarize(load_trace(external_trace("mfu_2gpu_after.sqlite")), PER_TRACE)
+    before = _shown_summary(external_trace("mfu_2gpu_before.sqlite"))
+    after = _shown_summary(external_trace("mfu_2gpu_after.sqlite"))
     diff = diff_summaries(before, after)
     categories = {r["category"]: r for r in diff["categories"]}
     for category, row in categories.items():
@@ -485,7 +502,7 @@ def test_timings_json_of_an_nsys_report_drops_its_suffix(tmp_path):
 def test_ranges_of_different_shapes_are_grouped_and_kept_out_of_model_answers(fixture_trace):
     """The attention benchmark has no step ranges: 24 `forward` ranges, 4 in each of 6 (d, seq)
     ranges `attn d=.. s=.. iter=i`, the very first one cold."""
-    summary = summarize(load_trace(fixture_trace("attention_bench.sqlite")), PER_TRACE)
+    summary = _shown_summary(fixture_trace("attention_bench.sqlite"))
     shapes = summary["phase_shapes"]["forward"]
     assert [s["group"] for s in shapes] == ["attn d=16 s=256", "attn d=16 s=1024", "attn d=16 s=4096",
                                            "attn d=64 s=256", "attn d=64 s=1024", "attn d=64 s=4096"]
@@ -500,7 +517,7 @@ def test_ranges_of_different_shapes_are_grouped_and_kept_out_of_model_answers(fi
 
 
 def test_diff_rows_are_kernels_by_demangled_name_and_their_labels_stay_distinct(fixture_trace, train_summary):
-    forward = summarize(load_trace(fixture_trace(FORWARD)), PER_TRACE)
+    forward = _shown_summary(fixture_trace(FORWARD))
     diff = diff_summaries(train_summary, forward)
     rows = diff["kernels"]
     assert len({row["kernel"] for row in rows}) == len(rows)

@@ -195,3 +195,43 @@ def test_timeline_relabels_with_the_range_names_in_use(tmp_path, fixture_trace):
     assert "Timeline of iter0: kernels under the NVTX phase ranges" in " ".join(texts)  # the title, maybe wrapped
     # The phase ranges carry their names inside their boxes (the legend lists kernel categories only).
     assert {"forward", "backward"} <= set(texts)
+
+
+def test_every_key_of_the_summary_is_one_declared_section_built_after_those_it_reads():
+    from analysis.questions.registry import PER_TRACE
+    from analysis.trace.summary import SUMMARY_KEYS, sections
+
+    keys = [section.key for section in sections(PER_TRACE)]
+    assert sorted(keys) == sorted(SUMMARY_KEYS) and len(set(keys)) == len(keys)
+    assert keys[0] == "communication"  # before the questions' tables exist
+    assert keys.index("notes") > max(keys.index("memory_ledger"), keys.index("gpu_metrics"))
+    for position, section in enumerate(sections(PER_TRACE)):
+        assert all(keys.index(needed) < position for needed in section.needs), section.key
+
+
+def _keys_anywhere(value) -> set[str]:
+    if isinstance(value, dict):
+        return set(value).union(*(_keys_anywhere(item) for item in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_keys_anywhere(item) for item in value))
+    return set()
+
+
+@pytest.mark.parametrize("name", FIXTURE_TRACES)
+def test_the_stored_summary_holds_figures_and_the_shown_one_adds_the_sentences(fixture_trace, name):
+    import copy
+
+    from analysis.app.analyze import stored_summary, stored_summary_schema, summary_schema
+    from analysis.questions.sentences import with_sentences
+    from analysis.trace.summary_schema import problems
+
+    stored = stored_summary(fixture_trace(name))
+    kept = copy.deepcopy(stored)
+    shown = with_sentences(stored)
+    assert stored == kept  # the stored summary is left as it is
+    assert "answer" not in _keys_anywhere(stored)
+    assert problems(stored, stored_summary_schema()) == [] and problems(shown, summary_schema()) == []
+    assert list(shown) == list(stored)  # the same keys in the same order
+    answers = [shown["efficiency"], shown["memory_ledger"], *shown["questions"].values()]
+    assert all(record["answer"] for record in answers)
+    assert shown == analyze_trace(fixture_trace(name))

@@ -1,23 +1,35 @@
-"""One trace analyzed: ``analyze_trace(path)`` loads it, labels its operations and summarizes it
-with every per-trace question of the registry (:func:`analysis.trace.summary.summarize`);
-``summary_schema()`` is the JSON schema of what it returns. Here, above the questions, because the
-summary's ``questions`` section holds their records."""
+"""One trace analyzed: ``stored_summary(path)`` loads it, labels its operations and summarizes it
+with every per-trace question of the registry (:func:`analysis.trace.summary.summarize`: figures
+only, what the results cache keeps); ``analyze_trace(path)`` is that summary with its sentences
+(:func:`analysis.questions.sentences.with_sentences`). ``summary_schema()`` is the JSON schema of
+what ``analyze_trace`` returns, ``stored_summary_schema()`` of the stored form. Here, above the
+questions, because the summary's ``questions`` section holds their records."""
 from __future__ import annotations
 
 import os
 
 from analysis.core.phases import RangeNames, label_ops
 from analysis.load import InputCache, RangeFilter, load_trace, require_claimable_kernels
+from analysis.load.table_cache import TableCache
 from analysis.questions.registry import PER_TRACE
+from analysis.questions.sentences import with_sentences
 from analysis.trace.summary import summarize
-from analysis.trace.summary_schema import json_schema
+from analysis.trace.summary_schema import SHOWN, STORED, json_schema
 
 
-def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache()) -> dict:
+def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
+                  tables: TableCache | None = None) -> dict:
     """Load and analyze one trace (``names``: the range roles the user named, the rest found in the
-    trace; ``inputs``: how compressed inputs are copied); raises :class:`analysis.load.errors.TraceError`
-    on bad input."""
-    trace = load_trace(path, RangeFilter(), inputs)
+    trace; ``inputs``: how compressed inputs are copied; ``tables``: where its loaded tables are kept
+    for the next analysis, None to read the export every time): its summary with the sentences;
+    raises :class:`analysis.load.errors.TraceError` on bad input."""
+    return with_sentences(stored_summary(path, names, inputs, tables))
+
+
+def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
+                   tables: TableCache | None = None) -> dict:
+    """:func:`analyze_trace` without the sentences: the summary the results cache stores."""
+    trace = (tables.load if tables is not None else load_trace)(path, RangeFilter(), inputs)
     require_claimable_kernels(trace)
     labelled = label_ops(trace, names)
     # The labelled ops now hold every GPU operation: free the loader's copies before the questions
@@ -27,5 +39,10 @@ def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inp
 
 
 def summary_schema() -> dict:
-    """The JSON schema of a summary (docs/architecture.md shows it)."""
-    return json_schema({question.summary_key: question.record for question in PER_TRACE})
+    """The JSON schema of a summary as :func:`analyze_trace` returns it (docs/architecture.md shows it)."""
+    return json_schema({question.summary_key: question.record for question in PER_TRACE}, SHOWN)
+
+
+def stored_summary_schema() -> dict:
+    """The JSON schema of a stored summary (:func:`stored_summary`, what the results cache keeps)."""
+    return json_schema({question.summary_key: question.record for question in PER_TRACE}, STORED)

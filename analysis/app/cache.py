@@ -9,9 +9,14 @@ each analyzed trace and flat tables to query with SQL (`sqlite3`, sqlite-utils):
 - `categories`: key, trace, phase, category, ms_per_pass;
 - `summaries`: key, summary_json (what `get` returns).
 
-The key is what a summary depends on: the sha256 of the trace file's bytes plus the analyzer's
-key (:func:`analyzer_key`: a hash of the summary's JSON schema and of the source of every
-analysis module that makes it, so a summary of another layout or of other code is never served),
+The database stores summaries without their sentences (:func:`analysis.app.analyze.stored_summary`);
+the caller adds them to each summary it reads (:func:`analysis.questions.sentences.with_sentences`),
+so the wording of a sentence is no part of what is stored.
+
+The key is what a stored summary depends on: the sha256 of the trace file's bytes plus the
+analyzer's key (:func:`analyzer_key`: a hash of the stored summary's JSON schema and of the source
+of every analysis module that makes it, :data:`SUMMARY_CODE`, so a summary of another layout or
+of other code is never served, while a reworded sentence keeps every stored summary),
 then, where they apply, a hash of the NVTX range names when they are not
 the defaults (`;names=`) and the sha256 of the `<trace stem>.timings.json` beside the trace
 (`;timings=`, the Python timings of traces without marks). A changed trace or timings file,
@@ -31,7 +36,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from analysis.app.analyze import summary_schema
+from analysis.app.analyze import stored_summary_schema
 from analysis.core.phases import RangeNames
 from analysis.core.timings import timings_json_path
 from analysis.load import file_sha256
@@ -39,7 +44,16 @@ from analysis.load.local_key import install_key, seal, seal_holds
 from analysis.trace.summary_schema import problems, schema_hash
 
 ANALYSIS_PACKAGE = Path(__file__).resolve().parents[1]
-RENDER_PACKAGE = ANALYSIS_PACKAGE / "report"  # draws summaries; never changes one
+# What makes a stored summary, relative to the analysis package: the package's own module (the
+# version), the floors that load a trace and compute its figures (the per-trace questions' figures
+# among them, analysis/trace/question_figures), and the module that runs them. Not the questions'
+# modules (their sentences are written after the cache), nor comparing, rendering or the rest of
+# the command line.
+SUMMARY_CODE = ("__init__.py", "load", "core", "trace", "app/analyze.py")
+SUMMARY_CODE_FILES = ("*.py", "*.csv")  # sources, and the data they read (the GPUs' peaks)
+# Wording inside those folders that no summary-building module imports (a test checks): how numbers
+# and kernel names are written in sentences and cells. Rewording them keeps every stored summary.
+SUMMARY_CODE_WORDING = ("core/text.py",)
 ANALYZER_KEY_CHARS = 16
 
 LOCK_TIMEOUT_S = 60.0  # several analyzer processes may write the same database at once
@@ -79,7 +93,7 @@ def verified_summary(key: str, row: tuple) -> dict | None:
     """The summary of a stored ``(summary_json, checksum)`` row when it may be served, else None:
     its checksum must be the install's seal of key and JSON (:mod:`analysis.load.local_key`: a row
     edited by hand, with its checksum made again, planted or half written fails), and its JSON a
-    summary of this schema."""
+    stored summary of this schema."""
     summary_json, checksum = row
     if not (isinstance(summary_json, str) and isinstance(checksum, str) and seal_holds(checksum, key, summary_json)):
         return None
@@ -87,23 +101,34 @@ def verified_summary(key: str, row: tuple) -> dict | None:
         summary = json.loads(summary_json)
     except (ValueError, RecursionError):
         return None
-    return None if problems(summary, summary_schema()) else summary
+    return None if problems(summary, stored_summary_schema()) else summary
+
+
+def summary_code_files(package: Path) -> list[Path]:
+    """The files of :data:`SUMMARY_CODE` in ``package`` but :data:`SUMMARY_CODE_WORDING`, sorted."""
+    files = set()
+    for part in SUMMARY_CODE:
+        path = package / part
+        if path.is_file():
+            files.add(path)
+        else:
+            files.update(found for pattern in SUMMARY_CODE_FILES for found in path.rglob(pattern))
+    return sorted(files - {package / part for part in SUMMARY_CODE_WORDING})
 
 
 @functools.cache
 def code_hash() -> str:
-    """sha256 over the source of the analysis package's modules, the render package excepted."""
+    """sha256 over the files of :data:`SUMMARY_CODE` in the analysis package (their paths and bytes)."""
     digest = hashlib.sha256()
-    for path in sorted(ANALYSIS_PACKAGE.rglob("*.py")):
-        if RENDER_PACKAGE not in path.parents:
-            digest.update(path.relative_to(ANALYSIS_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    for path in summary_code_files(ANALYSIS_PACKAGE):
+        digest.update(path.relative_to(ANALYSIS_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
 @functools.cache
 def analyzer_key() -> str:
-    """What every cached summary was made by: the hash of the summary schema and of the code."""
-    both = f"{schema_hash(summary_schema())}:{code_hash()}"
+    """What every cached summary was made by: the hash of the stored summary's schema and of the code."""
+    both = f"{schema_hash(stored_summary_schema())}:{code_hash()}"
     return hashlib.sha256(both.encode()).hexdigest()[:ANALYZER_KEY_CHARS]
 
 

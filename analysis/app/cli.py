@@ -1,6 +1,8 @@
 """``analyze-nsys``: analyze nsys SQLite exports and write JSON, CSV, Markdown or HTML results.
 
-A thin layer over :func:`analysis.app.analyze.analyze_trace`: traces are analyzed in parallel, a
+A thin layer over :func:`analysis.app.analyze.analyze_trace`: traces are analyzed in parallel (their
+stored summaries, which the results cache keeps; the sentences are added to each summary read from
+the cache or made), a
 trace that cannot be analyzed costs one line on stderr (``TRACE: why``) and the batch goes on.
 Exit status: 0 when every trace was analyzed, 1 when some failed, 2 for usage errors.
 """
@@ -14,19 +16,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from analysis.app.analyze import analyze_trace
+from analysis.app.analyze import stored_summary
 from analysis.app.batch import distinct, output_names
 from analysis.app.cache import CacheUnusable, ResultsCache
 from analysis.app.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
 from analysis.compare.diff import diff_summaries
 from analysis.core.phases import PHASES, RangeNames
 from analysis.core.safe_write import write_file
-from analysis.core.structure_text import describe, describe_steps
 from analysis.core.text import printable
 from analysis.load import InputCache, file_sha256
 from analysis.load.errors import TraceError
 from analysis.load.input_cache import MIB
+from analysis.load.table_cache import TableCache
 from analysis.questions.records import DiffRecord
+from analysis.questions.sentences import with_sentences
 from analysis.trace.summary import flat_tables
 from cs336_profile.contract import trace_stem
 from cs336_profile.results import unwritable_reason
@@ -35,6 +38,7 @@ FORMATS = ("json", "md", "csv", "html")
 DEFAULT_FORMATS = ("html", "md", "json")
 DEFAULT_OUT = "report"
 RESULTS_DB = "results.db"
+TRACE_TABLES = "trace-tables"  # the table cache's folder in <out> (analysis.load.table_cache)
 Made = TypeVar("Made")
 
 EPILOG = """\
@@ -89,7 +93,8 @@ def _analyze_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", type=_folder, help="folder of the runner's results files, for the report's other pages")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel processes (default: all cores)")
     parser.add_argument("--no-cache", action="store_true",
-                        help=f"analyze every trace again, ignoring <out>/{RESULTS_DB}; decompress and export "
+                        help=f"analyze every trace again, reading every export, ignoring <out>/{RESULTS_DB} and "
+                             f"<out>/{TRACE_TABLES}/ (the loaded tables of earlier runs); decompress and export "
                              "inputs into a temporary folder instead of the input cache")
     parser.add_argument("--max-decompressed-mib", type=_positive_int, metavar="MIB",
                         help="refuse an .xz input that decompresses to more (default: the larger of 256 and "
@@ -184,11 +189,12 @@ _positive_int = _int_at_least(1, "at least 1")
 _non_negative_int = _int_at_least(0, "0 or more")
 
 
-def analyze_one(path: Path, names: RangeNames = RangeNames(),
-                inputs: InputCache = InputCache()) -> tuple[dict | None, str | None]:
-    """(summary, None) for a trace analyzed, (None, one-line reason) for one that failed."""
+def analyze_one(path: Path, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
+                tables: TableCache | None = None) -> tuple[dict | None, str | None]:
+    """(stored summary, None) for a trace analyzed (:func:`analysis.app.analyze.stored_summary`:
+    figures only, as the results cache keeps it), (None, one-line reason) for one that failed."""
     try:
-        return analyze_trace(path, names, inputs), None
+        return stored_summary(path, names, inputs, tables), None
     except TraceError as err:
         return None, str(err)
     except Exception as err:  # a defect must not end the batch; the line says it is unexpected
@@ -196,12 +202,15 @@ def analyze_one(path: Path, names: RangeNames = RangeNames(),
 
 
 def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, names: RangeNames = RangeNames(),
-                 inputs: InputCache = InputCache(),
-                 on_summary: Callable[[dict], None] | None = None) -> tuple[list[dict], list[dict]]:
-    """Summaries of the traces analyzed on ``engine`` with the range ``names`` (cache hits
-    included; the cache must key on the same names, and only this process writes it) and
+                 inputs: InputCache = InputCache(), on_summary: Callable[[dict], None] | None = None,
+                 tables: TableCache | None = None) -> tuple[list[dict], list[dict]]:
+    """Summaries of the traces analyzed on ``engine`` with the range ``names``, with their
+    sentences (cache hits included: the cache stores and serves summaries without them; it must
+    key on the same names, and only this process writes it) and
     ``{trace, error}`` failures, both in input order. ``inputs`` travels with each task, so a Dask
     worker copies compressed and report inputs under the same bounds (into its own input cache).
+    ``tables`` keeps the loaded tables of the traces analyzed by local processes (Dask workers,
+    which may not see this machine's folders, read every export).
 
     Inputs with the same content are analyzed and counted once (a line says so); each summary's
     ``trace`` is a name no other input's outputs share (:func:`analysis.app.batch.output_names`).
@@ -214,7 +223,7 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
     results: dict[Path, tuple[dict | None, str | None]] = {}
 
     def finished(path: Path, summary: dict) -> None:
-        results[path] = ({**summary, "trace": trace_names[path]}, None)
+        results[path] = ({**with_sentences(summary), "trace": trace_names[path]}, None)
         if on_summary is not None:
             on_summary(results[path][0])
 
@@ -224,7 +233,8 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
             finished(path, cached)
     todo = [p for p in unique if p not in results]
     with _progress_bar(len(todo)) as progress:
-        for path, (summary, error) in engine.map(analyze_one, todo, names, inputs, lost=lambda why: (None, why)):
+        for path, (summary, error) in engine.map(analyze_one, todo, names, inputs, None if engine.uses_dask else tables,
+                                                 lost=lambda why: (None, why)):
             error = error or _other_content(summary, digests.get(path))
             if error is not None:
                 results[path] = (None, error)
@@ -322,10 +332,11 @@ def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
         say(f"analyze-nsys: error: --out {args.out}: {why}")
         return 2
     cache = None if args.no_cache else _open_cache(args.out / RESULTS_DB, names)
+    tables = None if args.no_cache else TableCache(args.out / TRACE_TABLES)
     written = OutputLog(args.out)
     try:
         summaries, failures = analyze_many(args.traces, engine_from(args), cache, names, _input_cache(args),
-                                           on_summary=written.json if "json" in args.format else None)
+                                           on_summary=written.json if "json" in args.format else None, tables=tables)
     finally:
         if cache is not None:
             cache.close()
@@ -340,6 +351,8 @@ def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
 def _print_structures(summaries: list[dict], verbose: bool) -> None:
     """One line per trace on stderr: the structure found and the names behind it (with
     ``verbose``, every step too)."""
+    from analysis.report.structure_lines import describe, describe_steps  # the report's drawing is not loaded
+
     for summary in summaries:
         record = summary.get("structure")
         if not record:
@@ -430,7 +443,8 @@ def _diff(args: argparse.Namespace, names: RangeNames) -> int:
         return 2
     cache = _open_cache(args.out / RESULTS_DB, names)
     try:
-        summaries, failures = analyze_many([args.a, args.b], Engine(jobs=2), cache=cache, names=names)
+        summaries, failures = analyze_many([args.a, args.b], Engine(jobs=2), cache=cache, names=names,
+                                           tables=TableCache(args.out / TRACE_TABLES))
     finally:
         if cache is not None:
             cache.close()

@@ -1,5 +1,5 @@
-"""Words about a run's structure: the normal form and family of a range name, and the lines that
-say what :mod:`analysis.core.structure` found (the command line's and the trace pages')."""
+"""Range names as :mod:`analysis.core.structure` reads them: the normal form, stem and family of a
+name (the lines that say what it found are :mod:`analysis.report.structure_lines`)."""
 from __future__ import annotations
 
 import re
@@ -33,49 +33,3 @@ def name_families(names: list[str]) -> list[str]:
 def family_label(name: str) -> str:
     """``step 3`` -> ``step <i>``; an unindexed name as it is."""
     return re.sub(r"\d+$", "<i>", name)
-
-
-def describe(record: dict) -> str:
-    """One line from a structure record: where the structure came from, the roles found and the
-    names behind them, and the names left unused."""
-    if not record["steps"]:
-        steps = f"no steps ({record['step_rule']})"
-    else:
-        names = ", ".join(f"`{family_label(n)}`" for n in name_families(record["step_names"]))
-        processes = record.get("processes", 1)
-        each = f" in all, over {processes} processes" if processes > 1 else ""
-        steps = (f"steps {names} ×{record['steps']}{each}: {record['warmup_steps']} warm-up "
-                 f"({record['warmup_rule']}), {record['measured_steps']} measured")
-    phases = ", ".join(f"{phase} " + "/".join(f"`{n}`" for n in names)
-                       for phase, names in record["phase_names"].items() if names)
-    parts = [steps, phases or "no phases"]
-    attention = [f"{part} " + "/".join(f"`{n}`" for n in names)
-                 for part, names in record["attention_names"].items() if names]
-    if attention:
-        parts.append("attention parts: " + ", ".join(attention))
-    elif record["fused_attention"]:
-        parts.append("attention fused (scaled_dot_product_attention)")
-    if record["block_family"]:
-        parts.append(f"blocks `{record['block_family']}`")
-    if record["inference_passes"]:
-        shown = "/".join(f"`{n}`" for n in record["inference_names"])
-        parts.append(f"{record['inference_passes']} inference forward passes ({shown}) kept apart")
-    unused = record["unused_names"]
-    if unused:
-        shown = ", ".join(f"`{shortened(n)}`" for n in unused[:6])
-        parts.append(f"unused: {shown}" + (f" and {len(unused) - 6} more" if len(unused) > 6 else ""))
-    source = {"ranges": "NVTX ranges", "pytorch": "PyTorch's labels", "ranges+pytorch": "NVTX ranges and PyTorch's labels",
-              "kernels": "kernels alone (no NVTX)", "none": "nothing found"}[record["source"]]
-    return f"structure from {source}: " + "; ".join(parts)
-
-
-def shortened(name: str, most: int = 40) -> str:
-    """A range name cut to ``most`` characters (an ellipsis says so)."""
-    return name if len(name) <= most else name[:most - 1] + "…"
-
-
-def describe_steps(record: dict) -> list[str]:
-    """One line per step: measured or warm-up, its CPU span, kernel count and kernel time."""
-    return [f"  {row['step']} (pid {row['pid']}): {'measured' if row['measured'] else 'warm-up '}  "
-            f"{row['cpu_span_ms']:9.2f} ms CPU span, {row['kernels']:6d} kernels, {row['kernel_ms']:9.2f} ms of kernels"
-            for row in record["step_table"]]

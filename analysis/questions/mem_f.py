@@ -3,16 +3,72 @@ contributing operations, and the gradient bytes per block implied by the backwar
 
 Per trace, the summary's ``memory_ledger`` section
 (:func:`analysis.trace.memory_ledger.ledger_record`) holds the ledger of the trace's tensor-level
-memory events, or says why there is none and how to record them. Across traces, :data:`MEM_F`
-answers from the summaries whose ledger is available.
+memory events, or what stopped it; :func:`ledger_sentence` writes its answer (or why there is none
+and how to record the events). Across traces, :data:`MEM_F` answers from the summaries whose
+ledger is available.
 """
 from __future__ import annotations
 
 import pandas as pd
 
+from analysis.load.export_map import MEMORY_EVENTS
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
-from analysis.trace.memory_ledger import RECORD_HOW
+from analysis.trace.memory_ledger import has_backward
+from cs336_profile.contract import MIB
+
+RECORD_HOW = ("profile a training step of your script with `nsys profile --cuda-memory-usage=true "
+              "--pytorch=functions-trace,autograd-shapes-nvtx` and `PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync` "
+              "(so every tensor's allocation and free is an event, and PyTorch's module labels show the blocks; "
+              "or an NVTX range `block_<i>` around each block), or with this project's runner: "
+              "`python -m nsys_runs.sweep --handout 2026 --sizes xl --context-lengths 128 --modes train "
+              "--layer-ranges --nsys-flags 2026 --memory-events`")
+# Gradient bytes within this fraction of parameters × 4 B count as a match.
+MATCH_TOLERANCE = 0.01
+
+
+def ledger_sentence(record: dict, summary: dict) -> str:
+    """The mem-f answer of one trace's ``memory_ledger`` record: its ledger written out, or what
+    stopped it and how to record the events."""
+    if record["available"]:
+        return ledger_text(record)
+    config = summary.get("config") or {}
+    if not record["memory_events"]:
+        reason = f"This trace has no tensor-level memory events (`{MEMORY_EVENTS.name}`)"
+    elif not has_backward(config):
+        reason = f"This trace ran `{config['mode']}` only: there is no backward to save memory for"
+    else:
+        reason = f"This trace's memory events cannot be placed in blocks: {record['blocks_problem']}"
+    return f"{reason}; to answer mem-f, {RECORD_HOW}."
+
+
+def ledger_text(record: dict) -> str:
+    """The mem-f answer of one ledger, written from its numbers."""
+    blocks = pd.DataFrame(record["blocks"])
+    saved = blocks["saved_for_backward_bytes"]
+    spread = ("the same in every block" if saved.min() == saved.max()
+              else f"{saved.min() / MIB:,.1f}–{saved.max() / MIB:,.1f} MiB across blocks")
+    ops = "; ".join(f"{op['op']} {op['bytes'] / MIB:,.1f} MiB ({op['share']:.0%})" for op in record["top_ops"])
+    top_share = sum(op["share"] for op in record["top_ops"])
+    text = (f"In `{record['step']}`, each of the {record['blocks_found']} TransformerBlocks allocates "
+            f"{blocks['forward_allocated_bytes'].mean() / MIB:,.1f} MiB in its forward, of which "
+            f"{record['saved_for_backward_bytes_per_block'] / MIB:,.1f} MiB is still allocated when backward starts "
+            f"(saved for backward; {spread}). The {len(record['top_ops'])} largest contributing operations per block: "
+            f"{ops}; together {top_share:.0%} of the saved bytes. Allocations stamped before the capture "
+            f"(start 0) are the baseline: {record['baseline_bytes'] / 2**30:,.2f} GiB still allocated when it began.")
+    gradient, expected = record["gradient_bytes_per_block"], record["expected_gradient_bytes_per_block"]
+    if gradient is not None:
+        change = blocks["backward_change_bytes"].median()
+        text += (f" In backward, memory changes by {change / MIB:+,.1f} MiB per block; adding back the "
+                 f"{record['saved_for_backward_bytes_per_block'] / MIB:,.1f} MiB of residuals its backward frees gives "
+                 f"{gradient / MIB:,.1f} MiB of gradients per block")
+        if expected:
+            ratio = gradient / expected
+            verdict = "matching" if abs(ratio - 1) <= MATCH_TOLERANCE else f"{ratio:.2f}× of"
+            text += (f", {verdict} the {record['params_per_block']:,} parameters × 4 B = "
+                     f"{expected / MIB:,.1f} MiB expected")
+        text += "."
+    return text
 
 
 def answer_mem_f(evidence: Evidence) -> ResultsAnswer | Unanswered:

@@ -10,8 +10,6 @@ results give the unprofiled forward (a different mode: forward-backward steps) a
 """
 from __future__ import annotations
 
-from typing import TypedDict
-
 import pandas as pd
 
 from analysis.core import text
@@ -19,11 +17,10 @@ from analysis.core.runs import ONE_GPU_GROUPS, is_multi_gpu_group, run_group, ru
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.questions.shared import nsys_grid as grid
-from analysis.questions.shared import story
+from analysis.questions.shared import story, trace_text
 from analysis.questions.shared.editions import same_model
 from analysis.questions.shared.results_files import plural
-from analysis.trace.nsys_inputs import NsysInputs
-from analysis.trace.phase_breakdown import shape_summaries
+from analysis.trace.question_figures import nsys_a as trace_figures
 
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
@@ -33,35 +30,16 @@ SYNCHRONIZED_SPAN_SHARE = 0.95
 COLD_FIRST_RANGE = 1.5
 
 
-class Record(TypedDict):
-    """The per-trace record of (a), in the summary's ``questions["a"]``."""
-
-    nsys_forward_ms: float | None
-    nsys_forward_gpu_ms: float | None
-    python_forward_ms: float | None
-    nsys_to_python_ratio: float | None
-    answer: str
-
-
-def per_trace(inputs: NsysInputs) -> dict:
-    """Answer (a) for one trace from its per-phase figures and the Python timings."""
-    forward = inputs.phases.get("forward")
-    range_name = inputs.range_name("forward")
-    python_forward_ms = inputs.run.python_ms.get("forward")
+def write_trace(record: dict, summary: dict) -> str:
+    """(a)'s sentence for one trace, from its record, its ``forward`` figures and shapes."""
+    range_name = trace_text.range_name(summary, "forward")
+    forward = summary["phases"].get("forward")
     if forward is None:
-        return {
-            "nsys_forward_ms": None,
-            "nsys_forward_gpu_ms": None,
-            "python_forward_ms": python_forward_ms,
-            "nsys_to_python_ratio": None,
-            "answer": f"This trace has no measured `{range_name}` range, so nsys cannot time a forward pass.",
-        }
-    shapes = shape_summaries(inputs).get("forward")
+        return f"This trace has no measured `{range_name}` range, so nsys cannot time a forward pass."
+    shapes = summary["phase_shapes"].get("forward")
     if shapes:
-        return {"nsys_forward_ms": None, "nsys_forward_gpu_ms": None, "python_forward_ms": python_forward_ms,
-                "nsys_to_python_ratio": None, "answer": _per_shape_sentence(shapes, range_name)}
-    nsys_ms = forward["cpu_span_ms_per_pass"]
-    gpu_ms = forward["gpu_span_ms_per_pass"]
+        return _per_shape_sentence(shapes, range_name)
+    nsys_ms, gpu_ms = record["nsys_forward_ms"], record["nsys_forward_gpu_ms"]
     sentence = (
         f"nsys times the forward pass at {text.ms(nsys_ms)}, the mean CPU span of "
         f"{forward['passes']} measured `{range_name}` ranges; their GPU projection (first kernel start "
@@ -74,22 +52,15 @@ def per_trace(inputs: NsysInputs) -> dict:
         )
     else:
         sentence += f", {text.pct(gpu_ms / nsys_ms)} of the span: the range measures GPU time."
+    python_forward_ms, ratio = record["python_forward_ms"], record["nsys_to_python_ratio"]
     if python_forward_ms is None:
-        ratio = None
         sentence += " No Python-timer forward time came with the trace (step_timing marks or timings.json), so there is nothing to compare with."
     else:
-        ratio = nsys_ms / python_forward_ms
         sentence += (
             f" The Python timer measured {text.ms(python_forward_ms)} for the same steps, "
             f"a ratio nsys/Python of {ratio:.3f} ({_agreement(ratio)})."
         )
-    return {
-        "nsys_forward_ms": nsys_ms,
-        "nsys_forward_gpu_ms": gpu_ms,
-        "python_forward_ms": python_forward_ms,
-        "nsys_to_python_ratio": ratio,
-        "answer": sentence,
-    }
+    return sentence
 
 
 def _per_shape_sentence(shapes: list[dict], range_name: str) -> str:
@@ -392,7 +363,7 @@ QUESTION = Question(
     text="Total forward-pass time as nsys sees it, against the Python timer of the same steps and the unprofiled "
          "benchmark.",
     needs=grid.NEEDS_TRACES,
-    per_trace=per_trace, record=Record, summary_key="a", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=trace_figures.figures, record=trace_figures.Record, write_trace=write_trace, summary_key="a", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["nsys forward range", "nsys_forward_ms", 1], ["nsys GPU projection", "nsys_forward_gpu_ms", 1],
                    ["Python timer", "python_forward_ms", 1]],

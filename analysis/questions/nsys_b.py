@@ -11,104 +11,40 @@ Needs: kernels attributed to measured ``forward`` ranges; ``backward`` ranges fo
 """
 from __future__ import annotations
 
-from typing import TypedDict
-
 from analysis.core import text
-from analysis.core.classify import GEMM, gemm_precision
-from analysis.core.kernel_names import kernel_label
+from analysis.core.classify import GEMM
 from analysis.core.runs import runs_of, sorted_summaries
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.questions.shared import nsys_grid as grid
-from analysis.trace.nsys_inputs import NsysInputs
+from analysis.questions.shared import trace_text
+from analysis.trace.question_figures import nsys_b as trace_figures
 
 
-class Record(TypedDict):
-    """The per-trace record of (b), in the summary's ``questions["b"]``."""
-
-    top_forward_kernel: str | None
-    top_forward_label: str | None
-    top_forward_category: str | None
-    top_forward_precision: str | None  # of a GEMM: fp32 (CUDA-core FFMA), tf32, bf16, ...
-    top_forward_tensor_core: bool | None
-    calls_per_layer: int | None
-    calls_outside_layers: int | None
-    calls_per_forward_pass: float | None
-    top_forward_ms_per_pass: float | None
-    top_forward_share: float | None
-    top_forward_backward_kernel: str | None
-    top_forward_backward_share: float | None
-    same_kernel: bool | None
-    answer: str
-
-
-def per_trace(inputs: NsysInputs) -> dict:
-    """Answer (b) for one trace; kernel names are demangled names."""
-    forward = inputs.kernel_totals(("forward",), inputs.passes("forward"))
-    if forward.empty:
-        return {
-            "top_forward_kernel": None,
-            "top_forward_label": None,
-            "top_forward_category": None,
-            "top_forward_precision": None,
-            "top_forward_tensor_core": None,
-            "calls_per_layer": None,
-            "calls_outside_layers": None,
-            "calls_per_forward_pass": None,
-            "top_forward_ms_per_pass": None,
-            "top_forward_share": None,
-            "top_forward_backward_kernel": None,
-            "top_forward_backward_share": None,
-            "same_kernel": None,
-            "answer": inputs.no_kernels_reason("forward") + ", so it cannot say which kernel leads the forward pass.",
-        }
-    top = forward.iloc[0]
-    layers = (inputs.run.config or {}).get("num_layers")
-    calls = top["calls_per_pass"]
-    per_layer, outside = (divmod(int(calls), int(layers)) if layers and float(calls).is_integer() else (None, None))
-    precision = gemm_precision(top["kernel"]) if top["category"] == GEMM else None
+def write_trace(record: dict, summary: dict) -> str:
+    """(b)'s sentence for one trace: the forward leader named as an operation, and the leader
+    when backward is counted too."""
+    if record["top_forward_kernel"] is None:
+        return trace_text.no_kernels_reason(summary, "forward") + ", so it cannot say which kernel leads the forward pass."
+    layers = (summary.get("config") or {}).get("num_layers")
+    top_kernel, category = record["top_forward_kernel"], record["top_forward_category"]
     sentence = (
-        f"In the forward pass, {text.kernel_label(top['kernel'])} ({top['category']}) takes the most GPU time: "
-        f"{text.ms(top['ms_per_pass'])} per pass, {text.pct(top['share'])} of forward kernel time, "
-        f"over {text.plural(calls, 'call')} in one forward pass"
-        + _operation_text(top["category"], per_layer, outside, layers, precision, bool(top["tensor_core"])) + "."
+        f"In the forward pass, {text.kernel_label(top_kernel)} ({category}) takes the most GPU time: "
+        f"{text.ms(record['top_forward_ms_per_pass'])} per pass, {text.pct(record['top_forward_share'])} of forward "
+        f"kernel time, over {text.plural(record['calls_per_forward_pass'], 'call')} in one forward pass"
+        + _operation_text(category, record["calls_per_layer"], record["calls_outside_layers"], layers,
+                          record["top_forward_precision"], record["top_forward_tensor_core"]) + "."
     )
-    result = {
-        "top_forward_kernel": top["kernel"],
-        "top_forward_label": kernel_label(top["kernel"]),
-        "top_forward_category": top["category"],
-        "top_forward_precision": precision,
-        "top_forward_tensor_core": bool(top["tensor_core"]),
-        "calls_per_layer": per_layer,
-        "calls_outside_layers": outside,
-        "calls_per_forward_pass": float(top["calls_per_pass"]),
-        "top_forward_ms_per_pass": float(top["ms_per_pass"]),
-        "top_forward_share": float(top["share"]),
-        "top_forward_backward_kernel": None,
-        "top_forward_backward_share": None,
-        "same_kernel": None,
-    }
-    if inputs.passes("backward") == 0:
-        sentence += " The trace has no measured backward pass, so forward and backward cannot be compared."
-        return result | {"answer": sentence}
-
-    both = inputs.kernel_totals(("forward", "backward"), inputs.passes("forward"))
-    leader = both.iloc[0]
-    same = leader["kernel"] == top["kernel"]
-    if same:
-        sentence += f" With the backward pass counted too, the same kernel leads with {text.pct(leader['share'])} of the time."
-    else:
-        rank = int(both.index[both["kernel"] == top["kernel"]][0]) + 1
-        sentence += (
-            f" With the backward pass counted too, {text.kernel_label(leader['kernel'])} ({leader['category']}) "
-            f"leads instead with {text.pct(leader['share'])}; the forward leader ranks {_ordinal(rank)}."
-        )
-    return result | {
-        "top_forward_backward_kernel": leader["kernel"],
-        "top_forward_backward_share": float(leader["share"]),
-        "same_kernel": bool(same),
-        "answer": sentence,
-    }
+    if trace_text.passes(summary, "backward") == 0:
+        return sentence + " The trace has no measured backward pass, so forward and backward cannot be compared."
+    share = text.pct(record["top_forward_backward_share"])
+    if record["same_kernel"]:
+        return sentence + f" With the backward pass counted too, the same kernel leads with {share} of the time."
+    return sentence + (
+        f" With the backward pass counted too, {text.kernel_label(record['top_forward_backward_kernel'])} "
+        f"({record['top_forward_backward_category']}) leads instead with {share}; the forward leader ranks "
+        f"{_ordinal(record['forward_leader_rank'])}."
+    )
 
 
 # The model's matmuls per transformer layer (cs336_profile/model.py): q, k, v, output, SwiGLU's w1,
@@ -186,7 +122,7 @@ QUESTION = Question(
     text="Which kernel takes the most GPU time in the forward pass, how many times does it run in one pass, "
          "and does it still lead with the backward pass?",
     needs=grid.NEEDS_TRACES,
-    per_trace=per_trace, record=Record, summary_key="b", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=trace_figures.figures, record=trace_figures.Record, write_trace=write_trace, summary_key="b", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["forward", "top_forward_share", 100], ["forward + backward", "top_forward_backward_share", 100]],
         "xlabel": "leading kernel's share of kernel time (%)", "title": "How much the leading kernel takes"}),

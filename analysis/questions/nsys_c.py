@@ -9,28 +9,21 @@ Needs: kernels attributed to measured ``forward`` ranges.
 """
 from __future__ import annotations
 
-from typing import TypedDict
-
-import numpy as np
 import pandas as pd
 
 from analysis.core import text
-from analysis.core.classify import GEMM
-from analysis.core.kernel_names import kernel_label
 from analysis.core.runs import is_multi_gpu_group, run_label, runs_of, sorted_summaries
-from analysis.core.structure import REGIONS
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.questions.shared import nsys_grid as grid
-from analysis.trace.nsys_inputs import NsysInputs, category_ms
+from analysis.questions.shared import trace_text
+from analysis.trace.question_figures import nsys_c as trace_figures
+from analysis.trace.question_figures.nsys_c import MIN_SHARE, OUTSIDE
 
-MIN_SHARE = 0.01
 LEADERS_TITLE = "The leading non-matmul kernel of each trace"
 KERNELS_TITLE = "Non-matmul kernels above 1% of forward kernel time, every trace"
 NAMED_IN_ANSWER = 3
 
-
-OUTSIDE = "outside the attention sub-ranges"
 # The non-matmul time by operation, as the NVTX ranges tell it: the softmax's range, the scores'
 # range (their scaling and masking besides the GEMM), and everything outside attention, where no
 # range tells RMSNorm, RoPE, SwiGLU, residual adds and casts apart.
@@ -38,138 +31,35 @@ OPERATION_COLUMNS = {"softmax": "softmax_range_share", "attention scores": "scor
                      OUTSIDE: "outside_attention_share"}
 
 
-class NonGemmKernel(TypedDict):
-    kernel: str
-    label: str
-    category: str
-    region: str  # the attention sub-range (by role) holding most of its time, or OUTSIDE
-    region_share: float  # of its time
-    calls_per_pass: float
-    ms_per_pass: float
-    share: float
-
-
-class CategoryShare(TypedDict):
-    category: str
-    ms_per_pass: float
-    share: float
-
-
-class RegionShare(TypedDict):
-    region: str
-    ms_per_pass: float
-    share: float
-
-
-class Record(TypedDict):
-    """The per-trace record of (c), in the summary's ``questions["c"]``."""
-
-    min_share: float
-    non_gemm_share: float | None
-    attention_non_gemm_share: float | None  # of forward kernel time, inside the attention sub-ranges
-    non_gemm_by_region: list[RegionShare]
-    top_non_gemm_forward: list[NonGemmKernel]
-    non_gemm_categories_forward: list[CategoryShare]
-    answer: str
-
-
-def per_trace(inputs: NsysInputs) -> dict:
-    """Answer (c) for one trace: non-GEMM kernels and categories above the threshold, with their shares."""
-    kernels = inputs.measured_kernels(("forward",))
-    passes = inputs.passes("forward")
-    if kernels.empty:
-        return {
-            "min_share": MIN_SHARE,
-            "non_gemm_share": None,
-            "attention_non_gemm_share": None,
-            "non_gemm_by_region": [],
-            "top_non_gemm_forward": [],
-            "non_gemm_categories_forward": [],
-            "answer": inputs.no_kernels_reason("forward") + ", so it cannot break the forward pass down.",
-        }
-    totals = inputs.kernel_totals(("forward",), passes)
-    non_gemm = totals[totals["category"] != GEMM]
-    notable = non_gemm[non_gemm["share"] > MIN_SHARE]
-    forward_ms = kernels["dur_ns"].sum() / max(passes, 1) / 1e6
-    categories = category_ms(kernels, passes).drop(GEMM, errors="ignore")
-    category_rows = [
-        {"category": str(name), "ms_per_pass": float(ms), "share": float(ms / forward_ms)}
-        for name, ms in categories.items()
-    ]
-    non_gemm_share = float(non_gemm["share"].sum())
-    role_names, role_code, kernel, dur = _non_gemm_columns(kernels)
-    role_ns = np.bincount(role_code, weights=dur, minlength=len(role_names)).astype(np.int64)
-    by_region = pd.Series(role_ns, index=role_names).sort_values(ascending=False) / max(passes, 1) / 1e6
-    region_rows = [{"region": str(name), "ms_per_pass": float(ms), "share": float(ms / forward_ms)}
-                   for name, ms in by_region.items()]
-    attention_share = float(sum(row["share"] for row in region_rows if row["region"] != OUTSIDE))
-    main_regions = _main_regions(kernel, role_names, role_code, dur)
-    notable = notable.assign(label=notable["kernel"].map(kernel_label),
-                             region=[main_regions[name][0] for name in notable["kernel"]],
-                             region_share=[main_regions[name][1] for name in notable["kernel"]])
+def write_trace(record: dict, summary: dict) -> str:
+    """(c)'s sentence for one trace: the non-matmul share, the kernels above the threshold named
+    as operations, the categories, and the share inside the attention sub-ranges."""
+    if record["non_gemm_share"] is None:
+        return trace_text.no_kernels_reason(summary, "forward") + ", so it cannot break the forward pass down."
+    non_gemm_share, notable = record["non_gemm_share"], record["top_non_gemm_forward"]
     sentence = (
         f"Kernels other than matrix multiplications take {text.pct(non_gemm_share)} of forward kernel time "
-        f"({text.ms(non_gemm['ms_per_pass'].sum())} per pass); "
+        f"({text.ms(record['non_gemm_ms_per_pass'])} per pass); "
     )
-    if notable.empty:
+    if not notable:
         sentence += f"none of them alone exceeds {text.pct(MIN_SHARE)}."
     else:
         named = ", ".join(
-            f"{text.kernel_label(row.kernel)} ({row.category}, {text.pct(row.share)}, "
-            + (f"in the {row.region} range)" if row.region != OUTSIDE else f"{row.region})")
-            for row in notable.head(NAMED_IN_ANSWER).itertuples()
+            f"{text.kernel_label(row['kernel'])} ({row['category']}, {text.pct(row['share'])}, "
+            + (f"in the {row['region']} range)" if row["region"] != OUTSIDE else f"{row['region']})")
+            for row in notable[:NAMED_IN_ANSWER]
         )
         sentence += f"{len(notable)} of them exceed {text.pct(MIN_SHARE)} each, led by {named}."
+    category_rows = record["non_gemm_categories_forward"]
     if category_rows:
         listed = ", ".join(f"{row['category']} {text.pct(row['share'])}" for row in category_rows[:NAMED_IN_ANSWER])
         sentence += f" By category: {listed}."
+    attention_share = record["attention_non_gemm_share"]
     if attention_share:
         sentence += (f" Inside the attention sub-ranges (the score matrix's scale, mask, softmax: T² work) they take "
                      f"{text.pct(attention_share)} of forward kernel time, outside them "
                      f"{text.pct(non_gemm_share - attention_share)}.")
-    return {
-        "min_share": MIN_SHARE,
-        "non_gemm_share": non_gemm_share,
-        "attention_non_gemm_share": attention_share if any(r["region"] != OUTSIDE for r in region_rows) else None,
-        "non_gemm_by_region": region_rows,
-        "top_non_gemm_forward": notable[["kernel", "label", "category", "region", "region_share", "calls_per_pass",
-                                         "ms_per_pass", "share"]].to_dict("records"),
-        "non_gemm_categories_forward": category_rows,
-        "answer": sentence,
-    }
-
-
-def _non_gemm_columns(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Series, np.ndarray]:
-    """The region roles present (:data:`OUTSIDE` or the attention sub-range's role, so renamed
-    ranges give the same record; sorted), then of each non-GEMM kernel in a known region its
-    role's position among them, demangled name and duration. Roles go by code, not by a string
-    per kernel: millions of fixed-width strings would be sorted otherwise."""
-    scores, softmax, final = REGIONS
-    roles = {"": OUTSIDE, scores: "attention scores", softmax: "softmax", final: "final matmul"}
-    codes, regions = pd.factorize(kernels["region"])
-    role_of_region = [roles.get(str(region)) for region in regions]
-    known_roles = np.array(sorted({role for role in role_of_region if role is not None}), dtype=str)
-    role_code_of_region = np.array([-1 if role is None else int(np.searchsorted(known_roles, role))
-                                    for role in role_of_region] + [-1], dtype=np.int64)
-    role_code = role_code_of_region[codes]  # code -1 (missing) takes the trailing -1
-    kept = (kernels["category"] != GEMM).to_numpy() & (role_code >= 0)
-    present, role_code = np.unique(role_code[kept], return_inverse=True)
-    return known_roles[present], role_code, kernels["demangled_name"][kept], kernels["dur_ns"].to_numpy()[kept]
-
-
-def _main_regions(kernel: pd.Series, role_names: np.ndarray, role_code: np.ndarray,
-                  dur: np.ndarray) -> dict[str, tuple[str, float]]:
-    """Per kernel, the region role holding most of its time (the first of ``role_names``, which
-    are sorted, on a tie) and that share of its time; one value of each column per kernel call."""
-    kernel_code, kernel_names = pd.factorize(kernel)
-    named = kernel_code >= 0
-    table = np.zeros((len(kernel_names), len(role_names)), dtype=np.int64)
-    np.add.at(table, (kernel_code[named], role_code[named]), dur[named])
-    main = table.argmax(axis=1) if len(role_names) else np.zeros(len(kernel_names), dtype=np.int64)
-    with np.errstate(invalid="ignore", divide="ignore"):  # a kernel of zero time: share NaN
-        share = table[np.arange(len(kernel_names)), main] / table.sum(axis=1)
-    return {str(name): (str(role_names[column]), float(part))
-            for name, column, part in zip(kernel_names, main, share)}
+    return sentence
 
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
@@ -279,7 +169,7 @@ QUESTION = Question(
     id="nsys-c", section="nsys_profile", title="Non-matmul kernels",
     text="Which non-matmul kernels take non-trivial time in the forward pass?",
     needs=grid.NEEDS_TRACES,
-    per_trace=per_trace, record=Record, summary_key="c", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=trace_figures.figures, record=trace_figures.Record, write_trace=write_trace, summary_key="c", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("category_stack", {
         "xlabel": "share of forward kernel time (%)", "title": "Non-matmul kernels in the forward pass, by category"}),
 )

@@ -8,9 +8,6 @@ Needs: measured ``forward`` ranges; a measured ``optimizer_step`` for the traini
 """
 from __future__ import annotations
 
-from typing import TypedDict
-
-import numpy as np
 import pandas as pd
 
 from analysis.core import text
@@ -19,90 +16,26 @@ from analysis.core.runs import run_label, runs_of, sorted_summaries
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.questions.shared import nsys_grid as grid
+from analysis.questions.shared import trace_text
 from analysis.questions.shared.results_files import plural
-from analysis.trace.nsys_inputs import NsysInputs
+from analysis.trace.question_figures import nsys_d as trace_figures
 
 MOVERS_IN_ANSWER = 2
 
 
-class CategoryShares(TypedDict):
-    category: str
-    forward_share: float
-    train_step_share: float | None
-    change: float | None
-
-
-class Record(TypedDict):
-    """The per-trace record of (d), in the summary's ``questions["d"]``."""
-
-    gemm_share_forward: float | None
-    gemm_share_forward_backward: float | None
-    gemm_share_train_step: float | None
-    category_shares: list[CategoryShares]
-    answer: str
-
-
-def per_trace(inputs: NsysInputs) -> dict:
-    """Answer (d) for one trace: GEMM share forward vs training step, and every category's share in both.
-
-    ``category_shares`` rows: ``category``, ``forward_share``, ``train_step_share`` and ``change``
-    (train-step share minus forward share); the last two null when there is no training step.
-    """
-    forward = _shares(inputs.measured_kernels(("forward",)))
-    if forward.empty:
-        return {
-            "gemm_share_forward": None,
-            "gemm_share_forward_backward": None,
-            "gemm_share_train_step": None,
-            "category_shares": [],
-            "answer": inputs.no_kernels_reason("forward") + ", so it cannot give the forward GEMM share.",
-        }
-    has_backward = inputs.passes("backward") > 0
-    has_train_step = has_backward and inputs.passes("optimizer_step") > 0
-    forward_backward = _shares(inputs.measured_kernels(("forward", "backward"))) if has_backward else None
-    train = _shares(inputs.measured_kernels()) if has_train_step else None
-
-    table = forward.rename("forward_share").to_frame()
-    if has_train_step:
-        table = table.join(train.rename("train_step_share"), how="outer").fillna(0.0)
-        table["change"] = table["train_step_share"] - table["forward_share"]
-    else:
-        table = table.assign(train_step_share=None, change=None)
-    table = table.sort_values("forward_share", ascending=False).rename_axis("category").reset_index()
-
-    gemm_forward = float(forward.get(GEMM, 0.0))
-    sentence = f"Matrix multiplications take {text.pct(gemm_forward)} of forward kernel time"
-    if has_train_step:
-        gemm_train = float(train.get(GEMM, 0.0))
-        sentence += f" and {text.pct(gemm_train)} of a full training step (kernel time, memcpy/memset excluded)."
-        sentence += " " + _movers_sentence(table)
-    else:
-        gemm_train = None
-        missing = "optimizer step" if has_backward else "backward pass or optimizer step"
-        sentence += f" (kernel time, memcpy/memset excluded); the trace has no measured {missing}, so a training step cannot be compared."
-    return {
-        "gemm_share_forward": gemm_forward,
-        "gemm_share_forward_backward": float(forward_backward.get(GEMM, 0.0)) if forward_backward is not None else None,
-        "gemm_share_train_step": gemm_train,
-        "category_shares": table.to_dict("records"),
-        "answer": sentence,
-    }
-
-
-def _shares(kernels: pd.DataFrame) -> pd.Series:
-    """Fraction of summed kernel time per category (empty when there are no kernels): indexed by
-    the categories present, in the order of the ``category`` column's categories, as a groupby
-    would give, summed on its codes."""
-    category = kernels["category"].array
-    codes = category.codes
-    known = codes >= 0
-    summed = np.bincount(codes[known], weights=kernels["dur_ns"].to_numpy()[known], minlength=len(category.categories))
-    present = np.bincount(codes[known], minlength=len(category.categories)) > 0
-    index = pd.CategoricalIndex(category.categories[present], categories=category.categories,
-                                ordered=category.ordered, name="category")
-    per_category = pd.Series(summed[present].astype(np.int64), index=index, name="dur_ns")
-    total = per_category.sum()
-    return per_category / total if total else per_category.astype(float)
+def write_trace(record: dict, summary: dict) -> str:
+    """(d)'s sentence for one trace: the GEMM share forward and in a training step, and the other
+    categories that move most between them."""
+    if record["gemm_share_forward"] is None:
+        return trace_text.no_kernels_reason(summary, "forward") + ", so it cannot give the forward GEMM share."
+    sentence = f"Matrix multiplications take {text.pct(record['gemm_share_forward'])} of forward kernel time"
+    if record["gemm_share_train_step"] is not None:
+        sentence += (f" and {text.pct(record['gemm_share_train_step'])} of a full training step (kernel time, "
+                     "memcpy/memset excluded).")
+        return sentence + " " + _movers_sentence(pd.DataFrame(record["category_shares"]))
+    missing = "optimizer step" if trace_text.passes(summary, "backward") > 0 else "backward pass or optimizer step"
+    return sentence + (f" (kernel time, memcpy/memset excluded); the trace has no measured {missing}, so a training "
+                       "step cannot be compared.")
 
 
 def _movers_sentence(table: pd.DataFrame) -> str:
@@ -190,7 +123,7 @@ QUESTION = Question(
     text="Fraction of GPU time in matrix multiplication, forward only against a full training step; "
          "how do the other categories move?",
     needs=grid.NEEDS_TRACES,
-    per_trace=per_trace, record=Record, summary_key="d", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=trace_figures.figures, record=trace_figures.Record, write_trace=write_trace, summary_key="d", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["forward", "gemm_share_forward", 100], ["training step", "gemm_share_train_step", 100]],
         "xlabel": "matmul share of kernel time (%)", "xlim": [0, 100],

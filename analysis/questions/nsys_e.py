@@ -16,125 +16,28 @@ counted instead, so the compiled and the eager softmax compare.
 """
 from __future__ import annotations
 
-from typing import TypedDict
-
-import numpy as np
 import pandas as pd
 
 from analysis.core import text
-from analysis.core.classify import GEMM
 from analysis.core.flops import SOFTMAX_FLOPS_PER_SCORE
-from analysis.core.kernel_names import kernel_label
 from analysis.core.runs import ONE_GPU_GROUPS, runs_of, sorted_summaries
-from analysis.core.structure import REGIONS
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.questions.shared import nsys_grid as grid
-from analysis.trace.nsys_inputs import NsysInputs, kernel_totals
-
-SOFTMAX_CATEGORY = "softmax"
+from analysis.trace.question_figures import nsys_e as trace_figures
 
 
-class SoftmaxKernel(TypedDict):
-    kernel: str
-    label: str
-    calls_per_pass: float
-    ms_per_pass: float
+def write_trace(record: dict, summary: dict) -> str:
+    """(e)'s sentence for one trace: the softmax against the matmuls in time and FLOPs, the fused
+    softmax of a compiled trace, or why the trace cannot split attention."""
+    if record["missing_parts"]:
+        return _fused_sentence(record) if record["softmax_source"] else _no_parts_sentence(summary, record["missing_parts"])
+    return _sentence(record)
 
 
-class RangeOther(TypedDict):
-    category: str
-    kernels_per_pass: float
-    ms_per_pass: float
-
-
-class Record(TypedDict):
-    """The per-trace record of (e), in the summary's ``questions["e"]``."""
-
-    softmax_ms_per_pass: float | None
-    softmax_kernels_per_pass: float | None
-    softmax_kernels: list[SoftmaxKernel]
-    softmax_source: str | None  # "ranges" (eager sub-ranges) or "fused kernels" (compiled)
-    attention_calls_per_pass: int | None
-    matmul_gemm_ms_per_pass: float | None
-    matmul_gemm_kernels_per_pass: float | None
-    matmul_range_ms_per_pass: float | None
-    matmul_range_kernels_per_pass: float | None
-    matmul_range_other: list[RangeOther]
-    runtime_ratio: float | None
-    runtime_ratio_pass_min: float | None  # the ratio of single passes: the noise of the figure
-    runtime_ratio_pass_max: float | None
-    range_runtime_ratio: float | None
-    d_head: int | None
-    softmax_flops_per_score: int
-    matmul_flops_per_score: int | None
-    flops_ratio: float | None
-    answer: str
-
-
-# The loss's log-softmax (``cunn_SoftMaxForward<…LogSoftMaxForwardEpilogue>``, ``log_softmax``) is not
-# attention's softmax, even when the loss runs inside the forward range.
-LOSS_SOFTMAX = r"(?i)log_?softmax"
-
-
-def _is_loss_softmax(names: pd.Series) -> np.ndarray:
-    """Whether each kernel name is a loss's log-softmax."""
-    return names.astype(str).str.contains(LOSS_SOFTMAX).to_numpy(dtype=bool)
-
-
-KERNEL_COLUMNS = ("region", "category", "dur_ns", "phase_range_id", "demangled_name", "tensor_core")
-
-
-def per_trace(inputs: NsysInputs) -> dict:
-    """Answer (e) for one trace: softmax against the attention GEMMs, in time and in FLOPs.
-
-    Without the three sub-ranges (named by ``inputs.names``) in measured forward passes the time
-    figures are null; a compiled trace still gives its fused softmax kernels.
-    """
-    scores_part, softmax_part, final_part = REGIONS
-    # the columns read here: each subset below copies these, not every column of the ops
-    kernels = inputs.measured_kernels(("forward",))[list(KERNEL_COLUMNS)]
-    passes = max(inputs.passes("forward"), 1)
-    record = _empty(inputs.run.config, inputs.op_d_head)
-    missing = [region for region in (softmax_part, scores_part, final_part)
-               if not (kernels["region"] == region).any()]
-    if missing:
-        fused = kernels[(kernels["category"] == SOFTMAX_CATEGORY).to_numpy() & ~_is_loss_softmax(kernels["demangled_name"])]
-        if len(fused):
-            record.update(_softmax_figures(fused, passes, "fused kernels", record["attention_calls_per_pass"]))
-            record["answer"] = _fused_sentence(record)
-        else:
-            record["answer"] = _no_parts_sentence(inputs, missing)
-        return record
-    softmax = kernels[kernels["region"] == softmax_part]
-    ranges = kernels[kernels["region"].isin((scores_part, final_part))]
-    gemms = ranges[ranges["category"] == GEMM]
-    others = ranges[ranges["category"] != GEMM]
-    record.update(_softmax_figures(softmax, passes, "ranges", record["attention_calls_per_pass"]))
-    record.update(
-        matmul_gemm_ms_per_pass=gemms["dur_ns"].sum() / passes / 1e6,
-        matmul_gemm_kernels_per_pass=len(gemms) / passes,
-        matmul_range_ms_per_pass=ranges["dur_ns"].sum() / passes / 1e6,
-        matmul_range_kernels_per_pass=len(ranges) / passes,
-        matmul_range_other=[
-            {"category": str(category), "kernels_per_pass": len(group) / passes,
-             "ms_per_pass": group["dur_ns"].sum() / passes / 1e6}
-            for category, group in sorted(others.groupby("category", observed=True),
-                                          key=lambda item: -item[1]["dur_ns"].sum())],
-    )
-    if record["matmul_gemm_ms_per_pass"]:
-        record["runtime_ratio"] = record["softmax_ms_per_pass"] / record["matmul_gemm_ms_per_pass"]
-        by_pass = (softmax.groupby("phase_range_id")["dur_ns"].sum()
-                   / gemms.groupby("phase_range_id")["dur_ns"].sum()).dropna()
-        record["runtime_ratio_pass_min"], record["runtime_ratio_pass_max"] = float(by_pass.min()), float(by_pass.max())
-    record["range_runtime_ratio"] = record["softmax_ms_per_pass"] / record["matmul_range_ms_per_pass"]
-    record["answer"] = _sentence(record)
-    return record
-
-
-def _no_parts_sentence(inputs: NsysInputs, missing: list[str]) -> str:
+def _no_parts_sentence(summary: dict, missing: list[str]) -> str:
     """Why (e) cannot split attention, in the trace's own terms."""
-    if inputs.structure.fused_attention:
+    if summary["structure"]["fused_attention"]:
         return ("The model calls `torch.nn.functional.scaled_dot_product_attention`: softmax and both matmuls run "
                 "inside one fused attention kernel, so this trace cannot split them; to answer (e), profile an "
                 "attention written out (scores matmul, softmax, value matmul) with an NVTX range around each part.")
@@ -142,46 +45,6 @@ def _no_parts_sentence(inputs: NsysInputs, missing: list[str]) -> str:
             + " or names like them) during measured forward passes, and no softmax kernel ran outside the loss, so "
               "this trace cannot split attention into softmax and matmuls; add an NVTX range around each part "
               "(e.g. `attention_scores`, `attention_softmax`, `attention_value`).")
-
-
-def _empty(config: dict | None, op_d_head: int | None = None) -> dict:
-    """A record with no time figures, and the FLOPs figures the config's shapes give (else the
-    head size read from the trace's matmul op shapes)."""
-    d_head = _d_head(config) or op_d_head
-    layers = (config or {}).get("num_layers")
-    return {
-        "softmax_ms_per_pass": None, "softmax_kernels_per_pass": None, "softmax_kernels": [],
-        "softmax_source": None, "attention_calls_per_pass": int(layers) if layers else None,
-        "matmul_gemm_ms_per_pass": None, "matmul_gemm_kernels_per_pass": None,
-        "matmul_range_ms_per_pass": None, "matmul_range_kernels_per_pass": None, "matmul_range_other": [],
-        "runtime_ratio": None, "runtime_ratio_pass_min": None, "runtime_ratio_pass_max": None,
-        "range_runtime_ratio": None, "d_head": d_head,
-        "softmax_flops_per_score": SOFTMAX_FLOPS_PER_SCORE,
-        "matmul_flops_per_score": 4 * d_head if d_head else None,
-        "flops_ratio": SOFTMAX_FLOPS_PER_SCORE / (4 * d_head) if d_head else None,
-        "answer": "",
-    }
-
-
-def _d_head(config: dict | None) -> int | None:
-    """d_model / num_heads from the config; None when it lacks them or they do not divide."""
-    try:
-        d_model, heads = int(config["d_model"]), int(config["num_heads"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    return d_model // heads if heads and d_model % heads == 0 else None
-
-
-def _softmax_figures(softmax: pd.DataFrame, passes: int, source: str, calls: int | None) -> dict:
-    totals = kernel_totals(softmax, passes)
-    return {
-        "softmax_ms_per_pass": softmax["dur_ns"].sum() / passes / 1e6,
-        "softmax_kernels_per_pass": len(softmax) / passes,
-        "softmax_source": source,
-        "softmax_kernels": [{"kernel": row.kernel, "label": kernel_label(row.kernel),
-                             "calls_per_pass": row.calls_per_pass, "ms_per_pass": row.ms_per_pass}
-                            for row in totals.itertuples()],
-    }
 
 
 def _per_call(record: dict) -> str:
@@ -357,7 +220,7 @@ QUESTION = Question(
     id="nsys-e", section="nsys_profile", title="Softmax against matmuls in attention",
     text="Inside self-attention, softmax time against the two matmuls' time, compared with their FLOPs ratio.",
     needs=grid.NEEDS_TRACES,
-    per_trace=per_trace, record=Record, summary_key="e", compute=compute, write=grid.grid_writer(_grid_text),
+    per_trace=trace_figures.figures, record=trace_figures.Record, write_trace=write_trace, summary_key="e", compute=compute, write=grid.grid_writer(_grid_text),
     figure=FigureSpec("trace_bars", {
         "series": [["time (softmax / GEMMs)", "runtime_ratio", 1], ["time (softmax / matmul ranges)", "range_runtime_ratio", 1],
                    ["FLOPs (softmax / matmuls)", "flops_ratio", 1]],

@@ -1,11 +1,14 @@
 """How a question is declared: one :class:`Question` per question, in the question's own module.
 
 A declaration holds what the report shows (id, editions, section, title, wording, inputs, figure)
-and the computations: ``per_trace`` (nsys questions: one trace's :class:`NsysInputs` -> a
-JSON-ready record, kept in the summary under ``questions[summary_key]``), ``compute`` (every
+and the computations. Per trace (nsys questions): ``per_trace`` (one trace's
+:class:`~analysis.trace.nsys_inputs.NsysInputs` and ``phases`` section -> a JSON-ready record of
+figures, kept in the summary under ``questions[summary_key]``; it lives in
+:mod:`analysis.trace.question_figures`, whose code keys the results cache), ``record`` (its
+TypedDict, for the summary's JSON schema) and ``write_trace`` (that record and the summary -> the
+record's ``answer`` sentence, added when the summary is shown). Across traces: ``compute`` (every
 input -> a :class:`~analysis.questions.records.ResultsAnswer` of tables and numbers, or
-:class:`~analysis.questions.records.Unanswered`) and ``write`` (that answer -> its text). ``record`` types the per-trace record for the summary's
-JSON schema.
+:class:`~analysis.questions.records.Unanswered`) and ``write`` (that answer -> its text).
 """
 from __future__ import annotations
 
@@ -44,8 +47,9 @@ class Question:
     needs: str
     compute: Callable[[Evidence], ResultsAnswer | Unanswered]
     write: Callable[[ResultsAnswer], str] | None = None
-    per_trace: Callable | None = None
+    per_trace: Callable[..., dict] | None = None
     record: type | None = None  # the TypedDict of the per-trace record
+    write_trace: Callable[[dict, dict], str] | None = None
     summary_key: str | None = None
     figure: FigureSpec | None = None
     editions: tuple[str, ...] = (EDITION_2025,)

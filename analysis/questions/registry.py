@@ -3,7 +3,11 @@ module (:class:`~analysis.questions.question.Question`).
 
 To add a question: declare a ``Question`` in its module, list it in :data:`QUESTIONS`, and, when
 its figure is a new kind, add the drawing to :data:`analysis.report.bar_figures.DRAWINGS` (bars)
-or :data:`analysis.report.line_figures.DRAWINGS` (lines, a grid). The catalog, the index, the figures, the summary's ``questions`` section and the pages follow.
+or :data:`analysis.report.line_figures.DRAWINGS` (lines, a grid). A question answered per trace
+also gets its figures module in :mod:`analysis.trace.question_figures` (``per_trace``, ``record``)
+and a ``write_trace``; ``python docs/generate.py`` then writes its record into the documented
+schema. The catalog, the index, the figures, the summary's ``questions`` section, its sentences,
+the cache key and the pages follow.
 """
 from __future__ import annotations
 

@@ -13,13 +13,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup, escape
 
 from analysis.core.safe_write import write_file
-from analysis.core.structure_text import describe
 from analysis.core.text import kernel_cell, printable
 from analysis.questions.records import QuestionRecord
 from analysis.report.bar_figures import DRAWINGS as BAR_DRAWINGS
 from analysis.report.drawing import FigureFile, FigureJob, FigureNotDrawn, draw_all
 from analysis.report.markdown_text import markdown_cell, markdown_value
 from analysis.report.site import DiffPage, Site, TracePage
+from analysis.report.structure_lines import describe
 from analysis.report.tables import DisplayTable, display_table, display_tables
 
 PACKAGE_NAME = "cs336-profile"

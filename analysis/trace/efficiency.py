@@ -7,126 +7,102 @@ precision the GEMM kernels run in (:func:`analysis.core.classify.gemm_precision_
 config's dtype and TF32 flag when the kernel names do not tell. Idle share = idle time / GPU
 projection: the fraction of the phase's GPU span in which no operation ran; with short kernels,
 the signature of a launch-bound phase.
+
+Two sections of the summary come from here: ``efficiency`` (:func:`efficiency_record`: the peak
+and where the FLOPs come from) and the usage figures of each phase that ``phases`` holds
+(:func:`phase_usage`). The sentence about them is written above, from these figures
+(:mod:`analysis.questions.sentences`).
 """
 from __future__ import annotations
 
-from analysis.core import text
-from analysis.core.classify import gemm_precision_mix
+from dataclasses import dataclass
+
 from analysis.core.flops import phase_flops
-from analysis.core.gpus import peak_flops, precision_for_run
+from analysis.core.gpus import PeakFlops, peak_flops, precision_for_run
 from analysis.trace.nsys_inputs import NsysInputs
 
-# A phase is launch-bound when the GPU idles for more than this share of its span while its
-# kernels are, on average, shorter than the CPU time PyTorch needs to launch one (a few µs of
-# Python dispatch plus the CUDA launch call): the CPU cannot issue work as fast as the GPU ends it.
-LAUNCH_BOUND_IDLE_SHARE = 0.25
-LAUNCH_COST_US = 20.0
+
+@dataclass(frozen=True)
+class GpuUsage:
+    """What the achieved FLOP/s and MFU of a trace's phases are measured with."""
+
+    flops: dict  # phase -> model FLOPs per pass (empty when unknown)
+    flops_source: str | None  # run config, matmul op shapes, or None
+    kernel_precision: str | None  # the precision holding most GEMM time, when the kernel names tell
+    peak: PeakFlops | None  # the GPU's dense peak at that precision (None without FLOPs)
 
 
-def per_trace(inputs: NsysInputs) -> dict:
-    """:func:`answer` for one trace, from ``inputs.phases`` and the precision mix of its measured
-    GEMM kernels."""
-    return answer(inputs.phases, inputs.run.config, inputs.gpu_name, gemm_precision_mix(inputs.measured_kernels()),
-                  inputs.op_flops)
+def gpu_usage(config: dict | None, gpu_name: str | None, gemm_precisions: dict[str, float],
+              op_flops: dict | None = None) -> GpuUsage:
+    """The FLOPs and peak of a trace: FLOPs from the run config's shapes, else ``op_flops``
+    (matmul FLOPs per pass from the trace's op shapes); the peak of the precision that holds most
+    GEMM time in ``gemm_precisions`` (:func:`analysis.core.classify.gemm_precision_mix`), so an
+    fp32 run whose GEMMs are TF32 is not held to the FP32 peak, else of the config's dtype and TF32
+    flag. A part that cannot be known is empty or None (:func:`model_flops`, :func:`run_peak`)."""
+    flops, flops_source = model_flops(config), "run config"
+    if not flops:
+        flops, flops_source = (op_flops, "matmul op shapes") if op_flops else ({}, None)
+    kernel_precision = max((p for p in gemm_precisions if p != "unknown"), key=lambda p: gemm_precisions[p],
+                           default=None)
+    peak = run_peak(config or {}, gpu_name, kernel_precision) if flops else None
+    return GpuUsage(flops, flops_source, kernel_precision, peak)
 
 
-def answer(phases: dict[str, dict], config: dict | None, gpu_name: str | None,
-           gemm_precisions: dict[str, float] | None = None, op_flops: dict | None = None) -> dict:
-    """Per-phase ``model_flops_per_pass``, ``achieved_tflop_per_s``, ``mfu`` and ``idle_share``,
-    the peak used, and a sentence; FLOP figures are null when the trace has no usable config.
-    ``gemm_precisions`` is the GEMM time share per precision of the measured kernels
-    (:func:`analysis.core.classify.gemm_precision_mix`): the peak is the one of the precision that
-    holds most GEMM time, so an fp32 run whose GEMMs are TF32 is not held to the FP32 peak.
-    ``op_flops`` (matmul FLOPs per pass from the trace's op shapes) stand in for a missing config."""
-    flops, flops_problem = _phase_flops(config)
-    flops_source = "run config" if flops else None
-    if not flops and op_flops:
-        flops, flops_problem, flops_source = op_flops, None, "matmul op shapes"
-    kernel_precision = max((p for p in gemm_precisions or {} if p != "unknown"),
-                           key=lambda p: gemm_precisions[p], default=None)
-    peak, peak_problem = _peak(config or {}, gpu_name, kernel_precision) if flops else (None, None)
-    precision_note = (f" (the precision of {text.pct(gemm_precisions[kernel_precision])} of its "
-                      "GEMM kernels' time)" if kernel_precision else "")
-    per_phase = {}
-    for phase, figures in phases.items():
-        span_ms = figures["gpu_span_ms_per_pass"]
-        phase_flops_per_pass = flops.get(phase)
-        achieved = phase_flops_per_pass / (span_ms / 1e3) if phase_flops_per_pass and span_ms > 0 else None
-        per_phase[phase] = {
-            "model_flops_per_pass": phase_flops_per_pass,
-            "achieved_tflop_per_s": achieved / 1e12 if achieved is not None else None,
-            "mfu": achieved / peak.flops_per_s if achieved is not None and peak else None,
-            "idle_share": figures["idle_ms_per_pass"] / span_ms if span_ms > 0 else None,
-        }
+def model_flops(config: dict | None) -> dict:
+    """Model FLOPs per pass per phase from the run config's shapes; empty when the config is
+    missing or its shapes do not give them (:func:`analysis.core.flops.phase_flops` says why)."""
+    if not config:
+        return {}
+    try:
+        return phase_flops(config)
+    except ValueError:
+        return {}
+
+
+def run_peak(config: dict, gpu_name: str | None, kernel_precision: str | None) -> PeakFlops | None:
+    """The GPU's dense peak at ``kernel_precision``, else at the config's dtype and TF32 flag;
+    None when the GPU, the precision or its peak is unknown."""
+    if not gpu_name:
+        return None
+    try:
+        precision = kernel_precision or precision_for_run(
+            str(config.get("dtype", "")), tf32=bool(config.get("allow_tf32", False)))
+    except ValueError:
+        return None
+    return peak_flops(gpu_name, precision)
+
+
+def trace_usage(inputs: NsysInputs) -> GpuUsage:
+    """:func:`gpu_usage` of one trace, from the precision mix of its measured GEMM kernels."""
+    return gpu_usage(inputs.run.config, inputs.gpu_name, inputs.gemm_precisions(), inputs.op_flops)
+
+
+def efficiency_record(inputs: NsysInputs) -> dict:
+    """The summary's ``efficiency`` section: the peak used and where the FLOPs and the precision
+    come from (nulls when unknown)."""
+    usage = trace_usage(inputs)
+    peak = usage.peak
     return {
         "precision": peak.precision if peak else None,
         "peak_gpu": peak.gpu if peak else None,
         "peak_tflop_per_s": peak.flops_per_s / 1e12 if peak else None,
         "peak_source": peak.source if peak else None,
-        "precision_source": "GEMM kernels" if kernel_precision else "run config",
-        "flops_source": flops_source,
-        "gemm_precision_mix": dict(gemm_precisions or {}),
-        "phases": per_phase,
-        "answer": _sentence(per_phase, phases, peak, flops_problem or peak_problem, precision_note, flops_source),
+        "precision_source": "GEMM kernels" if usage.kernel_precision else "run config",
+        "flops_source": usage.flops_source,
+        "gemm_precision_mix": dict(inputs.gemm_precisions()),
     }
 
 
-def _phase_flops(config: dict | None) -> tuple[dict, str | None]:
-    if not config:
-        return {}, "the trace carries no model config, so model FLOPs are unknown"
-    try:
-        return phase_flops(config), None
-    except ValueError as err:
-        return {}, f"model FLOPs are unknown ({err})"
-
-
-def _peak(config: dict, gpu_name: str | None, kernel_precision: str | None):
-    if not gpu_name:
-        return None, "the GPU is not named in the trace, so its peak and the MFU are unknown"
-    try:
-        precision = kernel_precision or precision_for_run(
-            str(config.get("dtype", "")), tf32=bool(config.get("allow_tf32", False)))
-    except ValueError as err:
-        return None, f"the matmul precision is unknown ({err})"
-    peak = peak_flops(gpu_name, precision)
-    if peak is None:
-        return None, f"no {precision} peak is known for {gpu_name}, so MFU is unknown"
-    return peak, None
-
-
-def _sentence(per_phase: dict, phases: dict, peak, problem: str | None, precision_note: str,
-              flops_source: str | None = None) -> str:
-    if not per_phase:
-        return "The trace has no measured phase ranges, so there is no per-phase efficiency to report."
-    parts = []
-    for phase, figures in per_phase.items():
-        if figures["achieved_tflop_per_s"] is None:
-            continue
-        part = f"{phase} {figures['achieved_tflop_per_s']:.1f} TFLOP/s"
-        if figures["mfu"] is not None:
-            part += f" (MFU {text.pct(figures['mfu'])})"
-        parts.append(part)
-    sentences = []
-    if parts:
-        against = (f" against the {peak.gpu}'s {peak.flops_per_s / 1e12:.1f} TFLOP/s "
-                   f"{peak.precision} peak{precision_note}" if peak else "")
-        what = ("Matmul FLOPs (from the shapes of the trace's aten::mm/addmm/bmm op ranges) over GPU time: "
-                if flops_source == "matmul op shapes" else "Model FLOPs over GPU time: ")
-        sentences.append(what + ", ".join(parts) + against + ".")
-    if problem:
-        sentences.append(problem[0].upper() + problem[1:] + ".")
-    idle = {p: f["idle_share"] for p, f in per_phase.items() if f["idle_share"] is not None}
-    if idle:
-        worst = max(idle, key=idle.get)
-        mean_kernel_us = 1e3 * phases[worst]["kernel_ms_per_pass"] / max(phases[worst]["kernels_per_pass"], 1)
-        launch_bound = idle[worst] > LAUNCH_BOUND_IDLE_SHARE and mean_kernel_us < LAUNCH_COST_US
-        verdict = (
-            "the phase is launch-bound"
-            if launch_bound
-            else "launches alone do not explain the gaps" if idle[worst] > LAUNCH_BOUND_IDLE_SHARE else "the GPU is kept busy"
-        )
-        sentences.append(
-            f"The GPU is idle for {text.pct(idle[worst])} of the {worst} phase's GPU span "
-            f"with a mean kernel of {mean_kernel_us:.1f} µs: {verdict}."
-        )
-    return " ".join(sentences)
+def phase_usage(figures: dict, phase: str, usage: GpuUsage) -> dict:
+    """One phase's ``model_flops_per_pass``, ``achieved_tflop_per_s``, ``mfu`` and ``idle_share``
+    from its figures in ``phases`` (GPU span and idle time per pass); FLOP figures are null when
+    the FLOPs are unknown."""
+    span_ms = figures["gpu_span_ms_per_pass"]
+    flops_per_pass = usage.flops.get(phase)
+    achieved = flops_per_pass / (span_ms / 1e3) if flops_per_pass and span_ms > 0 else None
+    return {
+        "model_flops_per_pass": flops_per_pass,
+        "achieved_tflop_per_s": achieved / 1e12 if achieved is not None else None,
+        "mfu": achieved / usage.peak.flops_per_s if achieved is not None and usage.peak else None,
+        "idle_share": figures["idle_ms_per_pass"] / span_ms if span_ms > 0 else None,
+    }

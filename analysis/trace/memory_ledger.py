@@ -17,8 +17,8 @@ run config (the model's dimensions from the config mark). Rules:
   end of ``backward``); its memory change is allocations minus frees in that window, and the
   gradient bytes it implies are that change plus the block's saved bytes, which its backward frees.
 
-:func:`ledger_record` is the summary's ``memory_ledger`` section: the ledger of a trace with its
-answer sentence, or why there is none and how to record the events (mem-f's page says the same).
+:func:`ledger_record` is the summary's ``memory_ledger`` section: the ledger of a trace, or what
+stopped it; mem-f's module writes its sentence (:func:`analysis.questions.mem_f.ledger_sentence`).
 """
 from __future__ import annotations
 
@@ -29,8 +29,6 @@ import pandas as pd
 
 from analysis.core.structure import RunStructure
 from analysis.load import Trace
-from analysis.load.export_map import MEMORY_EVENTS
-from cs336_profile.contract import MIB
 
 BYTES_PER_PARAM = 4  # fp32 gradients
 EVALUATE_PREFIX = "autograd::engine::evaluate_function: "
@@ -244,62 +242,29 @@ def _timeline(allocs: pd.DataFrame, frees: pd.DataFrame, step: pd.Series, blocks
     return {"time_ms": [float(t) for t in times], "allocated_bytes": [int(v) for v in values], "blocks": spans}
 
 
-RECORD_HOW = ("profile a training step of your script with `nsys profile --cuda-memory-usage=true "
-              "--pytorch=functions-trace,autograd-shapes-nvtx` and `PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync` "
-              "(so every tensor's allocation and free is an event, and PyTorch's module labels show the blocks; "
-              "or an NVTX range `block_<i>` around each block), or with this project's runner: "
-              "`python -m nsys_runs.sweep --handout 2026 --sizes xl --context-lengths 128 --modes train "
-              "--layer-ranges --nsys-flags 2026 --memory-events`")
-# Gradient bytes within this fraction of parameters × 4 B count as a match.
-MATCH_TOLERANCE = 0.01
-
-
-def _unavailable(reason: str) -> dict:
+def _unavailable(memory_events: int, blocks_problem: str | None = None) -> dict:
     return {"available": False, "step": None, "blocks_found": 0, "baseline_bytes": None,
             "saved_for_backward_bytes_per_block": None, "gradient_bytes_per_block": None,
             "expected_gradient_bytes_per_block": None, "params_per_block": None, "top_ops": [], "blocks": [],
-            "timeline": None, "answer": f"{reason}; to answer mem-f, {RECORD_HOW}."}
+            "timeline": None, "memory_events": memory_events, "blocks_problem": blocks_problem}
 
 
 def ledger_record(trace: Trace, config: dict | None, structure: RunStructure) -> dict:
-    """The trace's memory ledger with its answer sentence, or why there is none; events left out
-    of it are counted in the trace's notes."""
+    """The trace's memory ledger, or an unavailable one that says what stopped it (no memory
+    events, a run without backward, or ``blocks_problem``: why the events cannot be placed in
+    blocks); events left out of it are counted in the trace's notes."""
     events = trace.optional_table("memory_events")
     if events is None or events.empty:
-        return _unavailable(f"This trace has no tensor-level memory events (`{MEMORY_EVENTS.name}`)")
-    if (config or {}).get("mode") not in (None, "train", "forward-backward"):
-        return _unavailable(f"This trace ran `{config['mode']}` only: there is no backward to save memory for")
+        return _unavailable(0)
+    if not has_backward(config):
+        return _unavailable(len(events))
     try:
         record = memory_ledger(trace.ranges, events, config, structure)
     except ValueError as err:
-        return _unavailable(f"This trace's memory events cannot be placed in blocks: {err}")
-    return {"available": True, **record, "answer": ledger_text(record)}
+        return _unavailable(len(events), str(err))
+    return {"available": True, **record, "memory_events": len(events), "blocks_problem": None}
 
 
-def ledger_text(record: dict) -> str:
-    """The mem-f answer of one ledger, written from its numbers."""
-    blocks = pd.DataFrame(record["blocks"])
-    saved = blocks["saved_for_backward_bytes"]
-    spread = ("the same in every block" if saved.min() == saved.max()
-              else f"{saved.min() / MIB:,.1f}–{saved.max() / MIB:,.1f} MiB across blocks")
-    ops = "; ".join(f"{op['op']} {op['bytes'] / MIB:,.1f} MiB ({op['share']:.0%})" for op in record["top_ops"])
-    top_share = sum(op["share"] for op in record["top_ops"])
-    text = (f"In `{record['step']}`, each of the {record['blocks_found']} TransformerBlocks allocates "
-            f"{blocks['forward_allocated_bytes'].mean() / MIB:,.1f} MiB in its forward, of which "
-            f"{record['saved_for_backward_bytes_per_block'] / MIB:,.1f} MiB is still allocated when backward starts "
-            f"(saved for backward; {spread}). The {len(record['top_ops'])} largest contributing operations per block: "
-            f"{ops}; together {top_share:.0%} of the saved bytes. Allocations stamped before the capture "
-            f"(start 0) are the baseline: {record['baseline_bytes'] / 2**30:,.2f} GiB still allocated when it began.")
-    gradient, expected = record["gradient_bytes_per_block"], record["expected_gradient_bytes_per_block"]
-    if gradient is not None:
-        change = blocks["backward_change_bytes"].median()
-        text += (f" In backward, memory changes by {change / MIB:+,.1f} MiB per block; adding back the "
-                 f"{record['saved_for_backward_bytes_per_block'] / MIB:,.1f} MiB of residuals its backward frees gives "
-                 f"{gradient / MIB:,.1f} MiB of gradients per block")
-        if expected:
-            ratio = gradient / expected
-            verdict = "matching" if abs(ratio - 1) <= MATCH_TOLERANCE else f"{ratio:.2f}× of"
-            text += (f", {verdict} the {record['params_per_block']:,} parameters × 4 B = "
-                     f"{expected / MIB:,.1f} MiB expected")
-        text += "."
-    return text
+def has_backward(config: dict | None) -> bool:
+    """Whether the run config's mode (any, when it names none) runs a backward pass."""
+    return (config or {}).get("mode") in (None, "train", "forward-backward")

@@ -1,7 +1,7 @@
 """What the nsys questions read, built once per trace, and the per-kernel totals they share.
 
-Every per-trace computation takes an :class:`NsysInputs` (one signature); none reloads or
-relabels the trace.
+Every section of the summary built from the labelled operations reads one :class:`NsysInputs`;
+none reloads or relabels the trace.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from analysis.core.classify import classify_kernels
+from analysis.core.classify import classify_kernels, gemm_precision_mix
 from analysis.core.flops import attention_head_size, phase_flops_from_ops
 from analysis.core.phases import LabelledOps
 from analysis.core.structure import RunStructure
@@ -46,7 +46,6 @@ class NsysInputs:
     run: RunRecord
     gpu_name: str | None
     structure: RunStructure  # the steps, phases and attention parts the ops were labelled with
-    phases: dict = field(default_factory=dict)  # the summary's per-phase figures, once computed
     # From the trace's matmul op shapes (autograd-shapes-nvtx), for a trace without a model config:
     op_flops: dict = field(default_factory=dict)  # phase -> matmul FLOPs per measured pass
     op_d_head: int | None = None  # attention head size
@@ -102,12 +101,9 @@ class NsysInputs:
         """:func:`kernel_totals` of ``measured_kernels(phases)``, computed once per argument pair."""
         return self._once(("totals", phases, passes), lambda: kernel_totals(self.measured_kernels(phases), passes))
 
-    def no_kernels_reason(self, phase: str) -> str:
-        """Why a phase has no measured kernels to analyze, as the start of an answer sentence."""
-        range_name = self.range_name(phase)
-        if self.passes(phase) == 0:
-            return f"This trace has no measured `{range_name}` range"
-        return f"This trace launched no kernels inside its measured `{range_name}` ranges"
+    def gemm_precisions(self) -> dict[str, float]:
+        """:func:`analysis.core.classify.gemm_precision_mix` of the measured kernels, computed once."""
+        return self._once(("gemm precisions",), lambda: gemm_precision_mix(self.measured_kernels()))
 
     def shape_groups(self, phase: str) -> pd.Series:
         """The shape group of each measured range of ``phase`` (indexed by ``range_id``): in a trace
@@ -124,20 +120,6 @@ class NsysInputs:
         """How many shape groups the measured ranges of ``phase`` form when more than one, else 0."""
         count = 0 if self.has_steps else self._once(("shapes", phase), lambda: self.shape_groups(phase).nunique())
         return count if count > 1 else 0
-
-    def mixed_shapes_note(self, phase: str) -> str:
-        """A sentence for answers whose per-pass figures would average ranges of different shapes."""
-        count = self.mixed_shapes(phase)
-        if not count:
-            return ""
-        return (f" Its {self.passes(phase)} `{self.range_name(phase)}` ranges run {count} different "
-                "shapes (their enclosing ranges differ), so a per-pass mean averages different work; the "
-                "summary's `phase_shapes` gives them per shape, and this trace stays out of the answers across traces.")
-
-    def range_name(self, phase: str) -> str:
-        """The name of the trace's ranges of ``phase`` (its first family), else the phase's own name."""
-        names = self.structure.phase_names.get(phase)
-        return names[0] if names else phase
 
     def passes(self, phase: str) -> int:
         """Number of measured instances of a phase (0 when the trace has none)."""

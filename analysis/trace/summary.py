@@ -1,5 +1,11 @@
-"""``summarize(trace, questions)``: one loaded trace in, its summary out (a JSON-ready dict, the
-TraceSummary); :func:`analysis.app.analyze.analyze_trace` is the same from a path.
+"""``summarize(trace, questions)``: one loaded trace in, its stored summary out (a JSON-ready dict
+of figures, the TraceSummary less its sentences, :mod:`analysis.trace.summary_schema`);
+:func:`analysis.app.analyze.analyze_trace` is the same from a path, with the sentences added.
+
+Every key is a declared :class:`~analysis.trace.section.Section` (:func:`sections`): ``summarize``
+builds them in their declared order, each from the trace's
+:class:`~analysis.trace.section.SummarySources` and the sections it names, and puts them in the
+order of :class:`~analysis.trace.summary_schema.TraceSummary`.
 
 Keys of the summary (stable; the report and the results database read them). "Per pass" means
 a mean over the measured instances of a phase; ms are milliseconds; shares are fractions in
@@ -37,10 +43,11 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
   ``kernels_per_pass``, ``kernel_ms_per_pass``, ``busy_ms_per_pass``, ``by_category_ms_per_pass``,
   ``top_kernel`` (per measured step, as in ``overall``).
 - ``efficiency``: ``precision``, ``peak_gpu``, ``peak_tflop_per_s``, ``peak_source``,
-  ``precision_source``, ``gemm_precision_mix``, ``answer``.
+  ``precision_source``, ``flops_source``, ``gemm_precision_mix``, and when shown an ``answer``.
 - ``questions``: one record per per-trace question of the registry (``a``..``e``, see
-  :mod:`analysis.questions.nsys_a` .. ``nsys_e``), each with its figures and an ``answer``
-  sentence; a figure a trace cannot give is null and the answer says why.
+  :mod:`analysis.trace.question_figures`), each with its figures, and when shown an ``answer``
+  sentence (:mod:`analysis.questions.nsys_a` .. ``nsys_e``); a figure a trace cannot give is null
+  and the answer says why.
 - ``memory_ledger``: mem-f's record (:func:`analysis.trace.memory_ledger.ledger_record`); ``gpu_metrics``: SM,
   tensor-pipe and DRAM throughput per phase where the trace has GPU metrics
   (:mod:`analysis.trace.gpu_metrics`).
@@ -53,6 +60,7 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -70,81 +78,91 @@ from analysis.trace.memory_ledger import ledger_record
 from analysis.trace.multi_gpu.summary import communication_summary
 from analysis.trace.nsys_inputs import NsysInputs
 from analysis.trace.phase_breakdown import device_summaries, overall_summary, phase_summaries, shape_summaries
+from analysis.trace.section import Section, SummarySources
 from analysis.trace.step_timeline import step_timeline
-from analysis.trace.summary_schema import SCHEMA_VERSION
+from analysis.trace.summary_schema import SCHEMA_VERSION, TraceSummary
+
+SUMMARY_KEYS = tuple(typing.get_type_hints(TraceSummary))  # the keys of a summary, in their order
 
 
 class PerTraceQuestion(Protocol):
     """A question answered per trace (the registry's ``PER_TRACE``): its key in the summary's
-    ``questions`` and its computation on one trace's inputs."""
+    ``questions`` and the computation of its figures (:mod:`analysis.trace.question_figures`)."""
 
     summary_key: str
 
-    def per_trace(self, inputs: NsysInputs) -> dict: ...
+    def per_trace(self, inputs: NsysInputs, phases: dict[str, dict]) -> dict: ...
+
+
+def sections(questions: Sequence[PerTraceQuestion]) -> tuple[Section, ...]:
+    """Every section of the summary, in the order they are built; ``questions``: the per-trace
+    questions whose records fill ``questions``."""
+    return (
+        # First, before the questions' tables exist: at millions of kernels the peak memory is the
+        # largest of the stages, and the communication figures copy the kernel rows they read.
+        Section("communication", lambda s: communication_summary(s.trace, s.labelled)),
+        # The sections below read ``sources.inputs``, built by the first of them.
+        Section("efficiency", lambda s: efficiency.efficiency_record(s.inputs)),
+        Section("phases", phases_section),
+        Section("phase_shapes", lambda s: shape_summaries(s.inputs)),
+        Section("overall", lambda s: overall_summary(s.inputs)),
+        Section("devices", lambda s: device_summaries(s.inputs)),
+        Section("questions", lambda s, phases: {q.summary_key: q.per_trace(s.inputs, phases) for q in questions},
+                needs=("phases",)),
+        Section("timeline", lambda s: step_timeline(s.inputs)),
+        # The optional tables' readers note the rows they leave out in the trace's notes: before ``notes``.
+        Section("memory_ledger", lambda s: ledger_record(s.trace, s.run.config, s.labelled.structure)),
+        Section("gpu_metrics", lambda s: metrics_per_phase(s.trace.optional_table("gpu_metrics"), s.labelled.phase_ranges)),
+        Section("notes", lambda s: [*s.trace.notes, *s.labelled.notes, *s.run.notes]),
+        Section("schema_version", lambda s: SCHEMA_VERSION),
+        Section("trace", lambda s: Path(s.trace.path).name),
+        Section("trace_sha256", lambda s: file_sha256(Path(s.trace.path))),
+        Section("gpu", lambda s: s.gpu),
+        Section("nsys_version", lambda s: s.trace.nsys_version),
+        Section("analyzer_version", lambda s: __version__),
+        Section("cuda_graph_launches", lambda s: s.trace.cuda_graph_launches),
+        Section("config", lambda s: s.run.config),
+        Section("config_source", lambda s: s.run.config_source),
+        Section("python_ms_per_pass", lambda s: s.run.python_ms),
+        Section("python_ms_source", lambda s: s.run.python_ms_source),
+        Section("structure", lambda s: s.labelled.structure.record()),
+        Section("has_steps", lambda s: s.labelled.has_steps),
+        Section("measured_passes", measured_passes),
+        Section("measured_passes_by_phase", lambda s: s.labelled.measured_passes),
+    )
 
 
 def summarize(trace: Trace, questions: Sequence[PerTraceQuestion], labelled: LabelledOps | None = None,
               names: RangeNames = RangeNames()) -> dict:
-    """The summary of a loaded trace (see the module docstring for its keys); ``questions``: the
-    per-trace questions whose records fill ``questions`` (the registry's ``PER_TRACE``, which
-    :func:`analysis.app.analyze.analyze_trace` passes); ``labelled`` is ``label_ops(trace, names)``
-    when the caller has it already (it carries its own names). Once the communication figures are
-    done, ``labelled.ops`` keeps only the questions' columns."""
+    """The stored summary of a loaded trace (see the module docstring for its keys): each of
+    :func:`sections` built in turn. ``questions``: the per-trace questions whose records fill
+    ``questions`` (the registry's ``PER_TRACE``, which :func:`analysis.app.analyze.analyze_trace`
+    passes); ``labelled`` is ``label_ops(trace, names)`` when the caller has it already (it carries
+    its own names). Once the communication figures are done, ``labelled.ops`` keeps only the
+    columns of :class:`NsysInputs`."""
     labelled = labelled if labelled is not None else label_ops(trace, names)
     run = read_run_record(trace.marks, trace.path, labelled.structure.step_ranges)
-    gpu = trace.gpu_name or (run.config or {}).get("gpu_name")
-    # Before the questions' tables exist: at millions of kernels the peak memory is the largest
-    # of the stages, and the communication figures copy the kernel rows they read.
-    communication = communication_summary(trace, labelled)
-    inputs = NsysInputs.build(labelled, run, gpu, trace.gemm_ops)
-    # Nothing reads the other columns (launch calls, correlation ids, bytes) any more: at millions
-    # of kernels they would stay beside the questions' tables.
-    labelled.ops = inputs.ops
-    inputs.phases.update(phase_summaries(inputs))  # in place: the totals it computed stay shared with the questions
-    usage = efficiency.per_trace(inputs)
-    phases = inputs.phases
-    for phase, figures in usage.pop("phases").items():
-        phases[phase].update(figures)
-    passes = labelled.measured_passes
-    # Before the notes are copied: the optional tables' readers note the rows they leave out.
-    ledger = ledger_record(trace, run.config, labelled.structure)
-    metrics = metrics_per_phase(trace.optional_table("gpu_metrics"), labelled.phase_ranges)
-    summary = {
-        "schema_version": SCHEMA_VERSION,
-        "trace": Path(trace.path).name,
-        "trace_sha256": file_sha256(Path(trace.path)),
-        "gpu": gpu,
-        "nsys_version": trace.nsys_version,
-        "analyzer_version": __version__,
-        "notes": [*trace.notes, *labelled.notes, *run.notes],
-        "cuda_graph_launches": trace.cuda_graph_launches,
-        "config": run.config,
-        "config_source": run.config_source,
-        "python_ms_per_pass": run.python_ms,
-        "python_ms_source": run.python_ms_source,
-        "structure": labelled.structure.record(),
-        "has_steps": labelled.has_steps,
-        "measured_passes": inputs.measured_steps if labelled.has_steps else max(passes.values(), default=0),
-        "measured_passes_by_phase": passes,
-        "phases": phases,
-        "phase_shapes": shape_summaries(inputs),
-        "overall": overall_summary(inputs),
-        "devices": device_summaries(inputs),
-        "efficiency": usage,
-        "questions": {question.summary_key: _with_shape_note(question.per_trace(inputs), inputs)
-                      for question in questions},
-        "timeline": step_timeline(inputs),
-        "communication": communication,
-        "memory_ledger": ledger,
-        "gpu_metrics": metrics,
-    }
-    return json_ready(summary)
+    sources = SummarySources(trace, labelled, run, trace.gpu_name or (run.config or {}).get("gpu_name"))
+    built = {}
+    for section in sections(questions):
+        built[section.key] = section.build(sources, *(built[key] for key in section.needs))
+    return json_ready({key: built[key] for key in SUMMARY_KEYS})
 
 
-def _with_shape_note(record: dict, inputs: NsysInputs) -> dict:
-    """A per-trace answer with the warning that its forward ranges run different shapes, if they do."""
-    note = inputs.mixed_shapes_note("forward")
-    return record | {"answer": record["answer"] + note} if note else record
+def phases_section(sources: SummarySources) -> dict[str, dict]:
+    """The ``phases`` section: each phase's figures (:func:`phase_summaries`) with its GPU usage
+    (:func:`analysis.trace.efficiency.phase_usage`)."""
+    usage = efficiency.trace_usage(sources.inputs)
+    return {phase: figures | efficiency.phase_usage(figures, phase, usage)
+            for phase, figures in phase_summaries(sources.inputs).items()}
+
+
+def measured_passes(sources: SummarySources) -> int:
+    """Measured steps; without step ranges, the measured instances of the most frequent phase (0
+    without phase ranges either)."""
+    if sources.labelled.has_steps:
+        return sources.inputs.measured_steps
+    return max(sources.labelled.measured_passes.values(), default=0)
 
 
 _JSON_SCALARS = frozenset({str, int, bool, type(None)})  # exact types that are JSON-ready as they are

@@ -4,18 +4,29 @@
 the results database read these keys, :func:`json_schema` turns them into the JSON schema that
 docs/architecture.md shows (a test keeps the two equal and validates real summaries against it),
 and :data:`SCHEMA_VERSION` with the schema's hash keys the results cache. The records of the
-per-trace questions are declared with their questions (``Question.record``).
+per-trace questions are declared with their figures (:mod:`analysis.trace.question_figures`).
+
+A summary has two forms. The **stored** one (what :func:`analysis.trace.summary.summarize` returns
+and the results cache keeps) holds figures only; the **shown** one (what ``analyze_trace``, the JSON
+output and the report read) adds the sentences the writers make from those figures
+(:func:`analysis.questions.sentences.with_sentences`). A record key annotated :data:`WRITTEN` is
+in the shown form only (a sentence), one annotated :data:`STORED_ONLY` in the stored form only (a
+figure that only a sentence reads); :func:`json_schema` gives either form.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import typing
-from typing import Any, TypedDict, Union
+from typing import Annotated, Any, TypedDict, Union
 
 SCHEMA_VERSION = 6  # 1: before the summary carried its timeline and schema version; 2: before communication;
 # 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes; 4: before the memory
 # ledger and GPU metrics; 5: before the run's structure replaced the range names looked for
+
+WRITTEN = "written"  # annotation of a key a writer adds to the shown summary (a sentence)
+STORED_ONLY = "stored only"  # annotation of a figure the stored summary keeps for a writer alone
+STORED, SHOWN = "stored", "shown"  # the two forms of a summary
 
 
 class StepFiguresRecord(TypedDict):
@@ -104,7 +115,7 @@ class EfficiencyRecord(TypedDict):
     precision_source: str
     flops_source: str | None  # run config, matmul op shapes, or null (no FLOPs)
     gemm_precision_mix: dict[str, float]
-    answer: str
+    answer: Annotated[str, WRITTEN]
 
 
 class TimelineBars(TypedDict):
@@ -166,7 +177,9 @@ class MemoryLedgerRecord(TypedDict):
     top_ops: list[MemoryLedgerOp]
     blocks: list[MemoryLedgerBlock]
     timeline: MemoryLedgerTimeline | None
-    answer: str
+    memory_events: Annotated[int, STORED_ONLY]  # tensor-level memory events read
+    blocks_problem: Annotated[str | None, STORED_ONLY]  # why the events cannot be placed in blocks
+    answer: Annotated[str, WRITTEN]
 
 
 class GpuMetricsRecord(TypedDict):
@@ -312,34 +325,48 @@ class TraceSummary(TypedDict):
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
-def type_schema(kind) -> dict:
-    """The JSON schema of one annotation: TypedDicts, ``dict[str, X]``, ``list[X]``, ``X | None``,
-    ``Any`` and the scalar types."""
+def type_schema(kind, form: str = SHOWN) -> dict:
+    """The JSON schema of one annotation in a summary of ``form`` (:data:`STORED` or
+    :data:`SHOWN`): TypedDicts, ``dict[str, X]``, ``list[X]``, ``X | None``, ``Any`` and the
+    scalar types."""
     if kind is Any:
         return {}
     if kind in JSON_TYPES:
         return {"type": JSON_TYPES[kind]}
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if origin is Union or (origin is not None and origin.__name__ == "UnionType"):
-        options = [type_schema(arg) for arg in args if arg is not type(None)]
+        options = [type_schema(arg, form) for arg in args if arg is not type(None)]
         (inner,) = options
         return {"anyOf": [inner, {"type": "null"}]} if type(None) in args else inner
     if origin is list:
-        return {"type": "array", "items": type_schema(args[0])}
+        return {"type": "array", "items": type_schema(args[0], form)}
     if origin is dict:
-        return {"type": "object", "additionalProperties": type_schema(args[1])}
+        return {"type": "object", "additionalProperties": type_schema(args[1], form)}
     if typing.is_typeddict(kind):
-        hints = typing.get_type_hints(kind)
-        return {"type": "object", "properties": {name: type_schema(hint) for name, hint in hints.items()},
+        hints = record_keys(kind, form)
+        return {"type": "object", "properties": {name: type_schema(hint, form) for name, hint in hints.items()},
                 "required": sorted(hints), "additionalProperties": False}
     raise TypeError(f"no JSON schema for {kind!r}")
 
 
-def json_schema(question_records: dict[str, type]) -> dict:
-    """The summary's JSON schema; ``question_records``: summary key -> record TypedDict of each
-    per-trace question (its ``questions`` section)."""
-    schema = type_schema(TraceSummary)
-    questions = {key: type_schema(record) for key, record in question_records.items()}
+def record_keys(record: type, form: str = SHOWN) -> dict[str, Any]:
+    """The keys of a record TypedDict in a summary of ``form``, in order, with their types."""
+    left_out = WRITTEN if form == STORED else STORED_ONLY
+    found = {}
+    for name, hint in typing.get_type_hints(record, include_extras=True).items():
+        if typing.get_origin(hint) is Annotated:
+            if left_out in hint.__metadata__:
+                continue
+            hint = hint.__origin__
+        found[name] = hint
+    return found
+
+
+def json_schema(question_records: dict[str, type], form: str = SHOWN) -> dict:
+    """The JSON schema of a summary of ``form``; ``question_records``: summary key -> record
+    TypedDict of each per-trace question (its ``questions`` section)."""
+    schema = type_schema(TraceSummary, form)
+    questions = {key: type_schema(record, form) for key, record in question_records.items()}
     schema["properties"]["questions"] = {"type": "object", "properties": questions, "required": sorted(questions),
                                          "additionalProperties": False}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "TraceSummary",

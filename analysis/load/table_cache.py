@@ -1,0 +1,326 @@
+"""A columnar copy of a loaded :class:`Trace`, so that analyzing a trace again skips reading its export.
+
+:func:`analysis.load.load_trace` reads an export's SQLite tables into DataFrames; on millions of
+kernels that read is about half of an analysis. :class:`TableCache` keeps what it returned in a
+folder, one entry per trace, and serves it again while the entry's key holds:
+
+* the sha256 of the input file (the ``.sqlite``, ``.sqlite.xz`` or ``.nsys-rep`` as given),
+* the :class:`~analysis.load.nvtx.RangeFilter` it was read with,
+* the hash of the loader's code (the modules of ``analysis/load/``; the analysis rules above it
+  are not part of it, so a change there reuses the tables) and the versions of Python, numpy and
+  pandas that made the DataFrames (and pandas' string storage).
+
+An entry is a folder of NumPy ``.npy`` files, one or two per column (plain numeric columns as
+they are, categorical and string columns as integer codes with their values listed in the
+manifest, nullable columns as values and mask), and ``manifest.json``: the key, the scalar fields,
+each column's dtype and the sha256 of each array. The manifest is sealed with the install's key
+(:mod:`analysis.load.local_key`). An entry is written under a temporary name and renamed when
+whole; it is served only when its seal holds, its key is the one asked for and every array is
+there with the recorded dtype, shape and hash; otherwise it is removed and the export read again.
+Fields are taken from the :class:`Trace` dataclass itself, so a new field of a supported kind
+(a DataFrame or None, a number, a string, a list, tuple or dict of them) is cached without an edit here;
+one of another kind leaves the trace uncached. Writing a trace's entry removes its entries of
+other keys (older loader code), so the folder holds one entry per trace content.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import platform
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import load_trace
+from analysis.load.input_cache import InputCache, file_sha256
+from analysis.load.local_key import seal, seal_holds
+from analysis.load.nvtx import RangeFilter
+from analysis.load.trace import Trace
+
+LOADER_PACKAGE = Path(__file__).resolve().parent
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+SEAL = "manifest.seal"
+PART_SUFFIX = ".part"
+STALE_PART_S = 3600.0
+NAME_CHARS = 16  # of the trace's sha256 and of the key's hash, in an entry's folder name
+# Fields of a Trace that come from the call, not from the export: never stored, set from the call.
+CALL_FIELDS = ("path",)
+
+
+class Uncacheable(ValueError):
+    """A value the cache has no exact encoding for (the trace is then not cached)."""
+
+
+class DamagedEntry(ValueError):
+    """An entry whose files are not what its manifest says."""
+
+
+# A trace of fewer rows (kernels, copies and fills, NVTX ranges) is read from its export in well
+# under a second: keeping its tables would cost disk (about a third of the export) and save little.
+MIN_ROWS = 200_000
+
+
+@dataclass(frozen=True)
+class TableCache:
+    """Loaded traces of at least ``min_rows`` rows kept as columns under ``folder`` (one
+    subfolder per trace)."""
+
+    folder: Path
+    min_rows: int = MIN_ROWS
+
+    def load(self, path: str | os.PathLike, ranges: RangeFilter | None = None,
+             inputs: InputCache = InputCache()) -> Trace:
+        """:func:`analysis.load.load_trace`, served from the cache when an entry of this input's
+        content, ``ranges`` and loader holds; otherwise read from the export, and stored when it
+        has ``min_rows`` rows or more."""
+        path = Path(path)
+        try:
+            # A FIFO is never opened (it could block); a linked folder could lead writes elsewhere.
+            key = entry_key(path, ranges) if path.is_file() and not self.folder.is_symlink() else None
+        except OSError:
+            key = None
+        if key is None:  # not a readable file (the loader says why), or no folder to trust
+            return load_trace(path, ranges, inputs)
+        entry = self.folder / entry_name(key)
+        trace = read_entry(entry, key, path)
+        if trace is None:
+            trace = load_trace(path, ranges, inputs)
+            if len(trace.kernels) + len(trace.memops) + len(trace.ranges) >= self.min_rows:
+                self._store(entry, key, trace)
+        return trace
+
+    def _store(self, entry: Path, key: dict, trace: Trace) -> None:
+        """Write ``trace`` as ``entry``; a trace with a field of no known encoding, or a folder that
+        cannot be written (full disk, read-only), leaves it uncached: the analysis goes on."""
+        part = entry.with_name(f"{entry.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{PART_SUFFIX}")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _remove_stale_parts(self.folder)
+            write_entry(part, key, trace)
+            _remove(entry)
+            for other in self.folder.glob(f"{entry.name[:NAME_CHARS]}-*"):
+                if other.is_dir() and not other.name.endswith(PART_SUFFIX):
+                    _remove(other)  # the same trace read by other loader code: never served again
+            os.rename(part, entry)
+        except (Uncacheable, OSError):
+            pass  # another process may have renamed its own copy first: either is whole
+        finally:
+            _remove(part)
+
+
+def entry_key(path: Path, ranges: RangeFilter | None) -> dict:
+    """What an entry for ``path`` read with ``ranges`` must have been made from."""
+    return {
+        "format": FORMAT_VERSION,
+        "trace_sha256": file_sha256(path),
+        "ranges": repr(ranges),  # every field of the frozen dataclass, its patterns with their flags
+        "loader": loader_code_hash(),
+        # What the DataFrames are made of: pandas stores strings in Arrow arrays where pyarrow is installed.
+        "libraries": {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__,
+                      "pandas_strings": pd.StringDtype(na_value=np.nan).storage},
+    }
+
+
+def entry_name(key: dict) -> str:
+    """The entry's folder name: the start of the trace's sha256 and of the whole key's hash."""
+    key_hash = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+    return f"{key['trace_sha256'][:NAME_CHARS]}-{key_hash[:NAME_CHARS]}"
+
+
+@functools.cache
+def loader_code_hash() -> str:
+    """sha256 over the source of the loader's modules (``analysis/load/``)."""
+    digest = hashlib.sha256()
+    for module in sorted(LOADER_PACKAGE.rglob("*.py")):
+        digest.update(module.relative_to(LOADER_PACKAGE).as_posix().encode() + b"\0" + module.read_bytes())
+    return digest.hexdigest()
+
+
+def write_entry(folder: Path, key: dict, trace: Trace) -> None:
+    """Write ``trace`` (its fields but :data:`CALL_FIELDS`) into a new ``folder``, the sealed
+    manifest last; :class:`Uncacheable` for a field of no known encoding."""
+    folder.mkdir()
+    arrays: dict[str, dict] = {}
+
+    def save(array: np.ndarray) -> str:
+        if array.dtype.hasobject:
+            raise Uncacheable(f"an array of Python objects ({array.dtype})")
+        name = f"{len(arrays)}.npy"
+        array = np.ascontiguousarray(array)
+        np.save(folder / name, array, allow_pickle=False)
+        arrays[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "sha256": _array_sha256(array)}
+        return name
+
+    fields = {}
+    for field in dataclasses.fields(trace):
+        if field.name in CALL_FIELDS:
+            continue
+        value = getattr(trace, field.name)
+        fields[field.name] = {"table": _encode_frame(value, save)} if isinstance(value, pd.DataFrame) \
+            else {"value": _encode_plain(value)}
+    manifest = json.dumps({"key": key, "fields": fields, "arrays": arrays}, sort_keys=True)
+    (folder / MANIFEST).write_text(manifest)
+    (folder / SEAL).write_text(seal(MANIFEST, manifest))
+
+
+def read_entry(folder: Path, key: dict, path: Path) -> Trace | None:
+    """The trace kept in ``folder`` when it may be served (sealed here, made for ``key``, every
+    array whole), with ``path`` as given; else None, and a damaged entry is removed."""
+    try:
+        manifest_text = (folder / MANIFEST).read_text()
+        sealed = (folder / SEAL).read_text()
+    except (OSError, UnicodeDecodeError):
+        return None  # no entry (or one being replaced): read the export
+    try:
+        if not seal_holds(sealed, MANIFEST, manifest_text):
+            raise DamagedEntry("its seal does not hold")
+        manifest = json.loads(manifest_text)
+        if manifest["key"] != key:
+            raise DamagedEntry("made for another key")
+        load = functools.partial(_load_array, folder, manifest["arrays"])
+        fields = {name: _decode_frame(spec["table"], load) if "table" in spec else _decode_plain(spec["value"])
+                  for name, spec in manifest["fields"].items()}
+        return Trace(**fields, path=path)
+    except (DamagedEntry, OSError, ValueError, KeyError, TypeError, IndexError):
+        _remove(folder)
+        return None
+
+
+def _array_sha256(array: np.ndarray) -> str:
+    return hashlib.sha256(memoryview(array).cast("B")).hexdigest()
+
+
+def _load_array(folder: Path, arrays: dict, name: str) -> np.ndarray:
+    """The array of file ``name``, checked against the manifest's dtype, shape and hash."""
+    expected = arrays[name]
+    array = np.load(folder / name, allow_pickle=False)
+    if array.dtype.str != expected["dtype"] or list(array.shape) != expected["shape"] \
+            or _array_sha256(np.ascontiguousarray(array)) != expected["sha256"]:
+        raise DamagedEntry(f"{name} is not the array its manifest lists")
+    return array
+
+
+def _encode_plain(value):
+    """A JSON value for ``value`` (None, bool, int, float, str, or a list, tuple or dict of them;
+    a container tagged so that it comes back as what it was, a dict as its (key, value) pairs)."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if type(value) in (list, tuple):
+        return {type(value).__name__: [_encode_plain(item) for item in value]}
+    if type(value) is dict:
+        return {"dict": [[_encode_plain(key), _encode_plain(item)] for key, item in value.items()]}
+    raise Uncacheable(f"a value of type {type(value).__name__}")
+
+
+def _decode_plain(encoded):
+    if isinstance(encoded, dict):
+        (kind, items), = encoded.items()
+        if kind == "dict":
+            return {_decode_plain(key): _decode_plain(item) for key, item in items}
+        return {"list": list, "tuple": tuple}[kind](_decode_plain(item) for item in items)
+    return encoded
+
+
+def _encode_frame(frame: pd.DataFrame, save) -> dict:
+    if frame.attrs or not all(isinstance(name, str) for name in frame.columns) or frame.columns.has_duplicates:
+        raise Uncacheable("a DataFrame with attrs, duplicate or non-string column names")
+    default_index = isinstance(frame.index, pd.RangeIndex) and frame.index.equals(pd.RangeIndex(len(frame))) \
+        and frame.index.name is None
+    return {
+        "rows": len(frame),
+        "index": None if default_index else {"name": _encode_plain(frame.index.name),
+                                             "values": _encode_values(frame.index.array, save)},
+        "columns": [[name, _encode_values(frame[name].array, save)] for name in frame.columns],
+        "columns_dtype": str(frame.columns.dtype),
+    }
+
+
+def _decode_frame(spec: dict, load) -> pd.DataFrame:
+    index = pd.RangeIndex(spec["rows"]) if spec["index"] is None else \
+        pd.Index(_decode_values(spec["index"]["values"], load), name=_decode_plain(spec["index"]["name"]))
+    columns = {name: _decode_values(values, load) for name, values in spec["columns"]}
+    if any(len(values) != spec["rows"] for values in columns.values()) or len(index) != spec["rows"]:
+        raise DamagedEntry("a column of another length than its table")
+    frame = pd.DataFrame(columns, index=index, copy=False)
+    frame.columns = frame.columns.astype(spec["columns_dtype"])
+    return frame
+
+
+def _encode_values(values, save) -> dict:
+    """The encoding of one column's values (a pandas array)."""
+    if type(values) is pd.arrays.NumpyExtensionArray:
+        values = values.to_numpy()  # a NumPy column, as the DataFrame holds it
+    dtype = values.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return {"kind": "category", "codes": save(values.codes), "ordered": bool(dtype.ordered),
+                "categories": _encode_values(dtype.categories.array, save)}
+    if isinstance(dtype, pd.StringDtype) or dtype == np.dtype(object):
+        return _encode_strings(values, save)
+    if isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray | pd.arrays.BooleanArray):
+        return {"kind": "masked", "dtype": dtype.name, "values": save(values.to_numpy(dtype.numpy_dtype, na_value=0)),
+                "mask": save(np.asarray(values.isna()))}
+    if isinstance(dtype, np.dtype) and dtype.kind in "biuf":
+        return {"kind": "array", "values": save(values)}
+    raise Uncacheable(f"a column of dtype {dtype}")
+
+
+def _encode_strings(values, save) -> dict:
+    """Strings (a string dtype, or Python strings in an object column) as codes into their distinct
+    values; the missing ones as code -1, all the same missing value (None or NaN) in an object column."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    uniques = list(uniques)
+    if not all(type(value) is str for value in uniques):
+        raise Uncacheable("a text column holding other values than strings")
+    spec = {"kind": "strings", "codes": save(codes), "uniques": uniques}
+    if isinstance(values.dtype, pd.StringDtype):
+        return {**spec, "storage": values.dtype.storage, "na_is_nan": values.dtype.na_value is not pd.NA}
+    missing = {type(value).__name__ for value in values[codes < 0]}
+    if len(missing) > 1 or missing - {"NoneType", "float"}:
+        raise Uncacheable("an object column with missing values of several kinds")
+    return {**spec, "object_missing": "nan" if missing == {"float"} else None}
+
+
+def _decode_values(spec: dict, load):
+    kind = spec["kind"]
+    if kind == "array":
+        return load(spec["values"])
+    if kind == "masked":
+        array_type = pd.api.types.pandas_dtype(spec["dtype"]).construct_array_type()
+        return array_type(load(spec["values"]), load(spec["mask"]))
+    if kind == "category":
+        categories = pd.Index(_decode_values(spec["categories"], load))
+        return pd.Categorical.from_codes(load(spec["codes"]), dtype=pd.CategoricalDtype(categories, spec["ordered"]))
+    if kind == "strings":
+        codes = load(spec["codes"])
+        if len(codes) and (codes.min() < -1 or codes.max() >= len(spec["uniques"])):
+            raise DamagedEntry("a string code out of range")
+        if "storage" not in spec:
+            missing = np.nan if spec["object_missing"] == "nan" else None
+            return np.array([*spec["uniques"], missing], dtype=object)[codes]
+        dtype = pd.StringDtype(spec["storage"], na_value=np.nan if spec["na_is_nan"] else pd.NA)
+        return pd.array(np.array([*spec["uniques"], dtype.na_value], dtype=object)[codes], dtype=dtype)
+    raise DamagedEntry(f"an unknown column kind {kind!r}")
+
+
+def _remove_stale_parts(folder: Path) -> None:
+    """Remove the partial entries of killed runs (older than :data:`STALE_PART_S`)."""
+    cutoff = time.time() - STALE_PART_S
+    for part in folder.glob(f"*{PART_SUFFIX}"):
+        try:
+            if part.stat().st_mtime < cutoff:
+                _remove(part)
+        except OSError:
+            pass  # another run's, or gone already
+
+
+def _remove(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
