@@ -18,8 +18,9 @@ median kept, with the CPU time and the peak resident memory of the process and i
 - analyze-nsys first: the same without `--no-cache` into a fresh output folder, which stores the
   trace's tables (`<out>/trace-tables/`, where the analyzer has that cache) and its summary;
 - analyze-nsys warm: the same again with `<out>/results.db` removed first, so the analysis runs
-  again from the stored tables, as after a change of analysis code or range names. An analyzer
-  without the table cache gets "-" here.
+  again from the stored tables, as after a change of analysis code or range names. Where the
+  analyzer keeps no tables for the trace (one without the table cache, or a trace too small to be
+  worth keeping) this is "-": its second analysis reads the export again, as cold.
 
 `--modes` times only some of these (e.g. the warm ones on a trace too large to time cold often;
 a warm mode whose cold one is not chosen builds its cache once, untimed). Prints three rows per
