@@ -52,7 +52,7 @@ from pathlib import Path
 from urllib.request import pathname2url
 
 from analysis.load.export_map import KERNELS
-from benchmarks.analysis_speed import FLOOR_TABLES, REPO
+from benchmarks.analysis_speed import REPO, floor_queries
 
 PEER_QUERIES = (("top_kernels",), ("nvtx_layer_breakdown", "-p", "auto_depth=false"))
 PEER_CACHE_SUFFIX = ".nsys-cache"  # nsys_ai.parquet_cache._cache_dir_for
@@ -117,18 +117,11 @@ def run_process(command: list[str], env: dict[str, str] | None = None, cwd: Path
     return Run(elapsed, float(user_s) + float(system_s), int(peak_kib) * 1024), stdout
 
 
-def floor_queries(trace: Path) -> list[str]:
-    """The floor's SELECTs of the loader's columns present in this trace, kernels first."""
-    conn = sqlite3.connect(f"file:{pathname2url(str(trace.resolve()))}?mode=ro", uri=True)
+def trace_floor_queries(trace: Path) -> list[str]:
+    """The floor's SELECTs for this trace (`benchmarks.analysis_speed.floor_queries`)."""
+    conn = sqlite3.connect(f"file:{pathname2url(str(trace.resolve()))}?mode=ro&immutable=1", uri=True)
     try:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        queries = []
-        for table, wanted in FLOOR_TABLES:
-            if table in tables:
-                present = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
-                columns = ", ".join(f'"{column}"' for column in wanted if column in present)
-                queries.append(f"SELECT {columns} FROM {table}")
-        return queries
+        return list(floor_queries(conn).values())
     finally:
         conn.close()
 
@@ -265,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "CS336_PROFILE_CACHE": str(work / "input-cache")}
         for trace in args.traces:
             (work / trace.name).symlink_to(trace.resolve())
-            result = TraceRuns(trace, kernel_count(trace), floor_queries(trace))
+            result = TraceRuns(trace, kernel_count(trace), trace_floor_queries(trace))
             for _ in range(args.runs):
                 measure_round(result, tuple(args.modes), analyzer, args.peer_python, work, env)
             remove_peer_cache(work / trace.name)
