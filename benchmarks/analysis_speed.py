@@ -56,23 +56,29 @@ def _memory_bytes(field: str) -> int:
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
+def floor_queries(conn: sqlite3.Connection) -> dict[str, str]:
+    """The floor's SELECT of each `FLOOR_TABLES` table this export has, of the columns it has."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    queries = {}
+    for table, wanted in FLOOR_TABLES:
+        if table in tables:
+            present = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+            columns = ", ".join(f'"{column}"' for column in wanted if column in present)
+            queries[table] = f"SELECT {columns} FROM {table}"
+    return queries
+
+
 def read_floor_s(trace: Path) -> tuple[float, int]:
     """Best time of `FLOOR_RUNS` plain reads of the needed columns, and the kernel count."""
     conn = sqlite3.connect(f"file:{pathname2url(str(trace.resolve()))}?mode=ro&immutable=1", uri=True)
     try:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        queries = []
-        for table, wanted in FLOOR_TABLES:
-            if table in tables:
-                present = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
-                columns = ", ".join(f'"{column}"' for column in wanted if column in present)
-                queries.append(f"SELECT {columns} FROM {table}")
+        queries = floor_queries(conn)
         best_s, kernels = float("inf"), 0
         for _ in range(FLOOR_RUNS):
             started = time.perf_counter()
-            rows = [conn.execute(sql).fetchall() for sql in queries]
+            rows = {table: conn.execute(sql).fetchall() for table, sql in queries.items()}
             best_s = min(best_s, time.perf_counter() - started)
-            kernels = len(rows[0]) if KERNELS.name in tables else 0
+            kernels = len(rows.get(KERNELS.name, ()))
             del rows
         return best_s, kernels
     finally:
