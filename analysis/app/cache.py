@@ -40,6 +40,7 @@ from analysis.app.analyze import stored_summary_schema
 from analysis.core.phases import RangeNames
 from analysis.core.timings import timings_json_path
 from analysis.load import file_sha256
+from analysis.load.input_cache import files_sha256
 from analysis.load.local_key import install_key, seal, seal_holds
 from analysis.trace.summary_schema import problems, schema_hash
 
@@ -119,10 +120,7 @@ def summary_code_files(package: Path) -> list[Path]:
 @functools.cache
 def code_hash() -> str:
     """sha256 over the files of :data:`SUMMARY_CODE` in the analysis package (their paths and bytes)."""
-    digest = hashlib.sha256()
-    for path in summary_code_files(ANALYSIS_PACKAGE):
-        digest.update(path.relative_to(ANALYSIS_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+    return files_sha256(ANALYSIS_PACKAGE, summary_code_files(ANALYSIS_PACKAGE))
 
 
 @functools.cache

@@ -17,11 +17,12 @@ import functools
 import hashlib
 import lzma
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,15 @@ def default_folder() -> Path:
     return Path(base)
 
 
+def files_sha256(root: Path, files: Iterable[Path]) -> str:
+    """Hex SHA-256 over ``files`` in the order given: each one's path relative to ``root``, a NUL,
+    then its bytes (what code hashes are made of: a renamed or moved file changes them too)."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def file_sha256(path: Path) -> str:
     """Hex SHA-256 of a file's bytes, read in chunks; a file unchanged since (same inode, size and
     modification time) is hashed once per process, so the results cache, the input cache and the
@@ -92,18 +102,24 @@ def cache_folder(settings: InputCache) -> Iterator[Path]:
     except OSError as err:
         raise InputCacheError(f"cannot use the cache folder {folder} ({err.strerror or err}); "
                               "set CS336_PROFILE_CACHE to a folder that can be written") from err
-    _remove_stale_parts(folder)
+    remove_stale_parts(folder, "*.part*")
     yield folder
 
 
-def _remove_stale_parts(folder: Path) -> None:
+def remove_stale_parts(folder: Path, pattern: str) -> None:
+    """Remove what killed runs left half written in ``folder``: the files or folders ``pattern``
+    finds that are older than :data:`STALE_PART_S` (a live run's part is younger)."""
     cutoff = time.time() - STALE_PART_S
-    for part in folder.glob("*.part*"):
+    for part in folder.glob(pattern):
         try:
-            if part.stat().st_mtime < cutoff:
+            if part.stat().st_mtime >= cutoff:
+                continue
+            if part.is_dir():
+                shutil.rmtree(part, ignore_errors=True)
+            else:
                 part.unlink()
         except OSError:
-            pass  # another run's file, or gone already
+            pass  # another run's part, or gone already
 
 
 @contextmanager

@@ -31,7 +31,6 @@ import json
 import os
 import platform
 import shutil
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import load_trace
-from analysis.load.input_cache import InputCache, file_sha256
+from analysis.load.input_cache import InputCache, file_sha256, files_sha256, remove_stale_parts
 from analysis.load.local_key import seal, seal_holds
 from analysis.load.nvtx import RangeFilter
 from analysis.load.trace import Trace
@@ -50,7 +49,6 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 SEAL = "manifest.seal"
 PART_SUFFIX = ".part"
-STALE_PART_S = 3600.0
 NAME_CHARS = 16  # of the trace's sha256 and of the key's hash, in an entry's folder name
 # Fields of a Trace that come from the call, not from the export: never stored, set from the call.
 CALL_FIELDS = ("path",)
@@ -104,7 +102,7 @@ class TableCache:
         part = entry.with_name(f"{entry.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{PART_SUFFIX}")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            _remove_stale_parts(self.folder)
+            remove_stale_parts(self.folder, f"*{PART_SUFFIX}")
             write_entry(part, key, trace)
             _remove(entry)
             for other in self.folder.glob(f"{entry.name[:NAME_CHARS]}-*"):
@@ -139,10 +137,7 @@ def entry_name(key: dict) -> str:
 @functools.cache
 def loader_code_hash() -> str:
     """sha256 over the source of the loader's modules (``analysis/load/``)."""
-    digest = hashlib.sha256()
-    for module in sorted(LOADER_PACKAGE.rglob("*.py")):
-        digest.update(module.relative_to(LOADER_PACKAGE).as_posix().encode() + b"\0" + module.read_bytes())
-    return digest.hexdigest()
+    return files_sha256(LOADER_PACKAGE, sorted(LOADER_PACKAGE.rglob("*.py")))
 
 
 def write_entry(folder: Path, key: dict, trace: Trace) -> None:
@@ -309,17 +304,6 @@ def _decode_values(spec: dict, load):
         dtype = pd.StringDtype(spec["storage"], na_value=np.nan if spec["na_is_nan"] else pd.NA)
         return pd.array(np.array([*spec["uniques"], dtype.na_value], dtype=object)[codes], dtype=dtype)
     raise DamagedEntry(f"an unknown column kind {kind!r}")
-
-
-def _remove_stale_parts(folder: Path) -> None:
-    """Remove the partial entries of killed runs (older than :data:`STALE_PART_S`)."""
-    cutoff = time.time() - STALE_PART_S
-    for part in folder.glob(f"*{PART_SUFFIX}"):
-        try:
-            if part.stat().st_mtime < cutoff:
-                _remove(part)
-        except OSError:
-            pass  # another run's, or gone already
 
 
 def _remove(folder: Path) -> None:
