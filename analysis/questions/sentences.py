@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from analysis.core import text
 from analysis.core.flops import phase_flops
-from analysis.core.gpus import precision_for_run
 from analysis.questions.mem_f import ledger_sentence
 from analysis.questions.registry import PER_TRACE
 from analysis.questions.shared.story import LAUNCH_BOUND_IDLE_SHARE
 from analysis.questions.shared.trace_text import mixed_shapes_note
+from analysis.trace.efficiency import leading_precision, peak_precision
 from analysis.trace.summary_schema import SHOWN, EfficiencyRecord, MemoryLedgerRecord, record_keys
 
 # Kernels shorter on average than the CPU time PyTorch needs to launch one (a few µs of Python
@@ -86,16 +86,10 @@ def _flops_source_text(record: dict) -> str:
     return "Model FLOPs over GPU time: "
 
 
-def _kernel_precision(record: dict) -> str | None:
-    """The precision holding most GEMM time, when the kernel names told it."""
-    mix = record["gemm_precision_mix"]
-    return max((p for p in mix if p != "unknown"), key=lambda p: mix[p], default=None)
-
-
 def _peak_text(record: dict) -> str:
     if record["peak_tflop_per_s"] is None:
         return ""
-    precision = _kernel_precision(record)
+    precision = leading_precision(record["gemm_precision_mix"])
     note = (f" (the precision of {text.pct(record['gemm_precision_mix'][precision])} of its GEMM kernels' time)"
             if precision else "")
     return (f" against the {record['peak_gpu']}'s {record['peak_tflop_per_s']:.1f} TFLOP/s "
@@ -118,8 +112,7 @@ def _unknown_because(record: dict, config: dict | None, gpu_name: str | None) ->
     if not gpu_name:
         return "the GPU is not named in the trace, so its peak and the MFU are unknown"
     try:
-        precision = _kernel_precision(record) or precision_for_run(
-            str(config.get("dtype", "")) if config else "", tf32=bool((config or {}).get("allow_tf32", False)))
+        precision = peak_precision(config or {}, leading_precision(record["gemm_precision_mix"]))
     except ValueError as err:
         return f"the matmul precision is unknown ({err})"
     return f"no {precision} peak is known for {gpu_name}, so MFU is unknown"

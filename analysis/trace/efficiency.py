@@ -42,8 +42,7 @@ def gpu_usage(config: dict | None, gpu_name: str | None, gemm_precisions: dict[s
     flops, flops_source = model_flops(config), "run config"
     if not flops:
         flops, flops_source = (op_flops, "matmul op shapes") if op_flops else ({}, None)
-    kernel_precision = max((p for p in gemm_precisions if p != "unknown"), key=lambda p: gemm_precisions[p],
-                           default=None)
+    kernel_precision = leading_precision(gemm_precisions)
     peak = run_peak(config or {}, gpu_name, kernel_precision) if flops else None
     return GpuUsage(flops, flops_source, kernel_precision, peak)
 
@@ -59,14 +58,24 @@ def model_flops(config: dict | None) -> dict:
         return {}
 
 
+def leading_precision(gemm_precisions: dict[str, float]) -> str | None:
+    """The precision holding most GEMM time in a precision mix, when the kernel names told it."""
+    return max((p for p in gemm_precisions if p != "unknown"), key=lambda p: gemm_precisions[p], default=None)
+
+
+def peak_precision(config: dict, kernel_precision: str | None) -> str:
+    """The precision a run's peak is taken at: ``kernel_precision``, else the config's dtype and
+    TF32 flag; ValueError when the config does not tell it either."""
+    return kernel_precision or precision_for_run(str(config.get("dtype", "")), tf32=bool(config.get("allow_tf32", False)))
+
+
 def run_peak(config: dict, gpu_name: str | None, kernel_precision: str | None) -> PeakFlops | None:
-    """The GPU's dense peak at ``kernel_precision``, else at the config's dtype and TF32 flag;
-    None when the GPU, the precision or its peak is unknown."""
+    """The GPU's dense peak at :func:`peak_precision`; None when the GPU, the precision or its
+    peak is unknown."""
     if not gpu_name:
         return None
     try:
-        precision = kernel_precision or precision_for_run(
-            str(config.get("dtype", "")), tf32=bool(config.get("allow_tf32", False)))
+        precision = peak_precision(config, kernel_precision)
     except ValueError:
         return None
     return peak_flops(gpu_name, precision)
