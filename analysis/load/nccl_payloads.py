@@ -46,6 +46,8 @@ def read_message_sizes(conn: sqlite3.Connection, schema: dict, strings: StringTa
     offsets = dict(conn.execute(
         f'SELECT DISTINCT "{schema_id}", COALESCE("{offset}", 0) FROM {entries} WHERE "{name}" = ?',
         (MESSAGE_SIZE_ENTRY,)))
+    if not offsets:  # no payload schema holds a message size: no NVTX row needs reading
+        return pd.DataFrame(columns=CALL_COLUMNS)
     start, tid, event_type = NVTX.nsys_names(schema, ("start_ns", "tid", "event_type"))
     text, text_id = (NVTX.column(schema, c) or "NULL" for c in ("text", "text_id"))
     rows = conn.execute(
