@@ -183,7 +183,8 @@ class RunStructure:
 def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = RangeNames()) -> RunStructure:
     """The run's structure from ``ranges`` (:attr:`analysis.load.Trace.ranges`) and ``ops``
     (GPU operations with ``pid``, ``launch_tid``, ``launch_start_ns``, ``dur_ns``, ``demangled_name``)."""
-    ranges = ranges.assign(normal=_normal_names(ranges["name"]))
+    normal = _per_name(ranges["name"], normal_name)
+    ranges = ranges.assign(normal=normal, stem=_per_name(normal, name_stem))
     own, labels = _own_and_labels(ranges)
     notes: list[str] = []
     phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges))
@@ -206,14 +207,15 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     steps, warmup_rule, step_table = _warmup(steps, containers, warmup_found, ops, names, has_steps)
     regions, fused = _regions(own, labels, phases, names, notes)
     name_of = pd.concat([own, labels]).set_index("range_id")["name"]
-    region_names = {part: sorted(set(name_of.loc[regions.index[regions == part]])) for part in REGIONS}
+    region_names = {part: sorted(pd.unique(name_of.loc[regions.index[regions == part]])) for part in REGIONS}
     block_family, block_ranges = _blocks(own, labels, phases)
-    used = {*steps["range_name"], *phases["range_name"], *inference_windows["range_name"], *name_of.loc[regions.index],
-            *containers["name"], *name_of.reindex(block_ranges.index).dropna()}
+    used = set().union(*map(pd.unique, (
+        steps["range_name"], phases["range_name"], inference_windows["range_name"], name_of.loc[regions.index],
+        containers["name"], name_of.reindex(block_ranges.index).dropna())))
     if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
-        used |= {n for n, normal in zip(own["name"], own["normal"]) if WARMUP_FAMILY.fullmatch(name_stem(normal))}
+        used |= set(own.loc[_in_family(WARMUP_FAMILY, own["stem"]), "name"])
     unused = [family_label(n) for n in name_families(sorted(
-        set(own["name"]) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}))]
+        set(pd.unique(own["name"])) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}))]
     return RunStructure(
         steps=steps, phases=phases.reset_index(drop=True), regions=regions, region_names=region_names, has_steps=has_steps,
         step_ranges=step_ranges, source=source, step_rule=step_rule, warmup_rule=warmup_rule,
@@ -224,10 +226,9 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
 
 def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The user's own ranges, and PyTorch's labels; op-level ranges and library domains in neither."""
-    op_level = ranges["name"].str.contains(OP_LEVEL).to_numpy(dtype=bool) | \
-        ranges["domain"].astype(str).str.lower().isin(LIBRARY_DOMAINS).to_numpy(dtype=bool) | \
-        ranges["name"].str.contains(LIBRARY_NAME).to_numpy(dtype=bool)
-    torch_label = ranges["name"].str.contains(TORCH_LABEL).to_numpy(dtype=bool)
+    op_level = _per_name(ranges["name"], lambda n: bool(OP_LEVEL.search(n) or LIBRARY_NAME.search(n)), bool) | \
+        _per_name(ranges["domain"].astype(str), lambda d: d.lower() in LIBRARY_DOMAINS, bool)
+    torch_label = _per_name(ranges["name"], lambda n: TORCH_LABEL.search(n) is not None, bool)
     return ranges[~op_level & ~torch_label], ranges[torch_label & ~op_level]
 
 
@@ -250,8 +251,16 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
 
 # ----------------------------------------------------------------------------- names
 
-def _normal_names(names: pd.Series) -> np.ndarray:
-    return np.array([normal_name(n) for n in names], dtype=object)
+def _per_name(names, rule, dtype=object) -> np.ndarray:
+    """``rule`` of each of ``names``, worked out once per distinct name (a trace repeats a few
+    names many times)."""
+    codes, distinct = pd.factorize(np.asarray(names, dtype=object))
+    return np.array([rule(name) for name in distinct], dtype=dtype)[codes]
+
+
+def _in_family(family: re.Pattern, names) -> np.ndarray:
+    """Whether each of ``names`` (stems or normal names) is of ``family`` (a whole-name match)."""
+    return _per_name(names, lambda name: family.fullmatch(name) is not None, bool)
 
 
 def _phase_of(normal: str) -> str | None:
@@ -285,6 +294,12 @@ def _note_missing(wanted, own: pd.DataFrame, notes: list[str]) -> None:
 
 # ----------------------------------------------------------------------------- phases
 
+def _made_windows(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
+    """Windows the analysis makes, from ``rows`` of ``columns``: process, thread and times are
+    integers also when there are no rows (so a frame they join keeps integer columns)."""
+    return pd.DataFrame(rows, columns=columns).astype({c: np.int64 for c in ("pid", "tid", "start_ns", "end_ns")})
+
+
 def _windows(rows: pd.DataFrame, phase: np.ndarray | str) -> pd.DataFrame:
     return pd.DataFrame({
         "range_id": rows["range_id"].to_numpy(), "name": phase, "range_name": rows["name"].to_numpy(),
@@ -299,7 +314,7 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
         phase = own["name"].map(given).to_numpy(dtype=object)
         _note_missing(given, own, notes)
     else:
-        phase = np.array([_phase_of(n) for n in own["normal"]], dtype=object)
+        phase = _per_name(own["normal"], _phase_of)
         phase = _resolve_ambiguous_step(own, phase)
     keep = pd.notna(phase)
     windows = _windows(own[keep], phase[keep])
@@ -391,7 +406,7 @@ def _any_overlap(windows: pd.DataFrame) -> bool:
 
 
 def _names_by_phase(windows: pd.DataFrame) -> dict[str, list[str]]:
-    return {phase: name_families(sorted(set(windows.loc[windows["name"] == phase, "range_name"])))
+    return {phase: name_families(sorted(pd.unique(windows.loc[windows["name"] == phase, "range_name"])))
             for phase in PHASES if (windows["name"] == phase).any()}
 
 
@@ -458,7 +473,7 @@ def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
                 previous_end = times[optimizer[1]]
             else:
                 previous_end = times[last]
-    windows = pd.DataFrame(rows, columns=["pid", "tid", "name", "start_ns", "end_ns"])
+    windows = _made_windows(rows, ["pid", "tid", "name", "start_ns", "end_ns"])
     windows = windows.assign(range_id=np.arange(first_id, first_id + len(windows), dtype=np.int64),
                              range_name=windows["name"].map(lambda p: f"({p}, from kernels)"), parent_id=-1)
     return windows[WINDOW_COLUMNS].sort_values("start_ns", kind="stable").reset_index(drop=True)
@@ -491,12 +506,13 @@ def _training_forwards(phases: pd.DataFrame) -> np.ndarray:
     if not (names == "backward").any():  # a forward-only run: every forward is the pass
         return names == "forward"
     training = np.zeros(len(phases), dtype=bool)
+    starts, ends = phases["start_ns"].to_numpy(), phases["end_ns"].to_numpy()
     for _, rows in phases.groupby("pid", sort=False).indices.items():
-        rows = rows[np.argsort(phases["start_ns"].to_numpy()[rows], kind="stable")]
-        starts = phases["start_ns"].to_numpy()[rows]
-        for position in np.flatnonzero(names[rows] == "forward"):
-            after = np.searchsorted(starts, phases["end_ns"].iat[rows[position]], side="left")
-            training[rows[position]] = after < len(rows) and names[rows[after]] in ("loss", "backward")
+        rows = rows[np.argsort(starts[rows], kind="stable")]
+        forwards = rows[names[rows] == "forward"]
+        after = np.searchsorted(starts[rows], ends[forwards], side="left")
+        following = names[rows[np.minimum(after, len(rows) - 1)]]
+        training[forwards] = (after < len(rows)) & ((following == "loss") | (following == "backward"))
     return training
 
 
@@ -548,7 +564,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
     forwards = _contains(candidates, phases[phases["name"] == "forward"])
     backwards = _contains(candidates, phases[phases["name"] == "backward"])
     held = _contains(candidates, phases)
-    stems = np.array([name_stem(n) for n in candidates["normal"]], dtype=object)
+    stems = candidates["stem"].to_numpy()
     families = {}
     for stem in pd.unique(stems):
         rows = np.flatnonzero(stems == stem)
@@ -603,7 +619,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     all: it holds as many iterations as backward runs launched inside it from PyTorch's autograd
     thread, one when it holds none); else iterations made from the phases that ran before the
     first step range, outside every step."""
-    warm = own[np.array([bool(WARMUP_FAMILY.fullmatch(name_stem(n))) for n in own["normal"]], dtype=bool)]
+    warm = own[_in_family(WARMUP_FAMILY, own["stem"])]
     warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)])
     rows = []
     launched = ops["launch_start_ns"].to_numpy()
@@ -621,7 +637,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
         made = _steps_from_phases(before, _training_forwards(before), 0)
         rows = list(zip(made["pid"], made["tid"], made["start_ns"], made["end_ns"], ["(warm-up iteration)"] * len(made)))
         rule = "the iterations before the step ranges (their phases ran outside every step)" if rows else ""
-    found = pd.DataFrame(rows, columns=["pid", "tid", "start_ns", "end_ns", "range_name"])
+    found = _made_windows(rows, ["pid", "tid", "start_ns", "end_ns", "range_name"])
     found = found.assign(range_id=np.arange(first_id, first_id + len(found), dtype=np.int64), parent_id=-1, measured=False)
     found["name"] = [f"{name} #{k}" for name, k in zip(found["range_name"], found.groupby(["pid", "range_name"]).cumcount())]
     return found[[*WINDOW_COLUMNS, "measured"]], rule
@@ -630,13 +646,11 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
 def _step_labels(steps: pd.DataFrame) -> np.ndarray:
     """A step's label: its range name when unique in its process, else ``name #k`` (k-th in time)."""
     order = np.lexsort((steps["start_ns"].to_numpy(), steps["pid"].to_numpy()))
-    counts = steps.groupby(["pid", "range_name"]).size()
-    seen: dict[tuple, int] = {}
+    in_time = steps.iloc[order]
+    same_name = in_time.groupby(["pid", "range_name"], sort=False)
+    k, count = same_name.cumcount().to_numpy(), same_name["range_name"].transform("size").to_numpy()
     labels = np.empty(len(steps), dtype=object)
-    for row in order:
-        key = (steps["pid"].iat[row], steps["range_name"].iat[row])
-        labels[row] = key[1] if counts[key] == 1 else f"{key[1]} #{seen.get(key, 0)}"
-        seen[key] = seen.get(key, 0) + 1
+    labels[order] = [name if n == 1 else f"{name} #{i}" for name, i, n in zip(in_time["range_name"].to_numpy(), k, count)]
     return labels
 
 
@@ -653,7 +667,7 @@ def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int
             stop = bounds[bounds > first][0]
             part = mine.iloc[first:stop]
             rows.append((pid, int(part["tid"].iat[0]), int(part["start_ns"].min()), int(part["end_ns"].max()), index))
-    steps = pd.DataFrame(rows, columns=["pid", "tid", "start_ns", "end_ns", "index"])
+    steps = _made_windows(rows, ["pid", "tid", "start_ns", "end_ns", "index"])
     steps = steps.assign(range_id=np.arange(first_id, first_id + len(steps), dtype=np.int64),
                          name=[f"iteration {i}" for i in steps["index"]], range_name="(iteration)",
                          parent_id=-1, measured=True)
@@ -692,24 +706,52 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
 
 
 def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
-    """Kernel count and summed kernel time of each step (launches from any thread of its process)."""
-    from analysis.core.attribution import ops_in_windows  # the rule of attribution, written once
-    kernels = ops[ops["op_kind"] == "kernel"] if "op_kind" in ops else ops
-    position = ops_in_windows(kernels, steps)
-    held = position >= 0
-    count = np.bincount(position[held], minlength=len(steps))
-    time = np.bincount(position[held], weights=kernels["dur_ns"].to_numpy()[held], minlength=len(steps))
+    """Kernel count and summed kernel time of each step (launches from any thread of its process).
+
+    Which step holds a launch (:func:`analysis.core.attribution.ops_in_windows`, the rule written
+    once) depends only on the launch's process and time, and changes only where a step starts or
+    just after one ends. So the kernels, sorted by process and launch, are cut at those times,
+    each piece is summed, and the rule is asked once per piece, for its first kernel."""
+    from analysis.core.attribution import ops_in_windows
+    kernel = (ops["op_kind"] == "kernel").to_numpy(dtype=bool) if "op_kind" in ops else np.ones(len(ops), dtype=bool)
+    pids, launched = ops["pid"].to_numpy()[kernel], ops["launch_start_ns"].to_numpy()[kernel]
+    durations = ops["dur_ns"].to_numpy()[kernel]
+    order = np.lexsort((launched, pids))
+    if (order[1:] < order[:-1]).any():  # the ops are most often in this order already
+        pids, launched, durations = pids[order], launched[order], durations[order]
+    first = _piece_starts(pids, launched, steps)
+    holder = ops_in_windows(pd.DataFrame({"pid": pids[first], "launch_start_ns": launched[first]}), steps)
+    held = holder >= 0
+    sizes = np.diff(np.r_[first, len(launched)])
+    count = np.bincount(holder[held], weights=sizes[held], minlength=len(steps)).astype(np.int64)
+    summed = np.add.reduceat(durations, first) if len(first) else np.zeros(0, dtype=np.int64)
+    time = np.bincount(holder[held], weights=summed[held], minlength=len(steps))
     return pd.DataFrame({"kernels": count, "kernel_ns": time})
+
+
+def _piece_starts(pids: np.ndarray, launched: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
+    """Where pieces of launches (sorted by process, then time) begin: at each new process, and in
+    each process at the first launch at or after time 0, each step's start and each step's end + 1."""
+    process_starts = np.flatnonzero(np.r_[True, pids[1:] != pids[:-1]]) if len(pids) else np.zeros(0, dtype=np.int64)
+    process_ends = np.r_[process_starts[1:], len(pids)]
+    step_pids, step_starts, step_ends = (steps[c].to_numpy() for c in ("pid", "start_ns", "end_ns"))
+    starts = [process_starts]
+    for first, stop in zip(process_starts, process_ends):
+        mine = step_pids == pids[first]
+        cuts = np.r_[0, step_starts[mine], step_ends[mine] + 1]
+        starts.append(first + np.searchsorted(launched[first:stop], cuts, side="left"))
+    starts = np.unique(np.concatenate(starts))
+    return starts[starts < len(pids)]
 
 
 def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.ndarray, str | None]:
     """Steps named warm-up, or inside a range named warm-up."""
-    own_name = np.array([bool(WARMUP_FAMILY.fullmatch(name_stem(normal_name(n)))) for n in steps["range_name"]])
+    own_name = _in_family(WARMUP_FAMILY, _per_name(steps["range_name"], lambda n: name_stem(normal_name(n))))
     if own_name.any() and not own_name.all():
         shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps.loc[own_name, "range_name"]))))
         return ~own_name, f"named {shown}"
     for family, warm_inside in ((WARMUP_FAMILY, True), (MEASURED_FAMILY, False)):
-        named = containers[[bool(family.fullmatch(name_stem(normal_name(c)))) for c in containers["name"]]]
+        named = containers[_in_family(family, containers["stem"])]
         inside = _inside_any(steps, named)
         if inside.any() and not inside.all():
             where = "inside" if warm_inside else "outside"
@@ -761,7 +803,8 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
         parts = dict(zip(names.regions, REGIONS))
         rows = own[own["name"].isin(list(parts))]
         return pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object), False
-    parts = {name: part for name, normal in set(zip(own["name"], own["normal"]))
+    distinct = own.drop_duplicates("name")
+    parts = {name: part for name, normal in zip(distinct["name"], distinct["normal"])
              if (part := _region_of(normal)) and _phase_of(normal) is None}
     rows = own[own["name"].isin(list(parts))]
     found = pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object)
@@ -781,7 +824,7 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
 def _matmuls_beside_softmax(own: pd.DataFrame, softmax: pd.DataFrame) -> pd.Series:
     """Ranges named like a plain matmul that share their parent with a softmax part range: the
     scores matmul when they end before it starts, the final matmul when they start after it ends."""
-    plain = own[np.array([bool(PLAIN_MATMUL.fullmatch(n)) and _region_of(n) is None for n in own["normal"]], dtype=bool)]
+    plain = own[_per_name(own["normal"], lambda n: bool(PLAIN_MATMUL.fullmatch(n)) and _region_of(n) is None, bool)]
     plain = plain[plain["parent_id"].isin(softmax["parent_id"]) & (plain["parent_id"] >= 0)]
     if plain.empty:
         return pd.Series(dtype=object)
@@ -799,7 +842,7 @@ def _blocks(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame) -> tu
     and their family as shown: the user's indexed ranges (``layer_<i>``, ``block_<i>``,
     ``layer<i>``; at least two indices), else the blocks PyTorch's module labels show."""
     forwards = phases[phases["name"] == "forward"]
-    stems = np.array([name_stem(n) for n in own["normal"]], dtype=object)
+    stems = own["stem"].to_numpy()
     for stem in dict.fromkeys(stems):
         if not BLOCK_FAMILY.fullmatch(stem):
             continue
@@ -809,18 +852,36 @@ def _blocks(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame) -> tu
         if len({index for _, index in indexed}) >= 2 and (forwards.empty or _contains(forwards, rows).any()):
             return family_label(rows["name"].iat[0]), pd.Series(dict(indexed), dtype=np.int64)
     modules = labels[labels["name"].str.match(MODULE_CALL)]
-    blocks = pd.concat([_module_blocks(modules, forward) for forward in forwards.itertuples()] or [pd.Series(dtype=np.int64)])
+    blocks = [_module_blocks(modules.iloc[rows]) for rows in _starting_inside(modules, forwards) if len(rows)]
+    blocks = pd.concat(blocks or [pd.Series(dtype=np.int64)])
     return ("repeated module calls (PyTorch's labels)" if len(blocks) else None), blocks
 
 
-def _module_blocks(modules: pd.DataFrame, forward) -> pd.Series:
-    """Blocks of one forward from PyTorch's module labels: the model call's children (the
-    outermost module call inside the forward holding the most calls) that hold the same number of
-    module calls, more than none, in the largest such group of two or more; indexed in order."""
-    inside = modules[(modules["pid"] == forward.pid) & (modules["start_ns"] >= forward.start_ns)
-                     & (modules["start_ns"] < forward.end_ns)]
-    if inside.empty:
-        return pd.Series(dtype=np.int64)
+def _starting_inside(rows: pd.DataFrame, windows: pd.DataFrame) -> list[np.ndarray]:
+    """For each window, the positions (ascending) of the ``rows`` of its process that start
+    inside it, in ``[start, end)``: one sort of ``rows``, two binary searches per window."""
+    from analysis.core.attribution import rows_by_key
+    found = [np.zeros(0, dtype=np.int64)] * len(windows)
+    if rows.empty:
+        return found
+    starts = rows["start_ns"].to_numpy()
+    window_starts, window_ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
+    groups = rows_by_key(rows["pid"].to_numpy())
+    for pid, windows_of_pid in rows_by_key(windows["pid"].to_numpy()).items():
+        mine = groups.get(pid, np.zeros(0, dtype=np.int64))
+        mine = mine[np.argsort(starts[mine], kind="stable")]
+        first = np.searchsorted(starts[mine], window_starts[windows_of_pid], side="left")
+        stop = np.searchsorted(starts[mine], window_ends[windows_of_pid], side="left")
+        for window, a, b in zip(windows_of_pid, first, stop):
+            found[window] = np.sort(mine[a:b])
+    return found
+
+
+def _module_blocks(inside: pd.DataFrame) -> pd.Series:
+    """Blocks of one forward from PyTorch's module labels (``inside``: those starting in the
+    forward): the model call's children (the outermost module call holding the most calls) that
+    hold the same number of module calls, more than none, in the largest such group of two or
+    more; indexed in order."""
     held = _contains(inside, inside) - 1
     outermost = ~inside["parent_id"].isin(inside["range_id"]).to_numpy()
     model = inside["range_id"].to_numpy()[outermost][np.argmax(held[outermost])]
