@@ -2,8 +2,11 @@
 small exports written the way users' own scripts name their ranges (or leave them out)."""
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from analysis.core.attribution import ops_in_windows
 from analysis.core.phases import label_ops
 from analysis.core.structure import RangeNames
 from analysis.load import RangeFilter, load_trace
@@ -198,3 +201,33 @@ def test_optimizer_dot_step_and_block_ranges(tmp_path):
                                      "optimizer_step": ["optimizer.step"]}
     assert structure.block_family == "block_<i>"
     assert sorted(structure.block_ranges.value_counts().to_dict().items()) == [(0, 3), (1, 3), (2, 3)]
+
+
+def test_step_figures_match_the_attribution_rule_kernel_by_kernel():
+    """Counting by the stretches between step bounds gives what the rule gives kernel by kernel:
+    nested and touching windows, launches on a bound or missing (-1), several processes, ops out
+    of launch order, memcpys left out."""
+    from analysis.core.structure import _step_figures
+    rng = np.random.default_rng(7)
+    windows = pd.DataFrame({"pid": [1, 1, 1, 1, 2, 2, 2], "start_ns": [0, 100, 100, 40, 50, 120, -10],
+                            "end_ns": [100, 200, 150, 60, 120, 300, 30]})
+    count = 5_000
+    ops = pd.DataFrame({"pid": rng.choice([1, 2, 3], count), "launch_start_ns": rng.integers(-1, 320, count),
+                        "dur_ns": rng.integers(1, 1_000, count),
+                        "op_kind": rng.choice(["kernel", "memcpy"], count, p=[0.9, 0.1])})
+    ops.loc[::50, "launch_start_ns"] = -1
+    figures = _step_figures(windows, ops)
+    kernels = ops[ops["op_kind"] == "kernel"]
+    holder = ops_in_windows(kernels, windows)
+    held = holder >= 0
+    assert figures["kernels"].tolist() == np.bincount(holder[held], minlength=len(windows)).tolist()
+    assert figures["kernel_ns"].tolist() == np.bincount(
+        holder[held], weights=kernels["dur_ns"].to_numpy()[held], minlength=len(windows)).tolist()
+
+
+def test_rows_starting_inside_each_window():
+    """Rows of the window's process starting in ``[start, end)``, in their own order."""
+    from analysis.core.structure import _starting_inside
+    rows = pd.DataFrame({"pid": [1, 2, 1, 1, 1], "start_ns": [30, 10, 10, 20, 50]})
+    windows = pd.DataFrame({"pid": [1, 2, 1, 3], "start_ns": [10, 0, 30, 0], "end_ns": [30, 100, 30, 100]})
+    assert [list(found) for found in _starting_inside(rows, windows)] == [[2, 3], [1], [], []]

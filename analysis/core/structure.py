@@ -183,8 +183,6 @@ class RunStructure:
 def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = RangeNames()) -> RunStructure:
     """The run's structure from ``ranges`` (:attr:`analysis.load.Trace.ranges`) and ``ops``
     (GPU operations with ``pid``, ``launch_tid``, ``launch_start_ns``, ``dur_ns``, ``demangled_name``)."""
-    normal = _per_name(ranges["name"], normal_name)
-    ranges = ranges.assign(normal=normal, stem=_per_name(normal, name_stem))
     own, labels = _own_and_labels(ranges)
     notes: list[str] = []
     phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges))
@@ -225,11 +223,14 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
 
 
 def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The user's own ranges, and PyTorch's labels; op-level ranges and library domains in neither."""
+    """The user's own ranges, with their names' normal form and stem (``normal``, ``stem``), and
+    PyTorch's labels; op-level ranges and library domains in neither."""
     op_level = _per_name(ranges["name"], lambda n: bool(OP_LEVEL.search(n) or LIBRARY_NAME.search(n)), bool) | \
         _per_name(ranges["domain"].astype(str), lambda d: d.lower() in LIBRARY_DOMAINS, bool)
     torch_label = _per_name(ranges["name"], lambda n: TORCH_LABEL.search(n) is not None, bool)
-    return ranges[~op_level & ~torch_label], ranges[torch_label & ~op_level]
+    own = ranges[~op_level & ~torch_label]
+    normal = _per_name(own["name"], normal_name)
+    return own.assign(normal=normal, stem=_per_name(normal, name_stem)), ranges[torch_label & ~op_level]
 
 
 def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str],
@@ -860,14 +861,13 @@ def _blocks(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame) -> tu
 def _starting_inside(rows: pd.DataFrame, windows: pd.DataFrame) -> list[np.ndarray]:
     """For each window, the positions (ascending) of the ``rows`` of its process that start
     inside it, in ``[start, end)``: one sort of ``rows``, two binary searches per window."""
-    from analysis.core.attribution import rows_by_key
     found = [np.zeros(0, dtype=np.int64)] * len(windows)
     if rows.empty:
         return found
     starts = rows["start_ns"].to_numpy()
     window_starts, window_ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
-    groups = rows_by_key(rows["pid"].to_numpy())
-    for pid, windows_of_pid in rows_by_key(windows["pid"].to_numpy()).items():
+    groups = rows.groupby("pid", sort=False).indices
+    for pid, windows_of_pid in windows.groupby("pid", sort=False).indices.items():
         mine = groups.get(pid, np.zeros(0, dtype=np.int64))
         mine = mine[np.argsort(starts[mine], kind="stable")]
         first = np.searchsorted(starts[mine], window_starts[windows_of_pid], side="left")
