@@ -255,7 +255,7 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
 def _per_name(names, rule, dtype=object) -> np.ndarray:
     """``rule`` of each of ``names``, worked out once per distinct name (a trace repeats a few
     names many times)."""
-    codes, distinct = pd.factorize(np.asarray(names, dtype=object))
+    codes, distinct = pd.factorize(np.asarray(names, dtype=object), use_na_sentinel=False)
     return np.array([rule(name) for name in distinct], dtype=dtype)[codes]
 
 
