@@ -215,7 +215,7 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
     Inputs with the same content are analyzed and counted once (a line says so); each summary's
     ``trace`` is a name no other input's outputs share (:func:`analysis.app.batch.output_names`).
     ``on_summary`` gets each summary as it is ready. Failures are printed to stderr as they come."""
-    digests = {path: digest for path in dict.fromkeys(paths) if (digest := _digest(path)) is not None}
+    digests = {path: digest for path in dict.fromkeys(paths) if (digest := _digest(path, cache)) is not None}
     unique, repeats = distinct(paths, digests)
     for path, first in repeats.items():
         say(f"{path}: the same content as {first}; analyzed and counted once")
@@ -258,13 +258,14 @@ def _other_content(summary: dict, digest: str | None) -> str | None:
             "a worker that sees another file at this path, or a file rewritten meanwhile); not used")
 
 
-def _digest(path: Path) -> str | None:
-    """The content hash of a regular file (hashed once per process, shared with the cache's), or
-    None for anything else or a file that cannot be read (a FIFO is never opened: it could block)."""
+def _digest(path: Path, cache: ResultsCache | None) -> str | None:
+    """The content hash of a regular file (hashed once per process, shared with the cache's, and
+    read from the cache while the file is unchanged: :meth:`ResultsCache.sha256_of`), or None for
+    anything else or a file that cannot be read (a FIFO is never opened: it could block)."""
     if not path.is_file():
         return None
     try:
-        return file_sha256(path)
+        return cache.sha256_of(path) if cache is not None else file_sha256(path)
     except OSError:
         return None
 
