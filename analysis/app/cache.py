@@ -38,14 +38,16 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.app.analyze import stored_summary_schema
-from analysis.core.phases import RangeNames
 from analysis.core.timings import timings_json_path
-from analysis.load import file_sha256
-from analysis.load.input_cache import files_sha256
+from analysis.load.input_cache import file_sha256, files_sha256
 from analysis.load.local_key import install_key, seal, seal_holds
 from analysis.trace.summary_schema import problems, schema_hash
+
+if TYPE_CHECKING:
+    from analysis.core.structure import RangeNames
 
 ANALYSIS_PACKAGE = Path(__file__).resolve().parents[1]
 # What makes a stored summary, relative to the analysis package: the package's own module (the
@@ -143,19 +145,29 @@ def analyzer_key() -> str:
     return hashlib.sha256(both.encode()).hexdigest()[:ANALYZER_KEY_CHARS]
 
 
+def names_key(names: RangeNames) -> str:
+    """The key's part for range ``names``: ``;names=<hash>``, or "" for the defaults (every role
+    found in the trace)."""
+    from analysis.core.structure import RangeNames  # loaded with ``names`` already
+
+    if names == RangeNames():
+        return ""
+    return ";names=" + hashlib.sha256(json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
+
+
 class ResultsCache:
     """Per-trace summaries in a SQLite results database, looked up by file content."""
 
-    def __init__(self, db_path: Path, names: RangeNames = RangeNames()):
-        """``names``: the NVTX range names the summaries stored and looked up were made with.
+    def __init__(self, db_path: Path, names: RangeNames | None = None):
+        """``names``: the NVTX range names the summaries stored and looked up were made with
+        (None: every role found in the trace, as with the default ``RangeNames()``).
 
         A file at ``db_path`` that is a symbolic or hard link, not an SQLite database, damaged, or
         laid out otherwise is set aside (renamed ``results.db.set-aside-<time>``, said in ``notices``) and a
         new database made; :class:`CacheUnusable` when none can be opened or made there."""
         self.db_path = Path(db_path)
         self.notices: list[str] = []
-        self._key_suffix = "" if names == RangeNames() else ";names=" + hashlib.sha256(
-            json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
+        self._key_suffix = "" if names is None else names_key(names)
         try:
             install_key()  # the seal of every row: without it no row can be trusted
             self.db = self._open()
