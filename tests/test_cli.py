@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sqlite3
 import sys
 import types
 
@@ -9,6 +12,7 @@ import pandas as pd
 import pytest
 
 import analysis.app.analyze as analyze_module
+import analysis.app.cache as cache_module
 import analysis.app.cli as cli
 from analysis.load import file_sha256
 
@@ -90,6 +94,22 @@ def test_second_run_is_served_from_the_cache(fixture_trace, tmp_path, monkeypatc
     assert (tmp_path / "small_ctx256_forward_fp32.json").read_text() == first
     # --no-cache analyzes again: here that reaches the stand-in and fails, as it must.
     assert cli.main([trace, "--out", str(tmp_path), "--jobs", "1", "--no-cache"]) == 1
+
+
+def test_a_trace_rewritten_with_its_size_is_analyzed_again(fixture_trace, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cache_module, "RACY_WINDOW_NS", 0)  # the copy below counts as settled at once
+    trace = tmp_path / "run.sqlite"
+    shutil.copyfile(fixture_trace(FORWARD), trace)
+    argv = [str(trace), "--out", str(tmp_path / "out"), "--jobs", "1", "--format", "json"]
+    assert cli.main(argv) == 0 and cli.main(argv) == 0
+    before = trace.stat()
+    with sqlite3.connect(tmp_path / "out" / cli.RESULTS_DB) as db:  # the evidence that it is unchanged is kept
+        assert db.execute('SELECT COUNT(*) FROM "file_hashes" WHERE inode = ?', [before.st_ino]).fetchone() == (1,)
+    trace.write_bytes(bytes(before.st_size))
+    os.utime(trace, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    capsys.readouterr()
+    assert cli.main(argv) == 1  # the new content is analyzed: it is no SQLite database
+    assert capsys.readouterr().err.startswith(f"{trace}: is not an SQLite database")
 
 
 def test_parallel_batch_writes_csv_tables_over_all_traces(fixture_trace, tmp_path):
