@@ -41,6 +41,7 @@ def write_results(results_dir: str | Path, experiment: str, rows: list[dict], *,
                   environment: dict, name: str | None = None) -> Path:
     """Write `<name>.json` and `<name>.csv` (name defaults to the experiment); return the JSON path."""
     import pandas as pd
+
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     name = name or experiment

@@ -271,6 +271,7 @@ def classify_kernels(demangled: pd.Series) -> pd.DataFrame:
     """
     import numpy as np
     import pandas as pd
+
     codes, distinct_names = pd.factorize(demangled.fillna(""))
     categories = [classify_name(name) for name in distinct_names]
     tensor_core = [uses_tensor_cores(n, c) for n, c in zip(distinct_names, categories)]
@@ -324,6 +325,7 @@ def gemm_precision_mix(kernels: pd.DataFrame) -> dict[str, float]:
     `unknown`. Empty when no kernel is a GEMM."""
     import numpy as np
     import pandas as pd
+
     codes, distinct = pd.factorize(kernels["demangled_name"])
     distinct = [str(name) for name in distinct] + ["nan"]  # code -1, a missing name, reads "nan" as astype(str) would
     is_gemm = np.array([classify_name(name) == GEMM for name in distinct], dtype=bool)[codes]

@@ -175,6 +175,7 @@ def gemm_ops_outermost(ops: pd.DataFrame) -> pd.DataFrame:
     """Matmul op ranges less those inside another on the same thread (under autocast an op range
     may nest in one of the same name: the product is counted once)."""
     import numpy as np
+
     if ops.empty:
         return ops
     thread = ops["pid"].to_numpy(np.int64) * (1 << 24) + ops["tid"].to_numpy(np.int64)
@@ -207,6 +208,7 @@ def attention_head_size(gemm_ops: pd.DataFrame) -> int | None:
     """d_head read from the trace's shapes: the inner size of the batched matmuls whose product is
     square, seq × seq (the attention scores, Q·Kᵀ), the most common one; None without them."""
     import pandas as pd
+
     sizes = [shape.k for name in gemm_ops["name"] if (shape := gemm_shape(name)) and shape.batch > 1
              and shape.m == shape.n and shape.m > shape.k]
     return int(pd.Series(sizes).mode().iat[0]) if sizes else None

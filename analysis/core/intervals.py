@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of the intervals as disjoint, sorted intervals (touching ones are merged)."""
     import numpy as np
+
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     if not len(starts):
@@ -34,6 +35,7 @@ def covered_ns(starts: np.ndarray, ends: np.ndarray, cover_starts: np.ndarray,
     """For each interval ``[starts[i], ends[i])``, how many ns of it lie inside the union of the
     cover intervals."""
     import numpy as np
+
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     merged_starts, merged_ends = union(cover_starts, cover_ends)
@@ -55,6 +57,7 @@ def uncovered_ns(starts: np.ndarray, ends: np.ndarray, cover_starts: np.ndarray,
                  cover_ends: np.ndarray) -> np.ndarray:
     """For each interval, how many ns of it no cover interval overlaps."""
     import numpy as np
+
     length = np.asarray(ends, dtype=np.int64) - np.asarray(starts, dtype=np.int64)
     return length - covered_ns(starts, ends, cover_starts, cover_ends)
 
@@ -64,6 +67,7 @@ def within_earlier(starts: np.ndarray, ends: np.ndarray, groups: np.ndarray) -> 
     within another (ties on start: the longer one holds the shorter): the nested ranges of one
     name, thread or process that hold the same work as the range around them."""
     import numpy as np
+
     nested = np.zeros(len(starts), dtype=bool)
     if not len(starts):
         return nested

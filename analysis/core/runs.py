@@ -54,6 +54,7 @@ def run_label(summary: dict) -> str:
 def sorted_summaries(summaries: list[dict]) -> list[dict]:
     """Summaries with a config first, by size, context length, mode, dtype, compile; then the rest by name."""
     import pandas as pd
+
     def key(summary: dict):
         config = summary.get("config") or {}
         order = size_order(pd.Series([config.get("size")])).iloc[0]
@@ -68,6 +69,7 @@ DEFAULTS = {"attention": "naive", "handout": DEFAULT_HANDOUT}
 def config_value(config: dict, key: str):
     """A config's setting; naive attention and the 2025 handout when it names none."""
     import pandas as pd
+
     value = config.get(key)
     if key in DEFAULTS and (value is None or (isinstance(value, float) and pd.isna(value))):
         return DEFAULTS[key]

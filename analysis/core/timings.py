@@ -115,6 +115,7 @@ def _run_mark_events(marks: pd.DataFrame, notes: list[str]) -> list[dict]:
 def _mean_step_timings(step_events) -> dict[str, float]:
     """Mean ms per phase over the ``step_timing`` events (phases absent from a step are skipped)."""
     import pandas as pd
+
     rows = [e.get("phases_ms") for e in step_events]
     frame = pd.DataFrame([r for r in rows if isinstance(r, dict)])
     if frame.empty:

@@ -166,5 +166,6 @@ def nvtx_names(text, text_ids, strings) -> np.ndarray:
     :class:`~analysis.load.tables.StringTable`); None where there is neither."""
     import numpy as np
     import pandas as pd
+
     text = np.asarray(text, dtype=object)
     return np.where(pd.isna(text), strings.lookup(text_ids), text)

@@ -40,6 +40,7 @@ def attention_rows(results: ResultsSet) -> pd.DataFrame:
 def growth_exponent(rows: pd.DataFrame) -> float | None:
     """Slope of log(saved bytes) against log(seq_len) over completed rows (2 = quadratic)."""
     import numpy as np
+
     done = ok_rows(rows).dropna(subset=["saved_for_backward_bytes"])
     done = done[done["saved_for_backward_bytes"] > 0]
     if done["seq_len"].nunique() < 2:
@@ -52,6 +53,7 @@ def saved_tensors(batch: int, seq: int, head_dim: int) -> pd.DataFrame:
     holds between forward and backward beyond its inputs, one row per tensor, with its bytes and
     whether backward needs it (None: the result, which autograd does not keep). q, k, v and the mask exist before the forward and are not counted."""
     import pandas as pd
+
     score = batch * seq * seq * FP32_BYTES
     rows = [
         ("exp", "torch.exp in softmax, kept by exp / sum", f"{batch}×{seq}×{seq} fp32", score, False),
@@ -80,6 +82,7 @@ def accounting_text(eager: pd.DataFrame, numbers: dict) -> str:
     """Theory against measurement at the largest completed configuration: what is saved, which of
     it backward needs, the peak, and how FlashAttention's tiling removes the T² terms."""
     import pandas as pd
+
     top = _largest(eager)
     batch, seq, d = int(top["batch_size"]), int(top["seq_len"]), int(top["head_dim"])
     parts = saved_tensors(batch, seq, d)
@@ -110,6 +113,7 @@ def capacity_text(eager: pd.DataFrame, gpu_memory_bytes: int | None, numbers: di
     """The sequence length at which the largest head dimension's peak would fill the GPU (peak ∝ T²)."""
     import numpy as np
     import pandas as pd
+
     top = _largest(eager)
     if not gpu_memory_bytes or pd.isna(top["peak_memory_bytes"]):
         return ""

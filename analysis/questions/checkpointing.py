@@ -72,6 +72,7 @@ def answer_ckpt_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
 def _why(done: pd.DataFrame, first: pd.Series) -> dict:
     """Fit peak = base + K·block + (N/K)·group over the completed K; the optimum K = √(N·group/block)."""
     import numpy as np
+
     blocks = int(first["num_layers"])
     k = done["blocks_per_group"].to_numpy(dtype=float)
     peaks = done["peak_memory_bytes"].to_numpy(dtype=float)
@@ -86,6 +87,7 @@ def _why(done: pd.DataFrame, first: pd.Series) -> dict:
 
 def _why_text(numbers: dict, completed: int, blocks: int) -> str:
     import numpy as np
+
     text = (f" Why: fitting peak = base + K·block + ({blocks}/K)·group to the {completed} completed K (off by at "
             f"most {numbers['fit_error_bytes'] / MIB:,.0f} MiB), each block in a group costs "
             f"{numbers['block_bytes'] / GIB:,.2f} GiB (its activations, kept while the group is recomputed) and each "

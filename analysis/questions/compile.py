@@ -122,6 +122,7 @@ def _memory_reason(compiled_over_eager: float) -> str:
 def whole_model_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per size, context length and mode: eager and compiled time (forward, or the whole step)."""
     import pandas as pd
+
     keys = ["size", "context_length", "mode", "dtype"]
     time_ms = pd.Series(float("nan"), index=rows.index)
     for mode, column in TIME_BY_MODE.items():
@@ -170,6 +171,7 @@ def _phases_text(phases: pd.DataFrame, spread: pd.DataFrame, numbers: dict) -> s
     compile does not touch (the optimizer) judged against the spread between runs of the size."""
     import numpy as np
     import pandas as pd
+
     train = ok_rows(phases[phases["mode"] != "forward"]).dropna(subset=["backward_speedup"])
     if train.empty:
         return ""
@@ -206,6 +208,7 @@ def _phases_text(phases: pd.DataFrame, spread: pd.DataFrame, numbers: dict) -> s
 def _widest_spread(spread: pd.DataFrame, size: str) -> float | None:
     """The largest between-runs ratio of any part of any fp32 eager configuration of ``size``."""
     import pandas as pd
+
     rows = spread[spread["size"] == size] if not spread.empty else spread
     ratios = [rows[c].max() for c in rows if c.endswith("_between_runs_ratio")] if not rows.empty else []
     ratios = [r for r in ratios if pd.notna(r)]
@@ -257,6 +260,7 @@ def answer_compile_b(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """compile-b: whole-model compiled against eager, forward and the full training step, each
     phase and peak memory; the traced forward pair when there is one."""
     import pandas as pd
+
     results = evidence.results
     rows = results.experiment_rows(COMPILE)
     table = whole_model_table(rows) if not rows.empty else rows

@@ -70,6 +70,7 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """The per-rank table of every DDP trace; ``numbers["pair"]``: the run names of the naive and
     overlapped runs compared, when a matching pair exists."""
     import pandas as pd
+
     summaries = ddp_summaries(evidence.summaries)
     table = pd.DataFrame([row for summary in summaries for row in rank_rows(summary)])
     if table.empty:
@@ -108,6 +109,7 @@ def write(record: ResultsAnswer) -> str:
     spread) and how much of the naive run's communication is waiting, not transfer; then each
     run's ranks as evidence."""
     import pandas as pd
+
     table = record.tables[TABLE]
     runs = table.groupby("run", sort=False).agg(
         parallel=("parallel", "first"), ranks=("rank", "size"), step=("step_gpu_span_ms", "mean"),

@@ -30,6 +30,7 @@ NEEDS = ("a two-GPU FSDP nsys trace of the 2026 xl (2.7B here) with one range pe
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """Every block's lead per rank and trace, and each rank's forward communication."""
     import pandas as pd
+
     blocks, ranks, used = [], [], []
     for summary in evidence.summaries:
         communication = summary.get("communication") or {}
@@ -62,6 +63,7 @@ def write(record: ResultsAnswer) -> str:
     behind), how long compute waited for them, and the forward communication not overlapped by
     compute split into waiting for the other rank (skew) and transfer."""
     import pandas as pd
+
     blocks, ranks = record.tables[BLOCKS], record.tables.get(RANKS)
     lead, details = [], []
     for trace, rows in blocks.groupby("trace", sort=False):

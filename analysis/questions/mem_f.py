@@ -74,6 +74,7 @@ def ledger_text(record: dict) -> str:
 def answer_mem_f(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """mem-f across the traces whose memory ledger is available."""
     import pandas as pd
+
     ledgers = [(s["trace"], s["memory_ledger"]) for s in evidence.summaries
                if (s.get("memory_ledger") or {}).get("available")]
     if not ledgers:

@@ -45,6 +45,7 @@ def error_table(rows: pd.DataFrame) -> pd.DataFrame:
 def answer_mp_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
     """mp-b: the error of each part of LayerNorm in fp16 and bf16 against fp32, on real activations."""
     import numpy as np
+
     rows = results.experiment_rows(NORM_PRECISION)
     if rows.empty:
         return Unanswered("mp-b", f"a `{NORM_PRECISION}` results file ({RUN_LAYERNORM})")
@@ -71,12 +72,14 @@ def answer_mp_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
 def fp16_max() -> float:
     """fp16's largest finite value."""
     import numpy as np
+
     return float(np.finfo(np.float16).max)
 
 
 def _overflow_text(table: pd.DataFrame, largest: pd.Series, numbers: dict) -> str:
     """fp16's range against the largest input: do the squares (the variance's terms) overflow?"""
     import numpy as np
+
     overflowed = int(table["overflow_count"].sum()) if "overflow_count" in table else 0
     numbers["overflow_count"] = overflowed
     threshold = np.sqrt(fp16_max())
@@ -91,6 +94,7 @@ def _overflow_text(table: pd.DataFrame, largest: pd.Series, numbers: dict) -> st
 
 def _part_errors(table: pd.DataFrame, dtype: str, compute: str) -> pd.Series:
     import pandas as pd
+
     row = table[(table["norm"] == LAYERNORM) & (table["dtype"] == dtype) & (table["compute"] == compute)]
     return pd.Series({part: row.iloc[0][f"{column}_max"] for part, column in PARTS.items()}) if len(row) else pd.Series()
 
@@ -98,6 +102,7 @@ def _part_errors(table: pd.DataFrame, dtype: str, compute: str) -> pd.Series:
 def _dtype_text(table: pd.DataFrame, dtype: str, numbers: dict) -> str:
     """Per part: the error of computing in ``dtype`` against that of rounding the input alone."""
     import numpy as np
+
     low, upcast = _part_errors(table, dtype, "low"), _part_errors(table, dtype, "upcast")
     if low.empty or upcast.empty:
         return ""

@@ -133,6 +133,7 @@ def _against_bench(summaries: list[dict], table: pd.DataFrame, bench: pd.DataFra
     ``noise_ratio`` is the highest over the lowest plain run of the size in fp32 (the spread
     between runs that any effect is weighed against)."""
     import pandas as pd
+
     rows = []
     labels = {run_label(summary): summary.get("config") or {} for summary in summaries}
     for row in table.itertuples():
@@ -182,6 +183,7 @@ def _earlier_edition(table: pd.DataFrame, other: Evidence | None) -> pd.DataFram
     the earlier sweep's nsys forward time, and its trace's kernel time where one was given. The
     earlier runs used the earlier nsys options, so the ratio is what the options cost."""
     import pandas as pd
+
     if other is None or "handout" not in table:
         return pd.DataFrame()
     sweep = other.results.experiment_rows("sweep")
@@ -257,6 +259,7 @@ def _overhead_lead(overhead: pd.DataFrame) -> str:
     """What the profiler adds to the first configuration's forward, weighed against the spread
     between plain runs of its size and against this report's own trace of it."""
     import pandas as pd
+
     row = overhead.iloc[0]
     added = (f"the overhead run's {row['size']} ctx{row['context_length']} {row['mode']} forward (Python timer median) "
              f"goes {row['forward_ms']:,.2f} → {row['forward_ms_nsys']:,.2f} ms under nsys "
@@ -275,6 +278,7 @@ def _standing_out(against: pd.DataFrame) -> str:
     """The traces whose excess over the unprofiled benchmark is larger than the spread between
     plain runs of their size, with how idle their GPU is (launch-bound work pays per launch)."""
     import pandas as pd
+
     over = against["nsys_over_bench_low_ratio"]
     stands = against[against["noise_ratio"].notna() & (over > against["noise_ratio"])]
     if stands.empty:
@@ -303,6 +307,7 @@ def _bench_text(against: pd.DataFrame) -> str:
     """The traced forward against the unprofiled benchmark, each excess weighed against the
     spread between plain runs of the size, with where the added time goes (kernels or idle)."""
     import pandas as pd
+
     modes = " and ".join(sorted(set(against["trace_mode"])))
     bench_modes = " and ".join(sorted(set(against["bench_mode"])))
     beyond, inside = [], []
@@ -337,6 +342,7 @@ def _editions_lead(earlier: pd.DataFrame) -> str:
     """How much slower this edition's plain traces run than the earlier edition's runs of the same
     work, and apart from them a trace whose capture added more (the mem-f trace)."""
     import pandas as pd
+
     plain = earlier[earlier["capture"] == PLAIN_CAPTURE]
     other = earlier[earlier["capture"] != PLAIN_CAPTURE]
     parts = []
@@ -353,6 +359,7 @@ def _editions_lead(earlier: pd.DataFrame) -> str:
 def _editions_text(earlier: pd.DataFrame) -> str:
     """Per pair: both forward times, and the kernel time where both are known (the added time is idle)."""
     import pandas as pd
+
     parts = []
     for row in earlier.itertuples():
         part = (f"{row.trace} {row.nsys_forward_ms:,.1f} ms against {row.earlier_run} {row.earlier_nsys_forward_ms:,.1f} ms "

@@ -69,6 +69,7 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """Per trace: the non-matmul share of forward kernel time, the part inside the attention
     sub-ranges, by category; and the kernels above the threshold with their labels and regions."""
     import pandas as pd
+
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "c", ("non_gemm_share", "attention_non_gemm_share"), "non_gemm_share",
                       ("size", "context_length", "mode"))
@@ -102,6 +103,7 @@ def _context_trend(table: pd.DataFrame) -> str:
     """The non-matmul share (and its attention part) from the shortest to the longest context, per
     size, mode and group traced at more than one context length."""
     import pandas as pd
+
     trends, grows = [], []
     if not {"size", "mode", "context_length"} <= set(table):  # no run of the runner: no sizes to follow
         return ""
@@ -144,6 +146,7 @@ def _grid_text(record: ResultsAnswer) -> str:
     """Per group the non-matmul share and, where NVTX ranges tell, how much of it each operation
     takes; the leading kernels and categories and the trend with context length as evidence."""
     import pandas as pd
+
     table = grid.first_table(record)
     leaders = record.numbers.get("leaders", {})
     lead, details = [], []

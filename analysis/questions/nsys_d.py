@@ -61,6 +61,7 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     and every category's share, forward against the training step; rows in like-for-like groups
     (:func:`~analysis.core.runs.run_group`)."""
     import pandas as pd
+
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "d", KEYS, "gemm_share_forward")
     if table.empty:
@@ -92,6 +93,7 @@ def _optimizer_share(summary: dict) -> float | None:
 
 def _grid_text(record: ResultsAnswer) -> str:
     import pandas as pd
+
     table = grid.first_table(record)
     categories = record.tables.get(CATEGORIES_TITLE, pd.DataFrame())
     parts = []

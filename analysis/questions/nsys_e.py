@@ -143,6 +143,7 @@ def _compiled_pairs(rows: pd.DataFrame) -> pd.DataFrame:
     """Each compiled trace's fused softmax beside the eager trace of the same size, context length,
     mode and dtype."""
     import pandas as pd
+
     keys = ["size", "context_length", "mode", "dtype"]
     if not set(keys) <= set(rows):
         return pd.DataFrame()

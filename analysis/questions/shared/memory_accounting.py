@@ -37,6 +37,7 @@ def train_accounting(peaks: pd.DataFrame) -> pd.DataFrame:
     activations kept for backward, their T² part and the rest per context position (fp32), and
     the phase whose peak is the step's."""
     import pandas as pd
+
     train = peaks[(peaks["mode"] == "train") & (peaks["status"] == "ok")]
     rows = []
     for _, row in train.iterrows():

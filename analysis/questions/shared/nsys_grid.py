@@ -31,6 +31,7 @@ def rows(summaries: list[dict], key: str, keys: tuple[str, ...], present: str,
     its :func:`run_group`, the run's ``config_keys`` (None where its config lacks them), ``keys``,
     and the per-trace sentence; rows ordered by group."""
     import pandas as pd
+
     found = []
     for summary in summaries:
         if mixed_shapes(summary):

@@ -34,6 +34,7 @@ class ResultsSet:
     def experiment_rows(self, experiment: str) -> pd.DataFrame:
         """Rows of every document of ``experiment``, with a ``results_file`` column (empty if none)."""
         import pandas as pd
+
         frames = [
             pd.DataFrame(doc["rows"]).assign(**{RESULTS_FILE_COLUMN: name})
             for name, doc in sorted(self.documents.items())

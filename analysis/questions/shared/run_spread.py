@@ -45,6 +45,7 @@ def per_run(results: ResultsSet) -> pd.DataFrame:
     runs that had warm-up steps (their mean and std are over steady steps already).
     """
     import pandas as pd
+
     keys = [*SPREAD_KEYS, "warmup_steps", "config_index", RESULTS_FILE_COLUMN]
     steps = with_config_index(results.experiment_rows(BENCH_STEPS))
     if not steps.empty:
@@ -73,6 +74,7 @@ def by_configuration(runs: pd.DataFrame) -> pd.DataFrame:
     largest run mean and their ratio (``*_between_runs_ratio``, null for a single run), per part;
     ``first_in_process``."""
     import pandas as pd
+
     if runs.empty:
         return pd.DataFrame()
     grouped = runs.groupby(list(SPREAD_KEYS), dropna=False)

@@ -44,6 +44,7 @@ def launch_bound(summaries: list[dict], phase: str = "forward") -> pd.DataFrame:
     ``gpu_span_ms_per_pass``, ``idle_ms_per_pass``, ``idle_share`` and ``launch_bound``
     (idle share at or above :data:`LAUNCH_BOUND_IDLE_SHARE`)."""
     import pandas as pd
+
     rows = []
     for summary in summaries:
         share = idle_share(summary, phase)
@@ -61,6 +62,7 @@ def profiler_overhead(results: ResultsSet) -> pd.DataFrame:
     """Per configuration run both plain and under nsys: the median step and forward (un-annotated
     steps) of each run and what nsys adds, as ``*_added_share`` of the plain run's time."""
     import pandas as pd
+
     rows = ok_rows(results.experiment_rows(OVERHEAD))
     if rows.empty or RESULTS_FILE_COLUMN not in rows:
         return pd.DataFrame()
@@ -82,6 +84,7 @@ def unprofiled_forward(results: ResultsSet) -> pd.DataFrame:
     forward mean's lowest and highest over the runs with warm-up steps, the number of runs, and
     the mode they ran in (the benchmark times the forward of a forward-backward step)."""
     import pandas as pd
+
     rows = ok_rows(results.experiment_rows(BENCH))
     if rows.empty or "forward_ms_mean" not in rows:
         return pd.DataFrame()

@@ -26,6 +26,7 @@ def phase_pairs(summaries: list[dict], side: Callable[[dict], str | None], sides
     pass and GPU idle share (suffix ``_<side>``), ``added_kernels_per_pass`` (second − first) and
     ``kernel_time_cut`` (first / second)."""
     import pandas as pd
+
     rows = []
     for summary in summaries:
         config, figures = summary.get("config") or {}, (summary.get("phases") or {}).get(phase)

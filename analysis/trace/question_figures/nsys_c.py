@@ -63,6 +63,7 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
     import pandas as pd
 
     from analysis.trace.nsys_inputs import category_ms
+
     kernels = inputs.measured_kernels(("forward",))
     passes = inputs.passes("forward")
     if kernels.empty:
@@ -109,6 +110,7 @@ def _non_gemm_columns(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd
     import pandas as pd
 
     from analysis.core.structure import REGIONS
+
     scores, softmax, final = REGIONS
     roles = {"": OUTSIDE, scores: "attention scores", softmax: "softmax", final: "final matmul"}
     codes, regions = pd.factorize(kernels["region"])
@@ -128,6 +130,7 @@ def _main_regions(kernel: pd.Series, role_names: np.ndarray, role_code: np.ndarr
     are sorted, on a tie) and that share of its time; one value of each column per kernel call."""
     import numpy as np
     import pandas as pd
+
     kernel_code, kernel_names = pd.factorize(kernel)
     named = kernel_code >= 0
     table = np.zeros((len(kernel_names), len(role_names)), dtype=np.int64)

@@ -68,6 +68,7 @@ def _shares(kernels: pd.DataFrame) -> pd.Series:
     would give, summed on its codes."""
     import numpy as np
     import pandas as pd
+
     category = kernels["category"].array
     codes = category.codes
     known = codes >= 0

@@ -77,6 +77,7 @@ KERNEL_COLUMNS = ("region", "category", "dur_ns", "phase_range_id", "demangled_n
 def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
     """(e)'s record for one trace (less its sentence); ``phases`` is not read."""
     from analysis.core.structure import REGIONS
+
     scores_part, softmax_part, final_part = REGIONS
     # the columns read here: each subset below copies these, not every column of the ops
     kernels = inputs.measured_kernels(("forward",))[list(KERNEL_COLUMNS)]
@@ -144,6 +145,7 @@ def _d_head(config: dict | None) -> int | None:
 
 def _softmax_figures(softmax: pd.DataFrame, passes: int, source: str) -> dict:
     from analysis.trace.nsys_inputs import kernel_totals
+
     totals = kernel_totals(softmax, passes)
     return {
         "softmax_ms_per_pass": softmax["dur_ns"].sum() / passes / 1e6,
