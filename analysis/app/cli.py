@@ -217,8 +217,8 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
     key on the same names, and only this process writes it) and
     ``{trace, error}`` failures, both in input order. ``inputs`` travels with each task, so a Dask
     worker copies compressed and report inputs under the same bounds (into its own input cache).
-    ``tables`` is the folder that keeps the loaded tables of the traces analyzed by local processes (Dask workers,
-    which may not see this machine's folders, read every export).
+    ``tables`` is the folder that keeps the loaded tables of the traces analyzed by local processes
+    (Dask workers, which may not see this machine's folders, read every export).
 
     Inputs with the same content are analyzed and counted once (a line says so); each summary's
     ``trace`` is a name no other input's outputs share (:func:`analysis.app.batch.output_names`).
