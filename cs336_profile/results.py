@@ -13,8 +13,6 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
-
 
 def _finite_or_none(value):
     if isinstance(value, float) and not math.isfinite(value):
@@ -42,6 +40,8 @@ def unwritable_reason(folder: Path) -> str | None:
 def write_results(results_dir: str | Path, experiment: str, rows: list[dict], *, config: dict,
                   environment: dict, name: str | None = None) -> Path:
     """Write `<name>.json` and `<name>.csv` (name defaults to the experiment); return the JSON path."""
+    import pandas as pd
+
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     name = name or experiment

@@ -292,3 +292,66 @@ def test_timings_json_beside_the_trace_is_part_of_the_key(results, trace_file):
     assert results.get(trace_file) is None
     timings.unlink()
     assert results.get(trace_file)["phases"]["forward"]["kernel_ms_per_pass"] == 30.5
+
+
+@pytest.fixture
+def old_enough(monkeypatch):
+    """Files written by the test count as settled at once (no racily-clean window)."""
+    monkeypatch.setattr(cache_module, "RACY_WINDOW_NS", 0)
+
+
+@pytest.fixture
+def hashings(monkeypatch):
+    """The files the results cache reads to hash, in order."""
+    read: list[Path] = []
+
+    def counted(path):
+        read.append(Path(path))
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+    monkeypatch.setattr(cache_module, "file_sha256", counted)
+    return read
+
+
+def test_an_unchanged_file_is_hashed_once_across_runs(results, trace_file, old_enough, hashings):
+    digest = hashlib.sha256(trace_file.read_bytes()).hexdigest()
+    assert results.sha256_of(trace_file) == digest
+    with ResultsCache(results.db_path) as reopened:
+        assert reopened.sha256_of(trace_file) == digest
+    assert hashings == [trace_file]
+
+
+@pytest.mark.parametrize("mtime_moves", [True, False])
+def test_a_file_rewritten_with_its_size_is_hashed_again(results, trace_file, old_enough, hashings, mtime_moves):
+    before = trace_file.stat()
+    results.sha256_of(trace_file)
+    content = bytes(reversed(trace_file.read_bytes()))
+    trace_file.write_bytes(content)
+    mtime_ns = before.st_mtime_ns + (1_000_000_000 if mtime_moves else 0)  # ctime still moves
+    os.utime(trace_file, ns=(before.st_atime_ns, mtime_ns))
+    assert trace_file.stat().st_size == before.st_size
+    assert results.sha256_of(trace_file) == hashlib.sha256(content).hexdigest()
+    assert hashings == [trace_file, trace_file]
+
+
+def test_a_copy_elsewhere_is_hashed_and_found_by_content(results, trace_file, tmp_path, old_enough, hashings):
+    results.put(trace_file, _summary("run.sqlite", 30.5))
+    copy = tmp_path / "elsewhere" / "copy.sqlite"
+    copy.parent.mkdir()
+    shutil.copyfile(trace_file, copy)
+    assert results.get(copy) == _summary("copy.sqlite", 30.5)
+    assert hashings == [trace_file, copy]
+
+
+def test_a_file_hash_row_is_trusted_only_with_its_seal(results, trace_file, old_enough, hashings):
+    digest = results.sha256_of(trace_file)
+    results.db.execute('UPDATE "file_hashes" SET sha256 = ?', ["0" * 64])
+    assert results.sha256_of(trace_file) == digest
+    assert hashings == [trace_file, trace_file]
+
+
+def test_a_file_just_written_is_not_remembered(results, trace_file, hashings):
+    results.sha256_of(trace_file)
+    results.sha256_of(trace_file)
+    assert hashings == [trace_file, trace_file]
+    assert results.db.execute('SELECT COUNT(*) FROM "file_hashes"').fetchone() == (0,)

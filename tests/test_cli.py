@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sqlite3
 import sys
 import types
 
 import pandas as pd
 import pytest
 
+import analysis.app.analyze as analyze_module
+import analysis.app.cache as cache_module
 import analysis.app.cli as cli
 from analysis.load import file_sha256
 
@@ -84,11 +89,27 @@ def test_second_run_is_served_from_the_cache(fixture_trace, tmp_path, monkeypatc
     def must_not_run(path):
         raise AssertionError("analyzed again despite the cache")
 
-    monkeypatch.setattr(cli, "stored_summary", must_not_run)
+    monkeypatch.setattr(analyze_module, "stored_summary", must_not_run)
     assert cli.main([trace, "--out", str(tmp_path), "--jobs", "1"]) == 0
     assert (tmp_path / "small_ctx256_forward_fp32.json").read_text() == first
     # --no-cache analyzes again: here that reaches the stand-in and fails, as it must.
     assert cli.main([trace, "--out", str(tmp_path), "--jobs", "1", "--no-cache"]) == 1
+
+
+def test_a_trace_rewritten_with_its_size_is_analyzed_again(fixture_trace, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cache_module, "RACY_WINDOW_NS", 0)  # the copy below counts as settled at once
+    trace = tmp_path / "run.sqlite"
+    shutil.copyfile(fixture_trace(FORWARD), trace)
+    argv = [str(trace), "--out", str(tmp_path / "out"), "--jobs", "1", "--format", "json"]
+    assert cli.main(argv) == 0 and cli.main(argv) == 0
+    before = trace.stat()
+    with sqlite3.connect(tmp_path / "out" / cli.RESULTS_DB) as db:  # the evidence that it is unchanged is kept
+        assert db.execute('SELECT COUNT(*) FROM "file_hashes" WHERE inode = ?', [before.st_ino]).fetchone() == (1,)
+    trace.write_bytes(bytes(before.st_size))
+    os.utime(trace, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    capsys.readouterr()
+    assert cli.main(argv) == 1  # the new content is analyzed: it is no SQLite database
+    assert capsys.readouterr().err.startswith(f"{trace}: is not an SQLite database")
 
 
 def test_parallel_batch_writes_csv_tables_over_all_traces(fixture_trace, tmp_path):
@@ -164,13 +185,13 @@ def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_
     for option in ("--warmup-prefix", "--step-prefix", "--phase-names", "--attention-names"):
         assert option in help_text
     seen = []
-    summary = cli.stored_summary(trace)  # a stored summary of the schema: the cache serves no other
+    summary = analyze_module.stored_summary(trace)  # a stored summary of the schema: the cache serves no other
 
     def record(path, names, inputs, tables):
         seen.append(names)
         return {**summary, "trace": path.name}
 
-    monkeypatch.setattr(cli, "stored_summary", record)
+    monkeypatch.setattr(analyze_module, "stored_summary", record)
     argv = [str(trace), "--out", str(tmp_path), "--jobs", "1", "--format", "json"]
     custom = ["--step-prefix", "iter", "--warmup-prefix", "warm", "--phase-names", "fwd, loss ,bwd,opt",
               "--attention-names", "qk,sm,av"]
@@ -178,8 +199,8 @@ def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_
     assert seen == [RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "loss", "bwd", "opt"),
                                regions=("qk", "sm", "av"))]
     assert cli.main(argv + custom) == 0  # the same names: from the cache
-    assert cli.main(argv) == 0  # the default names: analyzed again
-    assert seen[1:] == [RangeNames()]
+    assert cli.main(argv) == 0  # no names given: analyzed again, every role found in the trace
+    assert seen[1:] == [None]
 
 
 @pytest.mark.parametrize("option", [["--phase-names", "a,b,c,d,e"], ["--phase-names", "a,b,,c"],

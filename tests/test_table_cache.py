@@ -183,7 +183,7 @@ def test_the_cli_keeps_tables_beside_the_results_and_no_cache_writes_none(fixtur
     trace = str(fixture_trace(FORWARD))
     assert cli.main([trace, "--out", str(tmp_path / "bypass"), "--jobs", "1", "--format", "json", "--no-cache"]) == 0
     assert sorted(p.name for p in (tmp_path / "bypass").iterdir()) == ["small_ctx256_forward_fp32.json"]
-    monkeypatch.setattr(cli, "TableCache", functools.partial(TableCache, min_rows=0))
+    monkeypatch.setattr(table_cache_module, "TableCache", functools.partial(TableCache, min_rows=0))
     assert cli.main([trace, "--out", str(tmp_path / "kept"), "--jobs", "1", "--format", "json"]) == 0
     entries = list((tmp_path / "kept" / cli.TRACE_TABLES).iterdir())
     assert len(entries) == 1 and (entries[0] / MANIFEST).is_file()

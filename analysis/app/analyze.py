@@ -3,35 +3,44 @@ with every per-trace question of the registry (:func:`analysis.trace.summary.sum
 only, what the results cache keeps); ``analyze_trace(path)`` is that summary with its sentences
 (:func:`analysis.questions.sentences.with_sentences`). ``summary_schema()`` is the JSON schema of
 what ``analyze_trace`` returns, ``stored_summary_schema()`` of the stored form. Here, above the
-questions, because the summary's ``questions`` section holds their records."""
+questions, because the summary's ``questions`` section holds their records. The loader, the
+labelling and the summary are imported when a trace is analyzed, so the schemas and the sentences
+(all a results-cache hit needs) come without them and pandas."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from analysis.core.phases import RangeNames, label_ops
-from analysis.load import InputCache, RangeFilter, load_trace, require_claimable_kernels
-from analysis.load.table_cache import TableCache
+from analysis.load.input_cache import InputCache
 from analysis.questions.registry import PER_TRACE
 from analysis.questions.sentences import with_sentences
-from analysis.trace.summary import summarize
 from analysis.trace.summary_schema import SHOWN, STORED, json_schema
 
+if TYPE_CHECKING:
+    from analysis.core.structure import RangeNames
+    from analysis.load.table_cache import TableCache
 
-def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
+
+def analyze_trace(path: str | os.PathLike, names: RangeNames | None = None, inputs: InputCache = InputCache(),
                   tables: TableCache | None = None) -> dict:
     """Load and analyze one trace (``names``: the range roles the user named, the rest found in the
-    trace; ``inputs``: how compressed inputs are copied; ``tables``: where its loaded tables are kept
-    for the next analysis, None to read the export every time): its summary with the sentences;
-    raises :class:`analysis.load.errors.TraceError` on bad input."""
+    trace; None: every role found there; ``inputs``: how compressed inputs are copied; ``tables``:
+    where its loaded tables are kept for the next analysis, None to read the export every time):
+    its summary with the sentences; raises :class:`analysis.load.errors.TraceError` on bad input."""
     return with_sentences(stored_summary(path, names, inputs, tables))
 
 
-def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
+def stored_summary(path: str | os.PathLike, names: RangeNames | None = None, inputs: InputCache = InputCache(),
                    tables: TableCache | None = None) -> dict:
     """:func:`analyze_trace` without the sentences: the summary the results cache stores."""
+    from analysis.core.phases import RangeNames, label_ops
+    from analysis.load.loader import load_trace, require_claimable_kernels
+    from analysis.load.nvtx import RangeFilter
+    from analysis.trace.summary import summarize
+
     trace = (tables.load if tables is not None else load_trace)(path, RangeFilter(), inputs)
     require_claimable_kernels(trace)
-    labelled = label_ops(trace, names)
+    labelled = label_ops(trace, names or RangeNames())
     # The labelled ops now hold every GPU operation: free the loader's copies before the questions
     # (copies of the empty slices: a slice is a view that would keep the whole table alive).
     trace.kernels, trace.memops = trace.kernels.iloc[:0].copy(), trace.memops.iloc[:0].copy()

@@ -7,7 +7,9 @@ each analyzed trace and flat tables to query with SQL (`sqlite3`, sqlite-utils):
 - `phases`: key, trace, phase, kernels_per_pass, kernel_ms_per_pass, gpu_span_ms_per_pass,
   cpu_span_ms_per_pass;
 - `categories`: key, trace, phase, category, ms_per_pass;
-- `summaries`: key, summary_json (what `get` returns).
+- `summaries`: key, summary_json (what `get` returns);
+- `file_hashes`: device, inode, size, mtime_ns, ctime_ns -> sha256 of the files looked up
+  (:meth:`ResultsCache.sha256_of`), so an unchanged file is not read again to know its content.
 
 The database stores summaries without their sentences (:func:`analysis.app.analyze.stored_summary`);
 the caller adds them to each summary it reads (:func:`analysis.questions.sentences.with_sentences`),
@@ -30,19 +32,22 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.app.analyze import stored_summary_schema
-from analysis.core.phases import RangeNames
 from analysis.core.timings import timings_json_path
-from analysis.load import file_sha256
-from analysis.load.input_cache import files_sha256
+from analysis.load.input_cache import file_sha256, files_sha256
 from analysis.load.local_key import install_key, seal, seal_holds
 from analysis.trace.summary_schema import problems, schema_hash
+
+if TYPE_CHECKING:
+    from analysis.core.structure import RangeNames
 
 ANALYSIS_PACKAGE = Path(__file__).resolve().parents[1]
 # What makes a stored summary, relative to the analysis package: the package's own module (the
@@ -71,9 +76,18 @@ PHASE_FIGURES = ("kernels_per_pass", "kernel_ms_per_pass", "gpu_span_ms_per_pass
 PHASES_COLUMNS = {"key": str, "trace": str, "phase": str, **{name: float for name in PHASE_FIGURES}}
 CATEGORIES_COLUMNS = {"key": str, "trace": str, "phase": str, "category": str, "ms_per_pass": float}
 SUMMARIES_COLUMNS = {"key": str, "summary_json": str, "checksum": str}
+# What says a file is unchanged since it was hashed, as git's index keeps it: no path, so a file
+# moved or reached by another path keeps its row, and a copy (another inode) is hashed again.
+FILE_STAT = ("device", "inode", "size", "mtime_ns", "ctime_ns")
+FILE_HASHES_COLUMNS = {**{name: int for name in FILE_STAT}, "sha256": str, "checksum": str}
 TABLES = {"traces": TRACES_COLUMNS, "summaries": SUMMARIES_COLUMNS, "phases": PHASES_COLUMNS,
-          "categories": CATEGORIES_COLUMNS}
-PRIMARY_KEYS = {"traces": ("key",), "summaries": ("key",), "phases": ("key", "phase"), "categories": ("key", "phase", "category")}
+          "categories": CATEGORIES_COLUMNS, "file_hashes": FILE_HASHES_COLUMNS}
+PRIMARY_KEYS = {"traces": ("key",), "summaries": ("key",), "phases": ("key", "phase"), "categories": ("key", "phase", "category"),
+                "file_hashes": ("device", "inode")}
+# A file changed within this long of its hashing could keep the times it was hashed with (file
+# systems stamp times at a coarse tick): its hash is not kept, as git's index does for racily
+# clean entries.
+RACY_WINDOW_NS = 2_000_000_000
 SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "FLOAT"}
 
 
@@ -86,7 +100,8 @@ def create_table_sql(table: str) -> str:
     reference to ``traces`` from every other table's ``key``."""
     columns = [f'"{name}" {SQL_TYPES[kind]}' for name, kind in TABLES[table].items()]
     keys = ", ".join(f'"{name}"' for name in PRIMARY_KEYS[table])
-    references = [] if table == "traces" else ['FOREIGN KEY ("key") REFERENCES "traces" ("key")']
+    keyed = table != "traces" and "key" in TABLES[table]  # a summary's rows; file_hashes stands alone
+    references = ['FOREIGN KEY ("key") REFERENCES "traces" ("key")'] if keyed else []
     return f'CREATE TABLE IF NOT EXISTS "{table}" ({", ".join([*columns, f"PRIMARY KEY ({keys})", *references])})'
 
 
@@ -130,19 +145,29 @@ def analyzer_key() -> str:
     return hashlib.sha256(both.encode()).hexdigest()[:ANALYZER_KEY_CHARS]
 
 
+def names_key(names: RangeNames) -> str:
+    """The key's part for range ``names``: ``;names=<hash>``, or "" for the defaults (every role
+    found in the trace)."""
+    from analysis.core.structure import RangeNames  # loaded with ``names`` already
+
+    if names == RangeNames():
+        return ""
+    return ";names=" + hashlib.sha256(json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
+
+
 class ResultsCache:
     """Per-trace summaries in a SQLite results database, looked up by file content."""
 
-    def __init__(self, db_path: Path, names: RangeNames = RangeNames()):
-        """``names``: the NVTX range names the summaries stored and looked up were made with.
+    def __init__(self, db_path: Path, names: RangeNames | None = None):
+        """``names``: the NVTX range names the summaries stored and looked up were made with
+        (None: every role found in the trace, as with the default ``RangeNames()``).
 
         A file at ``db_path`` that is a symbolic or hard link, not an SQLite database, damaged, or
         laid out otherwise is set aside (renamed ``results.db.set-aside-<time>``, said in ``notices``) and a
         new database made; :class:`CacheUnusable` when none can be opened or made there."""
         self.db_path = Path(db_path)
         self.notices: list[str] = []
-        self._key_suffix = "" if names == RangeNames() else ";names=" + hashlib.sha256(
-            json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
+        self._key_suffix = "" if names is None else names_key(names)
         try:
             install_key()  # the seal of every row: without it no row can be trusted
             self.db = self._open()
@@ -220,14 +245,57 @@ class ResultsCache:
         `;names=<hash>` for range names other than the defaults and `;timings=<sha256>` when a
         timings.json lies beside the trace; None when that timings.json cannot be read (the trace
         then bypasses the cache, and its analysis notes the unreadable file)."""
-        key = f"{file_sha256(Path(path))}@{analyzer_key()}{self._key_suffix}"
+        key = f"{self.sha256_of(Path(path))}@{analyzer_key()}{self._key_suffix}"
         timings = timings_json_path(Path(path))  # where the analysis looks: beside the path as given
         if not timings.is_file():
             return key
         try:
-            return f"{key};timings={file_sha256(timings)}"
+            return f"{key};timings={self.sha256_of(timings)}"
         except OSError:
             return None
+
+    def sha256_of(self, path: Path) -> str:
+        """The sha256 of a file's bytes, read again only when the file may have changed.
+
+        The ``file_hashes`` row of its device and inode is used when its size, mtime and ctime are
+        the file's now and its seal (:mod:`analysis.load.local_key`) holds; otherwise the file is
+        hashed and the row replaced, unless the file changed while it was read or so recently that
+        a change could keep its times (:data:`RACY_WINDOW_NS`). OSError when the file cannot be read."""
+        stat = os.stat(path)
+        fields = [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+        known = self._known_sha256(fields)
+        if known is not None:
+            return known
+        started_ns = time.time_ns()
+        digest = file_sha256(Path(path))
+        after = os.stat(path)
+        unchanged = fields == [after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns]
+        if unchanged and max(stat.st_mtime_ns, stat.st_ctime_ns) < started_ns - RACY_WINDOW_NS:
+            self._remember_sha256(fields, digest)
+        return digest
+
+    def _known_sha256(self, fields: list[int]) -> str | None:
+        """The sealed sha256 of a file with these stat ``fields``, or None."""
+        try:
+            row = self.db.execute('SELECT size, mtime_ns, ctime_ns, sha256, checksum FROM "file_hashes" '
+                                  'WHERE device = ? AND inode = ?', fields[:2]).fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        if row is None or list(row[:3]) != fields[2:]:
+            return None
+        digest, checksum = row[3:]
+        sealed = isinstance(digest, str) and isinstance(checksum, str)
+        return digest if sealed and seal_holds(checksum, "file_hashes", *map(str, fields), digest) else None
+
+    def _remember_sha256(self, fields: list[int], digest: str) -> None:
+        """Keep the file's hash; a database that cannot be written only costs hashing it next time."""
+        row = dict(zip(FILE_STAT, fields)) | {"sha256": digest, "checksum": seal("file_hashes", *map(str, fields), digest)}
+        try:
+            with self._atomic():
+                self.db.execute('DELETE FROM "file_hashes" WHERE device = ? AND inode = ?', fields[:2])
+                self._insert("file_hashes", [row])
+        except sqlite3.Error:
+            return
 
     def get(self, path: Path) -> dict | None:
         """The stored summary of this file's content, or None when it was never analyzed.

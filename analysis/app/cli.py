@@ -14,25 +14,21 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from analysis.app.analyze import stored_summary
 from analysis.app.batch import distinct, output_names
 from analysis.app.cache import CacheUnusable, ResultsCache
 from analysis.app.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
-from analysis.compare.diff import diff_summaries
-from analysis.core.phases import PHASES, RangeNames
 from analysis.core.safe_write import write_file
 from analysis.core.text import printable
-from analysis.load import InputCache, file_sha256
 from analysis.load.errors import TraceError
-from analysis.load.input_cache import MIB
-from analysis.load.table_cache import TableCache
-from analysis.questions.records import DiffRecord
+from analysis.load.input_cache import MIB, InputCache, file_sha256
 from analysis.questions.sentences import with_sentences
-from analysis.trace.summary import flat_tables
-from cs336_profile.contract import trace_stem
+from cs336_profile.contract import PHASES, trace_stem
 from cs336_profile.results import unwritable_reason
+
+if TYPE_CHECKING:
+    from analysis.core.structure import RangeNames
 
 FORMATS = ("json", "md", "csv", "html")
 DEFAULT_FORMATS = ("html", "md", "json")
@@ -150,10 +146,17 @@ def _names(least: int, most: int):
     return parse
 
 
-def _range_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RangeNames:
+def _range_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RangeNames | None:
+    """The roles named by the options, or None when none is (every role found in the trace: the
+    structure finder, with pandas, is then loaded only if a trace is analyzed)."""
+    given = {"warmup_prefix": args.warmup_prefix, "step_prefix": args.step_prefix, "phases": args.phase_names,
+             "regions": args.attention_names, "warmup_steps": args.warmup_steps}
+    if all(value is None for value in given.values()):
+        return None
+    from analysis.core.structure import RangeNames
+
     try:
-        return RangeNames(warmup_prefix=args.warmup_prefix, step_prefix=args.step_prefix, phases=args.phase_names,
-                          regions=args.attention_names, warmup_steps=args.warmup_steps)
+        return RangeNames(**given)
     except ValueError as err:
         parser.error(str(err))
 
@@ -189,33 +192,38 @@ _positive_int = _int_at_least(1, "at least 1")
 _non_negative_int = _int_at_least(0, "0 or more")
 
 
-def analyze_one(path: Path, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
-                tables: TableCache | None = None) -> tuple[dict | None, str | None]:
+def analyze_one(path: Path, names: RangeNames | None = None, inputs: InputCache = InputCache(),
+                tables: Path | None = None) -> tuple[dict | None, str | None]:
     """(stored summary, None) for a trace analyzed (:func:`analysis.app.analyze.stored_summary`:
-    figures only, as the results cache keeps it), (None, one-line reason) for one that failed."""
+    figures only, as the results cache keeps it, its loaded tables kept in the folder ``tables``),
+    (None, one-line reason) for one that failed. The analysis is imported here, by the process
+    that analyzes: a run whose every trace is in the results cache never loads it."""
+    from analysis.app.analyze import stored_summary
+    from analysis.load.table_cache import TableCache
+
     try:
-        return stored_summary(path, names, inputs, tables), None
+        return stored_summary(path, names, inputs, None if tables is None else TableCache(tables)), None
     except TraceError as err:
         return None, str(err)
     except Exception as err:  # a defect must not end the batch; the line says it is unexpected
         return None, f"unexpected {type(err).__name__} while analyzing: {err}"
 
 
-def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, names: RangeNames = RangeNames(),
+def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, names: RangeNames | None = None,
                  inputs: InputCache = InputCache(), on_summary: Callable[[dict], None] | None = None,
-                 tables: TableCache | None = None) -> tuple[list[dict], list[dict]]:
+                 tables: Path | None = None) -> tuple[list[dict], list[dict]]:
     """Summaries of the traces analyzed on ``engine`` with the range ``names``, with their
     sentences (cache hits included: the cache stores and serves summaries without them; it must
     key on the same names, and only this process writes it) and
     ``{trace, error}`` failures, both in input order. ``inputs`` travels with each task, so a Dask
     worker copies compressed and report inputs under the same bounds (into its own input cache).
-    ``tables`` keeps the loaded tables of the traces analyzed by local processes (Dask workers,
-    which may not see this machine's folders, read every export).
+    ``tables`` is the folder that keeps the loaded tables of the traces analyzed by local processes
+    (Dask workers, which may not see this machine's folders, read every export).
 
     Inputs with the same content are analyzed and counted once (a line says so); each summary's
     ``trace`` is a name no other input's outputs share (:func:`analysis.app.batch.output_names`).
     ``on_summary`` gets each summary as it is ready. Failures are printed to stderr as they come."""
-    digests = {path: digest for path in dict.fromkeys(paths) if (digest := _digest(path)) is not None}
+    digests = {path: digest for path in dict.fromkeys(paths) if (digest := _digest(path, cache)) is not None}
     unique, repeats = distinct(paths, digests)
     for path, first in repeats.items():
         say(f"{path}: the same content as {first}; analyzed and counted once")
@@ -258,13 +266,14 @@ def _other_content(summary: dict, digest: str | None) -> str | None:
             "a worker that sees another file at this path, or a file rewritten meanwhile); not used")
 
 
-def _digest(path: Path) -> str | None:
-    """The content hash of a regular file (hashed once per process, shared with the cache's), or
-    None for anything else or a file that cannot be read (a FIFO is never opened: it could block)."""
+def _digest(path: Path, cache: ResultsCache | None) -> str | None:
+    """The content hash of a regular file (hashed once per process, shared with the cache's, and
+    read from the cache while the file is unchanged: :meth:`ResultsCache.sha256_of`), or None for
+    anything else or a file that cannot be read (a FIFO is never opened: it could block)."""
     if not path.is_file():
         return None
     try:
-        return file_sha256(path)
+        return cache.sha256_of(path) if cache is not None else file_sha256(path)
     except OSError:
         return None
 
@@ -326,13 +335,13 @@ def _stored(cache: ResultsCache | None, path: Path, summary: dict, progress) -> 
         return None
 
 
-def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
+def _analyze(args: argparse.Namespace, names: RangeNames | None) -> int:
     why = unwritable_reason(args.out)
     if why is not None:
         say(f"analyze-nsys: error: --out {args.out}: {why}")
         return 2
     cache = None if args.no_cache else _open_cache(args.out / RESULTS_DB, names)
-    tables = None if args.no_cache else TableCache(args.out / TRACE_TABLES)
+    tables = None if args.no_cache else args.out / TRACE_TABLES
     written = OutputLog(args.out)
     try:
         summaries, failures = analyze_many(args.traces, engine_from(args), cache, names, _input_cache(args),
@@ -363,7 +372,7 @@ def _print_structures(summaries: list[dict], verbose: bool) -> None:
                 say(line)
 
 
-def _open_cache(db_path: Path, names: RangeNames) -> ResultsCache | None:
+def _open_cache(db_path: Path, names: RangeNames | None) -> ResultsCache | None:
     """The results cache, or None after one line saying why it cannot be used; a line also says
     when a damaged or foreign database was set aside."""
     try:
@@ -420,6 +429,8 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
         for summary in summaries:
             log.json(summary)
     if "csv" in formats:
+        from analysis.trace.summary import flat_tables
+
         for name, table in flat_tables(summaries).items():
             log.write(f"{name}.csv", table.to_csv(index=False))
     pages = tuple(f for f in formats if f in ("html", "md"))
@@ -436,7 +447,10 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
     return written or {}
 
 
-def _diff(args: argparse.Namespace, names: RangeNames) -> int:
+def _diff(args: argparse.Namespace, names: RangeNames | None) -> int:
+    from analysis.compare.diff import diff_summaries
+    from analysis.questions.records import DiffRecord
+
     why = unwritable_reason(args.out)
     if why is not None:
         say(f"analyze-nsys diff: error: --out {args.out}: {why}")
@@ -444,7 +458,7 @@ def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     cache = _open_cache(args.out / RESULTS_DB, names)
     try:
         summaries, failures = analyze_many([args.a, args.b], Engine(jobs=2), cache=cache, names=names,
-                                           tables=TableCache(args.out / TRACE_TABLES))
+                                           tables=args.out / TRACE_TABLES)
     finally:
         if cache is not None:
             cache.close()

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 GEMM = "gemm"  # the category the matrix-multiplication questions compare against
 
@@ -268,6 +269,9 @@ def classify_kernels(demangled: pd.Series) -> pd.DataFrame:
     Each distinct name is classified once, then mapped back (traces have 100k+ kernels but a
     few hundred distinct names). Missing names are `other`.
     """
+    import numpy as np
+    import pandas as pd
+
     codes, distinct_names = pd.factorize(demangled.fillna(""))
     categories = [classify_name(name) for name in distinct_names]
     tensor_core = [uses_tensor_cores(n, c) for n, c in zip(distinct_names, categories)]
@@ -319,6 +323,9 @@ def gemm_precision_mix(kernels: pd.DataFrame) -> dict[str, float]:
     """Share of the GEMM kernels' time per precision, largest first, over the rows of `kernels`
     (columns `demangled_name`, `dur_ns`); GEMMs whose name tells no precision count as
     `unknown`. Empty when no kernel is a GEMM."""
+    import numpy as np
+    import pandas as pd
+
     codes, distinct = pd.factorize(kernels["demangled_name"])
     distinct = [str(name) for name in distinct] + ["nan"]  # code -1, a missing name, reads "nan" as astype(str) would
     is_gemm = np.array([classify_name(name) == GEMM for name in distinct], dtype=bool)[codes]

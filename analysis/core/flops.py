@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, NamedTuple
 
 from analysis.core.intervals import within_earlier
 from cs336_profile.config import ModelConfig
 from cs336_profile.contract import PHASES_BY_MODE
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SOFTMAX_FLOPS_PER_SCORE = 5  # max, subtract, exp, sum, divide
 
@@ -174,6 +174,8 @@ def gemm_shape(op_name: str) -> GemmShape | None:
 def gemm_ops_outermost(ops: pd.DataFrame) -> pd.DataFrame:
     """Matmul op ranges less those inside another on the same thread (under autocast an op range
     may nest in one of the same name: the product is counted once)."""
+    import numpy as np
+
     if ops.empty:
         return ops
     thread = ops["pid"].to_numpy(np.int64) * (1 << 24) + ops["tid"].to_numpy(np.int64)
@@ -184,6 +186,9 @@ def phase_flops_from_ops(gemm_ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> 
     """Matmul FLOPs per measured pass of each phase, from the shapes of the matmul op ranges that
     start inside its measured ranges (any thread of the process: backward's ops run on the
     autograd thread); empty when the trace has no such ranges."""
+    import numpy as np
+    import pandas as pd
+
     from analysis.core.attribution import ops_in_windows
 
     measured = phase_ranges[phase_ranges["measured"]].reset_index(drop=True)
@@ -202,6 +207,8 @@ def phase_flops_from_ops(gemm_ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> 
 def attention_head_size(gemm_ops: pd.DataFrame) -> int | None:
     """d_head read from the trace's shapes: the inner size of the batched matmuls whose product is
     square, seq × seq (the attention scores, Q·Kᵀ), the most common one; None without them."""
+    import pandas as pd
+
     sizes = [shape.k for name in gemm_ops["name"] if (shape := gemm_shape(name)) and shape.batch > 1
              and shape.m == shape.n and shape.m > shape.k]
     return int(pd.Series(sizes).mode().iat[0]) if sizes else None

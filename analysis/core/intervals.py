@@ -4,11 +4,17 @@ over intervals.
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
 
 
 def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of the intervals as disjoint, sorted intervals (touching ones are merged)."""
+    import numpy as np
+
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     if not len(starts):
@@ -28,6 +34,8 @@ def covered_ns(starts: np.ndarray, ends: np.ndarray, cover_starts: np.ndarray,
                cover_ends: np.ndarray) -> np.ndarray:
     """For each interval ``[starts[i], ends[i])``, how many ns of it lie inside the union of the
     cover intervals."""
+    import numpy as np
+
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     merged_starts, merged_ends = union(cover_starts, cover_ends)
@@ -48,6 +56,8 @@ def covered_ns(starts: np.ndarray, ends: np.ndarray, cover_starts: np.ndarray,
 def uncovered_ns(starts: np.ndarray, ends: np.ndarray, cover_starts: np.ndarray,
                  cover_ends: np.ndarray) -> np.ndarray:
     """For each interval, how many ns of it no cover interval overlaps."""
+    import numpy as np
+
     length = np.asarray(ends, dtype=np.int64) - np.asarray(starts, dtype=np.int64)
     return length - covered_ns(starts, ends, cover_starts, cover_ends)
 
@@ -56,6 +66,8 @@ def within_earlier(starts: np.ndarray, ends: np.ndarray, groups: np.ndarray) -> 
     """Whether each interval lies within one of its group that starts no later and is not itself
     within another (ties on start: the longer one holds the shorter): the nested ranges of one
     name, thread or process that hold the same work as the range around them."""
+    import numpy as np
+
     nested = np.zeros(len(starts), dtype=bool)
     if not len(starts):
         return nested

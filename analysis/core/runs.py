@@ -2,10 +2,13 @@
 its tables and pages list runs in, and the position of a model size."""
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from cs336_profile.config import DEFAULT_HANDOUT, SIZE_NAMES
 from cs336_profile.contract import trace_stem
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def size_order(sizes: pd.Series) -> pd.Series:
@@ -50,6 +53,8 @@ def run_label(summary: dict) -> str:
 
 def sorted_summaries(summaries: list[dict]) -> list[dict]:
     """Summaries with a config first, by size, context length, mode, dtype, compile; then the rest by name."""
+    import pandas as pd
+
     def key(summary: dict):
         config = summary.get("config") or {}
         order = size_order(pd.Series([config.get("size")])).iloc[0]
@@ -63,6 +68,8 @@ DEFAULTS = {"attention": "naive", "handout": DEFAULT_HANDOUT}
 
 def config_value(config: dict, key: str):
     """A config's setting; naive attention and the 2025 handout when it names none."""
+    import pandas as pd
+
     value = config.get(key)
     if key in DEFAULTS and (value is None or (isinstance(value, float) and pd.isna(value))):
         return DEFAULTS[key]

@@ -19,12 +19,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.core.numbers import plausible
 from cs336_profile.config import DEFAULT_HANDOUT, MODEL_KEYS, SIZES_BY_HANDOUT
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN, MODES, STEP_TIMING_EVENT, TIMED_PARTS, trace_stem
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # timings.json key -> config-mark key
 _TIMINGS_JSON_CONFIG_KEYS = {
@@ -112,6 +114,8 @@ def _run_mark_events(marks: pd.DataFrame, notes: list[str]) -> list[dict]:
 
 def _mean_step_timings(step_events) -> dict[str, float]:
     """Mean ms per phase over the ``step_timing`` events (phases absent from a step are skipped)."""
+    import pandas as pd
+
     rows = [e.get("phases_ms") for e in step_events]
     frame = pd.DataFrame([r for r in rows if isinstance(r, dict)])
     if frame.empty:

@@ -10,9 +10,11 @@ table or column that nsys renames is one more name in its ``names`` here (and a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import numpy as np
+
 
 
 @dataclass(frozen=True)
@@ -162,5 +164,8 @@ def nvtx_names(text, text_ids, strings) -> np.ndarray:
     """The NVTX name rule on columns already read: ``text`` where it is not null, else the
     registered string of ``text_ids`` (``strings``: the export's
     :class:`~analysis.load.tables.StringTable`); None where there is neither."""
+    import numpy as np
+    import pandas as pd
+
     text = np.asarray(text, dtype=object)
     return np.where(pd.isna(text), strings.lookup(text_ids), text)

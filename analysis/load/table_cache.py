@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.load import load_trace
 from analysis.load.input_cache import InputCache, file_sha256, files_sha256, remove_stale_parts
+from analysis.load.loader import load_trace
 from analysis.load.local_key import seal, seal_holds
 from analysis.load.nvtx import RangeFilter
 from analysis.load.trace import Trace

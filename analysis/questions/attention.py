@@ -9,13 +9,15 @@ matrices autograd keeps; that count predicts the smallest configuration that ran
 """
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.questions.question import Question, from_results
 from analysis.questions.records import FigureSpec
 from analysis.questions.shared.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, used_files
 from cs336_profile.contract import ATTENTION, FP32_BYTES, GIB, MIB
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EAGER = "eager"
 SDPA = "sdpa"
@@ -37,6 +39,8 @@ def attention_rows(results: ResultsSet) -> pd.DataFrame:
 
 def growth_exponent(rows: pd.DataFrame) -> float | None:
     """Slope of log(saved bytes) against log(seq_len) over completed rows (2 = quadratic)."""
+    import numpy as np
+
     done = ok_rows(rows).dropna(subset=["saved_for_backward_bytes"])
     done = done[done["saved_for_backward_bytes"] > 0]
     if done["seq_len"].nunique() < 2:
@@ -48,6 +52,8 @@ def saved_tensors(batch: int, seq: int, head_dim: int) -> pd.DataFrame:
     """What eager attention (``model.scaled_dot_product_attention`` with its written-out softmax)
     holds between forward and backward beyond its inputs, one row per tensor, with its bytes and
     whether backward needs it (None: the result, which autograd does not keep). q, k, v and the mask exist before the forward and are not counted."""
+    import pandas as pd
+
     score = batch * seq * seq * FP32_BYTES
     rows = [
         ("exp", "torch.exp in softmax, kept by exp / sum", f"{batch}×{seq}×{seq} fp32", score, False),
@@ -75,6 +81,8 @@ def _largest(rows: pd.DataFrame) -> pd.Series:
 def accounting_text(eager: pd.DataFrame, numbers: dict) -> str:
     """Theory against measurement at the largest completed configuration: what is saved, which of
     it backward needs, the peak, and how FlashAttention's tiling removes the T² terms."""
+    import pandas as pd
+
     top = _largest(eager)
     batch, seq, d = int(top["batch_size"]), int(top["seq_len"]), int(top["head_dim"])
     parts = saved_tensors(batch, seq, d)
@@ -103,6 +111,9 @@ def accounting_text(eager: pd.DataFrame, numbers: dict) -> str:
 
 def capacity_text(eager: pd.DataFrame, gpu_memory_bytes: int | None, numbers: dict) -> str:
     """The sequence length at which the largest head dimension's peak would fill the GPU (peak ∝ T²)."""
+    import numpy as np
+    import pandas as pd
+
     top = _largest(eager)
     if not gpu_memory_bytes or pd.isna(top["peak_memory_bytes"]):
         return ""

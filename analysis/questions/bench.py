@@ -6,7 +6,7 @@ Reads the ``bench`` results (one summary row per configuration) and, for bench-c
 """
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.core.text import ms, pct
 from analysis.questions.question import Evidence, Question, from_results
@@ -24,6 +24,9 @@ from analysis.questions.shared.results_files import (
     value_span,
 )
 from cs336_profile.contract import BENCH, BENCH_STEPS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # A standard deviation under this share of the mean counts as a small spread.
 SMALL_SPREAD = 0.05
@@ -61,6 +64,8 @@ def _spread(results: ResultsSet) -> pd.DataFrame:
 
 def _is_noisy(config: pd.Series) -> bool:
     """A configuration whose steps within a run, or whose runs, differ by more than SMALL_SPREAD."""
+    import pandas as pd
+
     cvs = [config.get(f"{part}_cv_max_share") for part in TIMED]
     ratios = [config.get(f"{part}_between_runs_ratio") for part in TIMED]
     return any(pd.notna(v) and v >= SMALL_SPREAD for v in cvs) or \
@@ -115,6 +120,8 @@ def answer_bench_b(evidence: Evidence) -> ResultsAnswer | Unanswered:
 def _launch_text(summaries: list[dict], contexts: set, numbers: dict) -> str:
     """GPU idle share of the one-GPU fp32 eager forward in the traces at the benchmark's context
     lengths, for the noisy and the steady sizes."""
+    import pandas as pd
+
     shares: dict[str, list[float]] = {}
     for summary in summaries:
         config = summary.get("config") or {}
@@ -146,6 +153,8 @@ def _share_span(shares: list[float]) -> str:
 def _bench_b_text(done: pd.DataFrame, numbers: dict, spread: pd.DataFrame) -> str:
     """The median spread within a run, where the large spreads are, and how far runs of one
     configuration disagree: the noise a single run of each size carries."""
+    import pandas as pd
+
     medians = " and ".join(f"{pct(numbers[f'{part}_cv_median_share'])}{' of its mean' if i == 0 else ''} for the "
                            f"{part} pass" for i, part in enumerate(p for p in TIMED if f"{p}_cv_median_share" in numbers))
     text = (f"Over {plural(numbers['runs'], 'run')} of {plural(numbers['configurations'], 'configuration')} "
@@ -195,6 +204,8 @@ def _range_text(rows: pd.DataFrame) -> str:
 def first_step_table(steps: pd.DataFrame) -> pd.DataFrame:
     """Per configuration and warm-up count: the first measured step's time, the later steps' mean and
     ``config_index`` (0: the first configuration its process ran)."""
+    import pandas as pd
+
     measured = run_spread.with_config_index(steps[steps["step_kind"] == "measured"])
     keys = [*CONFIG_KEYS, "warmup_steps", "config_index"]
     first = measured[measured["step_index"] == 0].groupby(keys, dropna=False)["step_ms"].mean().rename("first_step_ms")
@@ -242,6 +253,8 @@ LATER_STEPS_TITLE = "Step time after the first step, by warm-up count, against t
 def _later_steps_by_warmup(results: ResultsSet) -> pd.DataFrame:
     """Per size: the mean step time of each run's steady steps (after its first step when it had no
     warm-up), one column per warm-up count, and the ratio of the largest to the smallest."""
+    import pandas as pd
+
     runs = _plain_runs(run_spread.per_run(results))
     if runs.empty or "step_ms_mean" not in runs:
         return pd.DataFrame()
@@ -258,6 +271,8 @@ def _later_steps_by_warmup(results: ResultsSet) -> pd.DataFrame:
 def _bench_c_text(table: pd.DataFrame, tables: dict[str, pd.DataFrame], numbers: dict) -> str:
     """The first step's one-off cost (who pays it: the first configuration of the process), then
     whether anything beyond it changes with the warm-up count, against the spread between runs."""
+    import pandas as pd
+
     first = tables.get(FIRST_STEP_TITLE)
     cold_first = pd.DataFrame() if first is None else \
         first[first["warmup_steps"] == 0].dropna(subset=["first_over_later_ratio"])

@@ -10,13 +10,15 @@ activations, kept while the group is recomputed), against the group input that e
 """
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.questions.question import Question, from_results
 from analysis.questions.records import EDITION_2026, FigureSpec
 from analysis.questions.shared.results_files import ResultsAnswer, ResultsSet, Unanswered, used_files
 from cs336_profile.contract import CHECKPOINT, GIB, MIB, STATUS_OK
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RUN_CHECKPOINT = "python -m cs336_profile.run checkpoint on a CUDA device (2026 xl, batch 4, context 2048)"
 FP32_BYTES = 4
@@ -69,6 +71,8 @@ def answer_ckpt_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
 
 def _why(done: pd.DataFrame, first: pd.Series) -> dict:
     """Fit peak = base + K·block + (N/K)·group over the completed K; the optimum K = √(N·group/block)."""
+    import numpy as np
+
     blocks = int(first["num_layers"])
     k = done["blocks_per_group"].to_numpy(dtype=float)
     peaks = done["peak_memory_bytes"].to_numpy(dtype=float)
@@ -82,6 +86,8 @@ def _why(done: pd.DataFrame, first: pd.Series) -> dict:
 
 
 def _why_text(numbers: dict, completed: int, blocks: int) -> str:
+    import numpy as np
+
     text = (f" Why: fitting peak = base + K·block + ({blocks}/K)·group to the {completed} completed K (off by at "
             f"most {numbers['fit_error_bytes'] / MIB:,.0f} MiB), each block in a group costs "
             f"{numbers['block_bytes'] / GIB:,.2f} GiB (its activations, kept while the group is recomputed) and each "

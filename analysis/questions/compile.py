@@ -6,8 +6,7 @@ results (bench rows of each size and mode, eager and compiled).
 """
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.questions.attention import EAGER, attention_rows
 from analysis.questions.question import Evidence, Question, from_results
@@ -16,6 +15,9 @@ from analysis.questions.shared import run_spread, story
 from analysis.questions.shared.results_files import ResultsAnswer, ResultsSet, Unanswered, ok_rows, plural, sorted_by_size, used_files
 from analysis.questions.shared.trace_pairs import phase_pairs
 from cs336_profile.contract import COMPILE, MIB
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COMPILED = "compiled"
 # An eager forward shorter than this is mostly kernel launches (the grid's short sequences take
@@ -119,6 +121,8 @@ def _memory_reason(compiled_over_eager: float) -> str:
 
 def whole_model_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per size, context length and mode: eager and compiled time (forward, or the whole step)."""
+    import pandas as pd
+
     keys = ["size", "context_length", "mode", "dtype"]
     time_ms = pd.Series(float("nan"), index=rows.index)
     for mode, column in TIME_BY_MODE.items():
@@ -165,6 +169,9 @@ def phase_table(rows: pd.DataFrame) -> pd.DataFrame:
 def _phases_text(phases: pd.DataFrame, spread: pd.DataFrame, numbers: dict) -> str:
     """Forward against backward + optimizer in the training step, per size; peak memory; a phase
     compile does not touch (the optimizer) judged against the spread between runs of the size."""
+    import numpy as np
+    import pandas as pd
+
     train = ok_rows(phases[phases["mode"] != "forward"]).dropna(subset=["backward_speedup"])
     if train.empty:
         return ""
@@ -200,6 +207,8 @@ def _phases_text(phases: pd.DataFrame, spread: pd.DataFrame, numbers: dict) -> s
 
 def _widest_spread(spread: pd.DataFrame, size: str) -> float | None:
     """The largest between-runs ratio of any part of any fp32 eager configuration of ``size``."""
+    import pandas as pd
+
     rows = spread[spread["size"] == size] if not spread.empty else spread
     ratios = [rows[c].max() for c in rows if c.endswith("_between_runs_ratio")] if not rows.empty else []
     ratios = [r for r in ratios if pd.notna(r)]
@@ -250,6 +259,8 @@ def _coverage_text(done: pd.DataFrame, summaries: list[dict]) -> str:
 def answer_compile_b(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """compile-b: whole-model compiled against eager, forward and the full training step, each
     phase and peak memory; the traced forward pair when there is one."""
+    import pandas as pd
+
     results = evidence.results
     rows = results.experiment_rows(COMPILE)
     table = whole_model_table(rows) if not rows.empty else rows

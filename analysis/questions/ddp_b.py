@@ -11,13 +11,16 @@ exceeds the larger step-to-step spread of the two runs.
 """
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.core import text
 from analysis.core.runs import run_label
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from cs336_profile.contract import PARALLEL_MODES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAIVE, OVERLAPPED, FSDP = PARALLEL_MODES
 VARIANT_NAMES = {NAIVE: "naive DDP", OVERLAPPED: "overlapped DDP"}
@@ -66,6 +69,8 @@ def rank_rows(summary: dict) -> list[dict]:
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """The per-rank table of every DDP trace; ``numbers["pair"]``: the run names of the naive and
     overlapped runs compared, when a matching pair exists."""
+    import pandas as pd
+
     summaries = ddp_summaries(evidence.summaries)
     table = pd.DataFrame([row for summary in summaries for row in rank_rows(summary)])
     if table.empty:
@@ -103,6 +108,8 @@ def write(record: ResultsAnswer) -> str:
     """The lead: what overlapping changes (exposed communication per rank, the step against its
     spread) and how much of the naive run's communication is waiting, not transfer; then each
     run's ranks as evidence."""
+    import pandas as pd
+
     table = record.tables[TABLE]
     runs = table.groupby("run", sort=False).agg(
         parallel=("parallel", "first"), ranks=("rank", "size"), step=("step_gpu_span_ms", "mean"),

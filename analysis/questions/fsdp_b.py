@@ -9,12 +9,15 @@ pass-to-pass variation (mean against worst lead).
 """
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.core import text
 from analysis.core.runs import run_label
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BLOCKS = "Per rank and block: the all-gather against the forward pass"
 RANKS = "Per rank, forward pass: communication and exposed communication"
@@ -26,6 +29,8 @@ NEEDS = ("a two-GPU FSDP nsys trace of the 2026 xl (2.7B here) with one range pe
 
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """Every block's lead per rank and trace, and each rank's forward communication."""
+    import pandas as pd
+
     blocks, ranks, used = [], [], []
     for summary in evidence.summaries:
         communication = summary.get("communication") or {}
@@ -57,6 +62,8 @@ def write(record: ResultsAnswer) -> str:
     """Per trace: which blocks' all-gathers were late and why (the first block has nothing to hide
     behind), how long compute waited for them, and the forward communication not overlapped by
     compute split into waiting for the other rank (skew) and transfer."""
+    import pandas as pd
+
     blocks, ranks = record.tables[BLOCKS], record.tables.get(RANKS)
     lead, details = [], []
     for trace, rows in blocks.groupby("trace", sort=False):

@@ -9,7 +9,7 @@ ledger is available.
 """
 from __future__ import annotations
 
-import pandas as pd
+from statistics import fmean, median
 
 from analysis.load.export_map import MEMORY_EVENTS
 from analysis.questions.question import Evidence, Question
@@ -44,21 +44,21 @@ def ledger_sentence(record: dict, summary: dict) -> str:
 
 def ledger_text(record: dict) -> str:
     """The mem-f answer of one ledger, written from its numbers."""
-    blocks = pd.DataFrame(record["blocks"])
-    saved = blocks["saved_for_backward_bytes"]
-    spread = ("the same in every block" if saved.min() == saved.max()
-              else f"{saved.min() / MIB:,.1f}–{saved.max() / MIB:,.1f} MiB across blocks")
+    blocks = record["blocks"]
+    saved = [block["saved_for_backward_bytes"] for block in blocks]
+    spread = ("the same in every block" if min(saved) == max(saved)
+              else f"{min(saved) / MIB:,.1f}–{max(saved) / MIB:,.1f} MiB across blocks")
     ops = "; ".join(f"{op['op']} {op['bytes'] / MIB:,.1f} MiB ({op['share']:.0%})" for op in record["top_ops"])
     top_share = sum(op["share"] for op in record["top_ops"])
     text = (f"In `{record['step']}`, each of the {record['blocks_found']} TransformerBlocks allocates "
-            f"{blocks['forward_allocated_bytes'].mean() / MIB:,.1f} MiB in its forward, of which "
+            f"{fmean(block['forward_allocated_bytes'] for block in blocks) / MIB:,.1f} MiB in its forward, of which "
             f"{record['saved_for_backward_bytes_per_block'] / MIB:,.1f} MiB is still allocated when backward starts "
             f"(saved for backward; {spread}). The {len(record['top_ops'])} largest contributing operations per block: "
             f"{ops}; together {top_share:.0%} of the saved bytes. Allocations stamped before the capture "
             f"(start 0) are the baseline: {record['baseline_bytes'] / 2**30:,.2f} GiB still allocated when it began.")
     gradient, expected = record["gradient_bytes_per_block"], record["expected_gradient_bytes_per_block"]
     if gradient is not None:
-        change = blocks["backward_change_bytes"].median()
+        change = median(block["backward_change_bytes"] for block in blocks if block["backward_change_bytes"] is not None)
         text += (f" In backward, memory changes by {change / MIB:+,.1f} MiB per block; adding back the "
                  f"{record['saved_for_backward_bytes_per_block'] / MIB:,.1f} MiB of residuals its backward frees gives "
                  f"{gradient / MIB:,.1f} MiB of gradients per block")
@@ -73,6 +73,8 @@ def ledger_text(record: dict) -> str:
 
 def answer_mem_f(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """mem-f across the traces whose memory ledger is available."""
+    import pandas as pd
+
     ledgers = [(s["trace"], s["memory_ledger"]) for s in evidence.summaries
                if (s.get("memory_ledger") or {}).get("available")]
     if not ledgers:

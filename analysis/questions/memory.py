@@ -7,7 +7,7 @@ recorded step), ``memory_activation`` and ``memory_largest_allocations``.
 """
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.questions.question import Question
 from analysis.questions.records import FigureSpec
@@ -19,6 +19,9 @@ from cs336_profile.contract import MEMORY_ACTIVATION as ACTIVATION
 from cs336_profile.contract import MEMORY_LARGEST_ALLOCATIONS as LARGEST
 from cs336_profile.contract import MEMORY_TIMELINE as TIMELINE
 from cs336_profile.contract import MIB, PEAK_COLUMNS, SNAPSHOT_FOLDER, peak_column
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RUN_MEMORY = "python -m cs336_profile.run memory on a CUDA device"
 MODEL_FILE = "model.py:"
@@ -46,6 +49,8 @@ def _with_time(rows: pd.DataFrame) -> pd.DataFrame:
 def phase_marks(timeline: pd.DataFrame, peaks: pd.DataFrame) -> pd.DataFrame:
     """For each recorded train step: each phase's peak from the peaks results (same context and
     dtype) and when the timeline first reaches it after its lowest point (the gradients freed)."""
+    import pandas as pd
+
     rows = []
     for (snapshot, mode, context, dtype), events in timeline.groupby(
             ["snapshot", "mode", "context_length", "dtype"], sort=False):
@@ -105,6 +110,8 @@ def answer_mem_a(results: ResultsSet) -> ResultsAnswer | Unanswered:
 def _train_story(table: pd.DataFrame, marks: pd.DataFrame, parameters: int, numbers: dict) -> str:
     """The train step read against its state: what it starts with, what zero_grad frees, when
     each phase reaches its peak and which phase's peak is the step's."""
+    import pandas as pd
+
     train = table[table["mode"] == "train"]
     marks = marks[marks["mode"] == "train"].dropna(subset=["phase_peak_bytes"])
     if train.empty or marks.empty:
@@ -153,6 +160,8 @@ def _peak_sentence(table: pd.DataFrame) -> str:
 def answer_mem_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
     """mem-b: peak memory per context length, forward only against a full training step (fp32),
     and what the training peak is made of."""
+    import pandas as pd
+
     rows = results.experiment_rows(PEAKS)
     table = peak_table(rows, "fp32") if not rows.empty else rows
     if table.empty or ok_rows(table)["peak_memory_bytes"].isna().all():
@@ -210,6 +219,8 @@ def _train_over_forward(table: pd.DataFrame) -> str:
 
 def answer_mem_c(results: ResultsSet) -> ResultsAnswer | Unanswered:
     """mem-c: the same peaks under bf16 autocast, next to fp32."""
+    import pandas as pd
+
     rows = results.experiment_rows(PEAKS)
     bf16 = peak_table(rows, "bf16") if not rows.empty else rows
     if bf16.empty or ok_rows(bf16)["peak_memory_bytes"].isna().all():
@@ -243,6 +254,8 @@ def answer_mem_c(results: ResultsSet) -> ResultsAnswer | Unanswered:
 def _bf16_accounting_text(rows: pd.DataFrame, numbers: dict) -> str:
     """The bf16 forward's extra memory against autocast's weight copies, and the bf16 train step's
     activations against fp32's."""
+    import pandas as pd
+
     forward = peak_table(rows, "fp32").merge(peak_table(rows, "bf16"), on=["context_length", "mode"],
                                                suffixes=("_fp32", "_bf16"))
     forward = ok_rows(forward.rename(columns={"status_fp32": "status"}))

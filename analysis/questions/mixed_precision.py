@@ -6,8 +6,7 @@ Reads the ``mixed_precision_accumulation`` and ``mixed_precision_toy_model`` res
 """
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.questions.bench import BENCH, CONFIG_KEYS, TIMED
 from analysis.questions.question import Evidence, Question, from_results
@@ -30,12 +29,17 @@ from cs336_profile.contract import ADDEND, ADDITIONS
 from cs336_profile.contract import MIXED_PRECISION_ACCUMULATION as ACCUMULATION
 from cs336_profile.contract import MIXED_PRECISION_TOY_MODEL as TOY_MODEL
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 RUN_MIXED_PRECISION = "python -m cs336_profile.run mixed-precision"
 FULL_PRECISION = "float32"
 
 
 def answer_mp_accum(results: ResultsSet) -> ResultsAnswer | Unanswered:
     """mp-accum: each loop's printed result and its error against the exact 10.0."""
+    import numpy as np
+
     rows = results.experiment_rows(ACCUMULATION)
     if rows.empty:
         return Unanswered("mp-accum", f"a `{ACCUMULATION}` results file ({RUN_MIXED_PRECISION})")
@@ -74,6 +78,8 @@ MANTISSA_BITS = {"float16": 10, "bfloat16": 7}
 def stall_point(dtype: str, addend: float = ADDEND) -> float:
     """The sum at which adding ``addend`` in ``dtype`` stops changing it: the smallest power of two
     from which half the spacing between representable numbers, 2^(e − bits − 1), exceeds the addend."""
+    import numpy as np
+
     exponent = int(np.floor(np.log2(addend)))
     while 2.0 ** (exponent - MANTISSA_BITS[dtype] - 1) <= addend:
         exponent += 1
@@ -82,6 +88,8 @@ def stall_point(dtype: str, addend: float = ADDEND) -> float:
 
 def _stall_text(low: pd.DataFrame) -> str:
     """Where each low-precision accumulator stops growing, against what it printed."""
+    import numpy as np
+
     parts = []
     for row in low.itertuples():
         if row.accumulator_dtype not in MANTISSA_BITS:
@@ -176,6 +184,8 @@ def _with_fp32_spread(table: pd.DataFrame, results: ResultsSet) -> pd.DataFrame:
     """The pairs with the fp32 runs' spread: the lowest and highest fp32 run mean of the same
     configuration and the speedups they give against the bf16 mean; ``*_speedup_settled`` when
     that whole band lies on one side of 1."""
+    import pandas as pd
+
     runs = run_spread.per_run(results)
     spread = run_spread.by_configuration(runs[(runs["dtype"] == "fp32") & ~runs["compile"].astype(bool)]) \
         if not runs.empty else pd.DataFrame()
@@ -204,6 +214,8 @@ def _precision_side(config: dict) -> str | None:
 def answer_mp_c(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """mp-c: forward/backward time with and without bf16 autocast for every size; the trend with
     size, weighed against the fp32 runs' spread, and why, from the fp32/bf16 trace pairs."""
+    import pandas as pd
+
     results = evidence.results
     rows = results.experiment_rows(BENCH)
     rows = rows[~rows["compile"].astype(bool)] if not rows.empty else rows

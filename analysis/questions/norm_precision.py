@@ -9,16 +9,17 @@ the input alone gives, and the largest input against fp16's overflow point for t
 """
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.questions.question import Question, from_results
 from analysis.questions.records import FigureSpec
 from analysis.questions.shared.results_files import ResultsAnswer, ResultsSet, Unanswered, plural, used_files
 from cs336_profile.contract import NORM_PRECISION
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 RUN_LAYERNORM = "python -m cs336_profile.run layernorm"
-FP16_MAX = float(np.finfo(np.float16).max)
 PARTS = {"mean": "mean_rel_error", "variance": "spread_rel_error", "1/sqrt(variance + eps)": "inv_rel_error",
          "output": "output_rel_error"}
 COUNTS = ("overflow_count", "underflow_squares", "zero_spread_rows")
@@ -43,6 +44,8 @@ def error_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def answer_mp_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
     """mp-b: the error of each part of LayerNorm in fp16 and bf16 against fp32, on real activations."""
+    import numpy as np
+
     rows = results.experiment_rows(NORM_PRECISION)
     if rows.empty:
         return Unanswered("mp-b", f"a `{NORM_PRECISION}` results file ({RUN_LAYERNORM})")
@@ -50,7 +53,7 @@ def answer_mp_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
     largest = rows.loc[rows["input_abs_max"].idxmax()]
     first = rows.iloc[0]
     numbers = {"sites": int(rows["site"].nunique()), "input_abs_max": float(largest["input_abs_max"]),
-               "overflow_margin": float(np.sqrt(FP16_MAX) / largest["input_abs_max"]),
+               "overflow_margin": float(np.sqrt(fp16_max()) / largest["input_abs_max"]),
                "elements": int((rows.drop_duplicates("site")["tokens"] * rows.drop_duplicates("site")["width"]).sum())}
     text = (f"Measured on the activations entering the {plural(numbers['sites'], 'norm site')} of the {first['handout']} "
             f"{first['size']} model (context {first['context_length']}, batch {first['batch_size']}, after "
@@ -66,13 +69,22 @@ def answer_mp_b(results: ResultsSet) -> ResultsAnswer | Unanswered:
     return ResultsAnswer("mp-b", text, tables, used_files(rows), numbers)
 
 
+def fp16_max() -> float:
+    """fp16's largest finite value."""
+    import numpy as np
+
+    return float(np.finfo(np.float16).max)
+
+
 def _overflow_text(table: pd.DataFrame, largest: pd.Series, numbers: dict) -> str:
     """fp16's range against the largest input: do the squares (the variance's terms) overflow?"""
+    import numpy as np
+
     overflowed = int(table["overflow_count"].sum()) if "overflow_count" in table else 0
     numbers["overflow_count"] = overflowed
-    threshold = np.sqrt(FP16_MAX)
+    threshold = np.sqrt(fp16_max())
     text = (f" The largest |x| entering a norm is {largest['input_abs_max']:.1f} ({largest['site']}); its square, "
-            f"{largest['input_abs_max'] ** 2:,.0f}, is far below fp16's largest value {FP16_MAX:,.0f}, which a "
+            f"{largest['input_abs_max'] ** 2:,.0f}, is far below fp16's largest value {fp16_max():,.0f}, which a "
             f"square passes from |x| ≥ {threshold:.0f}")
     if overflowed:
         return text + f": yet {overflowed:,} non-finite values appeared, so fp16 overflows here."
@@ -81,12 +93,16 @@ def _overflow_text(table: pd.DataFrame, largest: pd.Series, numbers: dict) -> st
 
 
 def _part_errors(table: pd.DataFrame, dtype: str, compute: str) -> pd.Series:
+    import pandas as pd
+
     row = table[(table["norm"] == LAYERNORM) & (table["dtype"] == dtype) & (table["compute"] == compute)]
     return pd.Series({part: row.iloc[0][f"{column}_max"] for part, column in PARTS.items()}) if len(row) else pd.Series()
 
 
 def _dtype_text(table: pd.DataFrame, dtype: str, numbers: dict) -> str:
     """Per part: the error of computing in ``dtype`` against that of rounding the input alone."""
+    import numpy as np
+
     low, upcast = _part_errors(table, dtype, "low"), _part_errors(table, dtype, "upcast")
     if low.empty or upcast.empty:
         return ""

@@ -10,7 +10,7 @@ results give the unprofiled forward (a different mode: forward-backward steps) a
 """
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.core import text
 from analysis.core.runs import ONE_GPU_GROUPS, is_multi_gpu_group, run_group, run_label, runs_of, sorted_summaries
@@ -21,6 +21,9 @@ from analysis.questions.shared import story, trace_text
 from analysis.questions.shared.editions import same_model
 from analysis.questions.shared.results_files import plural
 from analysis.trace.question_figures import nsys_a as trace_figures
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # A synchronized forward range's GPU projection covers nearly all of its CPU span (the gap is the
 # launch latency of the first kernel); below this share the span is not a GPU measurement.
@@ -129,6 +132,8 @@ def _against_bench(summaries: list[dict], table: pd.DataFrame, bench: pd.DataFra
     compile and attention; ``nsys_over_bench_*`` divide by the benchmark's highest and lowest run;
     ``noise_ratio`` is the highest over the lowest plain run of the size in fp32 (the spread
     between runs that any effect is weighed against)."""
+    import pandas as pd
+
     rows = []
     labels = {run_label(summary): summary.get("config") or {} for summary in summaries}
     for row in table.itertuples():
@@ -177,6 +182,8 @@ def _earlier_edition(table: pd.DataFrame, other: Evidence | None) -> pd.DataFram
     (by dimensions, :func:`~analysis.questions.shared.editions.same_model`), context length and mode:
     the earlier sweep's nsys forward time, and its trace's kernel time where one was given. The
     earlier runs used the earlier nsys options, so the ratio is what the options cost."""
+    import pandas as pd
+
     if other is None or "handout" not in table:
         return pd.DataFrame()
     sweep = other.results.experiment_rows("sweep")
@@ -251,6 +258,8 @@ def _match_text(table: pd.DataFrame) -> str:
 def _overhead_lead(overhead: pd.DataFrame) -> str:
     """What the profiler adds to the first configuration's forward, weighed against the spread
     between plain runs of its size and against this report's own trace of it."""
+    import pandas as pd
+
     row = overhead.iloc[0]
     added = (f"the overhead run's {row['size']} ctx{row['context_length']} {row['mode']} forward (Python timer median) "
              f"goes {row['forward_ms']:,.2f} → {row['forward_ms_nsys']:,.2f} ms under nsys "
@@ -268,6 +277,8 @@ def _overhead_lead(overhead: pd.DataFrame) -> str:
 def _standing_out(against: pd.DataFrame) -> str:
     """The traces whose excess over the unprofiled benchmark is larger than the spread between
     plain runs of their size, with how idle their GPU is (launch-bound work pays per launch)."""
+    import pandas as pd
+
     over = against["nsys_over_bench_low_ratio"]
     stands = against[against["noise_ratio"].notna() & (over > against["noise_ratio"])]
     if stands.empty:
@@ -295,6 +306,8 @@ def _group_text(group: str, rows: pd.DataFrame) -> str:
 def _bench_text(against: pd.DataFrame) -> str:
     """The traced forward against the unprofiled benchmark, each excess weighed against the
     spread between plain runs of the size, with where the added time goes (kernels or idle)."""
+    import pandas as pd
+
     modes = " and ".join(sorted(set(against["trace_mode"])))
     bench_modes = " and ".join(sorted(set(against["bench_mode"])))
     beyond, inside = [], []
@@ -328,6 +341,8 @@ def _overhead_text(overhead: pd.DataFrame) -> str:
 def _editions_lead(earlier: pd.DataFrame) -> str:
     """How much slower this edition's plain traces run than the earlier edition's runs of the same
     work, and apart from them a trace whose capture added more (the mem-f trace)."""
+    import pandas as pd
+
     plain = earlier[earlier["capture"] == PLAIN_CAPTURE]
     other = earlier[earlier["capture"] != PLAIN_CAPTURE]
     parts = []
@@ -343,6 +358,8 @@ def _editions_lead(earlier: pd.DataFrame) -> str:
 
 def _editions_text(earlier: pd.DataFrame) -> str:
     """Per pair: both forward times, and the kernel time where both are known (the added time is idle)."""
+    import pandas as pd
+
     parts = []
     for row in earlier.itertuples():
         part = (f"{row.trace} {row.nsys_forward_ms:,.1f} ms against {row.earlier_run} {row.earlier_nsys_forward_ms:,.1f} ms "

@@ -9,7 +9,7 @@ Needs: kernels attributed to measured ``forward`` ranges.
 """
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.core import text
 from analysis.core.runs import is_multi_gpu_group, run_label, runs_of, sorted_summaries
@@ -19,6 +19,9 @@ from analysis.questions.shared import nsys_grid as grid
 from analysis.questions.shared import trace_text
 from analysis.trace.question_figures import nsys_c as trace_figures
 from analysis.trace.question_figures.nsys_c import MIN_SHARE, OUTSIDE
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LEADERS_TITLE = "The leading non-matmul kernel of each trace"
 KERNELS_TITLE = "Non-matmul kernels above 1% of forward kernel time, every trace"
@@ -65,6 +68,8 @@ def write_trace(record: dict, summary: dict) -> str:
 def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """Per trace: the non-matmul share of forward kernel time, the part inside the attention
     sub-ranges, by category; and the kernels above the threshold with their labels and regions."""
+    import pandas as pd
+
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "c", ("non_gemm_share", "attention_non_gemm_share"), "non_gemm_share",
                       ("size", "context_length", "mode"))
@@ -97,6 +102,8 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
 def _context_trend(table: pd.DataFrame) -> str:
     """The non-matmul share (and its attention part) from the shortest to the longest context, per
     size, mode and group traced at more than one context length."""
+    import pandas as pd
+
     trends, grows = [], []
     if not {"size", "mode", "context_length"} <= set(table):  # no run of the runner: no sizes to follow
         return ""
@@ -138,6 +145,8 @@ def category_shares(table: pd.DataFrame) -> pd.DataFrame:
 def _grid_text(record: ResultsAnswer) -> str:
     """Per group the non-matmul share and, where NVTX ranges tell, how much of it each operation
     takes; the leading kernels and categories and the trend with context length as evidence."""
+    import pandas as pd
+
     table = grid.first_table(record)
     leaders = record.numbers.get("leaders", {})
     lead, details = [], []

@@ -8,8 +8,6 @@ Needs: measured ``forward`` ranges; a measured ``optimizer_step`` for the traini
 """
 from __future__ import annotations
 
-import pandas as pd
-
 from analysis.core import text
 from analysis.core.classify import GEMM
 from analysis.core.runs import run_label, runs_of, sorted_summaries
@@ -32,19 +30,22 @@ def write_trace(record: dict, summary: dict) -> str:
     if record["gemm_share_train_step"] is not None:
         sentence += (f" and {text.pct(record['gemm_share_train_step'])} of a full training step (kernel time, "
                      "memcpy/memset excluded).")
-        return sentence + " " + _movers_sentence(pd.DataFrame(record["category_shares"]))
+        return sentence + " " + _movers_sentence(record["category_shares"])
     missing = "optimizer step" if trace_text.passes(summary, "backward") > 0 else "backward pass or optimizer step"
     return sentence + (f" (kernel time, memcpy/memset excluded); the trace has no measured {missing}, so a training "
                        "step cannot be compared.")
 
 
-def _movers_sentence(table: pd.DataFrame) -> str:
-    others = table[table["category"] != GEMM]
-    movers = others.reindex(others["change"].abs().sort_values(ascending=False).index).head(MOVERS_IN_ANSWER)
+def _movers_sentence(rows: list[dict]) -> str:
+    """The categories but GEMM whose share moves most from the forward pass to the training step
+    (``category_shares`` rows, in their order where the moves are equal)."""
+    others = [row for row in rows if row["category"] != GEMM]
+    movers = sorted(others, key=lambda row: abs(row["change"]), reverse=True)[:MOVERS_IN_ANSWER]
     parts = [
-        f"{row.category} {'rises' if row.change > 0 else 'falls'} from {text.pct(row.forward_share)} to {text.pct(row.train_step_share)}"
-        for row in movers.itertuples()
-        if row.change != 0
+        f"{row['category']} {'rises' if row['change'] > 0 else 'falls'} from {text.pct(row['forward_share'])} "
+        f"to {text.pct(row['train_step_share'])}"
+        for row in movers
+        if row["change"] != 0
     ]
     if not parts:
         return "The other categories keep their shares."
@@ -59,6 +60,8 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """Per trace: the GEMM shares and the optimizer step's share of a training step's kernel time;
     and every category's share, forward against the training step; rows in like-for-like groups
     (:func:`~analysis.core.runs.run_group`)."""
+    import pandas as pd
+
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "d", KEYS, "gemm_share_forward")
     if table.empty:
@@ -89,6 +92,8 @@ def _optimizer_share(summary: dict) -> float | None:
 
 
 def _grid_text(record: ResultsAnswer) -> str:
+    import pandas as pd
+
     table = grid.first_table(record)
     categories = record.tables.get(CATEGORIES_TITLE, pd.DataFrame())
     parts = []

@@ -16,7 +16,7 @@ counted instead, so the compiled and the eager softmax compare.
 """
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.core import text
 from analysis.core.flops import SOFTMAX_FLOPS_PER_SCORE
@@ -25,6 +25,9 @@ from analysis.questions.question import Evidence, Question
 from analysis.questions.records import FigureSpec, ResultsAnswer, Unanswered
 from analysis.questions.shared import nsys_grid as grid
 from analysis.trace.question_figures import nsys_e as trace_figures
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def write_trace(record: dict, summary: dict) -> str:
@@ -139,6 +142,8 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
 def _compiled_pairs(rows: pd.DataFrame) -> pd.DataFrame:
     """Each compiled trace's fused softmax beside the eager trace of the same size, context length,
     mode and dtype."""
+    import pandas as pd
+
     keys = ["size", "context_length", "mode", "dtype"]
     if not set(keys) <= set(rows):
         return pd.DataFrame()

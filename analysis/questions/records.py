@@ -8,8 +8,11 @@ the card, the answer text, the tables and the inputs used, or what the inputs la
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 EDITION_2025 = "2025"
 EDITION_2026 = "2026"

@@ -16,10 +16,13 @@ and where the FLOPs come from) and the usage figures of each phase that ``phases
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from analysis.core.flops import phase_flops
 from analysis.core.gpus import PeakFlops, peak_flops, precision_for_run
-from analysis.trace.nsys_inputs import NsysInputs
+
+if TYPE_CHECKING:
+    from analysis.trace.nsys_inputs import NsysInputs
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,13 @@
 """
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from cs336_profile.config import DEFAULT_HANDOUT, SIZES_BY_HANDOUT
 from cs336_profile.contract import FP32_BYTES, peak_column
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BF16_BYTES = 2
 # Matrices of B × H × T × T fp32 values eager attention keeps per layer for backward.
@@ -33,6 +36,8 @@ def train_accounting(peaks: pd.DataFrame) -> pd.DataFrame:
     """One row per completed train-mode peak row (context length, dtype): the state, the
     activations kept for backward, their T² part and the rest per context position (fp32), and
     the phase whose peak is the step's."""
+    import pandas as pd
+
     train = peaks[(peaks["mode"] == "train") & (peaks["status"] == "ok")]
     rows = []
     for _, row in train.iterrows():

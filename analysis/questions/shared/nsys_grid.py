@@ -4,11 +4,14 @@ multi-GPU runs, and a user's own traces form their own), value spans for the sen
 rule that a single trace keeps its own sentence."""
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.core.runs import group_order, run_group, run_label
 from analysis.core.text import kernel_cell  # noqa: F401  (the table cell of a kernel name)
 from analysis.questions.records import ResultsAnswer
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ANSWER_COLUMN = "trace_answer"  # the per-trace sentence, carried until the table is final
 SINGLE_TRACE_ANSWER = "single_trace_answer"  # key of ``numbers`` when one trace answers alone
@@ -27,6 +30,8 @@ def rows(summaries: list[dict], key: str, keys: tuple[str, ...], present: str,
     """One row per summary whose record ``questions[key]`` has ``present`` set: the run's label,
     its :func:`run_group`, the run's ``config_keys`` (None where its config lacks them), ``keys``,
     and the per-trace sentence; rows ordered by group."""
+    import pandas as pd
+
     found = []
     for summary in summaries:
         if mixed_shapes(summary):

@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.core.numbers import is_number, number_problem
 from analysis.core.runs import size_order
 from analysis.questions.records import ResultsAnswer, Unanswered  # noqa: F401  (what the questions return)
 from cs336_profile.config import DEFAULT_HANDOUT
 from cs336_profile.contract import STATUS_OK
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RESULTS_FILE_COLUMN = "results_file"
 
@@ -31,6 +33,8 @@ class ResultsSet:
 
     def experiment_rows(self, experiment: str) -> pd.DataFrame:
         """Rows of every document of ``experiment``, with a ``results_file`` column (empty if none)."""
+        import pandas as pd
+
         frames = [
             pd.DataFrame(doc["rows"]).assign(**{RESULTS_FILE_COLUMN: name})
             for name, doc in sorted(self.documents.items())

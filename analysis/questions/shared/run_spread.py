@@ -13,10 +13,13 @@ timed first in its process (``config_index`` 0), which pays the process's start-
 """
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.questions.shared.results_files import RESULTS_FILE_COLUMN, ResultsSet, ok_rows, sorted_by_size
 from cs336_profile.contract import BENCH, BENCH_STEPS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # What makes two runs the same configuration (warm-up and measured step counts may differ).
 SPREAD_KEYS = ("size", "context_length", "batch_size", "mode", "dtype", "compile", "attention", "device")
@@ -41,6 +44,8 @@ def per_run(results: ResultsSet) -> pd.DataFrame:
     Read from the per-step ``bench_steps`` rows; without them, from the ``bench`` summary rows of
     runs that had warm-up steps (their mean and std are over steady steps already).
     """
+    import pandas as pd
+
     keys = [*SPREAD_KEYS, "warmup_steps", "config_index", RESULTS_FILE_COLUMN]
     steps = with_config_index(results.experiment_rows(BENCH_STEPS))
     if not steps.empty:
@@ -68,6 +73,8 @@ def by_configuration(runs: pd.DataFrame) -> pd.DataFrame:
     """Per configuration: how many runs, the median and largest within-run CV, the smallest and
     largest run mean and their ratio (``*_between_runs_ratio``, null for a single run), per part;
     ``first_in_process``."""
+    import pandas as pd
+
     if runs.empty:
         return pd.DataFrame()
     grouped = runs.groupby(list(SPREAD_KEYS), dropna=False)

@@ -12,11 +12,14 @@ profiler itself adds to a run, and the unprofiled benchmark's time of the same c
 """
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.core.runs import run_label
 from analysis.questions.shared.results_files import RESULTS_FILE_COLUMN, ResultsSet, ok_rows, sorted_by_size
 from cs336_profile.contract import BENCH, OVERHEAD
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # A phase whose GPU sits idle for this share of its span or more is launch-bound: a quarter of
 # the time without a kernel running means the span measures the host's launch path as much as
@@ -40,6 +43,8 @@ def launch_bound(summaries: list[dict], phase: str = "forward") -> pd.DataFrame:
     """One row per summary with the phase: ``trace``, ``kernel_ms_per_pass``,
     ``gpu_span_ms_per_pass``, ``idle_ms_per_pass``, ``idle_share`` and ``launch_bound``
     (idle share at or above :data:`LAUNCH_BOUND_IDLE_SHARE`)."""
+    import pandas as pd
+
     rows = []
     for summary in summaries:
         share = idle_share(summary, phase)
@@ -56,6 +61,8 @@ def launch_bound(summaries: list[dict], phase: str = "forward") -> pd.DataFrame:
 def profiler_overhead(results: ResultsSet) -> pd.DataFrame:
     """Per configuration run both plain and under nsys: the median step and forward (un-annotated
     steps) of each run and what nsys adds, as ``*_added_share`` of the plain run's time."""
+    import pandas as pd
+
     rows = ok_rows(results.experiment_rows(OVERHEAD))
     if rows.empty or RESULTS_FILE_COLUMN not in rows:
         return pd.DataFrame()
@@ -76,6 +83,8 @@ def unprofiled_forward(results: ResultsSet) -> pd.DataFrame:
     """Per benchmarked configuration (size, context length, dtype, compile, attention): the
     forward mean's lowest and highest over the runs with warm-up steps, the number of runs, and
     the mode they ran in (the benchmark times the forward of a forward-backward step)."""
+    import pandas as pd
+
     rows = ok_rows(results.experiment_rows(BENCH))
     if rows.empty or "forward_ms_mean" not in rows:
         return pd.DataFrame()

@@ -8,11 +8,13 @@ same configuration.
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from analysis.questions.shared import story
 from analysis.questions.shared.results_files import sorted_by_size
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KEYS = ["size", "context_length", "mode"]
 
@@ -23,6 +25,8 @@ def phase_pairs(summaries: list[dict], side: Callable[[dict], str | None], sides
     None leaves it out): per side the phase's kernels per pass, kernel, GEMM and copy/cast ms per
     pass and GPU idle share (suffix ``_<side>``), ``added_kernels_per_pass`` (second − first) and
     ``kernel_time_cut`` (first / second)."""
+    import pandas as pd
+
     rows = []
     for summary in summaries:
         config, figures = summary.get("config") or {}, (summary.get("phases") or {}).get(phase)

@@ -4,10 +4,12 @@ timer of the same steps. Null where the trace has no measured ``forward`` range,
 ``forward`` ranges run different shapes (no single forward pass)."""
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
-from analysis.trace.nsys_inputs import NsysInputs
 from analysis.trace.summary_schema import WRITTEN
+
+if TYPE_CHECKING:
+    from analysis.trace.nsys_inputs import NsysInputs
 
 
 class Record(TypedDict):

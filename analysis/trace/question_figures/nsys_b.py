@@ -4,12 +4,14 @@ when it is a GEMM, and the leader when forward and backward are counted together
 are demangled names; null where the trace launched no forward kernels."""
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 from analysis.core.classify import GEMM, gemm_precision
 from analysis.core.kernel_names import kernel_label
-from analysis.trace.nsys_inputs import NsysInputs
 from analysis.trace.summary_schema import STORED_ONLY, WRITTEN
+
+if TYPE_CHECKING:
+    from analysis.trace.nsys_inputs import NsysInputs
 
 
 class Record(TypedDict):

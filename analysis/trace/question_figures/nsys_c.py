@@ -4,16 +4,17 @@ an attention sub-range, the T² score work, or outside them), and the non-matmul
 and by region. Empty where the trace launched no forward kernels."""
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 from analysis.core.classify import GEMM
 from analysis.core.kernel_names import kernel_label
-from analysis.core.structure import REGIONS
-from analysis.trace.nsys_inputs import NsysInputs, category_ms
 from analysis.trace.summary_schema import STORED_ONLY, WRITTEN
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from analysis.trace.nsys_inputs import NsysInputs
 
 MIN_SHARE = 0.01
 OUTSIDE = "outside the attention sub-ranges"
@@ -58,6 +59,11 @@ class Record(TypedDict):
 def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
     """(c)'s record for one trace (less its sentence): non-GEMM kernels and categories above the
     threshold, with their shares; ``phases`` is not read."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis.trace.nsys_inputs import category_ms
+
     kernels = inputs.measured_kernels(("forward",))
     passes = inputs.passes("forward")
     if kernels.empty:
@@ -100,6 +106,11 @@ def _non_gemm_columns(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd
     ranges give the same record; sorted), then of each non-GEMM kernel in a known region its
     role's position among them, demangled name and duration. Roles go by code, not by a string
     per kernel: millions of fixed-width strings would be sorted otherwise."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis.core.structure import REGIONS
+
     scores, softmax, final = REGIONS
     roles = {"": OUTSIDE, scores: "attention scores", softmax: "softmax", final: "final matmul"}
     codes, regions = pd.factorize(kernels["region"])
@@ -117,6 +128,9 @@ def _main_regions(kernel: pd.Series, role_names: np.ndarray, role_code: np.ndarr
                   dur: np.ndarray) -> dict[str, tuple[str, float]]:
     """Per kernel, the region role holding most of its time (the first of ``role_names``, which
     are sorted, on a tie) and that share of its time; one value of each column per kernel call."""
+    import numpy as np
+    import pandas as pd
+
     kernel_code, kernel_names = pd.factorize(kernel)
     named = kernel_code >= 0
     table = np.zeros((len(kernel_names), len(role_names)), dtype=np.int64)

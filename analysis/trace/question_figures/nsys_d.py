@@ -4,14 +4,15 @@ every category's share in both. Shares are fractions of summed kernel time (memc
 excluded: copies, not computation); the training step is every kernel of the measured steps."""
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 from analysis.core.classify import GEMM
-from analysis.trace.nsys_inputs import NsysInputs
 from analysis.trace.summary_schema import WRITTEN
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from analysis.trace.nsys_inputs import NsysInputs
 
 
 class CategoryShares(TypedDict):
@@ -65,6 +66,9 @@ def _shares(kernels: pd.DataFrame) -> pd.Series:
     """Fraction of summed kernel time per category (empty when there are no kernels): indexed by
     the categories present, in the order of the ``category`` column's categories, as a groupby
     would give, summed on its codes."""
+    import numpy as np
+    import pandas as pd
+
     category = kernels["category"].array
     codes = category.codes
     known = codes >= 0

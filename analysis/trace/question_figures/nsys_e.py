@@ -7,17 +7,18 @@ forward passes the time figures are null (``missing_parts`` names the parts with
 compiled trace still gives its fused softmax kernels (category ``softmax``)."""
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 from analysis.core.classify import GEMM
 from analysis.core.flops import SOFTMAX_FLOPS_PER_SCORE
 from analysis.core.kernel_names import kernel_label
-from analysis.core.structure import REGIONS
-from analysis.trace.nsys_inputs import NsysInputs, kernel_totals
 from analysis.trace.summary_schema import STORED_ONLY, WRITTEN
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from analysis.trace.nsys_inputs import NsysInputs
 
 SOFTMAX_CATEGORY = "softmax"
 
@@ -75,6 +76,8 @@ KERNEL_COLUMNS = ("region", "category", "dur_ns", "phase_range_id", "demangled_n
 
 def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
     """(e)'s record for one trace (less its sentence); ``phases`` is not read."""
+    from analysis.core.structure import REGIONS
+
     scores_part, softmax_part, final_part = REGIONS
     # the columns read here: each subset below copies these, not every column of the ops
     kernels = inputs.measured_kernels(("forward",))[list(KERNEL_COLUMNS)]
@@ -141,6 +144,8 @@ def _d_head(config: dict | None) -> int | None:
 
 
 def _softmax_figures(softmax: pd.DataFrame, passes: int, source: str) -> dict:
+    from analysis.trace.nsys_inputs import kernel_totals
+
     totals = kernel_totals(softmax, passes)
     return {
         "softmax_ms_per_pass": softmax["dur_ns"].sum() / passes / 1e6,

@@ -1,0 +1,174 @@
+"""``load_trace``: open an nsys SQLite export read-only and turn it into a few tidy tables (:class:`Trace`).
+
+What the rest of the analyzer may rely on (see docs/architecture.md for the column lists):
+
+* every table is sorted by time here, because nsys does not promise any row order;
+* columns that an export lacks are checked for before any query is written, so old and new
+  schemas load through the same code;
+* process and thread ids are masked out of nsys's ``globalTid`` (``<HW:8><VM:8><PID:24><TID:24>``);
+* the input file is never written: SQLite opens it with ``mode=ro&immutable=1`` and compressed
+  inputs are decompressed into a cache folder, not beside the input.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.load.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTrace
+from analysis.load.export_map import GRAPHS, KERNELS, MARKERS, MEMORY_EVENTS, table_names
+from analysis.load.gpu_metrics import read_gpu_metrics
+from analysis.load.input_cache import InputCache
+from analysis.load.inputs import connect_readonly, opened_input
+from analysis.load.memory_events import read_memory_events
+from analysis.load.nccl_payloads import read_message_sizes
+from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_gemm_ops, read_nvtx
+from analysis.load.schema import (
+    count_rows,
+    export_metadata,
+    has_rows,
+    read_schema,
+    require_columns,
+    require_tables_are_tables,
+)
+from analysis.load.tables import (
+    UNNAMED_KERNEL,
+    StringTable,
+    drop_unusable_times,
+    join_launches,
+    last_call_end,
+    launch_rows,
+    pid_column,
+    read_gpus,
+    read_kernels,
+    read_launches,
+    read_memops,
+    shared_pids,
+)
+from analysis.load.trace import Trace
+
+
+def load_trace(path: str | os.PathLike, ranges: RangeFilter | None = None,
+               inputs: InputCache = InputCache()) -> Trace:
+    """Load an nsys export (``.sqlite``, ``.sqlite.xz`` or ``.nsys-rep`` with nsys on PATH);
+    ``inputs`` says how compressed and report inputs are copied (:mod:`analysis.load.input_cache`).
+
+    Raises a :class:`~analysis.load.errors.TraceError` subclass, whose message is one line, for
+    anything that is not a usable nsys export. With ``ranges`` only the NVTX ranges it names are
+    read (marks always are; every range when the export has memory events). The export is opened
+    once: the optional tables (memory events, GPU metrics, NCCL calls) are read from the same
+    connection onto the trace.
+    """
+    path = Path(path)
+    with opened_input(path, inputs) as database:
+        try:
+            try:
+                with connect_readonly(database) as conn:
+                    return _read_trace(conn, path, ranges)
+            except sqlite3.OperationalError as err:
+                if "decode" not in str(err):
+                    raise
+            with connect_readonly(database, lenient_text=True) as conn:
+                return _read_trace(conn, path, ranges)
+        except sqlite3.DatabaseError as err:
+            raise TruncatedTrace(f"the SQLite file is damaged or cut short ({err})") from err
+
+
+def require_claimable_kernels(trace: Trace) -> None:
+    """Refuse a trace with NVTX ranges but no kernel tied to a launch call: no range can claim any
+    kernel, so every per-range figure would be empty."""
+    if len(trace.ranges) and len(trace.kernels) and (trace.kernels["launch_start_ns"] < 0).all():
+        raise NoLaunchCalls(
+            f"none of its {len(trace.kernels):,} kernels has a launch call (same correlationId, same process) "
+            "among its CUDA runtime/driver API records, so no NVTX range can claim them; capture with `-t cuda,nvtx`")
+
+
+def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None) -> Trace:
+    schema = read_schema(conn)
+    require_tables_are_tables(conn)
+    if not any(table in schema for table in table_names(MARKERS)):
+        listed = ", ".join(sorted(schema)[:4]) or "none"
+        raise NotNsysExport(f"is an SQLite database but not an nsys export (tables: {listed})")
+    meta = export_metadata(conn, schema)
+    version = meta.get("EXPORT_PRODUCT_VERSION")
+    graph_launches = count_rows(conn, schema, GRAPHS)
+    if not has_rows(conn, schema, KERNELS):
+        if graph_launches:
+            raise NoKernels(f"has no per-kernel records, only {graph_launches} whole CUDA-graph "
+                            "launches; profile again with --cuda-graph-trace=node")
+        raise NoKernels("has no CUDA kernel records (was it captured with `-t cuda`, and did "
+                        "the program launch kernels?)")
+    require_columns(schema, KERNELS, version)
+    strings = StringTable(conn, schema)
+
+    notes: list[str] = []
+    kernels = drop_unusable_times(read_kernels(conn, schema, strings), "kernels", notes)
+    if kernels.empty:
+        raise NoKernels("has no kernel with a usable start and end time (all are missing, negative or reversed)")
+    unnamed = int((kernels["demangled_name"] == UNNAMED_KERNEL).sum())
+    if unnamed:
+        notes.append(f"{unnamed:,} kernels have no name in the trace; they are listed as {UNNAMED_KERNEL}")
+    memops = drop_unusable_times(read_memops(conn, schema), "memory copies and fills", notes)
+    for calls_only in (True, False):  # every call only when some operation finds no launch call
+        launches = read_launches(conn, schema, strings, version, calls_only)
+        found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
+        if not any((rows < 0).any() for rows in found):
+            break
+    kernels = join_launches(kernels, launches, found[0])
+    memops = join_launches(memops, launches, found[1])
+    unlinked = int((kernels["launch_start_ns"] < 0).sum())
+    if unlinked:
+        notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "
+                     "(launched before the capture began?); no NVTX range can claim them")
+
+    if ranges is not None and has_rows(conn, schema, MEMORY_EVENTS):
+        # The memory ledger charges each allocation to the op range around its call and finds a
+        # block's backward by its autograd nodes' ranges: with tensor-level memory events every
+        # range is read.
+        ranges = None
+    events = read_nvtx(conn, schema, strings, ranges)
+    gemm_ops = read_gemm_ops(conn, schema, strings)
+    shared = _name_processes((kernels, memops, events, gemm_ops), launches, notes)
+    start_ns, end_ns = _capture_window(kernels, memops, launches, events)
+    if len(launches):
+        end_ns = max(end_ns, last_call_end(conn, schema, strings, calls_only))
+    ranges = ranges_of(events, end_ns, notes)
+    marks = marks_of(events)
+    if graph_launches:
+        notes.append(f"{graph_launches:,} CUDA-graph launches were traced as whole graphs; the "
+                     "kernels inside them are not listed one by one")
+    # The optional tables, from the same connection: their notes (rows left out) wait on the trace
+    # for the summary to place them (Trace.optional_table).
+    table_notes: dict[str, list[str]] = {"memory_events": [], "gpu_metrics": []}
+    return Trace(
+        path=path, nsys_version=version, schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
+        kernels=kernels, memops=memops, ranges=ranges, marks=marks,
+        gpus=read_gpus(conn, schema), capture_start_ns=start_ns,
+        capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes, shared_pids=shared,
+        gemm_ops=gemm_ops,
+        memory_events=read_memory_events(conn, schema, table_notes["memory_events"], shared),
+        gpu_metrics=read_gpu_metrics(conn, schema, table_notes["gpu_metrics"]),
+        nccl_calls=read_message_sizes(conn, schema, strings, shared), table_notes=table_notes)
+
+
+def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]) -> tuple[int, ...]:
+    """Set the ``pid`` columns of ``tables`` (read as whole process keys, joined as such) to what
+    :func:`~analysis.load.tables.pid_column` shows, in place (no copy of millions of rows); a
+    note says when processes on different hosts share a pid and are shown by their whole key.
+    Returns those shared pids (the trace's ``shared_pids``, for readers of its other tables)."""
+    shared = shared_pids(launches["pid"], *(table["pid"] for table in tables))
+    if len(shared):
+        notes.append(f"processes on different hosts share pid {', '.join(map(str, shared))}; they are told apart "
+                     "by the host bits of nsys's globalPid and shown by that whole id (globalPid >> 24)")
+    for table in tables:
+        table["pid"] = pid_column(table["pid"].to_numpy(), shared)
+    return tuple(int(pid) for pid in shared)
+
+
+def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:
+    starts = [int(t["start_ns"].min()) for t in tables if len(t)]
+    ends = [int(pd.to_numeric(t[c]).max()) for t in tables if len(t)
+            for c in ("start_ns", "end_ns") if c in t and pd.to_numeric(t[c]).notna().any()]
+    return min(starts), max(ends)
