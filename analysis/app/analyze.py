@@ -31,10 +31,7 @@ def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), in
     """:func:`analyze_trace` without the sentences: the summary the results cache stores."""
     trace = (tables.load if tables is not None else load_trace)(path, RangeFilter(), inputs)
     require_claimable_kernels(trace)
-    labelled = label_ops(trace, names)
-    # The labelled ops now hold every GPU operation: free the loader's copies before the questions
-    # (copies of the empty slices: a slice is a view that would keep the whole table alive).
-    trace.kernels, trace.memops = trace.kernels.iloc[:0].copy(), trace.memops.iloc[:0].copy()
+    labelled = label_ops(trace, names)  # the trace's kernel tables move into labelled.ops
     return summarize(trace, PER_TRACE, labelled)
 
 

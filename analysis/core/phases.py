@@ -38,29 +38,37 @@ class LabelledOps:
 
 def gpu_ops(trace: Trace) -> pd.DataFrame:
     """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``.
+    The trace's kernel and memory-operation tables move into it: the trace keeps empty ones.
 
-    Built column by column (one ordering, no whole-table copies): at millions of kernels the
-    table is the largest thing the analysis holds."""
-    kernels, memops = trace.kernels, trace.memops
+    Built column by column, each column of the trace's tables released once it is moved (one
+    ordering, no whole-table copies): at millions of kernels the table is the largest thing the
+    analysis holds, and holding it twice would double the peak memory."""
+    # Shallow copies: a column dropped from them is freed unless the caller holds the table too.
+    kernels, memops = trace.kernels.copy(deep=False), trace.memops
+    trace.kernels, trace.memops = kernels.iloc[:0].copy(), memops.iloc[:0].copy()
+    kernel_count = len(kernels)
     order = np.lexsort([np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("end_ns", "start_ns")])
     memop_names = pd.Categorical("[CUDA " + memops["kind"].astype(str) + "]")
     op_kinds = pd.Categorical.from_codes(
-        np.concatenate([np.zeros(len(kernels), np.int8), np.where(memops["kind"] == "memcpy", 1, 2).astype(np.int8)]),
+        np.concatenate([np.zeros(kernel_count, np.int8), np.where(memops["kind"] == "memcpy", 1, 2).astype(np.int8)]),
         categories=["kernel", "memcpy", "memset"]).remove_unused_categories()
     columns = {}
-    for column in kernels.columns:
+    for column in list(kernels.columns):
+        kernel_column = kernels.pop(column)
         if column in ("name", "demangled_name"):
-            both = union_categoricals([kernels[column], memop_names], ignore_order=True)
+            both = union_categoricals([kernel_column, memop_names], ignore_order=True)
         else:
-            both = np.concatenate([kernels[column].to_numpy(), memops[column].to_numpy()])
+            both = np.concatenate([kernel_column.to_numpy(), memops[column].to_numpy()])
+        del kernel_column
         columns[column] = both[order]
     columns["op_kind"] = op_kinds[order]
-    columns["bytes"] = np.concatenate([np.zeros(len(kernels), np.int64), memops["bytes"].to_numpy(np.int64)])[order]
+    columns["bytes"] = np.concatenate([np.zeros(kernel_count, np.int64), memops["bytes"].to_numpy(np.int64)])[order]
     return pd.DataFrame(columns, copy=False)
 
 
 def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
-    """Find the run's structure (``names``: the roles the user named) and label every operation."""
+    """Find the run's structure (``names``: the roles the user named) and label every operation.
+    The trace's kernel and memory-operation tables move into the labelled ops (:func:`gpu_ops`)."""
     ops = gpu_ops(trace)
     structure = find_structure(trace.ranges, ops, names)
     notes = list(structure.notes)
