@@ -31,7 +31,7 @@ def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), in
     """:func:`analyze_trace` without the sentences: the summary the results cache stores."""
     trace = (tables.load if tables is not None else load_trace)(path, RangeFilter(), inputs)
     require_claimable_kernels(trace)
-    labelled = label_ops(trace, names)  # the trace's kernel tables move into labelled.ops
+    labelled = label_ops(trace, names, move_tables=True)  # no question reads the trace's own tables
     return summarize(trace, PER_TRACE, labelled)
 
 

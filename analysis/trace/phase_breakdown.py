@@ -22,25 +22,45 @@ TOP_KERNELS_OVERALL = 100
 
 
 def busy_ns(ops: pd.DataFrame, by: str) -> pd.Series:
-    """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``.
-
-    On numpy arrays (millions of operations): within each value, sorted by start, an operation
-    opens a new busy segment when it starts after every earlier one ended; a segment lasts from
-    its first start to the latest end reached at its last operation."""
+    """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``
+    (:func:`busy_per_group`), indexed by those values in ascending order."""
     if ops.empty:
         return pd.Series(dtype="int64")
-    keys, starts, ends = (ops[column].to_numpy() for column in (by, "start_ns", "end_ns"))
-    order = np.lexsort((starts, keys))
-    keys, starts, ends = keys[order], starts[order], ends[order]
-    group_first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    reach = np.empty_like(ends)
-    for first, stop in zip(group_first, np.r_[group_first[1:], len(keys)]):
-        reach[first:stop] = np.maximum.accumulate(ends[first:stop])
-    opens = np.r_[True, starts[1:] > reach[:-1]]
+    codes, values = pd.factorize(ops[by].to_numpy())
+    busy = busy_per_group(codes, ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy(), len(values))
+    return pd.Series(busy, index=values).sort_index()
+
+
+def busy_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int) -> np.ndarray:
+    """Length of the union of the ``[start, end)`` intervals per group number (``group``: 0 ..
+    ``groups`` - 1 per interval), as int64.
+
+    Within each group, in order of start, an interval opens a new busy segment when it starts
+    after every earlier one ended; a segment lasts from its first start to the latest end reached
+    at its last interval. On arrays of the trace's length, few of them at once: intervals already
+    in order of start (the labelled ops are) are only grouped, not sorted again."""
+    busy = np.zeros(groups, dtype=np.int64)
+    if not len(group):
+        return busy
+    in_start_order = bool((starts[1:] >= starts[:-1]).all())
+    order = np.argsort(group, kind="stable") if in_start_order else np.lexsort((starts, group))
+    sorted_group = group[order]
+    group_first = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
+    segment_group = sorted_group[group_first]
+    del sorted_group
+    reach = ends[order]  # becomes, in place, the latest end reached so far within each group
+    for first, stop in zip(group_first, np.r_[group_first[1:], len(order)]):
+        np.maximum.accumulate(reach[first:stop], out=reach[first:stop])
+    sorted_starts = starts[order]
+    del order
+    opens = np.r_[True, sorted_starts[1:] > reach[:-1]]
     opens[group_first] = True
     segment_first = np.flatnonzero(opens)
-    segment_last = np.r_[segment_first[1:], len(keys)] - 1
-    return pd.Series(reach[segment_last] - starts[segment_first]).groupby(keys[segment_first]).sum()
+    del opens
+    segment_last = np.r_[segment_first[1:], len(reach)] - 1
+    segment_group = np.repeat(segment_group, np.diff(np.searchsorted(segment_first, np.r_[group_first, len(reach)])))
+    np.add.at(busy, segment_group, reach[segment_last] - sorted_starts[segment_first])
+    return busy
 
 
 def phase_table(inputs: NsysInputs) -> pd.DataFrame:
@@ -48,16 +68,25 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
 
     Columns: ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``, ``memop_ms_per_pass``,
     ``cpu_span_ms_per_pass``, ``gpu_span_ms_per_pass``, ``busy_ms_per_pass``, ``idle_ms_per_pass``.
+    Read from the columns of the ops in measured phase ranges, taken one at a time (no copy of
+    the ops table).
     """
     ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
     range_of_op = pd.Index(ranges["range_id"]).get_indexer(inputs.ops["phase_range_id"])
-    in_range = inputs.ops["measured"].to_numpy() & (range_of_op >= 0)
-    ops = inputs.ops.loc[in_range, ["phase_range_id", "phase", "op_kind", "start_ns", "end_ns", "dur_ns"]]
-    first_start, last_end = _first_start_last_end(range_of_op[in_range], ops, len(ranges))
-    busy = busy_ns(ops, "phase_range_id").reindex(ranges["range_id"], fill_value=0).to_numpy()
-    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
-    dur = ops["dur_ns"].to_numpy()
-    op_phase, range_phase = _phase_index(ops["phase"]), _phase_index(ranges["phase"])
+    rows = np.flatnonzero(inputs.ops["measured"].to_numpy() & (range_of_op >= 0))
+    group = range_of_op[rows]
+    del range_of_op
+
+    def column(name: str) -> np.ndarray:
+        return inputs.ops[name].to_numpy()[rows]
+
+    starts, ends = column("start_ns"), column("end_ns")
+    first_start, last_end = _first_start_last_end(group, starts, ends, len(ranges))
+    busy = busy_per_group(group, starts, ends, len(ranges))
+    del starts, ends
+    is_kernel = (inputs.ops["op_kind"] == "kernel").to_numpy()[rows]
+    dur = column("dur_ns")
+    op_phase, range_phase = _phase_index(inputs.ops["phase"].array.take(rows)), _phase_index(ranges["phase"])
     summed_ns = {
         "kernel": _per_phase(op_phase, np.where(is_kernel, dur, 0)),
         "memop": _per_phase(op_phase, np.where(is_kernel, 0, dur)),
@@ -75,13 +104,14 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     return out
 
 
-def _first_start_last_end(group: np.ndarray, ops: pd.DataFrame, groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Earliest start and latest end of ``ops`` per group number (``group``: 0 .. ``groups`` - 1
-    per op); both 0 for a group without ops, so its span is 0."""
+def _first_start_last_end(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Earliest start and latest end per group number (``group``: 0 .. ``groups`` - 1 per
+    interval); both 0 for a group without intervals, so its span is 0."""
     first = np.full(groups, np.iinfo(np.int64).max)
     last = np.full(groups, np.iinfo(np.int64).min)
-    np.minimum.at(first, group, ops["start_ns"].to_numpy())
-    np.maximum.at(last, group, ops["end_ns"].to_numpy())
+    np.minimum.at(first, group, starts)
+    np.maximum.at(last, group, ends)
     empty = np.bincount(group, minlength=groups) == 0
     first[empty], last[empty] = 0, 0
     return first, last
