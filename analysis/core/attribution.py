@@ -42,8 +42,9 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
     keys = ["pid", "tid"] if same_thread else ["pid"]
     op_keys = ["pid", "launch_tid"] if same_thread else ["pid"]
     launch = ops["launch_start_ns"].to_numpy()
-    window_starts = windows["start_ns"].to_numpy()
-    window_ends = windows["end_ns"].to_numpy()
+    # As int64 whatever the table's dtype: a search in Python integers (an object column) is ten times slower.
+    window_starts = windows["start_ns"].to_numpy(dtype=np.int64)
+    window_ends = windows["end_ns"].to_numpy(dtype=np.int64)
     op_groups = _groups(*(ops[key].to_numpy() for key in op_keys))
     for key, window_rows in rows_by_key(*(windows[key].to_numpy() for key in keys)).items():
         if key not in op_groups:
