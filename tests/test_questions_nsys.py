@@ -15,6 +15,7 @@ from analysis.compare.diff import diff_summaries
 from analysis.core import text
 from analysis.core.attribution import ops_in_windows
 from analysis.core.flops import phase_flops
+from analysis.core.intervals import union_length_per_group
 from analysis.core.kernel_names import kernel_label
 from analysis.core.phases import gpu_ops, label_ops
 from analysis.core.timings import RunRecord, read_run_record, timings_json_path
@@ -24,7 +25,7 @@ from analysis.questions.registry import PER_TRACE
 from analysis.questions.sentences import efficiency_sentence, with_sentences
 from analysis.trace import efficiency
 from analysis.trace.nsys_inputs import MEASURED_COLUMNS, NsysInputs, kernel_totals, op_classes
-from analysis.trace.phase_breakdown import busy_ns, busy_per_group, phase_summaries
+from analysis.trace.phase_breakdown import busy_ns, phase_summaries
 from analysis.trace.step_timeline import merged_bars, slotted_bars
 from analysis.trace.summary import summarize
 
@@ -363,9 +364,9 @@ def test_busy_time_per_group_matches_a_unit_grid(seed):
     for g, start, end in zip(group, starts, ends):
         covered[g, start:end] = True
     expected = covered.sum(axis=1).tolist()
-    assert busy_per_group(group, starts, ends, groups).tolist() == expected
+    assert union_length_per_group(group, starts, ends, groups).tolist() == expected
     shuffled = rng.permutation(count)
-    assert busy_per_group(group[shuffled], starts[shuffled], ends[shuffled], groups).tolist() == expected
+    assert union_length_per_group(group[shuffled], starts[shuffled], ends[shuffled], groups).tolist() == expected
 
 
 def test_kernel_totals_rank_by_time_then_name_and_skip_unnamed_rows():

@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-
 # Launches searched at a time: the search's temporaries stay a few MiB whatever the trace's length.
 CHUNK_OPS = 1 << 20
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
 from analysis.trace.nsys_inputs import NsysInputs, category_ms, kernel_totals
 
@@ -23,44 +24,12 @@ TOP_KERNELS_OVERALL = 100
 
 def busy_ns(ops: pd.DataFrame, by: str) -> pd.Series:
     """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``
-    (:func:`busy_per_group`), indexed by those values in ascending order."""
+    (:func:`analysis.core.intervals.union_length_per_group`), indexed by those values in ascending order."""
     if ops.empty:
         return pd.Series(dtype="int64")
     codes, values = pd.factorize(ops[by].to_numpy())
-    busy = busy_per_group(codes, ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy(), len(values))
+    busy = union_length_per_group(codes, ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy(), len(values))
     return pd.Series(busy, index=values).sort_index()
-
-
-def busy_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int) -> np.ndarray:
-    """Length of the union of the ``[start, end)`` intervals per group number (``group``: 0 ..
-    ``groups`` - 1 per interval), as int64.
-
-    Within each group, in order of start, an interval opens a new busy segment when it starts
-    after every earlier one ended; a segment lasts from its first start to the latest end reached
-    at its last interval. On arrays of the trace's length, few of them at once: intervals already
-    in order of start (the labelled ops are) are only grouped, not sorted again."""
-    busy = np.zeros(groups, dtype=np.int64)
-    if not len(group):
-        return busy
-    in_start_order = bool((starts[1:] >= starts[:-1]).all())
-    order = np.argsort(group, kind="stable") if in_start_order else np.lexsort((starts, group))
-    sorted_group = group[order]
-    group_first = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
-    segment_group = sorted_group[group_first]
-    del sorted_group
-    reach = ends[order]  # becomes, in place, the latest end reached so far within each group
-    for first, stop in zip(group_first, np.r_[group_first[1:], len(order)]):
-        np.maximum.accumulate(reach[first:stop], out=reach[first:stop])
-    sorted_starts = starts[order]
-    del order
-    opens = np.r_[True, sorted_starts[1:] > reach[:-1]]
-    opens[group_first] = True
-    segment_first = np.flatnonzero(opens)
-    del opens
-    segment_last = np.r_[segment_first[1:], len(reach)] - 1
-    segment_group = np.repeat(segment_group, np.diff(np.searchsorted(segment_first, np.r_[group_first, len(reach)])))
-    np.add.at(busy, segment_group, reach[segment_last] - sorted_starts[segment_first])
-    return busy
 
 
 def phase_table(inputs: NsysInputs) -> pd.DataFrame:
@@ -81,8 +50,8 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
         return inputs.ops[name].to_numpy()[rows]
 
     starts, ends = column("start_ns"), column("end_ns")
-    first_start, last_end = _first_start_last_end(group, starts, ends, len(ranges))
-    busy = busy_per_group(group, starts, ends, len(ranges))
+    first_start, last_end = span_per_group(group, starts, ends, len(ranges))
+    busy = union_length_per_group(group, starts, ends, len(ranges))
     del starts, ends
     is_kernel = (inputs.ops["op_kind"] == "kernel").to_numpy()[rows]
     dur = column("dur_ns")
@@ -102,19 +71,6 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
                        index=pd.Index(phases, name="phase"))
     out["idle_ms_per_pass"] = out["gpu_span_ms_per_pass"] - out["busy_ms_per_pass"]
     return out
-
-
-def _first_start_last_end(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int
-                          ) -> tuple[np.ndarray, np.ndarray]:
-    """Earliest start and latest end per group number (``group``: 0 .. ``groups`` - 1 per
-    interval); both 0 for a group without intervals, so its span is 0."""
-    first = np.full(groups, np.iinfo(np.int64).max)
-    last = np.full(groups, np.iinfo(np.int64).min)
-    np.minimum.at(first, group, starts)
-    np.maximum.at(last, group, ends)
-    empty = np.bincount(group, minlength=groups) == 0
-    first[empty], last[empty] = 0, 0
-    return first, last
 
 
 def _phase_index(phase: pd.Series) -> np.ndarray:
