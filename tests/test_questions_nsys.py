@@ -7,6 +7,7 @@ import json
 import sqlite3
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -14,6 +15,7 @@ from analysis.compare.diff import diff_summaries
 from analysis.core import text
 from analysis.core.attribution import ops_in_windows
 from analysis.core.flops import phase_flops
+from analysis.core.intervals import union_length_per_group
 from analysis.core.kernel_names import kernel_label
 from analysis.core.phases import gpu_ops, label_ops
 from analysis.core.timings import RunRecord, read_run_record, timings_json_path
@@ -347,6 +349,24 @@ def test_busy_time_is_the_union_of_intervals_per_group():
     # group 1: [0, 12) and [20, 30) -> 12 + 10; group 2: [100, 150) -> 50
     assert busy_ns(ops, "group").to_dict() == {1: 22, 2: 50}
     assert busy_ns(ops.iloc[::-1], "group").to_dict() == {1: 22, 2: 50}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_busy_time_per_group_matches_a_unit_grid(seed):
+    """Random intervals in random groups, in start order and shuffled: the union's length is the
+    number of unit cells some interval of the group covers."""
+    rng = np.random.default_rng(seed)
+    count, groups = int(rng.integers(1, 60)), int(rng.integers(1, 6))
+    starts = np.sort(rng.integers(0, 200, size=count))
+    ends = starts + rng.integers(0, 30, size=count)
+    group = rng.integers(0, groups, size=count)
+    covered = np.zeros((groups, 240), dtype=bool)
+    for g, start, end in zip(group, starts, ends):
+        covered[g, start:end] = True
+    expected = covered.sum(axis=1).tolist()
+    assert union_length_per_group(group, starts, ends, groups).tolist() == expected
+    shuffled = rng.permutation(count)
+    assert union_length_per_group(group[shuffled], starts[shuffled], ends[shuffled], groups).tolist() == expected
 
 
 def test_kernel_totals_rank_by_time_then_name_and_skip_unnamed_rows():

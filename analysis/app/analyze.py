@@ -40,10 +40,7 @@ def stored_summary(path: str | os.PathLike, names: RangeNames | None = None, inp
 
     trace = (tables.load if tables is not None else load_trace)(path, RangeFilter(), inputs)
     require_claimable_kernels(trace)
-    labelled = label_ops(trace, names or RangeNames())
-    # The labelled ops now hold every GPU operation: free the loader's copies before the questions
-    # (copies of the empty slices: a slice is a view that would keep the whole table alive).
-    trace.kernels, trace.memops = trace.kernels.iloc[:0].copy(), trace.memops.iloc[:0].copy()
+    labelled = label_ops(trace, names or RangeNames(), move_tables=True)  # no question reads the trace's own tables
     return summarize(trace, PER_TRACE, labelled)
 
 

@@ -21,6 +21,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+# Launches searched at a time: the search's temporaries stay a few MiB whatever the trace's length.
+CHUNK_OPS = 1 << 20
+
 
 def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: bool = False
                    ) -> np.ndarray:
@@ -38,20 +41,37 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
     keys = ["pid", "tid"] if same_thread else ["pid"]
     op_keys = ["pid", "launch_tid"] if same_thread else ["pid"]
     launch = ops["launch_start_ns"].to_numpy()
-    window_starts = windows["start_ns"].to_numpy()
-    window_ends = windows["end_ns"].to_numpy()
-    op_groups = rows_by_key(*(ops[key].to_numpy() for key in op_keys))
+    # As int64 whatever the table's dtype: a search in Python integers (an object column) is ten times slower.
+    window_starts = windows["start_ns"].to_numpy(dtype=np.int64)
+    window_ends = windows["end_ns"].to_numpy(dtype=np.int64)
+    op_groups = _groups(*(ops[key].to_numpy() for key in op_keys))
     for key, window_rows in rows_by_key(*(windows[key].to_numpy() for key in keys)).items():
-        op_rows = op_groups.get(key)
-        if op_rows is None:
+        if key not in op_groups:
             continue
         order = window_rows[np.argsort(window_starts[window_rows], kind="stable")]
-        times = launch[op_rows]
-        last_started = np.searchsorted(window_starts[order], times, side="right") - 1
-        pick = _last_ending_at_or_after(window_ends[order], last_started, times)
-        ok = (pick >= 0) & (times >= 0)
-        result[op_rows[ok]] = order[pick[ok]]
+        holders = _Holders(window_starts[order], window_ends[order])
+        for op_rows in _chunks(op_groups[key], len(ops)):
+            times = launch[op_rows]
+            pick = holders.latest_holding(times)
+            ok = (pick >= 0) & (times >= 0)
+            result[op_rows[ok]] = order[pick[ok]]
     return result
+
+
+def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:
+    """:func:`rows_by_key`, with None for "every row" when the columns hold one value each (one
+    process, one thread: the usual trace), which saves an array of positions the trace's length."""
+    if len(columns[0]) and all((column == column[0]).all() for column in columns):
+        return {tuple(column[0] for column in columns): None}
+    return rows_by_key(*columns)
+
+
+def _chunks(rows: np.ndarray | None, count: int):
+    """``rows`` (None: ``0 .. count - 1``) in pieces of :data:`CHUNK_OPS` positions."""
+    total = count if rows is None else len(rows)
+    for low in range(0, total, CHUNK_OPS):
+        high = min(low + CHUNK_OPS, total)
+        yield np.arange(low, high) if rows is None else rows[low:high]
 
 
 def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
@@ -79,25 +99,47 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
     return groups
 
 
-def _last_ending_at_or_after(ends: np.ndarray, last: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """For each query, the largest ``j <= last`` with ``ends[j] >= time``, else -1.
+class _Holders:
+    """The windows of one group, sorted by start, and the query "latest-starting window that
+    holds time t".
 
-    Binary lifting over a sparse table of block maxima (``level_max[k][i]`` = max of
-    ``ends[i : i + 2**k]``): every query drops whole blocks that end too early, longest first,
-    so n windows and m launches cost O((n + m) log n) whatever the nesting depth.
-    """
-    level_max = [ends]
-    for level in range(1, len(ends).bit_length()):
-        width = 1 << (level - 1)
-        level_max.append(np.maximum(level_max[-1][:-width], level_max[-1][width:]))
-    after = last + 1  # the candidates are ends[:after]; drop blocks from its right end
-    for level in range(len(level_max) - 1, -1, -1):
-        width = 1 << level
-        start = after - width
-        can_drop = start >= 0
-        can_drop[can_drop] = level_max[level][start[can_drop]] < times[can_drop]
-        after[can_drop] = start[can_drop]
-    return after - 1
+    Most launches lie in the latest window started before them (one ``searchsorted``). The rest
+    (a launch after a nested window closed, or between windows) drop whole blocks of windows that
+    end too early, longest first: binary lifting over a sparse table of block maxima
+    (``level_max[k][i]`` = max of ``ends[i : i + 2**k]``), built once per group on first need, so
+    n windows and m launches cost O((n + m) log n) whatever the nesting depth."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray):
+        self.starts, self.ends = starts, ends
+        self._level_max: list[np.ndarray] | None = None
+
+    def latest_holding(self, times: np.ndarray) -> np.ndarray:
+        """For each time, the position of the latest-starting window holding it, else -1."""
+        last = np.searchsorted(self.starts, times, side="right") - 1
+        started = last >= 0
+        direct = started.copy()
+        direct[started] = self.ends[last[started]] >= times[started]
+        pick = np.where(direct, last, -1)
+        rest = np.flatnonzero(started & ~direct)
+        if len(rest):
+            pick[rest] = self._last_ending_at_or_after(last[rest], times[rest])
+        return pick
+
+    def _last_ending_at_or_after(self, last: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """For each query, the largest ``j <= last`` with ``ends[j] >= time``, else -1."""
+        if self._level_max is None:
+            self._level_max = [self.ends]
+            for level in range(1, len(self.ends).bit_length()):
+                width = 1 << (level - 1)
+                self._level_max.append(np.maximum(self._level_max[-1][:-width], self._level_max[-1][width:]))
+        after = last + 1  # the candidates are ends[:after]; drop blocks from its right end
+        for level in range(len(self._level_max) - 1, -1, -1):
+            width = 1 << level
+            start = after - width
+            can_drop = start >= 0
+            can_drop[can_drop] = self._level_max[level][start[can_drop]] < times[can_drop]
+            after[can_drop] = start[can_drop]
+        return after - 1
 
 
 def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:

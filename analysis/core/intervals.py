@@ -1,6 +1,7 @@
-"""Interval arithmetic on ``[start, end)`` arrays of ns: unions and how much of each interval a
-set of other intervals covers. Sorting makes every function O(n log n); nothing loops in Python
-over intervals.
+"""Interval arithmetic on ``[start, end)`` arrays of ns: unions, how much of each interval a
+set of other intervals covers, and the union's length and the span of each group of intervals.
+Sorting makes every function O(n log n); nothing loops in Python over intervals (at most over
+groups).
 """
 from __future__ import annotations
 
@@ -79,3 +80,48 @@ def within_earlier(starts: np.ndarray, ends: np.ndarray, groups: np.ndarray) -> 
         reach = np.maximum.accumulate(ends_sorted[lo:hi])
         nested[order[lo + 1:hi]] = ends_sorted[lo + 1:hi] <= reach[:-1]
     return nested
+
+
+def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int) -> np.ndarray:
+    """Length of the union of the ``[start, end)`` intervals per group number (``group``: 0 ..
+    ``groups`` - 1 per interval), as int64.
+
+    Within each group, in order of start, an interval opens a new busy segment when it starts
+    after every earlier one ended; a segment lasts from its first start to the latest end reached
+    at its last interval. On arrays of the trace's length, few of them at once: intervals already
+    in order of start (the labelled ops are) are only grouped, not sorted again."""
+    busy = np.zeros(groups, dtype=np.int64)
+    if not len(group):
+        return busy
+    in_start_order = bool((starts[1:] >= starts[:-1]).all())
+    order = np.argsort(group, kind="stable") if in_start_order else np.lexsort((starts, group))
+    sorted_group = group[order]
+    group_first = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
+    segment_group = sorted_group[group_first]
+    del sorted_group
+    reach = ends[order]  # becomes, in place, the latest end reached so far within each group
+    for first, stop in zip(group_first, np.r_[group_first[1:], len(order)]):
+        np.maximum.accumulate(reach[first:stop], out=reach[first:stop])
+    sorted_starts = starts[order]
+    del order
+    opens = np.r_[True, sorted_starts[1:] > reach[:-1]]
+    opens[group_first] = True
+    segment_first = np.flatnonzero(opens)
+    del opens
+    segment_last = np.r_[segment_first[1:], len(reach)] - 1
+    segment_group = np.repeat(segment_group, np.diff(np.searchsorted(segment_first, np.r_[group_first, len(reach)])))
+    np.add.at(busy, segment_group, reach[segment_last] - sorted_starts[segment_first])
+    return busy
+
+
+def span_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Earliest start and latest end per group number (``group``: 0 .. ``groups`` - 1 per
+    interval); both 0 for a group without intervals, so its span is 0."""
+    first = np.full(groups, np.iinfo(np.int64).max)
+    last = np.full(groups, np.iinfo(np.int64).min)
+    np.minimum.at(first, group, starts)
+    np.maximum.at(last, group, ends)
+    empty = np.bincount(group, minlength=groups) == 0
+    first[empty], last[empty] = 0, 0
+    return first, last

@@ -36,32 +36,42 @@ class LabelledOps:
     notes: list[str] = field(default_factory=list)
 
 
-def gpu_ops(trace: Trace) -> pd.DataFrame:
+def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
     """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``.
 
-    Built column by column (one ordering, no whole-table copies): at millions of kernels the
-    table is the largest thing the analysis holds."""
+    Built column by column (one ordering, no whole-table copies): at millions of kernels the table
+    is the largest thing the analysis holds. With ``move``, the trace's kernel and
+    memory-operation tables move into it (the trace keeps empty ones), each column released once
+    moved, so the table is never held twice."""
     kernels, memops = trace.kernels, trace.memops
+    if move:  # shallow copies: a column dropped from them is freed unless someone else holds the table
+        kernels = kernels.copy(deep=False)
+        trace.kernels, trace.memops = kernels.iloc[:0].copy(), memops.iloc[:0].copy()
+    kernel_count = len(kernels)
     order = np.lexsort([np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("end_ns", "start_ns")])
     memop_names = pd.Categorical("[CUDA " + memops["kind"].astype(str) + "]")
     op_kinds = pd.Categorical.from_codes(
-        np.concatenate([np.zeros(len(kernels), np.int8), np.where(memops["kind"] == "memcpy", 1, 2).astype(np.int8)]),
+        np.concatenate([np.zeros(kernel_count, np.int8), np.where(memops["kind"] == "memcpy", 1, 2).astype(np.int8)]),
         categories=["kernel", "memcpy", "memset"]).remove_unused_categories()
     columns = {}
-    for column in kernels.columns:
+    for column in list(kernels.columns):
+        kernel_column = kernels.pop(column) if move else kernels[column]
         if column in ("name", "demangled_name"):
-            both = union_categoricals([kernels[column], memop_names], ignore_order=True)
+            both = union_categoricals([kernel_column, memop_names], ignore_order=True)
         else:
-            both = np.concatenate([kernels[column].to_numpy(), memops[column].to_numpy()])
+            both = np.concatenate([kernel_column.to_numpy(), memops[column].to_numpy()])
+        del kernel_column
         columns[column] = both[order]
     columns["op_kind"] = op_kinds[order]
-    columns["bytes"] = np.concatenate([np.zeros(len(kernels), np.int64), memops["bytes"].to_numpy(np.int64)])[order]
+    columns["bytes"] = np.concatenate([np.zeros(kernel_count, np.int64), memops["bytes"].to_numpy(np.int64)])[order]
     return pd.DataFrame(columns, copy=False)
 
 
-def label_ops(trace: Trace, names: RangeNames = RangeNames()) -> LabelledOps:
-    """Find the run's structure (``names``: the roles the user named) and label every operation."""
-    ops = gpu_ops(trace)
+def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bool = False) -> LabelledOps:
+    """Find the run's structure (``names``: the roles the user named) and label every operation;
+    with ``move_tables`` the trace's kernel and memory-operation tables move into the labelled
+    ops (:func:`gpu_ops`), the trace keeping empty ones."""
+    ops = gpu_ops(trace, move=move_tables)
     structure = find_structure(trace.ranges, ops, names)
     notes = list(structure.notes)
     step_windows = structure.steps

@@ -233,14 +233,16 @@ def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     so a process id of any width (host bits included) keys the join."""
     processes = pd.Index(pd.unique(launches["pid"].to_numpy()))
     call_process, op_process = processes.get_indexer(launches["pid"].to_numpy()), processes.get_indexer(ops["pid"].to_numpy())
-    key_calls = pd.Index((call_process.astype(np.int64) << 40) | launches["correlation_id"].to_numpy())
+    key_calls = (call_process.astype(np.int64) << 40) | launches["correlation_id"].to_numpy()
+    del call_process
     key_ops = (op_process.astype(np.int64) << 40) | ops["correlation_id"].to_numpy()
-    if key_calls.is_unique:
-        found = key_calls.get_indexer(key_ops)
-    else:
-        first = np.flatnonzero(~key_calls.duplicated())
-        found = key_calls[first].get_indexer(key_ops)
-        found = np.where(found >= 0, first[np.maximum(found, 0)], -1)
+    # A sorted search rather than a hash table: a third of the memory at millions of calls. The
+    # stable order puts the first of calls sharing a key first, and the search finds that one.
+    order = np.argsort(key_calls, kind="stable")
+    sorted_keys = key_calls[order]
+    del key_calls
+    at = np.minimum(np.searchsorted(sorted_keys, key_ops), max(len(order) - 1, 0))
+    found = np.where(sorted_keys[at] == key_ops, order[at], -1) if len(order) else np.full(len(key_ops), -1)
     return np.where((op_process >= 0) & (ops["correlation_id"].to_numpy() >= 0), found, -1)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
 from analysis.trace.nsys_inputs import NsysInputs, category_ms, kernel_totals
 
@@ -22,25 +23,13 @@ TOP_KERNELS_OVERALL = 100
 
 
 def busy_ns(ops: pd.DataFrame, by: str) -> pd.Series:
-    """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``.
-
-    On numpy arrays (millions of operations): within each value, sorted by start, an operation
-    opens a new busy segment when it starts after every earlier one ended; a segment lasts from
-    its first start to the latest end reached at its last operation."""
+    """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``
+    (:func:`analysis.core.intervals.union_length_per_group`), indexed by those values in ascending order."""
     if ops.empty:
         return pd.Series(dtype="int64")
-    keys, starts, ends = (ops[column].to_numpy() for column in (by, "start_ns", "end_ns"))
-    order = np.lexsort((starts, keys))
-    keys, starts, ends = keys[order], starts[order], ends[order]
-    group_first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    reach = np.empty_like(ends)
-    for first, stop in zip(group_first, np.r_[group_first[1:], len(keys)]):
-        reach[first:stop] = np.maximum.accumulate(ends[first:stop])
-    opens = np.r_[True, starts[1:] > reach[:-1]]
-    opens[group_first] = True
-    segment_first = np.flatnonzero(opens)
-    segment_last = np.r_[segment_first[1:], len(keys)] - 1
-    return pd.Series(reach[segment_last] - starts[segment_first]).groupby(keys[segment_first]).sum()
+    codes, values = pd.factorize(ops[by].to_numpy())
+    busy = union_length_per_group(codes, ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy(), len(values))
+    return pd.Series(busy, index=values).sort_index()
 
 
 def phase_table(inputs: NsysInputs) -> pd.DataFrame:
@@ -48,16 +37,25 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
 
     Columns: ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``, ``memop_ms_per_pass``,
     ``cpu_span_ms_per_pass``, ``gpu_span_ms_per_pass``, ``busy_ms_per_pass``, ``idle_ms_per_pass``.
+    Read from the columns of the ops in measured phase ranges, taken one at a time (no copy of
+    the ops table).
     """
     ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
     range_of_op = pd.Index(ranges["range_id"]).get_indexer(inputs.ops["phase_range_id"])
-    in_range = inputs.ops["measured"].to_numpy() & (range_of_op >= 0)
-    ops = inputs.ops.loc[in_range, ["phase_range_id", "phase", "op_kind", "start_ns", "end_ns", "dur_ns"]]
-    first_start, last_end = _first_start_last_end(range_of_op[in_range], ops, len(ranges))
-    busy = busy_ns(ops, "phase_range_id").reindex(ranges["range_id"], fill_value=0).to_numpy()
-    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
-    dur = ops["dur_ns"].to_numpy()
-    op_phase, range_phase = _phase_index(ops["phase"]), _phase_index(ranges["phase"])
+    rows = np.flatnonzero(inputs.ops["measured"].to_numpy() & (range_of_op >= 0))
+    group = range_of_op[rows]
+    del range_of_op
+
+    def column(name: str) -> np.ndarray:
+        return inputs.ops[name].to_numpy()[rows]
+
+    starts, ends = column("start_ns"), column("end_ns")
+    first_start, last_end = span_per_group(group, starts, ends, len(ranges))
+    busy = union_length_per_group(group, starts, ends, len(ranges))
+    del starts, ends
+    is_kernel = (inputs.ops["op_kind"] == "kernel").to_numpy()[rows]
+    dur = column("dur_ns")
+    op_phase, range_phase = _phase_index(inputs.ops["phase"].array.take(rows)), _phase_index(ranges["phase"])
     summed_ns = {
         "kernel": _per_phase(op_phase, np.where(is_kernel, dur, 0)),
         "memop": _per_phase(op_phase, np.where(is_kernel, 0, dur)),
@@ -73,18 +71,6 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
                        index=pd.Index(phases, name="phase"))
     out["idle_ms_per_pass"] = out["gpu_span_ms_per_pass"] - out["busy_ms_per_pass"]
     return out
-
-
-def _first_start_last_end(group: np.ndarray, ops: pd.DataFrame, groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Earliest start and latest end of ``ops`` per group number (``group``: 0 .. ``groups`` - 1
-    per op); both 0 for a group without ops, so its span is 0."""
-    first = np.full(groups, np.iinfo(np.int64).max)
-    last = np.full(groups, np.iinfo(np.int64).min)
-    np.minimum.at(first, group, ops["start_ns"].to_numpy())
-    np.maximum.at(last, group, ops["end_ns"].to_numpy())
-    empty = np.bincount(group, minlength=groups) == 0
-    first[empty], last[empty] = 0, 0
-    return first, last
 
 
 def _phase_index(phase: pd.Series) -> np.ndarray:

@@ -15,6 +15,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from analysis.core.intervals import span_per_group
 from analysis.core.phases import PHASES, LabelledOps
 from analysis.trace.multi_gpu.communication import name_codes
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
@@ -126,12 +127,7 @@ def pass_figures(columns: dict[str, np.ndarray], rows: np.ndarray, passes: int, 
     comm = columns["is_communication"][rows]
     comm_ns = dur[comm].sum()
     exposed = columns["exposed_ns"][rows][comm].sum()
-    codes, instances = pd.factorize(instance[rows])
-    first = np.full(len(instances), np.iinfo(np.int64).max)
-    last = np.full(len(instances), np.iinfo(np.int64).min)
-    np.minimum.at(first, codes, columns["start_ns"][rows])
-    np.maximum.at(last, codes, columns["end_ns"][rows])
-    spans = last - first
+    spans = _instance_spans(instance[rows], columns["start_ns"][rows], columns["end_ns"][rows])
     return {
         "kernels_per_pass": len(rows) / passes,
         "kernel_ms_per_pass": dur.sum() / passes / NS_PER_MS,
@@ -141,6 +137,19 @@ def pass_figures(columns: dict[str, np.ndarray], rows: np.ndarray, passes: int, 
         "exposed_communication_ms_per_pass": exposed / passes / NS_PER_MS,
         "overlapped_communication_ms_per_pass": (comm_ns - exposed) / passes / NS_PER_MS,
     }
+
+
+def _instance_spans(instance: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """First start to last end of the kernels of each instance present in ``instance`` (one id
+    per kernel: a phase range's row or a step's code, small integers that number the instances as
+    they are, with no hashing of the trace's length)."""
+    if not len(instance):
+        return np.zeros(0, dtype=np.int64)
+    low = int(instance.min())
+    group = instance - low if low else instance
+    count = int(group.max()) + 1
+    first, last = span_per_group(group, starts, ends, count)
+    return (last - first)[np.bincount(group, minlength=count) > 0]
 
 
 def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledOps,
