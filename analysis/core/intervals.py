@@ -11,7 +11,6 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-
 def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of the intervals as disjoint, sorted intervals (touching ones are merged)."""
     import numpy as np
@@ -90,6 +89,8 @@ def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarr
     after every earlier one ended; a segment lasts from its first start to the latest end reached
     at its last interval. On arrays of the trace's length, few of them at once: intervals already
     in order of start (the labelled ops are) are only grouped, not sorted again."""
+    import numpy as np
+
     busy = np.zeros(groups, dtype=np.int64)
     if not len(group):
         return busy
@@ -118,6 +119,8 @@ def span_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, grou
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Earliest start and latest end per group number (``group``: 0 .. ``groups`` - 1 per
     interval); both 0 for a group without intervals, so its span is 0."""
+    import numpy as np
+
     first = np.full(groups, np.iinfo(np.int64).max)
     last = np.full(groups, np.iinfo(np.int64).min)
     np.minimum.at(first, group, starts)
