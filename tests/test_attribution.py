@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from analysis.core.attribution import innermost_ranges, ops_in_windows
-from analysis.core.phases import RangeNames, gpu_ops, label_ops
+from analysis.core.phases import gpu_ops, label_ops
+from analysis.core.range_names import RangeNames
 from analysis.load import load_trace
 
 TRAIN = "small_ctx128_train_fp32.sqlite"

@@ -264,7 +264,7 @@ def test_real_summary_fills_the_flat_tables(results, fixture_trace):
 
 
 def test_other_range_names_key_apart(tmp_path, trace_file):
-    from analysis.core.phases import RangeNames
+    from analysis.core.range_names import RangeNames
 
     with ResultsCache(tmp_path / "results.db") as defaults, \
             ResultsCache(tmp_path / "results.db", RangeNames(regions=("scores", "softmax", "final"))) as renamed, \

@@ -177,7 +177,7 @@ def test_diff_of_a_bad_trace_exits_1(fixture_trace, tmp_path, capsys, fake_repor
 
 
 def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_path, monkeypatch, capsys):
-    from analysis.core.phases import RangeNames
+    from analysis.core.range_names import RangeNames
 
     trace = fixture_trace(FORWARD)
     assert cli.main(["--help"]) == 0

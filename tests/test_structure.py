@@ -8,7 +8,7 @@ import pytest
 
 from analysis.core.attribution import ops_in_windows
 from analysis.core.phases import label_ops
-from analysis.core.structure import RangeNames
+from analysis.core.range_names import RangeNames
 from analysis.load import RangeFilter, load_trace
 from tests.synthetic import PUSH_POP, build_export
 

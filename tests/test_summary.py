@@ -165,7 +165,7 @@ def _figures(summary: dict) -> dict:
 
 
 def test_other_range_names_find_renamed_ranges(tmp_path, fixture_trace, train_summary):
-    from analysis.core.phases import RangeNames
+    from analysis.core.range_names import RangeNames
 
     names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),
                        regions=("qk", "sm", "av"))
@@ -184,7 +184,7 @@ def test_other_range_names_find_renamed_ranges(tmp_path, fixture_trace, train_su
 
 
 def test_timeline_relabels_with_the_range_names_in_use(tmp_path, fixture_trace):
-    from analysis.core.phases import RangeNames
+    from analysis.core.range_names import RangeNames
     from analysis.report.timeline import step_timeline
 
     names = RangeNames(warmup_prefix="warm", step_prefix="iter", phases=("fwd", "lossfn", "bwd", "opt"),

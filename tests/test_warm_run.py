@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import DATA, REPO
 
 TRACE = DATA / "small_ctx128_train_fp32.sqlite.xz"
@@ -23,20 +25,22 @@ print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
 """
 
 
-def _run(out, cache_folder) -> dict:
+def _run(out, cache_folder, *options: str) -> dict:
     env = {**os.environ, "CS336_PROFILE_CACHE": str(cache_folder)}
-    result = subprocess.run([sys.executable, "-c", RUN, str(TRACE), "--format", "json", "--out", str(out)],
+    result = subprocess.run([sys.executable, "-c", RUN, str(TRACE), "--format", "json", "--out", str(out), *options],
                             capture_output=True, text=True, cwd=REPO, env=env, check=True)
     return json.loads(result.stdout.splitlines()[-1])
 
 
-def test_a_second_run_is_served_without_pandas_jinja2_or_the_loader(tmp_path):
+@pytest.mark.parametrize("options", [(), ("--step-prefix", "step_", "--phase-names", "forward,backward")],
+                         ids=["roles found", "roles named"])
+def test_a_second_run_is_served_without_pandas_jinja2_or_the_loader(tmp_path, options):
     out, written = tmp_path / "out", tmp_path / "out" / "small_ctx128_train_fp32.json"
-    first = _run(out, tmp_path / "cache")
+    first = _run(out, tmp_path / "cache", *options)
     assert first["status"] == 0 and "analysis.load.loader" in first["modules"]  # analyzed: the check can fail
     first_json = written.read_text()
     written.unlink()
-    second = _run(out, tmp_path / "cache")
+    second = _run(out, tmp_path / "cache", *options)
     assert second["status"] == 0
     loaded = [m for m in second["modules"] if m.split(".")[0] in HEAVY_PACKAGES or m in ANALYZING_MODULES]
     assert loaded == []

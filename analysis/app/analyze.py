@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from analysis.core.range_names import RangeNames
 from analysis.load.input_cache import InputCache
 from analysis.questions.registry import PER_TRACE
 from analysis.questions.sentences import with_sentences
 from analysis.trace.summary_schema import SHOWN, STORED, json_schema
 
 if TYPE_CHECKING:
-    from analysis.core.structure import RangeNames
     from analysis.load.table_cache import TableCache
 
 
@@ -33,7 +33,7 @@ def analyze_trace(path: str | os.PathLike, names: RangeNames | None = None, inpu
 def stored_summary(path: str | os.PathLike, names: RangeNames | None = None, inputs: InputCache = InputCache(),
                    tables: TableCache | None = None) -> dict:
     """:func:`analyze_trace` without the sentences: the summary the results cache stores."""
-    from analysis.core.phases import RangeNames, label_ops
+    from analysis.core.phases import label_ops
     from analysis.load.loader import load_trace, require_claimable_kernels
     from analysis.load.nvtx import RangeFilter
     from analysis.trace.summary import summarize

@@ -38,16 +38,13 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from analysis.app.analyze import stored_summary_schema
+from analysis.core.range_names import RangeNames
 from analysis.core.timings import timings_json_path
 from analysis.load.input_cache import file_sha256, files_sha256
 from analysis.load.local_key import install_key, seal, seal_holds
 from analysis.trace.summary_schema import problems, schema_hash
-
-if TYPE_CHECKING:
-    from analysis.core.structure import RangeNames
 
 ANALYSIS_PACKAGE = Path(__file__).resolve().parents[1]
 # What makes a stored summary, relative to the analysis package: the package's own module (the
@@ -148,8 +145,6 @@ def analyzer_key() -> str:
 def names_key(names: RangeNames) -> str:
     """The key's part for range ``names``: ``;names=<hash>``, or "" for the defaults (every role
     found in the trace)."""
-    from analysis.core.structure import RangeNames  # loaded with ``names`` already
-
     if names == RangeNames():
         return ""
     return ";names=" + hashlib.sha256(json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()

@@ -14,11 +14,12 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from analysis.app.batch import distinct, output_names
 from analysis.app.cache import CacheUnusable, ResultsCache
 from analysis.app.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
+from analysis.core.range_names import RangeNames
 from analysis.core.safe_write import write_file
 from analysis.core.text import printable
 from analysis.load.errors import TraceError
@@ -26,9 +27,6 @@ from analysis.load.input_cache import MIB, InputCache, file_sha256
 from analysis.questions.sentences import with_sentences
 from cs336_profile.contract import PHASES, trace_stem
 from cs336_profile.results import unwritable_reason
-
-if TYPE_CHECKING:
-    from analysis.core.structure import RangeNames
 
 FORMATS = ("json", "md", "csv", "html")
 DEFAULT_FORMATS = ("html", "md", "json")
@@ -153,8 +151,6 @@ def _range_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> R
              "regions": args.attention_names, "warmup_steps": args.warmup_steps}
     if all(value is None for value in given.values()):
         return None
-    from analysis.core.structure import RangeNames
-
     try:
         return RangeNames(**given)
     except ValueError as err:

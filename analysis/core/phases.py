@@ -15,7 +15,8 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from analysis.core.attribution import innermost_ranges, ops_in_windows
-from analysis.core.structure import REGIONS, RangeNames, RunStructure, find_structure
+from analysis.core.range_names import RangeNames
+from analysis.core.structure import REGIONS, RunStructure, find_structure
 from analysis.load import Trace
 from cs336_profile import contract
 

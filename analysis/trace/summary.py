@@ -69,7 +69,8 @@ import numpy as np
 import pandas as pd
 
 from analysis import __version__
-from analysis.core.phases import LabelledOps, RangeNames, label_ops
+from analysis.core.phases import LabelledOps, label_ops
+from analysis.core.range_names import RangeNames
 from analysis.core.timings import read_run_record
 from analysis.load import Trace, file_sha256
 from analysis.trace import efficiency
