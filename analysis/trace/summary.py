@@ -76,8 +76,9 @@ from analysis.load import Trace, file_sha256
 from analysis.trace import efficiency
 from analysis.trace.gpu_metrics import metrics_per_phase
 from analysis.trace.memory_ledger import ledger_record
+from analysis.trace.multi_gpu.summary import COLUMNS as COMMUNICATION_COLUMNS
 from analysis.trace.multi_gpu.summary import communication_summary
-from analysis.trace.nsys_inputs import NsysInputs
+from analysis.trace.nsys_inputs import OP_COLUMNS, NsysInputs
 from analysis.trace.phase_breakdown import device_summaries, overall_summary, phase_summaries, shape_summaries
 from analysis.trace.section import Section, SummarySources
 from analysis.trace.step_timeline import step_timeline
@@ -139,9 +140,13 @@ def summarize(trace: Trace, questions: Sequence[PerTraceQuestion], labelled: Lab
     :func:`sections` built in turn. ``questions``: the per-trace questions whose records fill
     ``questions`` (the registry's ``PER_TRACE``, which :func:`analysis.app.analyze.analyze_trace`
     passes); ``labelled`` is ``label_ops(trace, names)`` when the caller has it already (it carries
-    its own names). Once the communication figures are done, ``labelled.ops`` keeps only the
-    columns of :class:`NsysInputs`."""
+    its own names). ``labelled.ops`` keeps only the columns the sections read (those of
+    :class:`NsysInputs` and of the communication figures), then, once the communication figures
+    are done, only those of :class:`NsysInputs`: at millions of kernels every column dropped is
+    memory the sections' own tables can use."""
     labelled = labelled if labelled is not None else label_ops(trace, names)
+    read = set(OP_COLUMNS) | set(COMMUNICATION_COLUMNS)
+    labelled.ops = labelled.ops[[column for column in labelled.ops.columns if column in read]]
     run = read_run_record(trace.marks, trace.path, labelled.structure.step_ranges)
     sources = SummarySources(trace, labelled, run, trace.gpu_name or (run.config or {}).get("gpu_name"))
     built = {}
