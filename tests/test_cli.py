@@ -200,7 +200,7 @@ def test_range_name_options_reach_the_analysis_and_the_cache(fixture_trace, tmp_
                                regions=("qk", "sm", "av"))]
     assert cli.main(argv + custom) == 0  # the same names: from the cache
     assert cli.main(argv) == 0  # no names given: analyzed again, every role found in the trace
-    assert seen[1:] == [None]
+    assert seen[1:] == [RangeNames()]
 
 
 @pytest.mark.parametrize("option", [["--phase-names", "a,b,c,d,e"], ["--phase-names", "a,b,,c"],

@@ -21,16 +21,16 @@ if TYPE_CHECKING:
     from analysis.load.table_cache import TableCache
 
 
-def analyze_trace(path: str | os.PathLike, names: RangeNames | None = None, inputs: InputCache = InputCache(),
+def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
                   tables: TableCache | None = None) -> dict:
     """Load and analyze one trace (``names``: the range roles the user named, the rest found in the
-    trace; None: every role found there; ``inputs``: how compressed inputs are copied; ``tables``:
+    trace; ``inputs``: how compressed inputs are copied; ``tables``:
     where its loaded tables are kept for the next analysis, None to read the export every time):
     its summary with the sentences; raises :class:`analysis.load.errors.TraceError` on bad input."""
     return with_sentences(stored_summary(path, names, inputs, tables))
 
 
-def stored_summary(path: str | os.PathLike, names: RangeNames | None = None, inputs: InputCache = InputCache(),
+def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
                    tables: TableCache | None = None) -> dict:
     """:func:`analyze_trace` without the sentences: the summary the results cache stores."""
     from analysis.core.phases import label_ops
@@ -40,7 +40,7 @@ def stored_summary(path: str | os.PathLike, names: RangeNames | None = None, inp
 
     trace = (tables.load if tables is not None else load_trace)(path, RangeFilter(), inputs)
     require_claimable_kernels(trace)
-    labelled = label_ops(trace, names or RangeNames(), move_tables=True)  # no question reads the trace's own tables
+    labelled = label_ops(trace, names, move_tables=True)  # no question reads the trace's own tables
     return summarize(trace, PER_TRACE, labelled)
 
 

@@ -142,27 +142,19 @@ def analyzer_key() -> str:
     return hashlib.sha256(both.encode()).hexdigest()[:ANALYZER_KEY_CHARS]
 
 
-def names_key(names: RangeNames) -> str:
-    """The key's part for range ``names``: ``;names=<hash>``, or "" for the defaults (every role
-    found in the trace)."""
-    if names == RangeNames():
-        return ""
-    return ";names=" + hashlib.sha256(json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
-
-
 class ResultsCache:
     """Per-trace summaries in a SQLite results database, looked up by file content."""
 
-    def __init__(self, db_path: Path, names: RangeNames | None = None):
-        """``names``: the NVTX range names the summaries stored and looked up were made with
-        (None: every role found in the trace, as with the default ``RangeNames()``).
+    def __init__(self, db_path: Path, names: RangeNames = RangeNames()):
+        """``names``: the NVTX range names the summaries stored and looked up were made with.
 
         A file at ``db_path`` that is a symbolic or hard link, not an SQLite database, damaged, or
         laid out otherwise is set aside (renamed ``results.db.set-aside-<time>``, said in ``notices``) and a
         new database made; :class:`CacheUnusable` when none can be opened or made there."""
         self.db_path = Path(db_path)
         self.notices: list[str] = []
-        self._key_suffix = "" if names is None else names_key(names)
+        self._key_suffix = "" if names == RangeNames() else ";names=" + hashlib.sha256(
+            json.dumps(asdict(names), sort_keys=True).encode()).hexdigest()
         try:
             install_key()  # the seal of every row: without it no row can be trusted
             self.db = self._open()

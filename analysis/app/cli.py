@@ -144,15 +144,10 @@ def _names(least: int, most: int):
     return parse
 
 
-def _range_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RangeNames | None:
-    """The roles named by the options, or None when none is (every role found in the trace: the
-    structure finder, with pandas, is then loaded only if a trace is analyzed)."""
-    given = {"warmup_prefix": args.warmup_prefix, "step_prefix": args.step_prefix, "phases": args.phase_names,
-             "regions": args.attention_names, "warmup_steps": args.warmup_steps}
-    if all(value is None for value in given.values()):
-        return None
+def _range_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RangeNames:
     try:
-        return RangeNames(**given)
+        return RangeNames(warmup_prefix=args.warmup_prefix, step_prefix=args.step_prefix, phases=args.phase_names,
+                          regions=args.attention_names, warmup_steps=args.warmup_steps)
     except ValueError as err:
         parser.error(str(err))
 
@@ -188,7 +183,7 @@ _positive_int = _int_at_least(1, "at least 1")
 _non_negative_int = _int_at_least(0, "0 or more")
 
 
-def analyze_one(path: Path, names: RangeNames | None = None, inputs: InputCache = InputCache(),
+def analyze_one(path: Path, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
                 tables: Path | None = None) -> tuple[dict | None, str | None]:
     """(stored summary, None) for a trace analyzed (:func:`analysis.app.analyze.stored_summary`:
     figures only, as the results cache keeps it, its loaded tables kept in the folder ``tables``),
@@ -205,7 +200,7 @@ def analyze_one(path: Path, names: RangeNames | None = None, inputs: InputCache 
         return None, f"unexpected {type(err).__name__} while analyzing: {err}"
 
 
-def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, names: RangeNames | None = None,
+def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, names: RangeNames = RangeNames(),
                  inputs: InputCache = InputCache(), on_summary: Callable[[dict], None] | None = None,
                  tables: Path | None = None) -> tuple[list[dict], list[dict]]:
     """Summaries of the traces analyzed on ``engine`` with the range ``names``, with their
@@ -331,7 +326,7 @@ def _stored(cache: ResultsCache | None, path: Path, summary: dict, progress) -> 
         return None
 
 
-def _analyze(args: argparse.Namespace, names: RangeNames | None) -> int:
+def _analyze(args: argparse.Namespace, names: RangeNames) -> int:
     why = unwritable_reason(args.out)
     if why is not None:
         say(f"analyze-nsys: error: --out {args.out}: {why}")
@@ -368,7 +363,7 @@ def _print_structures(summaries: list[dict], verbose: bool) -> None:
                 say(line)
 
 
-def _open_cache(db_path: Path, names: RangeNames | None) -> ResultsCache | None:
+def _open_cache(db_path: Path, names: RangeNames) -> ResultsCache | None:
     """The results cache, or None after one line saying why it cannot be used; a line also says
     when a damaged or foreign database was set aside."""
     try:
@@ -443,7 +438,7 @@ def write_outputs(summaries: list[dict], failures: list[dict], out: Path, format
     return written or {}
 
 
-def _diff(args: argparse.Namespace, names: RangeNames | None) -> int:
+def _diff(args: argparse.Namespace, names: RangeNames) -> int:
     from analysis.compare.diff import diff_summaries
     from analysis.questions.records import DiffRecord
 
