@@ -18,6 +18,14 @@ PHASES_BY_MODE = {
     "train": ("forward", "loss", "backward", "optimizer_step"),
 }
 PHASES = PHASES_BY_MODE["train"]
+
+
+def has_backward(config: dict | None) -> bool:
+    """Whether the run config's mode (any, when it names none) runs a backward pass."""
+    mode = (config or {}).get("mode")
+    return mode is None or (isinstance(mode, str) and "backward" in PHASES_BY_MODE.get(mode, ()))
+
+
 # The whole step (phases included), timed beside the phases.
 STEP = "step"
 TIMED_PARTS = (*PHASES, STEP)

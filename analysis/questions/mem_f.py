@@ -14,8 +14,7 @@ from statistics import fmean, median
 from analysis.load.export_map import MEMORY_EVENTS
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
-from analysis.trace.memory_ledger import has_backward
-from cs336_profile.contract import MIB
+from cs336_profile.contract import MIB, has_backward
 
 RECORD_HOW = ("profile a training step of your script with `nsys profile --cuda-memory-usage=true "
               "--pytorch=functions-trace,autograd-shapes-nvtx` and `PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync` "

@@ -23,13 +23,13 @@ stopped it; mem-f's module writes its sentence (:func:`analysis.questions.mem_f.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import pandas as pd
+import numpy as np
+import pandas as pd
 
-    from analysis.core.structure import RunStructure
-    from analysis.load.trace import Trace
+from analysis.core.structure import RunStructure
+from analysis.load.trace import Trace
+from cs336_profile.contract import has_backward
 
 BYTES_PER_PARAM = 4  # fp32 gradients
 EVALUATE_PREFIX = "autograd::engine::evaluate_function: "
@@ -56,8 +56,6 @@ def op_label(name: str) -> str:
 def event_lifetimes(events: pd.DataFrame) -> pd.DataFrame:
     """Allocations with ``time_ns`` (runtime call, else event start) and ``freed_ns`` (the next free
     of the same address; +inf when none follows)."""
-    import numpy as np
-
     events = events.assign(time_ns=np.where(events["api_start_ns"] >= 0, events["api_start_ns"], events["start_ns"]))
     ordered = events.reset_index().sort_values(["address", "time_ns", "index"], kind="stable")
     next_time = ordered["time_ns"].shift(-1)
@@ -84,9 +82,6 @@ def _outermost_ops(ranges: pd.DataFrame) -> pd.DataFrame:
 
 def charge_to_ops(allocs: pd.DataFrame, ops: pd.DataFrame) -> pd.Series:
     """The label of the outermost op range enclosing each allocation's runtime call on its thread."""
-    import numpy as np
-    import pandas as pd
-
     labels = pd.Series(NO_OP, index=allocs.index, dtype=object)
     for (pid, tid), rows in allocs.groupby(["pid", "tid"]):
         mine = ops[(ops["pid"] == pid) & (ops["tid"] == tid)]
@@ -101,15 +96,11 @@ def charge_to_ops(allocs: pd.DataFrame, ops: pd.DataFrame) -> pd.Series:
 
 
 def _seqs(names: pd.Series) -> pd.Series:
-    import pandas as pd
-
     return pd.to_numeric(names.str.extract(SEQ, expand=False), errors="coerce")
 
 
 def backward_windows(ranges: pd.DataFrame, forward_blocks: pd.DataFrame, backward: pd.Series) -> pd.DataFrame:
     """Per block: ``bwd_start_ns``/``bwd_end_ns`` of its backward (see the module docstring)."""
-    import pandas as pd
-
     in_bwd = ranges[(ranges["start_ns"] >= backward["start_ns"]) & (ranges["start_ns"] <= backward["end_ns"])]
     evaluate_ids = set(in_bwd.loc[in_bwd["name"].str.startswith(EVALUATE_PREFIX), "range_id"])
     nodes = in_bwd[in_bwd["parent_id"].isin(evaluate_ids)].assign(seq=lambda f: _seqs(f["name"]))
@@ -134,9 +125,6 @@ def backward_windows(ranges: pd.DataFrame, forward_blocks: pd.DataFrame, backwar
 def _forward_blocks(ranges: pd.DataFrame, forward: pd.Series, block_ranges: pd.Series) -> pd.DataFrame:
     """The block ranges (``block_ranges``: block index by ``range_id``) inside ``forward``, with
     the sequence numbers of the op ranges each holds."""
-    import numpy as np
-    import pandas as pd
-
     layers = ranges[ranges["range_id"].isin(block_ranges.index)
                     & (ranges["start_ns"] >= forward["start_ns"]) & (ranges["end_ns"] <= forward["end_ns"])]
     rows = []
@@ -159,9 +147,6 @@ def _traced_block_params(ranges: pd.DataFrame, windows: pd.DataFrame) -> int | N
     """Parameters per block read from the trace, for a run without a config: the elements of the
     parameters whose gradients each block's backward accumulates (``AccumulateGrad`` op ranges
     with shapes), the most common count over the blocks; None without such ranges."""
-    import numpy as np
-    import pandas as pd
-
     found = ranges["name"].str.extract(ACCUMULATE_GRAD, expand=False).dropna()
     if found.empty or windows.empty:
         return None
@@ -182,9 +167,6 @@ def memory_ledger(ranges: pd.DataFrame, events: pd.DataFrame, config: dict | Non
     """The ledger's numbers (keys in :class:`analysis.trace.summary_schema.MemoryLedgerRecord`, less
     ``answer``) for the first measured step of ``structure``; raises ValueError naming what the
     trace lacks."""
-    import numpy as np
-    import pandas as pd
-
     steps = structure.steps[structure.steps["measured"].to_numpy(dtype=bool)] if structure.has_steps else structure.steps
     if steps.empty:
         raise ValueError("no measured training step")
@@ -245,8 +227,6 @@ def _timeline(allocs: pd.DataFrame, frees: pd.DataFrame, step: pd.Series, blocks
               windows: pd.DataFrame) -> dict:
     """Allocated bytes over the step (at most TIMELINE_POINTS points: the largest value in each
     time bin) and the blocks' forward and backward windows, in ms from the step's start."""
-    import pandas as pd
-
     changes = pd.concat([allocs[["time_ns", "bytes"]], frees[["time_ns"]].assign(bytes=-frees["bytes"])])
     changes = changes.sort_values("time_ns", kind="stable")
     level = changes["bytes"].cumsum()
@@ -284,8 +264,3 @@ def ledger_record(trace: Trace, config: dict | None, structure: RunStructure) ->
     except ValueError as err:
         return _unavailable(len(events), str(err))
     return {"available": True, **record, "memory_events": len(events), "blocks_problem": None}
-
-
-def has_backward(config: dict | None) -> bool:
-    """Whether the run config's mode (any, when it names none) runs a backward pass."""
-    return (config or {}).get("mode") in (None, "train", "forward-backward")
