@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 import types
 
@@ -15,6 +16,7 @@ import analysis.app.analyze as analyze_module
 import analysis.app.cache as cache_module
 import analysis.app.cli as cli
 from analysis.load import file_sha256
+from tests.conftest import REPO
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
 FORWARD = "small_ctx256_forward_fp32.sqlite"
@@ -126,6 +128,24 @@ def test_parallel_batch_writes_csv_tables_over_all_traces(fixture_trace, tmp_pat
     assert list(questions["b_calls_per_forward_pass"]) == [73, 84]
     assert set(pd.read_csv(tmp_path / "categories.csv")["phase"]) == {"forward", "backward", "optimizer_step", "overall"}
     assert not (tmp_path / "results.db").exists()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_command_line_leaves_pyarrow_out(fixture_trace, tmp_path, jobs):
+    """pandas imports pyarrow whenever it is installed; the command line, its pool's workers
+    included, keeps it from doing so. Here an installed pyarrow fails on import."""
+    site = tmp_path / "site"
+    (site / "pyarrow").mkdir(parents=True)
+    (site / "pyarrow" / "__init__.py").write_text("raise RuntimeError('pyarrow was imported')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    broken = subprocess.run([sys.executable, "-c", "import pandas"], env=env, capture_output=True, text=True)
+    assert "pyarrow was imported" in broken.stderr  # without the command line, pandas would load it
+    traces = [str(fixture_trace(TRAIN)), str(fixture_trace(FORWARD))]
+    run = subprocess.run([sys.executable, "-m", "analysis.app.cli", *traces, "--format", "json", "--no-cache",
+                          "--jobs", jobs, "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.json")) == [
+        "small_ctx128_train_fp32.json", "small_ctx256_forward_fp32.json"]
 
 
 def test_every_external_trace_is_analyzed_or_refused_in_one_line(external_trace, tmp_path, capsys):

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from analysis.app.batch import distinct, output_names
 from analysis.app.cache import CacheUnusable, ResultsCache
-from analysis.app.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from
+from analysis.app.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from, leave_out_pyarrow
 from analysis.core.range_names import RangeNames
 from analysis.core.safe_write import write_file
 from analysis.core.text import printable
@@ -47,6 +47,7 @@ exit status: 0 every trace analyzed, 1 some traces failed (one line each on stde
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status instead of exiting."""
+    leave_out_pyarrow()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         command, parser, argv = (_diff, _diff_parser(), argv[1:]) if argv[:1] == ["diff"] else \
