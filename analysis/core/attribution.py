@@ -18,6 +18,8 @@ Operations whose launch call is not in the trace (``launch_start_ns == -1``) bel
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -53,8 +55,7 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
         for op_rows in _chunks(op_groups[key], len(ops)):
             times = launch[op_rows]
             pick = holders.latest_holding(times)
-            ok = (pick >= 0) & (times >= 0)
-            result[op_rows[ok]] = order[pick[ok]]
+            result[op_rows] = np.where((pick >= 0) & (times >= 0), order[pick], -1)
     return result
 
 
@@ -67,11 +68,11 @@ def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:
 
 
 def _chunks(rows: np.ndarray | None, count: int):
-    """``rows`` (None: ``0 .. count - 1``) in pieces of :data:`CHUNK_OPS` positions."""
+    """``rows`` (None: ``0 .. count - 1``, as slices) in pieces of :data:`CHUNK_OPS` positions."""
     total = count if rows is None else len(rows)
     for low in range(0, total, CHUNK_OPS):
         high = min(low + CHUNK_OPS, total)
-        yield np.arange(low, high) if rows is None else rows[low:high]
+        yield slice(low, high) if rows is None else rows[low:high]
 
 
 def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
@@ -83,9 +84,14 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
     key = np.zeros(len(columns[0]), dtype=np.int64)
     distinct = []
     for column in columns:
+        if (column == column[0]).all():  # one value (one process): its code is 0 everywhere
+            distinct.append(column[:1])
+            continue
         codes, uniques = pd.factorize(column)
         key = key * len(uniques) + codes
         distinct.append(uniques)
+    # In the fewest bytes that hold the codes: numpy sorts 8- and 16-bit integers by radix, in linear time.
+    key = key.astype(np.min_scalar_type(math.prod(map(len, distinct)) - 1))
     order = np.argsort(key, kind="stable")
     sorted_key = key[order]
     first = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
@@ -103,43 +109,61 @@ class _Holders:
     """The windows of one group, sorted by start, and the query "latest-starting window that
     holds time t".
 
-    Most launches lie in the latest window started before them (one ``searchsorted``). The rest
-    (a launch after a nested window closed, or between windows) drop whole blocks of windows that
-    end too early, longest first: binary lifting over a sparse table of block maxima
-    (``level_max[k][i]`` = max of ``ends[i : i + 2**k]``), built once per group on first need, so
-    n windows and m launches cost O((n + m) log n) whatever the nesting depth."""
+    Most launches lie in the latest window started before them (one ``searchsorted``). For the
+    rest (a launch after that window closed: after a nested window, or between windows) the
+    holder is the nearest earlier window that ends later, or that one's nearest earlier window
+    that ends later, and so on: the windows in between end sooner, so none of them can hold the
+    launch. Each window's chain of such windows (its *enclosing* ones) is found once per group,
+    by pointer jumping; the launches then climb their chain by binary lifting, so n windows and
+    m launches cost O(n log n + m log depth) whatever the nesting depth. Position ``n`` stands for
+    "none": it ends at the largest time, so no climb goes past it, and ``-1`` reaches it too."""
 
     def __init__(self, starts: np.ndarray, ends: np.ndarray):
-        self.starts, self.ends = starts, ends
-        self._level_max: list[np.ndarray] | None = None
+        self.starts = starts
+        self.ends = np.append(ends, np.iinfo(np.int64).max)
+        self._jumps: list[np.ndarray] | None = None
 
     def latest_holding(self, times: np.ndarray) -> np.ndarray:
         """For each time, the position of the latest-starting window holding it, else -1."""
-        last = np.searchsorted(self.starts, times, side="right") - 1
-        started = last >= 0
-        direct = started.copy()
-        direct[started] = self.ends[last[started]] >= times[started]
-        pick = np.where(direct, last, -1)
-        rest = np.flatnonzero(started & ~direct)
+        pick = np.searchsorted(self.starts, times, side="right") - 1  # -1 (none started) holds all
+        rest = np.flatnonzero(self.ends[pick] < times)
         if len(rest):
-            pick[rest] = self._last_ending_at_or_after(last[rest], times[rest])
+            pick[rest] = self._enclosing_holder(pick[rest], times[rest])
         return pick
 
-    def _last_ending_at_or_after(self, last: np.ndarray, times: np.ndarray) -> np.ndarray:
-        """For each query, the largest ``j <= last`` with ``ends[j] >= time``, else -1."""
-        if self._level_max is None:
-            self._level_max = [self.ends]
-            for level in range(1, len(self.ends).bit_length()):
-                width = 1 << (level - 1)
-                self._level_max.append(np.maximum(self._level_max[-1][:-width], self._level_max[-1][width:]))
-        after = last + 1  # the candidates are ends[:after]; drop blocks from its right end
-        for level in range(len(self._level_max) - 1, -1, -1):
-            width = 1 << level
-            start = after - width
-            can_drop = start >= 0
-            can_drop[can_drop] = self._level_max[level][start[can_drop]] < times[can_drop]
-            after[can_drop] = start[can_drop]
-        return after - 1
+    def _enclosing_holder(self, last: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """For each query (a window ending before its time), the largest ``j < last`` with
+        ``ends[j] >= time``, else -1: the first window of ``last``'s enclosing chain to end at or
+        after the time (ends grow along the chain)."""
+        if self._jumps is None:
+            self._jumps = self._enclosing_jumps()
+        below = last  # the farthest window along the chain known to end before the time
+        for jump in reversed(self._jumps):
+            ahead = jump[below]
+            below = np.where(self.ends[ahead] < times, ahead, below)
+        found = self._jumps[0][below]
+        return np.where(found == len(self.starts), -1, found)
+
+    def _enclosing_jumps(self) -> list[np.ndarray]:
+        """``jumps[k][i]``: the window ``2**k`` steps up ``i``'s enclosing chain (``n`` past its top).
+
+        ``jumps[0][i]``, the nearest earlier window that ends later than ``i``, by pointer jumping:
+        each window starts at the one before it and, while that one ends no later, moves to that
+        one's current pointer (the windows skipped end no later, whatever round it is)."""
+        count = len(self.starts)
+        ends = self.ends[:-1]
+        enclosing = np.append(np.arange(-1, count - 1), count)
+        enclosing[0] = count
+        while True:
+            going_on = np.flatnonzero(enclosing[:-1] < count)
+            going_on = going_on[self.ends[enclosing[going_on]] <= ends[going_on]]
+            if not len(going_on):
+                break
+            enclosing[going_on] = enclosing[enclosing[going_on]]
+        jumps = [enclosing]
+        while (jumps[-1][:-1] < count).any():
+            jumps.append(jumps[-1][jumps[-1]])
+        return jumps
 
 
 def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:

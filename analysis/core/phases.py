@@ -23,6 +23,8 @@ from cs336_profile import contract
 # The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
 # whatever their ranges are called in the trace (:mod:`analysis.core.structure` finds them).
 PHASES = contract.PHASES
+# Kinds of GPU operation (``op_kind``), in the order of their categories.
+OP_KINDS = ("kernel", "memcpy", "memset")
 
 
 @dataclass
@@ -50,10 +52,14 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
         trace.kernels, trace.memops = kernels.iloc[:0].copy(), memops.iloc[:0].copy()
     kernel_count = len(kernels)
     order = np.lexsort([np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("end_ns", "start_ns")])
-    memop_names = pd.Categorical("[CUDA " + memops["kind"].astype(str) + "]")
+    memop_kind_codes, memop_kinds = pd.factorize(memops["kind"].astype(str))  # each name made once, not per memop
+    memop_names = pd.Categorical(("[CUDA " + memop_kinds + "]").take(memop_kind_codes))
+    is_memcpy = (memops["kind"] == "memcpy").to_numpy(dtype=bool)
+    used = [kernel_count > 0, is_memcpy.any(), not is_memcpy.all()]  # the kinds present, in OP_KINDS's order
+    code = (np.cumsum(used) - 1).astype(np.int8)
     op_kinds = pd.Categorical.from_codes(
-        np.concatenate([np.zeros(kernel_count, np.int8), np.where(memops["kind"] == "memcpy", 1, 2).astype(np.int8)]),
-        categories=["kernel", "memcpy", "memset"]).remove_unused_categories()
+        np.concatenate([np.full(kernel_count, code[0]), np.where(is_memcpy, code[1], code[2])]),
+        categories=pd.Index(OP_KINDS)[used])
     columns = {}
     for column in list(kernels.columns):
         kernel_column = kernels.pop(column) if move else kernels[column]
