@@ -81,15 +81,16 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
     pandas' per-call cost."""
     if not len(columns[0]):
         return {}
-    key = np.zeros(len(columns[0]), dtype=np.int64)
-    distinct = []
+    key, distinct = None, []
     for column in columns:
         if (column == column[0]).all():  # one value (one process): its code is 0 everywhere
             distinct.append(column[:1])
             continue
         codes, uniques = pd.factorize(column)
-        key = key * len(uniques) + codes
+        key = codes if key is None else key * len(uniques) + codes
         distinct.append(uniques)
+    if key is None:
+        key = np.zeros(len(columns[0]), dtype=np.int64)
     # In the fewest bytes that hold the codes: numpy sorts 8- and 16-bit integers by radix, in linear time.
     key = key.astype(np.min_scalar_type(math.prod(map(len, distinct)) - 1))
     order = np.argsort(key, kind="stable")
@@ -137,11 +138,14 @@ class _Holders:
         after the time (ends grow along the chain)."""
         if self._jumps is None:
             self._jumps = self._enclosing_jumps()
-        below = last  # the farthest window along the chain known to end before the time
-        for jump in reversed(self._jumps):
-            ahead = jump[below]
-            below = np.where(self.ends[ahead] < times, ahead, below)
-        found = self._jumps[0][below]
+        found = self._jumps[0][last]  # the nearest enclosing window holds most of them
+        climbing = np.flatnonzero(self.ends[found] < times)
+        if len(climbing):
+            below, later = found[climbing], times[climbing]  # windows known to end before the time
+            for jump in reversed(self._jumps):
+                ahead = jump[below]
+                below = np.where(self.ends[ahead] < later, ahead, below)
+            found[climbing] = self._jumps[0][below]
         return np.where(found == len(self.starts), -1, found)
 
     def _enclosing_jumps(self) -> list[np.ndarray]:
@@ -174,5 +178,7 @@ def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     holds it: the same-thread flavour of :func:`ops_in_windows`.
     """
     nested = np.flatnonzero(ranges["kind"].to_numpy() == "push_pop")
+    if len(nested) == len(ranges):  # every range is a push/pop one (the usual trace): positions are ids
+        return ops_in_windows(ops, ranges, same_thread=True)
     position = ops_in_windows(ops, ranges.iloc[nested], same_thread=True)
     return np.where(position >= 0, nested[np.maximum(position, 0)], -1) if len(nested) else position
