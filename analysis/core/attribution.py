@@ -36,6 +36,10 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
     thread) whose ``[start_ns, end_ns]`` holds the launch, the latest-starting one wins: for
     nested windows that is the innermost one, also after a nested sibling has closed (forward
     ``[0, 100]`` holding ``[40, 60]``: a launch at 80 belongs to forward).
+
+    The holder changes only at a window's start or just after its end (times are integers), so
+    each group's windows cut time into pieces, the rule is asked once per piece, at its first
+    time, and each launch looks up its piece: one binary search per launch.
     """
     result = np.full(len(ops), -1, dtype=np.int64)
     if not len(ops) or not len(windows):
@@ -51,11 +55,12 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
         if key not in op_groups:
             continue
         order = window_rows[np.argsort(window_starts[window_rows], kind="stable")]
-        holders = _Holders(window_starts[order], window_ends[order])
+        cuts = np.unique(np.concatenate([[0], window_starts[order], window_ends[order] + 1]))
+        pick = _latest_holding(window_starts[order], window_ends[order], cuts)
+        # The holder of each piece (-1 before time 0), and -1 for a launch before every piece.
+        holder = np.append(np.where((pick >= 0) & (cuts >= 0), order[pick], -1), -1)
         for op_rows in _chunks(op_groups[key], len(ops)):
-            times = launch[op_rows]
-            pick = holders.latest_holding(times)
-            result[op_rows] = np.where((pick >= 0) & (times >= 0), order[pick], -1)
+            result[op_rows] = holder[np.searchsorted(cuts, launch[op_rows], side="right") - 1]
     return result
 
 
@@ -106,68 +111,51 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
     return groups
 
 
-class _Holders:
-    """The windows of one group, sorted by start, and the query "latest-starting window that
-    holds time t".
+def _latest_holding(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """For each time, the position of the latest-starting window holding it, else -1 (windows
+    sorted by start).
 
-    Most launches lie in the latest window started before them (one ``searchsorted``). For the
-    rest (a launch after that window closed: after a nested window, or between windows) the
-    holder is the nearest earlier window that ends later, or that one's nearest earlier window
-    that ends later, and so on: the windows in between end sooner, so none of them can hold the
-    launch. Each window's chain of such windows (its *enclosing* ones) is found once per group,
-    by pointer jumping; the launches then climb their chain by binary lifting, so n windows and
-    m launches cost O(n log n + m log depth) whatever the nesting depth. Position ``n`` stands for
-    "none": it ends at the largest time, so no climb goes past it, and ``-1`` reaches it too."""
+    Most times lie in the latest window started before them (one ``searchsorted``). For the rest
+    (a time after that window closed: after a nested window, or between windows) the holder is
+    the nearest earlier window that ends later, or that one's nearest earlier window that ends
+    later, and so on: the windows in between end sooner, so none of them can hold the time. The
+    times climb this chain of *enclosing* windows by binary lifting (:func:`_enclosing_jumps`),
+    so n windows and m times cost O((n + m) log n) whatever the nesting depth."""
+    count = len(starts)
+    ends = np.append(ends, np.iinfo(np.int64).max)  # position n, "none", ends last: no climb goes past it
+    pick = np.searchsorted(starts, times, side="right") - 1  # -1 (none started) reads position n
+    rest = np.flatnonzero(ends[pick] < times)
+    if len(rest):
+        jumps = _enclosing_jumps(ends)
+        below, later = pick[rest], times[rest]  # the farthest window up the chain known to end too soon
+        for jump in reversed(jumps):
+            ahead = jump[below]
+            below = np.where(ends[ahead] < later, ahead, below)
+        found = jumps[0][below]
+        pick[rest] = np.where(found == count, -1, found)
+    return pick
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray):
-        self.starts = starts
-        self.ends = np.append(ends, np.iinfo(np.int64).max)
-        self._jumps: list[np.ndarray] | None = None
 
-    def latest_holding(self, times: np.ndarray) -> np.ndarray:
-        """For each time, the position of the latest-starting window holding it, else -1."""
-        pick = np.searchsorted(self.starts, times, side="right") - 1  # -1 (none started) holds all
-        rest = np.flatnonzero(self.ends[pick] < times)
-        if len(rest):
-            pick[rest] = self._enclosing_holder(pick[rest], times[rest])
-        return pick
+def _enclosing_jumps(ends: np.ndarray) -> list[np.ndarray]:
+    """``jumps[k][i]``: the window ``2**k`` steps up window ``i``'s chain of enclosing windows
+    (``n``, the last of ``ends``, past its top), as many levels as the deepest chain needs.
 
-    def _enclosing_holder(self, last: np.ndarray, times: np.ndarray) -> np.ndarray:
-        """For each query (a window ending before its time), the largest ``j < last`` with
-        ``ends[j] >= time``, else -1: the first window of ``last``'s enclosing chain to end at or
-        after the time (ends grow along the chain)."""
-        if self._jumps is None:
-            self._jumps = self._enclosing_jumps()
-        found = self._jumps[0][last]  # the nearest enclosing window holds most of them
-        climbing = np.flatnonzero(self.ends[found] < times)
-        if len(climbing):
-            below, later = found[climbing], times[climbing]  # windows known to end before the time
-            for jump in reversed(self._jumps):
-                ahead = jump[below]
-                below = np.where(self.ends[ahead] < later, ahead, below)
-            found[climbing] = self._jumps[0][below]
-        return np.where(found == len(self.starts), -1, found)
-
-    def _enclosing_jumps(self) -> list[np.ndarray]:
-        """``jumps[k][i]``: the window ``2**k`` steps up ``i``'s enclosing chain (``n`` past its top).
-
-        ``jumps[0][i]``, the nearest earlier window that ends later than ``i``, by pointer jumping:
-        each window starts at the one before it and, while that one ends no later, moves to that
-        one's current pointer (the windows skipped end no later, whatever round it is)."""
-        count = len(self.starts)
-        ends = self.ends[:-1]
-        enclosing = np.append(np.arange(-1, count - 1), count)
-        enclosing[0] = count
-        while True:
-            going_on = np.flatnonzero(enclosing[:-1] < count)
-            going_on = going_on[self.ends[enclosing[going_on]] <= ends[going_on]]
-            if not len(going_on):
-                break
-            enclosing[going_on] = enclosing[enclosing[going_on]]
-        jumps = [enclosing]
-        while (jumps[-1][:-1] < count).any():
-            jumps.append(jumps[-1][jumps[-1]])
-        return jumps
+    ``jumps[0][i]``, the nearest earlier window that ends later than ``i``, by pointer jumping:
+    each window starts at the one before it and, while that one ends no later, moves to that
+    one's current pointer (the windows skipped end no later, whatever the round)."""
+    count = len(ends) - 1
+    enclosing = np.append(np.arange(-1, count - 1), count)
+    enclosing[0] = count
+    while True:
+        going_on = np.flatnonzero(enclosing[:-1] < count)
+        going_on = going_on[ends[enclosing[going_on]] <= ends[going_on]]
+        if not len(going_on):
+            break
+        enclosing[going_on] = enclosing[enclosing[going_on]]
+    jumps = [enclosing]
+    while (jumps[-1][:-1] < count).any():
+        jumps.append(jumps[-1][jumps[-1]])
+    return jumps
 
 
 def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
