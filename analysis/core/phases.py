@@ -51,7 +51,8 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
         kernels = kernels.copy(deep=False)
         trace.kernels, trace.memops = kernels.iloc[:0].copy(), memops.iloc[:0].copy()
     kernel_count = len(kernels)
-    order = np.lexsort([np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("end_ns", "start_ns")])
+    sort_keys = {c: np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("start_ns", "end_ns")}
+    order = np.lexsort((sort_keys["end_ns"], sort_keys["start_ns"]))
     memop_kind_codes, memop_kinds = pd.factorize(memops["kind"].astype(str))  # each name made once, not per memop
     memop_names = pd.Categorical(("[CUDA " + memop_kinds + "]").take(memop_kind_codes))
     is_memcpy = (memops["kind"] == "memcpy").to_numpy(dtype=bool)
@@ -65,6 +66,8 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
         kernel_column = kernels.pop(column) if move else kernels[column]
         if column in ("name", "demangled_name"):
             both = union_categoricals([kernel_column, memop_names], ignore_order=True)
+        elif column in sort_keys:  # concatenated already, to be sorted on
+            both = sort_keys.pop(column)
         else:
             both = np.concatenate([kernel_column.to_numpy(), memops[column].to_numpy()])
         del kernel_column
