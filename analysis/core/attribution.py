@@ -25,6 +25,9 @@ import pandas as pd
 
 # Launches searched at a time: the search's temporaries stay a few MiB whatever the trace's length.
 CHUNK_OPS = 1 << 20
+# Up to this many combinations of key values, a pass over the keys per combination finds the rows
+# of each faster than a sort of the keys does (the usual trace: one process, a thread or two).
+FEW_GROUPS = 16
 
 
 def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: bool = False
@@ -96,13 +99,18 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
         distinct.append(uniques)
     if key is None:
         key = np.zeros(len(columns[0]), dtype=np.int64)
-    # In the fewest bytes that hold the codes: numpy sorts 8- and 16-bit integers by radix, in linear time.
-    key = key.astype(np.min_scalar_type(math.prod(map(len, distinct)) - 1))
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    first = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+    combinations = math.prod(map(len, distinct))
+    if combinations <= FEW_GROUPS:
+        found = ((code, np.flatnonzero(key == code)) for code in range(combinations))
+        found = [(code, rows) for code, rows in found if len(rows)]
+    else:  # in the fewest bytes that hold the codes: numpy sorts 8- and 16-bit integers by radix
+        key = key.astype(np.min_scalar_type(combinations - 1))
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        first = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+        found = zip(sorted_key[first].tolist(), np.split(order, first[1:]))
     groups = {}
-    for code, rows in zip(sorted_key[first].tolist(), np.split(order, first[1:])):
+    for code, rows in found:
         values = []
         for uniques in reversed(distinct):
             code, position = divmod(code, len(uniques))
