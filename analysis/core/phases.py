@@ -128,7 +128,7 @@ def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Ca
         return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int64), categories=categories)
     innermost = innermost_ranges(ops, ranges)
     code = np.zeros(len(ranges) + 1, dtype=np.int8)  # the last one for "no range"
-    code[parts.index.to_numpy(np.int64)] = [REGIONS.index(part) + 1 for part in parts]
+    code[parts.index.to_numpy(np.int64)] = pd.Categorical(parts, categories=REGIONS).codes + 1
     region_of_range = _nearest_named(code[:-1] > 0, ranges["parent_id"].to_numpy())
     code_of_range = code[np.append(region_of_range, -1)]  # the region's code, by range and for "no range"
     return pd.Categorical.from_codes(code_of_range[innermost], categories=categories)
