@@ -53,14 +53,12 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
     kernel_count = len(kernels)
     sort_keys = {c: np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("start_ns", "end_ns")}
     order = np.lexsort((sort_keys["end_ns"], sort_keys["start_ns"]))
-    memop_kind_codes, memop_kinds = pd.factorize(memops["kind"].astype(str))  # each name made once, not per memop
-    memop_names = pd.Categorical(("[CUDA " + memop_kinds + "]").take(memop_kind_codes))
-    is_memcpy = (memops["kind"] == "memcpy").to_numpy(dtype=bool)
-    used = [kernel_count > 0, is_memcpy.any(), not is_memcpy.all()]  # the kinds present, in OP_KINDS's order
-    code = (np.cumsum(used) - 1).astype(np.int8)
-    op_kinds = pd.Categorical.from_codes(
-        np.concatenate([np.full(kernel_count, code[0]), np.where(is_memcpy, code[1], code[2])]),
-        categories=pd.Index(OP_KINDS)[used])
+    # The memops' names, made once per kind present (the categories sorted, as pd.Categorical sorts them).
+    memop_kind_codes, memop_kinds = pd.factorize(memops["kind"].astype(str))
+    kind_names = "[CUDA " + memop_kinds + "]"
+    name_categories = kind_names.sort_values()
+    memop_names = pd.Categorical.from_codes(name_categories.get_indexer(kind_names)[memop_kind_codes],
+                                            categories=name_categories)
     columns = {}
     for column in list(kernels.columns):
         kernel_column = kernels.pop(column) if move else kernels[column]
@@ -72,8 +70,16 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
             both = np.concatenate([kernel_column.to_numpy(), memops[column].to_numpy()])
         del kernel_column
         columns[column] = both[order]
-    columns["op_kind"] = op_kinds[order]
-    columns["bytes"] = np.concatenate([np.zeros(kernel_count, np.int64), memops["bytes"].to_numpy(np.int64)])[order]
+    memop_at = np.flatnonzero(order >= kernel_count)  # the memops' rows in the table, and which memop each holds
+    memop_order = order[memop_at] - kernel_count
+    is_memcpy = np.asarray(memop_kinds == "memcpy", dtype=bool)[memop_kind_codes]
+    used = [kernel_count > 0, is_memcpy.any(), not is_memcpy.all()]  # the kinds present, in OP_KINDS's order
+    code = (np.cumsum(used) - 1).astype(np.int8)
+    kind_codes = np.full(len(order), code[0])
+    kind_codes[memop_at] = np.where(is_memcpy, code[1], code[2])[memop_order]
+    columns["op_kind"] = pd.Categorical.from_codes(kind_codes, categories=pd.Index(OP_KINDS)[used])
+    columns["bytes"] = np.zeros(len(order), dtype=np.int64)
+    columns["bytes"][memop_at] = memops["bytes"].to_numpy(np.int64)[memop_order]
     return pd.DataFrame(columns, copy=False)
 
 
@@ -116,6 +122,7 @@ def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:
     """Name of the window at each position (``""`` for -1), as a categorical."""
     categories, codes = np.unique(np.append(window_names.to_numpy(dtype=object).astype(str), ""),
                                   return_inverse=True)
+    codes = codes.astype(np.min_scalar_type(-len(categories)))  # read per op: in as few bytes as hold them
     return pd.Categorical.from_codes(codes[position], categories=categories)
 
 
