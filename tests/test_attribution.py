@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.core.attribution import innermost_ranges, ops_in_windows, rows_by_key
+from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, rows_by_key
 from analysis.core.phases import OP_KINDS, gpu_ops, label_ops
 from analysis.core.range_names import RangeNames
 from analysis.load import load_trace
@@ -113,6 +113,10 @@ def test_same_thread_windows_match_the_rule_spelled_out(seed):
     assert ops_in_windows(ops, windows, same_thread=True).tolist() == expected
     assert ops_in_windows(ops.iloc[:1], windows, same_thread=True).tolist() == expected[:1]
     assert ops_in_windows(ops.iloc[:0], windows, same_thread=True).tolist() == []
+    tables = [windows.iloc[::2], windows.iloc[:0], windows]  # searched together, each as on its own
+    for same_thread in (False, True):
+        assert [found.tolist() for found in ops_in_window_tables(ops, tables, same_thread=same_thread)] == \
+            [ops_in_windows(ops, table, same_thread=same_thread).tolist() for table in tables]
 
 
 @pytest.mark.parametrize("seed", range(10))

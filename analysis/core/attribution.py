@@ -44,28 +44,41 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
     each group's windows cut time into pieces, the rule is asked once per piece, at its first
     time, and each launch looks up its piece: one binary search per launch.
     """
-    result = np.full(len(ops), -1, dtype=np.int64)
-    if not len(ops) or not len(windows):
-        return result
+    return ops_in_window_tables(ops, [windows], same_thread=same_thread)[0]
+
+
+def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_thread: bool = False
+                         ) -> list[np.ndarray]:
+    """:func:`ops_in_windows` for each of ``tables``, with one binary search per launch for them
+    all: the windows of every table cut time into the pieces the launches look up."""
+    results = [np.full(len(ops), -1, dtype=np.int64) for _ in tables]
+    if not len(ops) or not any(len(windows) for windows in tables):
+        return results
     keys = ["pid", "tid"] if same_thread else ["pid"]
-    op_keys = ["pid", "launch_tid"] if same_thread else ["pid"]
-    launch = ops["launch_start_ns"].to_numpy()
-    # As int64 whatever the table's dtype: a search in Python integers (an object column) is ten times slower.
-    window_starts = windows["start_ns"].to_numpy(dtype=np.int64)
-    window_ends = windows["end_ns"].to_numpy(dtype=np.int64)
-    op_groups = _groups(*(ops[key].to_numpy() for key in op_keys))
-    for key, window_rows in rows_by_key(*(windows[key].to_numpy() for key in keys)).items():
-        if key not in op_groups:
+    op_groups = _groups(*(ops[key].to_numpy() for key in (["pid", "launch_tid"] if same_thread else ["pid"])))
+    sorted_windows: dict[tuple, list] = {}  # per group: (table, positions, starts, ends) sorted by start
+    for table, windows in enumerate(tables):
+        if not len(windows):
             continue
-        order = window_rows[np.argsort(window_starts[window_rows], kind="stable")]
+        # As int64 whatever the table's dtype: a search in Python integers (an object column) is ten times slower.
+        starts, ends = (windows[column].to_numpy(dtype=np.int64) for column in ("start_ns", "end_ns"))
+        for key, rows in rows_by_key(*(windows[key].to_numpy() for key in keys)).items():
+            if key in op_groups:
+                order = rows[np.argsort(starts[rows], kind="stable")]
+                sorted_windows.setdefault(key, []).append((table, order, starts[order], ends[order]))
+    launch = ops["launch_start_ns"].to_numpy()
+    for key, found in sorted_windows.items():
         # A repeated cut is harmless (each copy gets the same holder); np.sort is far faster than np.unique.
-        cuts = np.sort(np.concatenate([[0], window_starts[order], window_ends[order] + 1]))
-        pick = _latest_holding(window_starts[order], window_ends[order], cuts)
-        # The holder of each piece (-1 before time 0), and -1 for a launch before every piece.
-        holder = np.append(np.where((pick >= 0) & (cuts >= 0), order[pick], -1), -1)
+        cuts = np.sort(np.concatenate([[0], *(np.r_[starts, ends + 1] for _, _, starts, ends in found)]))
+        holders = []  # per table, the holder of each piece (-1 before time 0), and -1 for a launch before every piece
+        for table, order, starts, ends in found:
+            pick = _latest_holding(starts, ends, cuts)
+            holders.append((results[table], np.append(np.where((pick >= 0) & (cuts >= 0), order[pick], -1), -1)))
         for op_rows in _chunks(op_groups[key], len(ops)):
-            result[op_rows] = holder[np.searchsorted(cuts, launch[op_rows], side="right") - 1]
-    return result
+            piece = np.searchsorted(cuts, launch[op_rows], side="right") - 1
+            for result, holder in holders:
+                result[op_rows] = holder[piece]
+    return results
 
 
 def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:

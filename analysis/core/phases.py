@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from analysis.core.attribution import innermost_ranges, ops_in_windows
+from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import REGIONS, RunStructure, find_structure
 from analysis.load import Trace
@@ -90,16 +90,14 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     ops = gpu_ops(trace, move=move_tables)
     structure = find_structure(trace.ranges, ops, names)
     notes = list(structure.notes)
-    step_windows = structure.steps
-    in_step = ops_in_windows(ops, step_windows)
+    step_windows, phase_windows = structure.steps, structure.phases
+    in_step, in_phase = ops_in_window_tables(ops, [step_windows, phase_windows])
     ops["step"] = _labels(in_step, step_windows["name"])
     has_steps = structure.has_steps
     ops["measured"] = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step] if has_steps else True
     if not has_steps:
         notes.append(f"no steps: the whole capture is analyzed ({structure.step_rule})")
 
-    phase_windows = structure.phases
-    in_phase = ops_in_windows(ops, phase_windows)
     ops["phase"] = _labels(in_phase, phase_windows["name"])
     ops["phase_range_id"] = np.append(phase_windows["range_id"].to_numpy(), -1)[in_phase]
 
