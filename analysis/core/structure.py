@@ -769,17 +769,17 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
         parts = dict(zip(names.regions, REGIONS))
         rows = own[own["name"].isin(list(parts))]
         return pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object), False
-    distinct = own.drop_duplicates("name")
+    distinct = own[["name", "normal"]].drop_duplicates("name")
     parts = {name: part for name, normal in zip(distinct["name"], distinct["normal"])
              if (part := _region_of(normal)) and _phase_of(normal) is None}
-    rows = own[own["name"].isin(list(parts))]
-    found = pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object)
-    found = pd.concat([found, _matmuls_beside_softmax(own, rows[rows["name"].map(parts) == contract.SOFTMAX_RANGE])])
+    rows = own.loc[own["name"].isin(list(parts)), ["name", "range_id", "parent_id", "start_ns", "end_ns"]]
+    part_of = rows["name"].map(parts).to_numpy()
+    found = pd.Series(part_of, index=rows["range_id"].to_numpy(), dtype=object)
+    found = pd.concat([found, _matmuls_beside_softmax(own, rows[part_of == contract.SOFTMAX_RANGE])])
     fused = bool(len(labels)) and bool((labels["name"] == TORCH_SDPA).any())
     if found.empty and len(labels) and not fused:
         softmax = labels[labels["name"].str.match(TORCH_SOFTMAX)]
         found = pd.Series(contract.SOFTMAX_RANGE, index=softmax["range_id"].to_numpy(), dtype=object)
-        rows = softmax
     forwards = phases[phases["name"] == "forward"]
     if len(forwards) and len(found):
         columns = ["range_id", "pid", "start_ns"]  # what _inside_any reads
