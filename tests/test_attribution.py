@@ -139,14 +139,16 @@ def test_rows_by_key_matches_groupby(seed):
 def test_deep_nesting_costs_no_walk_per_level():
     """100,000 windows nested in one another, a launch just inside each start and each end:
     the end launches come after every deeper window has closed. A walk up the nest per launch
-    would take 10^10 steps here."""
+    (or per window, as for the window after the nest, which ends later than all of it) would
+    take 10^10 steps here."""
     depth = 100_000
     level = np.arange(depth)
-    windows = pd.DataFrame({"pid": 1, "tid": 7, "start_ns": 2 * level, "end_ns": 4 * depth - 2 * level})
-    ops = _ops(np.concatenate([2 * level + 1, 4 * depth - 2 * level - 1]), 7)
+    windows = pd.DataFrame({"pid": 1, "tid": 7, "start_ns": np.r_[2 * level, 4 * depth + 1],
+                            "end_ns": np.r_[4 * depth - 2 * level, 8 * depth]})
+    ops = _ops(np.concatenate([2 * level + 1, 4 * depth - 2 * level - 1, [4 * depth + 2]]), 7)
     owner = ops_in_windows(ops, windows, same_thread=True)
-    assert np.array_equal(owner, np.concatenate([level, level]))
-    ranges = windows.assign(range_id=level, kind="push_pop", parent_id=level - 1)
+    assert np.array_equal(owner, np.concatenate([level, level, [depth]]))
+    ranges = windows.assign(range_id=np.arange(depth + 1), kind="push_pop", parent_id=np.r_[level - 1, -1])
     assert np.array_equal(innermost_ranges(ops, ranges), owner)
 
 

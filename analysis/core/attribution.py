@@ -137,47 +137,30 @@ def _latest_holding(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> 
     """For each time, the position of the latest-starting window holding it, else -1 (windows
     sorted by start).
 
-    Most times lie in the latest window started before them (one ``searchsorted``). For the rest
-    (a time after that window closed: after a nested window, or between windows) the holder is
-    the nearest earlier window that ends later, or that one's nearest earlier window that ends
-    later, and so on: the windows in between end sooner, so none of them can hold the time. The
-    times climb this chain of *enclosing* windows by binary lifting (:func:`_enclosing_jumps`),
-    so n windows and m times cost O((n + m) log n) whatever the nesting depth."""
-    count = len(starts)
-    ends = np.append(ends, np.iinfo(np.int64).max)  # position n, "none", ends last: no climb goes past it
-    pick = np.searchsorted(starts, times, side="right") - 1  # -1 (none started) reads position n
-    rest = np.flatnonzero(ends[pick] < times)
+    Most times lie in the latest window started before them (one ``searchsorted``). The rest (a
+    time after a nested window closed, or between windows) drop whole blocks of windows that end
+    too early, longest first: binary lifting over a sparse table of block maxima
+    (``level_max[k][i]`` = max of ``ends[i : i + 2**k]``), so n windows and m times cost
+    O((n + m) log n) whatever the nesting depth."""
+    last = np.searchsorted(starts, times, side="right") - 1
+    started = last >= 0
+    direct = started.copy()
+    direct[started] = ends[last[started]] >= times[started]
+    pick = np.where(direct, last, -1)
+    rest = np.flatnonzero(started & ~direct)
     if len(rest):
-        jumps = _enclosing_jumps(ends)
-        below, later = pick[rest], times[rest]  # the farthest window up the chain known to end too soon
-        for jump in reversed(jumps):
-            ahead = jump[below]
-            below = np.where(ends[ahead] < later, ahead, below)
-        found = jumps[0][below]
-        pick[rest] = np.where(found == count, -1, found)
+        level_max = [ends]
+        for level in range(1, len(ends).bit_length()):
+            width = 1 << (level - 1)
+            level_max.append(np.maximum(level_max[-1][:-width], level_max[-1][width:]))
+        after, later = last[rest] + 1, times[rest]  # the candidates are ends[:after]; drop blocks from its right end
+        for level in range(len(level_max) - 1, -1, -1):
+            start = after - (1 << level)
+            can_drop = start >= 0
+            can_drop[can_drop] = level_max[level][start[can_drop]] < later[can_drop]
+            after[can_drop] = start[can_drop]
+        pick[rest] = after - 1
     return pick
-
-
-def _enclosing_jumps(ends: np.ndarray) -> list[np.ndarray]:
-    """``jumps[k][i]``: the window ``2**k`` steps up window ``i``'s chain of enclosing windows
-    (``n``, the last of ``ends``, past its top), as many levels as the deepest chain needs.
-
-    ``jumps[0][i]``, the nearest earlier window that ends later than ``i``, by pointer jumping:
-    each window starts at the one before it and, while that one ends no later, moves to that
-    one's current pointer (the windows skipped end no later, whatever the round)."""
-    count = len(ends) - 1
-    enclosing = np.append(np.arange(-1, count - 1), count)
-    enclosing[0] = count
-    while True:
-        going_on = np.flatnonzero(enclosing[:-1] < count)
-        going_on = going_on[ends[enclosing[going_on]] <= ends[going_on]]
-        if not len(going_on):
-            break
-        enclosing[going_on] = enclosing[enclosing[going_on]]
-    jumps = [enclosing]
-    while (jumps[-1][:-1] < count).any():
-        jumps.append(jumps[-1][jumps[-1]])
-    return jumps
 
 
 def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
