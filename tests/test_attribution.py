@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.core.attribution import innermost_ranges, ops_in_windows
-from analysis.core.phases import gpu_ops, label_ops
+from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, rows_by_key
+from analysis.core.phases import OP_KINDS, gpu_ops, label_ops
 from analysis.core.range_names import RangeNames
 from analysis.load import load_trace
 
@@ -90,17 +90,65 @@ def test_windows_match_the_rule_spelled_out(seed):
         _latest_starting_holder(launches, starts, ends)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_same_thread_windows_match_the_rule_spelled_out(seed):
+    """Several processes and threads, windows nested, overlapping and touching, launches on the
+    edges, before time 0, and on threads without windows: each launch against its own thread's
+    windows, one at a time."""
+    rng = np.random.default_rng(seed)
+    count = rng.integers(1, 40)
+    span = rng.choice([5, 50, 500])
+    starts = rng.integers(-2, span, size=count)
+    ends = starts + rng.integers(0, span // 2 + 1, size=count)
+    windows = pd.DataFrame({"pid": rng.integers(1, 3, size=count), "tid": rng.integers(7, 10, size=count),
+                            "start_ns": starts, "end_ns": ends}).sample(frac=1, random_state=seed)
+    launches = np.append(rng.integers(-3, 2 * span, size=300), np.concatenate([starts, ends, ends + 1, starts - 1]))
+    ops = pd.DataFrame({"pid": rng.integers(1, 4, size=len(launches)), "launch_start_ns": launches,
+                        "launch_tid": rng.integers(7, 11, size=len(launches))})
+    expected = []
+    for pid, t, tid in ops.itertuples(index=False):
+        mine = np.flatnonzero((windows["pid"] == pid).to_numpy() & (windows["tid"] == tid).to_numpy())
+        owner = _latest_starting_holder([t], windows["start_ns"].to_numpy()[mine], windows["end_ns"].to_numpy()[mine])[0]
+        expected.append(int(mine[owner]) if owner >= 0 else -1)
+    assert ops_in_windows(ops, windows, same_thread=True).tolist() == expected
+    assert ops_in_windows(ops.iloc[:1], windows, same_thread=True).tolist() == expected[:1]
+    assert ops_in_windows(ops.iloc[:0], windows, same_thread=True).tolist() == []
+    tables = [windows.iloc[::2], windows.iloc[:0], windows]  # searched together, each as on its own
+    for same_thread in (False, True):
+        assert [found.tolist() for found in ops_in_window_tables(ops, tables, same_thread=same_thread)] == \
+            [ops_in_windows(ops, table, same_thread=same_thread).tolist() for table in tables]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_rows_by_key_matches_groupby(seed):
+    """Constant columns, repeated and single values, one row: the rows of each combination, as
+    pandas groups them."""
+    rng = np.random.default_rng(seed)
+    count = rng.integers(1, 300)
+    columns = [np.full(count, 935, dtype=np.int32), rng.integers(0, rng.integers(1, 400), size=count),
+               rng.choice(np.array(["a", "b", "c"], dtype=object), size=count)]
+    for picked in ([0], [1], [0, 1], [1, 2], [0, 1, 2], [2, 0]):
+        chosen = [columns[i] for i in picked]
+        expected = pd.DataFrame({i: c for i, c in enumerate(chosen)}).groupby(list(range(len(chosen)))).indices
+        groups = rows_by_key(*chosen)
+        assert {key if len(chosen) > 1 else key[0] for key in groups} == set(expected)
+        for key, rows in groups.items():
+            assert np.array_equal(rows, expected[key if len(chosen) > 1 else key[0]])
+
+
 def test_deep_nesting_costs_no_walk_per_level():
     """100,000 windows nested in one another, a launch just inside each start and each end:
     the end launches come after every deeper window has closed. A walk up the nest per launch
-    would take 10^10 steps here."""
+    (or per window, as for the window after the nest, which ends later than all of it) would
+    take 10^10 steps here."""
     depth = 100_000
     level = np.arange(depth)
-    windows = pd.DataFrame({"pid": 1, "tid": 7, "start_ns": 2 * level, "end_ns": 4 * depth - 2 * level})
-    ops = _ops(np.concatenate([2 * level + 1, 4 * depth - 2 * level - 1]), 7)
+    windows = pd.DataFrame({"pid": 1, "tid": 7, "start_ns": np.r_[2 * level, 4 * depth + 1],
+                            "end_ns": np.r_[4 * depth - 2 * level, 8 * depth]})
+    ops = _ops(np.concatenate([2 * level + 1, 4 * depth - 2 * level - 1, [4 * depth + 2]]), 7)
     owner = ops_in_windows(ops, windows, same_thread=True)
-    assert np.array_equal(owner, np.concatenate([level, level]))
-    ranges = windows.assign(range_id=level, kind="push_pop", parent_id=level - 1)
+    assert np.array_equal(owner, np.concatenate([level, level, [depth]]))
+    ranges = windows.assign(range_id=np.arange(depth + 1), kind="push_pop", parent_id=np.r_[level - 1, -1])
     assert np.array_equal(innermost_ranges(ops, ranges), owner)
 
 
@@ -168,3 +216,25 @@ def test_custom_names_label_phases_by_role(tmp_path):
     assert labelled.measured_passes == {"forward": 1, "backward": 1}
     assert labelled.phase_ranges["phase"].tolist() == ["forward", "backward"]
     assert labelled.notes == ["no range is named `l`", "no range is named `o`", "no range is named `qk`", "no range is named `av`"]
+
+
+@pytest.mark.parametrize("kinds", [("memcpy",), ("memset",), ("memcpy", "memset"), ()])
+@pytest.mark.parametrize("kernel_count", [0, 1, 7])
+def test_gpu_ops_name_and_kind_each_op_in_start_order(kinds, kernel_count):
+    """op_kind's categories are the kinds present (in OP_KINDS's order); memops are named
+    ``[CUDA <kind>]``; rows by start, then end, kernels first on ties."""
+    from types import SimpleNamespace
+    rng = np.random.default_rng(kernel_count + len(kinds))
+    kernels = pd.DataFrame({"start_ns": rng.integers(0, 5, kernel_count), "end_ns": rng.integers(5, 8, kernel_count),
+                            "name": pd.Categorical(rng.choice(["gemm", "add"], kernel_count))})
+    memop_kinds = [kinds[i % len(kinds)] for i in range(5)] if kinds else []
+    memops = pd.DataFrame({"kind": memop_kinds, "start_ns": rng.integers(0, 5, len(memop_kinds)),
+                           "end_ns": rng.integers(5, 8, len(memop_kinds)), "name": "", "bytes": 64})
+    ops = gpu_ops(SimpleNamespace(kernels=kernels, memops=memops))
+    order = np.lexsort((np.r_[kernels["end_ns"], memops["end_ns"]], np.r_[kernels["start_ns"], memops["start_ns"]]))
+    kind = np.array(["kernel"] * kernel_count + memop_kinds, dtype=object)[order]
+    assert ops["op_kind"].tolist() == kind.tolist()
+    assert list(ops["op_kind"].cat.categories) == [k for k in OP_KINDS if k in set(kind)]
+    names = np.r_[kernels["name"].astype(str), [f"[CUDA {k}]" for k in memop_kinds]][order]
+    assert ops["name"].astype(str).tolist() == names.tolist()
+    assert ops["bytes"].tolist() == [0 if k == "kernel" else 64 for k in kind]

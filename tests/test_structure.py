@@ -203,10 +203,11 @@ def test_optimizer_dot_step_and_block_ranges(tmp_path):
     assert sorted(structure.block_ranges.value_counts().to_dict().items()) == [(0, 3), (1, 3), (2, 3)]
 
 
-def test_step_figures_match_the_attribution_rule_kernel_by_kernel():
+@pytest.mark.parametrize("in_launch_order", [False, True])
+def test_step_figures_match_the_attribution_rule_kernel_by_kernel(in_launch_order):
     """Counting by the stretches between step bounds gives what the rule gives kernel by kernel:
     nested and touching windows, launches on a bound or missing (-1), several processes, ops out
-    of launch order, memcpys left out."""
+    of launch order or in it, memcpys left out."""
     from analysis.core.structure import _step_figures
     rng = np.random.default_rng(7)
     windows = pd.DataFrame({"pid": [1, 1, 1, 1, 2, 2, 2], "start_ns": [0, 100, 100, 40, 50, 120, -10],
@@ -216,6 +217,8 @@ def test_step_figures_match_the_attribution_rule_kernel_by_kernel():
                         "dur_ns": rng.integers(1, 1_000, count),
                         "op_kind": rng.choice(["kernel", "memcpy"], count, p=[0.9, 0.1])})
     ops.loc[::50, "launch_start_ns"] = -1
+    if in_launch_order:
+        ops = ops.sort_values(["pid", "launch_start_ns"], kind="stable", ignore_index=True)
     figures = _step_figures(windows, ops)
     kernels = ops[ops["op_kind"] == "kernel"]
     holder = ops_in_windows(kernels, windows)

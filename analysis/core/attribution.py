@@ -18,11 +18,16 @@ Operations whose launch call is not in the trace (``launch_start_ns == -1``) bel
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 # Launches searched at a time: the search's temporaries stay a few MiB whatever the trace's length.
 CHUNK_OPS = 1 << 20
+# Up to this many combinations of key values, a pass over the keys per combination finds the rows
+# of each faster than a sort of the keys does (the usual trace: one process, a thread or two).
+FEW_GROUPS = 16
 
 
 def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: bool = False
@@ -34,28 +39,46 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
     thread) whose ``[start_ns, end_ns]`` holds the launch, the latest-starting one wins: for
     nested windows that is the innermost one, also after a nested sibling has closed (forward
     ``[0, 100]`` holding ``[40, 60]``: a launch at 80 belongs to forward).
+
+    The holder changes only at a window's start or just after its end (times are integers), so
+    each group's windows cut time into pieces, the rule is asked once per piece, at its first
+    time, and each launch looks up its piece: one binary search per launch.
     """
-    result = np.full(len(ops), -1, dtype=np.int64)
-    if not len(ops) or not len(windows):
-        return result
+    return ops_in_window_tables(ops, [windows], same_thread=same_thread)[0]
+
+
+def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_thread: bool = False
+                         ) -> list[np.ndarray]:
+    """:func:`ops_in_windows` for each of ``tables``, with one binary search per launch for them
+    all: the windows of every table cut time into the pieces the launches look up."""
+    results = [np.full(len(ops), -1, dtype=np.int64) for _ in tables]
+    if not len(ops) or not any(len(windows) for windows in tables):
+        return results
     keys = ["pid", "tid"] if same_thread else ["pid"]
-    op_keys = ["pid", "launch_tid"] if same_thread else ["pid"]
-    launch = ops["launch_start_ns"].to_numpy()
-    # As int64 whatever the table's dtype: a search in Python integers (an object column) is ten times slower.
-    window_starts = windows["start_ns"].to_numpy(dtype=np.int64)
-    window_ends = windows["end_ns"].to_numpy(dtype=np.int64)
-    op_groups = _groups(*(ops[key].to_numpy() for key in op_keys))
-    for key, window_rows in rows_by_key(*(windows[key].to_numpy() for key in keys)).items():
-        if key not in op_groups:
+    op_groups = _groups(*(ops[key].to_numpy() for key in (["pid", "launch_tid"] if same_thread else ["pid"])))
+    sorted_windows: dict[tuple, list] = {}  # per group: (table, positions, starts, ends) sorted by start
+    for table, windows in enumerate(tables):
+        if not len(windows):
             continue
-        order = window_rows[np.argsort(window_starts[window_rows], kind="stable")]
-        holders = _Holders(window_starts[order], window_ends[order])
+        # As int64 whatever the table's dtype: a search in Python integers (an object column) is ten times slower.
+        starts, ends = (windows[column].to_numpy(dtype=np.int64) for column in ("start_ns", "end_ns"))
+        for key, rows in rows_by_key(*(windows[key].to_numpy() for key in keys)).items():
+            if key in op_groups:
+                order = rows[np.argsort(starts[rows], kind="stable")]
+                sorted_windows.setdefault(key, []).append((table, order, starts[order], ends[order]))
+    launch = ops["launch_start_ns"].to_numpy()
+    for key, found in sorted_windows.items():
+        # A repeated cut is harmless (each copy gets the same holder); np.sort is far faster than np.unique.
+        cuts = np.sort(np.concatenate([[0], *(np.r_[starts, ends + 1] for _, _, starts, ends in found)]))
+        holders = []  # per table, the holder of each piece (-1 before time 0), and -1 for a launch before every piece
+        for table, order, starts, ends in found:
+            pick = _latest_holding(starts, ends, cuts)
+            holders.append((results[table], np.append(np.where((pick >= 0) & (cuts >= 0), order[pick], -1), -1)))
         for op_rows in _chunks(op_groups[key], len(ops)):
-            times = launch[op_rows]
-            pick = holders.latest_holding(times)
-            ok = (pick >= 0) & (times >= 0)
-            result[op_rows[ok]] = order[pick[ok]]
-    return result
+            piece = np.searchsorted(cuts, launch[op_rows], side="right") - 1
+            for result, holder in holders:
+                result[op_rows] = holder[piece]
+    return results
 
 
 def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:
@@ -67,11 +90,11 @@ def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:
 
 
 def _chunks(rows: np.ndarray | None, count: int):
-    """``rows`` (None: ``0 .. count - 1``) in pieces of :data:`CHUNK_OPS` positions."""
+    """``rows`` (None: ``0 .. count - 1``, as slices) in pieces of :data:`CHUNK_OPS` positions."""
     total = count if rows is None else len(rows)
     for low in range(0, total, CHUNK_OPS):
         high = min(low + CHUNK_OPS, total)
-        yield np.arange(low, high) if rows is None else rows[low:high]
+        yield slice(low, high) if rows is None else rows[low:high]
 
 
 def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
@@ -80,17 +103,28 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
     pandas' per-call cost."""
     if not len(columns[0]):
         return {}
-    key = np.zeros(len(columns[0]), dtype=np.int64)
-    distinct = []
+    key, distinct = None, []
     for column in columns:
+        if (column == column[0]).all():  # one value (one process): its code is 0 everywhere
+            distinct.append(column[:1])
+            continue
         codes, uniques = pd.factorize(column)
-        key = key * len(uniques) + codes
+        key = codes if key is None else key * len(uniques) + codes
         distinct.append(uniques)
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    first = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+    if key is None:
+        key = np.zeros(len(columns[0]), dtype=np.int64)
+    combinations = math.prod(map(len, distinct))
+    if combinations <= FEW_GROUPS:
+        found = ((code, np.flatnonzero(key == code)) for code in range(combinations))
+        found = [(code, rows) for code, rows in found if len(rows)]
+    else:  # in the fewest bytes that hold the codes: numpy sorts 8- and 16-bit integers by radix
+        key = key.astype(np.min_scalar_type(combinations - 1))
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        first = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+        found = zip(sorted_key[first].tolist(), np.split(order, first[1:]))
     groups = {}
-    for code, rows in zip(sorted_key[first].tolist(), np.split(order, first[1:])):
+    for code, rows in found:
         values = []
         for uniques in reversed(distinct):
             code, position = divmod(code, len(uniques))
@@ -99,47 +133,34 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
     return groups
 
 
-class _Holders:
-    """The windows of one group, sorted by start, and the query "latest-starting window that
-    holds time t".
+def _latest_holding(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """For each time, the position of the latest-starting window holding it, else -1 (windows
+    sorted by start).
 
-    Most launches lie in the latest window started before them (one ``searchsorted``). The rest
-    (a launch after a nested window closed, or between windows) drop whole blocks of windows that
-    end too early, longest first: binary lifting over a sparse table of block maxima
-    (``level_max[k][i]`` = max of ``ends[i : i + 2**k]``), built once per group on first need, so
-    n windows and m launches cost O((n + m) log n) whatever the nesting depth."""
-
-    def __init__(self, starts: np.ndarray, ends: np.ndarray):
-        self.starts, self.ends = starts, ends
-        self._level_max: list[np.ndarray] | None = None
-
-    def latest_holding(self, times: np.ndarray) -> np.ndarray:
-        """For each time, the position of the latest-starting window holding it, else -1."""
-        last = np.searchsorted(self.starts, times, side="right") - 1
-        started = last >= 0
-        direct = started.copy()
-        direct[started] = self.ends[last[started]] >= times[started]
-        pick = np.where(direct, last, -1)
-        rest = np.flatnonzero(started & ~direct)
-        if len(rest):
-            pick[rest] = self._last_ending_at_or_after(last[rest], times[rest])
-        return pick
-
-    def _last_ending_at_or_after(self, last: np.ndarray, times: np.ndarray) -> np.ndarray:
-        """For each query, the largest ``j <= last`` with ``ends[j] >= time``, else -1."""
-        if self._level_max is None:
-            self._level_max = [self.ends]
-            for level in range(1, len(self.ends).bit_length()):
-                width = 1 << (level - 1)
-                self._level_max.append(np.maximum(self._level_max[-1][:-width], self._level_max[-1][width:]))
-        after = last + 1  # the candidates are ends[:after]; drop blocks from its right end
-        for level in range(len(self._level_max) - 1, -1, -1):
-            width = 1 << level
-            start = after - width
+    Most times lie in the latest window started before them (one ``searchsorted``). The rest (a
+    time after a nested window closed, or between windows) drop whole blocks of windows that end
+    too early, longest first: binary lifting over a sparse table of block maxima
+    (``level_max[k][i]`` = max of ``ends[i : i + 2**k]``), so n windows and m times cost
+    O((n + m) log n) whatever the nesting depth."""
+    last = np.searchsorted(starts, times, side="right") - 1
+    started = last >= 0
+    direct = started.copy()
+    direct[started] = ends[last[started]] >= times[started]
+    pick = np.where(direct, last, -1)
+    rest = np.flatnonzero(started & ~direct)
+    if len(rest):
+        level_max = [ends]
+        for level in range(1, len(ends).bit_length()):
+            width = 1 << (level - 1)
+            level_max.append(np.maximum(level_max[-1][:-width], level_max[-1][width:]))
+        after, later = last[rest] + 1, times[rest]  # the candidates are ends[:after]; drop blocks from its right end
+        for level in range(len(level_max) - 1, -1, -1):
+            start = after - (1 << level)
             can_drop = start >= 0
-            can_drop[can_drop] = self._level_max[level][start[can_drop]] < times[can_drop]
+            can_drop[can_drop] = level_max[level][start[can_drop]] < later[can_drop]
             after[can_drop] = start[can_drop]
-        return after - 1
+        pick[rest] = after - 1
+    return pick
 
 
 def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
@@ -150,5 +171,7 @@ def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     holds it: the same-thread flavour of :func:`ops_in_windows`.
     """
     nested = np.flatnonzero(ranges["kind"].to_numpy() == "push_pop")
+    if len(nested) == len(ranges):  # every range is a push/pop one (the usual trace): positions are ids
+        return ops_in_windows(ops, ranges, same_thread=True)
     position = ops_in_windows(ops, ranges.iloc[nested], same_thread=True)
     return np.where(position >= 0, nested[np.maximum(position, 0)], -1) if len(nested) else position

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from analysis.core.attribution import innermost_ranges, ops_in_windows
+from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import REGIONS, RunStructure, find_structure
 from analysis.load import Trace
@@ -23,6 +23,8 @@ from cs336_profile import contract
 # The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
 # whatever their ranges are called in the trace (:mod:`analysis.core.structure` finds them).
 PHASES = contract.PHASES
+# Kinds of GPU operation (``op_kind``), in the order of their categories.
+OP_KINDS = ("kernel", "memcpy", "memset")
 
 
 @dataclass
@@ -49,22 +51,35 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
         kernels = kernels.copy(deep=False)
         trace.kernels, trace.memops = kernels.iloc[:0].copy(), memops.iloc[:0].copy()
     kernel_count = len(kernels)
-    order = np.lexsort([np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("end_ns", "start_ns")])
-    memop_names = pd.Categorical("[CUDA " + memops["kind"].astype(str) + "]")
-    op_kinds = pd.Categorical.from_codes(
-        np.concatenate([np.zeros(kernel_count, np.int8), np.where(memops["kind"] == "memcpy", 1, 2).astype(np.int8)]),
-        categories=["kernel", "memcpy", "memset"]).remove_unused_categories()
+    sort_keys = {c: np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("start_ns", "end_ns")}
+    order = np.lexsort((sort_keys["end_ns"], sort_keys["start_ns"]))
+    # The memops' names, made once per kind present (the categories sorted, as pd.Categorical sorts them).
+    memop_kind_codes, memop_kinds = pd.factorize(memops["kind"].astype(str))
+    kind_names = "[CUDA " + memop_kinds + "]"
+    name_categories = kind_names.sort_values()
+    memop_names = pd.Categorical.from_codes(name_categories.get_indexer(kind_names)[memop_kind_codes],
+                                            categories=name_categories)
     columns = {}
     for column in list(kernels.columns):
         kernel_column = kernels.pop(column) if move else kernels[column]
         if column in ("name", "demangled_name"):
             both = union_categoricals([kernel_column, memop_names], ignore_order=True)
+        elif column in sort_keys:  # concatenated already, to be sorted on
+            both = sort_keys.pop(column)
         else:
             both = np.concatenate([kernel_column.to_numpy(), memops[column].to_numpy()])
         del kernel_column
         columns[column] = both[order]
-    columns["op_kind"] = op_kinds[order]
-    columns["bytes"] = np.concatenate([np.zeros(kernel_count, np.int64), memops["bytes"].to_numpy(np.int64)])[order]
+    memop_at = np.flatnonzero(order >= kernel_count)  # the memops' rows in the table, and which memop each holds
+    memop_order = order[memop_at] - kernel_count
+    is_memcpy = np.asarray(memop_kinds == "memcpy", dtype=bool)[memop_kind_codes]
+    used = [kernel_count > 0, is_memcpy.any(), not is_memcpy.all()]  # the kinds present, in OP_KINDS's order
+    code = (np.cumsum(used) - 1).astype(np.int8)
+    kind_codes = np.full(len(order), code[0])
+    kind_codes[memop_at] = np.where(is_memcpy, code[1], code[2])[memop_order]
+    columns["op_kind"] = pd.Categorical.from_codes(kind_codes, categories=pd.Index(OP_KINDS)[used])
+    columns["bytes"] = np.zeros(len(order), dtype=np.int64)
+    columns["bytes"][memop_at] = memops["bytes"].to_numpy(np.int64)[memop_order]
     return pd.DataFrame(columns, copy=False)
 
 
@@ -75,16 +90,14 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     ops = gpu_ops(trace, move=move_tables)
     structure = find_structure(trace.ranges, ops, names)
     notes = list(structure.notes)
-    step_windows = structure.steps
-    in_step = ops_in_windows(ops, step_windows)
+    step_windows, phase_windows = structure.steps, structure.phases
+    in_step, in_phase = ops_in_window_tables(ops, [step_windows, phase_windows])
     ops["step"] = _labels(in_step, step_windows["name"])
     has_steps = structure.has_steps
     ops["measured"] = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step] if has_steps else True
     if not has_steps:
         notes.append(f"no steps: the whole capture is analyzed ({structure.step_rule})")
 
-    phase_windows = structure.phases
-    in_phase = ops_in_windows(ops, phase_windows)
     ops["phase"] = _labels(in_phase, phase_windows["name"])
     ops["phase_range_id"] = np.append(phase_windows["range_id"].to_numpy(), -1)[in_phase]
 
@@ -107,6 +120,7 @@ def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:
     """Name of the window at each position (``""`` for -1), as a categorical."""
     categories, codes = np.unique(np.append(window_names.to_numpy(dtype=object).astype(str), ""),
                                   return_inverse=True)
+    codes = codes.astype(np.min_scalar_type(-len(categories)))  # read per op: in as few bytes as hold them
     return pd.Categorical.from_codes(codes[position], categories=categories)
 
 
@@ -118,11 +132,11 @@ def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Ca
     if not len(ranges) or parts.empty:
         return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int64), categories=categories)
     innermost = innermost_ranges(ops, ranges)
-    code = np.zeros(len(ranges) + 1, dtype=np.int64)
-    code[parts.index.to_numpy(np.int64)] = [REGIONS.index(part) + 1 for part in parts]
+    code = np.zeros(len(ranges) + 1, dtype=np.int8)  # the last one for "no range"
+    code[parts.index.to_numpy(np.int64)] = pd.Categorical(parts, categories=REGIONS).codes + 1
     region_of_range = _nearest_named(code[:-1] > 0, ranges["parent_id"].to_numpy())
-    region_id = np.append(region_of_range, -1)[innermost]
-    return pd.Categorical.from_codes(code[region_id], categories=categories)
+    code_of_range = code[np.append(region_of_range, -1)]  # the region's code, by range and for "no range"
+    return pd.Categorical.from_codes(code_of_range[innermost], categories=categories)
 
 
 def _nearest_named(named: np.ndarray, parent: np.ndarray) -> np.ndarray:

@@ -165,7 +165,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     has_steps = len(steps) > 0
     steps, warmup_rule, step_table = _warmup(steps, containers, warmup_found, ops, names, has_steps)
     regions, fused = _regions(own, labels, phases, names, notes)
-    name_of = pd.concat([own, labels]).set_index("range_id")["name"]
+    name_of = pd.concat([own["name"], labels["name"]]).set_axis(pd.concat([own["range_id"], labels["range_id"]]))
     region_names = {part: sorted(pd.unique(name_of.loc[regions.index[regions == part]])) for part in REGIONS}
     block_family, block_ranges = _blocks(own, labels, phases)
     used = set().union(*map(pd.unique, (
@@ -216,8 +216,11 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
 def _per_name(names, rule, dtype=object) -> np.ndarray:
     """``rule`` of each of ``names``, worked out once per distinct name (a trace repeats a few
     names many times)."""
-    codes, distinct = pd.factorize(np.asarray(names, dtype=object), use_na_sentinel=False)
-    return np.array([rule(name) for name in distinct], dtype=dtype)[codes]
+    codes, distinct = pd.factorize(np.asarray(names, dtype=object))  # a missing name: -1, the last result
+    ruled = [rule(name) for name in distinct]
+    if (codes < 0).any():
+        ruled.append(rule(np.nan))
+    return np.array(ruled, dtype=dtype)[codes]
 
 
 def _in_family(family: re.Pattern, names) -> np.ndarray:
@@ -678,8 +681,9 @@ def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     kernel = (ops["op_kind"] == "kernel").to_numpy(dtype=bool) if "op_kind" in ops else np.ones(len(ops), dtype=bool)
     pids, launched = ops["pid"].to_numpy()[kernel], ops["launch_start_ns"].to_numpy()[kernel]
     durations = ops["dur_ns"].to_numpy()[kernel]
-    order = np.lexsort((launched, pids))
-    if (order[1:] < order[:-1]).any():  # the ops are most often in this order already
+    in_order = (pids[1:] > pids[:-1]) | ((pids[1:] == pids[:-1]) & (launched[1:] >= launched[:-1]))
+    if not in_order.all():  # the ops are most often in this order already: a check is cheaper than a sort
+        order = np.lexsort((launched, pids))
         pids, launched, durations = pids[order], launched[order], durations[order]
     first = _piece_starts(pids, launched, steps)
     holder = ops_in_windows(pd.DataFrame({"pid": pids[first], "launch_start_ns": launched[first]}), steps)
@@ -765,20 +769,21 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
         parts = dict(zip(names.regions, REGIONS))
         rows = own[own["name"].isin(list(parts))]
         return pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object), False
-    distinct = own.drop_duplicates("name")
+    distinct = own[["name", "normal"]].drop_duplicates("name")
     parts = {name: part for name, normal in zip(distinct["name"], distinct["normal"])
              if (part := _region_of(normal)) and _phase_of(normal) is None}
-    rows = own[own["name"].isin(list(parts))]
-    found = pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object)
-    found = pd.concat([found, _matmuls_beside_softmax(own, rows[rows["name"].map(parts) == contract.SOFTMAX_RANGE])])
+    rows = own.loc[own["name"].isin(list(parts)), ["name", "range_id", "parent_id", "start_ns", "end_ns"]]
+    part_of = rows["name"].map(parts).to_numpy()
+    found = pd.Series(part_of, index=rows["range_id"].to_numpy(), dtype=object)
+    found = pd.concat([found, _matmuls_beside_softmax(own, rows[part_of == contract.SOFTMAX_RANGE])])
     fused = bool(len(labels)) and bool((labels["name"] == TORCH_SDPA).any())
     if found.empty and len(labels) and not fused:
         softmax = labels[labels["name"].str.match(TORCH_SOFTMAX)]
         found = pd.Series(contract.SOFTMAX_RANGE, index=softmax["range_id"].to_numpy(), dtype=object)
-        rows = softmax
     forwards = phases[phases["name"] == "forward"]
     if len(forwards) and len(found):
-        everything = pd.concat([own, labels]).set_index("range_id", drop=False).loc[found.index]
+        columns = ["range_id", "pid", "start_ns"]  # what _inside_any reads
+        everything = pd.concat([own[columns], labels[columns]]).set_index("range_id", drop=False).loc[found.index]
         found = found[_inside_any(everything, forwards)]
     return found, fused
 
