@@ -11,7 +11,15 @@ from analysis.trace.multi_gpu.communication import collective_figures, collectiv
 from analysis.trace.multi_gpu.fsdp import block_figures
 from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
 from analysis.trace.multi_gpu.rank_timeline import rank_timeline
-from analysis.trace.multi_gpu.ranks import config_values, rank_figures, rank_notes, rank_table, skew, step_passes
+from analysis.trace.multi_gpu.ranks import (
+    config_values,
+    kernel_runs,
+    rank_figures,
+    rank_notes,
+    rank_table,
+    skew,
+    step_passes,
+)
 from analysis.trace.summary_schema import CommunicationRecord
 
 # The columns of the labelled ops the communication figures read.
@@ -24,7 +32,8 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
     kernels = communication_columns(kernel_columns(labelled.ops))
     kernels["bytes"] = message_bytes(trace, kernels)
-    ranks = rank_table(kernels, trace.marks, trace.notes)
+    runs = kernel_runs(kernels)
+    ranks = rank_table(runs, trace.marks, trace.notes)
     marked = set(config_values(trace.marks, "world_size").values())
     sizes = {size for size in marked if size >= 1}
     if marked - sizes:
@@ -34,7 +43,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     else:
         world_size, world_size_source = len(ranks), "ranks in the trace"
     steps = step_passes(labelled, trace.ranges)
-    records = rank_figures(kernels, ranks, labelled, steps)
+    records = rank_figures(runs, ranks, labelled, steps)
     trace.notes.extend(rank_notes(records, world_size, world_size_source))
     return {
         "world_size": world_size,
