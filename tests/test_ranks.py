@@ -202,7 +202,7 @@ def test_device_pairs_are_sorted_by_device_then_process():
 def test_communication_reads_only_kernel_rows_and_their_columns():
     ops = pd.DataFrame({column: np.arange(4) for column in COLUMNS} | {
         "op_kind": pd.Categorical(["kernel", "memcpy", "kernel", "memset"]), "bytes": np.arange(4)})
-    kernels = kernel_columns(ops)
+    kernels = kernel_columns(ops, COLUMNS)
     assert list(kernels.columns) == COLUMNS
     assert kernels["start_ns"].tolist() == [0, 2]
     names = pd.Series(pd.Categorical(["ncclDevKernel_AllGather_RING_LL", "gemm", None]))

@@ -22,18 +22,25 @@ from analysis.trace.multi_gpu.ranks import (
 )
 from analysis.trace.summary_schema import CommunicationRecord
 
-# The columns of the labelled ops the communication figures read.
-COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "launch_start_ns",
-           "launch_tid", "demangled_name", "measured", "step", "phase", "phase_range_id"]
+# The columns of the labelled ops the communication figures read: those of every trace, then the
+# streams and launches, read only between ranks or around NCCL kernels (the ranks' timeline, FSDP
+# blocks, message sizes), so that a trace of one GPU without NCCL kernels copies none of them.
+RANK_COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "demangled_name", "measured", "step", "phase",
+                "phase_range_id"]
+LAUNCH_COLUMNS = ["stream_id", "launch_start_ns", "launch_tid"]
+COLUMNS = RANK_COLUMNS + LAUNCH_COLUMNS
 
 
 def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationRecord:
     """``world_size``, ``ranks``, ``collectives``, ``fsdp_blocks``, ``skew`` and ``timeline`` of
     a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
-    kernels = communication_columns(kernel_columns(labelled.ops))
-    kernels["bytes"] = message_bytes(trace, kernels)
+    kernels = communication_columns(kernel_columns(labelled.ops, RANK_COLUMNS))
     runs = kernel_runs(kernels)
     ranks = rank_table(runs, trace.marks, trace.notes)
+    if len(ranks) > 1 or runs["is_communication"].any():
+        for column, values in kernel_columns(labelled.ops, LAUNCH_COLUMNS).items():
+            kernels[column] = values.to_numpy()
+    kernels["bytes"] = message_bytes(trace, kernels)
     marked = set(config_values(trace.marks, "world_size").values())
     sizes = {size for size in marked if size >= 1}
     if marked - sizes:
@@ -56,13 +63,13 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     }
 
 
-def kernel_columns(ops: pd.DataFrame) -> pd.DataFrame:
-    """The :data:`COLUMNS` of the kernel rows of ``ops``, taken column by column: no other
-    column is copied, and none at all when every op is a kernel."""
+def kernel_columns(ops: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The ``columns`` of the kernel rows of ``ops``, taken column by column: no other column is
+    copied, and none at all when every op is a kernel."""
     is_kernel = (ops["op_kind"] == "kernel").to_numpy()
     if is_kernel.all():
-        return pd.DataFrame({column: ops[column] for column in COLUMNS}, copy=False)
-    return pd.DataFrame({column: ops[column].array[is_kernel] for column in COLUMNS}, copy=False)
+        return pd.DataFrame({column: ops[column] for column in columns}, copy=False)
+    return pd.DataFrame({column: ops[column].array[is_kernel] for column in columns}, copy=False)
 
 
 def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
