@@ -88,8 +88,8 @@ def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarr
     Within each group, in order of start, each interval adds what it reaches beyond its own start
     and beyond the latest end of the group's intervals before it: summed, a busy segment's first
     start to the latest end reached at its last interval. On arrays of the trace's length, few of
-    them at once: intervals already in order of group and start (the labelled ops of one phase
-    range or device are) are neither sorted nor copied again."""
+    them at once: intervals already in order of group and start (the labelled ops, grouped by
+    anything that follows time, such as their phase range) are neither sorted nor copied again."""
     import numpy as np
 
     busy = np.zeros(groups, dtype=np.int64)

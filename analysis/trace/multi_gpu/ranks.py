@@ -123,8 +123,8 @@ RUN_PHASES = (*PHASES, "")
 def kernel_runs(kernels: pd.DataFrame) -> dict[str, np.ndarray]:
     """Runs of consecutive kernels alike in :data:`RUN_KEYS` (``phase`` as its position in
     :data:`RUN_PHASES`, ``step`` as an integer code, one per name): per run, those keys and
-    ``kernels`` (how many), ``dur_ns`` and
-    ``exposed_ns`` (summed), ``start_ns`` (the first start) and ``end_ns`` (the last end). The
+    ``kernels`` (how many), ``dur_ns`` and ``exposed_ns`` (summed), ``start_ns`` (the first
+    start) and ``end_ns`` (the last end). The
     labelled ops are in time order, so a phase range's kernels make a few runs, and the figures
     read thousands of runs where there are millions of kernels; the sums are the kernels' sums."""
     keys = {column: name_codes(kernels[column])[0] if column in ("phase", "step") else kernels[column].to_numpy()
