@@ -1,7 +1,7 @@
 """Interval arithmetic: exact cases and a brute-force check on random intervals."""
 import numpy as np
 
-from analysis.core.intervals import covered_ns, uncovered_ns, union
+from analysis.core.intervals import covered_ns, span_per_group, uncovered_ns, union, union_length_per_group
 
 
 def test_union_merges_overlapping_and_touching_intervals():
@@ -32,3 +32,63 @@ def test_matches_brute_force_on_random_intervals():
         grid[s:e] = True
     expected = [int(grid[s:e].sum()) for s, e in zip(starts, ends)]
     assert covered_ns(starts, ends, cover_starts, cover_ends).tolist() == expected
+
+
+def sweep_union_lengths(group, starts, ends, groups):
+    """Per group, in order of start (ties as given): a busy segment opens where an interval starts
+    after every earlier one of the group ended and lasts to the latest end reached before the next
+    opens."""
+    busy = [0] * groups
+    for g in range(groups):
+        rows = sorted(np.flatnonzero(group == g), key=lambda row: starts[row])
+        segment_start = reach = None
+        for row in rows:
+            if reach is None or starts[row] > reach:
+                if reach is not None:
+                    busy[g] += reach - segment_start
+                segment_start = int(starts[row])
+            reach = int(ends[row]) if reach is None else max(reach, int(ends[row]))
+        if reach is not None:
+            busy[g] += reach - segment_start
+    return busy
+
+
+def brute_spans(group, starts, ends, groups):
+    first = [int(starts[group == g].min()) if (group == g).any() else 0 for g in range(groups)]
+    last = [int(ends[group == g].max()) if (group == g).any() else 0 for g in range(groups)]
+    return first, last
+
+
+def random_grouped_intervals(rng, count, groups, in_order):
+    """Intervals with tied starts, nested and touching ones, some ending before they start (what a
+    damaged trace may hold); ``in_order``: sorted by group and start, as the labelled ops often are."""
+    group = rng.integers(0, groups, count)
+    starts = rng.integers(0, 60, count) * 5
+    ends = starts + rng.integers(-3, 40, count)
+    if in_order:
+        order = np.lexsort((starts, group))
+        group, starts, ends = group[order], starts[order], ends[order]
+    return group, starts, ends
+
+
+def test_grouped_union_lengths_and_spans_match_a_plain_sweep():
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        count = int(rng.choice([0, 1, 2, 5, 40, 200]))
+        groups = int(rng.integers(1, 8))
+        in_order = trial % 3 == 0
+        group, starts, ends = random_grouped_intervals(rng, count, groups, in_order)
+        if trial % 3 == 1:  # in order of start only, as the ops of a whole trace are
+            order = np.argsort(starts, kind="stable")
+            group, starts, ends = group[order], starts[order], ends[order]
+        busy = union_length_per_group(group, starts, ends, groups)
+        assert busy.dtype == np.int64 and busy.tolist() == sweep_union_lengths(group, starts, ends, groups)
+        first, last = span_per_group(group, starts, ends, groups)
+        assert (first.tolist(), last.tolist()) == brute_spans(group, starts, ends, groups)
+
+
+def test_grouped_union_leaves_its_arrays_as_they_were():
+    group, starts, ends = np.array([0, 0, 1]), np.array([0, 2, 1]), np.array([5, 3, 4])
+    kept = group.copy(), starts.copy(), ends.copy()
+    assert union_length_per_group(group, starts, ends, 3).tolist() == [5, 3, 0]
+    assert all((a == b).all() for a, b in zip((group, starts, ends), kept))

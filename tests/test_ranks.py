@@ -14,7 +14,7 @@ from analysis.core.phases import label_ops
 from analysis.load import load_trace
 from analysis.load.export_map import NVTX, PAYLOAD_SCHEMAS
 from analysis.trace.multi_gpu.communication import collective_of, communication_columns
-from analysis.trace.multi_gpu.ranks import device_pairs
+from analysis.trace.multi_gpu.ranks import RUN_PHASES, device_pairs, kernel_runs, pass_figures
 from analysis.trace.multi_gpu.summary import COLUMNS, communication_summary, kernel_columns
 from tests.synthetic import ALL_REDUCE, GEMM, US, build_export, global_tid, rank_process
 
@@ -202,7 +202,7 @@ def test_device_pairs_are_sorted_by_device_then_process():
 def test_communication_reads_only_kernel_rows_and_their_columns():
     ops = pd.DataFrame({column: np.arange(4) for column in COLUMNS} | {
         "op_kind": pd.Categorical(["kernel", "memcpy", "kernel", "memset"]), "bytes": np.arange(4)})
-    kernels = kernel_columns(ops)
+    kernels = kernel_columns(ops, COLUMNS)
     assert list(kernels.columns) == COLUMNS
     assert kernels["start_ns"].tolist() == [0, 2]
     names = pd.Series(pd.Categorical(["ncclDevKernel_AllGather_RING_LL", "gemm", None]))
@@ -211,3 +211,65 @@ def test_communication_reads_only_kernel_rows_and_their_columns():
     assert labelled["collective"].tolist() == ["all_gather", "", ""]
     assert labelled["is_communication"].tolist() == [True, False, False]
     assert labelled["exposed_ns"].tolist() == [3, 0, 0]  # [1, 2) and [2, 3) compute
+
+
+def direct_pass_figures(kernels: pd.DataFrame, rows: np.ndarray, passes: int, instance: str) -> dict:
+    """Pass figures straight from the selected kernels (a mask), without runs."""
+    chosen = kernels[rows]
+    comm = chosen[chosen["is_communication"]]
+    spans = chosen.groupby(instance, observed=True).agg(first=("start_ns", "min"), last=("end_ns", "max"))
+    spans = (spans["last"] - spans["first"]).to_numpy()
+    comm_ns, exposed = int(comm["dur_ns"].sum()), int(comm["exposed_ns"].sum())
+    return {
+        "kernels_per_pass": len(chosen) / passes,
+        "kernel_ms_per_pass": int(chosen["dur_ns"].sum()) / passes / 1e6,
+        "gpu_span_ms_per_pass": int(spans.sum()) / passes / 1e6,
+        "gpu_span_ms_spread": (spans.max() - spans.min()) / 1e6 if len(spans) else 0.0,
+        "communication_ms_per_pass": comm_ns / passes / 1e6,
+        "exposed_communication_ms_per_pass": exposed / passes / 1e6,
+        "overlapped_communication_ms_per_pass": (comm_ns - exposed) / passes / 1e6,
+    }
+
+
+def random_kernels(rng: np.random.Generator, count: int) -> pd.DataFrame:
+    """Kernels in runs of alike keys, as labelled ops come, and some alone; two processes, phases
+    of several names (one no figure reads, and none), steps with a missing one."""
+    def runs_of(values):
+        return np.repeat(values, rng.integers(1, 6, len(values)))[:count]
+
+    size = count + 1
+    phase = pd.Categorical(runs_of(rng.choice(["forward", "backward", "", "other"], size)),
+                           categories=["other", "backward", "", "forward"])
+    step = pd.Categorical(runs_of(rng.choice(["step_1", "step_0", None], size)))
+    start = np.sort(rng.integers(0, 10 * count + 1, count))
+    dur = rng.integers(0, 30, count)
+    comm = rng.random(count) < 0.3
+    return pd.DataFrame({
+        "measured": runs_of(rng.random(size) < 0.8), "pid": runs_of(rng.choice([7, 9], size)).astype(np.int32),
+        "device_id": np.zeros(count, dtype=np.int32), "phase": phase, "phase_range_id": runs_of(rng.integers(-1, 4, size)),
+        "step": step, "is_communication": comm, "dur_ns": dur, "exposed_ns": np.where(comm, dur // 2, 0),
+        "start_ns": start, "end_ns": start + dur,
+    })
+
+
+def test_pass_figures_from_runs_are_those_of_the_kernels():
+    rng = np.random.default_rng(5)
+    for count in [1, 2, 3, 10, 60, 400] * 5:
+        kernels = random_kernels(rng, count)
+        runs = kernel_runs(kernels)
+        assert runs["kernels"].sum() == count
+        for pid in (7, 9):
+            mine = kernels["measured"].to_numpy() & (kernels["pid"] == pid).to_numpy()
+            mine_runs = runs["measured"] & (runs["pid"] == pid)
+            for phase in ("forward", "backward", ""):
+                rows = mine & (kernels["phase"] == phase).to_numpy()
+                instance = "phase_range_id" if phase else "step"
+                if not rows.any():
+                    continue
+                from_runs = pass_figures(runs, mine_runs & (runs["phase"] == RUN_PHASES.index(phase)), 3,
+                                         runs[instance])
+                assert from_runs == direct_pass_figures(kernels.assign(step=kernels["step"].cat.codes), rows, 3,
+                                                        instance)
+            if mine.any():
+                assert pass_figures(runs, mine_runs, 2, runs["step"]) == \
+                    direct_pass_figures(kernels.assign(step=kernels["step"].cat.codes), mine, 2, "step")

@@ -85,46 +85,68 @@ def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarr
     """Length of the union of the ``[start, end)`` intervals per group number (``group``: 0 ..
     ``groups`` - 1 per interval), as int64.
 
-    Within each group, in order of start, an interval opens a new busy segment when it starts
-    after every earlier one ended; a segment lasts from its first start to the latest end reached
-    at its last interval. On arrays of the trace's length, few of them at once: intervals already
-    in order of start (the labelled ops are) are only grouped, not sorted again."""
+    Within each group, in order of start, each interval adds what it reaches beyond its own start
+    and beyond the latest end of the group's intervals before it: summed, a busy segment's first
+    start to the latest end reached at its last interval. On arrays of the trace's length, few of
+    them at once: intervals already in order of group and start (the labelled ops, grouped by
+    anything that follows time, such as their phase range) are neither sorted nor copied again."""
     import numpy as np
 
     busy = np.zeros(groups, dtype=np.int64)
     if not len(group):
         return busy
-    in_start_order = bool((starts[1:] >= starts[:-1]).all())
-    order = np.argsort(group, kind="stable") if in_start_order else np.lexsort((starts, group))
-    sorted_group = group[order]
-    group_first = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
-    segment_group = sorted_group[group_first]
-    del sorted_group
-    reach = ends[order]  # becomes, in place, the latest end reached so far within each group
-    for first, stop in zip(group_first, np.r_[group_first[1:], len(order)]):
+    order = _group_start_order(group, starts)
+    if order is None:
+        reach = ends.astype(np.int64)  # a copy: becomes the latest end reached so far within each group
+    else:
+        group, starts, reach = group[order], starts[order], ends[order].astype(np.int64, copy=False)
+        del order
+    group_first = _run_firsts(group)
+    for first, stop in zip(group_first, np.r_[group_first[1:], len(reach)]):
         np.maximum.accumulate(reach[first:stop], out=reach[first:stop])
-    sorted_starts = starts[order]
-    del order
-    opens = np.r_[True, sorted_starts[1:] > reach[:-1]]
-    opens[group_first] = True
-    segment_first = np.flatnonzero(opens)
-    del opens
-    segment_last = np.r_[segment_first[1:], len(reach)] - 1
-    segment_group = np.repeat(segment_group, np.diff(np.searchsorted(segment_first, np.r_[group_first, len(reach)])))
-    np.add.at(busy, segment_group, reach[segment_last] - sorted_starts[segment_first])
+    added = np.empty_like(reach)  # the reach before each interval, then what the interval adds
+    added[1:] = reach[:-1]
+    added[group_first] = np.iinfo(np.int64).min
+    np.maximum(added, starts, out=added)
+    np.subtract(reach, added, out=added)
+    busy[group[group_first]] = np.add.reduceat(added, group_first)
     return busy
+
+
+def _group_start_order(group: np.ndarray, starts: np.ndarray) -> np.ndarray | None:
+    """Positions that put intervals in order of group, then start (ties as given); None when
+    they are in that order already."""
+    import numpy as np
+
+    in_start_order = bool((starts[1:] >= starts[:-1]).all())
+    if in_start_order and bool((group[1:] >= group[:-1]).all()):
+        return None
+    return np.argsort(group, kind="stable") if in_start_order else np.lexsort((starts, group))
+
+
+def _run_firsts(values: np.ndarray) -> np.ndarray:
+    """Positions where a run of equal consecutive values begins (``values`` not empty)."""
+    import numpy as np
+
+    return np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
 
 
 def span_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Earliest start and latest end per group number (``group``: 0 .. ``groups`` - 1 per
-    interval); both 0 for a group without intervals, so its span is 0."""
+    interval); both 0 for a group without intervals, so its span is 0. Each run of consecutive
+    intervals of one group is reduced first (the labelled ops of one phase range or step come
+    together), then the runs of each group."""
     import numpy as np
 
     first = np.full(groups, np.iinfo(np.int64).max)
     last = np.full(groups, np.iinfo(np.int64).min)
-    np.minimum.at(first, group, starts)
-    np.maximum.at(last, group, ends)
-    empty = np.bincount(group, minlength=groups) == 0
+    if not len(group):
+        return np.zeros(groups, dtype=np.int64), np.zeros(groups, dtype=np.int64)
+    run_first = _run_firsts(group)
+    run_group = group[run_first]
+    np.minimum.at(first, run_group, np.minimum.reduceat(starts, run_first))
+    np.maximum.at(last, run_group, np.maximum.reduceat(ends, run_first))
+    empty = np.bincount(run_group, minlength=groups) == 0
     first[empty], last[empty] = 0, 0
     return first, last

@@ -32,6 +32,7 @@ import os
 import platform
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,7 +182,7 @@ def read_entry(folder: Path, key: dict, path: Path) -> Trace | None:
         manifest = json.loads(manifest_text)
         if manifest["key"] != key:
             raise DamagedEntry("made for another key")
-        load = functools.partial(_load_array, folder, manifest["arrays"])
+        load = _load_arrays(folder, manifest["arrays"]).__getitem__
         fields = {name: _decode_frame(spec["table"], load) if "table" in spec else _decode_plain(spec["value"])
                   for name, spec in manifest["fields"].items()}
         return Trace(**fields, path=path)
@@ -192,6 +193,14 @@ def read_entry(folder: Path, key: dict, path: Path) -> Trace | None:
 
 def _array_sha256(array: np.ndarray) -> str:
     return hashlib.sha256(memoryview(array).cast("B")).hexdigest()
+
+
+def _load_arrays(folder: Path, arrays: dict) -> dict[str, np.ndarray]:
+    """Every array the manifest lists, by file name, each checked by :func:`_load_array`: on
+    threads, one array at a time each, since reading and hashing release the GIL (hashing is most
+    of an entry's reading, at about a GB/s a core)."""
+    with ThreadPoolExecutor() as pool:
+        return dict(zip(arrays, pool.map(functools.partial(_load_array, folder, arrays), arrays)))
 
 
 def _load_array(folder: Path, arrays: dict, name: str) -> np.ndarray:

@@ -42,9 +42,12 @@ def block_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, ranges: pd.DataFra
     the trace has no ``layer_<i>`` ranges in measured forward passes or no all-gathers there.
 
     ``kernels``: kernel rows of ``labelled.ops`` with ``communication_columns``."""
+    if not (kernels["collective"] == ALL_GATHER).any():
+        return []  # no block owns an all-gather
     blocks = _blocks(ranges, labelled)
-    rows = [row for rank in ranks.itertuples(index=False) for row in _rank_blocks(kernels, rank, blocks)] \
-        if len(blocks) else []
+    if not len(blocks):
+        return []
+    rows = [row for rank in ranks.itertuples(index=False) for row in _rank_blocks(kernels, rank, blocks)]
     if not rows:
         return []
     per_pass = pd.DataFrame(rows)

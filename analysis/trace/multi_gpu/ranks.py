@@ -52,16 +52,17 @@ def device_pairs(pid: np.ndarray, device_id: np.ndarray) -> list[tuple[int, int]
     return sorted(pairs, key=lambda pair: (pair[1], pair[0]))
 
 
-def rank_table(kernels: pd.DataFrame, marks: pd.DataFrame, notes: list[str] | None = None) -> pd.DataFrame:
-    """One row per (process, GPU) that ran measured kernels (any kernels, when none is measured):
+def rank_table(runs: dict[str, np.ndarray], marks: pd.DataFrame, notes: list[str] | None = None) -> pd.DataFrame:
+    """One row per (process, GPU) that ran measured kernels (any kernels, when none is measured;
+    ``runs`` is :func:`kernel_runs` of the kernels):
     ``pid, device_id, rank, rank_source`` (``config mark`` or ``device order``), sorted by rank.
     A process's stray kernels on another GPU outside the measured steps (set-up before it chose
     its device) make no rank. The config marks' ranks are used when every rank has one and no two
     are equal; otherwise ranks follow the device order, and ``notes`` says why when some marks
     gave ranks."""
-    measured = kernels["measured"].to_numpy()
-    rows = measured if measured.any() and not measured.all() else slice(None)
-    found = device_pairs(kernels["pid"].to_numpy()[rows], kernels["device_id"].to_numpy()[rows])
+    measured = runs["measured"]
+    rows = measured if measured.any() else slice(None)
+    found = device_pairs(runs["pid"][rows], runs["device_id"][rows])
     pairs = pd.DataFrame(found or None, columns=["pid", "device_id"], dtype=np.int64)
     marked = config_values(marks, "rank")
     given = pairs["pid"].map(marked)
@@ -91,12 +92,17 @@ def rank_notes(records: list[dict], world_size: int, world_size_source: str) -> 
 
 def step_passes(labelled: LabelledOps, ranges: pd.DataFrame) -> dict[int, int]:
     """Process id -> number of measured steps (every process: 1 without steps)."""
-    pids = pd.unique(np.concatenate([labelled.ops["pid"].to_numpy(), ranges["pid"].to_numpy()]))
+    pids = pd.unique(np.concatenate([_distinct(labelled.ops["pid"].to_numpy()), _distinct(ranges["pid"].to_numpy())]))
     if not labelled.has_steps:
         return {int(pid): 1 for pid in pids}
     steps = labelled.structure.steps
     counts = steps[steps["measured"].to_numpy(dtype=bool)].groupby("pid").size()
     return {int(pid): int(counts.get(pid, 0)) for pid in pids}
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``pd.unique(values)``, without hashing millions of rows that hold one value (one process)."""
+    return values[:1] if len(values) and values.min() == values.max() else pd.unique(values)
 
 
 def phase_passes(labelled: LabelledOps) -> dict[tuple[int, str], int]:
@@ -106,30 +112,53 @@ def phase_passes(labelled: LabelledOps) -> dict[tuple[int, str], int]:
             for (pid, phase), n in measured.groupby(["pid", "phase"]).size().items()}
 
 
-# The columns pass figures read, as numpy arrays (``phase_range_id`` and ``step`` tell passes apart).
-PASS_COLUMNS = ("is_communication", "dur_ns", "exposed_ns", "start_ns", "end_ns", "phase_range_id")
+# The kernel columns that tell pass figures' rows apart: consecutive kernels alike in all of them
+# are one run, and the figures read runs (see :func:`kernel_runs`).
+RUN_KEYS = ("measured", "pid", "device_id", "phase", "phase_range_id", "step", "is_communication")
+# The phases a run's ``phase`` numbers: its position here (-1 for any other value); "" is outside
+# every phase range.
+RUN_PHASES = (*PHASES, "")
 
 
-def _pass_columns(kernels: pd.DataFrame) -> dict[str, np.ndarray]:
-    """:data:`PASS_COLUMNS` of ``kernels`` as arrays, with ``step`` as integer codes (one per name)."""
-    columns = {column: kernels[column].to_numpy() for column in PASS_COLUMNS}
-    columns["step"] = name_codes(kernels["step"])[0]
-    return columns
+def kernel_runs(kernels: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Runs of consecutive kernels alike in :data:`RUN_KEYS` (``phase`` as its position in
+    :data:`RUN_PHASES`, ``step`` as an integer code, one per name): per run, those keys and
+    ``kernels`` (how many), ``dur_ns`` and ``exposed_ns`` (summed), ``start_ns`` (the first
+    start) and ``end_ns`` (the last end). The
+    labelled ops are in time order, so a phase range's kernels make a few runs, and the figures
+    read thousands of runs where there are millions of kernels; the sums are the kernels' sums."""
+    keys = {column: name_codes(kernels[column])[0] if column in ("phase", "step") else kernels[column].to_numpy()
+            for column in RUN_KEYS}
+    count = len(kernels)
+    changes = np.zeros(count, dtype=bool)
+    changes[:1] = True
+    for values in keys.values():
+        changes[1:] |= values[1:] != values[:-1]
+    first = np.flatnonzero(changes)
+    del changes
+    runs = {column: values[first] for column, values in keys.items()}
+    names = name_codes(kernels["phase"])[1]
+    position = np.array([RUN_PHASES.index(name) if name in RUN_PHASES else -1 for name in names] + [-1], dtype=np.int8)
+    runs["phase"] = position[runs["phase"]]  # code -1 (no phase) takes the trailing -1
+    runs["kernels"] = np.diff(np.append(first, count))
+    for column, reduce in (("dur_ns", np.add), ("exposed_ns", np.add), ("start_ns", np.minimum), ("end_ns", np.maximum)):
+        values = kernels[column].to_numpy()
+        runs[column] = reduce.reduceat(values, first) if count else values[:0]
+    return runs
 
 
-def pass_figures(columns: dict[str, np.ndarray], rows: np.ndarray, passes: int, instance: np.ndarray) -> dict:
-    """Figures per pass of some measured kernels of one rank: those at positions ``rows`` of
-    ``columns`` (:func:`_pass_columns` of ``communication_columns`` rows); ``instance`` (one value
-    per kernel: ``phase_range_id`` or the step code) tells the passes apart, for the GPU span of
-    each pass: first kernel start to last kernel end. ``gpu_span_ms_spread`` is the longest minus
-    the shortest span (0 with one pass)."""
-    dur = columns["dur_ns"][rows]
-    comm = columns["is_communication"][rows]
+def pass_figures(runs: dict[str, np.ndarray], rows: np.ndarray, passes: int, instance: np.ndarray) -> dict:
+    """Figures per pass of some measured kernels of one rank: those of the runs ``rows`` (a
+    mask of :func:`kernel_runs`); ``instance`` (one value per run: ``phase_range_id`` or the
+    step code) tells the passes apart, for the GPU span of each pass: first kernel start to last
+    kernel end. ``gpu_span_ms_spread`` is the longest minus the shortest span (0 with one pass)."""
+    dur = runs["dur_ns"][rows]
+    comm = runs["is_communication"][rows]
     comm_ns = dur[comm].sum()
-    exposed = columns["exposed_ns"][rows][comm].sum()
-    spans = _instance_spans(instance[rows], columns["start_ns"][rows], columns["end_ns"][rows])
+    exposed = runs["exposed_ns"][rows][comm].sum()
+    spans = _instance_spans(instance[rows], runs["start_ns"][rows], runs["end_ns"][rows])
     return {
-        "kernels_per_pass": len(rows) / passes,
+        "kernels_per_pass": int(runs["kernels"][rows].sum()) / passes,
         "kernel_ms_per_pass": dur.sum() / passes / NS_PER_MS,
         "gpu_span_ms_per_pass": spans.sum() / passes / NS_PER_MS,
         "gpu_span_ms_spread": (spans.max() - spans.min()) / NS_PER_MS if len(spans) else 0.0,
@@ -141,8 +170,8 @@ def pass_figures(columns: dict[str, np.ndarray], rows: np.ndarray, passes: int, 
 
 def _instance_spans(instance: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """First start to last end of the kernels of each instance present in ``instance`` (one id
-    per kernel: a phase range's row or a step's code, small integers that number the instances as
-    they are, with no hashing of the trace's length)."""
+    per run: a phase range's row or a step's code, small integers that number the instances as
+    they are, with no hashing)."""
     if not len(instance):
         return np.zeros(0, dtype=np.int64)
     low = int(instance.min())
@@ -152,37 +181,33 @@ def _instance_spans(instance: np.ndarray, starts: np.ndarray, ends: np.ndarray) 
     return (last - first)[np.bincount(group, minlength=count) > 0]
 
 
-def rank_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledOps,
+def rank_figures(runs: dict[str, np.ndarray], ranks: pd.DataFrame, labelled: LabelledOps,
                  steps: dict[int, int]) -> list[dict]:
     """The ``ranks`` records: ``pid, device_id, rank, rank_source, passes`` and ``phases``
     {phase: :func:`pass_figures`} for each phase the rank's process measured, then, per
     measured step, ``outside_phases`` (when measured kernels were launched outside every phase
     range) and ``step``.
 
-    ``kernels`` are the kernel rows of ``labelled.ops`` with :func:`communication_columns`;
-    ``steps`` is :func:`step_passes`."""
-    measured = kernels["measured"].to_numpy()
-    columns = _pass_columns(kernels)
-    phase_codes, phase_names = name_codes(kernels["phase"])
-    code_of = {str(name): code for code, name in enumerate(phase_names)}
-    pid, device_id = kernels["pid"].to_numpy(), kernels["device_id"].to_numpy()
+    ``runs`` is :func:`kernel_runs` of the kernel rows of ``labelled.ops`` with
+    :func:`communication_columns`; ``steps`` is :func:`step_passes`."""
     phases = phase_passes(labelled)
     records = []
     for rank in ranks.itertuples(index=False):
-        # one rank owns every measured kernel: its rows need no comparison
-        mine = np.flatnonzero(measured if len(ranks) == 1 else measured & (pid == rank.pid) & (device_id == rank.device_id))
+        # one rank owns every measured kernel: its runs need no comparison
+        mine = runs["measured"] if len(ranks) == 1 else \
+            runs["measured"] & (runs["pid"] == rank.pid) & (runs["device_id"] == rank.device_id)
         figures = {}
         for name in PHASES:
             passes = phases.get((rank.pid, name), 0)
             if passes:
-                rows = mine[phase_codes[mine] == code_of.get(name, -2)]
-                figures[name] = {"passes": passes, **pass_figures(columns, rows, passes, columns["phase_range_id"])}
+                rows = mine & (runs["phase"] == RUN_PHASES.index(name))
+                figures[name] = {"passes": passes, **pass_figures(runs, rows, passes, runs["phase_range_id"])}
         passes = steps.get(rank.pid, 0)
-        outside = mine[phase_codes[mine] == code_of.get("", -2)]
-        if passes and len(outside) and len(outside) < len(mine):
-            figures[OUTSIDE_PHASES] = {"passes": passes, **pass_figures(columns, outside, passes, columns["step"])}
+        outside = mine & (runs["phase"] == RUN_PHASES.index(""))
+        if passes and outside.any() and runs["kernels"][outside].sum() < runs["kernels"][mine].sum():
+            figures[OUTSIDE_PHASES] = {"passes": passes, **pass_figures(runs, outside, passes, runs["step"])}
         if passes:
-            figures[WHOLE_STEP] = {"passes": passes, **pass_figures(columns, mine, passes, columns["step"])}
+            figures[WHOLE_STEP] = {"passes": passes, **pass_figures(runs, mine, passes, runs["step"])}
         records.append({"pid": int(rank.pid), "device_id": int(rank.device_id),
                         "rank": int(rank.rank), "rank_source": rank.rank_source,
                         "passes": passes, "phases": figures})

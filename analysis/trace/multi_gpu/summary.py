@@ -11,20 +11,36 @@ from analysis.trace.multi_gpu.communication import collective_figures, collectiv
 from analysis.trace.multi_gpu.fsdp import block_figures
 from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
 from analysis.trace.multi_gpu.rank_timeline import rank_timeline
-from analysis.trace.multi_gpu.ranks import config_values, rank_figures, rank_notes, rank_table, skew, step_passes
+from analysis.trace.multi_gpu.ranks import (
+    config_values,
+    kernel_runs,
+    rank_figures,
+    rank_notes,
+    rank_table,
+    skew,
+    step_passes,
+)
 from analysis.trace.summary_schema import CommunicationRecord
 
-# The columns of the labelled ops the communication figures read.
-COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "launch_start_ns",
-           "launch_tid", "demangled_name", "measured", "step", "phase", "phase_range_id"]
+# The columns of the labelled ops the communication figures read: those of every trace, then the
+# streams and launches, read only between ranks or around NCCL kernels (the ranks' timeline, FSDP
+# blocks, message sizes), so that a trace of one GPU without NCCL kernels copies none of them.
+RANK_COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "demangled_name", "measured", "step", "phase",
+                "phase_range_id"]
+LAUNCH_COLUMNS = ["stream_id", "launch_start_ns", "launch_tid"]
+COLUMNS = RANK_COLUMNS + LAUNCH_COLUMNS
 
 
 def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationRecord:
     """``world_size``, ``ranks``, ``collectives``, ``fsdp_blocks``, ``skew`` and ``timeline`` of
     a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
-    kernels = communication_columns(kernel_columns(labelled.ops))
+    kernels = communication_columns(kernel_columns(labelled.ops, RANK_COLUMNS))
+    runs = kernel_runs(kernels)
+    ranks = rank_table(runs, trace.marks, trace.notes)
+    if len(ranks) > 1 or runs["is_communication"].any():
+        for column, values in kernel_columns(labelled.ops, LAUNCH_COLUMNS).items():
+            kernels[column] = values.to_numpy()
     kernels["bytes"] = message_bytes(trace, kernels)
-    ranks = rank_table(kernels, trace.marks, trace.notes)
     marked = set(config_values(trace.marks, "world_size").values())
     sizes = {size for size in marked if size >= 1}
     if marked - sizes:
@@ -34,7 +50,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     else:
         world_size, world_size_source = len(ranks), "ranks in the trace"
     steps = step_passes(labelled, trace.ranges)
-    records = rank_figures(kernels, ranks, labelled, steps)
+    records = rank_figures(runs, ranks, labelled, steps)
     trace.notes.extend(rank_notes(records, world_size, world_size_source))
     return {
         "world_size": world_size,
@@ -47,13 +63,13 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     }
 
 
-def kernel_columns(ops: pd.DataFrame) -> pd.DataFrame:
-    """The :data:`COLUMNS` of the kernel rows of ``ops``, taken column by column: no other
-    column is copied, and none at all when every op is a kernel."""
+def kernel_columns(ops: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The ``columns`` of the kernel rows of ``ops``, taken column by column: no other column is
+    copied, and none at all when every op is a kernel."""
     is_kernel = (ops["op_kind"] == "kernel").to_numpy()
     if is_kernel.all():
-        return pd.DataFrame({column: ops[column] for column in COLUMNS}, copy=False)
-    return pd.DataFrame({column: ops[column].array[is_kernel] for column in COLUMNS}, copy=False)
+        return pd.DataFrame({column: ops[column] for column in columns}, copy=False)
+    return pd.DataFrame({column: ops[column].array[is_kernel] for column in columns}, copy=False)
 
 
 def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
