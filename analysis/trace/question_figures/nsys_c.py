@@ -64,7 +64,7 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
 
     from analysis.trace.nsys_inputs import category_ms
 
-    kernels = inputs.measured_kernels(("forward",))
+    kernels = inputs.kernel_groups(("forward",))
     passes = inputs.passes("forward")
     if kernels.empty:
         return {"min_share": MIN_SHARE, "non_gemm_share": None, "attention_non_gemm_share": None,

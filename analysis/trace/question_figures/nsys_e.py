@@ -80,7 +80,7 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
 
     scores_part, softmax_part, final_part = REGIONS
     # the columns read here: each subset below copies these, not every column of the ops
-    kernels = inputs.measured_kernels(("forward",))[list(KERNEL_COLUMNS)]
+    kernels = inputs.measured_kernels(("forward",), KERNEL_COLUMNS)
     passes = max(inputs.passes("forward"), 1)
     record = _empty(inputs.run.config, inputs.op_d_head)
     missing = [region for region in (softmax_part, scores_part, final_part)
