@@ -46,7 +46,7 @@ def random_inputs(seed: int) -> NsysInputs:
     """Random ops in random phase ranges, labelled as ``label_ops`` labels them (an op's phase
     is its phase range's), with their categories."""
     rng = np.random.default_rng(seed)
-    count = int(rng.choice([0, 1, int(rng.integers(2, 120))]))
+    count = int(rng.choice([0, 1, int(rng.integers(2, 120)), int(rng.integers(1000, 2000))]))  # more rows than groups
     range_count = int(rng.integers(1, 8))
     ranges = pd.DataFrame({
         "range_id": rng.permutation(50)[:range_count].astype(np.int64),
@@ -124,6 +124,31 @@ def test_groups_sum_the_measured_kernels_row_by_row(seed):
                                   ops.iloc[first_rows][list(GROUP_COLUMNS)].reset_index(drop=True))
     assert groups["calls"].tolist() == [calls for _, calls, _ in expected.values()]
     assert groups["dur_ns"].tolist() == [ns for _, _, ns in expected.values()]
+
+
+def test_groups_of_many_names_match_a_groupby():
+    """Over 2**15 groups, fewer possible ones than rows: numbered in 32-bit integers."""
+    rng = np.random.default_rng(1)
+    count, names = 200_000, [f"kernel_{i}" for i in range(3000)]
+    ops = pd.DataFrame({
+        "pid": np.full(count, 7, dtype=np.int32), "device_id": np.zeros(count, dtype=np.int32),
+        "phase": pd.Categorical(rng.choice(list(PHASES), count)),
+        "region": pd.Categorical(rng.choice(["", *REGIONS], count)),
+        "demangled_name": pd.Categorical(rng.choice(names, count), categories=names),
+        "category": pd.Categorical(np.full(count, "other")), "tensor_core": np.zeros(count, dtype=bool),
+        "dur_ns": rng.integers(0, 1000, count), "measured": rng.random(count) < 0.9,
+        "op_kind": pd.Categorical(np.full(count, "kernel")),
+    })
+    groups = kernel_groups(ops, ops["measured"].to_numpy())
+    rows = ops[ops["measured"]].assign(row=np.flatnonzero(ops["measured"]),
+                                       key=lambda rows: rows["pid"].to_numpy() * 65536 + rows["device_id"].to_numpy())
+    expected = (rows.groupby(["key", "phase", "region", "demangled_name"], observed=True)
+                .agg(first=("row", "min"), calls=("row", "size"), dur_ns=("dur_ns", "sum")).sort_values("first"))
+    assert 2**15 < len(expected)
+    assert groups["calls"].tolist() == expected["calls"].tolist()
+    assert groups["dur_ns"].tolist() == expected["dur_ns"].tolist()
+    pd.testing.assert_frame_equal(groups[list(GROUP_COLUMNS)],
+                                  ops.iloc[expected["first"]][list(GROUP_COLUMNS)].reset_index(drop=True))
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -5,6 +5,7 @@ none reloads or relabels the trace.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -63,8 +64,10 @@ class NsysInputs:
         category, tensor_core = op_classes(ops)
         ops = ops.assign(category=category, tensor_core=tensor_core)
         if labelled.has_steps:
-            step = value_codes(ops["step"])[0][ops["measured"].to_numpy()]
-            measured_steps = int(np.count_nonzero(np.bincount(step[step >= 0])))
+            step_code, steps = value_codes(ops["step"])
+            measured = np.zeros(len(steps) + 1, dtype=bool)
+            measured[step_code[ops["measured"].to_numpy()]] = True  # code -1 (no step) marks the last entry
+            measured_steps = int(measured[:-1].sum())
         else:
             measured_steps = 1
         return cls(
@@ -164,11 +167,16 @@ def op_classes(ops: pd.DataFrame) -> tuple[pd.Categorical, np.ndarray]:
     name_labels = classes["category"].to_numpy(dtype=str)
     labels, label_code = np.unique(np.concatenate([name_labels, np.asarray(kinds, dtype=str)]), return_inverse=True)
     label_code = label_code.astype(np.int8)  # a few categories
-    code = np.where(is_kernel, label_code[:len(name_labels)][name_code], label_code[len(name_labels):][kind_code])
-    present = np.bincount(code, minlength=len(labels)) > 0
+    code = label_code[:len(name_labels)][name_code]  # every op's as a kernel's, then the memory operations'
+    memop = ~is_kernel
+    code[memop] = label_code[len(name_labels):][kind_code[memop]]
+    present = np.zeros(len(labels), dtype=bool)
+    present[code] = True
     position = (np.cumsum(present) - 1).astype(np.int8)
     category = pd.Categorical.from_codes(position[code], categories=pd.Index(labels[present], dtype="str"))
-    return category, classes["tensor_core"].to_numpy()[name_code] & is_kernel
+    tensor_core = classes["tensor_core"].to_numpy()[name_code]
+    tensor_core &= is_kernel
+    return category, tensor_core
 
 
 def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFrame:
@@ -181,14 +189,16 @@ def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFram
     for column in ("phase", "region", "demangled_name"):
         codes, values = value_codes(ops[column])
         parts.append((codes, len(values)))
-    group = np.zeros(len(ops), dtype=np.int64)
-    groups, missing = 1, 0  # the number of possible groups; the group number of missing values only (every code -1)
-    for codes, count in parts:  # codes run from -1 (missing) to count - 1
+    groups = math.prod(count + 1 for _, count in parts)  # codes run from -1 (missing) to count - 1
+    # Numbered in the narrowest integers that hold them (the passes over millions of rows are the cost).
+    group = np.zeros(len(ops), dtype=np.int16 if groups < 2**15 else np.int32 if groups < 2**31 else np.int64)
+    missing = 0  # the number of the group of missing values only (every code -1)
+    for codes, count in parts:
         group *= count + 1
         group += codes
-        groups *= count + 1
         missing = missing * (count + 1) - 1
     group -= missing  # from 0
+    group = group.astype(np.intp)
     if groups > len(ops):  # more possible groups than rows: number only those present
         group, present = pd.factorize(group)
         groups = len(present)
