@@ -23,7 +23,13 @@ from analysis.trace.nsys_inputs import (
     kernel_totals,
     op_classes,
 )
-from analysis.trace.phase_breakdown import device_summaries, overall_summary, phase_summaries, phase_table
+from analysis.trace.phase_breakdown import (
+    device_busy_ns,
+    device_summaries,
+    overall_summary,
+    phase_summaries,
+    phase_table,
+)
 from analysis.trace.question_figures import nsys_b, nsys_c, nsys_d, nsys_e
 
 NAMES = [
@@ -211,6 +217,20 @@ def test_phase_table_sums_the_ops_of_measured_ranges(seed):
         assert row["kernels_per_pass"] == is_kernel.sum() / passes
         assert row["kernel_ms_per_pass"] == in_phase.loc[is_kernel, "dur_ns"].sum() / passes / 1e6
         assert row["memop_ms_per_pass"] == in_phase.loc[~is_kernel, "dur_ns"].sum() / passes / 1e6
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_device_busy_time_is_the_union_of_its_measured_kernels(seed):
+    inputs = random_inputs(seed)
+    ops = inputs.ops
+    covered = {}  # device key -> the nanoseconds some measured kernel of it covers
+    for row in np.flatnonzero(inputs.measured_kernel_rows()):
+        key = _device_key(ops["pid"].iat[row], ops["device_id"].iat[row])
+        covered.setdefault(key, set()).update(range(ops["start_ns"].iat[row], ops["end_ns"].iat[row]))
+    busy = device_busy_ns(inputs)
+    assert busy.index.tolist() == sorted(busy.index)
+    assert {key: ns for key, ns in busy.items() if key in covered} == {key: len(ns) for key, ns in covered.items()}
+    assert not busy.drop(list(covered)).any()  # devices of memory operations or unmeasured kernels only
 
 
 def test_device_numbers_rank_the_distinct_keys():

@@ -225,7 +225,7 @@ def device_numbers(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(len(keys), dtype=np.int8), keys[:1]
     codes, distinct = pd.factorize(keys)
     order = np.argsort(distinct)
-    position = np.empty(len(order), dtype=np.int64)
+    position = np.empty(len(order), dtype=np.int32)  # an int32 per row: fewer bytes than factorize's codes
     position[order] = np.arange(len(order))
     return position[codes], distinct[order]
 

@@ -43,14 +43,16 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     first_start, last_end = span_per_group(group, starts, ends, len(ranges))
     busy = union_length_per_group(group, starts, ends, len(ranges))
     del starts, ends
-    # Per phase (and one bin for any other phase) and kind of op: memory operations, then kernels.
-    phase_kind = _phase_index(inputs.ops["phase"])[rows] * 2 + (inputs.ops["op_kind"] == "kernel").to_numpy()[rows]
-    op_ns = np.bincount(phase_kind, weights=column("dur_ns"), minlength=2 * (len(PHASES) + 1))
-    kernel_count = np.bincount(phase_kind, minlength=2 * (len(PHASES) + 1))[1::2]
+    # Per range and kind of op (memory operations, then kernels), then per phase: an op's phase is
+    # its range's (both are the phase window's that holds it, analysis.core.phases.label_ops).
+    range_kind = group * 2 + (inputs.ops["op_kind"] == "kernel").to_numpy()[rows]
+    range_ns = np.bincount(range_kind, weights=column("dur_ns"), minlength=2 * len(ranges))
+    range_kernels = np.bincount(range_kind, minlength=2 * len(ranges))[1::2]
+    del range_kind
     range_phase = _phase_index(ranges["phase"])
     summed_ns = {
-        "kernel": op_ns[1::2],
-        "memop": op_ns[0::2],
+        "kernel": _per_phase(range_phase, range_ns[1::2]),
+        "memop": _per_phase(range_phase, range_ns[0::2]),
         "cpu_span": _per_phase(range_phase, ranges["cpu_dur_ns"].to_numpy()),
         "gpu_span": _per_phase(range_phase, last_end - first_start),
         "busy": _per_phase(range_phase, busy),
@@ -58,7 +60,7 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     phases = [p for p in PHASES if inputs.passes(p) > 0]
     rows = [PHASES.index(p) for p in phases]
     passes = np.array([inputs.passes(p) for p in phases], dtype=np.int64)
-    out = pd.DataFrame({"passes": passes, "kernels_per_pass": kernel_count[rows] / passes}
+    out = pd.DataFrame({"passes": passes, "kernels_per_pass": _per_phase(range_phase, range_kernels)[rows] / passes}
                        | {f"{name}_ms_per_pass": ns[rows] / passes / 1e6 for name, ns in summed_ns.items()},
                        index=pd.Index(phases, name="phase"))
     out["idle_ms_per_pass"] = out["gpu_span_ms_per_pass"] - out["busy_ms_per_pass"]
@@ -154,30 +156,32 @@ def device_summaries(inputs: NsysInputs) -> list[dict]:
     steps = inputs.measured_steps
     busy = device_busy_ns(inputs)
     records = []
-    for position, key in enumerate(np.unique(keys)):
+    for key in np.unique(keys):
         rows = kernels[keys == key]
         records.append({
             "pid": int(rows["pid"].iloc[0]),
             "device_id": int(rows["device_id"].iloc[0]),
             "kernels_per_pass": int(rows["calls"].sum()) / steps,
             "kernel_ms_per_pass": float(rows["dur_ns"].sum()) / steps / 1e6,
-            "busy_ms_per_pass": float(busy[position]) / steps / 1e6,
+            "busy_ms_per_pass": float(busy.loc[key]) / steps / 1e6,
             "by_category_ms_per_pass": _nonzero(category_ms(rows, steps)),
             "top_kernel": kernel_records(kernel_totals(rows, steps), 1)[0],
         })
     return records
 
 
-def device_busy_ns(inputs: NsysInputs) -> np.ndarray:
-    """Length of the union of the measured kernels' intervals per device (process, GPU), in
-    ascending order of :func:`analysis.trace.nsys_inputs.device_keys`."""
+def device_busy_ns(inputs: NsysInputs) -> pd.Series:
+    """Length of the union of the measured kernels' intervals per device (process, GPU), indexed
+    by :func:`analysis.trace.nsys_inputs.device_keys` in ascending order (with 0 for a device
+    of no measured kernel)."""
     rows = inputs.measured_kernel_rows()
 
     def column(name: str) -> np.ndarray:
         return inputs.ops[name].to_numpy()[rows]
 
-    device, distinct = device_numbers(device_keys(column("pid"), column("device_id")))
-    return union_length_per_group(device, column("start_ns"), column("end_ns"), len(distinct))
+    device, distinct = device_numbers(device_keys(inputs.ops["pid"].to_numpy(), inputs.ops["device_id"].to_numpy()))
+    return pd.Series(union_length_per_group(device[rows], column("start_ns"), column("end_ns"), len(distinct)),
+                     index=distinct)
 
 
 def kernel_records(totals: pd.DataFrame, limit: int) -> list[dict]:
