@@ -63,9 +63,9 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
 
 
 def _shares(kernels: pd.DataFrame) -> pd.Series:
-    """Fraction of summed kernel time per category (empty when there are no kernels): indexed by
-    the categories present, in the order of the ``category`` column's categories, as a groupby
-    would give, summed on its codes."""
+    """Fraction of summed kernel time per category of kernel rows or kernel groups (empty when
+    there are none): indexed by the categories present, in the order of the ``category``
+    column's categories, as a groupby would give, summed on its codes."""
     import numpy as np
     import pandas as pd
 
