@@ -40,7 +40,7 @@ class NsysInputs:
 
     ``ops`` holds the :data:`OP_COLUMNS` of ``LabelledOps.ops`` plus ``category`` and
     ``tensor_core`` (memcpy/memset rows get their ``op_kind`` as category, and False; a kernel's
-    follow from its name, :func:`op_classes`).
+    both follow from its name, :func:`op_classes`).
     """
 
     ops: pd.DataFrame
@@ -200,8 +200,8 @@ def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFram
     group -= missing  # from 0
     group = group.astype(np.intp)
     if groups > len(ops):  # more possible groups than rows: number only those present
-        group, present = pd.factorize(group)
-        groups = len(present)
+        group, numbered = pd.factorize(group)
+        groups = len(numbered)
     group[~measured_kernel] = groups  # one bin past the groups
     calls = np.bincount(group, minlength=groups + 1)[:groups]
     dur_ns = np.bincount(group, weights=ops["dur_ns"].to_numpy(), minlength=groups + 1)[:groups].astype(np.int64)
