@@ -5,6 +5,7 @@ none reloads or relabels the trace.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,6 +29,9 @@ OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "
 # ones that are the same on every row there, ``op_kind`` and ``measured``).
 MEASURED_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "demangled_name", "phase", "phase_range_id",
                     "region", "category", "tensor_core")
+# The columns of :meth:`NsysInputs.kernel_groups`: those the kernels of a group share (a kernel's
+# category and tensor-core flag follow from its name), then the group's count and summed time.
+GROUP_COLUMNS = ("pid", "device_id", "phase", "region", "demangled_name", "category", "tensor_core")
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,8 @@ class NsysInputs:
     """Labelled GPU operations of one trace with their kernel categories, and the run record.
 
     ``ops`` holds the :data:`OP_COLUMNS` of ``LabelledOps.ops`` plus ``category`` and
-    ``tensor_core`` (memcpy/memset rows get their ``op_kind`` as category, and False).
+    ``tensor_core`` (memcpy/memset rows get their ``op_kind`` as category, and False; a kernel's
+    both follow from its name, :func:`op_classes`).
     """
 
     ops: pd.DataFrame
@@ -59,7 +64,10 @@ class NsysInputs:
         category, tensor_core = op_classes(ops)
         ops = ops.assign(category=category, tensor_core=tensor_core)
         if labelled.has_steps:
-            measured_steps = int(ops.loc[ops["measured"], "step"].nunique())
+            step_code, steps = value_codes(ops["step"])
+            measured = np.zeros(len(steps) + 1, dtype=bool)
+            measured[step_code[ops["measured"].to_numpy()]] = True  # code -1 (no step) marks the last entry
+            measured_steps = int(measured[:-1].sum())
         else:
             measured_steps = 1
         return cls(
@@ -86,24 +94,45 @@ class NsysInputs:
             self._memo[key] = compute()
         return self._memo[key]
 
-    def measured_kernels(self, phases: tuple[str, ...] | None = None) -> pd.DataFrame:
-        """Kernel rows of measured steps (their :data:`MEASURED_COLUMNS`), in the given phases
-        (all, when ``phases`` is None).
+    def measured_kernel_rows(self) -> np.ndarray:
+        """Whether each op is a kernel of a measured step (a mask over ``ops``, kept)."""
+        return self._once(("kernel rows",), lambda: self.ops["measured"].to_numpy()
+                          & (self.ops["op_kind"] == "kernel").to_numpy())
 
-        All of them are one table kept for the trace (read it, do not modify it); the rows of
-        some phases are selected from it at each call, not kept: at millions of kernels each
-        kept selection would cost as much memory as the rows it holds."""
-        kernels = self._once(("kernels", None), lambda: self.ops.loc[
-            (self.ops["measured"] & (self.ops["op_kind"] == "kernel")).to_numpy(), list(MEASURED_COLUMNS)])
-        return kernels if phases is None else kernels[kernels["phase"].isin(phases).to_numpy()]
+    def measured_kernels(self, phases: tuple[str, ...] | None = None,
+                         columns: tuple[str, ...] = MEASURED_COLUMNS) -> pd.DataFrame:
+        """Kernel rows of measured steps (their ``columns``, :data:`MEASURED_COLUMNS` unless
+        told), in the given phases (all, when ``phases`` is None).
+
+        Selected from the ops at each call, not kept: at millions of kernels a kept selection
+        would cost as much memory as the rows it holds. Figures that only add kernels up read
+        :meth:`kernel_groups` instead."""
+        rows = self.measured_kernel_rows()
+        if phases is not None:
+            rows = rows & self.ops["phase"].isin(phases).to_numpy()
+        return self.ops.loc[rows, list(columns)]
+
+    def kernel_groups(self, phases: tuple[str, ...] | None = None) -> pd.DataFrame:
+        """The measured kernels in the given phases (all, when ``phases`` is None) summed per
+        group of one device, phase, attention region and kernel name: one row per group, in
+        order of the group's first kernel, with the :data:`GROUP_COLUMNS` of the kernels, their
+        number (``calls``) and summed ``dur_ns``.
+
+        A sum, a first row or a distinct count per name, category or region is the same over
+        these rows (``calls`` counting their kernels) as over the kernel rows themselves, from a
+        table of a few hundred rows instead of millions (:func:`kernel_totals`,
+        :func:`category_ms`). Built once per trace (read it, do not modify it)."""
+        groups = self._once(("kernel groups",), lambda: kernel_groups(self.ops, self.measured_kernel_rows()))
+        return groups if phases is None else groups[groups["phase"].isin(phases).to_numpy()]
 
     def kernel_totals(self, phases: tuple[str, ...] | None, passes: int) -> pd.DataFrame:
-        """:func:`kernel_totals` of ``measured_kernels(phases)``, computed once per argument pair."""
-        return self._once(("totals", phases, passes), lambda: kernel_totals(self.measured_kernels(phases), passes))
+        """:func:`kernel_totals` of the measured kernels in ``phases``, computed once per argument pair."""
+        return self._once(("totals", phases, passes), lambda: kernel_totals(self.kernel_groups(phases), passes))
 
     def gemm_precisions(self) -> dict[str, float]:
-        """:func:`analysis.core.classify.gemm_precision_mix` of the measured kernels, computed once."""
-        return self._once(("gemm precisions",), lambda: gemm_precision_mix(self.measured_kernels()))
+        """:func:`analysis.core.classify.gemm_precision_mix` of the measured kernels (a mix of
+        summed time, the same over their groups), computed once."""
+        return self._once(("gemm precisions",), lambda: gemm_precision_mix(self.kernel_groups()))
 
     def shape_groups(self, phase: str) -> pd.Series:
         """The shape group of each measured range of ``phase`` (indexed by ``range_id``): in a trace
@@ -130,36 +159,107 @@ def op_classes(ops: pd.DataFrame) -> tuple[pd.Categorical, np.ndarray]:
     """The category of each op (a kernel's from its demangled name, a memory operation's
     ``op_kind``) as a categorical of the sorted categories present, and whether it is a
     tensor-core kernel. Each distinct name is classified once: a trace has millions of ops but a
-    few hundred names."""
+    few hundred names; the ops take their classes by code (code -1, no name, the last entry)."""
     is_kernel = (ops["op_kind"] == "kernel").to_numpy()
-    name_code, names = pd.factorize(ops["demangled_name"])
+    name_code, names = value_codes(ops["demangled_name"])
     classes = classify_kernels(pd.Series([*np.asarray(names, dtype=object), ""]))  # code -1 (no name) is ""
-    kind_code, kinds = pd.factorize(ops["op_kind"])
-    labels = np.concatenate([classes["category"].to_numpy(dtype=object), np.asarray(kinds, dtype=object)])
-    label_code = np.where(is_kernel, name_code % len(classes), len(classes) + kind_code)
-    present = np.unique(label_code)
-    categories, position = np.unique(labels[present].astype(str), return_inverse=True)
-    code_of_label = np.zeros(len(labels), dtype=np.int64)
-    code_of_label[present] = position
-    category = pd.Categorical.from_codes(code_of_label[label_code], categories=pd.Index(categories, dtype="str"))
-    return category, classes["tensor_core"].to_numpy()[name_code % len(classes)] & is_kernel
+    kind_code, kinds = value_codes(ops["op_kind"])
+    name_labels = classes["category"].to_numpy(dtype=str)
+    labels, label_code = np.unique(np.concatenate([name_labels, np.asarray(kinds, dtype=str)]), return_inverse=True)
+    label_code = label_code.astype(np.int8)  # a few categories
+    code = label_code[:len(name_labels)][name_code]  # every op's as a kernel's, then the memory operations'
+    memop = ~is_kernel
+    code[memop] = label_code[len(name_labels):][kind_code[memop]]
+    present = np.zeros(len(labels), dtype=bool)
+    present[code] = True
+    position = (np.cumsum(present) - 1).astype(np.int8)
+    category = pd.Categorical.from_codes(position[code], categories=pd.Index(labels[present], dtype="str"))
+    tensor_core = classes["tensor_core"].to_numpy()[name_code]
+    tensor_core &= is_kernel
+    return category, tensor_core
+
+
+def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFrame:
+    """:meth:`NsysInputs.kernel_groups` of ``ops`` (every phase), over the rows that
+    ``measured_kernel`` marks. Each row gets the number of its group from the codes of its
+    device, phase, region and name; the groups are counted and summed by bincount and their
+    first rows found by a reversed assignment, so the rows are neither sorted nor copied."""
+    device, distinct_devices = device_numbers(device_keys(ops["pid"].to_numpy(), ops["device_id"].to_numpy()))
+    parts = [(device, len(distinct_devices))]
+    for column in ("phase", "region", "demangled_name"):
+        codes, values = value_codes(ops[column])
+        parts.append((codes, len(values)))
+    groups = math.prod(count + 1 for _, count in parts)  # codes run from -1 (missing) to count - 1
+    # Numbered in the narrowest integers that hold them (the passes over millions of rows are the cost).
+    group = np.zeros(len(ops), dtype=np.int16 if groups < 2**15 else np.int32 if groups < 2**31 else np.int64)
+    missing = 0  # the number of the group of missing values only (every code -1)
+    for codes, count in parts:
+        group *= count + 1
+        group += codes
+        missing = missing * (count + 1) - 1
+    group -= missing  # from 0
+    group = group.astype(np.intp)
+    if groups > len(ops):  # more possible groups than rows: number only those present
+        group, numbered = pd.factorize(group)
+        groups = len(numbered)
+    group[~measured_kernel] = groups  # one bin past the groups
+    calls = np.bincount(group, minlength=groups + 1)[:groups]
+    dur_ns = np.bincount(group, weights=ops["dur_ns"].to_numpy(), minlength=groups + 1)[:groups].astype(np.int64)
+    first_row = np.zeros(groups + 1, dtype=np.int64)
+    first_row[group[::-1]] = np.arange(len(group) - 1, -1, -1)  # each group's last write: its first row
+    present = np.flatnonzero(calls)
+    present = present[np.argsort(first_row[present])]
+    table = ops.iloc[first_row[present]][list(GROUP_COLUMNS)].reset_index(drop=True)
+    return table.assign(calls=calls[present], dur_ns=dur_ns[present])
+
+
+def device_keys(pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
+    """A number per row for its (process, GPU) pair."""
+    return pid * 65536 + device_id
+
+
+def device_numbers(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's position among the distinct ``keys`` in ascending order, and those keys; the
+    rows of a trace of one device (the common case) are numbered without hashing them."""
+    if not len(keys) or keys.min() == keys.max():
+        return np.zeros(len(keys), dtype=np.int8), keys[:1]
+    codes, distinct = pd.factorize(keys)
+    order = np.argsort(distinct)
+    position = np.empty(len(order), dtype=np.int32)  # an int32 per row: fewer bytes than factorize's codes
+    position[order] = np.arange(len(order))
+    return position[codes], distinct[order]
+
+
+def value_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """An integer code per value of ``column`` (-1 when missing) and the values they number: a
+    categorical's own codes and categories (some may number no row), else factorized."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), column.cat.categories
+    codes, values = pd.factorize(column)
+    return codes, pd.Index(values)
 
 
 def kernel_totals(kernels: pd.DataFrame, passes: int) -> pd.DataFrame:
     """One row per kernel (demangled name), most summed time first.
 
-    Columns: ``kernel``, ``category``, ``tensor_core`` (of the kernel's first row), ``calls``,
-    ``total_ns``, ``calls_per_pass``, ``ms_per_pass`` (divided by ``passes``) and ``share`` (of
-    the summed time of ``kernels``). Rows without a name are left out.
+    ``kernels``: kernel rows, or rows of :meth:`NsysInputs.kernel_groups` (their ``calls``
+    column counts the kernels each row sums). Columns: ``kernel``, ``category``, ``tensor_core``
+    (of the kernel's first row), ``calls``, ``total_ns``, ``calls_per_pass``, ``ms_per_pass``
+    (divided by ``passes``) and ``share`` (of the summed time of ``kernels``). Rows without a name
+    are left out.
     """
-    codes, names = pd.factorize(kernels["demangled_name"])
+    codes, names = value_codes(kernels["demangled_name"])
     named = np.flatnonzero(codes >= 0)
     codes = codes[named]
-    calls = np.bincount(codes, minlength=len(names))
+    counts = kernels["calls"].to_numpy()[named] if "calls" in kernels else None
+    calls = np.bincount(codes, weights=counts, minlength=len(names)).astype(np.int64)
     # Integer ns summed in float64 stay exact below 2**53 ns (104 days).
     total_ns = np.bincount(codes, weights=kernels["dur_ns"].to_numpy()[named], minlength=len(names)).astype(np.int64)
-    first_row = named[np.unique(codes, return_index=True)[1]]
-    names = np.asarray(names, dtype=object).astype(str)
+    first_row = np.zeros(len(names), dtype=np.int64)
+    first_row[codes[::-1]] = named[::-1]  # each name's last write: its first row
+    present = np.flatnonzero(calls)  # a categorical's names may include some of no row
+    names = np.asarray(names, dtype=object)[present].astype(str)
+    calls, total_ns, first_row = calls[present], total_ns[present], first_row[present]
     order = np.array(sorted(range(len(names)), key=lambda i: (-total_ns[i], names[i])), dtype=np.int64)
     calls, total_ns, first_row = calls[order], total_ns[order], first_row[order]
     divisor = max(passes, 1)
@@ -177,7 +277,9 @@ def kernel_totals(kernels: pd.DataFrame, passes: int) -> pd.DataFrame:
 
 
 def category_ms(kernels: pd.DataFrame, passes: int) -> pd.Series:
-    """Summed time per category in ms per pass, largest first (index: category names)."""
+    """Summed time per category in ms per pass, largest first (index: category names), of kernel
+    rows or of :meth:`NsysInputs.kernel_groups` rows (categories in order of first appearance
+    before the sort, in both)."""
     codes, categories = pd.factorize(kernels["category"])
     known = codes >= 0
     summed = np.bincount(codes[known], weights=kernels["dur_ns"].to_numpy()[known], minlength=len(categories))

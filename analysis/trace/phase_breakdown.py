@@ -16,20 +16,10 @@ import pandas as pd
 
 from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
-from analysis.trace.nsys_inputs import NsysInputs, category_ms, kernel_totals
+from analysis.trace.nsys_inputs import NsysInputs, category_ms, device_keys, device_numbers, kernel_totals, value_codes
 
 TOP_KERNELS_PER_PHASE = 10
 TOP_KERNELS_OVERALL = 100
-
-
-def busy_ns(ops: pd.DataFrame, by: str) -> pd.Series:
-    """Length of the union of the ``[start_ns, end_ns)`` intervals of ``ops``, per value of ``by``
-    (:func:`analysis.core.intervals.union_length_per_group`), indexed by those values in ascending order."""
-    if ops.empty:
-        return pd.Series(dtype="int64")
-    codes, values = pd.factorize(ops[by].to_numpy())
-    busy = union_length_per_group(codes, ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy(), len(values))
-    return pd.Series(busy, index=values).sort_index()
 
 
 def phase_table(inputs: NsysInputs) -> pd.DataFrame:
@@ -53,12 +43,16 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     first_start, last_end = span_per_group(group, starts, ends, len(ranges))
     busy = union_length_per_group(group, starts, ends, len(ranges))
     del starts, ends
-    is_kernel = (inputs.ops["op_kind"] == "kernel").to_numpy()[rows]
-    dur = column("dur_ns")
-    op_phase, range_phase = _phase_index(inputs.ops["phase"].array.take(rows)), _phase_index(ranges["phase"])
+    # Per range and kind of op (memory operations, then kernels), then per phase: an op's phase is
+    # its range's (both are the phase window's that holds it, analysis.core.phases.label_ops).
+    range_kind = group * 2 + (inputs.ops["op_kind"] == "kernel").to_numpy()[rows]
+    range_ns = np.bincount(range_kind, weights=column("dur_ns"), minlength=2 * len(ranges))
+    range_kernels = np.bincount(range_kind, minlength=2 * len(ranges))[1::2]
+    del range_kind
+    range_phase = _phase_index(ranges["phase"])
     summed_ns = {
-        "kernel": _per_phase(op_phase, np.where(is_kernel, dur, 0)),
-        "memop": _per_phase(op_phase, np.where(is_kernel, 0, dur)),
+        "kernel": _per_phase(range_phase, range_ns[1::2]),
+        "memop": _per_phase(range_phase, range_ns[0::2]),
         "cpu_span": _per_phase(range_phase, ranges["cpu_dur_ns"].to_numpy()),
         "gpu_span": _per_phase(range_phase, last_end - first_start),
         "busy": _per_phase(range_phase, busy),
@@ -66,7 +60,7 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     phases = [p for p in PHASES if inputs.passes(p) > 0]
     rows = [PHASES.index(p) for p in phases]
     passes = np.array([inputs.passes(p) for p in phases], dtype=np.int64)
-    out = pd.DataFrame({"passes": passes, "kernels_per_pass": _per_phase(op_phase, is_kernel)[rows] / passes}
+    out = pd.DataFrame({"passes": passes, "kernels_per_pass": _per_phase(range_phase, range_kernels)[rows] / passes}
                        | {f"{name}_ms_per_pass": ns[rows] / passes / 1e6 for name, ns in summed_ns.items()},
                        index=pd.Index(phases, name="phase"))
     out["idle_ms_per_pass"] = out["gpu_span_ms_per_pass"] - out["busy_ms_per_pass"]
@@ -74,18 +68,18 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
 
 
 def _phase_index(phase: pd.Series) -> np.ndarray:
-    """The position of each row's phase in :data:`PHASES` (-1 for any other value)."""
-    codes, names = pd.factorize(phase)
-    position = np.array([PHASES.index(name) if name in PHASES else -1 for name in names] + [-1], dtype=np.int64)
-    return position[codes]  # code -1 (missing) takes the trailing -1
+    """The position of each row's phase in :data:`PHASES` (``len(PHASES)`` for any other value),
+    looked up by the column's codes."""
+    codes, names = value_codes(phase)
+    position = [PHASES.index(name) if name in PHASES else len(PHASES) for name in names] + [len(PHASES)]
+    return np.array(position, dtype=np.int8)[codes]  # code -1 (missing) takes the trailing one
 
 
 def _per_phase(phase_index: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Sums of ``values`` per phase of :data:`PHASES`, in that order (``phase_index``: see
     :func:`_phase_index`; rows of other phases left out). Integer values summed in float64 stay
     exact below 2**53."""
-    known = phase_index >= 0
-    return np.bincount(phase_index[known], weights=np.asarray(values)[known], minlength=len(PHASES))
+    return np.bincount(phase_index, weights=values, minlength=len(PHASES) + 1)[:len(PHASES)]
 
 
 def shape_summaries(inputs: NsysInputs) -> dict[str, list[dict]]:
@@ -94,13 +88,16 @@ def shape_summaries(inputs: NsysInputs) -> dict[str, list[dict]]:
     ``cpu_span_ms_per_pass`` and ``kernel_ms_per_pass``, and the first range's CPU span
     (``first_cpu_span_ms``, a cold pass when the group ran first). Empty when every phase is one shape."""
     shapes = {}
-    kernels = inputs.measured_kernels()
+    kernel_ns_per_range = None
     for phase in PHASES:
         if not inputs.mixed_shapes(phase):
             continue
+        if kernel_ns_per_range is None:
+            kernels = inputs.measured_kernels(columns=("phase_range_id", "dur_ns"))
+            kernel_ns_per_range = kernels.groupby("phase_range_id")["dur_ns"].sum()
         groups = inputs.shape_groups(phase)
         ranges = inputs.phase_ranges.set_index("range_id").loc[groups.index].sort_values("start_ns")
-        kernel_ns = kernels.groupby("phase_range_id")["dur_ns"].sum().reindex(ranges.index, fill_value=0)
+        kernel_ns = kernel_ns_per_range.reindex(ranges.index, fill_value=0)
         table = pd.DataFrame({"group": groups.loc[ranges.index], "cpu_ns": ranges["cpu_dur_ns"], "kernel_ns": kernel_ns})
         shapes[phase] = [
             {"group": str(group), "passes": len(rows), "cpu_span_ms_per_pass": rows["cpu_ns"].mean() / 1e6,
@@ -126,7 +123,7 @@ def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
             "busy_ms_per_pass": float(row["busy_ms_per_pass"]),
             "idle_ms_per_pass": float(row["idle_ms_per_pass"]),
             "python_ms_per_pass": python_ms.get(phase),
-            "by_category_ms_per_pass": _nonzero(category_ms(inputs.measured_kernels((phase,)), passes)),
+            "by_category_ms_per_pass": _nonzero(category_ms(inputs.kernel_groups((phase,)), passes)),
             "top_kernels": kernel_records(inputs.kernel_totals((phase,), passes), TOP_KERNELS_PER_PHASE),
         }
     return summaries
@@ -135,13 +132,13 @@ def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
 def overall_summary(inputs: NsysInputs) -> dict:
     """The ``overall`` section: every measured kernel per measured step (the whole capture when
     the trace has no step ranges), by category and by kernel."""
-    kernels = inputs.measured_kernels()
+    kernels = inputs.kernel_groups()
     steps = inputs.measured_steps
     totals = inputs.kernel_totals(None, steps)
     return {
         "scope": "measured steps" if inputs.has_steps else "whole capture",
         "passes": steps,
-        "kernels_per_pass": len(kernels) / steps,
+        "kernels_per_pass": int(kernels["calls"].sum()) / steps,
         "kernel_ms_per_pass": float(kernels["dur_ns"].sum()) / steps / 1e6,
         "distinct_kernels": len(totals),
         "tensor_core_share": _tensor_core_share(kernels),
@@ -152,26 +149,39 @@ def overall_summary(inputs: NsysInputs) -> dict:
 
 def device_summaries(inputs: NsysInputs) -> list[dict]:
     """The ``devices`` section: measured kernels per (process, GPU) pair, per measured step, so
-    traces of several processes or GPUs are read one device at a time."""
-    kernels = inputs.measured_kernels()
-    keys = kernels["pid"].to_numpy() * 65536 + kernels["device_id"].to_numpy()
+    traces of several processes or GPUs are read one device at a time (in order of
+    :func:`analysis.trace.nsys_inputs.device_keys`)."""
+    kernels = inputs.kernel_groups()
+    keys = device_keys(kernels["pid"].to_numpy(), kernels["device_id"].to_numpy())
     steps = inputs.measured_steps
-    busy = busy_ns(kernels[["start_ns", "end_ns"]].assign(device_key=keys), "device_key")
+    busy = device_busy_ns(inputs)
     records = []
-    for key, at in sorted(pd.Series(keys).groupby(keys).indices.items()):
-        one_device = len(at) == len(kernels)
-        rows = kernels if one_device else kernels.iloc[at]  # one device: no copy
-        totals = inputs.kernel_totals(None, steps) if one_device else kernel_totals(rows, steps)  # one device: the overall totals
+    for key in np.unique(keys):
+        rows = kernels[keys == key]
         records.append({
             "pid": int(rows["pid"].iloc[0]),
             "device_id": int(rows["device_id"].iloc[0]),
-            "kernels_per_pass": len(rows) / steps,
+            "kernels_per_pass": int(rows["calls"].sum()) / steps,
             "kernel_ms_per_pass": float(rows["dur_ns"].sum()) / steps / 1e6,
-            "busy_ms_per_pass": float(busy[key]) / steps / 1e6,
+            "busy_ms_per_pass": float(busy.loc[key]) / steps / 1e6,
             "by_category_ms_per_pass": _nonzero(category_ms(rows, steps)),
-            "top_kernel": kernel_records(totals, 1)[0],
+            "top_kernel": kernel_records(kernel_totals(rows, steps), 1)[0],
         })
     return records
+
+
+def device_busy_ns(inputs: NsysInputs) -> pd.Series:
+    """Length of the union of the measured kernels' intervals per device (process, GPU), indexed
+    by :func:`analysis.trace.nsys_inputs.device_keys` in ascending order (with 0 for a device
+    of no measured kernel)."""
+    rows = inputs.measured_kernel_rows()
+
+    def column(name: str) -> np.ndarray:
+        return inputs.ops[name].to_numpy()[rows]
+
+    device, distinct = device_numbers(device_keys(inputs.ops["pid"].to_numpy(), inputs.ops["device_id"].to_numpy()))
+    return pd.Series(union_length_per_group(device[rows], column("start_ns"), column("end_ns"), len(distinct)),
+                     index=distinct)
 
 
 def kernel_records(totals: pd.DataFrame, limit: int) -> list[dict]:

@@ -64,7 +64,7 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
 
     from analysis.trace.nsys_inputs import category_ms
 
-    kernels = inputs.measured_kernels(("forward",))
+    kernels = inputs.kernel_groups(("forward",))
     passes = inputs.passes("forward")
     if kernels.empty:
         return {"min_share": MIN_SHARE, "non_gemm_share": None, "attention_non_gemm_share": None,
@@ -103,9 +103,10 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
 
 def _non_gemm_columns(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Series, np.ndarray]:
     """The region roles present (:data:`OUTSIDE` or the attention sub-range's role, so renamed
-    ranges give the same record; sorted), then of each non-GEMM kernel in a known region its
-    role's position among them, demangled name and duration. Roles go by code, not by a string
-    per kernel: millions of fixed-width strings would be sorted otherwise."""
+    ranges give the same record; sorted), then of each non-GEMM row of ``kernels`` (kernel
+    groups, :meth:`~analysis.trace.nsys_inputs.NsysInputs.kernel_groups`) in a known region its
+    role's position among them, demangled name and summed duration. Roles go by code, not by a
+    string per row."""
     import numpy as np
     import pandas as pd
 
@@ -127,7 +128,8 @@ def _non_gemm_columns(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd
 def _main_regions(kernel: pd.Series, role_names: np.ndarray, role_code: np.ndarray,
                   dur: np.ndarray) -> dict[str, tuple[str, float]]:
     """Per kernel, the region role holding most of its time (the first of ``role_names``, which
-    are sorted, on a tie) and that share of its time; one value of each column per kernel call."""
+    are sorted, on a tie) and that share of its time; one value of each column per row of kernel
+    calls (a kernel group)."""
     import numpy as np
     import pandas as pd
 

@@ -38,14 +38,14 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
     ``category_shares`` rows: ``category``, ``forward_share``, ``train_step_share`` and ``change``
     (train-step share minus forward share); the last two null when there is no training step.
     """
-    forward = _shares(inputs.measured_kernels(("forward",)))
+    forward = _shares(inputs.kernel_groups(("forward",)))
     if forward.empty:
         return {"gemm_share_forward": None, "gemm_share_forward_backward": None, "gemm_share_train_step": None,
                 "category_shares": []}
     has_backward = inputs.passes("backward") > 0
     has_train_step = has_backward and inputs.passes("optimizer_step") > 0
-    forward_backward = _shares(inputs.measured_kernels(("forward", "backward"))) if has_backward else None
-    train = _shares(inputs.measured_kernels()) if has_train_step else None
+    forward_backward = _shares(inputs.kernel_groups(("forward", "backward"))) if has_backward else None
+    train = _shares(inputs.kernel_groups()) if has_train_step else None
 
     table = forward.rename("forward_share").to_frame()
     if has_train_step:
@@ -63,9 +63,9 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
 
 
 def _shares(kernels: pd.DataFrame) -> pd.Series:
-    """Fraction of summed kernel time per category (empty when there are no kernels): indexed by
-    the categories present, in the order of the ``category`` column's categories, as a groupby
-    would give, summed on its codes."""
+    """Fraction of summed kernel time per category of kernel rows or kernel groups (empty when
+    there are none): indexed by the categories present, in the order of the ``category``
+    column's categories, as a groupby would give, summed on its codes."""
     import numpy as np
     import pandas as pd
 

@@ -71,7 +71,8 @@ def _is_loss_softmax(names: pd.Series) -> np.ndarray:
     return names.astype(str).str.contains(LOSS_SOFTMAX).to_numpy(dtype=bool)
 
 
-KERNEL_COLUMNS = ("region", "category", "dur_ns", "phase_range_id", "demangled_name", "tensor_core")
+# The columns of the forward's kernel rows that the per-pass ratio reads (the other figures read groups).
+PASS_COLUMNS = ("region", "category", "phase_range_id", "dur_ns")
 
 
 def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
@@ -79,8 +80,7 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
     from analysis.core.structure import REGIONS
 
     scores_part, softmax_part, final_part = REGIONS
-    # the columns read here: each subset below copies these, not every column of the ops
-    kernels = inputs.measured_kernels(("forward",))[list(KERNEL_COLUMNS)]
+    kernels = inputs.kernel_groups(("forward",))
     passes = max(inputs.passes("forward"), 1)
     record = _empty(inputs.run.config, inputs.op_d_head)
     missing = [region for region in (softmax_part, scores_part, final_part)
@@ -97,19 +97,21 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
     record.update(_softmax_figures(softmax, passes, "ranges"))
     record.update(
         matmul_gemm_ms_per_pass=gemms["dur_ns"].sum() / passes / 1e6,
-        matmul_gemm_kernels_per_pass=len(gemms) / passes,
+        matmul_gemm_kernels_per_pass=int(gemms["calls"].sum()) / passes,
         matmul_range_ms_per_pass=ranges["dur_ns"].sum() / passes / 1e6,
-        matmul_range_kernels_per_pass=len(ranges) / passes,
+        matmul_range_kernels_per_pass=int(ranges["calls"].sum()) / passes,
         matmul_range_other=[
-            {"category": str(category), "kernels_per_pass": len(group) / passes,
+            {"category": str(category), "kernels_per_pass": int(group["calls"].sum()) / passes,
              "ms_per_pass": group["dur_ns"].sum() / passes / 1e6}
             for category, group in sorted(others.groupby("category", observed=True),
                                           key=lambda item: -item[1]["dur_ns"].sum())],
     )
     if record["matmul_gemm_ms_per_pass"]:
         record["runtime_ratio"] = record["softmax_ms_per_pass"] / record["matmul_gemm_ms_per_pass"]
-        by_pass = (softmax.groupby("phase_range_id")["dur_ns"].sum()
-                   / gemms.groupby("phase_range_id")["dur_ns"].sum()).dropna()
+        rows = inputs.measured_kernels(("forward",), PASS_COLUMNS)
+        in_ranges = rows["region"].isin((scores_part, final_part))
+        by_pass = (rows[rows["region"] == softmax_part].groupby("phase_range_id")["dur_ns"].sum()
+                   / rows[in_ranges & (rows["category"] == GEMM)].groupby("phase_range_id")["dur_ns"].sum()).dropna()
         record["runtime_ratio_pass_min"], record["runtime_ratio_pass_max"] = float(by_pass.min()), float(by_pass.max())
     record["range_runtime_ratio"] = record["softmax_ms_per_pass"] / record["matmul_range_ms_per_pass"]
     return record
@@ -149,7 +151,7 @@ def _softmax_figures(softmax: pd.DataFrame, passes: int, source: str) -> dict:
     totals = kernel_totals(softmax, passes)
     return {
         "softmax_ms_per_pass": softmax["dur_ns"].sum() / passes / 1e6,
-        "softmax_kernels_per_pass": len(softmax) / passes,
+        "softmax_kernels_per_pass": int(softmax["calls"].sum()) / passes,
         "softmax_source": source,
         "softmax_kernels": [{"kernel": row.kernel, "label": kernel_label(row.kernel),
                              "calls_per_pass": row.calls_per_pass, "ms_per_pass": row.ms_per_pass}

@@ -1,0 +1,254 @@
+"""The measured kernels summed per group (NsysInputs.kernel_groups) against the kernel rows they
+sum: on random ops (ties, missing names, memory operations, unmeasured rows, several devices, no
+rows, one row), every figure made from the groups equals the one made from the rows, and the
+groups, totals and per-phase sums equal straightforward sums written out row by row."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.core.classify import classify_name, gemm_precision_mix, uses_tensor_cores
+from analysis.core.phases import PHASES
+from analysis.core.structure import REGIONS
+from analysis.core.timings import RunRecord
+from analysis.trace.nsys_inputs import (
+    GROUP_COLUMNS,
+    NsysInputs,
+    category_ms,
+    device_numbers,
+    kernel_groups,
+    kernel_totals,
+    op_classes,
+)
+from analysis.trace.phase_breakdown import (
+    device_busy_ns,
+    device_summaries,
+    overall_summary,
+    phase_summaries,
+    phase_table,
+)
+from analysis.trace.question_figures import nsys_b, nsys_c, nsys_d, nsys_e
+
+NAMES = [
+    "ampere_sgemm_128x64_tn",
+    "sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16",
+    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous "
+    "namespace)::SoftMaxForwardEpilogue>(T4 *, const T2 *, int)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>(int, T2, "
+    "T3)",
+    "triton_red_fused_log_softmax_0",
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+    "at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) (instance "
+    "1)]>, unsigned int, float, 4>>(T3)",
+]
+MEMOP_NAMES = ["[CUDA memcpy Host-to-Device]", "[CUDA memset]"]
+PIDS = [7, 40000, 105536]  # 40000 and 105536 share their pid * 65536 in 32 bits
+
+
+def random_inputs(seed: int) -> NsysInputs:
+    """Random ops in random phase ranges, labelled as ``label_ops`` labels them (an op's phase
+    is its phase range's), with their categories."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.choice([0, 1, int(rng.integers(2, 120)), int(rng.integers(1000, 2000))]))  # more rows than groups
+    range_count = int(rng.integers(1, 8))
+    ranges = pd.DataFrame({
+        "range_id": rng.permutation(50)[:range_count].astype(np.int64),
+        "phase": rng.choice(list(PHASES), range_count),
+        "measured": rng.random(range_count) < 0.8,
+        "start_ns": np.arange(range_count, dtype=np.int64) * 100,
+        "cpu_dur_ns": rng.integers(0, 500, range_count),
+    })
+    range_of_op = rng.integers(-1, range_count, count)
+    phase = np.where(range_of_op >= 0, ranges["phase"].to_numpy()[range_of_op], "")
+    kind = rng.choice(["kernel", "kernel", "kernel", "memcpy", "memset"], count)
+    name = np.where(kind == "kernel", rng.choice([*NAMES, None], count), rng.choice(MEMOP_NAMES, count))
+    start = np.sort(rng.integers(0, 1000, count))
+    dur = rng.integers(0, 4, count)  # small: ties, and kernels of no time
+    ops = pd.DataFrame({
+        "start_ns": start, "end_ns": start + dur, "dur_ns": dur,
+        "pid": rng.choice(PIDS, count).astype(np.int32), "device_id": rng.integers(0, 2, count).astype(np.int32),
+        "stream_id": np.full(count, 7, dtype=np.int32),
+        "op_kind": pd.Categorical(kind, categories=["kernel", "memcpy", "memset"]),
+        "demangled_name": pd.Categorical(name, categories=[*NAMES, *MEMOP_NAMES, "a name of no row"]),
+        "step": pd.Categorical(rng.choice(["s0", "s1"], count)),
+        "measured": rng.random(count) < 0.9,
+        "phase": pd.Categorical(phase),
+        "phase_range_id": np.where(range_of_op >= 0, ranges["range_id"].to_numpy()[range_of_op], -1),
+        "region": pd.Categorical(rng.choice(["", *REGIONS], count), categories=["", *REGIONS]),
+    })
+    category, tensor_core = op_classes(ops)
+    measured = ranges[ranges["measured"]]["phase"].value_counts()
+    return NsysInputs(ops=ops.assign(category=category, tensor_core=tensor_core), phase_ranges=ranges,
+                      measured_passes={p: int(measured[p]) for p in PHASES if measured.get(p, 0)},
+                      measured_steps=2, has_steps=True, run=RunRecord(), gpu_name=None, structure=None)
+
+
+class RowsAsGroups(NsysInputs):
+    """NsysInputs whose every measured kernel is a group of its own: what the figures would be
+    read from the kernel rows themselves."""
+
+    def kernel_groups(self, phases=None):
+        return self.measured_kernels(phases, (*GROUP_COLUMNS, "dur_ns")).assign(calls=1).reset_index(drop=True)
+
+
+def _same(a, b) -> bool:
+    """Equal figures, NaN equal to NaN."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return type(a) is type(b) and a == b
+
+
+def _device_key(pid: int, device_id: int) -> int:
+    """pid * 65536 + device_id as the int32 columns give it (wrapping in 32 bits)."""
+    return int((np.array([pid], dtype=np.int32) * 65536 + device_id)[0])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_groups_sum_the_measured_kernels_row_by_row(seed):
+    inputs = random_inputs(seed)
+    ops = inputs.ops
+    expected = {}  # group -> [first row, calls, summed ns], in order of first row
+    for row in range(len(ops)):
+        if not (ops["measured"].iat[row] and ops["op_kind"].iat[row] == "kernel"):
+            continue
+        key = (_device_key(ops["pid"].iat[row], ops["device_id"].iat[row]), ops["phase"].iat[row],
+               ops["region"].iat[row], str(ops["demangled_name"].iat[row]))
+        group = expected.setdefault(key, [row, 0, 0])
+        group[1] += 1
+        group[2] += int(ops["dur_ns"].iat[row])
+    groups = kernel_groups(ops, inputs.measured_kernel_rows())
+    assert list(groups.columns) == [*GROUP_COLUMNS, "calls", "dur_ns"]
+    first_rows = [first for first, _, _ in expected.values()]
+    pd.testing.assert_frame_equal(groups[list(GROUP_COLUMNS)],
+                                  ops.iloc[first_rows][list(GROUP_COLUMNS)].reset_index(drop=True))
+    assert groups["calls"].tolist() == [calls for _, calls, _ in expected.values()]
+    assert groups["dur_ns"].tolist() == [ns for _, _, ns in expected.values()]
+
+
+def test_groups_of_many_names_match_a_groupby():
+    """Over 2**15 groups, fewer possible ones than rows: numbered in 32-bit integers."""
+    rng = np.random.default_rng(1)
+    count, names = 200_000, [f"kernel_{i}" for i in range(3000)]
+    ops = pd.DataFrame({
+        "pid": np.full(count, 7, dtype=np.int32), "device_id": np.zeros(count, dtype=np.int32),
+        "phase": pd.Categorical(rng.choice(list(PHASES), count)),
+        "region": pd.Categorical(rng.choice(["", *REGIONS], count)),
+        "demangled_name": pd.Categorical(rng.choice(names, count), categories=names),
+        "category": pd.Categorical(np.full(count, "other")), "tensor_core": np.zeros(count, dtype=bool),
+        "dur_ns": rng.integers(0, 1000, count), "measured": rng.random(count) < 0.9,
+        "op_kind": pd.Categorical(np.full(count, "kernel")),
+    })
+    groups = kernel_groups(ops, ops["measured"].to_numpy())
+    rows = ops[ops["measured"]].assign(row=np.flatnonzero(ops["measured"]),
+                                       key=lambda rows: rows["pid"].to_numpy() * 65536 + rows["device_id"].to_numpy())
+    expected = (rows.groupby(["key", "phase", "region", "demangled_name"], observed=True)
+                .agg(first=("row", "min"), calls=("row", "size"), dur_ns=("dur_ns", "sum")).sort_values("first"))
+    assert 2**15 < len(expected)
+    assert groups["calls"].tolist() == expected["calls"].tolist()
+    assert groups["dur_ns"].tolist() == expected["dur_ns"].tolist()
+    pd.testing.assert_frame_equal(groups[list(GROUP_COLUMNS)],
+                                  ops.iloc[expected["first"]][list(GROUP_COLUMNS)].reset_index(drop=True))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_kernel_totals_match_a_sum_per_name(seed):
+    inputs = random_inputs(seed)
+    rows = inputs.measured_kernels()
+    per_name = {}  # name -> [calls, total ns, first row]
+    for position, (name, dur) in enumerate(zip(rows["demangled_name"], rows["dur_ns"])):
+        if isinstance(name, str):
+            total = per_name.setdefault(name, [0, 0, position])
+            total[0] += 1
+            total[1] += int(dur)
+    order = sorted(per_name, key=lambda name: (-per_name[name][1], name))
+    for totals in (kernel_totals(rows, 3), kernel_totals(inputs.kernel_groups(), 3)):
+        assert totals["kernel"].tolist() == order
+        assert totals["calls"].tolist() == [per_name[name][0] for name in order]
+        assert totals["total_ns"].tolist() == [per_name[name][1] for name in order]
+        assert totals["category"].astype(str).tolist() == [classify_name(name) for name in order]
+        assert totals["tensor_core"].tolist() == [uses_tensor_cores(name, classify_name(name)) for name in order]
+    pd.testing.assert_frame_equal(kernel_totals(rows, 3), kernel_totals(inputs.kernel_groups(), 3))
+    flags = np.random.default_rng(seed).random(len(rows)) < 0.5  # a flag per row, not per name: the first row's
+    flagged = kernel_totals(rows.assign(tensor_core=flags), 3)
+    assert flagged["tensor_core"].tolist() == [bool(flags[per_name[name][2]]) for name in order]
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # shares of a forward pass of no kernel time
+def test_figures_from_groups_equal_those_from_the_kernel_rows(seed):
+    inputs = random_inputs(seed)
+    rows = RowsAsGroups(**{name: getattr(inputs, name) for name in inputs.__dataclass_fields__})
+    for phases in (None, ("forward",), ("forward", "backward")):
+        pd.testing.assert_series_equal(category_ms(inputs.kernel_groups(phases), 2),
+                                       category_ms(rows.kernel_groups(phases), 2))
+    assert inputs.gemm_precisions() == rows.gemm_precisions() == gemm_precision_mix(inputs.measured_kernels())
+    for figures in (overall_summary, device_summaries, phase_summaries,
+                    *(question.figures for question in (nsys_b, nsys_c, nsys_d, nsys_e))):
+        assert _same(_outcome(figures, inputs), _outcome(figures, rows)), figures.__module__
+
+
+def _outcome(figures, inputs: NsysInputs):
+    """The figures of ``inputs``, or the type of the error they raise (a device whose kernels
+    are all unnamed has no top kernel)."""
+    try:
+        return figures(inputs) if figures.__name__ != "figures" else figures(inputs, {})
+    except IndexError as error:
+        return type(error).__name__
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_phase_table_sums_the_ops_of_measured_ranges(seed):
+    inputs = random_inputs(seed)
+    ops, ranges = inputs.ops, inputs.phase_ranges
+    measured_ranges = set(ranges.loc[ranges["measured"], "range_id"])
+    in_table = ops[ops["measured"] & ops["phase_range_id"].isin(measured_ranges)]
+    table = phase_table(inputs)
+    for phase, row in table.iterrows():
+        in_phase = in_table[in_table["phase"] == phase]
+        is_kernel = in_phase["op_kind"] == "kernel"
+        passes = inputs.passes(phase)
+        assert row["kernels_per_pass"] == is_kernel.sum() / passes
+        assert row["kernel_ms_per_pass"] == in_phase.loc[is_kernel, "dur_ns"].sum() / passes / 1e6
+        assert row["memop_ms_per_pass"] == in_phase.loc[~is_kernel, "dur_ns"].sum() / passes / 1e6
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_device_busy_time_is_the_union_of_its_measured_kernels(seed):
+    inputs = random_inputs(seed)
+    ops = inputs.ops
+    covered = {}  # device key -> the nanoseconds some measured kernel of it covers
+    for row in np.flatnonzero(inputs.measured_kernel_rows()):
+        key = _device_key(ops["pid"].iat[row], ops["device_id"].iat[row])
+        covered.setdefault(key, set()).update(range(ops["start_ns"].iat[row], ops["end_ns"].iat[row]))
+    busy = device_busy_ns(inputs)
+    assert busy.index.tolist() == sorted(busy.index)
+    assert {key: ns for key, ns in busy.items() if key in covered} == {key: len(ns) for key, ns in covered.items()}
+    assert not busy.drop(list(covered)).any()  # devices of memory operations or unmeasured kernels only
+
+
+def test_device_numbers_rank_the_distinct_keys():
+    rng = np.random.default_rng(0)
+    for keys in (np.array([], dtype=np.int64), np.full(5, 3), rng.integers(-5, 5, 200)):
+        numbers, distinct = device_numbers(keys)
+        expected_distinct, expected_numbers = np.unique(keys, return_inverse=True)
+        assert distinct.tolist() == expected_distinct.tolist()
+        assert numbers.tolist() == expected_numbers.tolist()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_op_classes_match_a_class_per_row(seed):
+    ops = random_inputs(seed).ops
+    category, tensor_core = op_classes(ops)
+    expected = [classify_name(name if isinstance(name, str) else "") if kind == "kernel" else kind
+                for kind, name in zip(ops["op_kind"], ops["demangled_name"])]
+    assert list(category) == expected
+    assert list(category.categories) == sorted(set(expected))
+    assert tensor_core.tolist() == [kind == "kernel" and uses_tensor_cores(name if isinstance(name, str) else "", label)
+                                    for kind, name, label in zip(ops["op_kind"], ops["demangled_name"], expected)]
