@@ -18,6 +18,7 @@ from analysis.trace.nsys_inputs import (
     GROUP_COLUMNS,
     NsysInputs,
     category_ms,
+    device_keys,
     device_numbers,
     kernel_groups,
     kernel_totals,
@@ -240,6 +241,15 @@ def test_device_numbers_rank_the_distinct_keys():
         expected_distinct, expected_numbers = np.unique(keys, return_inverse=True)
         assert distinct.tolist() == expected_distinct.tolist()
         assert numbers.tolist() == expected_numbers.tolist()
+
+
+def test_device_keys_keep_large_pids_apart_and_in_order():
+    """pids read as int32 (as the loader keeps them), large enough to wrap an int32 key."""
+    pid = np.array([40_000, 40_000 + 65_536, 40_000, 2_000_000, 7], dtype=np.int32)
+    device_id = np.array([1, 1, 0, 3, 2], dtype=np.int32)
+    numbers, _ = device_numbers(device_keys(pid, device_id))
+    pairs = sorted(set(zip(pid.tolist(), device_id.tolist())))
+    assert numbers.tolist() == [pairs.index(pair) for pair in zip(pid.tolist(), device_id.tolist())]
 
 
 @pytest.mark.parametrize("seed", range(10))

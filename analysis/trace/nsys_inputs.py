@@ -214,8 +214,9 @@ def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFram
 
 
 def device_keys(pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
-    """A number per row for its (process, GPU) pair."""
-    return pid * 65536 + device_id
+    """A number per row for its (process, GPU) pair, in int64: a pid of 32,768 or more times 65,536
+    would wrap in the pid column's int32, reordering devices and merging pids 65,536 apart."""
+    return pid.astype(np.int64) * 65536 + device_id
 
 
 def device_numbers(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
