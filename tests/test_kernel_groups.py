@@ -46,7 +46,7 @@ NAMES = [
     "1)]>, unsigned int, float, 4>>(T3)",
 ]
 MEMOP_NAMES = ["[CUDA memcpy Host-to-Device]", "[CUDA memset]"]
-PIDS = [7, 40000, 105536]  # 40000 and 105536 share their pid * 65536 in 32 bits
+PIDS = [7, 40000, 105536]  # 40000 and 105536 would share their pid * 65536 in 32 bits: two devices
 
 
 def random_inputs(seed: int) -> NsysInputs:
@@ -107,8 +107,8 @@ def _same(a, b) -> bool:
 
 
 def _device_key(pid: int, device_id: int) -> int:
-    """pid * 65536 + device_id as the int32 columns give it (wrapping in 32 bits)."""
-    return int((np.array([pid], dtype=np.int32) * 65536 + device_id)[0])
+    """The (process, GPU) pair as one number, without wrapping."""
+    return int(pid) * 65536 + int(device_id)
 
 
 @pytest.mark.parametrize("seed", range(40))
