@@ -23,6 +23,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from analysis.core.codes import run_starts
+
 # Launches searched at a time: the search's temporaries stay a few MiB whatever the trace's length.
 CHUNK_OPS = 1 << 20
 # Up to this many combinations of key values, a pass over the keys per combination finds the rows
@@ -121,7 +123,7 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
         key = key.astype(np.min_scalar_type(combinations - 1))
         order = np.argsort(key, kind="stable")
         sorted_key = key[order]
-        first = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+        first = run_starts(sorted_key)
         found = zip(sorted_key[first].tolist(), np.split(order, first[1:]))
     groups = {}
     for code, rows in found:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from analysis.core.codes import run_starts
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -74,7 +76,7 @@ def within_earlier(starts: np.ndarray, ends: np.ndarray, groups: np.ndarray) -> 
     group = np.unique(groups, return_inverse=True)[1].reshape(-1)
     order = np.lexsort((-ends, starts, group))
     group, ends_sorted = group[order], ends[order]
-    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    first = run_starts(group)
     for lo, hi in zip(first, np.r_[first[1:], len(order)]):
         reach = np.maximum.accumulate(ends_sorted[lo:hi])
         nested[order[lo + 1:hi]] = ends_sorted[lo + 1:hi] <= reach[:-1]
@@ -101,7 +103,7 @@ def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarr
     else:
         group, starts, reach = group[order], starts[order], ends[order].astype(np.int64, copy=False)
         del order
-    group_first = _run_firsts(group)
+    group_first = run_starts(group)
     for first, stop in zip(group_first, np.r_[group_first[1:], len(reach)]):
         np.maximum.accumulate(reach[first:stop], out=reach[first:stop])
     added = np.empty_like(reach)  # the reach before each interval, then what the interval adds
@@ -124,13 +126,6 @@ def _group_start_order(group: np.ndarray, starts: np.ndarray) -> np.ndarray | No
     return np.argsort(group, kind="stable") if in_start_order else np.lexsort((starts, group))
 
 
-def _run_firsts(values: np.ndarray) -> np.ndarray:
-    """Positions where a run of equal consecutive values begins (``values`` not empty)."""
-    import numpy as np
-
-    return np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
-
-
 def span_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Earliest start and latest end per group number (``group``: 0 .. ``groups`` - 1 per
@@ -143,7 +138,7 @@ def span_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, grou
     last = np.full(groups, np.iinfo(np.int64).min)
     if not len(group):
         return np.zeros(groups, dtype=np.int64), np.zeros(groups, dtype=np.int64)
-    run_first = _run_firsts(group)
+    run_first = run_starts(group)
     run_group = group[run_first]
     np.minimum.at(first, run_group, np.minimum.reduceat(starts, run_first))
     np.maximum.at(last, run_group, np.maximum.reduceat(ends, run_first))

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from analysis.core.codes import run_starts
 from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name
@@ -365,7 +366,7 @@ def _any_overlap(windows: pd.DataFrame) -> bool:
     starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
     order = np.lexsort((starts, group))
     group, starts, ends = group[order], starts[order], ends[order]
-    first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    first = run_starts(group)
     return any((starts[a + 1:b] < np.maximum.accumulate(ends[a:b - 1])).any()
                for a, b in zip(first, np.r_[first[1:], len(group)]))
 

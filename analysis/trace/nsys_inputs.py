@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.classify import classify_kernels, gemm_precision_mix
+from analysis.core.codes import value_codes
 from analysis.core.flops import attention_head_size, phase_flops_from_ops
 from analysis.core.phases import LabelledOps
 from analysis.core.structure import RunStructure
@@ -229,15 +230,6 @@ def device_numbers(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     position = np.empty(len(order), dtype=np.int32)  # an int32 per row: fewer bytes than factorize's codes
     position[order] = np.arange(len(order))
     return position[codes], distinct[order]
-
-
-def value_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
-    """An integer code per value of ``column`` (-1 when missing) and the values they number: a
-    categorical's own codes and categories (some may number no row), else factorized."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy(), column.cat.categories
-    codes, values = pd.factorize(column)
-    return codes, pd.Index(values)
 
 
 def kernel_totals(kernels: pd.DataFrame, passes: int) -> pd.DataFrame:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.core.codes import code_positions, value_codes
 from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
-from analysis.trace.nsys_inputs import NsysInputs, category_ms, device_keys, device_numbers, kernel_totals, value_codes
+from analysis.trace.nsys_inputs import NsysInputs, category_ms, device_keys, device_numbers, kernel_totals
 
 TOP_KERNELS_PER_PHASE = 10
 TOP_KERNELS_OVERALL = 100
@@ -71,8 +72,7 @@ def _phase_index(phase: pd.Series) -> np.ndarray:
     """The position of each row's phase in :data:`PHASES` (``len(PHASES)`` for any other value),
     looked up by the column's codes."""
     codes, names = value_codes(phase)
-    position = [PHASES.index(name) if name in PHASES else len(PHASES) for name in names] + [len(PHASES)]
-    return np.array(position, dtype=np.int8)[codes]  # code -1 (missing) takes the trailing one
+    return code_positions(names, PHASES, len(PHASES))[codes]
 
 
 def _per_phase(phase_index: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.core.codes import run_starts
 from analysis.trace.nsys_inputs import NsysInputs
 
 RESOLUTION_DIVISIONS = 2000  # finer than a pixel of the report's figure (7.5 in at 150 dpi)
@@ -47,7 +48,7 @@ def merged_bars(ops: pd.DataFrame, resolution_ns: float) -> pd.DataFrame:
     stream, start, end = (ops[column].to_numpy()[order] for column in ("stream_id", "start_ns", "end_ns"))
     category = ops["category"].array[order]
     category_code = pd.factorize(category)[0]
-    stream_first = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]])
+    stream_first = run_starts(stream)
     reach = np.empty_like(end)
     for first, stop in zip(stream_first, np.r_[stream_first[1:], len(end)]):
         reach[first:stop] = np.maximum.accumulate(end[first:stop])

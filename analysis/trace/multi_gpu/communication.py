@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.classify import RULES
+from analysis.core.codes import value_codes
 from analysis.core.intervals import uncovered_ns
 
 COMMUNICATION = "communication"  # the kernel category of analysis.core.classify for NCCL kernels
@@ -47,7 +48,7 @@ def communication_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     """``kernels`` (rows of ``LabelledOps.ops`` with ``op_kind == "kernel"``) with three columns
     added: ``is_communication``, ``collective`` (a categorical of ``""``, for compute kernels, and
     :data:`COLLECTIVES`) and ``exposed_ns`` (0 for compute kernels)."""
-    codes, distinct = name_codes(kernels["demangled_name"])
+    codes, distinct = value_codes(kernels["demangled_name"])
     categories = ["", *COLLECTIVES]
     collectives = np.array([categories.index(collective_of(str(name))) if _COMMUNICATION_RULE.search(str(name))
                             else 0 for name in distinct] + [0], dtype=np.int8)
@@ -56,15 +57,6 @@ def communication_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     collective = pd.Categorical.from_codes(collective_codes, categories=pd.Index(categories, dtype=object))
     return kernels.assign(is_communication=is_communication, collective=collective,
                           exposed_ns=exposed_ns(kernels, is_communication))
-
-
-def name_codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
-    """Integer codes (-1 for missing) and the distinct values of a column: a categorical's own
-    codes (no copy) and categories, else ``pd.factorize``."""
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        return values.cat.codes.to_numpy(), values.cat.categories
-    codes, distinct = pd.factorize(values)
-    return codes, pd.Index(distinct)
 
 
 def exposed_ns(kernels: pd.DataFrame, is_communication: np.ndarray) -> np.ndarray:

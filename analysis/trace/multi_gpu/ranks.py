@@ -15,9 +15,9 @@ import json
 import numpy as np
 import pandas as pd
 
+from analysis.core.codes import code_positions, value_codes
 from analysis.core.intervals import span_per_group
 from analysis.core.phases import PHASES, LabelledOps
-from analysis.trace.multi_gpu.communication import name_codes
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
 
 WHOLE_STEP = "step"  # the phase key of a rank's figures over its whole measured steps
@@ -127,7 +127,7 @@ def kernel_runs(kernels: pd.DataFrame) -> dict[str, np.ndarray]:
     start) and ``end_ns`` (the last end). The
     labelled ops are in time order, so a phase range's kernels make a few runs, and the figures
     read thousands of runs where there are millions of kernels; the sums are the kernels' sums."""
-    keys = {column: name_codes(kernels[column])[0] if column in ("phase", "step") else kernels[column].to_numpy()
+    keys = {column: value_codes(kernels[column])[0] if column in ("phase", "step") else kernels[column].to_numpy()
             for column in RUN_KEYS}
     count = len(kernels)
     changes = np.zeros(count, dtype=bool)
@@ -137,9 +137,7 @@ def kernel_runs(kernels: pd.DataFrame) -> dict[str, np.ndarray]:
     first = np.flatnonzero(changes)
     del changes
     runs = {column: values[first] for column, values in keys.items()}
-    names = name_codes(kernels["phase"])[1]
-    position = np.array([RUN_PHASES.index(name) if name in RUN_PHASES else -1 for name in names] + [-1], dtype=np.int8)
-    runs["phase"] = position[runs["phase"]]  # code -1 (no phase) takes the trailing -1
+    runs["phase"] = code_positions(value_codes(kernels["phase"])[1], RUN_PHASES, -1)[runs["phase"]]
     runs["kernels"] = np.diff(np.append(first, count))
     for column, reduce in (("dur_ns", np.add), ("exposed_ns", np.add), ("start_ns", np.minimum), ("end_ns", np.maximum)):
         values = kernels[column].to_numpy()
