@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -209,6 +210,24 @@ def test_a_summary_from_the_cached_tables_is_the_summary_from_the_export(fixture
     assert json.dumps(analyze_trace(path, tables=cache)) == from_export  # read, stored
     assert list(cache.folder.iterdir())
     assert json.dumps(analyze_trace(path, tables=cache)) == from_export  # served
+
+
+def test_array_headers_are_parsed_on_the_calling_thread_only(fixture_trace, tmp_path, monkeypatch):
+    """np.load parses each header with ``ast``, which Python 3.11 cannot run on several threads
+    at once (a SystemError, now and then): a served entry reads its files on the calling thread."""
+    path = fixture_trace(TRAIN)
+    cache = TableCache(tmp_path / "tables", min_rows=0)
+    cache.load(path, RangeFilter())
+    readers = set()
+    real_load = np.load
+
+    def recording_load(*args, **kwargs):
+        readers.add(threading.current_thread())
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(table_cache_module.np, "load", recording_load)
+    assert_same_trace(load_trace(path, RangeFilter()), cache.load(path, RangeFilter()))
+    assert readers == {threading.current_thread()}
 
 
 def test_a_linked_tables_folder_is_neither_read_nor_written(fixture_trace, tmp_path):

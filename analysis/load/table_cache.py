@@ -196,21 +196,22 @@ def _array_sha256(array: np.ndarray) -> str:
 
 
 def _load_arrays(folder: Path, arrays: dict) -> dict[str, np.ndarray]:
-    """Every array the manifest lists, by file name, each checked by :func:`_load_array`: on
-    threads, one array at a time each, since reading and hashing release the GIL (hashing is most
-    of an entry's reading, at about a GB/s a core)."""
+    """Every array the manifest lists, by file name, each checked against the manifest's dtype,
+    shape and hash. The files are read here, one after another: reading a header parses it with
+    ``ast``, which Python 3.11 cannot do on several threads at once. The hashes, most of an
+    entry's reading at about a GB/s a core, run on threads, since hashing releases the GIL."""
+    loaded = {}
+    for name, expected in arrays.items():
+        array = np.load(folder / name, allow_pickle=False)
+        if array.dtype.str != expected["dtype"] or list(array.shape) != expected["shape"]:
+            raise DamagedEntry(f"{name} is not the array its manifest lists")
+        loaded[name] = array
     with ThreadPoolExecutor() as pool:
-        return dict(zip(arrays, pool.map(functools.partial(_load_array, folder, arrays), arrays)))
-
-
-def _load_array(folder: Path, arrays: dict, name: str) -> np.ndarray:
-    """The array of file ``name``, checked against the manifest's dtype, shape and hash."""
-    expected = arrays[name]
-    array = np.load(folder / name, allow_pickle=False)
-    if array.dtype.str != expected["dtype"] or list(array.shape) != expected["shape"] \
-            or _array_sha256(np.ascontiguousarray(array)) != expected["sha256"]:
-        raise DamagedEntry(f"{name} is not the array its manifest lists")
-    return array
+        hashes = pool.map(lambda array: _array_sha256(np.ascontiguousarray(array)), loaded.values())
+        for (name, expected), sha256 in zip(arrays.items(), hashes):
+            if sha256 != expected["sha256"]:
+                raise DamagedEntry(f"{name} is not the array its manifest lists")
+    return loaded
 
 
 def _encode_plain(value):
