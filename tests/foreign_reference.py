@@ -36,9 +36,11 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ``optimizer_kernel_runs`` (no NVTX): kernels in launch order; a run of consecutive
   ``multi_tensor_apply_kernel`` launches (the foreach AdamW step) ends a step; step i runs from the
   first launch after run i-1 (the first launch of the capture for i = 0) to the last launch of run
-  i. Its phases: forward = main-thread launches from the step's start to before the first launch
-  from another thread (the autograd thread); backward = from that first to the last launch from
-  another thread; optimizer = the run.
+  i. Its phases: the launches from threads other than the main one (the autograd thread) form
+  the backward passes, cut where the main thread launches 10 or more kernels in between (the
+  forward of the next micro-batch, with gradient accumulation); each backward runs from its first
+  to its last such launch, each forward from the first main-thread launch after the step's start
+  or the previous backward to before its backward's first launch; optimizer = the run.
 - Phases (manifest ``phases``): ranges with one of the listed names (``outermost``: not inside
   another range of the same name; ``main_thread``: on the main thread only); a phase range inside
   another range of the same phase is not a separate pass. A phase range is measured when its start
@@ -46,8 +48,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ranges. Per pass = the sum over measured passes divided by their number.
 - nsys a: mean CPU span (end - start) of the measured forward ranges, their mean kernel time
   (sum of kernel durations) and mean GPU span (first kernel start to last kernel end).
-- nsys b: measured forward kernels grouped by ``shortName``; the group with the most time, its
-  time and calls per forward pass; and the leader over the kernels of the backward passes and of
+- nsys b: measured forward kernels grouped by demangled name (one template instance a kernel, as
+  nsys's kernel summary counts them); the group with the most time, its time and calls per
+  forward pass; and the leader over the kernels of the backward passes and of
   the forward passes in the same steps, its time and calls per backward pass (an inference forward
   outside the steps is left out there).
 - nsys c: the five non-matmul ``shortName`` groups with the most forward time, with share of the
@@ -95,6 +98,7 @@ TRITON_POINTWISE = re.compile(r"(^|\W)triton_(poi|red|per)_")
 OP_RANGE = re.compile(r"^[A-Za-z_][\w:.]*, (seq|op_id) = ")
 MODULE_CALL = "torch.nn.modules.Module.__call__"
 OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
+FORWARD_MIN_LAUNCHES = 10  # main-thread launches between two backward runs that make them two passes
 
 
 @functools.cache
@@ -311,13 +315,34 @@ def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Rang
     for first, last in runs:
         body = ks[begin:first]
         steps.append(Range(ks[begin].launch, ks[last].launch, "kernels..optimizer run", proc.pid))
-        other = [k for k in body if k.tid != proc.pid]
-        if other:
-            phases["forward"].append(Range(ks[begin].launch, other[0].launch - 1, "forward (main thread)", proc.pid))
-            phases["backward"].append(Range(other[0].launch, other[-1].launch, "backward (autograd thread)", proc.pid))
+        after = 0  # where the next forward's launches begin in the body
+        for first_b, last_b in _backward_runs(body, proc.pid):
+            forward = [k for k in body[after:first_b] if k.tid == proc.pid]
+            if forward:
+                phases["forward"].append(Range(forward[0].launch, body[first_b].launch - 1, "forward (main thread)", proc.pid))
+            phases["backward"].append(Range(body[first_b].launch, body[last_b].launch, "backward (autograd thread)", proc.pid))
+            after = last_b + 1
         phases["optimizer"].append(Range(ks[first].launch, ks[last].launch, "optimizer run", proc.pid))
         begin = last + 1
     return steps, phases
+
+
+def _backward_runs(body: list[Kernel], main_tid: int) -> list[tuple[int, int]]:
+    """(first, last) positions in ``body`` of the backward passes: launches from threads other than
+    the main one, cut where the main thread launches :data:`FORWARD_MIN_LAUNCHES` or more kernels in
+    between (a micro-batch's forward, with gradient accumulation); fewer main-thread launches inside
+    a backward leave it whole."""
+    runs: list[list[int]] = []
+    main_between = 0
+    for i, k in enumerate(body):
+        if k.tid == main_tid:
+            main_between += 1
+        elif runs and main_between < FORWARD_MIN_LAUNCHES:
+            runs[-1][1], main_between = i, 0
+        else:
+            runs.append([i, i])
+            main_between = 0
+    return [(first, last) for first, last in runs]
 
 
 # --------------------------------------------------------------------------------------- phases
@@ -350,10 +375,10 @@ def _kernels_of(proc: Process, ranges: list[Range]) -> list[Kernel]:
     return out
 
 
-def _group(kernels: list[Kernel]) -> dict[str, list]:
+def _group(kernels: list[Kernel], key=lambda k: k.short) -> dict[str, list]:
     groups: dict[str, list] = defaultdict(lambda: [0, 0, ""])
     for k in kernels:
-        g = groups[k.short]
+        g = groups[key(k)]
         g[0] += k.dur
         g[1] += 1
         g[2] = k.name
@@ -363,7 +388,7 @@ def _group(kernels: list[Kernel]) -> dict[str, list]:
 def _leader(kernels: list[Kernel], passes: int) -> dict | None:
     if not kernels:
         return None
-    groups = _group(kernels)
+    groups = _group(kernels, key=lambda k: k.name)
     short, (ns, calls, _) = max(groups.items(), key=lambda kv: (kv[1][0], kv[0]))
     return {"kernel": short, "ms_per_pass": _ms(ns / passes), "calls_per_pass": _round(calls / passes)}
 

@@ -83,6 +83,8 @@ def test_nsys_b_leading_kernel(name):
     assert answer["top_forward_kernel"].startswith(top["kernel"]) or top["kernel"] in answer["top_forward_kernel"]
     assert close(answer["top_forward_ms_per_pass"], top["ms_per_pass"])
     assert answer["calls_per_forward_pass"] == pytest.approx(top["calls_per_pass"])
+    if reference["forward_backward_top"] is not None:
+        assert answer["top_forward_backward_kernel"] == reference["forward_backward_top"]["kernel"]
 
 
 @pytest.mark.parametrize("name", SINGLE)

@@ -175,8 +175,8 @@ def test_nsys_d_answers_per_group_with_the_optimizer_steps_share():
                       "gemm_share_train_step": step, "category_shares": [
                           {"category": "elementwise", "forward_share": 0.1, "train_step_share": 0.2, "change": 0.1}],
                       "answer": "one trace"}}
-    phases = {"forward": {"kernel_ms_per_pass": 2.0}, "backward": {"kernel_ms_per_pass": 5.0},
-              "optimizer_step": {"kernel_ms_per_pass": 3.0, "by_category_ms_per_pass": {"optimizer": 3.0}}}
+    phases = {"forward": {"kernel_ms_per_pass": 2.0, "passes": 3}, "backward": {"kernel_ms_per_pass": 5.0, "passes": 3},
+              "optimizer_step": {"kernel_ms_per_pass": 3.0, "passes": 3, "by_category_ms_per_pass": {"optimizer": 3.0}}}
     summaries = [summary("small", 128, "train", questions=record_d(0.9, 0.8, 0.6), phases=phases),
                  summary("small", 128, "forward", questions=record_d(0.92, None, None)),
                  summary("small", 128, "train", "bf16", questions=record_d(0.2, 0.2, 0.15), phases=phases)]
@@ -189,6 +189,20 @@ def test_nsys_d_answers_per_group_with_the_optimizer_steps_share():
                            "the optimizer step, which runs no matmul, takes 30.0% of the step's kernel time; the "
                            "category that gains most is elementwise (+10.0 points on average).")
     assert "Among bf16 runs (1 trace) matrix multiplications take 20.0%" in text
+
+
+def test_nsys_d_weighs_each_phase_by_its_passes_under_gradient_accumulation():
+    """Four forward and backward passes a step, one optimizer step: the optimizer's share is of
+    the step's whole kernel time, 3 / (4 × 2 + 4 × 5 + 3), not of one pass of each phase."""
+    record = {"d": {"gemm_share_forward": 0.5, "gemm_share_forward_backward": 0.5, "gemm_share_train_step": 0.4,
+                    "category_shares": [], "answer": "one trace"}}
+    phases = {"forward": {"kernel_ms_per_pass": 2.0, "passes": 12}, "backward": {"kernel_ms_per_pass": 5.0, "passes": 12},
+              "optimizer_step": {"kernel_ms_per_pass": 3.0, "passes": 3, "by_category_ms_per_pass": {"optimizer": 3.0}}}
+    summaries = [summary("small", 128, "train", questions=record, phases=phases), summary("small", 128, questions=record)]
+    answer = nsys_d.QUESTION.answer(Evidence(summaries, ResultsSet()))
+    table = next(iter(answer.tables.values()))
+    assert table.set_index("trace").loc["small ctx128 train fp32", "optimizer_share_train_step"] == pytest.approx(3 / 31)
+    assert "the optimizer step, which runs no matmul, takes 9.7% of the step's kernel time" in answer.full_answer
 
 
 def test_grid_answers_hold_when_no_trace_has_attention_sub_ranges_or_a_backward():

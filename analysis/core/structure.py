@@ -9,7 +9,9 @@ kernels when neither has any phase:
    (``forward`` / ``fwd`` / ``model_eval`` ..., ``loss``, ``backward`` / ``bwd``, ``optimizer_step``
    / ``optimizer.step`` / ``opt`` / ``step`` ...); steps are the repeated ranges that hold phases,
    indexed or not (``step_3``, ``step 3``, ``measure_3``, ``iter3``, ``train_step`` ×N); a range
-   around several steps is a container (``warmup`` around the warm-up steps).
+   around several steps is a container (``warmup`` around the warm-up steps). With gradient
+   accumulation a step holds several forward and backward passes and one optimizer step; ranges
+   of one pass each inside it that hold no optimizer step are its micro-batches, not steps.
 2. **PyTorch's labels** (``nsys --pytorch=functions-trace``): the forward is the outermost
    ``torch.nn.modules.Module.__call__`` holding most module calls, backward ``torch.autograd.backward``,
    the optimizer the outermost ``torch.optim.<Name>.step`` (the nested ``Adam.step`` and
@@ -21,10 +23,11 @@ kernels when neither has any phase:
 A phase range inside another phase's range is part of it. A forward followed by its loss or
 backward is a *training* forward; another forward (an inference pass) is left out of the training
 phases and counted on its own. Without step ranges, steps are made from the phases: each training
-forward starts one. Warm-up steps are those named warm-up or in ranges named warm-up beside the
-steps; else the iterations whose phases ran before the first step range; else those outside a
-``measured…`` range; else the leading steps whose kernel count, kernel time or CPU span departs
-from the later steps'. ``RangeNames`` given by the user (the command line's flags) override each
+forward starts one, and in a process with optimizer steps a training forward with no optimizer
+step since the previous one continues its step (gradient accumulation). Warm-up steps are those
+named warm-up or in ranges named warm-up beside the steps; else the iterations whose phases ran
+before the first step range; else those outside a ``measured…`` range; else the leading steps
+whose kernel count, kernel time or CPU span departs from the later steps'. ``RangeNames`` given by the user (the command line's flags) override each
 role.
 """
 from __future__ import annotations
@@ -155,7 +158,10 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     if steps is None:
         steps = pd.DataFrame(columns=[*WINDOW_COLUMNS, "measured"]) if several_runs else \
             _steps_from_phases(phases, training, len(ranges) + len(phases))
-        if len(steps):
+        if len(steps) and len(steps) < training.sum():
+            step_rule = ("made from the phases: each optimizer step ends a step, "
+                         "the forward and backward passes since the previous one its micro-batches")
+        elif len(steps):
             step_rule = ("made from the phases: each training forward starts a step" if training.any()
                          else "made from the phases: each forward is a step")
     inference_windows, phases = phases[inference], phases[~inference]
@@ -529,14 +535,22 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
         return None, why, own.iloc[:0], False
     forwards = _contains(candidates, phases[phases["name"] == "forward"])
     backwards = _contains(candidates, phases[phases["name"] == "backward"])
+    optimizers = _contains(candidates, phases[phases["name"] == "optimizer_step"])
     held = _contains(candidates, phases)
     stems = candidates["stem"].to_numpy()
-    families = {}
+    families, accumulating = {}, set()
     for stem in pd.unique(stems):
         rows = np.flatnonzero(stems == stem)
-        if (held[rows] > 0).mean() >= 0.5 and (forwards[rows] <= 1).all() and (backwards[rows] <= 1).all() \
-                and not _overlapping(candidates.iloc[rows]):
+        if (held[rows] == 0).mean() > 0.5 or _overlapping(candidates.iloc[rows]):
+            continue
+        if (forwards[rows] <= 1).all() and (backwards[rows] <= 1).all():
             families[stem] = rows
+        elif (optimizers[rows][held[rows] > 0] == 1).all():  # gradient accumulation: passes, then one update
+            families[stem] = rows
+            accumulating.add(stem)
+    micro_batches = _micro_batches(candidates, families, accumulating, optimizers)
+    for stem in micro_batches:
+        families.pop(stem)
     if not families:
         return None, "no range holds one pass of the phases", _containers(candidates, held), False
     step_rows = np.concatenate(list(families.values()))
@@ -556,7 +570,24 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
     containers = _containers(candidates, held)
     containers = containers[~containers["range_id"].isin(steps["range_id"])]
     shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps["range_name"]))))
-    return steps.assign(measured=True), f"the ranges {shown} each hold one pass of the phases", containers, False
+    rule = f"the ranges {shown} each hold one pass of the phases"
+    if accumulating & set(families):
+        inner = sorted(set(candidates["name"].iloc[np.concatenate(list(micro_batches.values()))])) if micro_batches else []
+        passes = f" (micro-batches {', '.join(f'`{family_label(n)}`' for n in name_families(inner))})" if inner else ""
+        rule = f"the ranges {shown} each hold one optimizer step after several forward and backward passes{passes}"
+    return steps.assign(measured=True), rule, containers, False
+
+
+def _micro_batches(candidates: pd.DataFrame, families: dict[str, np.ndarray], accumulating: set[str],
+                   optimizers: np.ndarray) -> dict[str, np.ndarray]:
+    """The families of one pass each that lie inside the steps of a gradient-accumulation family
+    and hold no optimizer step: micro-batches, not steps (by stem, their rows)."""
+    outer = [rows for stem, rows in families.items() if stem in accumulating]
+    if not outer:
+        return {}
+    steps = candidates.iloc[np.concatenate(outer)]
+    return {stem: rows for stem, rows in families.items() if stem not in accumulating
+            and not optimizers[rows].any() and _inside_any(candidates.iloc[rows], steps).all()}
 
 
 def _containers(candidates: pd.DataFrame, held: np.ndarray) -> pd.DataFrame:
@@ -622,12 +653,19 @@ def _step_labels(steps: pd.DataFrame) -> np.ndarray:
 
 def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int) -> pd.DataFrame:
     """Steps made from the phases: each training forward (each forward in a forward-only run)
-    starts a step that runs to the end of the last phase before the next forward."""
+    starts a step that runs to the end of the last phase before the next forward. In a process
+    with optimizer steps, a training forward with no optimizer step since the previous one
+    continues that step (gradient accumulation: several passes, then one update)."""
     rows = []
     for pid, mine in phases.assign(training=training).groupby("pid", sort=True):
         mine = mine.sort_values("start_ns", kind="stable")
-        is_forward = (mine["name"] == "forward").to_numpy()
+        is_forward = (mine["name"] == "forward").to_numpy().copy()
         starts = np.flatnonzero(mine["training"].to_numpy())
+        updates = np.cumsum((mine["name"] == "optimizer_step").to_numpy())  # optimizer steps so far
+        if updates[-1] and len(starts) > 1:
+            continuing = starts[1:][updates[starts[1:]] == updates[starts[:-1]]]
+            starts = np.setdiff1d(starts, continuing)
+            is_forward[continuing] = False
         bounds = np.r_[np.flatnonzero(is_forward), len(mine)]
         for index, first in enumerate(starts):
             stop = bounds[bounds > first][0]

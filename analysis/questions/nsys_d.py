@@ -83,12 +83,15 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
 
 
 def _optimizer_share(summary: dict) -> float | None:
-    """The optimizer step's share of the kernel time of a training step (None without one)."""
+    """The optimizer step's share of the kernel time of a training step's phases (None without
+    one): each phase's time per pass weighed by its passes, since with gradient accumulation a
+    step holds several forward and backward passes and one optimizer step."""
     phases = summary.get("phases") or {}
     if "optimizer_step" not in phases:
         return None
-    total = sum(figures["kernel_ms_per_pass"] for figures in phases.values())
-    return phases["optimizer_step"]["kernel_ms_per_pass"] / total if total else None
+    total = sum(figures["kernel_ms_per_pass"] * figures["passes"] for figures in phases.values())
+    optimizer = phases["optimizer_step"]
+    return optimizer["kernel_ms_per_pass"] * optimizer["passes"] / total if total else None
 
 
 def _grid_text(record: ResultsAnswer) -> str:
