@@ -105,6 +105,64 @@ def test_an_inference_forward_is_never_averaged_with_training_forwards(tmp_path)
     assert len(forward) == 3 * 3  # the training forwards' 3 kernels each, none of the inference passes' 7
 
 
+def test_namespaced_names_say_their_role_by_their_last_part(tmp_path):
+    """``train/forward`` is a forward; ``train/step_<i>`` and ``eval/step_<i>`` are two families,
+    so the evaluation steps (an inference forward each) do not hide the training steps."""
+    script = Script()
+    for i in range(4):
+        script.range(f"train/step_{i}", lambda: script.iteration(
+            forward="train/forward", backward="train/backward", optimizer="train/optimizer_step"))
+        script.range(f"eval/step_{i}", lambda: script.range("eval/forward", lambda: script.kernel(count=7)))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert measured_steps(labelled) == [f"train/step_{i}" for i in range(1, 4)]
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    assert labelled.structure.inference_passes == 4
+
+
+def accumulating_step(script, micro_batches, micro_batch_name=None):
+    """One optimizer step after ``micro_batches`` forward and backward passes, each pass in a
+    range ``micro_batch_name`` when given."""
+    for _ in range(micro_batches):
+        script.range(micro_batch_name, lambda: (script.range("forward", lambda: script.kernel(count=3)),
+                                                script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4))))
+    script.range("optimizer", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2))
+
+
+@pytest.mark.parametrize("micro_batch_name", ["microbatch", None])
+def test_gradient_accumulation_step_ranges_hold_their_micro_batches(tmp_path, micro_batch_name):
+    script = Script()
+    for i in range(4):
+        script.range(f"step {i}", lambda: accumulating_step(script, 3, micro_batch_name))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert measured_steps(labelled) == ["step 1", "step 2", "step 3"]
+    assert labelled.measured_passes == {"forward": 9, "backward": 9, "optimizer_step": 3}
+    measured = labelled.ops[labelled.ops["measured"]]
+    assert len(measured) == 3 * (3 * (3 + 4) + 2)  # every kernel of the measured steps, the optimizer's included
+    assert "one optimizer step after several forward and backward passes" in labelled.structure.step_rule
+
+
+@pytest.mark.parametrize("ranges", [True, False])
+def test_gradient_accumulation_steps_made_from_the_phases_end_at_each_optimizer_step(tmp_path, ranges):
+    """No step ranges: the phases' own ranges, or the kernels alone (no NVTX at all)."""
+    script = Script()
+    for _ in range(4):
+        accumulating_step(script, 2)
+    if not ranges:
+        script.ranges = []
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert len(labelled.structure.steps) == 4
+    assert labelled.measured_passes == {"forward": 6, "backward": 6, "optimizer_step": 3}
+    assert labelled.structure.step_rule.startswith("made from the phases: each optimizer step ends a step")
+
+
+def test_ranges_of_one_pass_that_hold_the_optimizer_stay_steps_inside_a_container(tmp_path):
+    """A range around several full steps is a container, whatever it holds, not one step."""
+    script = Script()
+    script.range("train", lambda: [script.range(f"iter_{i}", script.iteration) for i in range(4)])
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert measured_steps(labelled) == [f"iter_{i}" for i in range(1, 4)]
+
+
 def test_attention_parts_by_family(tmp_path):
     script = Script()
 

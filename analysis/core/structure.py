@@ -7,7 +7,8 @@ kernels when neither has any phase:
 1. **The user's own ranges** (every range that is neither an op-level range such as
    ``aten::mm, seq = 3`` nor one of PyTorch's function labels): phases by families of names
    (``forward`` / ``fwd`` / ``model_eval`` ..., ``loss``, ``backward`` / ``bwd``, ``optimizer_step``
-   / ``optimizer.step`` / ``opt`` / ``step`` ...); steps are the repeated ranges that hold phases,
+   / ``optimizer.step`` / ``opt`` / ``step`` ...; of a namespaced name, its last ``/`` part:
+   ``train/forward`` is a forward); steps are the repeated ranges that hold phases,
    indexed or not (``step_3``, ``step 3``, ``measure_3``, ``iter3``, ``train_step`` ×N); a range
    around several steps is a container (``warmup`` around the warm-up steps). With gradient
    accumulation a step holds several forward and backward passes and one optimizer step; ranges
@@ -42,7 +43,7 @@ import pandas as pd
 from analysis.core.codes import run_starts
 from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
-from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name
+from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name, role_name
 from analysis.load.nvtx import OP_LEVEL
 from cs336_profile import contract
 
@@ -191,14 +192,17 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
 
 
 def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The user's own ranges, with their names' normal form and stem (``normal``, ``stem``), and
-    PyTorch's labels; op-level ranges and library domains in neither."""
+    """The user's own ranges, with the normal form and stem of the part of their names that says
+    a role (``normal``, ``stem``: the last ``/``-separated part) and the stem of their whole names
+    (``family``: ``train/step_3`` and ``eval/step_3`` are of two families), and PyTorch's labels;
+    op-level ranges and library domains in neither."""
     op_level = _per_name(ranges["name"], lambda n: bool(OP_LEVEL.search(n) or LIBRARY_NAME.search(n)), bool) | \
         _per_name(ranges["domain"].astype(str), lambda d: d.lower() in LIBRARY_DOMAINS, bool)
     torch_label = _per_name(ranges["name"], lambda n: TORCH_LABEL.search(n) is not None, bool)
     own = ranges[~op_level & ~torch_label]
-    normal = _per_name(own["name"], normal_name)
-    return own.assign(normal=normal, stem=_per_name(normal, name_stem)), ranges[torch_label & ~op_level]
+    normal = _per_name(own["name"], role_name)
+    family = _per_name(own["name"], lambda name: name_stem(normal_name(name)))
+    return own.assign(normal=normal, stem=_per_name(normal, name_stem), family=family), ranges[torch_label & ~op_level]
 
 
 def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str],
@@ -537,7 +541,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
     backwards = _contains(candidates, phases[phases["name"] == "backward"])
     optimizers = _contains(candidates, phases[phases["name"] == "optimizer_step"])
     held = _contains(candidates, phases)
-    stems = candidates["stem"].to_numpy()
+    stems = candidates["family"].to_numpy()
     families, accumulating = {}, set()
     for stem in pd.unique(stems):
         rows = np.flatnonzero(stems == stem)
@@ -751,7 +755,7 @@ def _piece_starts(pids: np.ndarray, launched: np.ndarray, steps: pd.DataFrame) -
 
 def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.ndarray, str | None]:
     """Steps named warm-up, or inside a range named warm-up."""
-    own_name = _in_family(WARMUP_FAMILY, _per_name(steps["range_name"], lambda n: name_stem(normal_name(n))))
+    own_name = _in_family(WARMUP_FAMILY, _per_name(steps["range_name"], lambda n: name_stem(role_name(n))))
     if own_name.any() and not own_name.all():
         shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps.loc[own_name, "range_name"]))))
         return ~own_name, f"named {shown}"

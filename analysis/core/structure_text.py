@@ -13,6 +13,12 @@ def normal_name(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", str(name).lower()).strip("_")
 
 
+def role_name(name: str) -> str:
+    """The normal form of a name's last ``/``-separated part, which says its role in a namespaced
+    name (``train/forward`` -> ``forward``, ``train/step_3`` -> ``step_3``)."""
+    return normal_name(str(name).rsplit("/", 1)[-1])
+
+
 def name_stem(normal: str) -> str:
     """A normal name less its trailing index (``step_3`` -> ``step``)."""
     match = INDEXED.match(normal)
