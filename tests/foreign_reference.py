@@ -33,10 +33,11 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ``pytorch_labels`` (``--pytorch=functions-trace``): a step runs from the start of an outermost
   ``torch.nn.modules.Module.__call__`` range on the main thread (the model call) to the end of the
   next ``optimizer`` range (``torch.optim.AdamW.step``).
-  ``optimizer_kernel_runs`` (no NVTX): kernels in launch order; a run of consecutive
-  ``multi_tensor_apply_kernel`` launches (the foreach AdamW step) ends a step; step i runs from the
-  first launch after run i-1 (the first launch of the capture for i = 0) to the last launch of run
-  i. Its phases: the launches from threads other than the main one (the autograd thread) form
+  ``optimizer_kernel_runs`` (no NVTX): kernels in launch order; the ``multi_tensor_apply_kernel``
+  launches (the foreach AdamW step, and a foreach gradient clipping before it) with no launch from
+  another thread (the autograd thread) between them form one run, from its first to its last such
+  launch, and a run ends a step; step i runs from the first launch after run i-1 (the first launch
+  of the capture for i = 0) to the last launch of run i. Its phases: the launches from threads other than the main one (the autograd thread) form
   the backward passes, cut where the main thread launches 10 or more kernels in between (the
   forward of the next micro-batch, with gradient accumulation); each backward runs from its first
   to its last such launch, each forward from the first main-thread launch after the step's start
@@ -300,16 +301,14 @@ def _steps_from_labels(proc: Process, spec: dict, phases: dict) -> list[Range]:
 
 def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Range]]]:
     ks = proc.kernels
-    runs, i = [], 0
-    while i < len(ks):
-        if OPTIMIZER_KERNEL in ks[i].name:
-            j = i
-            while j + 1 < len(ks) and OPTIMIZER_KERNEL in ks[j + 1].name:
-                j += 1
-            runs.append((i, j))
-            i = j + 1
+    runs: list[tuple[int, int]] = []  # the optimizer's launches: no autograd-thread launch among them
+    for i, k in enumerate(ks):
+        if OPTIMIZER_KERNEL not in k.name:
+            continue
+        if runs and not any(other.tid != proc.pid for other in ks[runs[-1][1] + 1:i]):
+            runs[-1] = (runs[-1][0], i)
         else:
-            i += 1
+            runs.append((i, i))
     steps, phases = [], {"forward": [], "backward": [], "optimizer": []}
     begin = 0
     for first, last in runs:
