@@ -119,6 +119,32 @@ def test_namespaced_names_say_their_role_by_their_last_part(tmp_path):
     assert labelled.structure.inference_passes == 4
 
 
+@pytest.mark.parametrize("step, forward, backward, optimizer", [
+    ("TrainStep{i}", "Forward", "Backward", "OptimizerStep"),  # camel case
+    ("Step{i}", "ForwardPass", "BackwardPass", "OptimizerStep"),
+    ("train_iter_{i}", "train_forward", "train_backward", "train_optimizer_step"),  # the phase of training named
+    ("it{i}", "fw", "bw", "update"),
+    ("STEP_{i}", "FORWARD", "BACKWARD", "OPTIMIZER_STEP"),
+    ("step-{i}", "forward-pass", "backward-pass", "optimizer-step"),
+])
+def test_common_naming_conventions_name_every_phase(tmp_path, step, forward, backward, optimizer):
+    script = Script()
+    for i in range(4):
+        script.range(step.format(i=i), lambda: script.iteration(forward=forward, backward=backward, optimizer=optimizer))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert measured_steps(labelled) == [step.format(i=i) for i in range(1, 4)]
+    assert labelled.structure.phase_names == {"forward": [forward], "backward": [backward], "optimizer_step": [optimizer]}
+
+
+def test_a_step_named_train_step_is_never_the_optimizer(tmp_path):
+    script = Script()
+    for _ in range(4):
+        script.range("train_step", lambda: script.iteration(forward="forward", optimizer="optimizer"))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert len(measured_steps(labelled)) == 3
+    assert labelled.structure.phase_names["optimizer_step"] == ["optimizer"]
+
+
 def accumulating_step(script, micro_batches, micro_batch_name=None):
     """One optimizer step after ``micro_batches`` forward and backward passes, each pass in a
     range ``micro_batch_name`` when given."""

@@ -62,11 +62,15 @@ TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
 
 # Families of names, matched on a name's normal form (lower case, runs of other characters as
 # ``_``) less a trailing index.
+# A name may say the phase of training it is (``train_forward``); never a bare ``train_step``, a step.
+TRAINING = r"(train(ing)?_)?"
 PHASE_FAMILIES = {
-    "forward": re.compile(r"(model_)?(forward|fwd)(_pass|_only|_step|_prop)?|model_eval|inference|eval"),
-    "loss": re.compile(r"(compute_|calc_|calculate_)?loss(_?fn|_function|_compute|_computation|_calc)?|cross_entropy|criterion"),
-    "backward": re.compile(r"(loss_)?(backward|bwd)(_pass|_step|_prop)?|backprop(agation)?"),
-    "optimizer_step": re.compile(r"(optimizer|optim|opt)(_step|_update)?|adamw?(_step)?|(param(eter)?s?_)?update|step"),
+    "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop)?|model_eval|inference|eval"),
+    "loss": re.compile(rf"{TRAINING}(compute_|calc_|calculate_)?loss(_?fn|_function|_compute|_computation|_calc)?"
+                       r"|cross_entropy|criterion"),
+    "backward": re.compile(rf"{TRAINING}(loss_)?(backward|bwd|bw)(_pass|_step|_prop)?|backprop(agation)?"),
+    "optimizer_step": re.compile(rf"{TRAINING}((optimizer|optim|opt)(_step|_update)?|adamw?(_step)?)"
+                                 r"|(param(eter)?s?_)?update|step"),
 }
 # ``step`` names the optimizer only inside a training step, after its backward.
 AMBIGUOUS_OPTIMIZER = "step"

@@ -8,9 +8,14 @@ import re
 INDEXED = re.compile(r"^(?P<stem>.*?[a-z])_?(?P<index>\d+)$")
 
 
+# Where a camel-case name starts a word: ``OptimizerStep``, ``trainStep``.
+CAMEL_WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def normal_name(name: str) -> str:
-    """A name in lower case with every run of other characters as ``_`` (``Step 3`` -> ``step_3``)."""
-    return re.sub(r"[^a-z0-9]+", "_", str(name).lower()).strip("_")
+    """A name in lower case with every run of other characters, and every camel-case word break,
+    as ``_`` (``Step 3`` -> ``step_3``, ``OptimizerStep`` -> ``optimizer_step``)."""
+    return re.sub(r"[^a-z0-9]+", "_", CAMEL_WORD.sub("_", str(name)).lower()).strip("_")
 
 
 def role_name(name: str) -> str:
