@@ -5,7 +5,8 @@ learning-rate schedule stepped after every optimizer step.
 Ranges of its own (with --nvtx), named with a ``train/`` prefix: ``train/step_<i>`` for every
 iteration (warm-up included, nothing marks it), inside it ``train/forward`` (loss inside, from
 ``labels=``), ``train/backward`` (the scaled loss's backward), ``train/clip_grad`` (unscale and
-clip) and ``train/optimizer_step`` (scaler step and update, scheduler step, zero_grad).
+clip) and ``train/optimizer_step`` (scaler step and update, scheduler step, zero_grad). With
+--checkpointing each block's forward runs again inside the backward.
 """
 
 import argparse
@@ -23,6 +24,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--nvtx", action="store_true")
+    p.add_argument("--checkpointing", action="store_true", help="recompute each block's activations in the backward")
     a = p.parse_args()
 
     dev = torch.device("cuda", 0)
@@ -30,6 +32,8 @@ def main() -> None:
     cfg = GPT2Config(n_layer=4, n_embd=512, n_head=8, n_positions=a.ctx)
     model = GPT2LMHeadModel(cfg).to(dev)
     model.train()
+    if a.checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.warmup + a.steps)
     scaler = torch.amp.GradScaler("cuda")
