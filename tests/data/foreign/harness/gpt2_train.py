@@ -2,7 +2,9 @@
 
 Ranges of its own (with --nvtx): one range per iteration named ``train_iter_<i>`` (global index,
 warm-up iterations included, nothing marks them as warm-up), and inside it ``fwd`` (model call with
-labels, so the loss is inside), ``bwd`` and ``opt`` (AdamW step + zero_grad).
+labels, so the loss is inside), ``bwd`` and ``opt`` (AdamW step + zero_grad). With --accum K, K
+``fwd``/``bwd`` pairs (micro-batches) come before each ``opt``; under DDP all but the last skip
+the gradient all-reduce (``no_sync``).
 """
 
 import argparse
@@ -25,6 +27,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--nvtx", action="store_true")
     p.add_argument("--ddp", action="store_true")
+    p.add_argument("--accum", type=int, default=1, help="micro-batches per optimizer step (DDP syncs on the last)")
     a = p.parse_args()
 
     rank = 0
@@ -53,10 +56,13 @@ def main() -> None:
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         with rng(f"train_iter_{i}"):
-            with rng("fwd"):
-                loss = model(input_ids=x, labels=x).loss
-            with rng("bwd"):
-                loss.backward()
+            for k in range(a.accum):
+                sync = contextlib.nullcontext() if not a.ddp or k == a.accum - 1 else model.no_sync()
+                with sync:
+                    with rng("fwd"):
+                        loss = model(input_ids=x, labels=x).loss
+                    with rng("bwd"):
+                        loss.backward()
             with rng("opt"):
                 opt.step()
                 opt.zero_grad(set_to_none=True)
