@@ -145,6 +145,28 @@ def test_a_step_named_train_step_is_never_the_optimizer(tmp_path):
     assert labelled.structure.phase_names["optimizer_step"] == ["optimizer"]
 
 
+def test_step_ranges_holding_ranges_of_unknown_names_stay_the_steps(tmp_path):
+    """Phase ranges named in no known way (each step holds one of each) are parts of the steps,
+    not steps of three runs: the phases come from the kernels, the warm-up is still left out."""
+    script = Script()
+    for i in range(4):
+        script.range(f"step_{i}", lambda: script.iteration(forward="alpha", backward="beta", optimizer="gamma"))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert measured_steps(labelled) == ["step_1", "step_2", "step_3"]
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    assert labelled.structure.source == "kernels"
+
+
+def test_step_families_one_after_the_other_are_several_runs(tmp_path):
+    script = Script()
+    for run in ("small", "medium"):
+        for i in range(3):
+            script.range(f"{run}_iter_{i}", script.iteration)
+    structure = script.labelled(tmp_path).structure
+    assert not structure.has_steps
+    assert structure.step_rule.startswith("ranges of 2 different runs")
+
+
 def accumulating_step(script, micro_batches, micro_batch_name=None):
     """One optimizer step after ``micro_batches`` forward and backward passes, each pass in a
     range ``micro_batch_name`` when given."""

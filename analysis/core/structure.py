@@ -12,7 +12,9 @@ kernels when neither has any phase:
    indexed or not (``step_3``, ``step 3``, ``measure_3``, ``iter3``, ``train_step`` ×N); a range
    around several steps is a container (``warmup`` around the warm-up steps). With gradient
    accumulation a step holds several forward and backward passes and one optimizer step; ranges
-   of one pass each inside it that hold no optimizer step are its micro-batches, not steps.
+   of one pass each inside it that hold no optimizer step are its micro-batches, not steps, and
+   two or more families with one range inside each step (phase ranges of names not known) are
+   its parts.
 2. **PyTorch's labels** (``nsys --pytorch=functions-trace``): the forward is the outermost
    ``torch.nn.modules.Module.__call__`` holding most module calls, backward ``torch.autograd.backward``,
    the optimizer the outermost ``torch.optim.<Name>.step`` (the nested ``Adam.step`` and
@@ -557,7 +559,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
             families[stem] = rows
             accumulating.add(stem)
     micro_batches = _micro_batches(candidates, families, accumulating, optimizers)
-    for stem in micro_batches:
+    for stem in [*micro_batches, *_part_families(candidates, families)]:
         families.pop(stem)
     if not families:
         return None, "no range holds one pass of the phases", _containers(candidates, held), False
@@ -584,6 +586,22 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
         passes = f" (micro-batches {', '.join(f'`{family_label(n)}`' for n in name_families(inner))})" if inner else ""
         rule = f"the ranges {shown} each hold one optimizer step after several forward and backward passes{passes}"
     return steps.assign(measured=True), rule, containers, False
+
+
+def _part_families(candidates: pd.DataFrame, families: dict[str, np.ndarray]) -> list[str]:
+    """The families that are parts of another family's ranges, not steps: two or more families
+    whose ranges all lie inside the ranges of one family, at most one range of each inside each
+    (a step's ranges named in no known way: ``alpha``, ``beta``, ``gamma`` inside ``step_<i>``).
+    One such family is left alone: a range around a single step is a container."""
+    parts: list[str] = []
+    for outer, outer_rows in families.items():
+        steps = candidates.iloc[outer_rows]
+        inside = [stem for stem, rows in families.items() if stem != outer
+                  and _inside_any(candidates.iloc[rows], steps).all()
+                  and (_contains(steps, candidates.iloc[rows]) <= 1).all()]
+        if len(inside) > 1:
+            parts += [stem for stem in inside if stem not in parts]
+    return parts
 
 
 def _micro_batches(candidates: pd.DataFrame, families: dict[str, np.ndarray], accumulating: set[str],
