@@ -12,9 +12,9 @@ kernels when neither has any phase:
    indexed or not (``step_3``, ``step 3``, ``measure_3``, ``iter3``, ``train_step`` ×N); a range
    around several steps is a container (``warmup`` around the warm-up steps). With gradient
    accumulation a step holds several forward and backward passes and one optimizer step; ranges
-   of one pass each inside it that hold no optimizer step are its micro-batches, not steps, and
-   two or more families with one range inside each step (phase ranges of names not known) are
-   its parts.
+   of one pass each inside it that hold no optimizer step are its micro-batches, not steps. Two
+   or more families with one range inside each step (phase ranges of names not known) are parts
+   of the steps, not steps.
 2. **PyTorch's labels** (``nsys --pytorch=functions-trace``): the forward is the outermost
    ``torch.nn.modules.Module.__call__`` holding most module calls, backward ``torch.autograd.backward``,
    the optimizer the outermost ``torch.optim.<Name>.step`` (the nested ``Adam.step`` and
