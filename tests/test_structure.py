@@ -167,6 +167,19 @@ def test_step_families_one_after_the_other_are_several_runs(tmp_path):
     assert structure.step_rule.startswith("ranges of 2 different runs")
 
 
+@pytest.mark.parametrize("warmup, step", [("burn_in_{i}", "step_{i}"), ("warmup/step_{i}", "train/step_{i}"),
+                                           ("train/warmup_{i}", "train/step_{i}"), ("WarmUpStep{i}", "TrainStep{i}")])
+def test_warmup_steps_named_in_other_ways(tmp_path, warmup, step):
+    script = Script()
+    for i in range(2):
+        script.range(warmup.format(i=i), script.iteration)
+    for i in range(2, 6):
+        script.range(step.format(i=i), script.iteration)
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [step.format(i=i) for i in range(2, 6)]
+    assert labelled.structure.warmup_rule.startswith("named")
+
+
 def accumulating_step(script, micro_batches, micro_batch_name=None):
     """One optimizer step after ``micro_batches`` forward and backward passes, each pass in a
     range ``micro_batch_name`` when given."""

@@ -76,7 +76,7 @@ PHASE_FAMILIES = {
 }
 # ``step`` names the optimizer only inside a training step, after its backward.
 AMBIGUOUS_OPTIMIZER = "step"
-WARMUP_FAMILY = re.compile(r"warm(_?up)?(_.*)?")
+WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in)(_.*)?")
 # A range around the measured steps: steps outside it are warm-up.
 MEASURED_FAMILY = re.compile(r"(measure[ds]?|timed|benchmark(ed)?|profiled?)(_(steps?|iters?|iterations?|loop|region|runs?))?")
 # NVTX domains of libraries, not of the user's code: their ranges are never a role.
@@ -186,7 +186,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         steps["range_name"], phases["range_name"], inference_windows["range_name"], name_of.loc[regions.index],
         containers["name"], name_of.reindex(block_ranges.index).dropna())))
     if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
-        used |= set(own.loc[_in_family(WARMUP_FAMILY, own["stem"]), "name"])
+        used |= set(own.loc[_named(WARMUP_FAMILY, own["name"]), "name"])
     unused = [family_label(n) for n in name_families(sorted(
         set(pd.unique(own["name"])) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}))]
     return RunStructure(
@@ -240,9 +240,13 @@ def _per_name(names, rule, dtype=object) -> np.ndarray:
     return np.array(ruled, dtype=dtype)[codes]
 
 
-def _in_family(family: re.Pattern, names) -> np.ndarray:
-    """Whether each of ``names`` (stems or normal names) is of ``family`` (a whole-name match)."""
-    return _per_name(names, lambda name: family.fullmatch(name) is not None, bool)
+def _named(family: re.Pattern, names) -> np.ndarray:
+    """Whether each of ``names`` is of ``family`` (warm-up, measured): its whole name's stem or
+    the stem of one of its ``/`` parts (``WarmUpStep3``, ``warmup/step_3``, ``train/warmup_3``)."""
+    def named(name) -> bool:
+        parts = [str(name), *str(name).split("/")] if "/" in str(name) else [str(name)]
+        return any(family.fullmatch(name_stem(normal_name(part))) for part in parts)
+    return _per_name(names, named, bool)
 
 
 def _phase_of(normal: str) -> str | None:
@@ -569,7 +573,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
     for stem in outer_stems:  # a family holding steps of another family is a container
         if all(nested[np.flatnonzero(stems[step_rows] == stem)]):
             families.pop(stem)
-    plain = [stem for stem in families if not WARMUP_FAMILY.fullmatch(stem)]
+    plain = [stem for stem, rows in families.items() if not _named(WARMUP_FAMILY, candidates["name"].iloc[rows[:1]])[0]]
     if len(plain) > 1:
         shown = ", ".join(f"`{family_label(candidates['name'].iat[families[s][0]])}`" for s in plain[:4])
         runs = candidates.iloc[np.concatenate([families[s] for s in plain])]
@@ -642,7 +646,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     all: it holds as many iterations as backward runs launched inside it from PyTorch's autograd
     thread, one when it holds none); else iterations made from the phases that ran before the
     first step range, outside every step."""
-    warm = own[_in_family(WARMUP_FAMILY, own["stem"])]
+    warm = own[_named(WARMUP_FAMILY, own["name"])]
     warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)])
     rows = []
     launched = ops["launch_start_ns"].to_numpy()
@@ -777,12 +781,12 @@ def _piece_starts(pids: np.ndarray, launched: np.ndarray, steps: pd.DataFrame) -
 
 def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.ndarray, str | None]:
     """Steps named warm-up, or inside a range named warm-up."""
-    own_name = _in_family(WARMUP_FAMILY, _per_name(steps["range_name"], lambda n: name_stem(role_name(n))))
+    own_name = _named(WARMUP_FAMILY, steps["range_name"])
     if own_name.any() and not own_name.all():
         shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps.loc[own_name, "range_name"]))))
         return ~own_name, f"named {shown}"
     for family, warm_inside in ((WARMUP_FAMILY, True), (MEASURED_FAMILY, False)):
-        named = containers[_in_family(family, containers["stem"])]
+        named = containers[_named(family, containers["name"])]
         inside = _inside_any(steps, named)
         if inside.any() and not inside.all():
             where = "inside" if warm_inside else "outside"
