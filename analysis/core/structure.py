@@ -30,8 +30,8 @@ forward starts one, and in a process with optimizer steps a training forward wit
 step since the previous one continues its step (gradient accumulation). Warm-up steps are those
 named warm-up or in ranges named warm-up beside the steps; else the iterations whose phases ran
 before the first step range; else those outside a ``measured…`` range; else the leading steps
-whose kernel count, kernel time or CPU span departs from the later steps'. ``RangeNames`` given by the user (the command line's flags) override each
-role.
+whose kernel count, kernel time or CPU span departs from the later steps'. ``RangeNames`` given
+by the user (the command line's flags) override each role.
 """
 from __future__ import annotations
 
@@ -573,7 +573,8 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
     for stem in outer_stems:  # a family holding steps of another family is a container
         if all(nested[np.flatnonzero(stems[step_rows] == stem)]):
             families.pop(stem)
-    plain = [stem for stem, rows in families.items() if not _named(WARMUP_FAMILY, candidates["name"].iloc[rows[:1]])[0]]
+    warmup = {stem for stem, rows in families.items() if _named(WARMUP_FAMILY, candidates["name"].iloc[rows[:1]])[0]}
+    plain = [stem for stem in families if stem not in warmup]
     if len(plain) > 1:
         shown = ", ".join(f"`{family_label(candidates['name'].iat[families[s][0]])}`" for s in plain[:4])
         runs = candidates.iloc[np.concatenate([families[s] for s in plain])]
