@@ -43,7 +43,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   to its last such launch, each forward from the first main-thread launch after the step's start
   or the previous backward to before its backward's first launch; optimizer = the run.
 - Phases (manifest ``phases``): ranges with one of the listed names (``outermost``: not inside
-  another range of the same name; ``main_thread``: on the main thread only); a phase range inside
+  another range of the same name; ``main_thread``: on the main thread only), or for a backward
+  with no range (``autograd_thread``) each run of launches from threads other than the main one,
+  cut as for ``optimizer_kernel_runs`` below; a phase range inside
   another range of the same phase is not a separate pass. A phase range is measured when its start
   lies in a measured step. Passes per phase = measured phase
   ranges. Per pass = the sum over measured passes divided by their number.
@@ -347,6 +349,9 @@ def _backward_runs(body: list[Kernel], main_tid: int) -> list[tuple[int, int]]:
 # --------------------------------------------------------------------------------------- phases
 
 def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
+    if rule.get("autograd_thread"):  # a backward with no range: each run of launches from that thread
+        return [Range(proc.kernels[first].launch, proc.kernels[last].launch, "backward (autograd thread)", proc.pid)
+                for first, last in _backward_runs(proc.kernels, proc.pid)]
     found = proc.named(rule["names"], tid=proc.pid if rule.get("main_thread") else None)
     if rule.get("outermost"):
         found = outermost(found)

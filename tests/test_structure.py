@@ -180,6 +180,22 @@ def test_warmup_steps_named_in_other_ways(tmp_path, warmup, step):
     assert labelled.structure.warmup_rule.startswith("named")
 
 
+def test_a_backward_with_no_range_comes_from_the_kernels(tmp_path):
+    """Only the forward has a range: the backward (launches from the autograd thread) and the
+    fused optimizer after it come from the kernels."""
+    script = Script()
+    for i in range(4):
+        script.range(f"step_{i}", lambda: (script.range("forward", lambda: script.kernel(count=3)),
+                                           script.kernel(tid=AUTOGRAD, count=4),
+                                           script.kernel(name=OPTIMIZER_KERNEL, count=2)))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert measured_steps(labelled) == ["step_1", "step_2", "step_3"]
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    assert labelled.structure.source == "ranges+kernels"
+    backward = labelled.ops[(labelled.ops["phase"] == "backward") & labelled.ops["measured"]]
+    assert len(backward) == 3 * 4 and set(backward["launch_tid"]) == {AUTOGRAD}
+
+
 def accumulating_step(script, micro_batches, micro_batch_name=None):
     """One optimizer step after ``micro_batches`` forward and backward passes, each pass in a
     range ``micro_batch_name`` when given."""

@@ -22,6 +22,7 @@ kernels when neither has any phase:
 3. **Kernels alone** (no NVTX): the backward is each run of launches from a thread other than the
    process's main thread (PyTorch's autograd thread), the optimizer the run of
    ``multi_tensor_apply_kernel`` launches after it, the forward the main thread's launches before.
+   When the ranges and labels have phases but no backward, the kernels give the phases they lack.
 
 A phase range inside another phase's range is part of it. A forward followed by its loss or
 backward is a *training* forward; another forward (an inference pass) is left out of the training
@@ -115,7 +116,7 @@ class RunStructure:
     region_names: dict[str, list[str]]
     has_steps: bool
     step_ranges: bool  # the steps are ranges of the trace, not made from the phases
-    source: str  # "ranges", "pytorch", "ranges+pytorch", "kernels" or "none"
+    source: str  # "ranges", "pytorch", "ranges+pytorch", "kernels" or "none"; "+kernels" when they fill in
     step_rule: str
     warmup_rule: str
     inference_passes: int = 0
@@ -214,7 +215,8 @@ def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str],
             first_id: int) -> tuple[pd.DataFrame, str]:
     """Phase windows from the user's ranges, the phases they lack from PyTorch's labels, and from
-    the kernels when neither has any; overlapping windows of one phase merged; the source's name."""
+    the kernels when neither has any or neither has the backward (the phases still lacking);
+    overlapping windows of one phase merged; the source's name."""
     phases, source = _own_phases(own, names, notes), "ranges"
     if names.phases is None and len(labels):
         from_labels = _pytorch_phases(labels)
@@ -225,6 +227,12 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
     if phases.empty and names.phases is None:
         phases = _kernel_phases(ops, first_id)
         source = "kernels" if len(phases) else "none"
+    elif names.phases is None and not (phases["name"] == "backward").any():  # a backward with no range
+        from_kernels = _kernel_phases(ops, first_id)
+        from_kernels = from_kernels[~from_kernels["name"].isin(phases["name"])]
+        if len(from_kernels):
+            source += "+kernels"
+            phases = pd.concat([phases, from_kernels], ignore_index=True).sort_values("start_ns", kind="stable")
     return _merge_overlapping(_outside_other_phases(phases), notes), source
 
 

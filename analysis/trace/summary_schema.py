@@ -40,7 +40,7 @@ class StepFiguresRecord(TypedDict):
 
 class StructureRecord(TypedDict):
     """What :mod:`analysis.core.structure` found: the roles and the names behind them."""
-    source: str  # ranges, pytorch, kernels or none
+    source: str  # ranges, pytorch, ranges+pytorch, kernels or none; +kernels when the kernels fill in phases
     step_ranges: bool  # steps are ranges of the trace (else made from the phases, or none)
     step_rule: str
     warmup_rule: str
