@@ -21,7 +21,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
 - Steps (manifest ``steps.kind``):
   ``ranges``: each range whose name matches ``measured`` is a measured step, each matching
   ``warmup`` a warm-up step; ``warmup_rule: departing`` (a trace that does not mark its warm-up)
-  makes the leading steps that depart from the steady state warm-up (:func:`_departing` states it);
+  makes the leading steps that depart from the steady state warm-up (:func:`_departing` states it;
+  in a trace of several processes with as many steps each, every process leaves out the most
+  leading steps any of them does);
   ``warmup_region`` names a range around all warm-up iterations, which are then counted by the
   ranges matching ``warmup_count_by`` inside it; ``warmup_count_outside`` counts warm-up iterations
   by the ranges matching it that lie outside every measured step (a script whose warm-up
@@ -229,12 +231,16 @@ def outermost(ranges: list[Range]) -> list[Range]:
 
 # ---------------------------------------------------------------------------------------- steps
 
-def _steps_from_ranges(proc: Process, spec: dict) -> tuple[list[Range], list[str]]:
+def _step_ranges(proc: Process, spec: dict) -> list[Range]:
     measured_re = re.compile(spec["measured"])
     warm_re = re.compile(spec["warmup"]) if spec.get("warmup") else None
-    steps = [r for r in proc.ranges if measured_re.search(r.name) or (warm_re and warm_re.search(r.name))]
-    steps = outermost(steps)
-    first_n = _departing(proc, steps) if spec.get("warmup_rule") == "departing" else 0
+    return outermost([r for r in proc.ranges if measured_re.search(r.name) or (warm_re and warm_re.search(r.name))])
+
+
+def _steps_from_ranges(proc: Process, spec: dict, first_n: int) -> tuple[list[Range], list[str]]:
+    measured_re = re.compile(spec["measured"])
+    warm_re = re.compile(spec["warmup"]) if spec.get("warmup") else None
+    steps = _step_ranges(proc, spec)
     measured, warm_names = [], []
     for i, r in enumerate(steps):
         if i < first_n or (warm_re and warm_re.search(r.name) and not measured_re.search(r.name)):
@@ -535,34 +541,45 @@ def _mem_f(proc: Process, con: sqlite3.Connection, step: Range, spec: dict) -> d
 # --------------------------------------------------------------------------------------- driver
 
 def reference_for(path: Path, entry: dict) -> list[dict]:
+    """One entry per process. Where warm-up is the departing rule and every process has as many
+    steps (the ranks of one job), each leaves out the most leading steps any process does."""
     procs, con = load(path)
-    out = []
-    for pid in sorted(procs, key=lambda p: (min((k.device for k in procs[p].kernels), default=-1), p)):
-        proc = procs[pid]
-        out.append(_process_reference(proc, con, entry))
+    order = sorted(procs, key=lambda p: (min((k.device for k in procs[p].kernels), default=-1), p))
+    steps = {pid: _candidate_steps(procs[pid], entry)[0] for pid in order}
+    departing = {pid: _departing(procs[pid], steps[pid]) if entry["steps"].get("warmup_rule") == "departing" else 0
+                 for pid in order}
+    if len(order) > 1 and len({len(s) for s in steps.values()}) == 1:
+        departing = dict.fromkeys(order, max(departing.values()))
+    out = [_process_reference(procs[pid], con, entry, departing[pid]) for pid in order]
     con.close()
     return out
 
 
-def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict) -> dict:
+def _candidate_steps(proc: Process, entry: dict) -> tuple[list[Range], dict[str, list[Range]] | None]:
+    """Every step of ``proc`` by the manifest's rule, warm-up included, and for steps from the
+    kernels their phases."""
     spec, phase_rules = entry["steps"], entry.get("phases", {})
-    warm_names: list[str] = []
-    kernel_phases = None
     kind = spec["kind"]
     if kind == "ranges":
-        measured, warm_names = _steps_from_ranges(proc, spec)
-    elif kind in ("phase_sequence", "pytorch_labels", "optimizer_kernel_runs"):
-        if kind == "phase_sequence":
-            steps = _steps_from_phases(proc, spec, phase_rules)
-        elif kind == "pytorch_labels":
-            steps = _steps_from_labels(proc, spec, phase_rules)
-        else:
-            steps, kernel_phases = _steps_from_kernels(proc)
-        first_n = _departing(proc, steps) if spec.get("warmup_rule") == "departing" else 0
+        return _step_ranges(proc, spec), None
+    if kind == "phase_sequence":
+        return _steps_from_phases(proc, spec, phase_rules), None
+    if kind == "pytorch_labels":
+        return _steps_from_labels(proc, spec, phase_rules), None
+    if kind == "optimizer_kernel_runs":
+        return _steps_from_kernels(proc)
+    raise ValueError(f"unknown steps kind {kind}")
+
+
+def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, first_n: int) -> dict:
+    spec, phase_rules = entry["steps"], entry.get("phases", {})
+    if spec["kind"] == "ranges":
+        kernel_phases = None
+        measured, warm_names = _steps_from_ranges(proc, spec, first_n)
+    else:
+        steps, kernel_phases = _candidate_steps(proc, entry)
         warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps[:first_n])]
         measured = steps[first_n:]
-    else:
-        raise ValueError(f"unknown steps kind {kind}")
     windows = measured
 
     phases: dict[str, list[Range]] = {}

@@ -813,22 +813,31 @@ def _prefixed_warmup(steps: pd.DataFrame, containers: pd.DataFrame, prefix: str)
 def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.ndarray, str]:
     """The leading steps of each process that depart from the steady state: a kernel count other
     than the later steps' most common one, or a kernel time or CPU span over
-    :data:`WARMUP_TIME_FACTOR` times the later steps' median; the last step is always measured."""
+    :data:`WARMUP_TIME_FACTOR` times the later steps' median; the last step is always measured.
+    Processes with as many steps each (the ranks of one job) leave out as many: the most any of
+    them does, so that every rank's figures cover the same steps."""
     measured = np.ones(len(steps), dtype=bool)
     span = (steps["end_ns"] - steps["start_ns"]).to_numpy()
     count, time = figures["kernels"].to_numpy(), figures["kernel_ns"].to_numpy()
-    for _, rows in steps.groupby("pid", sort=False).indices.items():
+    processes = list(steps.groupby("pid", sort=False).indices.values())
+    departing = []
+    for rows in processes:
+        leading = 0
         for position in range(len(rows) - 1):
             here, later = rows[position], rows[position + 1:]
-            departs = (count[here] != pd.Series(count[later]).mode().iat[0]
-                       or time[here] > WARMUP_TIME_FACTOR * np.median(time[later])
-                       or span[here] > WARMUP_TIME_FACTOR * np.median(span[later]))
-            if not departs:
+            if not (count[here] != pd.Series(count[later]).mode().iat[0]
+                    or time[here] > WARMUP_TIME_FACTOR * np.median(time[later])
+                    or span[here] > WARMUP_TIME_FACTOR * np.median(span[later])):
                 break
-            measured[here] = False
+            leading += 1
+        departing.append(leading)
+    aligned = len(processes) > 1 and len({len(rows) for rows in processes}) == 1 and len(set(departing)) > 1
+    for rows, leading in zip(processes, departing):
+        measured[rows[:max(departing) if aligned else leading]] = False
     left_out = int((~measured).sum())
+    ranks = f"; {max(departing)} on every process, the most any has" if aligned else ""
     return measured, (f"{left_out} leading step{'s' if left_out != 1 else ''} whose kernel count, kernel time or CPU span "
-                      f"departs from the later steps' (over {WARMUP_TIME_FACTOR}× their median)" if left_out else
+                      f"departs from the later steps' (over {WARMUP_TIME_FACTOR}× their median{ranks})" if left_out else
                       "no leading step departs from the later steps' kernel count, kernel time or CPU span")
 
 

@@ -4,7 +4,8 @@ Ranges of its own (with --nvtx): one range per iteration named ``train_iter_<i>`
 warm-up iterations included, nothing marks them as warm-up), and inside it ``fwd`` (model call with
 labels, so the loss is inside), ``bwd`` and ``opt`` (AdamW step + zero_grad). With --accum K, K
 ``fwd``/``bwd`` pairs (micro-batches) come before each ``opt``; under DDP all but the last skip
-the gradient all-reduce (``no_sync``).
+the gradient all-reduce (``no_sync``). With --fsdp (under torchrun) each block and the model are
+sharded with FSDP2's ``fully_shard``.
 """
 
 import argparse
@@ -28,10 +29,11 @@ def main() -> None:
     p.add_argument("--nvtx", action="store_true")
     p.add_argument("--ddp", action="store_true")
     p.add_argument("--accum", type=int, default=1, help="micro-batches per optimizer step (DDP syncs on the last)")
+    p.add_argument("--fsdp", action="store_true", help="shard each block and the model with FSDP2 (fully_shard)")
     a = p.parse_args()
 
     rank = 0
-    if a.ddp:
+    if a.ddp or a.fsdp:
         import torch.distributed as dist
 
         dist.init_process_group("nccl")
@@ -46,6 +48,12 @@ def main() -> None:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         model = DDP(model, device_ids=[rank])
+    if a.fsdp:
+        from torch.distributed.fsdp import fully_shard
+
+        for block in model.transformer.h:
+            fully_shard(block)
+        fully_shard(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = torch.randint(0, cfg.vocab_size, (a.batch, a.ctx), device=dev)
 
@@ -70,7 +78,7 @@ def main() -> None:
         times.append(time.perf_counter() - t0)
     if rank == 0:
         print("gpt2 params", sum(q.numel() for q in model.parameters()), "step ms", [round(t * 1e3, 1) for t in times])
-    if a.ddp:
+    if a.ddp or a.fsdp:
         torch.distributed.destroy_process_group()
 
 
