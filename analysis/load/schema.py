@@ -103,7 +103,7 @@ def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple
     if len(slices) == 1 or database is None:
         out = [np.empty(_row_bound(conn, table, first, last), dtype=np.int64) for _ in columns]
         filled = reader.fill(conn, first, last, out, 0)
-        return {c: v[:filled] for c, v in zip(columns, out)}
+        return {c: _trimmed(v, filled) for c, v in zip(columns, out)}
     return _read_slices(reader, database, conn.text_factory, slices)
 
 
@@ -161,7 +161,13 @@ def _read_slices(reader: _ChunkReader, database: Path, text_factory, slices: lis
         for column in out:
             column[end:end + count] = column[at:at + count]
         end += count
-    return {c: v[:end] for c, v in zip(reader.columns, out)}
+    return {c: _trimmed(v, end) for c, v in zip(reader.columns, out)}
+
+
+def _trimmed(column: np.ndarray, rows: int) -> np.ndarray:
+    """The first ``rows`` values of ``column``, copied when that leaves some out: a view would keep
+    the whole array (sized for every row of the table, not only those ``where`` kept) alive."""
+    return column if rows == len(column) else column[:rows].copy()
 
 
 class _ChunkReader:

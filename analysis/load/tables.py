@@ -88,7 +88,8 @@ def process_of(global_id) -> np.ndarray:
 
 def shared_pids(*keys: np.ndarray) -> np.ndarray:
     """The 24-bit pids that more than one process key (:func:`process_of`) of the trace has."""
-    distinct = pd.unique(np.concatenate([np.asarray(k, dtype=np.int64) for k in keys]))
+    # Each table's distinct keys first: a concatenation of whole columns would be the size of them all.
+    distinct = pd.unique(np.concatenate([pd.unique(np.asarray(k, dtype=np.int64)) for k in keys]))
     counts = pd.Series(distinct[distinct >= 0] & ID_MASK).value_counts()
     return counts.index[counts > 1].to_numpy(np.int64)
 
@@ -98,14 +99,14 @@ def pid_column(keys: np.ndarray, shared) -> np.ndarray:
     key where processes on different hosts share that pid (``shared``: :func:`shared_pids`)."""
     keys = np.asarray(keys, dtype=np.int64)
     masked = keys & ID_MASK
-    return _narrow(np.where(np.isin(masked, np.asarray(shared, dtype=np.int64)), keys, masked) if len(shared) else masked)
+    return narrow_ids(np.where(np.isin(masked, np.asarray(shared, dtype=np.int64)), keys, masked) if len(shared) else masked)
 
 
 def tid_of(global_id) -> np.ndarray:
     return np.asarray(global_id, dtype=np.int64) & ID_MASK
 
 
-def _narrow(values: np.ndarray) -> np.ndarray:
+def narrow_ids(values: np.ndarray) -> np.ndarray:
     """``values`` as int32 when they all fit (ids: half the memory of a row's int64), else as is."""
     if len(values) and not (INT32.min <= values.min() and values.max() <= INT32.max):
         return values
@@ -119,9 +120,9 @@ def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "start_ns": raw["start_ns"],
         "end_ns": raw["end_ns"],
         "dur_ns": raw["end_ns"] - raw["start_ns"],
-        "device_id": _narrow(raw["device_id"]),
-        "stream_id": _narrow(raw["stream_id"]),
-        "correlation_id": _narrow(raw["correlation_id"]),
+        "device_id": narrow_ids(raw["device_id"]),
+        "stream_id": narrow_ids(raw["stream_id"]),
+        "correlation_id": narrow_ids(raw["correlation_id"]),
         "pid": process_of(raw["pid"]),
     }
 
@@ -205,8 +206,8 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
     return pd.DataFrame({
         "start_ns": raw["start_ns"],
         "pid": process_of(raw["tid"]),
-        "tid": _narrow(tid_of(raw["tid"])),
-        "correlation_id": _narrow(raw["correlation_id"]),
+        "tid": narrow_ids(tid_of(raw["tid"])),
+        "correlation_id": narrow_ids(raw["correlation_id"]),
     }, copy=False)
 
 
@@ -232,18 +233,30 @@ def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     op whose correlation id is missing (NULL reads as -1) has none. Processes are numbered first,
     so a process id of any width (host bits included) keys the join."""
     processes = pd.Index(pd.unique(launches["pid"].to_numpy()))
-    call_process, op_process = processes.get_indexer(launches["pid"].to_numpy()), processes.get_indexer(ops["pid"].to_numpy())
-    key_calls = (call_process.astype(np.int64) << 40) | launches["correlation_id"].to_numpy()
-    del call_process
-    key_ops = (op_process.astype(np.int64) << 40) | ops["correlation_id"].to_numpy()
+    key_calls = processes.get_indexer(launches["pid"].to_numpy()).astype(np.int64, copy=False)
+    key_calls <<= 40
+    key_calls |= launches["correlation_id"].to_numpy()
+    # Each op's key is built, searched for and checked in place: at millions of ops every
+    # whole-length temporary is as large as a column of the table.
+    op_correlation = ops["correlation_id"].to_numpy()
+    key_ops = processes.get_indexer(ops["pid"].to_numpy()).astype(np.int64, copy=False)
+    keyed = (key_ops >= 0) & (op_correlation >= 0)
+    key_ops <<= 40
+    key_ops |= op_correlation
     # A sorted search rather than a hash table: a third of the memory at millions of calls. The
     # stable order puts the first of calls sharing a key first, and the search finds that one.
     order = np.argsort(key_calls, kind="stable")
     sorted_keys = key_calls[order]
     del key_calls
-    at = np.minimum(np.searchsorted(sorted_keys, key_ops), max(len(order) - 1, 0))
-    found = np.where(sorted_keys[at] == key_ops, order[at], -1) if len(order) else np.full(len(key_ops), -1)
-    return np.where((op_process >= 0) & (ops["correlation_id"].to_numpy() >= 0), found, -1)
+    if not len(order):
+        return np.full(len(key_ops), -1)
+    at = np.searchsorted(sorted_keys, key_ops)
+    np.minimum(at, len(order) - 1, out=at)
+    keyed &= sorted_keys[at] == key_ops
+    del key_ops, sorted_keys
+    found = order[at]
+    found[~keyed] = -1
+    return found
 
 
 def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) -> pd.DataFrame:
@@ -256,10 +269,16 @@ def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) 
         values = launches[column].to_numpy()
         return np.where(hit, values[rows], -1) if len(values) else np.full(len(ops), -1)
 
-    ops = ops.assign(launch_start_ns=take("start_ns"), launch_tid=take("tid"))
+    ops = with_columns(ops, launch_start_ns=take("start_ns"), launch_tid=take("tid"))
     if _in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
         return ops.reset_index(drop=True)
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+
+
+def with_columns(table: pd.DataFrame, **columns) -> pd.DataFrame:
+    """``table`` with ``columns`` (arrays of its length) added, none of them copied (``assign``
+    copies each new array: at millions of rows a column is tens of MB); ``table`` has a default index."""
+    return pd.DataFrame({**{column: table[column] for column in table.columns}, **columns}, copy=False)
 
 
 def _in_time_order(start: np.ndarray, end: np.ndarray) -> bool:

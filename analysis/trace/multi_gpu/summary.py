@@ -7,6 +7,7 @@ import pandas as pd
 
 from analysis.core.phases import LabelledOps
 from analysis.load import Trace
+from analysis.load.tables import with_columns
 from analysis.trace.multi_gpu.communication import collective_figures, collective_of, communication_columns
 from analysis.trace.multi_gpu.fsdp import block_figures
 from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
@@ -40,7 +41,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     if len(ranks) > 1 or runs["is_communication"].any():
         for column, values in kernel_columns(labelled.ops, LAUNCH_COLUMNS).items():
             kernels[column] = values.to_numpy()
-    kernels["bytes"] = message_bytes(trace, kernels)
+    kernels = with_columns(kernels, bytes=message_bytes(trace, kernels))
     marked = set(config_values(trace.marks, "world_size").values())
     sizes = {size for size in marked if size >= 1}
     if marked - sizes:
