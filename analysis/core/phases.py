@@ -101,6 +101,7 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
 
     ops["phase"] = _labels(in_phase, phase_windows["name"])
     ops["phase_range_id"] = narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1))[in_phase]
+    del in_step, in_phase  # a position per op each: freed before the regions' own
 
     ranges = trace.ranges
     ops["region"] = _regions(ops, ranges, structure.regions)

@@ -59,18 +59,23 @@ class StringTable:
     def categorical(self, ids) -> pd.Categorical:
         """Like :meth:`lookup`, as a categorical; each distinct id is looked up once. Categories
         follow the ids' order (hashed, then only the distinct ids sorted)."""
-        codes, distinct = pd.factorize(pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64))
+        ids = np.asarray(ids)
+        if ids.dtype != np.int64:
+            ids = pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64)
+        codes, distinct = pd.factorize(ids)
+        del ids  # a caller that handed its column over frees it here
         order = np.argsort(distinct)
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
-        codes, distinct = rank[codes], distinct[order]
-        labels = self.lookup(distinct)
+        labels = self.lookup(distinct[order])
         known = np.array([label is not None for label in labels], dtype=bool)
         categories = pd.Index(labels[known])
         if categories.has_duplicates:
-            return pd.Categorical(labels[codes])
-        new_code = np.cumsum(known) - 1
-        return pd.Categorical.from_codes(np.where(known[codes], new_code[codes], -1),
+            return pd.Categorical(labels[rank[codes]])
+        # Each distinct id's category, then one gather per row in the fewest bytes that hold them:
+        # at millions of rows every whole-length temporary is tens of MB.
+        category_of = np.where(known, np.cumsum(known) - 1, -1)[rank]
+        return pd.Categorical.from_codes(category_of.astype(np.min_scalar_type(-max(len(categories), 1)))[codes],
                                          categories=categories)
 
 
@@ -115,15 +120,16 @@ def narrow_ids(values: np.ndarray) -> np.ndarray:
 
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The columns every GPU activity table (kernel, memcpy, memset) shares; ids that fit in
-    32 bits (correlation ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit."""
+    32 bits (correlation ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit.
+    The id columns are taken out of ``raw``, each freed once converted."""
     return {
         "start_ns": raw["start_ns"],
         "end_ns": raw["end_ns"],
         "dur_ns": raw["end_ns"] - raw["start_ns"],
-        "device_id": narrow_ids(raw["device_id"]),
-        "stream_id": narrow_ids(raw["stream_id"]),
-        "correlation_id": narrow_ids(raw["correlation_id"]),
-        "pid": process_of(raw["pid"]),
+        "device_id": narrow_ids(raw.pop("device_id")),
+        "stream_id": narrow_ids(raw.pop("stream_id")),
+        "correlation_id": narrow_ids(raw.pop("correlation_id")),
+        "pid": process_of(raw.pop("pid")),
     }
 
 
@@ -131,11 +137,9 @@ def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
                   ) -> pd.DataFrame:
     """Kernels; a name that is NULL or not in StringIds reads as :data:`UNNAMED_KERNEL`."""
     raw = read_columns(conn, schema, KERNELS, tuple(column.tidy for column in KERNELS.columns))
-    return pd.DataFrame({
-        **_activity_columns(raw),
-        "name": _named(strings.categorical(raw["name"])),
-        "demangled_name": _named(strings.categorical(raw["demangled_name"])),
-    }, copy=False)
+    # Each raw column is taken out as it is converted, so that it is freed then, not at the end.
+    names = {column: _named(strings.categorical(raw.pop(column))) for column in ("name", "demangled_name")}
+    return pd.DataFrame({**_activity_columns(raw), **names}, copy=False)
 
 
 def _named(names: pd.Categorical) -> pd.Categorical:

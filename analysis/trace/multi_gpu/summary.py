@@ -77,7 +77,7 @@ def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     """:func:`analysis.trace.multi_gpu.nccl_payloads.kernel_bytes` of ``kernels`` (with ``communication_columns``)
     and the trace's NCCL calls (``trace.nccl_calls``); every kernel's bytes are -1, unknown, when
     none communicates."""
-    if not kernels["is_communication"].any():
-        return np.full(len(kernels), -1, dtype=np.int64)
+    if not kernels["is_communication"].any():  # read only for communication kernels: one byte each does
+        return np.full(len(kernels), -1, dtype=np.int8)
     calls = trace.nccl_calls
     return kernel_bytes(kernels, calls.assign(collective=calls["call"].map(collective_of).astype(object)))
