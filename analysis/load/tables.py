@@ -232,6 +232,9 @@ def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool) 
     return f"WHERE \"{RUNTIME.column(schema, 'name_id')}\" IN ({', '.join(map(str, ids)) or 'NULL'})"
 
 
+JOIN_CHUNK_OPS = 1 << 20  # ops whose launch calls are looked up at once (:func:`launch_rows`)
+
+
 def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1; an
     op whose correlation id is missing (NULL reads as -1) has none. Processes are numbered first,
@@ -240,26 +243,24 @@ def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     key_calls = processes.get_indexer(launches["pid"].to_numpy()).astype(np.int64, copy=False)
     key_calls <<= 40
     key_calls |= launches["correlation_id"].to_numpy()
-    # Each op's key is built, searched for and checked in place: at millions of ops every
-    # whole-length temporary is as large as a column of the table.
-    op_correlation = ops["correlation_id"].to_numpy()
-    key_ops = processes.get_indexer(ops["pid"].to_numpy()).astype(np.int64, copy=False)
-    keyed = (key_ops >= 0) & (op_correlation >= 0)
-    key_ops <<= 40
-    key_ops |= op_correlation
     # A sorted search rather than a hash table: a third of the memory at millions of calls. The
     # stable order puts the first of calls sharing a key first, and the search finds that one.
     order = np.argsort(key_calls, kind="stable")
     sorted_keys = key_calls[order]
     del key_calls
+    found = np.full(len(ops), -1, dtype=np.int64)
     if not len(order):
-        return np.full(len(key_ops), -1)
-    at = np.searchsorted(sorted_keys, key_ops)
-    np.minimum(at, len(order) - 1, out=at)
-    keyed &= sorted_keys[at] == key_ops
-    del key_ops, sorted_keys
-    found = order[at]
-    found[~keyed] = -1
+        return found
+    pids, correlation = ops["pid"].to_numpy(), ops["correlation_id"].to_numpy()
+    # The ops' keys are built and searched for in chunks: at millions of ops each whole-length
+    # temporary would be as large as a column of the table.
+    for low in range(0, len(ops), JOIN_CHUNK_OPS):
+        rows = slice(low, low + JOIN_CHUNK_OPS)
+        process = processes.get_indexer(pids[rows])
+        key = (process.astype(np.int64) << 40) | correlation[rows]
+        at = np.minimum(np.searchsorted(sorted_keys, key), len(order) - 1)
+        hit = (process >= 0) & (correlation[rows] >= 0) & (sorted_keys[at] == key)
+        found[rows][hit] = order[at[hit]]
     return found
 
 
