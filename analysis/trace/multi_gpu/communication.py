@@ -60,7 +60,6 @@ def communication_columns(kernels: pd.DataFrame) -> pd.DataFrame:
                         exposed_ns=exposed_ns(kernels, is_communication))
 
 
-
 def exposed_ns(kernels: pd.DataFrame, is_communication: np.ndarray) -> np.ndarray:
     """For each kernel, the ns of it that no compute kernel of its (process, GPU) covers; 0 for
     the compute kernels themselves. ``kernels`` needs ``pid, device_id, start_ns, end_ns``."""
