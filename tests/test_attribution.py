@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, rows_by_key
+from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, position_dtype, rows_by_key
 from analysis.core.phases import OP_KINDS, gpu_ops, label_ops
 from analysis.core.range_names import RangeNames
 from analysis.load import load_trace
@@ -238,3 +238,13 @@ def test_gpu_ops_name_and_kind_each_op_in_start_order(kinds, kernel_count):
     names = np.r_[kernels["name"].astype(str), [f"[CUDA {k}]" for k in memop_kinds]][order]
     assert ops["name"].astype(str).tolist() == names.tolist()
     assert ops["bytes"].tolist() == [0 if k == "kernel" else 64 for k in kind]
+
+
+def test_positions_are_32_bit_only_where_they_fit():
+    assert position_dtype(0) is np.int32
+    assert position_dtype(np.iinfo(np.int32).max) is np.int32
+    assert position_dtype(np.iinfo(np.int32).max + 1) is np.int64
+    ops = pd.DataFrame({"pid": [1, 1], "launch_start_ns": [5, 50]})
+    windows = pd.DataFrame({"pid": [1], "start_ns": [0], "end_ns": [10]})
+    found = ops_in_windows(ops, windows)
+    assert found.dtype == np.int32 and found.tolist() == [0, -1]

@@ -8,6 +8,7 @@ import numpy as np
 
 from analysis.load import load_trace
 from analysis.load.schema import read_ints, read_schema
+from analysis.load.tables import narrow_ids
 from tests.synthetic import build_export
 
 
@@ -55,6 +56,8 @@ def test_read_ints_on_threads_is_the_same_as_on_one(tmp_path):
             many = read_ints(conn, schema, "t", ("a", "b"), where, chunk_rows=16, workers=workers)
             for column in one:
                 np.testing.assert_array_equal(many[column], one[column])
+                # sized by the rows kept, not by every row of the slices
+                assert (many[column] if many[column].base is None else many[column].base).size == len(one[column])
     kept = np.array([r for r in rowids if r % 1000 % 2 == 0])
     np.testing.assert_array_equal(one["a"], kept % 1000)
     assert len(one["b"]) == len(kept) and (one["b"][kept % 7 == 0] == -1).all()
@@ -91,3 +94,11 @@ def test_ids_are_int32_when_they_fit_and_keep_their_value_when_not(tmp_path):
 def test_capture_ends_with_a_launch_call_that_ends_after_every_kernel(tmp_path):
     trace = load_trace(build_export(tmp_path / "t.sqlite", kernels=[(100, 200, 300, 1, 1, 1)]))
     assert trace.capture_end_ns == 305  # the call starts at 300 and lasts 5 ns
+
+
+def test_ids_are_narrowed_only_when_every_value_fits():
+    fits = narrow_ids(np.array([-1, 0, np.iinfo(np.int32).max], dtype=np.int64))
+    assert fits.dtype == np.int32 and fits.tolist() == [-1, 0, np.iinfo(np.int32).max]
+    wide = np.array([-1, np.iinfo(np.int32).max + 1], dtype=np.int64)
+    assert narrow_ids(wide).dtype == np.int64 and narrow_ids(wide).tolist() == wide.tolist()
+    assert narrow_ids(np.array([np.iinfo(np.int32).min - 1], dtype=np.int64)).dtype == np.int64

@@ -53,7 +53,7 @@ def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_
                          ) -> list[np.ndarray]:
     """:func:`ops_in_windows` for each of ``tables``, with one binary search per launch for them
     all: the windows of every table cut time into the pieces the launches look up."""
-    results = [np.full(len(ops), -1, dtype=np.int64) for _ in tables]
+    results = [np.full(len(ops), -1, dtype=position_dtype(len(windows))) for windows in tables]
     if not len(ops) or not any(len(windows) for windows in tables):
         return results
     keys = ["pid", "tid"] if same_thread else ["pid"]
@@ -81,6 +81,12 @@ def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_
             for result, holder in holders:
                 result[op_rows] = holder[piece]
     return results
+
+
+def position_dtype(count: int) -> type:
+    """The dtype of positions among ``count`` rows (and -1): int32 where they fit, which halves
+    an array of one position per op at millions of ops, else int64."""
+    return np.int32 if count <= np.iinfo(np.int32).max else np.int64
 
 
 def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:

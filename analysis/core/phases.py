@@ -18,6 +18,7 @@ from analysis.core.attribution import innermost_ranges, ops_in_window_tables, op
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import REGIONS, RunStructure, find_structure
 from analysis.load import Trace
+from analysis.load.tables import narrow_ids
 from cs336_profile import contract
 
 # The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
@@ -99,7 +100,8 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
         notes.append(f"no steps: the whole capture is analyzed ({structure.step_rule})")
 
     ops["phase"] = _labels(in_phase, phase_windows["name"])
-    ops["phase_range_id"] = np.append(phase_windows["range_id"].to_numpy(), -1)[in_phase]
+    ops["phase_range_id"] = narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1))[in_phase]
+    del in_step, in_phase  # a position per op each: freed before the regions' own
 
     ranges = trace.ranges
     ops["region"] = _regions(ops, ranges, structure.regions)

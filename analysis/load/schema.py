@@ -103,7 +103,7 @@ def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple
     if len(slices) == 1 or database is None:
         out = [np.empty(_row_bound(conn, table, first, last), dtype=np.int64) for _ in columns]
         filled = reader.fill(conn, first, last, out, 0)
-        return {c: v[:filled] for c, v in zip(columns, out)}
+        return {c: _trimmed(v, filled) for c, v in zip(columns, out)}
     return _read_slices(reader, database, conn.text_factory, slices)
 
 
@@ -138,8 +138,8 @@ def _database_file(conn: sqlite3.Connection) -> Path | None:
 def _read_slices(reader: _ChunkReader, database: Path, text_factory, slices: list[tuple[int, int]]
                  ) -> dict[str, np.ndarray]:
     """Each rowid slice on a thread and connection of its own: first every slice's row count
-    (which places the slices in the columns), then the slices' rows, moved together at the end
-    where a ``where`` condition left some out. The columns are the size of the table's rows."""
+    (those the ``where`` condition keeps, which places the slices in the columns), then the
+    slices' rows. The columns are the size of the rows read, not of the table's rows."""
     def connect() -> sqlite3.Connection:
         conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
         conn.text_factory = text_factory
@@ -149,19 +149,20 @@ def _read_slices(reader: _ChunkReader, database: Path, text_factory, slices: lis
         conns = list(pool.map(lambda _: connect(), slices))
         try:
             rows = list(pool.map(lambda c, s: c.execute(
-                f"SELECT count(*) FROM {reader.table} WHERE rowid >= ? AND rowid <= ?", s).fetchone()[0], conns, slices))
+                f"SELECT count(*) {reader.in_chunk}", s).fetchone()[0], conns, slices))
             offsets = np.concatenate([[0], np.cumsum(rows)]).tolist()
             out = [np.empty(offsets[-1], dtype=np.int64) for _ in reader.columns]
-            filled = list(pool.map(lambda c, s, at: reader.fill(c, s[0], s[1], out, at), conns, slices, offsets))
+            list(pool.map(lambda c, s, at: reader.fill(c, s[0], s[1], out, at), conns, slices, offsets))
         finally:
             for conn in conns:
                 conn.close()
-    end = 0
-    for at, count in zip(offsets, filled):
-        for column in out:
-            column[end:end + count] = column[at:at + count]
-        end += count
-    return {c: v[:end] for c, v in zip(reader.columns, out)}
+    return dict(zip(reader.columns, out))
+
+
+def _trimmed(column: np.ndarray, rows: int) -> np.ndarray:
+    """The first ``rows`` values of ``column``, copied when that leaves some out: a view would keep
+    the whole array (sized by the table's rowid span, not the rows read) alive."""
+    return column if rows == len(column) else column[:rows].copy()
 
 
 class _ChunkReader:

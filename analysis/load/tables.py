@@ -59,18 +59,23 @@ class StringTable:
     def categorical(self, ids) -> pd.Categorical:
         """Like :meth:`lookup`, as a categorical; each distinct id is looked up once. Categories
         follow the ids' order (hashed, then only the distinct ids sorted)."""
-        codes, distinct = pd.factorize(pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64))
+        ids = np.asarray(ids)
+        if ids.dtype != np.int64:
+            ids = pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64)
+        codes, distinct = pd.factorize(ids)
+        del ids  # a caller that handed its column over frees it here
         order = np.argsort(distinct)
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
-        codes, distinct = rank[codes], distinct[order]
-        labels = self.lookup(distinct)
+        labels = self.lookup(distinct[order])
         known = np.array([label is not None for label in labels], dtype=bool)
         categories = pd.Index(labels[known])
         if categories.has_duplicates:
-            return pd.Categorical(labels[codes])
-        new_code = np.cumsum(known) - 1
-        return pd.Categorical.from_codes(np.where(known[codes], new_code[codes], -1),
+            return pd.Categorical(labels[rank[codes]])
+        # Each distinct id's category, then one gather per row in the fewest bytes that hold them:
+        # at millions of rows every whole-length temporary is tens of MB.
+        category_of = np.where(known, np.cumsum(known) - 1, -1)[rank]
+        return pd.Categorical.from_codes(category_of.astype(np.min_scalar_type(-max(len(categories), 1)))[codes],
                                          categories=categories)
 
 
@@ -88,7 +93,8 @@ def process_of(global_id) -> np.ndarray:
 
 def shared_pids(*keys: np.ndarray) -> np.ndarray:
     """The 24-bit pids that more than one process key (:func:`process_of`) of the trace has."""
-    distinct = pd.unique(np.concatenate([np.asarray(k, dtype=np.int64) for k in keys]))
+    # Each table's distinct keys first: a concatenation of whole columns would be the size of them all.
+    distinct = pd.unique(np.concatenate([pd.unique(np.asarray(k, dtype=np.int64)) for k in keys]))
     counts = pd.Series(distinct[distinct >= 0] & ID_MASK).value_counts()
     return counts.index[counts > 1].to_numpy(np.int64)
 
@@ -98,14 +104,14 @@ def pid_column(keys: np.ndarray, shared) -> np.ndarray:
     key where processes on different hosts share that pid (``shared``: :func:`shared_pids`)."""
     keys = np.asarray(keys, dtype=np.int64)
     masked = keys & ID_MASK
-    return _narrow(np.where(np.isin(masked, np.asarray(shared, dtype=np.int64)), keys, masked) if len(shared) else masked)
+    return narrow_ids(np.where(np.isin(masked, np.asarray(shared, dtype=np.int64)), keys, masked) if len(shared) else masked)
 
 
 def tid_of(global_id) -> np.ndarray:
     return np.asarray(global_id, dtype=np.int64) & ID_MASK
 
 
-def _narrow(values: np.ndarray) -> np.ndarray:
+def narrow_ids(values: np.ndarray) -> np.ndarray:
     """``values`` as int32 when they all fit (ids: half the memory of a row's int64), else as is."""
     if len(values) and not (INT32.min <= values.min() and values.max() <= INT32.max):
         return values
@@ -114,15 +120,16 @@ def _narrow(values: np.ndarray) -> np.ndarray:
 
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The columns every GPU activity table (kernel, memcpy, memset) shares; ids that fit in
-    32 bits (correlation ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit."""
+    32 bits (correlation ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit.
+    The id columns are taken out of ``raw``, each freed once converted."""
     return {
         "start_ns": raw["start_ns"],
         "end_ns": raw["end_ns"],
         "dur_ns": raw["end_ns"] - raw["start_ns"],
-        "device_id": _narrow(raw["device_id"]),
-        "stream_id": _narrow(raw["stream_id"]),
-        "correlation_id": _narrow(raw["correlation_id"]),
-        "pid": process_of(raw["pid"]),
+        "device_id": narrow_ids(raw.pop("device_id")),
+        "stream_id": narrow_ids(raw.pop("stream_id")),
+        "correlation_id": narrow_ids(raw.pop("correlation_id")),
+        "pid": process_of(raw.pop("pid")),
     }
 
 
@@ -130,11 +137,9 @@ def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
                   ) -> pd.DataFrame:
     """Kernels; a name that is NULL or not in StringIds reads as :data:`UNNAMED_KERNEL`."""
     raw = read_columns(conn, schema, KERNELS, tuple(column.tidy for column in KERNELS.columns))
-    return pd.DataFrame({
-        **_activity_columns(raw),
-        "name": _named(strings.categorical(raw["name"])),
-        "demangled_name": _named(strings.categorical(raw["demangled_name"])),
-    }, copy=False)
+    # Each raw column is taken out as it is converted, so that it is freed then, not at the end.
+    names = {column: _named(strings.categorical(raw.pop(column))) for column in ("name", "demangled_name")}
+    return pd.DataFrame({**_activity_columns(raw), **names}, copy=False)
 
 
 def _named(names: pd.Categorical) -> pd.Categorical:
@@ -205,8 +210,8 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
     return pd.DataFrame({
         "start_ns": raw["start_ns"],
         "pid": process_of(raw["tid"]),
-        "tid": _narrow(tid_of(raw["tid"])),
-        "correlation_id": _narrow(raw["correlation_id"]),
+        "tid": narrow_ids(tid_of(raw["tid"])),
+        "correlation_id": narrow_ids(raw["correlation_id"]),
     }, copy=False)
 
 
@@ -227,23 +232,36 @@ def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool) 
     return f"WHERE \"{RUNTIME.column(schema, 'name_id')}\" IN ({', '.join(map(str, ids)) or 'NULL'})"
 
 
+JOIN_CHUNK_OPS = 1 << 20  # ops whose launch calls are looked up at once (:func:`launch_rows`)
+
+
 def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1; an
     op whose correlation id is missing (NULL reads as -1) has none. Processes are numbered first,
     so a process id of any width (host bits included) keys the join."""
     processes = pd.Index(pd.unique(launches["pid"].to_numpy()))
-    call_process, op_process = processes.get_indexer(launches["pid"].to_numpy()), processes.get_indexer(ops["pid"].to_numpy())
-    key_calls = (call_process.astype(np.int64) << 40) | launches["correlation_id"].to_numpy()
-    del call_process
-    key_ops = (op_process.astype(np.int64) << 40) | ops["correlation_id"].to_numpy()
+    key_calls = processes.get_indexer(launches["pid"].to_numpy()).astype(np.int64, copy=False)
+    key_calls <<= 40
+    key_calls |= launches["correlation_id"].to_numpy()
     # A sorted search rather than a hash table: a third of the memory at millions of calls. The
     # stable order puts the first of calls sharing a key first, and the search finds that one.
     order = np.argsort(key_calls, kind="stable")
     sorted_keys = key_calls[order]
     del key_calls
-    at = np.minimum(np.searchsorted(sorted_keys, key_ops), max(len(order) - 1, 0))
-    found = np.where(sorted_keys[at] == key_ops, order[at], -1) if len(order) else np.full(len(key_ops), -1)
-    return np.where((op_process >= 0) & (ops["correlation_id"].to_numpy() >= 0), found, -1)
+    found = np.full(len(ops), -1, dtype=np.int64)
+    if not len(order):
+        return found
+    pids, correlation = ops["pid"].to_numpy(), ops["correlation_id"].to_numpy()
+    # The ops' keys are built and searched for in chunks: at millions of ops each whole-length
+    # temporary would be as large as a column of the table.
+    for low in range(0, len(ops), JOIN_CHUNK_OPS):
+        rows = slice(low, low + JOIN_CHUNK_OPS)
+        process = processes.get_indexer(pids[rows])
+        key = (process.astype(np.int64) << 40) | correlation[rows]
+        at = np.minimum(np.searchsorted(sorted_keys, key), len(order) - 1)
+        hit = (process >= 0) & (correlation[rows] >= 0) & (sorted_keys[at] == key)
+        found[rows][hit] = order[at[hit]]
+    return found
 
 
 def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) -> pd.DataFrame:
@@ -256,10 +274,16 @@ def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) 
         values = launches[column].to_numpy()
         return np.where(hit, values[rows], -1) if len(values) else np.full(len(ops), -1)
 
-    ops = ops.assign(launch_start_ns=take("start_ns"), launch_tid=take("tid"))
+    ops = with_columns(ops, launch_start_ns=take("start_ns"), launch_tid=take("tid"))
     if _in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
         return ops.reset_index(drop=True)
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+
+
+def with_columns(table: pd.DataFrame, **columns) -> pd.DataFrame:
+    """``table`` with ``columns`` (arrays of its length) added, none of them copied (``assign``
+    copies each new array: at millions of rows a column is tens of MB); ``table`` has a default index."""
+    return pd.DataFrame({**{column: table[column] for column in table.columns}, **columns}, copy=False)
 
 
 def _in_time_order(start: np.ndarray, end: np.ndarray) -> bool:

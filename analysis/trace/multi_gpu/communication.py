@@ -20,6 +20,7 @@ import pandas as pd
 from analysis.core.classify import RULES
 from analysis.core.codes import value_codes
 from analysis.core.intervals import uncovered_ns
+from analysis.load.tables import with_columns
 
 COMMUNICATION = "communication"  # the kernel category of analysis.core.classify for NCCL kernels
 # The classification's communication rule. It comes first in RULES, so a name it matches is
@@ -55,8 +56,8 @@ def communication_columns(kernels: pd.DataFrame) -> pd.DataFrame:
     collective_codes = collectives[codes]  # code -1 (no name) takes the trailing ""
     is_communication = collective_codes != 0
     collective = pd.Categorical.from_codes(collective_codes, categories=pd.Index(categories, dtype=object))
-    return kernels.assign(is_communication=is_communication, collective=collective,
-                          exposed_ns=exposed_ns(kernels, is_communication))
+    return with_columns(kernels, is_communication=is_communication, collective=collective,
+                        exposed_ns=exposed_ns(kernels, is_communication))
 
 
 def exposed_ns(kernels: pd.DataFrame, is_communication: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ import pandas as pd
 
 from analysis.core.phases import LabelledOps
 from analysis.load import Trace
+from analysis.load.tables import with_columns
 from analysis.trace.multi_gpu.communication import collective_figures, collective_of, communication_columns
 from analysis.trace.multi_gpu.fsdp import block_figures
 from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
@@ -40,7 +41,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     if len(ranks) > 1 or runs["is_communication"].any():
         for column, values in kernel_columns(labelled.ops, LAUNCH_COLUMNS).items():
             kernels[column] = values.to_numpy()
-    kernels["bytes"] = message_bytes(trace, kernels)
+    kernels = with_columns(kernels, bytes=message_bytes(trace, kernels))
     marked = set(config_values(trace.marks, "world_size").values())
     sizes = {size for size in marked if size >= 1}
     if marked - sizes:
@@ -76,7 +77,7 @@ def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     """:func:`analysis.trace.multi_gpu.nccl_payloads.kernel_bytes` of ``kernels`` (with ``communication_columns``)
     and the trace's NCCL calls (``trace.nccl_calls``); every kernel's bytes are -1, unknown, when
     none communicates."""
-    if not kernels["is_communication"].any():
-        return np.full(len(kernels), -1, dtype=np.int64)
+    if not kernels["is_communication"].any():  # read only for communication kernels: one byte each does
+        return np.full(len(kernels), -1, dtype=np.int8)
     calls = trace.nccl_calls
     return kernel_bytes(kernels, calls.assign(collective=calls["call"].map(collective_of).astype(object)))
