@@ -252,8 +252,7 @@ def _named(family: re.Pattern, names) -> np.ndarray:
     """Whether each of ``names`` is of ``family`` (warm-up, measured): its whole name's stem or
     the stem of one of its ``/`` parts (``WarmUpStep3``, ``warmup/step_3``, ``train/warmup_3``)."""
     def named(name) -> bool:
-        parts = [str(name), *str(name).split("/")] if "/" in str(name) else [str(name)]
-        return any(family.fullmatch(name_stem(normal_name(part))) for part in parts)
+        return any(family.fullmatch(name_stem(normal_name(part))) for part in (str(name), *str(name).split("/")))
     return _per_name(names, named, bool)
 
 

@@ -39,8 +39,8 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     runs = kernel_runs(kernels)
     ranks = rank_table(runs, trace.marks, trace.notes)
     if len(ranks) > 1 or runs["is_communication"].any():
-        for column, values in kernel_columns(labelled.ops, LAUNCH_COLUMNS).items():
-            kernels[column] = values.to_numpy()
+        kernels = with_columns(kernels, **{column: values.to_numpy()
+                                           for column, values in kernel_columns(labelled.ops, LAUNCH_COLUMNS).items()})
     kernels = with_columns(kernels, bytes=message_bytes(trace, kernels))
     marked = set(config_values(trace.marks, "world_size").values())
     sizes = {size for size in marked if size >= 1}
