@@ -284,3 +284,14 @@ def test_a_long_table_shows_its_first_rows_and_links_all_of_them_as_csv(tmp_path
     assert len(tables[0].rows) == MAX_TABLE_ROWS and f"of {MAX_TABLE_ROWS + 5} rows" in tables[0].title
     assert [f.title for f in files] == [f"Rows: all {MAX_TABLE_ROWS + 5} rows"]
     assert pd.read_csv(tmp_path / files[0].path).equals(long)
+
+
+def test_a_trace_page_with_gradient_accumulation_counts_steps_not_passes(tmp_path):
+    path = Path(__file__).parent / "data" / "foreign" / "llama_accum_nvtx.sqlite.xz"
+    summary = analyze_trace(path)
+    render_report(report_data([summary], None), [], tmp_path, formats=("html",))
+    parser = parse(next(tmp_path.glob("trace-*.html")))
+    label = parser.text.index("measured steps")
+    assert parser.text[label + 1] == str(summary["measured_passes"])  # the value follows its label
+    assert "measured passes" not in parser.text
+    assert summary["measured_passes_by_phase"]["forward"] > summary["measured_passes"]  # several passes a step
