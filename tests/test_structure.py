@@ -232,6 +232,20 @@ def test_gradient_accumulation_steps_made_from_the_phases_end_at_each_optimizer_
     assert labelled.structure.step_rule.startswith("made from the phases: each optimizer step ends a step")
 
 
+def test_a_warmup_range_around_accumulating_iterations_counts_their_updates(tmp_path):
+    """A ``warmup`` range around two iterations of three micro-batches each holds two warm-up
+    iterations, not one per backward run."""
+    script = Script()
+    script.range("warmup", lambda: [accumulating_step(script, 3) for _ in range(2)])
+    for i in range(3):
+        script.range(f"step {i}", lambda: accumulating_step(script, 3))
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps
+    assert list(steps.loc[~steps["measured"], "name"]) == ["warmup #0", "warmup #1"]
+    assert measured_steps(labelled) == ["step 0", "step 1", "step 2"]
+    assert labelled.structure.warmup_rule == "inside `warmup`"
+
+
 def test_ranges_of_one_pass_that_hold_the_optimizer_stay_steps_inside_a_container(tmp_path):
     """A range around several full steps is a container, whatever it holds, not one step."""
     script = Script()

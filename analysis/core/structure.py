@@ -652,16 +652,20 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     """Warm-up steps beside step ranges, and the rule that found them: ranges named warm-up that
     neither hold a step nor lie in one (a ``warmup`` range per warm-up step, or one around them
     all: it holds as many iterations as backward runs launched inside it from PyTorch's autograd
-    thread, one when it holds none); else iterations made from the phases that ran before the
-    first step range, outside every step."""
+    thread, one when it holds none, and with optimizer runs among them as many as those, since
+    several backward runs before one update are one iteration's micro-batches); else iterations
+    made from the phases that ran before the first step range, outside every step."""
     warm = own[_named(WARMUP_FAMILY, own["name"])]
     warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)])
     rows = []
     launched = ops["launch_start_ns"].to_numpy()
     for window in warm.itertuples():
         inside = ops[(ops["pid"].to_numpy() == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
-        backward = _kernel_phases(inside, 0)
-        ends = backward.loc[backward["name"] == "backward", "end_ns"].to_numpy()
+        found = _kernel_phases(inside, 0)
+        ends = found.loc[found["name"] == "backward", "end_ns"].to_numpy()
+        updates = found.loc[found["name"] == "optimizer_step", "start_ns"].to_numpy()
+        if len(updates):  # an iteration ends with the last backward run before each update
+            ends = np.unique(ends[np.maximum(np.searchsorted(ends, updates) - 1, 0)])
         bounds = [window.start_ns, *ends[:-1], window.end_ns] if len(ends) > 1 else [window.start_ns, window.end_ns]
         rows += [(window.pid, window.tid, start, end, window.name) for start, end in zip(bounds[:-1], bounds[1:])]
     rule = "inside " + ", ".join(f"`{n}`" for n in name_families(sorted(set(warm["name"])))) if rows else ""
