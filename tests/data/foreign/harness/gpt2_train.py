@@ -5,7 +5,8 @@ warm-up iterations included, nothing marks them as warm-up), and inside it ``fwd
 labels, so the loss is inside), ``bwd`` and ``opt`` (AdamW step + zero_grad). With --accum K, K
 ``fwd``/``bwd`` pairs (micro-batches) come before each ``opt``; under DDP all but the last skip
 the gradient all-reduce (``no_sync``). With --fsdp (under torchrun) each block and the model are
-sharded with FSDP2's ``fully_shard``.
+sharded with FSDP2's ``fully_shard``. With --compile the model is ``torch.compile``d (the first
+iterations compile its forward and backward graphs).
 """
 
 import argparse
@@ -30,6 +31,7 @@ def main() -> None:
     p.add_argument("--ddp", action="store_true")
     p.add_argument("--accum", type=int, default=1, help="micro-batches per optimizer step (DDP syncs on the last)")
     p.add_argument("--fsdp", action="store_true", help="shard each block and the model with FSDP2 (fully_shard)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
     a = p.parse_args()
 
     rank = 0
@@ -54,6 +56,8 @@ def main() -> None:
         for block in model.transformer.h:
             fully_shard(block)
         fully_shard(model)
+    if a.compile:
+        model = torch.compile(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = torch.randint(0, cfg.vocab_size, (a.batch, a.ctx), device=dev)
 
