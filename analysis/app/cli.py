@@ -189,16 +189,24 @@ def analyze_one(path: Path, names: RangeNames = RangeNames(), inputs: InputCache
     """(stored summary, None) for a trace analyzed (:func:`analysis.app.analyze.stored_summary`:
     figures only, as the results cache keeps it, its loaded tables kept in the folder ``tables``),
     (None, one-line reason) for one that failed. The analysis is imported here, by the process
-    that analyzes: a run whose every trace is in the results cache never loads it."""
+    that analyzes: a run whose every trace is in the results cache never loads it, and the table
+    cache is imported only when ``tables`` is given (``--no-cache`` runs never load it)."""
     from analysis.app.analyze import stored_summary
-    from analysis.load.table_cache import TableCache
 
     try:
-        return stored_summary(path, names, inputs, None if tables is None else TableCache(tables)), None
+        return stored_summary(path, names, inputs, None if tables is None else _table_cache(tables)), None
     except TraceError as err:
         return None, str(err)
     except Exception as err:  # a defect must not end the batch; the line says it is unexpected
         return None, f"unexpected {type(err).__name__} while analyzing: {err}"
+
+
+def _table_cache(folder: Path):
+    """The table cache in ``folder`` (:mod:`analysis.load.table_cache`, imported here: its writer's
+    modules are no part of a run that keeps no tables)."""
+    from analysis.load.table_cache import TableCache
+
+    return TableCache(folder)
 
 
 def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, names: RangeNames = RangeNames(),

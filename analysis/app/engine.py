@@ -13,7 +13,6 @@ import argparse
 import math
 import os
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +80,8 @@ class Engine:
             import distributed  # noqa: F401  (the dask extra)
         except ModuleNotFoundError:
             raise SchedulerUnavailable(f"a Dask scheduler needs the dask extra: {INSTALL_HINT}") from None
+        import uuid
+
         from analysis.app import dask_client
         from analysis.app.cache import analyzer_key  # what the workers' code must be
 

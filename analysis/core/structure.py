@@ -36,7 +36,6 @@ by the user (the command line's flags) override each role.
 """
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 
@@ -276,7 +275,10 @@ def _region_of(normal: str) -> str | None:
 
 
 def _note_missing(wanted, own: pd.DataFrame, notes: list[str]) -> None:
-    """A note for each name a flag gave that no range has, with the nearest names present."""
+    """A note for each name a flag gave that no range has, with the nearest names present
+    (difflib, imported here: only a flag naming a range the trace lacks needs it)."""
+    import difflib
+
     present = sorted(set(own["name"]))
     for name in wanted:
         if name.endswith("<i>") and any(n.startswith(name[:-3]) for n in present) or name in present:
