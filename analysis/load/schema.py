@@ -95,7 +95,9 @@ def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple
     the same time. The result is the same as one thread's.
     """
     reader = _ChunkReader(schema[table], table, columns, where, chunk_rows)
-    first, last = conn.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
+    # Two subqueries: SQLite finds a lone min(rowid) or max(rowid) at one end of the table, but
+    # scans every row for the pair in one SELECT.
+    first, last = conn.execute(f"SELECT (SELECT min(rowid) FROM {table}), (SELECT max(rowid) FROM {table})").fetchone()
     if first is None:
         return {c: np.zeros(0, dtype=np.int64) for c in columns}
     slices = _rowid_slices(first, last, chunk_rows, _read_workers(workers))
