@@ -437,6 +437,10 @@ def _model_calls(modules: pd.DataFrame) -> pd.DataFrame:
     return outer[counts >= max(counts.max(initial=0) / 2, 2)] if len(counts) else outer
 
 
+# The columns of the ops :func:`_kernel_phases` reads.
+KERNEL_PHASE_COLUMNS = ("pid", "launch_tid", "launch_start_ns", "demangled_name")
+
+
 def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
     """Phase windows from kernel launches alone: backward = each run of launches from a thread
     other than the main one, optimizer = the run of ``multi_tensor_apply_kernel`` launches after
@@ -659,9 +663,10 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     warm = own[_named(WARMUP_FAMILY, own["name"])]
     warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)])
     rows = []
-    launched = ops["launch_start_ns"].to_numpy()
+    launches = ops[list(KERNEL_PHASE_COLUMNS)]  # the rows kept per window: of these columns only, not every op column
+    launched, pids = launches["launch_start_ns"].to_numpy(), launches["pid"].to_numpy()
     for window in warm.itertuples():
-        inside = ops[(ops["pid"].to_numpy() == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
+        inside = launches[(pids == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
         backward = _kernel_phases(inside, 0)
         ends = backward.loc[backward["name"] == "backward", "end_ns"].to_numpy()
         bounds = [window.start_ns, *ends[:-1], window.end_ns] if len(ends) > 1 else [window.start_ns, window.end_ns]
