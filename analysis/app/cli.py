@@ -18,7 +18,14 @@ from typing import TypeVar
 
 from analysis.app.batch import distinct, output_names
 from analysis.app.cache import CacheUnusable, ResultsCache
-from analysis.app.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from, leave_out_pyarrow
+from analysis.app.engine import (
+    Engine,
+    SchedulerUnavailable,
+    add_engine_options,
+    engine_from,
+    imports_uncollected,
+    leave_out_pyarrow,
+)
 from analysis.core.range_names import RangeNames
 from analysis.core.safe_write import write_file
 from analysis.core.text import printable
@@ -190,9 +197,13 @@ def analyze_one(path: Path, names: RangeNames = RangeNames(), inputs: InputCache
     figures only, as the results cache keeps it, its loaded tables kept in the folder ``tables``),
     (None, one-line reason) for one that failed. The analysis is imported here, by the process
     that analyzes: a run whose every trace is in the results cache never loads it, and the table
-    cache is imported only when ``tables`` is given (``--no-cache`` runs never load it)."""
-    from analysis.app.analyze import stored_summary
+    cache is imported only when ``tables`` is given (``--no-cache`` runs never load it). The
+    analysis modules (pandas among them) are imported without the garbage collector
+    (:func:`analysis.app.engine.imports_uncollected`)."""
+    from analysis.app.analyze import analysis_modules, stored_summary
 
+    with imports_uncollected():
+        analysis_modules()
     try:
         return stored_summary(path, names, inputs, None if tables is None else _table_cache(tables)), None
     except TraceError as err:
