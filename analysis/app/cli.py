@@ -25,6 +25,7 @@ from analysis.app.engine import (
     engine_from,
     imports_uncollected,
     leave_out_pyarrow,
+    one_blas_thread,
 )
 from analysis.core.range_names import RangeNames
 from analysis.core.safe_write import write_file
@@ -55,6 +56,7 @@ exit status: 0 every trace analyzed, 1 some traces failed (one line each on stde
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status instead of exiting."""
     leave_out_pyarrow()
+    one_blas_thread()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         command, parser, argv = (_diff, _diff_parser(), argv[1:]) if argv[:1] == ["diff"] else \
