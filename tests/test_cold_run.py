@@ -1,8 +1,10 @@
 """A run that analyzes a trace without the caches (``--no-cache``, the JSON output) loads neither the
-table cache nor the report's modules, and imports the analysis without the garbage collector."""
+table cache nor the report's modules, imports the analysis without the garbage collector and has
+numpy's OpenBLAS start one thread."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -51,3 +53,24 @@ def test_imports_are_made_without_the_collector_and_frozen_once_made():
     assert seen["inside"] is False and seen["after"] is True
     assert seen["frozen"] > 0 and seen["frozen again"] == 0
     assert seen["left off"] is True
+
+
+# The command line's environment after a run, with OPENBLAS_NUM_THREADS unset or set by the user.
+BLAS_THREADS = """
+import os, sys
+from analysis.app.cli import main
+main(sys.argv[1:])
+print(os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+def test_the_command_line_has_openblas_start_one_thread_unless_told(tmp_path):
+    options = [str(TRACE), "--format", "json", "--no-cache", "--out", str(tmp_path)]
+    seen = []
+    for told in (None, "3"):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | (
+            {"OPENBLAS_NUM_THREADS": told} if told else {})
+        result = subprocess.run([sys.executable, "-c", BLAS_THREADS, *options], capture_output=True, text=True,
+                                cwd=REPO, env=env, check=True)
+        seen.append(result.stdout.splitlines()[-1])
+    assert seen == ["1", "3"]
