@@ -7,7 +7,7 @@ import sqlite3
 import numpy as np
 
 from analysis.load import load_trace
-from analysis.load.schema import read_ints, read_schema
+from analysis.load.schema import read_ints, read_ints_and_largest, read_schema
 from analysis.load.tables import narrow_ids
 from tests.synthetic import build_export
 
@@ -61,6 +61,27 @@ def test_read_ints_on_threads_is_the_same_as_on_one(tmp_path):
     kept = np.array([r for r in rowids if r % 1000 % 2 == 0])
     np.testing.assert_array_equal(one["a"], kept % 1000)
     assert len(one["b"]) == len(kept) and (one["b"][kept % 7 == 0] == -1).all()
+
+
+def test_the_largest_value_read_with_the_columns_is_sqls_max_over_the_rows_kept(tmp_path):
+    """In any chunk size and on any number of threads, with chunks that keep no row, NULLs (as -1)
+    and a condition; None without rows."""
+    path = tmp_path / "t.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (a INTEGER NOT NULL, b INTEGER)")
+        conn.executemany("INSERT INTO t (rowid, a, b) VALUES (?, ?, ?)",
+                         [(r, r % 10, None if r % 5 == 0 else (r * 7919) % 1000) for r in range(1, 3000)])
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    schema = read_schema(conn)
+    for where in ("", "WHERE a = 3", "WHERE b IS NULL", "WHERE a > 10"):
+        expected = conn.execute(f"SELECT max(coalesce(b, -1)) FROM t {where}").fetchone()[0]
+        columns = read_ints(conn, schema, "t", ("a",), where)
+        for chunk_rows, workers in ((16, 1), (16, 3), (1 << 16, 1)):
+            read, largest = read_ints_and_largest(conn, schema, "t", ("a",), "b", where, chunk_rows, workers)
+            assert largest == expected
+            np.testing.assert_array_equal(read["a"], columns["a"])
+    assert expected is None  # the last condition keeps no row
+    assert read_ints_and_largest(conn, schema, "t", ("a",), None)[1] is None
 
 
 def test_read_schema_of_some_tables():

@@ -8,7 +8,9 @@ labelling and the summary are imported when a trace is analyzed, so the schemas 
 (all a results-cache hit needs) come without them and pandas."""
 from __future__ import annotations
 
+import importlib
 import os
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from analysis.core.range_names import RangeNames
@@ -19,6 +21,16 @@ from analysis.trace.summary_schema import SHOWN, STORED, json_schema
 
 if TYPE_CHECKING:
     from analysis.load.table_cache import TableCache
+
+# What analyzing a trace runs: the labelling, the loader and its range filter, the summary.
+ANALYSIS_MODULES = ("analysis.core.phases", "analysis.load.loader", "analysis.load.nvtx", "analysis.trace.summary")
+
+
+def analysis_modules() -> tuple[ModuleType, ...]:
+    """The modules of :data:`ANALYSIS_MODULES` (pandas with them), imported on the first call: a
+    caller may import them under conditions of its own first (the command line, without the
+    garbage collector: :func:`analysis.app.engine.imports_uncollected`)."""
+    return tuple(importlib.import_module(name) for name in ANALYSIS_MODULES)
 
 
 def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
@@ -33,15 +45,11 @@ def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inp
 def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
                    tables: TableCache | None = None) -> dict:
     """:func:`analyze_trace` without the sentences: the summary the results cache stores."""
-    from analysis.core.phases import label_ops
-    from analysis.load.loader import load_trace, require_claimable_kernels
-    from analysis.load.nvtx import RangeFilter
-    from analysis.trace.summary import summarize
-
-    trace = (tables.load if tables is not None else load_trace)(path, RangeFilter(), inputs)
-    require_claimable_kernels(trace)
-    labelled = label_ops(trace, names, move_tables=True)  # no question reads the trace's own tables
-    return summarize(trace, PER_TRACE, labelled)
+    phases, loader, nvtx, summary = analysis_modules()
+    trace = (tables.load if tables is not None else loader.load_trace)(path, nvtx.RangeFilter(), inputs)
+    loader.require_claimable_kernels(trace)
+    labelled = phases.label_ops(trace, names, move_tables=True)  # no question reads the trace's own tables
+    return summary.summarize(trace, PER_TRACE, labelled)
 
 
 def summary_schema() -> dict:

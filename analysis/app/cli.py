@@ -18,7 +18,15 @@ from typing import TypeVar
 
 from analysis.app.batch import distinct, output_names
 from analysis.app.cache import CacheUnusable, ResultsCache
-from analysis.app.engine import Engine, SchedulerUnavailable, add_engine_options, engine_from, leave_out_pyarrow
+from analysis.app.engine import (
+    Engine,
+    SchedulerUnavailable,
+    add_engine_options,
+    engine_from,
+    imports_uncollected,
+    leave_out_pyarrow,
+    one_blas_thread,
+)
 from analysis.core.range_names import RangeNames
 from analysis.core.safe_write import write_file
 from analysis.core.text import printable
@@ -48,6 +56,7 @@ exit status: 0 every trace analyzed, 1 some traces failed (one line each on stde
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status instead of exiting."""
     leave_out_pyarrow()
+    one_blas_thread()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         command, parser, argv = (_diff, _diff_parser(), argv[1:]) if argv[:1] == ["diff"] else \
@@ -189,16 +198,28 @@ def analyze_one(path: Path, names: RangeNames = RangeNames(), inputs: InputCache
     """(stored summary, None) for a trace analyzed (:func:`analysis.app.analyze.stored_summary`:
     figures only, as the results cache keeps it, its loaded tables kept in the folder ``tables``),
     (None, one-line reason) for one that failed. The analysis is imported here, by the process
-    that analyzes: a run whose every trace is in the results cache never loads it."""
-    from analysis.app.analyze import stored_summary
-    from analysis.load.table_cache import TableCache
+    that analyzes: a run whose every trace is in the results cache never loads it, and the table
+    cache is imported only when ``tables`` is given (``--no-cache`` runs never load it). The
+    analysis modules (pandas among them) are imported without the garbage collector
+    (:func:`analysis.app.engine.imports_uncollected`)."""
+    from analysis.app.analyze import analysis_modules, stored_summary
 
+    with imports_uncollected():
+        analysis_modules()
     try:
-        return stored_summary(path, names, inputs, None if tables is None else TableCache(tables)), None
+        return stored_summary(path, names, inputs, None if tables is None else _table_cache(tables)), None
     except TraceError as err:
         return None, str(err)
     except Exception as err:  # a defect must not end the batch; the line says it is unexpected
         return None, f"unexpected {type(err).__name__} while analyzing: {err}"
+
+
+def _table_cache(folder: Path):
+    """The table cache in ``folder`` (:mod:`analysis.load.table_cache`, imported here: its writer's
+    modules are no part of a run that keeps no tables)."""
+    from analysis.load.table_cache import TableCache
+
+    return TableCache(folder)
 
 
 def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, names: RangeNames = RangeNames(),

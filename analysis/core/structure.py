@@ -36,7 +36,6 @@ by the user (the command line's flags) override each role.
 """
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 
@@ -276,7 +275,10 @@ def _region_of(normal: str) -> str | None:
 
 
 def _note_missing(wanted, own: pd.DataFrame, notes: list[str]) -> None:
-    """A note for each name a flag gave that no range has, with the nearest names present."""
+    """A note for each name a flag gave that no range has, with the nearest names present
+    (difflib, imported here: only a flag naming a range the trace lacks needs it)."""
+    import difflib
+
     present = sorted(set(own["name"]))
     for name in wanted:
         if name.endswith("<i>") and any(n.startswith(name[:-3]) for n in present) or name in present:
@@ -433,6 +435,10 @@ def _model_calls(modules: pd.DataFrame) -> pd.DataFrame:
     outer = _outermost_by_time(modules)
     counts = _contains(outer, modules)
     return outer[counts >= max(counts.max(initial=0) / 2, 2)] if len(counts) else outer
+
+
+# The columns of the ops :func:`_kernel_phases` reads.
+KERNEL_PHASE_COLUMNS = ("pid", "launch_tid", "launch_start_ns", "demangled_name")
 
 
 def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
@@ -658,9 +664,10 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     warm = own[_named(WARMUP_FAMILY, own["name"])]
     warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)])
     rows = []
-    launched = ops["launch_start_ns"].to_numpy()
+    launches = ops[list(KERNEL_PHASE_COLUMNS)]  # the rows kept per window: of these columns only, not every op column
+    launched, pids = launches["launch_start_ns"].to_numpy(), launches["pid"].to_numpy()
     for window in warm.itertuples():
-        inside = ops[(ops["pid"].to_numpy() == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
+        inside = launches[(pids == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
         found = _kernel_phases(inside, 0)
         ends = found.loc[found["name"] == "backward", "end_ns"].to_numpy()
         updates = found.loc[found["name"] == "optimizer_step", "start_ns"].to_numpy()

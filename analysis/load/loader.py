@@ -38,7 +38,6 @@ from analysis.load.tables import (
     StringTable,
     drop_unusable_times,
     join_launches,
-    last_call_end,
     launch_rows,
     pid_column,
     read_gpus,
@@ -112,7 +111,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         notes.append(f"{unnamed:,} kernels have no name in the trace; they are listed as {UNNAMED_KERNEL}")
     memops = drop_unusable_times(read_memops(conn, schema), "memory copies and fills", notes)
     for calls_only in (True, False):  # every call only when some operation finds no launch call
-        launches = read_launches(conn, schema, strings, version, calls_only)
+        launches, last_call_end = read_launches(conn, schema, strings, version, calls_only)
         found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
         if not any((rows < 0).any() for rows in found):
             break
@@ -133,7 +132,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     shared = _name_processes((kernels, memops, events, gemm_ops), launches, notes)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     if len(launches):
-        end_ns = max(end_ns, last_call_end(conn, schema, strings, calls_only))
+        end_ns = max(end_ns, last_call_end)
     ranges = ranges_of(events, end_ns, notes)
     marks = marks_of(events)
     if graph_launches:

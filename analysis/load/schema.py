@@ -94,16 +94,27 @@ def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple
     range; SQLite formats the text with the interpreter's lock released, so the slices are read at
     the same time. The result is the same as one thread's.
     """
-    reader = _ChunkReader(schema[table], table, columns, where, chunk_rows)
-    first, last = conn.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
+    return read_ints_and_largest(conn, schema, table, columns, None, where, chunk_rows, workers)[0]
+
+
+def read_ints_and_largest(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
+                          largest: str | None, where: str = "", chunk_rows: int = 1 << 16, workers: int | None = None
+                          ) -> tuple[dict[str, np.ndarray], object]:
+    """:func:`read_ints`, and the largest value of the column ``largest`` over the rows read (SQL's
+    ``max``, NULL as :data:`MISSING`; None without rows or without ``largest``), found by the same
+    scan of the table: a query of its own would scan the table again."""
+    reader = _ChunkReader(schema[table], table, columns, where, chunk_rows, largest)
+    # Two subqueries: SQLite finds a lone min(rowid) or max(rowid) at one end of the table, but
+    # scans every row for the pair in one SELECT.
+    first, last = conn.execute(f"SELECT (SELECT min(rowid) FROM {table}), (SELECT max(rowid) FROM {table})").fetchone()
     if first is None:
-        return {c: np.zeros(0, dtype=np.int64) for c in columns}
+        return {c: np.zeros(0, dtype=np.int64) for c in columns}, None
     slices = _rowid_slices(first, last, chunk_rows, _read_workers(workers))
     database = _database_file(conn)
     if len(slices) == 1 or database is None:
         out = [np.empty(_row_bound(conn, table, first, last), dtype=np.int64) for _ in columns]
-        filled = reader.fill(conn, first, last, out, 0)
-        return {c: _trimmed(v, filled) for c, v in zip(columns, out)}
+        filled, top = reader.fill(conn, first, last, out, 0)
+        return {c: _trimmed(v, filled) for c, v in zip(columns, out)}, top
     return _read_slices(reader, database, conn.text_factory, slices)
 
 
@@ -136,7 +147,7 @@ def _database_file(conn: sqlite3.Connection) -> Path | None:
 
 
 def _read_slices(reader: _ChunkReader, database: Path, text_factory, slices: list[tuple[int, int]]
-                 ) -> dict[str, np.ndarray]:
+                 ) -> tuple[dict[str, np.ndarray], object]:
     """Each rowid slice on a thread and connection of its own: first every slice's row count
     (those the ``where`` condition keeps, which places the slices in the columns), then the
     slices' rows. The columns are the size of the rows read, not of the table's rows."""
@@ -152,11 +163,11 @@ def _read_slices(reader: _ChunkReader, database: Path, text_factory, slices: lis
                 f"SELECT count(*) {reader.in_chunk}", s).fetchone()[0], conns, slices))
             offsets = np.concatenate([[0], np.cumsum(rows)]).tolist()
             out = [np.empty(offsets[-1], dtype=np.int64) for _ in reader.columns]
-            list(pool.map(lambda c, s, at: reader.fill(c, s[0], s[1], out, at), conns, slices, offsets))
+            filled = list(pool.map(lambda c, s, at: reader.fill(c, s[0], s[1], out, at), conns, slices, offsets))
         finally:
             for conn in conns:
                 conn.close()
-    return dict(zip(reader.columns, out))
+    return dict(zip(reader.columns, out)), _largest(top for _, top in filled)
 
 
 def _trimmed(column: np.ndarray, rows: int) -> np.ndarray:
@@ -166,26 +177,34 @@ def _trimmed(column: np.ndarray, rows: int) -> np.ndarray:
 
 
 class _ChunkReader:
-    """The queries of one :func:`read_ints` call, and the chunk loop that fills columns from a
-    rowid range."""
+    """The queries of one :func:`read_ints_and_largest` call, and the chunk loop that fills columns
+    from a rowid range."""
 
-    def __init__(self, declared: dict[str, bool], table: str, columns: tuple[str, ...], where: str, chunk_rows: int):
+    def __init__(self, declared: dict[str, bool], table: str, columns: tuple[str, ...], where: str, chunk_rows: int,
+                 largest: str | None = None):
         self.table, self.columns, self.chunk_rows = table, columns, chunk_rows
         self.values = [f'"{c}"' if declared.get(c) else f'coalesce("{c}", {MISSING})' if c in declared else str(MISSING)
                        for c in columns]
         condition = f"AND ({where.strip().removeprefix('WHERE')})" if where.strip() else ""
         self.in_chunk = f"FROM {table} NOT INDEXED WHERE rowid >= ? AND rowid <= ? {condition}"
-        self.chunk_query = f"SELECT count(*), {', '.join(f'group_concat({v})' for v in self.values)} {self.in_chunk}"
+        aggregates = [f"group_concat({v})" for v in self.values]
+        self.largest = largest is not None
+        if self.largest:
+            aggregates.append(f'max(coalesce("{largest}", {MISSING}))')
+        self.chunk_query = f"SELECT count(*), {', '.join(aggregates)} {self.in_chunk}"
         self.next_rowid = f"SELECT min(rowid) FROM {table} WHERE rowid >= ? AND rowid <= ?"
 
-    def fill(self, conn: sqlite3.Connection, first: int, last: int, out: list[np.ndarray], at: int) -> int:
+    def fill(self, conn: sqlite3.Connection, first: int, last: int, out: list[np.ndarray], at: int) -> tuple[int, object]:
         """Read the rows of rowids ``first``..``last`` into ``out`` from row ``at`` on; returns
-        how many were read."""
-        filled = at
+        how many were read and the largest value of the ``largest`` column among them (None
+        without rows or without that column)."""
+        filled, tops = at, []
         low = conn.execute(self.next_rowid, (first, last)).fetchone()[0]
         while low is not None:
             high = min(low + self.chunk_rows - 1, last)
             count, *texts = conn.execute(self.chunk_query, (low, high)).fetchone()
+            if self.largest:
+                tops.append(texts.pop())
             chunk = [_parsed_ints(text, count) for text in texts]
             if any(column is None for column in chunk):  # a value that is not an integer: read row by row
                 rows = conn.execute(f"SELECT {', '.join(self.values)} {self.in_chunk}", (low, high)).fetchall()
@@ -194,7 +213,12 @@ class _ChunkReader:
                 column[filled:filled + count] = part
             filled += count
             low = conn.execute(self.next_rowid, (high + 1, last)).fetchone()[0] if high < last else None
-        return filled - at
+        return filled - at, _largest(tops)
+
+
+def _largest(values) -> object:
+    """The largest of per-chunk maxima, None (a chunk without rows) left out; None when all are."""
+    return max((value for value in values if value is not None), default=None)
 
 
 def _row_bound(conn: sqlite3.Connection, table: str, first: int, last: int) -> int:
@@ -250,5 +274,13 @@ def read_columns(conn: sqlite3.Connection, schema: dict, table: ExportTable, tid
                  where: str = "") -> dict[str, np.ndarray]:
     """:func:`read_ints` of the ``tidies`` columns of a mapped table the export has, keyed by those
     tidy names; a column the export lacks reads as :data:`MISSING`."""
-    raw = read_ints(conn, schema, table.in_export(schema), table.nsys_names(schema, tidies), where)
-    return dict(zip(tidies, raw.values()))
+    return read_columns_and_largest(conn, schema, table, tidies, None, where)[0]
+
+
+def read_columns_and_largest(conn: sqlite3.Connection, schema: dict, table: ExportTable, tidies: tuple[str, ...],
+                             largest: str | None, where: str = "") -> tuple[dict[str, np.ndarray], object]:
+    """:func:`read_columns`, and the largest value of the tidy column ``largest`` over the rows read
+    (:func:`read_ints_and_largest`: the same scan)."""
+    raw, top = read_ints_and_largest(conn, schema, table.in_export(schema), table.nsys_names(schema, tidies),
+                                     None if largest is None else table.column(schema, largest), where)
+    return dict(zip(tidies, raw.values())), top

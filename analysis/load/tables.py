@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load.export_map import CUDA_GPUS, KERNELS, MEMCPY, MEMSET, OLD_GPUS, RUNTIME, STRINGS
-from analysis.load.schema import read_columns, require_columns
+from analysis.load.schema import read_columns, read_columns_and_largest, require_columns
 
 ID_MASK = 0xFFFFFF
 # nsys times are ns since the session began; 2^53 ns is 104 days, so a later time is corrupt.
@@ -195,34 +195,25 @@ def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
 
 
 def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
-                   version: str | None, launch_calls_only: bool) -> pd.DataFrame:
+                   version: str | None, launch_calls_only: bool) -> tuple[pd.DataFrame, int | None]:
     """Runtime and driver API calls: start, pid, tid, correlation id (only what the analysis
-    reads of a call: each column read is a Python object per row).
+    reads of a call), and the latest end among them (NULL as -1; None without calls), found by
+    the same scan of the table without reading the end column into memory.
 
     With ``launch_calls_only`` just the calls whose name says they launch GPU work (about half of
     a PyTorch trace's calls); the caller reads them all when some operation finds no launch.
     """
     if RUNTIME.in_export(schema) is None:
-        return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in ("start_ns", "pid", "tid", "correlation_id")})
+        return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in ("start_ns", "pid", "tid", "correlation_id")}), None
     require_columns(schema, RUNTIME, version)
     where = _launch_filter(schema, strings, launch_calls_only)
-    raw = read_columns(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), where)
+    raw, last_end = read_columns_and_largest(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), "end_ns", where)
     return pd.DataFrame({
         "start_ns": raw["start_ns"],
         "pid": process_of(raw["tid"]),
         "tid": narrow_ids(tid_of(raw["tid"])),
         "correlation_id": narrow_ids(raw["correlation_id"]),
-    }, copy=False)
-
-
-def last_call_end(conn: sqlite3.Connection, schema: dict, strings: StringTable, launch_calls_only: bool) -> int | None:
-    """The latest end of the calls :func:`read_launches` reads (NULL as -1), found by SQLite
-    without reading the column into Python; None when there are none."""
-    table = RUNTIME.in_export(schema)
-    if table is None:
-        return None
-    where = _launch_filter(schema, strings, launch_calls_only)
-    return conn.execute(f'SELECT max(coalesce("{RUNTIME.column(schema, "end_ns")}", -1)) FROM {table} {where}').fetchone()[0]
+    }, copy=False), last_end
 
 
 def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool) -> str:

@@ -9,8 +9,6 @@ ledger is available.
 """
 from __future__ import annotations
 
-from statistics import fmean, median
-
 from analysis.load.export_map import MEMORY_EVENTS
 from analysis.questions.question import Evidence, Question
 from analysis.questions.records import EDITION_2026, FigureSpec, ResultsAnswer, Unanswered
@@ -42,7 +40,10 @@ def ledger_sentence(record: dict, summary: dict) -> str:
 
 
 def ledger_text(record: dict) -> str:
-    """The mem-f answer of one ledger, written from its numbers."""
+    """The mem-f answer of one ledger, written from its numbers (statistics, imported here: only a
+    trace with a ledger needs it)."""
+    from statistics import fmean, median
+
     blocks = record["blocks"]
     saved = [block["saved_for_backward_bytes"] for block in blocks]
     spread = ("the same in every block" if min(saved) == max(saved)
