@@ -15,6 +15,7 @@ import sqlite_utils
 
 from analysis.app import cache as cache_module
 from analysis.app.cache import ResultsCache
+from analysis.load import input_cache
 from tests.bad_inputs import runner_trace
 
 
@@ -319,6 +320,17 @@ def test_an_unchanged_file_is_hashed_once_across_runs(results, trace_file, old_e
     with ResultsCache(results.db_path) as reopened:
         assert reopened.sha256_of(trace_file) == digest
     assert hashings == [trace_file]
+
+
+def test_a_hash_the_cache_knows_is_not_read_again_by_the_analysis(results, trace_file, old_enough, monkeypatch):
+    """A later run (a new process) takes the input's hash from the cache for the table cache and
+    the summary too, without reading the file."""
+    digest = results.sha256_of(trace_file)
+    monkeypatch.setattr(input_cache, "_SHA256_BY_FILE", {})  # nothing hashed yet in this process
+    monkeypatch.setattr(input_cache, "_sha256", lambda path: pytest.fail(f"{path} read again"))
+    with ResultsCache(results.db_path) as reopened:
+        assert reopened.sha256_of(trace_file) == digest
+    assert input_cache.file_sha256(trace_file) == digest
 
 
 @pytest.mark.parametrize("mtime_moves", [True, False])

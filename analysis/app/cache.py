@@ -42,7 +42,7 @@ from pathlib import Path
 from analysis.app.analyze import stored_summary_schema
 from analysis.core.range_names import RangeNames
 from analysis.core.timings import timings_json_path
-from analysis.load.input_cache import file_sha256, files_sha256
+from analysis.load.input_cache import file_sha256, files_sha256, known_file_sha256
 from analysis.load.local_key import install_key, seal, seal_holds
 from analysis.trace.summary_schema import problems, schema_hash
 
@@ -252,6 +252,7 @@ class ResultsCache:
         fields = [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
         known = self._known_sha256(fields)
         if known is not None:
+            known_file_sha256(Path(path), stat, known)  # the table cache and the summary need it too
             return known
         started_ns = time.time_ns()
         digest = file_sha256(Path(path))

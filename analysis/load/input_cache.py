@@ -13,7 +13,6 @@ Every message names the folder.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import lzma
 import os
@@ -71,16 +70,33 @@ def files_sha256(root: Path, files: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
+# The sha256 of each file this process hashed or was told (:func:`known_file_sha256`), by the
+# file's resolved path, device, inode, size and modification time.
+_SHA256_BY_FILE: dict[tuple, str] = {}
+
+
 def file_sha256(path: Path) -> str:
     """Hex SHA-256 of a file's bytes, read in chunks; a file unchanged since (same inode, size and
-    modification time) is hashed once per process, so the results cache, the input cache and the
-    summary of one trace share one reading of it."""
-    stat = os.stat(path)
-    return _sha256(Path(path).resolve(), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    modification time) is hashed once per process, so the results cache, the table cache and the
+    summary of one trace share one reading of it, or none when the results cache knew its hash."""
+    key = _file_key(path, os.stat(path))
+    if key not in _SHA256_BY_FILE:
+        _SHA256_BY_FILE[key] = _sha256(key[0])
+    return _SHA256_BY_FILE[key]
 
 
-@functools.lru_cache(maxsize=1024)
-def _sha256(path: Path, device: int, inode: int, size: int, mtime_ns: int) -> str:
+def known_file_sha256(path: Path, stat: os.stat_result, digest: str) -> None:
+    """Take ``digest`` as the sha256 of ``path`` while it is as ``stat`` saw it, so that
+    :func:`file_sha256` does not read it (a hash kept with the file's stat and trusted elsewhere:
+    the results cache's sealed ``file_hashes``)."""
+    _SHA256_BY_FILE[_file_key(path, stat)] = digest
+
+
+def _file_key(path: Path, stat: os.stat_result) -> tuple:
+    return Path(path).resolve(), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(MIB), b""):
