@@ -21,6 +21,10 @@ median kept, with the CPU time and the peak resident memory of the process and i
   again from the stored tables, as after a change of analysis code or range names. Where the
   analyzer keeps no tables for the trace (one without the table cache, or a trace too small to be
   worth keeping) this is "-": its second analysis reads the export again, as cold;
+- analyze-nsys renamed: the same with `--warmup-steps K`, K new in each round (1, 2, ...), and
+  `<out>` as the runs above left it, `results.db` included: the summary is made again from the
+  stored tables, as when a user asks for other range names, and the input's hash is the one
+  `results.db` keeps ("-" as for warm where no tables are kept);
 - analyze-nsys again: the same command once more with `<out>` as the runs above left it, as a user
   repeats a command: the summary is served from `<out>/results.db` (the peer's warm run repeats
   its command over its own cache the same way).
@@ -61,7 +65,7 @@ PEER_QUERIES = (("top_kernels",), ("nvtx_layer_breakdown", "-p", "auto_depth=fal
 PEER_CACHE_SUFFIX = ".nsys-cache"  # nsys_ai.parquet_cache._cache_dir_for
 TABLES_FOLDER = "trace-tables"  # analysis.app.cli.TRACE_TABLES
 RESULTS_DB = "results.db"  # analysis.app.cli.RESULTS_DB
-MODES = ("floor", "peer cold", "peer warm", "ours cold", "ours first", "ours warm", "ours again")
+MODES = ("floor", "peer cold", "peer warm", "ours cold", "ours first", "ours warm", "ours renamed", "ours again")
 MIB = 1 << 20
 TIME = "/usr/bin/time"  # GNU time: the peak RSS and CPU time of a process and its reaped children
 
@@ -213,6 +217,13 @@ def measure_round(result: TraceRuns, modes: tuple[str, ...], analyzer: list[str]
         if (out / TABLES_FOLDER).is_dir():  # else this analyzer keeps no table cache
             (out / RESULTS_DB).unlink(missing_ok=True)
             result.runs["ours warm"].append(analyzer_run(analyzer, trace, out, env))
+    if "ours renamed" in modes:
+        if not (out / TABLES_FOLDER).is_dir():
+            shutil.rmtree(out, ignore_errors=True)
+            analyzer_run(analyzer, trace, out, env)
+        if (out / TABLES_FOLDER).is_dir():
+            warmup_steps = str(len(result.runs["ours renamed"]) + 1)  # a summary no earlier round asked for
+            result.runs["ours renamed"].append(analyzer_run(analyzer, trace, out, env, "--warmup-steps", warmup_steps))
     if "ours again" in modes:
         if not (out / RESULTS_DB).is_file():
             shutil.rmtree(out, ignore_errors=True)

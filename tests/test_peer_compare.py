@@ -14,9 +14,9 @@ def test_without_the_peer_it_times_the_floor_and_the_analyzer(fixture_trace, cap
     wall = next(row for row in rows if row.startswith(trace.name)).split()
     kernels = peer_compare.kernel_count(trace)
     assert wall[1:3] == [f"{kernels:,}", "wall"]
-    floor, peer_cold, peer_warm, ours_cold, ours_first, ours_warm, ours_again = wall[4:]
+    floor, peer_cold, peer_warm, ours_cold, ours_first, ours_warm, ours_renamed, ours_again = wall[4:]
     assert float(floor) > 0 and float(ours_cold) > 0 and float(ours_again) > 0
-    assert [peer_cold, peer_warm, ours_first, ours_warm] == ["-"] * 4
+    assert [peer_cold, peer_warm, ours_first, ours_warm, ours_renamed] == ["-"] * 5
 
 
 def test_a_peer_without_its_sqlite_extension_is_refused(tmp_path):
