@@ -42,7 +42,7 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
 
     starts, ends = column("start_ns"), column("end_ns")
     first_start, last_end = span_per_group(group, starts, ends, len(ranges))
-    busy = union_length_per_group(group, starts, ends, len(ranges))
+    busy = union_length_per_group(group, starts, ends, len(ranges), scratch=True)
     del starts, ends
     # Per range and kind of op (memory operations, then kernels), then per phase: an op's phase is
     # its range's (both are the phase window's that holds it, analysis.core.phases.label_ops).
@@ -180,7 +180,8 @@ def device_busy_ns(inputs: NsysInputs) -> pd.Series:
         return inputs.ops[name].to_numpy()[rows]
 
     device, distinct = device_numbers(device_keys(inputs.ops["pid"].to_numpy(), inputs.ops["device_id"].to_numpy()))
-    return pd.Series(union_length_per_group(device[rows], column("start_ns"), column("end_ns"), len(distinct)),
+    return pd.Series(union_length_per_group(device[rows], column("start_ns"), column("end_ns"), len(distinct),
+                                             scratch=True),
                      index=distinct)
 
 
