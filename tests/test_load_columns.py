@@ -106,6 +106,19 @@ def test_ids_are_narrowed_only_when_every_value_fits():
     assert narrow_ids(np.array([np.iinfo(np.int32).min - 1], dtype=np.int64)).dtype == np.int64
 
 
+def test_process_keys_are_int32_when_they_fit_and_show_the_same_pids():
+    one_host = (np.array([100, 100, 200, -1], dtype=np.int64) << 24) | 7  # globalTids: pid << 24 | tid
+    keys = tables.process_of(one_host)
+    assert keys.dtype == np.int32 and keys.tolist() == [100, 100, 200, -1]
+    other_host = np.array([(1 << 56) | (100 << 24)], dtype=np.int64)  # hardware bits above the pid
+    wide = tables.process_of(np.concatenate([one_host, other_host]))
+    assert wide.dtype == np.int64 and wide.tolist() == [100, 100, 200, -1, (1 << 32) | 100]
+    shared = tables.shared_pids(wide)
+    assert tables.pid_column(keys, shared).tolist() == tables.pid_column(keys.astype(np.int64), shared).tolist() \
+        == [100, 100, 200, (1 << 24) - 1]
+    assert tables.pid_column(wide, shared).tolist() == [100, 100, 200, (1 << 24) - 1, (1 << 32) | 100]
+
+
 def first_launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> list[int]:
     """The first launch call of each op's (process, correlation id), or -1: the join, row by row."""
     first = {}

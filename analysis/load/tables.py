@@ -87,8 +87,9 @@ def _as_text(value) -> str | None:
 
 def process_of(global_id) -> np.ndarray:
     """The whole process key of a globalTid/globalPid: host, VM and process bits (``>> 24``), which
-    tells apart equal pids of processes on different hosts (ranks in containers)."""
-    return np.asarray(global_id, dtype=np.int64) >> 24
+    tells apart equal pids of processes on different hosts (ranks in containers); in 32 bits when
+    every key fits (one host's keys are its pids), as :func:`narrow_ids`."""
+    return narrow_ids(np.asarray(global_id, dtype=np.int64) >> 24)
 
 
 def shared_pids(*keys: np.ndarray) -> np.ndarray:
@@ -102,7 +103,7 @@ def shared_pids(*keys: np.ndarray) -> np.ndarray:
 def pid_column(keys: np.ndarray, shared) -> np.ndarray:
     """Process keys as the trace's ``pid`` column: the 24-bit pid (what nsys shows), or the whole
     key where processes on different hosts share that pid (``shared``: :func:`shared_pids`)."""
-    keys = np.asarray(keys, dtype=np.int64)
+    keys = np.asarray(keys)  # int64, or int32 where every key fits (process_of)
     masked = keys & ID_MASK
     return narrow_ids(np.where(np.isin(masked, np.asarray(shared, dtype=np.int64)), keys, masked) if len(shared) else masked)
 
