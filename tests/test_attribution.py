@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.core import attribution
 from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, position_dtype, rows_by_key
 from analysis.core.phases import OP_KINDS, gpu_ops, label_ops
 from analysis.core.range_names import RangeNames
@@ -248,3 +249,13 @@ def test_positions_are_32_bit_only_where_they_fit():
     windows = pd.DataFrame({"pid": [1], "start_ns": [0], "end_ns": [10]})
     found = ops_in_windows(ops, windows)
     assert found.dtype == np.int32 and found.tolist() == [0, -1]
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 5, 300])
+def test_positions_where_in_chunks_are_flatnonzero(monkeypatch, count):
+    values = np.random.default_rng(count).integers(0, 3, count).astype(np.int8)  # ties everywhere
+    for chunk in (1, 2, 7, 1 << 20):
+        monkeypatch.setattr(attribution, "CHUNK_OPS", chunk)
+        for value in (0, 1, 2, 5):
+            found = attribution.positions_where(values, value)
+            assert found.dtype == np.int32 and found.tolist() == np.flatnonzero(values == value).tolist()

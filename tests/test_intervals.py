@@ -83,6 +83,7 @@ def test_grouped_union_lengths_and_spans_match_a_plain_sweep():
             group, starts, ends = group[order], starts[order], ends[order]
         busy = union_length_per_group(group, starts, ends, groups)
         assert busy.dtype == np.int64 and busy.tolist() == sweep_union_lengths(group, starts, ends, groups)
+        assert union_length_per_group(group, starts.copy(), ends.copy(), groups, scratch=True).tolist() == busy.tolist()
         first, last = span_per_group(group, starts, ends, groups)
         assert (first.tolist(), last.tolist()) == brute_spans(group, starts, ends, groups)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
+import pandas as pd
+import pytest
 
-from analysis.load import load_trace
+from analysis.load import load_trace, tables
 from analysis.load.schema import read_ints, read_ints_and_largest, read_schema
 from analysis.load.tables import narrow_ids
 from tests.synthetic import build_export
@@ -123,3 +125,47 @@ def test_ids_are_narrowed_only_when_every_value_fits():
     wide = np.array([-1, np.iinfo(np.int32).max + 1], dtype=np.int64)
     assert narrow_ids(wide).dtype == np.int64 and narrow_ids(wide).tolist() == wide.tolist()
     assert narrow_ids(np.array([np.iinfo(np.int32).min - 1], dtype=np.int64)).dtype == np.int64
+
+
+def test_process_keys_are_int32_when_they_fit_and_show_the_same_pids():
+    one_host = (np.array([100, 100, 200, -1], dtype=np.int64) << 24) | 7  # globalTids: pid << 24 | tid
+    keys = tables.process_of(one_host)
+    assert keys.dtype == np.int32 and keys.tolist() == [100, 100, 200, -1]
+    other_host = np.array([(1 << 56) | (100 << 24)], dtype=np.int64)  # hardware bits above the pid
+    wide = tables.process_of(np.concatenate([one_host, other_host]))
+    assert wide.dtype == np.int64 and wide.tolist() == [100, 100, 200, -1, (1 << 32) | 100]
+    shared = tables.shared_pids(wide)
+    assert tables.pid_column(keys, shared).tolist() == tables.pid_column(keys.astype(np.int64), shared).tolist() \
+        == [100, 100, 200, (1 << 24) - 1]
+    assert tables.pid_column(wide, shared).tolist() == [100, 100, 200, (1 << 24) - 1, (1 << 32) | 100]
+
+
+def first_launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> list[int]:
+    """The first launch call of each op's (process, correlation id), or -1: the join, row by row."""
+    first = {}
+    for row, key in enumerate(zip(launches["pid"], launches["correlation_id"])):
+        first.setdefault(key, row)
+    return [first.get(key, -1) if key[1] >= 0 else -1 for key in zip(ops["pid"], ops["correlation_id"])]
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 50])
+def test_launch_join_in_chunks_is_the_join_row_by_row(monkeypatch, count):
+    rng = np.random.default_rng(count)
+    launches = pd.DataFrame({"start_ns": rng.integers(0, 100, count * 2), "pid": rng.choice([1 << 40, 3], count * 2),
+                             "tid": rng.integers(0, 5, count * 2).astype(np.int32),
+                             "correlation_id": rng.integers(-1, count + 1, count * 2).astype(np.int32)})  # ties
+    ops = pd.DataFrame({"start_ns": np.arange(count), "end_ns": np.arange(count) + 1,
+                        "pid": rng.choice([1 << 40, 3, 4], count), "correlation_id": rng.integers(-1, count + 2, count)})
+    expected = first_launch_rows(ops, launches)
+    for chunk in (1, 2, 3, 1 << 20):
+        monkeypatch.setattr(tables, "JOIN_CHUNK_OPS", chunk)
+        found = tables.launch_rows(ops, launches)
+        assert found.tolist() == expected
+        assert found.dtype == np.int32  # a row of fewer than 2**31 calls
+        joined = tables.join_launches(ops, launches, found)
+        calls = [row for row in expected if row >= 0]
+        assert joined["launch_start_ns"][found >= 0].tolist() == launches["start_ns"].to_numpy()[calls].tolist()
+        assert joined["launch_tid"][found >= 0].tolist() == launches["tid"].to_numpy()[calls].tolist()
+        assert (joined[["launch_start_ns", "launch_tid"]][found < 0] == -1).all().all()
+        if count:
+            assert joined["launch_tid"].dtype == launches["tid"].dtype

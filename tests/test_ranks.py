@@ -14,8 +14,8 @@ from analysis.core.phases import label_ops
 from analysis.load import load_trace
 from analysis.load.export_map import NVTX, PAYLOAD_SCHEMAS
 from analysis.trace.multi_gpu.communication import collective_of, communication_columns
-from analysis.trace.multi_gpu.ranks import RUN_PHASES, device_pairs, kernel_runs, pass_figures
-from analysis.trace.multi_gpu.summary import COLUMNS, communication_summary, kernel_columns
+from analysis.trace.multi_gpu.ranks import RUN_KEYS, RUN_PHASES, device_pairs, kernel_runs, pass_figures
+from analysis.trace.multi_gpu.summary import COLUMNS, communication_summary, kernel_rows
 from tests.synthetic import ALL_REDUCE, GEMM, US, build_export, global_tid, rank_process
 
 
@@ -199,18 +199,22 @@ def test_device_pairs_are_sorted_by_device_then_process():
     assert device_pairs(pid[:1], device[:1]) == [(200, 0)]
 
 
-def test_communication_reads_only_kernel_rows_and_their_columns():
-    ops = pd.DataFrame({column: np.arange(4) for column in COLUMNS} | {
-        "op_kind": pd.Categorical(["kernel", "memcpy", "kernel", "memset"]), "bytes": np.arange(4)})
-    kernels = kernel_columns(ops, COLUMNS)
+def test_communication_columns_mark_only_kernels_and_rows_are_copied_only_when_some_are_left_out():
+    ops = pd.DataFrame({column: np.arange(4) for column in COLUMNS})
+    assert kernel_rows(ops, np.ones(4, dtype=bool)) is ops
+    kernels = kernel_rows(ops, np.array([True, False, True, False]))
     assert list(kernels.columns) == COLUMNS
     assert kernels["start_ns"].tolist() == [0, 2]
-    names = pd.Series(pd.Categorical(["ncclDevKernel_AllGather_RING_LL", "gemm", None]))
+    assert len(kernel_rows(ops, np.zeros(4, dtype=bool))) == 0
+    names = pd.Series(pd.Categorical(["ncclDevKernel_AllGather_RING_LL", "gemm", None, "ncclDevKernel_AllGather_RING_LL",
+                                      "[CUDA memcpy Device-to-Device]"]))
     labelled = communication_columns(pd.DataFrame({"demangled_name": names, "pid": 1, "device_id": 0,
-                                                   "start_ns": [0, 1, 2], "end_ns": [5, 2, 3]}))
-    assert labelled["collective"].tolist() == ["all_gather", "", ""]
-    assert labelled["is_communication"].tolist() == [True, False, False]
-    assert labelled["exposed_ns"].tolist() == [3, 0, 0]  # [1, 2) and [2, 3) compute
+                                                   "start_ns": [0, 1, 2, 10, 10], "end_ns": [5, 2, 3, 14, 12]}),
+                                     np.array([True, True, True, False, True]))
+    # the fourth op is no kernel: not communication whatever its name; the memcpy covers nothing
+    assert labelled["collective"].tolist() == ["all_gather", "", "", "", ""]
+    assert labelled["is_communication"].tolist() == [True, False, False, False, False]
+    assert labelled["exposed_ns"].tolist() == [3, 0, 0, 0, 0]  # [1, 2) and [2, 3) compute
 
 
 def direct_pass_figures(kernels: pd.DataFrame, rows: np.ndarray, passes: int, instance: str) -> dict:
@@ -252,11 +256,42 @@ def random_kernels(rng: np.random.Generator, count: int) -> pd.DataFrame:
     })
 
 
+def assert_same_runs_among_other_ops(rng: np.random.Generator, kernels: pd.DataFrame, runs: dict) -> None:
+    """The runs of ``kernels`` with other ops (alike in every key) put between them, some at the
+    ends and some side by side: those ops make no run and the runs' figures stay those of the
+    kernels (runs cut in two sum to the same)."""
+    other = rng.random(len(kernels) + 1) < 0.3
+    at = np.repeat(np.arange(len(kernels) + 1), np.where(other, rng.integers(1, 3, len(kernels) + 1), 0))
+    order = np.argsort(np.concatenate([np.arange(len(kernels)) * 2 + 1, at * 2]), kind="stable")
+    ops = pd.concat([kernels, kernels.iloc[np.minimum(at, len(kernels) - 1)]]).iloc[order].reset_index(drop=True)
+    is_kernel = np.concatenate([np.ones(len(kernels), dtype=bool), np.zeros(len(at), dtype=bool)])[order]
+    among = kernel_runs(ops, is_kernel)
+    assert among["kernels"].sum() == len(kernels)
+    assert rank_figure_keys(among) == rank_figure_keys(runs)
+    assert len(kernel_runs(ops, np.zeros(len(ops), dtype=bool))["kernels"]) == 0  # no kernels, no runs
+    assert len(kernel_runs(ops.iloc[:0], is_kernel[:0])["kernels"]) == 0
+
+
+def rank_figure_keys(runs: dict) -> dict:
+    """What the rank figures read of runs, whatever their cuts: the kernels, time and span of
+    each combination of run keys."""
+    keys = [tuple(int(runs[column][i]) for column in RUN_KEYS if column != "is_communication")
+            + (bool(runs["is_communication"][i]),) for i in range(len(runs["kernels"]))]
+    figures = {}
+    for i, key in enumerate(keys):
+        kernels, dur, exposed, start, end = figures.get(key, (0, 0, 0, np.inf, -np.inf))
+        figures[key] = (kernels + int(runs["kernels"][i]), dur + int(runs["dur_ns"][i]),
+                        exposed + int(runs["exposed_ns"][i]), min(start, int(runs["start_ns"][i])),
+                        max(end, int(runs["end_ns"][i])))
+    return figures
+
+
 def test_pass_figures_from_runs_are_those_of_the_kernels():
     rng = np.random.default_rng(5)
     for count in [1, 2, 3, 10, 60, 400] * 5:
         kernels = random_kernels(rng, count)
-        runs = kernel_runs(kernels)
+        runs = kernel_runs(kernels, np.ones(count, dtype=bool))
+        assert_same_runs_among_other_ops(rng, kernels, runs)
         assert runs["kernels"].sum() == count
         for pid in (7, 9):
             mine = kernels["measured"].to_numpy() & (kernels["pid"] == pid).to_numpy()

@@ -118,15 +118,18 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
             continue
         codes, uniques = pd.factorize(column)
         key = codes if key is None else key * len(uniques) + codes
+        del codes
         distinct.append(uniques)
     if key is None:
         key = np.zeros(len(columns[0]), dtype=np.int64)
     combinations = math.prod(map(len, distinct))
-    if combinations <= FEW_GROUPS:
-        found = ((code, np.flatnonzero(key == code)) for code in range(combinations))
+    # The codes in the fewest bytes that hold them: one per row, compared or sorted whole (numpy
+    # sorts 8- and 16-bit integers by radix).
+    key = key.astype(np.min_scalar_type(combinations - 1))
+    if combinations <= FEW_GROUPS:  # a group's rows as positions that fit in 32 bits where they can
+        found = ((code, positions_where(key, code)) for code in range(combinations))
         found = [(code, rows) for code, rows in found if len(rows)]
-    else:  # in the fewest bytes that hold the codes: numpy sorts 8- and 16-bit integers by radix
-        key = key.astype(np.min_scalar_type(combinations - 1))
+    else:
         order = np.argsort(key, kind="stable")
         sorted_key = key[order]
         first = run_starts(sorted_key)
@@ -139,6 +142,19 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
             values.append(uniques[position])
         groups[tuple(reversed(values))] = rows
     return groups
+
+
+def positions_where(values: np.ndarray, value) -> np.ndarray:
+    """Positions (ascending) of ``values`` equal to ``value``, as :func:`position_dtype` of their
+    length: counted first, then found :data:`CHUNK_OPS` rows at a time, so that no array of 64-bit
+    positions as long as the result is made on the way."""
+    found = np.empty(int(np.count_nonzero(values == value)), dtype=position_dtype(len(values)))
+    filled = 0
+    for low in range(0, len(values), CHUNK_OPS):
+        part = np.flatnonzero(values[low:low + CHUNK_OPS] == value)
+        found[filled:filled + len(part)] = part + low
+        filled += len(part)
+    return found
 
 
 def _latest_holding(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -83,7 +83,8 @@ def within_earlier(starts: np.ndarray, ends: np.ndarray, groups: np.ndarray) -> 
     return nested
 
 
-def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int) -> np.ndarray:
+def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int, *,
+                           scratch: bool = False) -> np.ndarray:
     """Length of the union of the ``[start, end)`` intervals per group number (``group``: 0 ..
     ``groups`` - 1 per interval), as int64.
 
@@ -91,25 +92,28 @@ def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarr
     and beyond the latest end of the group's intervals before it: summed, a busy segment's first
     start to the latest end reached at its last interval. On arrays of the trace's length, few of
     them at once: intervals already in order of group and start (the labelled ops, grouped by
-    anything that follows time, such as their phase range) are neither sorted nor copied again."""
+    anything that follows time, such as their phase range) are neither sorted nor copied again.
+    With ``scratch`` (the caller's own copies, read no more) ``starts`` and ``ends`` are
+    overwritten with the sums' terms instead of two more arrays of their length."""
     import numpy as np
 
     busy = np.zeros(groups, dtype=np.int64)
     if not len(group):
         return busy
     order = _group_start_order(group, starts)
-    if order is None:
-        reach = ends.astype(np.int64)  # a copy: becomes the latest end reached so far within each group
-    else:
-        group, starts, reach = group[order], starts[order], ends[order].astype(np.int64, copy=False)
+    own = scratch or order is not None  # whether starts and ends may be written to
+    if order is not None:
+        group, starts, ends = group[order], starts[order], ends[order]
         del order
+    # The latest end reached so far within each group, then what each interval adds.
+    reach = ends if own and ends.dtype == np.int64 else ends.astype(np.int64)
+    added = starts if own and starts.dtype == np.int64 else starts.astype(np.int64)
     group_first = run_starts(group)
     for first, stop in zip(group_first, np.r_[group_first[1:], len(reach)]):
         np.maximum.accumulate(reach[first:stop], out=reach[first:stop])
-    added = np.empty_like(reach)  # the reach before each interval, then what the interval adds
-    added[1:] = reach[:-1]
-    added[group_first] = np.iinfo(np.int64).min
-    np.maximum(added, starts, out=added)
+    first_starts = added[group_first]
+    np.maximum(added[1:], reach[:-1], out=added[1:])  # the later of each start and the reach before it
+    added[group_first] = first_starts  # a group's first interval adds from its own start
     np.subtract(reach, added, out=added)
     busy[group[group_first]] = np.add.reduceat(added, group_first)
     return busy

@@ -117,6 +117,9 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
             break
     kernels = join_launches(kernels, launches, found[0])
     memops = join_launches(memops, launches, found[1])
+    # Past the join only the calls' processes and starts are read (process names, capture window).
+    launches = pd.DataFrame({column: launches[column] for column in ("start_ns", "pid")}, copy=False)
+    del found
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
     if unlinked:
         notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "

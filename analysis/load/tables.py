@@ -87,8 +87,9 @@ def _as_text(value) -> str | None:
 
 def process_of(global_id) -> np.ndarray:
     """The whole process key of a globalTid/globalPid: host, VM and process bits (``>> 24``), which
-    tells apart equal pids of processes on different hosts (ranks in containers)."""
-    return np.asarray(global_id, dtype=np.int64) >> 24
+    tells apart equal pids of processes on different hosts (ranks in containers); in 32 bits when
+    every key fits (one host's keys are its pids), as :func:`narrow_ids`."""
+    return narrow_ids(np.asarray(global_id, dtype=np.int64) >> 24)
 
 
 def shared_pids(*keys: np.ndarray) -> np.ndarray:
@@ -102,7 +103,7 @@ def shared_pids(*keys: np.ndarray) -> np.ndarray:
 def pid_column(keys: np.ndarray, shared) -> np.ndarray:
     """Process keys as the trace's ``pid`` column: the 24-bit pid (what nsys shows), or the whole
     key where processes on different hosts share that pid (``shared``: :func:`shared_pids`)."""
-    keys = np.asarray(keys, dtype=np.int64)
+    keys = np.asarray(keys)  # int64, or int32 where every key fits (process_of)
     masked = keys & ID_MASK
     return narrow_ids(np.where(np.isin(masked, np.asarray(shared, dtype=np.int64)), keys, masked) if len(shared) else masked)
 
@@ -237,9 +238,10 @@ def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     # A sorted search rather than a hash table: a third of the memory at millions of calls. The
     # stable order puts the first of calls sharing a key first, and the search finds that one.
     order = np.argsort(key_calls, kind="stable")
-    sorted_keys = key_calls[order]
-    del key_calls
-    found = np.full(len(ops), -1, dtype=np.int64)
+    key_calls.sort()  # in place: the keys in ``order``, without a second array of them
+    sorted_keys = key_calls
+    # Rows of the calls, in 32 bits where they fit: one per op.
+    found = np.full(len(ops), -1, dtype=np.int32 if len(order) <= INT32.max else np.int64)
     if not len(order):
         return found
     pids, correlation = ops["pid"].to_numpy(), ops["correlation_id"].to_numpy()
@@ -258,12 +260,18 @@ def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
 def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) -> pd.DataFrame:
     """Add the launching API call's columns (``found``: :func:`launch_rows`) and sort by start
     and end; an export already in that order (the usual case) is not sorted again."""
-    hit = found >= 0
-    rows = np.where(hit, found, 0)
-
     def take(column: str) -> np.ndarray:
         values = launches[column].to_numpy()
-        return np.where(hit, values[rows], -1) if len(values) else np.full(len(ops), -1)
+        if not len(values):
+            return np.full(len(ops), -1)
+        taken = np.empty(len(ops), dtype=values.dtype)
+        # In chunks, as the join's keys: whole-length row numbers and gathered values would each be
+        # as large as the column.
+        for low in range(0, len(ops), JOIN_CHUNK_OPS):
+            rows = found[low:low + JOIN_CHUNK_OPS]
+            hit = rows >= 0
+            taken[low:low + JOIN_CHUNK_OPS] = np.where(hit, values[np.where(hit, rows, 0)], -1)
+        return taken
 
     ops = with_columns(ops, launch_start_ns=take("start_ns"), launch_tid=take("tid"))
     if _in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):

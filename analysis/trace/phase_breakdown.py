@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.core.attribution import position_dtype, positions_where
 from analysis.core.codes import code_positions, value_codes
 from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
@@ -33,8 +34,9 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     """
     ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
     range_of_op = pd.Index(ranges["range_id"]).get_indexer(inputs.ops["phase_range_id"])
-    rows = np.flatnonzero(inputs.ops["measured"].to_numpy() & (range_of_op >= 0))
-    group = range_of_op[rows]
+    # Positions and group numbers in 32 bits where they fit: each is one per op of the phases.
+    rows = positions_where(inputs.ops["measured"].to_numpy() & (range_of_op >= 0), True)
+    group = range_of_op[rows].astype(position_dtype(2 * len(ranges) + 1))  # room for range_kind below
     del range_of_op
 
     def column(name: str) -> np.ndarray:
@@ -42,7 +44,7 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
 
     starts, ends = column("start_ns"), column("end_ns")
     first_start, last_end = span_per_group(group, starts, ends, len(ranges))
-    busy = union_length_per_group(group, starts, ends, len(ranges))
+    busy = union_length_per_group(group, starts, ends, len(ranges), scratch=True)
     del starts, ends
     # Per range and kind of op (memory operations, then kernels), then per phase: an op's phase is
     # its range's (both are the phase window's that holds it, analysis.core.phases.label_ops).
@@ -180,7 +182,8 @@ def device_busy_ns(inputs: NsysInputs) -> pd.Series:
         return inputs.ops[name].to_numpy()[rows]
 
     device, distinct = device_numbers(device_keys(inputs.ops["pid"].to_numpy(), inputs.ops["device_id"].to_numpy()))
-    return pd.Series(union_length_per_group(device[rows], column("start_ns"), column("end_ns"), len(distinct)),
+    return pd.Series(union_length_per_group(device[rows], column("start_ns"), column("end_ns"), len(distinct),
+                                             scratch=True),
                      index=distinct)
 
 

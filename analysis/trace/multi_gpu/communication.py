@@ -45,34 +45,39 @@ def collective_of(demangled: str) -> str:
                 "other")
 
 
-def communication_columns(kernels: pd.DataFrame) -> pd.DataFrame:
-    """``kernels`` (rows of ``LabelledOps.ops`` with ``op_kind == "kernel"``) with three columns
-    added: ``is_communication``, ``collective`` (a categorical of ``""``, for compute kernels, and
-    :data:`COLLECTIVES`) and ``exposed_ns`` (0 for compute kernels)."""
-    codes, distinct = value_codes(kernels["demangled_name"])
+def communication_columns(ops: pd.DataFrame, is_kernel: np.ndarray) -> pd.DataFrame:
+    """``ops`` (rows of ``LabelledOps.ops``; ``is_kernel`` marks the kernels among them) with three
+    columns added: ``is_communication``, ``collective`` (a categorical of ``""``, for compute
+    kernels and other operations, and :data:`COLLECTIVES`) and ``exposed_ns`` (0 but for
+    communication kernels)."""
+    codes, distinct = value_codes(ops["demangled_name"])
     categories = ["", *COLLECTIVES]
     collectives = np.array([categories.index(collective_of(str(name))) if _COMMUNICATION_RULE.search(str(name))
                             else 0 for name in distinct] + [0], dtype=np.int8)
     collective_codes = collectives[codes]  # code -1 (no name) takes the trailing ""
+    if not is_kernel.all():  # a memory operation is no communication, whatever its name
+        collective_codes[~is_kernel] = 0
     is_communication = collective_codes != 0
     collective = pd.Categorical.from_codes(collective_codes, categories=pd.Index(categories, dtype=object))
-    return with_columns(kernels, is_communication=is_communication, collective=collective,
-                        exposed_ns=exposed_ns(kernels, is_communication))
+    return with_columns(ops, is_communication=is_communication, collective=collective,
+                        exposed_ns=exposed_ns(ops, is_communication, is_kernel))
 
 
-def exposed_ns(kernels: pd.DataFrame, is_communication: np.ndarray) -> np.ndarray:
-    """For each kernel, the ns of it that no compute kernel of its (process, GPU) covers; 0 for
-    the compute kernels themselves. ``kernels`` needs ``pid, device_id, start_ns, end_ns``."""
-    result = np.zeros(len(kernels), dtype=np.int64)
+def exposed_ns(ops: pd.DataFrame, is_communication: np.ndarray, is_kernel: np.ndarray) -> np.ndarray:
+    """For each op, the ns of it that no compute kernel (a kernel, ``is_kernel``, that is not
+    communication) of its (process, GPU) covers, for the communication kernels; 0 for the other
+    ops. ``ops`` needs ``pid, device_id, start_ns, end_ns``."""
+    result = np.zeros(len(ops), dtype=np.int64)  # untouched pages: no memory when none communicates
     if not is_communication.any():
         return result
-    starts = kernels["start_ns"].to_numpy()
-    ends = kernels["end_ns"].to_numpy()
-    for rows in kernels.groupby(["pid", "device_id"], sort=False).indices.values():
+    starts = ops["start_ns"].to_numpy()
+    ends = ops["end_ns"].to_numpy()
+    is_compute = is_kernel & ~is_communication
+    for rows in ops.groupby(["pid", "device_id"], sort=False).indices.values():
         comm = rows[is_communication[rows]]
         if not len(comm):
             continue
-        compute = rows[~is_communication[rows]]
+        compute = rows[is_compute[rows]]
         result[comm] = uncovered_ns(starts[comm], ends[comm], starts[compute], ends[compute])
     return result
 

@@ -120,28 +120,32 @@ RUN_KEYS = ("measured", "pid", "device_id", "phase", "phase_range_id", "step", "
 RUN_PHASES = (*PHASES, "")
 
 
-def kernel_runs(kernels: pd.DataFrame) -> dict[str, np.ndarray]:
+def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray) -> dict[str, np.ndarray]:
     """Runs of consecutive kernels alike in :data:`RUN_KEYS` (``phase`` as its position in
     :data:`RUN_PHASES`, ``step`` as an integer code, one per name): per run, those keys and
     ``kernels`` (how many), ``dur_ns`` and ``exposed_ns`` (summed), ``start_ns`` (the first
-    start) and ``end_ns`` (the last end). The
+    start) and ``end_ns`` (the last end). ``ops`` are labelled ops with :func:`communication_columns`,
+    ``is_kernel`` marks the kernels among them: the other ops end a run and make none, so the
+    kernel rows are read where they are, never copied. The
     labelled ops are in time order, so a phase range's kernels make a few runs, and the figures
-    read thousands of runs where there are millions of kernels; the sums are the kernels' sums."""
-    keys = {column: value_codes(kernels[column])[0] if column in ("phase", "step") else kernels[column].to_numpy()
+    read thousands of runs where there are millions of kernels; the sums are the kernels' sums
+    (a run cut in two by a memory operation sums to the same)."""
+    keys = {column: value_codes(ops[column])[0] if column in ("phase", "step") else ops[column].to_numpy()
             for column in RUN_KEYS}
-    count = len(kernels)
+    count = len(ops)
     changes = np.zeros(count, dtype=bool)
     changes[:1] = True
-    for values in keys.values():
+    for values in (*keys.values(), is_kernel):
         changes[1:] |= values[1:] != values[:-1]
     first = np.flatnonzero(changes)
     del changes
-    runs = {column: values[first] for column, values in keys.items()}
-    runs["phase"] = code_positions(value_codes(kernels["phase"])[1], RUN_PHASES, -1)[runs["phase"]]
-    runs["kernels"] = np.diff(np.append(first, count))
+    kept = is_kernel[first]  # the runs of kernels
+    runs = {column: values[first[kept]] for column, values in keys.items()}
+    runs["phase"] = code_positions(value_codes(ops["phase"])[1], RUN_PHASES, -1)[runs["phase"]]
+    runs["kernels"] = np.diff(np.append(first, count))[kept]
     for column, reduce in (("dur_ns", np.add), ("exposed_ns", np.add), ("start_ns", np.minimum), ("end_ns", np.maximum)):
-        values = kernels[column].to_numpy()
-        runs[column] = reduce.reduceat(values, first) if count else values[:0]
+        values = ops[column].to_numpy()
+        runs[column] = reduce.reduceat(values, first)[kept] if count else values[:0]
     return runs
 
 

@@ -25,7 +25,7 @@ from analysis.trace.summary_schema import CommunicationRecord
 
 # The columns of the labelled ops the communication figures read: those of every trace, then the
 # streams and launches, read only between ranks or around NCCL kernels (the ranks' timeline, FSDP
-# blocks, message sizes), so that a trace of one GPU without NCCL kernels copies none of them.
+# blocks, message sizes).
 RANK_COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "demangled_name", "measured", "step", "phase",
                 "phase_range_id"]
 LAUNCH_COLUMNS = ["stream_id", "launch_start_ns", "launch_tid"]
@@ -34,13 +34,20 @@ COLUMNS = RANK_COLUMNS + LAUNCH_COLUMNS
 
 def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationRecord:
     """``world_size``, ``ranks``, ``collectives``, ``fsdp_blocks``, ``skew`` and ``timeline`` of
-    a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already)."""
-    kernels = communication_columns(kernel_columns(labelled.ops, RANK_COLUMNS))
-    runs = kernel_runs(kernels)
+    a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already).
+
+    The per-rank figures read runs of the labelled ops where they are. The figures of collectives,
+    FSDP blocks, skew and the ranks' timeline read a copy of the kernel rows, made only when there
+    are several ranks or communication kernels: with one rank and none, each of them is empty
+    whatever the rows, so they get none (a trace of one GPU without NCCL kernels copies nothing)."""
+    is_kernel = (labelled.ops["op_kind"] == "kernel").to_numpy()
+    ops = communication_columns(pd.DataFrame({column: labelled.ops[column] for column in COLUMNS}, copy=False),
+                                is_kernel)
+    runs = kernel_runs(ops, is_kernel)
     ranks = rank_table(runs, trace.marks, trace.notes)
-    if len(ranks) > 1 or runs["is_communication"].any():
-        kernels = with_columns(kernels, **{column: values.to_numpy()
-                                           for column, values in kernel_columns(labelled.ops, LAUNCH_COLUMNS).items()})
+    between_ranks = len(ranks) > 1 or runs["is_communication"].any()
+    kernels = kernel_rows(ops, is_kernel if between_ranks else np.zeros(len(ops), dtype=bool))
+    del ops
     kernels = with_columns(kernels, bytes=message_bytes(trace, kernels))
     marked = set(config_values(trace.marks, "world_size").values())
     sizes = {size for size in marked if size >= 1}
@@ -64,13 +71,11 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     }
 
 
-def kernel_columns(ops: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """The ``columns`` of the kernel rows of ``ops``, taken column by column: no other column is
-    copied, and none at all when every op is a kernel."""
-    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
-    if is_kernel.all():
-        return pd.DataFrame({column: ops[column] for column in columns}, copy=False)
-    return pd.DataFrame({column: ops[column].array[is_kernel] for column in columns}, copy=False)
+def kernel_rows(ops: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """The ``rows`` (a mask) of ``ops``, taken column by column; nothing is copied when every row is taken."""
+    if rows.all():
+        return ops
+    return pd.DataFrame({column: ops[column].array[rows] for column in ops.columns}, copy=False)
 
 
 def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
