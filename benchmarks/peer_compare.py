@@ -231,9 +231,13 @@ def measure_round(result: TraceRuns, modes: tuple[str, ...], analyzer: list[str]
         result.runs["ours again"].append(analyzer_run(analyzer, trace, out, env))
 
 
+# Each mode's column: as wide as its head, and at least 10 characters.
+WIDTHS = {mode: max(10, len(mode)) for mode in MODES}
+
+
 def header() -> str:
     """The column heads of `trace_rows`."""
-    return f"{'trace':<40} {'kernels':>11} {'figure':<9} " + " ".join(f"{mode:>10}" for mode in MODES)
+    return f"{'trace':<40} {'kernels':>11} {'figure':<9} " + " ".join(f"{mode:>{WIDTHS[mode]}}" for mode in MODES)
 
 
 def trace_rows(result: TraceRuns) -> list[str]:
@@ -241,8 +245,8 @@ def trace_rows(result: TraceRuns) -> list[str]:
     rows = []
     for name, figure, digits in (("wall s", TraceRuns.median_s, 2), ("CPU s", TraceRuns.median_cpu_s, 2),
                                  ("peak MiB", TraceRuns.peak_mib, 0)):
-        values = (figure(result, mode) for mode in MODES)
-        cells = " ".join(f"{value:>10.{digits}f}" if value is not None else f"{'-':>10}" for value in values)
+        cells = " ".join(f"{value:>{WIDTHS[mode]}.{digits}f}" if (value := figure(result, mode)) is not None
+                         else f"{'-':>{WIDTHS[mode]}}" for mode in MODES)
         first = (f"{result.trace.name:<40} {result.kernels:>11,}" if not rows else f"{'':<40} {'':>11}")
         rows.append(f"{first} {name:<9} {cells}")
     return rows
