@@ -6,10 +6,11 @@ import pandas as pd
 import pytest
 
 from analysis.core import attribution
-from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, position_dtype, rows_by_key
+from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, rows_by_key
 from analysis.core.phases import OP_KINDS, gpu_ops, label_ops
 from analysis.core.range_names import RangeNames
 from analysis.load import load_trace
+from analysis.load.tables import position_dtype
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
 

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.codes import run_starts
+from analysis.load.tables import position_dtype
 
 # Launches searched at a time: the search's temporaries stay a few MiB whatever the trace's length.
 CHUNK_OPS = 1 << 20
@@ -81,12 +82,6 @@ def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_
             for result, holder in holders:
                 result[op_rows] = holder[piece]
     return results
-
-
-def position_dtype(count: int) -> type:
-    """The dtype of positions among ``count`` rows (and -1): int32 where they fit, which halves
-    an array of one position per op at millions of ops, else int64."""
-    return np.int32 if count <= np.iinfo(np.int32).max else np.int64
 
 
 def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:

@@ -119,6 +119,12 @@ def narrow_ids(values: np.ndarray) -> np.ndarray:
     return values.astype(np.int32)
 
 
+def position_dtype(count: int) -> type:
+    """The dtype of positions among ``count`` rows (and -1): int32 where they fit, which halves
+    an array of one position per op at millions of ops, else int64."""
+    return np.int32 if count <= INT32.max else np.int64
+
+
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The columns every GPU activity table (kernel, memcpy, memset) shares; ids that fit in
     32 bits (correlation ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit.
@@ -241,7 +247,7 @@ def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     key_calls.sort()  # in place: the keys in ``order``, without a second array of them
     sorted_keys = key_calls
     # Rows of the calls, in 32 bits where they fit: one per op.
-    found = np.full(len(ops), -1, dtype=np.int32 if len(order) <= INT32.max else np.int64)
+    found = np.full(len(ops), -1, dtype=position_dtype(len(order)))
     if not len(order):
         return found
     pids, correlation = ops["pid"].to_numpy(), ops["correlation_id"].to_numpy()

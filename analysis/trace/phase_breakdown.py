@@ -14,10 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.core.attribution import position_dtype, positions_where
+from analysis.core.attribution import positions_where
 from analysis.core.codes import code_positions, value_codes
 from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
+from analysis.load.tables import position_dtype
 from analysis.trace.nsys_inputs import NsysInputs, category_ms, device_keys, device_numbers, kernel_totals
 
 TOP_KERNELS_PER_PHASE = 10
