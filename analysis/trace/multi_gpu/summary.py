@@ -46,7 +46,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     runs = kernel_runs(ops, is_kernel)
     ranks = rank_table(runs, trace.marks, trace.notes)
     between_ranks = len(ranks) > 1 or runs["is_communication"].any()
-    kernels = kernel_rows(ops, is_kernel if between_ranks else np.zeros(len(ops), dtype=bool))
+    kernels = kernel_rows(ops, is_kernel) if between_ranks else ops.iloc[:0]
     del ops
     kernels = with_columns(kernels, bytes=message_bytes(trace, kernels))
     marked = set(config_values(trace.marks, "world_size").values())
