@@ -105,3 +105,14 @@ def test_questions_of_both_editions_are_answered_per_edition():
     assert [mem_b[e].card.page for e in (("2025",), ("2026",))] == ["question-mem-b", "question-mem-b-2026"]
     ckpt = next(r for r in records if r.card.id == "ckpt-b")
     assert ckpt.answered and ckpt.result.inputs == ("2026/checkpoint.json",)
+
+
+def test_a_users_own_trace_is_read_by_the_nsys_pages_of_both_editions(capture_summary):
+    """A trace without the runner's config names no handout: the nsys pages of both editions read it
+    (and neither reads it as the other edition's run); a runner trace stays with its edition."""
+    own = analyze_trace(REPO / "tests/data/foreign/gpt2_nvtx.sqlite.xz")
+    records = answer_all([own, capture_summary], read_results_dir(REPO / "nsys_runs/results/2026"))
+    nsys_b = {r.card.editions: r.result for r in records if r.card.id == "nsys-b"}
+    assert set(nsys_b) == {("2025",), ("2026",)}
+    assert nsys_b[("2025",)].inputs == (own["trace"],)
+    assert set(nsys_b[("2026",)].inputs) == {own["trace"], capture_summary["trace"]}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.compare.diff import diff_summaries
-from analysis.core.runs import config_value, edition, sorted_summaries
+from analysis.core.runs import config_value, edition, names_edition, sorted_summaries
 from analysis.questions.question import Evidence
 from analysis.questions.records import DiffRecord, QuestionRecord, ReportData, Unanswered
 from analysis.questions.registry import QUESTIONS
@@ -51,11 +51,13 @@ def answer_all(summaries: list[dict], results: ResultsSet) -> list[QuestionRecor
 
 
 def _edition_evidence(summaries: list[dict], results: ResultsSet, name: str) -> Evidence:
-    """The inputs of edition ``name``, with those of the other editions beside them."""
-    def part(keep) -> Evidence:
-        return Evidence(sorted_summaries([s for s in summaries if keep(edition(s))]),
+    """The inputs of edition ``name``, with those of the other editions beside them. A trace of the
+    user's own program names no edition (:func:`names_edition`): it is an input of every edition's
+    page and never one of "the other editions"."""
+    def part(keep, unnamed: bool) -> Evidence:
+        return Evidence(sorted_summaries([s for s in summaries if (keep(edition(s)) if names_edition(s) else unnamed)]),
                         ResultsSet({f: d for f, d in results.documents.items() if keep(results_edition(d))}))
-    return replace(part(lambda e: e == name), other_editions=part(lambda e: e != name), edition=name)
+    return replace(part(lambda e: e == name, True), other_editions=part(lambda e: e != name, False), edition=name)
 
 
 def _answered(question, evidence: Evidence):

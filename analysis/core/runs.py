@@ -27,6 +27,13 @@ def edition(summary: dict) -> str:
     return config_value(summary.get("config") or {}, "handout")
 
 
+def names_edition(summary: dict) -> bool:
+    """Whether the trace says which handout edition it answers: the runner's traces do (2025 where
+    their config names none, as the runner wrote before it knew editions); a user's own program
+    does not, unless its config names a ``handout``."""
+    return has_runner_config(summary) or "handout" in (summary.get("config") or {})
+
+
 # Boolean config switches that change what a run executes or records, as its label writes them.
 VARIANT_FLAGS = (("compile", "compiled"), ("allow_tf32", "tf32"), ("emit_nvtx", "emit_nvtx"),
                  ("layer_ranges", "layer ranges"))
