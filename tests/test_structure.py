@@ -383,3 +383,68 @@ def test_rows_starting_inside_each_window():
     rows = pd.DataFrame({"pid": [1, 2, 1, 1, 1], "start_ns": [30, 10, 10, 20, 50]})
     windows = pd.DataFrame({"pid": [1, 2, 1, 3], "start_ns": [10, 0, 30, 0], "end_ns": [30, 100, 30, 100]})
     assert [list(found) for found in _starting_inside(rows, windows)] == [[2, 3], [1], [], []]
+
+
+def whole_run(script, name, set_up_kernels=0, warmup_pass=False):
+    """One ``name`` range around a whole run: ``set_up_kernels`` kernels of set-up (a model built,
+    parameters broadcast), optionally an unranged warm-up pass, then one ranged training pass."""
+    def body():
+        script.kernel(count=set_up_kernels)
+        if warmup_pass:
+            script.kernel(count=3)
+            script.kernel(tid=AUTOGRAD, count=4)
+        script.range("forward pass", lambda: script.kernel(count=3))
+        script.range("backward pass", lambda: script.kernel(tid=AUTOGRAD, count=4))
+    script.range(name, body)
+
+
+def test_a_range_around_the_whole_run_with_an_unranged_warmup_pass_is_no_step(tmp_path):
+    """The warm-up pass has no ranges but its backward still launches from the autograd thread:
+    the range around both passes is the run, the step is made from the ranged pass alone."""
+    script = Script()
+    whole_run(script, "train_step", warmup_pass=True)  # a step's name does not save it: it holds two passes
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps
+    assert list(steps["range_name"]) == ["(iteration)"] and steps["measured"].all()
+    assert any("`train_step` is no step" in note and "warm-up pass" in note for note in labelled.notes)
+    measured = labelled.ops[labelled.ops["measured"]]
+    assert len(measured) == 3 + 4 and set(measured["phase"]) == {"forward", "backward"}
+
+
+def test_a_range_around_set_up_and_one_pass_is_no_step_unless_named_a_step(tmp_path):
+    """A lone range whose phases fill under half of it holds the set-up too: the run, unless its
+    name says step."""
+    script = Script()
+    whole_run(script, "distributed_training", set_up_kernels=20)
+    labelled = script.labelled(tmp_path)
+    assert list(labelled.structure.steps["range_name"]) == ["(iteration)"]
+    assert any("`distributed_training` is no step: one per process, its phases fill" in n for n in labelled.notes)
+    assert len(labelled.ops[labelled.ops["measured"]]) == 3 + 4
+
+    named = Script()
+    whole_run(named, "train_step", set_up_kernels=20)
+    (tmp_path / "named").mkdir()
+    labelled = named.labelled(tmp_path / "named")
+    assert list(labelled.structure.steps["range_name"]) == ["train_step"]
+    assert len(labelled.ops[labelled.ops["measured"]]) == 20 + 3 + 4
+
+
+def test_a_lone_step_filled_by_its_phases_stays_a_step(tmp_path):
+    script = Script()
+    script.range("profile", lambda: script.iteration(forward="forward pass", backward="backward pass"))
+    labelled = script.labelled(tmp_path)
+    assert list(labelled.structure.steps["range_name"]) == ["profile"]
+    assert not any("is no step" in note for note in labelled.notes)
+
+
+@pytest.mark.parametrize(("name", "phase"), [
+    ("comm + optimizer", "optimizer_step"), ("grad sync and update", "optimizer_step"),
+    ("train/all_reduce & optimizer step", "optimizer_step"), ("data, loss", "loss"),
+    ("forward and backward", None), ("zero_grad + step", None), ("land", None)])
+def test_a_name_of_joined_parts_is_the_one_phase_they_name(tmp_path, name, phase):
+    script = Script()
+    for i in range(3):
+        script.range(f"step_{i}", lambda: script.iteration(optimizer=name))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    names = labelled.structure.phase_names
+    assert (names.get(phase) == [name]) if phase else all(name not in found for found in names.values())

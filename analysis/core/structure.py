@@ -74,8 +74,12 @@ PHASE_FAMILIES = {
     "optimizer_step": re.compile(rf"{TRAINING}((optimizer|optim|opt)(_step|_update)?|adamw?(_step)?)"
                                  r"|(param(eter)?s?_)?update|step"),
 }
+# What joins the parts of a name that says two things (``comm + optimizer``, ``sync and step``).
+JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
 # ``step`` names the optimizer only inside a training step, after its backward.
 AMBIGUOUS_OPTIMIZER = "step"
+# A name that says it is a step (``train_step``, ``iteration_3``, ``batch``).
+STEP_FAMILY = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)(_.*)?")
 WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in)(_.*)?")
 # A range around the measured steps: steps outside it are warm-up.
 MEASURED_FAMILY = re.compile(r"(measure[ds]?|timed|benchmark(ed)?|profiled?)(_(steps?|iters?|iterations?|loop|region|runs?))?")
@@ -160,7 +164,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges))
     training = _training_forwards(phases)
     inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
-    steps, step_rule, containers, several_runs = _steps(own, phases[~inference], names, notes)
+    steps, step_rule, containers, several_runs = _steps(own, phases[~inference], ops, names, notes)
     step_ranges = steps is not None
     if steps is None:
         steps = pd.DataFrame(columns=[*WINDOW_COLUMNS, "measured"]) if several_runs else \
@@ -267,6 +271,19 @@ def _phase_of(normal: str) -> str | None:
     return None
 
 
+def _phase_of_name(name: str) -> str | None:
+    """The phase a range's name says: its role's family (:func:`_phase_of`), else, for a name of
+    parts joined by ``+``, ``&``, ``,`` or ``and`` (``comm + optimizer``), the one phase its parts
+    name when exactly one does (a bare ``step`` part names none: it may be anything)."""
+    role = str(name).rsplit("/", 1)[-1]
+    phase = _phase_of(normal_name(role))
+    parts = [normal_name(part) for part in JOINED_PARTS.split(role)]
+    if phase is not None or len(parts) < 2:
+        return phase
+    named = {_phase_of(part) for part in parts if part != AMBIGUOUS_OPTIMIZER} - {None}
+    return named.pop() if len(named) == 1 else None
+
+
 def _region_of(normal: str) -> str | None:
     for region, family in REGION_FAMILIES:
         if family.fullmatch(normal):
@@ -309,7 +326,7 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
         phase = own["name"].map(given).to_numpy(dtype=object)
         _note_missing(given, own, notes)
     else:
-        phase = _per_name(own["normal"], _phase_of)
+        phase = _per_name(own["name"], _phase_of_name)
         phase = _resolve_ambiguous_step(own, phase)
     keep = pd.notna(phase)
     windows = _windows(own[keep], phase[keep])
@@ -451,7 +468,7 @@ def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
     for pid, mine in launched.groupby("pid", sort=True):
         mine = mine.sort_values("launch_start_ns", kind="stable")
         tids = mine["launch_tid"].to_numpy()
-        main = pid if (tids == pid).any() else pd.Series(tids).mode().iat[0]
+        main = _main_thread(pid, tids)
         times = mine["launch_start_ns"].to_numpy()
         names = mine["demangled_name"].astype(str).to_numpy()
         other = tids != main
@@ -476,6 +493,12 @@ def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
     windows = windows.assign(range_id=np.arange(first_id, first_id + len(windows), dtype=np.int64),
                              range_name=windows["name"].map(lambda p: f"({p}, from kernels)"), parent_id=-1)
     return windows[WINDOW_COLUMNS].sort_values("start_ns", kind="stable").reset_index(drop=True)
+
+
+def _main_thread(pid: int, tids: np.ndarray) -> int:
+    """A process's main thread among the threads of its launches: the one whose id is the
+    process's, else the one that launched most."""
+    return pid if (tids == pid).any() else pd.Series(tids).mode().iat[0]
 
 
 def _merge_close_runs(runs: list[tuple[int, int]], other: np.ndarray) -> list[tuple[int, int]]:
@@ -547,11 +570,13 @@ def _overlapping(windows: pd.DataFrame) -> bool:
     return bool(((pids[1:] == pids[:-1]) & (starts[1:] < ends[:-1])).any())
 
 
-def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: list[str]
+def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str]
            ) -> tuple[pd.DataFrame | None, str, pd.DataFrame, bool]:
     """Step windows from the user's ranges (None when no range family is one of steps), the rule
     that found them, the ranges around several phase windows (containers; with several runs, the
-    runs' ranges), and whether several families are steps, each of another run (configuration)."""
+    runs' ranges), and whether several families are steps, each of another run (configuration).
+    A family of one range per process around more than one pass is the whole run, not a step
+    (:func:`_whole_run`)."""
     if names.step_prefix is not None:
         return (*_prefixed_steps(own, names, notes), False)
     candidates = own[~own["range_id"].isin(phases["range_id"]) & ~own["name"].isin(phases["range_name"])]
@@ -571,6 +596,9 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
         if (held[rows] == 0).mean() > 0.5 or _overlapping(candidates.iloc[rows]):
             continue
         if (forwards[rows] <= 1).all() and (backwards[rows] <= 1).all():
+            if (why := _whole_run(candidates.iloc[rows], phases, ops)) is not None:
+                notes.append(f"`{family_label(candidates['name'].iat[rows[0]])}` is no step: {why}")
+                continue
             families[stem] = rows
         elif (optimizers[rows][held[rows] > 0] == 1).all():  # gradient accumulation: passes, then one update
             families[stem] = rows
@@ -604,6 +632,54 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, names: RangeNames, notes: li
         passes = f" (micro-batches {', '.join(f'`{family_label(n)}`' for n in name_families(inner))})" if inner else ""
         rule = f"the ranges {shown} each hold one optimizer step after several forward and backward passes{passes}"
     return steps.assign(measured=True), rule, containers, False
+
+
+# A range that is its process's only step candidate is a step only where its phases fill at least
+# this share of it; a range around the whole run holds the set-up (model, communicators) too.
+PHASES_FILL_STEP = 0.5
+
+
+def _whole_run(ranges: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame) -> str | None:
+    """Why ranges that each hold at most one pass of the phases are the whole run rather than
+    steps, or None when they are steps: one per process, and a backward pass runs in one of them
+    that no phase range marks (:func:`_unranged_backward`; a warm-up pass beside the measured
+    one), or, where their name does not say step and they were closed, the phases fill less than
+    :data:`PHASES_FILL_STEP` of one of them."""
+    if ranges["pid"].duplicated().any():
+        return None
+    if _unranged_backward(ranges, phases, ops).any():
+        return "one per process, it holds a backward pass that no phase range marks besides its own (a warm-up pass)"
+    if _named(STEP_FAMILY, ranges["name"]).any() or ranges.get("is_open", pd.Series(False)).any():
+        return None
+    for window in ranges.itertuples():
+        mine = phases[(phases["pid"].to_numpy() == window.pid) & (phases["start_ns"].to_numpy() >= window.start_ns)
+                      & (phases["end_ns"].to_numpy() <= window.end_ns)]
+        span = window.end_ns - window.start_ns
+        if len(mine) and span > 0 and mine["end_ns"].max() - mine["start_ns"].min() < PHASES_FILL_STEP * span:
+            share = (mine["end_ns"].max() - mine["start_ns"].min()) / span
+            return f"one per process, its phases fill {share:.0%} of it (the rest is set-up)"
+    return None
+
+
+def _unranged_backward(ranges: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
+    """Whether each range holds launches from a thread other than its process's main one
+    (PyTorch's autograd thread) outside every phase window, at least half as many as inside its
+    backward windows: a backward pass that no phase range marks."""
+    from analysis.core.attribution import ops_in_windows
+    found = np.zeros(len(ranges), dtype=bool)
+    pids, launched = ops["pid"].to_numpy(), ops["launch_start_ns"].to_numpy()
+    for index, window in enumerate(ranges.itertuples()):
+        inside = ops[(pids == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
+        tids = inside["launch_tid"].to_numpy()
+        if not len(tids):
+            continue
+        other = inside[tids != _main_thread(window.pid, tids)]
+        mine = phases[phases["pid"].to_numpy() == window.pid].reset_index(drop=True)
+        holder = ops_in_windows(other, mine)
+        outside = int((holder < 0).sum())
+        in_backward = int((np.append(mine["name"].to_numpy() == "backward", False)[holder]).sum())
+        found[index] = outside > 0 and 2 * outside >= in_backward
+    return found
 
 
 def _part_families(candidates: pd.DataFrame, families: dict[str, np.ndarray]) -> list[str]:
