@@ -20,6 +20,7 @@ from analysis.load.errors import (
     TruncatedTrace,
     UnsupportedSchema,
 )
+from analysis.load.export_map import DIAGNOSTICS
 from tests.synthetic import build_export
 
 FORWARD = "small_ctx256_forward_fp32.sqlite"
@@ -112,6 +113,23 @@ def test_nsys_report_is_exported_when_nsys_is_on_path(fixture_trace, tmp_path, m
 
 def test_export_without_kernels(external_trace):
     _refused(external_trace("uvmtorch_runtime_only_2025.sqlite"), NoKernels, "no CUDA kernel")
+
+
+def test_export_without_kernels_says_what_nsys_said_about_cuda(tmp_path):
+    """nsys's own warnings about CUDA (an unsupported driver, no CUDA events), each once, end the
+    line; its other messages (NVTX, sampling) and its notes do not."""
+    path = build_export(tmp_path / "no_cuda.sqlite")
+    with sqlite3.connect(path) as conn:
+        conn.execute(DIAGNOSTICS.create_sql())
+        conn.executemany(f"INSERT INTO {DIAGNOSTICS.name} VALUES (?, ?)", [
+            (1, "CUDA injection initialized successfully."),
+            (2, "Installed CUDA driver version (12.8) is not supported by this build of Nsight Systems."),
+            (2, "No CUDA events collected.\nDoes the process use CUDA?"),
+            (2, "No CUDA events collected.\nDoes the process use CUDA?"),
+            (2, "No NVTX events collected. Does the process use NVTX?")])
+    message = _refused(path, NoKernels, "no CUDA kernel records")
+    assert message.endswith("; nsys said: “Installed CUDA driver version (12.8) is not supported by this build of "
+                            "Nsight Systems.” “No CUDA events collected. Does the process use CUDA?”")
 
 
 def test_cuda_graphs_traced_whole(tmp_path):

@@ -122,8 +122,10 @@ GPU_METRIC_NAMES = ExportTable(("TARGET_INFO_GPU_METRICS",), _columns(
 PAYLOAD_SCHEMAS = ExportTable(("NVTX_PAYLOAD_SCHEMA_ENTRIES",), _columns(
     ("schema_id", "schemaId"), ("name", "name", "TEXT"), ("offset", "offset")))
 
+# nsys's own messages about the capture, read only to say why an export holds no kernels.
+DIAGNOSTICS = ExportTable(("DIAGNOSTIC_EVENT",), _columns(("severity", "severity"), ("text", "text", "TEXT")))
 TABLES = (STRINGS, METADATA, KERNELS, RUNTIME, MEMCPY, MEMSET, NVTX, GRAPHS, CUDA_GPUS, OLD_GPUS,
-          MEMORY_EVENTS, GPU_METRICS, GPU_METRIC_NAMES, PAYLOAD_SCHEMAS)
+          MEMORY_EVENTS, GPU_METRICS, GPU_METRIC_NAMES, PAYLOAD_SCHEMAS, DIAGNOSTICS)
 # Tables the analyzer never reads that this project's tools (nsys_runs) edit or drop: the GPU
 # synchronizations that nsys_runs.scale_trace repeats, the capture window it extends, and what
 # nsys_runs.slim drops or scrubs.

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.load.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTrace
-from analysis.load.export_map import GRAPHS, KERNELS, MARKERS, MEMORY_EVENTS, table_names
+from analysis.load.export_map import DIAGNOSTICS, GRAPHS, KERNELS, MARKERS, MEMORY_EVENTS, table_names
 from analysis.load.gpu_metrics import read_gpu_metrics
 from analysis.load.input_cache import InputCache
 from analysis.load.inputs import connect_readonly, opened_input
@@ -84,6 +84,25 @@ def require_claimable_kernels(trace: Trace) -> None:
             "among its CUDA runtime/driver API records, so no NVTX range can claim them; capture with `-t cuda,nvtx`")
 
 
+# The diagnostics' severity levels that are warnings or errors (ENUM_DIAGNOSTIC_SEVERITY_LEVEL).
+WARNING_LEVELS = (2, 3)
+CUDA_DIAGNOSTICS_SHOWN = 3
+
+
+def cuda_diagnostics(conn: sqlite3.Connection, schema: dict) -> list[str]:
+    """nsys's own warnings and errors about CUDA in the capture (a driver it does not support, no
+    CUDA events collected), each once, at most :data:`CUDA_DIAGNOSTICS_SHOWN`: they say why an
+    export holds no kernels."""
+    table, severity, text = DIAGNOSTICS.in_export(schema), DIAGNOSTICS.column(schema, "severity"), \
+        DIAGNOSTICS.column(schema, "text")
+    if table is None or severity is None or text is None:
+        return []
+    rows = conn.execute(f'SELECT "{text}" FROM {table} WHERE "{severity}" IN {WARNING_LEVELS} AND "{text}" LIKE ? '
+                        "ORDER BY rowid", ("%CUDA%",)).fetchall()
+    said = dict.fromkeys(" ".join(str(row[0]).split()) for row in rows)
+    return list(said)[:CUDA_DIAGNOSTICS_SHOWN]
+
+
 def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None) -> Trace:
     schema = read_schema(conn)
     require_tables_are_tables(conn)
@@ -97,8 +116,9 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         if graph_launches:
             raise NoKernels(f"has no per-kernel records, only {graph_launches} whole CUDA-graph "
                             "launches; profile again with --cuda-graph-trace=node")
-        raise NoKernels("has no CUDA kernel records (was it captured with `-t cuda`, and did "
-                        "the program launch kernels?)")
+        said = cuda_diagnostics(conn, schema)
+        raise NoKernels("has no CUDA kernel records (was it captured with `-t cuda`, and did the program launch "
+                        "kernels?)" + ("; nsys said: " + " ".join(f"“{text}”" for text in said) if said else ""))
     require_columns(schema, KERNELS, version)
     strings = StringTable(conn, schema)
 
