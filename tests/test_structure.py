@@ -448,3 +448,34 @@ def test_a_name_of_joined_parts_is_the_one_phase_they_name(tmp_path, name, phase
     labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
     names = labelled.structure.phase_names
     assert (names.get(phase) == [name]) if phase else all(name not in found for found in names.values())
+
+
+def unranged_iteration(script, sync_range=None):
+    """A training iteration with no phase ranges, a non-fused optimizer (plain kernels on the main
+    thread) and, optionally, a range around the gradient sync between the backward and the optimizer."""
+    script.range("embed", lambda: script.kernel(count=3))
+    script.kernel(tid=AUTOGRAD, count=4)
+    script.range(sync_range, lambda: script.kernel(count=2))
+    script.kernel(count=5)  # the optimizer, parameter by parameter
+
+
+def test_a_range_only_the_later_iterations_hold_tells_their_warmup(tmp_path):
+    """The script turned a range on after its warm-up: the iterations before it first appears are
+    warm-up. A short range that a phase found from the kernels merely starts in is no step."""
+    script = Script()
+    for i in range(6):
+        unranged_iteration(script, sync_range="grad_all_reduce" if i >= 2 else None)
+    labelled = script.labelled(tmp_path)
+    structure = labelled.structure
+    assert list(structure.steps["range_name"].unique()) == ["(iteration)"] and len(structure.steps) == 6
+    assert list(structure.steps["measured"]) == [False, False, True, True, True, True]
+    assert structure.warmup_rule == "the steps before `grad_all_reduce` first appears (it is in every later step)"
+    assert "grad_all_reduce" not in structure.unused
+
+
+def test_a_range_in_some_later_iterations_only_tells_nothing(tmp_path):
+    script = Script()
+    for i in range(6):
+        unranged_iteration(script, sync_range="grad_all_reduce" if i in (2, 4, 5) else None)
+    structure = script.labelled(tmp_path).structure
+    assert not structure.warmup_rule.startswith("the steps before")

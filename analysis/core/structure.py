@@ -181,14 +181,14 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         extra, warmup_found = _warmup_iterations(own, steps, phases, ops, len(ranges) + len(phases) + len(steps))
         steps = pd.concat([steps, extra], ignore_index=True)
     has_steps = len(steps) > 0
-    steps, warmup_rule, step_table = _warmup(steps, containers, warmup_found, ops, names, has_steps)
+    steps, warmup_rule, step_table, marking = _warmup(steps, containers, warmup_found, ops, names, has_steps, own)
     regions, fused = _regions(own, labels, phases, names, notes)
     name_of = pd.concat([own["name"], labels["name"]]).set_axis(pd.concat([own["range_id"], labels["range_id"]]))
     region_names = {part: sorted(pd.unique(name_of.loc[regions.index[regions == part]])) for part in REGIONS}
     block_family, block_ranges = _blocks(own, labels, phases)
     used = set().union(*map(pd.unique, (
         steps["range_name"], phases["range_name"], inference_windows["range_name"], name_of.loc[regions.index],
-        containers["name"], name_of.reindex(block_ranges.index).dropna())))
+        containers["name"], name_of.reindex(block_ranges.index).dropna(), pd.Series(marking, dtype=object))))
     if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
         used |= set(own.loc[_named(WARMUP_FAMILY, own["name"]), "name"])
     unused = [family_label(n) for n in name_families(sorted(
@@ -555,6 +555,28 @@ def _contains(outer: pd.DataFrame, inner: pd.DataFrame) -> np.ndarray:
     return counts
 
 
+def _holding_whole(outer: pd.DataFrame, inner: pd.DataFrame) -> np.ndarray:
+    """For each row of ``outer``, whether rows of ``inner`` (same process) start inside it and
+    every one of them also ends inside it: a step holds its phases whole, and a short range that
+    a phase found from the kernels merely starts in (a gradient sync just before the next
+    iteration's launches) holds none."""
+    whole = np.zeros(len(outer), dtype=bool)
+    if inner.empty or outer.empty:
+        return whole
+    inner_pids = inner["pid"].to_numpy()
+    starts, ends, pids = outer["start_ns"].to_numpy(), outer["end_ns"].to_numpy(), outer["pid"].to_numpy()
+    for pid in np.unique(pids):
+        rows = np.flatnonzero(pids == pid)
+        mine = inner_pids == pid
+        order = np.argsort(inner["start_ns"].to_numpy()[mine], kind="stable")
+        inner_starts, inner_ends = inner["start_ns"].to_numpy()[mine][order], inner["end_ns"].to_numpy()[mine][order]
+        first = np.searchsorted(inner_starts, starts[rows], side="left")
+        last = np.searchsorted(inner_starts, ends[rows], side="left")
+        for k, row in enumerate(rows):
+            whole[row] = last[k] > first[k] and inner_ends[first[k]:last[k]].max() <= ends[row]
+    return whole
+
+
 def _inside_any(rows: pd.DataFrame, windows: pd.DataFrame) -> np.ndarray:
     """Whether each row starts inside one of ``windows`` (same process)."""
     from analysis.core.attribution import ops_in_windows
@@ -593,7 +615,8 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     families, accumulating = {}, set()
     for stem in pd.unique(stems):
         rows = np.flatnonzero(stems == stem)
-        if (held[rows] == 0).mean() > 0.5 or _overlapping(candidates.iloc[rows]):
+        if (held[rows] == 0).mean() > 0.5 or _overlapping(candidates.iloc[rows]) \
+                or (~_holding_whole(candidates.iloc[rows], phases)).mean() > 0.5:
             continue
         if (forwards[rows] <= 1).all() and (backwards[rows] <= 1).all():
             if (why := _whole_run(candidates.iloc[rows], phases, ops)) is not None:
@@ -806,11 +829,13 @@ def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int
 # ----------------------------------------------------------------------------- warm-up
 
 def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
-            names: RangeNames, has_steps: bool) -> tuple[pd.DataFrame, str, list[dict]]:
-    """Mark warm-up steps (``measured`` False) and say by which rule; ``found_rule`` says how the
-    warm-up steps already among ``steps`` were found ("" when none were)."""
+            names: RangeNames, has_steps: bool, own: pd.DataFrame) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
+    """Mark warm-up steps (``measured`` False), say by which rule, and name the user's ranges that
+    told them where none is a step (:func:`_late_range_warmup`; ``own``: the user's ranges);
+    ``found_rule`` says how the warm-up steps already among ``steps`` were found ("" when none were)."""
+    marking: list[str] = []
     if not has_steps or steps.empty:
-        return steps, "no steps", []
+        return steps, "no steps", [], marking
     steps = steps.sort_values(["pid", "start_ns"], kind="stable").reset_index(drop=True)
     figures = _step_figures(steps, ops)
     if names.warmup_steps is not None:
@@ -826,12 +851,14 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
     else:
         measured, rule = _named_warmup(steps, containers)
         if rule is None:
+            measured, rule, marking = _late_range_warmup(steps, own)
+        if rule is None:
             measured, rule = _departing_steps(steps, figures)
     steps = steps.assign(measured=np.asarray(measured, dtype=bool))
     table = [{"step": str(s.name), "pid": int(s.pid), "measured": bool(s.measured),
               "cpu_span_ms": (s.end_ns - s.start_ns) / 1e6, "kernels": int(k), "kernel_ms": t / 1e6}
              for s, k, t in zip(steps.itertuples(), figures["kernels"], figures["kernel_ns"])]
-    return steps, rule, table
+    return steps, rule, table, marking
 
 
 def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
@@ -887,6 +914,39 @@ def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.nda
             where = "inside" if warm_inside else "outside"
             return (~inside if warm_inside else inside), f"{where} " + ", ".join(f"`{c}`" for c in sorted(set(named["name"])))
     return np.ones(len(steps), dtype=bool), None
+
+
+def _late_range_warmup(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarray, str | None, list[str]]:
+    """Warm-up steps told by a range the script turned on after its warm-up: a family of the
+    user's ranges that starts in every one of the last iterations of each process and in none of
+    the first ones (``grad_all_reduce`` only in measured iterations) makes those first steps
+    warm-up. An iteration runs from its step's start to the next step's (a range after the
+    backward of a step made from the phases is still its iteration's); the first also holds what
+    came before it, the last what came after. Also the names of those ranges. When several such
+    families disagree on where measuring starts, None."""
+    step_pids = steps["pid"].to_numpy()  # sorted by process, then start
+    first, last = np.append(True, step_pids[1:] != step_pids[:-1]), np.append(step_pids[1:] != step_pids[:-1], True)
+    starts = np.where(first, np.iinfo(np.int64).min, steps["start_ns"].to_numpy())
+    following = np.where(last, np.iinfo(np.int64).max, np.append(steps["start_ns"].to_numpy()[1:], 0))
+    iterations = steps.assign(start_ns=starts, end_ns=following)
+    found: dict[str, np.ndarray] = {}
+    for family, rows in own.groupby("family", sort=True).indices.items():
+        present = _contains(iterations, own.iloc[rows]) > 0
+        late = np.zeros(len(steps), dtype=bool)
+        for pid in np.unique(step_pids):
+            mine = np.flatnonzero(step_pids == pid)
+            first = int(np.argmax(present[mine])) if present[mine].any() else 0
+            if first == 0 or not present[mine[first:]].all():
+                break
+            late[mine[first:]] = True
+        else:
+            found[family] = late
+    kinds = {tuple(late) for late in found.values()}
+    if len(kinds) != 1:
+        return np.ones(len(steps), dtype=bool), None, []
+    marking = sorted(set(own.loc[own["family"].isin(list(found)), "name"]))
+    shown = ", ".join(f"`{family_label(n)}`" for n in name_families(marking))
+    return next(iter(found.values())), f"the steps before {shown} first appears (it is in every later step)", marking
 
 
 def _prefixed_warmup(steps: pd.DataFrame, containers: pd.DataFrame, prefix: str) -> tuple[np.ndarray, str]:

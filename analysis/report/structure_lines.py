@@ -35,8 +35,10 @@ def describe(record: dict) -> str:
         shown = ", ".join(f"`{shortened(n)}`" for n in unused[:6])
         parts.append(f"unused: {shown}" + (f" and {len(unused) - 6} more" if len(unused) > 6 else ""))
     base, filled = record["source"].removesuffix("+kernels"), record["source"].endswith("+kernels")
+    ranges = record["step_ranges"] or record["block_family"] or unused or any(record["attention_names"].values())
     source = {"ranges": "NVTX ranges", "pytorch": "PyTorch's labels", "ranges+pytorch": "NVTX ranges and PyTorch's labels",
-              "kernels": "kernels alone (no NVTX)", "none": "nothing found"}[base]
+              "kernels": "the kernels (no range names a phase)" if ranges else "kernels alone (no NVTX)",
+              "none": "nothing found"}[base]
     if filled:
         source += ", the phases they lack from the kernels"
     return f"structure from {source}: " + "; ".join(parts)

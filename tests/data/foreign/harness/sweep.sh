@@ -60,6 +60,7 @@ compile) prof gpt2_compile_no_nvtx 200 --trace=cuda -- python3 $F/hf/gpt2_train.
 enzo26async) prof enzo26async 240 $G26 --cuda-memory-usage=true -- env PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync PYTHONPATH=$F/enzo/cs336-basics:$F/enzo:$SITE python3 -m cs336_systems.nsys_profile.cde workload --model-size small --context-length 128 --warmup 2 --steps 2 ;;
 sara50) prof sara50 240 --trace=cuda,cudnn,cublas,nvtx --pytorch=autograd-nvtx --gpu-metrics-devices=0 --gpu-metrics-frequency=50 -- env PYTHONPATH=$F/sara/cs336_basics_mine:$F/sara:$SITE python3 -m cs336_systems.benchmarking --config $F/sara_small4_ctx128.json ;;
 bolong) prof bolong 200 --trace=cuda,nvtx -- bash -c "cd $F/bolong && exec env PYTHONPATH=$F/bolong/cs336-basics:$F/bolong:$SITE python3 -m scripts.benchmark_base --mode profile --model small --option opt --context_length 128" ;;
+damek_ddp) prof damek_ddp2 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/damek/cs336-basics:$F/damek:$SITE python3 $F/damek/cs336_systems/benchmarking_scripts/ddp_overlap_individual_parameters_benchmarking_nvtx.py ;;
 sara_ddp) prof sara_ddp2 240 --trace=cuda,nvtx -- env PYTHONPATH=$F/sara/cs336_basics_mine:$F/sara:$SITE python3 -m cs336_systems.ddp_overlap_bench --config $F/sara_small4_ctx128.json ;;
 # Checked against the reference by hand, not shipped (6.4 MB packed):
 liz_ddp26) prof liz_ddp2_flags2026 300 $G26 -- bash -c "cd $F/liz && exec env PYTHONPATH=$F/liz/cs336-basics:$F/liz:$SITE python3 cs336_systems/assignment_53_overlapped_ddp.py" ;;
