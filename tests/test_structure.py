@@ -10,6 +10,7 @@ from analysis.core.attribution import ops_in_windows
 from analysis.core.phases import label_ops
 from analysis.core.range_names import RangeNames
 from analysis.load import RangeFilter, load_trace
+from analysis.report.structure_lines import describe
 from tests.synthetic import PUSH_POP, build_export
 
 PID, MAIN, AUTOGRAD = 100, 100, 101
@@ -296,6 +297,7 @@ def test_no_nvtx_at_all(tmp_path):
         script.iteration(forward=None, backward=None, optimizer=None)
     labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
     assert labelled.structure.source == "kernels"
+    assert describe(labelled.structure.record()).startswith("structure from kernels alone (no NVTX): ")
     assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
     backward = labelled.ops[(labelled.ops["phase"] == "backward") & labelled.ops["measured"]]
     assert len(backward) == 3 * 4
@@ -471,6 +473,7 @@ def test_a_range_only_the_later_iterations_hold_tells_their_warmup(tmp_path):
     assert list(structure.steps["measured"]) == [False, False, True, True, True, True]
     assert structure.warmup_rule == "the steps before `grad_all_reduce` first appears (it is in every later step)"
     assert "grad_all_reduce" not in structure.unused
+    assert describe(structure.record()).startswith("structure from the kernels (no range names a phase): ")
 
 
 def test_a_range_in_some_later_iterations_only_tells_nothing(tmp_path):
