@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import cache
 
 import pytest
@@ -123,3 +124,16 @@ def test_mem_f_reads_the_parameters_per_block_from_the_trace():
     ledger = summary("s2026_enzoding_flags2026_mem")["memory_ledger"]
     assert ledger["params_per_block"] == 4 * 768**2 + 3 * 768 * 3072 + 2 * 768
     assert ledger["gradient_bytes_per_block"] == pytest.approx(ledger["expected_gradient_bytes_per_block"], rel=0.01)
+
+
+def test_nsys_b_names_the_computing_leader_where_a_collective_leads():
+    """On a DDP rank the all-reduce leads forward and backward by time that holds the wait for the
+    other rank; the sentence adds the leader among the computing kernels (here the forward's own
+    leader, on both ranks) with its share of their time, above its share of all kernel time."""
+    answer = summary("s2026_sarakothari_ddp2")["questions"]["b"]["answer"]
+    ranks = REFERENCE["s2026_sarakothari_ddp2"]["processes"]
+    assert all(rank["nsys_b"]["forward_backward_top"]["kernel"].startswith("ncclDevKernel") for rank in ranks)
+    assert len({rank["nsys_b"]["forward_top"]["kernel"] for rank in ranks}) == 1
+    found = re.search(r"among the computing kernels the forward leader leads with ([\d.]+)% of their time", answer)
+    assert found and 5 < float(found[1]) < 100
+    assert "computing kernels" not in summary("gpt2_nvtx")["questions"]["b"]["answer"]

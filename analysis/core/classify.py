@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 
 GEMM = "gemm"  # the category the matrix-multiplication questions compare against
+COMMUNICATION = "communication"  # NCCL kernels: their time holds a rank's wait for the others
 
 # Display order. `memcpy`/`memset` label rows of the memory-operation tables (callers set them);
 # no kernel name maps to them.
@@ -95,7 +96,7 @@ TRITON_COPY_OPS = ("_unsafe_view", "view", "reshape", "clone", "contiguous", "pe
                    "gather", "_to_copy", "copy", "convert_element_type", "bmm", "mm")
 
 RULES = (
-    _rule("communication", r"nccl", "NCCL collectives and send/recv (ncclDevKernel_*)"),
+    _rule(COMMUNICATION, r"nccl", "NCCL collectives and send/recv (ncclDevKernel_*)"),
     _rule(
         "reduction",
         r"multi_tensor_apply\w*<.*LpNormFunctor|lpnorm_cleanup",

@@ -40,10 +40,19 @@ def write_trace(record: dict, summary: dict) -> str:
     share = text.pct(record["top_forward_backward_share"])
     if record["same_kernel"]:
         return sentence + f" With the backward pass counted too, the same kernel leads with {share} of the time."
-    return sentence + (
+    sentence += (
         f" With the backward pass counted too, {text.kernel_label(record['top_forward_backward_kernel'])} "
         f"({record['top_forward_backward_category']}) leads instead with {share}; the forward leader ranks "
         f"{_ordinal(record['forward_leader_rank'])}."
+    )
+    compute = record.get("top_forward_backward_compute_kernel")
+    if compute is None:
+        return sentence
+    leader = "the forward leader" if compute == top_kernel else text.kernel_label(compute)
+    return sentence + (
+        f" A collective's time holds this rank's wait for the others to reach it, so it says little of the work; "
+        f"among the computing kernels {leader} leads with {text.pct(record['top_forward_backward_compute_share'])} "
+        "of their time."
     )
 
 

@@ -17,12 +17,11 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.core.classify import RULES
+from analysis.core.classify import COMMUNICATION, RULES
 from analysis.core.codes import value_codes
 from analysis.core.intervals import uncovered_ns
 from analysis.load.tables import with_columns
 
-COMMUNICATION = "communication"  # the kernel category of analysis.core.classify for NCCL kernels
 # The classification's communication rule. It comes first in RULES, so a name it matches is
 # communication whatever the later rules say (tests/test_ranks.py checks the order).
 _COMMUNICATION_RULE = next(rule.pattern for rule in RULES if rule.category == COMMUNICATION)

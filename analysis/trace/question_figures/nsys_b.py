@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, TypedDict
 
-from analysis.core.classify import GEMM, gemm_precision
+from analysis.core.classify import COMMUNICATION, GEMM, gemm_precision
 from analysis.core.kernel_names import kernel_label
 from analysis.trace.summary_schema import STORED_ONLY, WRITTEN
 
@@ -31,6 +31,10 @@ class Record(TypedDict):
     top_forward_backward_share: float | None
     same_kernel: bool | None
     top_forward_backward_category: Annotated[str | None, STORED_ONLY]
+    # Where a communication kernel leads forward and backward: the leader among the others, and
+    # its share of their summed time
+    top_forward_backward_compute_kernel: Annotated[str | None, STORED_ONLY]
+    top_forward_backward_compute_share: Annotated[float | None, STORED_ONLY]
     forward_leader_rank: Annotated[int | None, STORED_ONLY]  # of the forward leader, forward and backward counted
     answer: Annotated[str, WRITTEN]
 
@@ -39,7 +43,8 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
     """(b)'s record for one trace (less its sentence); ``phases`` is not read."""
     forward = inputs.kernel_totals(("forward",), inputs.passes("forward"))
     leader_figures = {"top_forward_backward_kernel": None, "top_forward_backward_share": None, "same_kernel": None,
-                      "top_forward_backward_category": None, "forward_leader_rank": None}
+                      "top_forward_backward_category": None, "forward_leader_rank": None,
+                      "top_forward_backward_compute_kernel": None, "top_forward_backward_compute_share": None}
     if forward.empty:
         return {"top_forward_kernel": None, "top_forward_label": None, "top_forward_category": None,
                 "top_forward_precision": None, "top_forward_tensor_core": None, "calls_per_layer": None,
@@ -65,7 +70,12 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
         return record | leader_figures
     both = inputs.kernel_totals(("forward", "backward"), inputs.passes("forward"))
     leader = both.iloc[0]
+    computing = both[both["category"] != COMMUNICATION]
+    compute_leader = computing.iloc[0] if leader["category"] == COMMUNICATION and len(computing) else None
     return record | {
+        "top_forward_backward_compute_kernel": None if compute_leader is None else compute_leader["kernel"],
+        "top_forward_backward_compute_share":
+            None if compute_leader is None else float(compute_leader["total_ns"] / computing["total_ns"].sum()),
         "top_forward_backward_kernel": leader["kernel"],
         "top_forward_backward_share": float(leader["share"]),
         "same_kernel": bool(leader["kernel"] == top["kernel"]),
