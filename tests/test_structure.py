@@ -474,6 +474,10 @@ def test_a_range_only_the_later_iterations_hold_tells_their_warmup(tmp_path):
     assert structure.warmup_rule == "the steps before `grad_all_reduce` first appears (it is in every later step)"
     assert "grad_all_reduce" not in structure.unused
     assert describe(structure.record()).startswith("structure from the kernels (no range names a phase): ")
+    # The forward found from the kernels starts at the model's own range, not at the previous
+    # iteration's gradient sync and optimizer launches.
+    forward = labelled.ops[labelled.ops["measured"] & (labelled.ops["phase"] == "forward")]
+    assert len(forward) == 4 * 3
 
 
 def test_a_range_in_some_later_iterations_only_tells_nothing(tmp_path):

@@ -228,7 +228,7 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
             source = "ranges+pytorch" if len(phases) else "pytorch"
             phases = pd.concat([phases, from_labels], ignore_index=True).sort_values("start_ns", kind="stable")
     if phases.empty and names.phases is None:
-        phases = _kernel_phases(ops, first_id)
+        phases = _forwards_from_model_ranges(_kernel_phases(ops, first_id), own)
         source = "kernels" if len(phases) else "none"
     elif names.phases is None and not (phases["name"] == "backward").any():  # a backward with no range
         from_kernels = _kernel_phases(ops, first_id)
@@ -499,6 +499,35 @@ def _main_thread(pid: int, tids: np.ndarray) -> int:
     """A process's main thread among the threads of its launches: the one whose id is the
     process's, else the one that launched most."""
     return pid if (tids == pid).any() else pd.Series(tids).mode().iat[0]
+
+
+def _forwards_from_model_ranges(phases: pd.DataFrame, own: pd.DataFrame) -> pd.DataFrame:
+    """Forward windows found from the kernels, each started at the first of the user's ranges that
+    mark the model: a forward from the kernels starts at the first launch after the previous
+    iteration, so it also holds what ran between (an optimizer that is not fused, a gradient
+    sync, a data scatter); a family of ranges that starts in every forward window of a process
+    (``embed``, ``layer<i>``) marks where the model's forward begins. A window reaches back to
+    the end of the phase before it (the first to the capture's start): no launch lies between."""
+    forwards = np.flatnonzero(phases["name"].to_numpy() == "forward")
+    if not len(forwards) or own.empty:
+        return phases
+    starts, ends = phases["start_ns"].to_numpy().copy(), phases["end_ns"].to_numpy()
+    pids, own_pids = phases["pid"].to_numpy(), own["pid"].to_numpy()
+    for pid in np.unique(pids[forwards]):
+        rows = forwards[pids[forwards] == pid]
+        before = np.flatnonzero(pids == pid)
+        previous_end = np.array([ends[before[before < row]].max(initial=np.iinfo(np.int64).min) for row in rows]) + 1
+        mine = own[own_pids == pid]
+        first = np.full(len(rows), np.iinfo(np.int64).max)
+        for _, family in mine.groupby("family", sort=False):
+            times = np.sort(family["start_ns"].to_numpy())
+            at = np.searchsorted(times, previous_end, side="left")
+            inside = (at < len(times)) & (times[np.minimum(at, len(times) - 1)] <= ends[rows])
+            if inside.all():
+                first = np.minimum(first, times[at])
+        found = first < np.iinfo(np.int64).max
+        starts[rows[found]] = first[found]
+    return phases.assign(start_ns=starts)
 
 
 def _merge_close_runs(runs: list[tuple[int, int]], other: np.ndarray) -> list[tuple[int, int]]:
