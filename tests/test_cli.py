@@ -155,7 +155,10 @@ def test_every_external_trace_is_analyzed_or_refused_in_one_line(external_trace,
     assert cli.main([*map(str, traces), "--out", str(tmp_path), "--jobs", "2"]) == 1
     errors, structures = _errors_and_structures(capsys.readouterr().err)
     assert len(structures) == len(traces) - 1
-    assert errors == [f"{folder / 'uvmtorch_runtime_only_2025.sqlite'}: has no CUDA kernel records (was it captured with `-t cuda`, and did the program launch kernels?)"]
+    assert errors == [f"{folder / 'uvmtorch_runtime_only_2025.sqlite'}: has no CUDA kernel records (was it captured "
+                      "with `-t cuda`, and did the program launch kernels?); nsys said: “CUDA profiling might have not "
+                      "been started correctly.” “No CUDA events collected. Does the process use CUDA?” “Not all CUDA "
+                      "events might have been collected.”"]
     assert len(list(tmp_path.glob("*.json"))) == len(traces) - 1
     assert {path: file_sha256(path) for path in traces} == digests
 
