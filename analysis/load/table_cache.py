@@ -291,19 +291,18 @@ def _array_sha256(array: np.ndarray) -> str:
 def _load_arrays(folder: Path, arrays: dict) -> dict[str, np.ndarray]:
     """Every array the manifest lists, by file name, each checked against the manifest's dtype,
     shape and hash. The files are read here, one after another: reading a header parses it with
-    ``ast``, which Python 3.11 cannot do on several threads at once. Each array's hash, most of an
-    entry's reading at about a GB/s a core, starts on a thread as soon as the array is read (hashing
-    releases the GIL), so the hashes run beside the reading of the next arrays and on both cores."""
-    loaded, hashes = {}, {}
+    ``ast``, which Python 3.11 cannot do on several threads at once. The hashes, most of an
+    entry's reading at about a GB/s a core, run on threads, since hashing releases the GIL."""
+    loaded = {}
+    for name, expected in arrays.items():
+        array = np.load(folder / name, allow_pickle=False)
+        if array.dtype.str != expected["dtype"] or list(array.shape) != expected["shape"]:
+            raise DamagedEntry(f"{name} is not the array its manifest lists")
+        loaded[name] = array
     with ThreadPoolExecutor() as pool:
-        for name, expected in arrays.items():
-            array = np.load(folder / name, allow_pickle=False)
-            if array.dtype.str != expected["dtype"] or list(array.shape) != expected["shape"]:
-                raise DamagedEntry(f"{name} is not the array its manifest lists")
-            loaded[name] = array
-            hashes[name] = pool.submit(_array_sha256, np.ascontiguousarray(array))
-        for name, expected in arrays.items():
-            if hashes[name].result() != expected["sha256"]:
+        hashes = pool.map(lambda array: _array_sha256(np.ascontiguousarray(array)), loaded.values())
+        for (name, expected), sha256 in zip(arrays.items(), hashes):
+            if sha256 != expected["sha256"]:
                 raise DamagedEntry(f"{name} is not the array its manifest lists")
     return loaded
 
