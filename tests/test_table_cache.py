@@ -350,7 +350,7 @@ def test_spoilt_kept_operations_are_refused_and_made_again(fixture_trace, tmp_pa
     trace, made = cache.load_with(path, RangeFilter(), InputCache(), ops_product())
     product, = product_entries(cache)
     if spoil is damage_an_array:  # the operations' first column, not the kernels' (there are none here)
-        array = product / json.loads((product / MANIFEST).read_text())["fields"]["table"]["table"]["columns"][0][1]["values"]
+        array = product / json.loads((product / MANIFEST).read_text())["fields"]["ops"]["table"]["columns"][0][1]["values"]
         data = bytearray(array.read_bytes())
         data[-1] ^= 1
         array.write_bytes(bytes(data))

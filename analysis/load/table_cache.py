@@ -110,10 +110,9 @@ class TableCache:
                 return trace, kept
         trace, stored = self._load(path, ranges, inputs, key)
         made = product.make(trace)
-        if stored:
-            entry = self.folder / product_entry_name(key, product)
-            self._store(entry, product_key(key, product), {"table": made},
-                        stale=f"{entry.name.rpartition('-')[0]}-*")
+        if stored:  # replacing the product's entries made by other code
+            self._store(self.folder / product_entry_name(key, product), product_key(key, product),
+                        {product.name: made}, stale=f"{entry_name(key)}{PRODUCT_SEPARATOR}{product.name}-*")
         return trace, made
 
     def _key(self, path: Path, ranges: RangeFilter | None) -> dict | None:
@@ -196,7 +195,7 @@ def read_product(folder: Path, key: dict) -> pd.DataFrame | None:
     """The product kept in ``folder`` when it may be served (as :func:`read_entry` checks a trace's
     entry), else None."""
     fields = _read_fields(folder, key)
-    return None if fields is None else fields["table"]
+    return None if fields is None else fields[key["product"]]
 
 
 def entry_key(path: Path, ranges: RangeFilter | None) -> dict:
@@ -225,8 +224,9 @@ def loader_code_hash() -> str:
 
 
 def write_entry(folder: Path, key: dict, fields: dict) -> None:
-    """Write ``fields`` (a trace's fields but :data:`CALL_FIELDS`, or a product's table) into a new
-    ``folder``, the sealed manifest last; :class:`Uncacheable` for a field of no known encoding."""
+    """Write ``fields`` (a trace's fields but :data:`CALL_FIELDS`, or a product's table by its
+    name) into a new ``folder``, the sealed manifest last; :class:`Uncacheable` for a field of no
+    known encoding."""
     folder.mkdir()
     arrays: dict[str, dict] = {}
 
