@@ -63,6 +63,7 @@ def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), in
     else:
         trace, ops = tables.load_with(path, nvtx.RangeFilter(), inputs, ops_product())
         labelled = phases.label_ops(trace, names, ops=ops)
+        del ops  # the labelled ops now: the summary keeps only the columns it reads, the rest freed
     return summary.summarize(trace, PER_TRACE, labelled)
 
 
