@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.core.codes import code_positions, run_starts, value_codes
+from analysis.core.codes import code_positions, id_positions, run_starts, value_codes
 
 
 @pytest.mark.parametrize("column", [
@@ -28,3 +28,18 @@ def test_run_starts_are_where_values_change():
     assert run_starts(np.array([3, 3, 1, 1, 1, 3, 2])).tolist() == [0, 2, 5, 6]
     assert run_starts(np.array([5])).tolist() == [0]
     assert run_starts(np.array([], dtype=np.int64)).tolist() == [0]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_id_positions_are_the_index_lookup_of_the_ids(seed):
+    """Ids present, absent, past every one of ``among`` and -1 (none); shuffled ``among``."""
+    rng = np.random.default_rng(seed)
+    among = rng.permutation(rng.choice(60, size=rng.integers(0, 30), replace=False))
+    ids = rng.integers(-1, 80, size=500).astype(np.int32)
+    expected = pd.Index(among).get_indexer(ids)
+    assert id_positions(ids, among).tolist() == expected.tolist()
+
+
+def test_id_positions_of_no_ids_or_among_none():
+    assert id_positions(np.zeros(0, dtype=np.int64), np.array([3, 1])).tolist() == []
+    assert id_positions(np.array([-1, 0, 2]), np.zeros(0, dtype=np.int64)).tolist() == [-1, -1, -1]

@@ -1,6 +1,9 @@
 """The table cache (analysis.load.table_cache): a trace served from it is the trace read from its
 export, field for field; an entry that is damaged, planted, made for another trace or by other
-loader code is never served; ``--no-cache`` writes none; a summary made from it is the summary."""
+loader code is never served; ``--no-cache`` writes none; a summary made from it is the summary.
+The labelling's operations kept beside the tables (analysis.app.analyze.ops_product) are the ones
+made, give the same summary whatever the range names, and are made again when damaged, made by
+other code or for another input."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,11 +17,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.app import analyze as analyze_module
 from analysis.app import cli
-from analysis.app.analyze import analyze_trace
+from analysis.app.analyze import analyze_trace, ops_product
+from analysis.core import phases
+from analysis.core.range_names import RangeNames
 from analysis.load import RangeFilter, load_trace
 from analysis.load import table_cache as table_cache_module
-from analysis.load.table_cache import MANIFEST, SEAL, TableCache, entry_key, entry_name
+from analysis.load.input_cache import InputCache
+from analysis.load.table_cache import MANIFEST, PRODUCT_SEPARATOR, SEAL, TableCache, entry_key, entry_name
 from analysis.load.trace import Trace
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
@@ -84,7 +91,7 @@ def test_every_kind_of_value_round_trips(fixture_trace, tmp_path, monkeypatch):
                                 notes=["one", "two"], shared_pids=(7, 9), nsys_version=None)
     cache = TableCache(tmp_path / "tables", min_rows=0)
     key = entry_key(path, RangeFilter())
-    cache._store(entry_of(cache, path), key, trace)
+    cache._store_trace(entry_of(cache, path), key, trace)
     assert_same_trace(trace, served_from_cache(cache, path, monkeypatch))
 
 
@@ -92,7 +99,7 @@ def test_a_value_of_no_known_encoding_leaves_the_trace_uncached(fixture_trace, t
     path = fixture_trace(FORWARD)
     trace = dataclasses.replace(load_trace(path, RangeFilter()), notes=[np.int64(3)])
     cache = TableCache(tmp_path / "tables", min_rows=0)
-    cache._store(entry_of(cache, path), entry_key(path, RangeFilter()), trace)
+    cache._store_trace(entry_of(cache, path), entry_key(path, RangeFilter()), trace)
     assert not list(cache.folder.iterdir())
 
 
@@ -186,8 +193,9 @@ def test_the_cli_keeps_tables_beside_the_results_and_no_cache_writes_none(fixtur
     assert sorted(p.name for p in (tmp_path / "bypass").iterdir()) == ["small_ctx256_forward_fp32.json"]
     monkeypatch.setattr(table_cache_module, "TableCache", functools.partial(TableCache, min_rows=0))
     assert cli.main([trace, "--out", str(tmp_path / "kept"), "--jobs", "1", "--format", "json"]) == 0
-    entries = list((tmp_path / "kept" / cli.TRACE_TABLES).iterdir())
-    assert len(entries) == 1 and (entries[0] / MANIFEST).is_file()
+    entries = sorted((tmp_path / "kept" / cli.TRACE_TABLES).iterdir())  # the tables, then the operations
+    assert len(entries) == 2 and all((entry / MANIFEST).is_file() for entry in entries)
+    assert entries[1].name.startswith(entries[0].name + PRODUCT_SEPARATOR)
 
 
 def test_a_trace_of_few_rows_is_read_from_its_export_and_not_kept(fixture_trace, tmp_path):
@@ -238,3 +246,150 @@ def test_a_linked_tables_folder_is_neither_read_nor_written(fixture_trace, tmp_p
     cache = TableCache(tmp_path / "tables", min_rows=0)
     assert_same_trace(load_trace(path, RangeFilter()), cache.load(path, RangeFilter()))
     assert list(elsewhere.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- kept products
+
+RENAMED = [RangeNames(), RangeNames(warmup_steps=1), RangeNames(warmup_steps=3),
+           RangeNames(phases=("forward", "backward", "optimizer_step"))]
+
+
+def product_entries(cache: TableCache) -> list[Path]:
+    return sorted(p for p in cache.folder.iterdir() if PRODUCT_SEPARATOR in p.name)
+
+
+def served_ops(cache: TableCache, path: Path, monkeypatch) -> tuple[Trace, pd.DataFrame]:
+    """The trace and kept operations ``cache`` serves; fails when either would be made again."""
+    def no_make(*args, **kwargs):
+        raise AssertionError("made again although kept")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(table_cache_module, "load_trace", no_make)
+        patch.setattr(phases, "trace_ops", no_make)
+        return cache.load_with(path, RangeFilter(), InputCache(), ops_product())
+
+
+@pytest.mark.parametrize("name", [TRAIN, FORWARD])
+def test_a_summary_from_the_kept_operations_is_the_summary_from_the_export_whatever_the_names(
+        fixture_trace, tmp_path, monkeypatch, name):
+    path = fixture_trace(name)
+    cache = TableCache(tmp_path / "tables", min_rows=0)
+    analyze_trace(path, tables=cache)  # keeps the tables and the operations
+    assert len(product_entries(cache)) == 1
+    for names in RENAMED:
+        from_export = json.dumps(analyze_trace(path, names))
+        with monkeypatch.context() as patch:
+            patch.setattr(table_cache_module, "load_trace", None)  # served, or the call fails
+            patch.setattr(phases, "trace_ops", None)
+            assert json.dumps(analyze_trace(path, names, tables=cache)) == from_export, names
+
+
+def test_kept_operations_are_the_ones_made_and_the_tables_they_replace_are_not_read(fixture_trace, tmp_path, monkeypatch):
+    path = fixture_trace(TRAIN)
+    cache = TableCache(tmp_path / "tables", min_rows=0)
+    read = load_trace(path, RangeFilter())
+    made = phases.trace_ops(load_trace(path, RangeFilter()))
+    assert (made[phases.INNERMOST_RANGE] >= 0).any()  # a trace whose launches lie in ranges
+    cache.load_with(path, RangeFilter(), InputCache(), ops_product())
+    loaded = []
+    real_load = np.load
+    monkeypatch.setattr(table_cache_module.np, "load", lambda file, **kw: loaded.append(Path(file)) or real_load(file, **kw))
+    trace, ops = served_ops(cache, path, monkeypatch)
+    pd.testing.assert_frame_equal(ops, made, check_exact=True)
+    assert list(ops.dtypes) == list(made.dtypes)
+    for field in ("kernels", "memops"):  # empty, with the columns and dtypes of the tables read
+        assert len(getattr(trace, field)) == 0
+        pd.testing.assert_frame_equal(getattr(trace, field), getattr(read, field).iloc[:0], check_index_type=False)
+    manifest = json.loads((entry_of(cache, path) / MANIFEST).read_text())
+    kernel_arrays = {entry_of(cache, path) / spec["values"]
+                     for _, spec in manifest["fields"]["kernels"]["table"]["columns"] if "values" in spec}
+    assert kernel_arrays and not kernel_arrays & set(loaded)
+    assert_same_trace(dataclasses.replace(read, kernels=trace.kernels, memops=trace.memops), trace)
+
+
+def test_operations_kept_by_other_code_are_made_again_and_replaced(fixture_trace, tmp_path, monkeypatch):
+    path = fixture_trace(FORWARD)
+    cache = TableCache(tmp_path / "tables", min_rows=0)
+    from_export = json.dumps(analyze_trace(path))
+    analyze_trace(path, tables=cache)
+    old = product_entries(cache)
+    monkeypatch.setattr(analyze_module, "ops_code_hash", lambda: "f" * 64)  # the labelling's code changed
+    made = []
+    real = phases.trace_ops
+    monkeypatch.setattr(phases, "trace_ops", lambda *a, **kw: made.append(1) or real(*a, **kw))
+    assert json.dumps(analyze_trace(path, tables=cache)) == from_export
+    assert made == [1]
+    new = product_entries(cache)
+    assert len(old) == len(new) == 1 and old != new and new[0].name.endswith("-" + "f" * 16)
+    assert len(list(cache.folder.iterdir())) == 2  # the trace's tables (reused) and the new operations
+
+
+def operations_of_another_input(product: Path) -> None:
+    """Another input's kept operations moved under this one's name, sealed here."""
+    manifest = json.loads((product / MANIFEST).read_text())
+    manifest["key"]["trace_sha256"] = "0" * 64
+    text = json.dumps(manifest, sort_keys=True)
+    (product / MANIFEST).write_text(text)
+    (product / SEAL).write_text(table_cache_module.seal(MANIFEST, text))
+
+
+def operations_of_other_code(product: Path) -> None:
+    """Operations made by other code, sealed here, renamed as this code's."""
+    manifest = json.loads((product / MANIFEST).read_text())
+    manifest["key"]["product_code"] = "e" * 64
+    text = json.dumps(manifest, sort_keys=True)
+    (product / MANIFEST).write_text(text)
+    (product / SEAL).write_text(table_cache_module.seal(MANIFEST, text))
+
+
+@pytest.mark.parametrize("spoil", [damage_an_array, cut_an_array_short, remove_an_array, operations_of_another_input,
+                                   operations_of_other_code])
+def test_spoilt_kept_operations_are_refused_and_made_again(fixture_trace, tmp_path, monkeypatch, spoil):
+    path = fixture_trace(TRAIN)
+    cache = TableCache(tmp_path / "tables", min_rows=0)
+    trace, made = cache.load_with(path, RangeFilter(), InputCache(), ops_product())
+    product, = product_entries(cache)
+    if spoil is damage_an_array:  # the operations' first column, not the kernels' (there are none here)
+        array = product / json.loads((product / MANIFEST).read_text())["fields"]["ops"]["table"]["columns"][0][1]["values"]
+        data = bytearray(array.read_bytes())
+        data[-1] ^= 1
+        array.write_bytes(bytes(data))
+    else:
+        spoil(product)
+    remade = []
+    real = phases.trace_ops
+    monkeypatch.setattr(phases, "trace_ops", lambda *a, **kw: remade.append(1) or real(*a, **kw))
+    again_trace, again = cache.load_with(path, RangeFilter(), InputCache(), ops_product())
+    assert remade == [1]
+    pd.testing.assert_frame_equal(again, made, check_exact=True)
+    assert len(again_trace.kernels) == 0  # moved into the operations, as when first made
+    served_ops(cache, path, monkeypatch)  # kept anew
+
+
+def test_the_operations_key_is_the_code_of_the_labelling_floors(tmp_path, monkeypatch):
+    """A copy of the analysis package and the runner's package hashes as they do; an edit of a
+    core or load module, or of the runner's constants, changes it; an edit above (a section) does not."""
+    package = Path(shutil.copytree(analyze_module.ANALYSIS_PACKAGE, tmp_path / "analysis",
+                                   ignore=shutil.ignore_patterns("__pycache__")))
+    shared = Path(shutil.copytree(analyze_module.OPS_CODE_SHARED, tmp_path / "cs336_profile",
+                                  ignore=shutil.ignore_patterns("__pycache__")))
+    real = analyze_module.ops_code_hash()
+    monkeypatch.setattr(analyze_module, "ANALYSIS_PACKAGE", package)
+    monkeypatch.setattr(analyze_module, "OPS_CODE_SHARED", shared)
+
+    def hashed() -> str:
+        analyze_module.ops_code_hash.cache_clear()
+        return analyze_module.ops_code_hash()
+
+    try:
+        assert hashed() == real
+        with open(package / "trace" / "phase_breakdown.py", "a") as module:
+            module.write("# edited\n")
+        assert hashed() == real
+        for edited in (package / "core" / "attribution.py", package / "load" / "tables.py", shared / "contract.py"):
+            before = hashed()
+            with open(edited, "a") as module:
+                module.write("# edited\n")
+            assert hashed() != before, edited
+    finally:
+        analyze_module.ops_code_hash.cache_clear()

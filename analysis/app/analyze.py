@@ -8,22 +8,30 @@ labelling and the summary are imported when a trace is analyzed, so the schemas 
 (all a results-cache hit needs) come without them and pandas."""
 from __future__ import annotations
 
+import functools
 import importlib
 import os
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from analysis.core.range_names import RangeNames
-from analysis.load.input_cache import InputCache
+from analysis.load.input_cache import InputCache, files_sha256
 from analysis.questions.registry import PER_TRACE
 from analysis.questions.sentences import with_sentences
 from analysis.trace.summary_schema import SHOWN, STORED, json_schema
 
 if TYPE_CHECKING:
-    from analysis.load.table_cache import TableCache
+    from analysis.load.table_cache import Product, TableCache
 
 # What analyzing a trace runs: the labelling, the loader and its range filter, the summary.
 ANALYSIS_MODULES = ("analysis.core.phases", "analysis.load.loader", "analysis.load.nvtx", "analysis.trace.summary")
+ANALYSIS_PACKAGE = Path(__file__).resolve().parents[1]
+# The floors whose code makes the kept operations (ops_product), and the files of theirs hashed;
+# the runner's package, whose constants (phase names, configs) the core floor imports.
+OPS_CODE = ("load", "core")
+OPS_CODE_FILES = ("*.py", "*.csv")
+OPS_CODE_SHARED = ANALYSIS_PACKAGE.parent / "cs336_profile"
 
 
 def analysis_modules() -> tuple[ModuleType, ...]:
@@ -44,12 +52,46 @@ def analyze_trace(path: str | os.PathLike, names: RangeNames = RangeNames(), inp
 
 def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), inputs: InputCache = InputCache(),
                    tables: TableCache | None = None) -> dict:
-    """:func:`analyze_trace` without the sentences: the summary the results cache stores."""
+    """:func:`analyze_trace` without the sentences: the summary the results cache stores. With
+    ``tables``, the trace's operations as the labelling reads them whatever the range names
+    (:func:`analysis.core.phases.trace_ops`) are kept with its tables too (:func:`ops_product`)."""
     phases, loader, nvtx, summary = analysis_modules()
-    trace = (tables.load if tables is not None else loader.load_trace)(path, nvtx.RangeFilter(), inputs)
-    loader.require_claimable_kernels(trace)
-    labelled = phases.label_ops(trace, names, move_tables=True)  # no question reads the trace's own tables
+    if tables is None:
+        trace = loader.load_trace(path, nvtx.RangeFilter(), inputs)
+        loader.require_claimable_kernels(trace)
+        labelled = phases.label_ops(trace, names, move_tables=True)  # no question reads the trace's own tables
+    else:
+        trace, ops = tables.load_with(path, nvtx.RangeFilter(), inputs, ops_product())
+        labelled = phases.label_ops(trace, names, ops=ops)
+        del ops  # the labelled ops now: the summary keeps only the columns it reads, the rest freed
     return summary.summarize(trace, PER_TRACE, labelled)
+
+
+def ops_product() -> Product:
+    """The kept form of :func:`analysis.core.phases.trace_ops`: made from the trace's kernel and
+    memory-operation tables (moved into it, not read again when it is served), after the check
+    that some kernel has a launch call (:func:`analysis.load.loader.require_claimable_kernels`: an
+    input whose product is kept passed it, under the same loader code). Keyed by
+    :func:`ops_code_hash`."""
+    from analysis.load.table_cache import Product
+
+    phases, loader, _, _ = analysis_modules()
+
+    def make(trace):
+        loader.require_claimable_kernels(trace)
+        return phases.trace_ops(trace, move=True)
+
+    return Product(name="ops", code=ops_code_hash(), replaces=("kernels", "memops"), make=make)
+
+
+@functools.cache
+def ops_code_hash() -> str:
+    """sha256 over the code that can make :func:`ops_product`: the floors it lives on and below
+    (:data:`OPS_CODE`; the layering keeps their imports among them) and the project's shared
+    constants (:data:`OPS_CODE_SHARED`). Code above them (sections, questions) reuses it."""
+    files = [found for part in OPS_CODE for pattern in OPS_CODE_FILES for found in (ANALYSIS_PACKAGE / part).rglob(pattern)]
+    shared = sorted(OPS_CODE_SHARED.rglob("*.py"))
+    return files_sha256(ANALYSIS_PACKAGE.parent, [*sorted(files), *shared])
 
 
 def summary_schema() -> dict:

@@ -1,5 +1,6 @@
 """Integer codes of table columns: the code of each value of a column, the position of each coded
-value in a known tuple, and where runs of equal consecutive values begin.
+value in a known tuple, the position of each id among others, and where runs of equal consecutive
+values begin.
 
 numpy and pandas are imported by the functions: the interval helpers, which a run served from the
 results cache imports, build on this module.
@@ -32,6 +33,20 @@ def code_positions(values: Sequence, known: Sequence, other: int) -> np.ndarray:
     import numpy as np
 
     return np.array([known.index(value) if value in known else other for value in values] + [other], dtype=np.int8)
+
+
+def id_positions(ids: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """Position of each of ``ids`` in ``among`` (distinct ids), -1 for an id not there (-1 too):
+    ``pd.Index(among).get_indexer(ids)`` by a table of every id up to the largest, for ids that
+    number rows (a range's ``range_id``: its row, or past the trace's rows for a window the
+    analysis made), in the dtype of positions among ``among``."""
+    import numpy as np
+
+    from analysis.load.tables import position_dtype
+
+    table = np.full(max(ids.max(initial=-1), among.max(initial=-1)) + 2, -1, dtype=position_dtype(len(among)))
+    table[among] = np.arange(len(among))
+    return table[ids]  # -1 takes the last entry, past every id: -1
 
 
 def run_starts(values: np.ndarray) -> np.ndarray:

@@ -26,6 +26,9 @@ from cs336_profile import contract
 PHASES = contract.PHASES
 # Kinds of GPU operation (``op_kind``), in the order of their categories.
 OP_KINDS = ("kernel", "memcpy", "memset")
+# The column of :func:`trace_ops`: the ``range_id`` of the innermost range on each op's launching
+# thread (-1 for none), read by the labelling of attention parts and dropped there.
+INNERMOST_RANGE = "innermost_range_id"
 
 
 @dataclass
@@ -84,11 +87,23 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
     return pd.DataFrame(columns, copy=False)
 
 
-def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bool = False) -> LabelledOps:
+def trace_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
+    """What the labelling reads of the trace's operations whatever the range names: :func:`gpu_ops`
+    with :data:`INNERMOST_RANGE` (:func:`analysis.core.attribution.innermost_ranges`), the table
+    :func:`label_ops` takes as ``ops`` (and a re-analysis from kept tables keeps)."""
+    ops = gpu_ops(trace, move=move)
+    ops[INNERMOST_RANGE] = narrow_ids(innermost_ranges(ops, trace.ranges))
+    return ops
+
+
+def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bool = False,
+              ops: pd.DataFrame | None = None) -> LabelledOps:
     """Find the run's structure (``names``: the roles the user named) and label every operation;
     with ``move_tables`` the trace's kernel and memory-operation tables move into the labelled
-    ops (:func:`gpu_ops`), the trace keeping empty ones."""
-    ops = gpu_ops(trace, move=move_tables)
+    ops (:func:`gpu_ops`), the trace keeping empty ones. ``ops``: the trace's operations as
+    :func:`trace_ops` made them (the trace's own tables then unread), labelled in place."""
+    if ops is None:
+        ops = gpu_ops(trace, move=move_tables)
     structure = find_structure(trace.ranges, ops, names)
     notes = list(structure.notes)
     step_windows, phase_windows = structure.steps, structure.phases
@@ -131,9 +146,11 @@ def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Ca
     enclosing its launch that is one (``parts``: part by ``range_id``; ``""`` when none). Finer
     ranges inside a region (per-op ranges) do not hide it."""
     categories = ["", *REGIONS]
+    innermost = ops.pop(INNERMOST_RANGE).to_numpy() if INNERMOST_RANGE in ops else None
     if not len(ranges) or parts.empty:
         return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int64), categories=categories)
-    innermost = innermost_ranges(ops, ranges)
+    if innermost is None:
+        innermost = innermost_ranges(ops, ranges)
     code = np.zeros(len(ranges) + 1, dtype=np.int8)  # the last one for "no range"
     code[parts.index.to_numpy(np.int64)] = pd.Categorical(parts, categories=REGIONS).codes + 1
     region_of_range = _nearest_named(code[:-1] > 0, ranges["parent_id"].to_numpy())

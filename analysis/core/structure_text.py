@@ -2,6 +2,7 @@
 name (the lines that say what it found are :mod:`analysis.report.structure_lines`)."""
 from __future__ import annotations
 
+import functools
 import re
 
 # A trailing index on a name's normal form: ``step_3``, ``iter3``, ``layer_12``.
@@ -10,8 +11,12 @@ INDEXED = re.compile(r"^(?P<stem>.*?[a-z])_?(?P<index>\d+)$")
 
 # Where a camel-case name starts a word: ``OptimizerStep``, ``trainStep``.
 CAMEL_WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# Distinct names whose forms are remembered: the structure asks for the same range names by each
+# of its rules (a trace of thousands of steps has thousands of distinct step names).
+REMEMBERED_NAMES = 1 << 16
 
 
+@functools.lru_cache(maxsize=REMEMBERED_NAMES)
 def normal_name(name: str) -> str:
     """A name in lower case with every run of other characters, and every camel-case word break,
     as ``_`` (``Step 3`` -> ``step_3``, ``OptimizerStep`` -> ``optimizer_step``)."""
@@ -24,6 +29,7 @@ def role_name(name: str) -> str:
     return normal_name(str(name).rsplit("/", 1)[-1])
 
 
+@functools.lru_cache(maxsize=REMEMBERED_NAMES)
 def name_stem(normal: str) -> str:
     """A normal name less its trailing index (``step_3`` -> ``step``)."""
     match = INDEXED.match(normal)

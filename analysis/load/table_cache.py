@@ -21,6 +21,14 @@ Fields are taken from the :class:`Trace` dataclass itself, so a new field of a s
 (a DataFrame or None, a number, a string, a list, tuple or dict of them) is cached without an edit here;
 one of another kind leaves the trace uncached. Writing a trace's entry removes its entries of
 other keys (older loader code), so the folder holds one entry per trace content.
+
+Beside a trace's entry the cache keeps *products*: tables that code above the loader makes from the
+loaded trace and that no range name changes (:class:`Product`; the labelling's operations sorted by
+start, :func:`analysis.core.phases.trace_ops`). A product is an entry of its own, written and
+checked as a trace's is, whose key is the trace's key plus the product's name and the hash of the
+code that makes it (the caller's: this floor cannot see that code); one made by other code, or for
+another input, is never served. When a product is served, the trace fields it was made from
+(:attr:`Product.replaces`) are not read: the trace holds them empty, with their columns and dtypes.
 """
 from __future__ import annotations
 
@@ -32,6 +40,7 @@ import os
 import platform
 import shutil
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +59,7 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 SEAL = "manifest.seal"
 PART_SUFFIX = ".part"
+PRODUCT_SEPARATOR = "."  # a product's folder: its trace entry's name, this, the product's name, "-", its code's hash
 NAME_CHARS = 16  # of the trace's sha256 and of the key's hash, in an entry's folder name
 # Fields of a Trace that come from the call, not from the export: never stored, set from the call.
 CALL_FIELDS = ("path",)
@@ -82,38 +92,110 @@ class TableCache:
         content, ``ranges`` and loader holds; otherwise read from the export, and stored when it
         has ``min_rows`` rows or more."""
         path = Path(path)
+        key = self._key(path, ranges)
+        return self._load(path, ranges, inputs, key)[0]
+
+    def load_with(self, path: str | os.PathLike, ranges: RangeFilter | None, inputs: InputCache,
+                  product: Product) -> tuple[Trace, pd.DataFrame]:
+        """The trace as :meth:`load` gives it and ``product.make(trace)``, both served from the cache
+        when kept: then the trace's :attr:`Product.replaces` fields are not read (empty tables of
+        their columns). A product made here is kept where the trace's tables are."""
+        path = Path(path)
+        key = self._key(path, ranges)
+        if key is not None:
+            kept = read_product(self.folder / product_entry_name(key, product), product_key(key, product))
+            trace = read_entry(self.folder / entry_name(key), key, path, leave_out=product.replaces) \
+                if kept is not None else None
+            if trace is not None:
+                return trace, kept
+        trace, stored = self._load(path, ranges, inputs, key)
+        made = product.make(trace)
+        if stored:  # replacing the product's entries made by other code
+            self._store(self.folder / product_entry_name(key, product), product_key(key, product),
+                        {product.name: made}, stale=f"{entry_name(key)}{PRODUCT_SEPARATOR}{product.name}-*")
+        return trace, made
+
+    def _key(self, path: Path, ranges: RangeFilter | None) -> dict | None:
+        """The entry key of ``path``, or None where no entry may be used: not a readable file (the
+        loader says why), or no folder to trust."""
         try:
             # A FIFO is never opened (it could block); a linked folder could lead writes elsewhere.
-            key = entry_key(path, ranges) if path.is_file() and not self.folder.is_symlink() else None
+            return entry_key(path, ranges) if path.is_file() and not self.folder.is_symlink() else None
         except OSError:
-            key = None
-        if key is None:  # not a readable file (the loader says why), or no folder to trust
-            return load_trace(path, ranges, inputs)
+            return None
+
+    def _load(self, path: Path, ranges: RangeFilter | None, inputs: InputCache, key: dict | None
+              ) -> tuple[Trace, bool]:
+        """The trace, and whether its entry is there now (served, or stored here)."""
+        if key is None:
+            return load_trace(path, ranges, inputs), False
         entry = self.folder / entry_name(key)
         trace = read_entry(entry, key, path)
-        if trace is None:
-            trace = load_trace(path, ranges, inputs)
-            if len(trace.kernels) + len(trace.memops) + len(trace.ranges) >= self.min_rows:
-                self._store(entry, key, trace)
-        return trace
+        if trace is not None:
+            return trace, True
+        trace = load_trace(path, ranges, inputs)
+        if len(trace.kernels) + len(trace.memops) + len(trace.ranges) < self.min_rows:
+            return trace, False
+        return trace, self._store_trace(entry, key, trace)
 
-    def _store(self, entry: Path, key: dict, trace: Trace) -> None:
-        """Write ``trace`` as ``entry``; a trace with a field of no known encoding, or a folder that
-        cannot be written (full disk, read-only), leaves it uncached: the analysis goes on."""
+    def _store_trace(self, entry: Path, key: dict, trace: Trace) -> bool:
+        """Write ``trace`` as ``entry`` (:meth:`_store`), removing the entries of the same trace read
+        by other loader code and the products made from them: never served again."""
+        fields = {field.name: getattr(trace, field.name) for field in dataclasses.fields(trace)
+                  if field.name not in CALL_FIELDS}
+        return self._store(entry, key, fields, stale=f"{entry.name[:NAME_CHARS]}-*")
+
+    def _store(self, entry: Path, key: dict, fields: dict, stale: str) -> bool:
+        """Write ``fields`` as ``entry``, removing the other entries whose names match ``stale``;
+        whether it is there. A field of no known encoding, or a folder that cannot be written
+        (full disk, read-only), leaves it uncached: the analysis goes on."""
         part = entry.with_name(f"{entry.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{PART_SUFFIX}")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             remove_stale_parts(self.folder, f"*{PART_SUFFIX}")
-            write_entry(part, key, trace)
+            write_entry(part, key, fields)
             _remove(entry)
-            for other in self.folder.glob(f"{entry.name[:NAME_CHARS]}-*"):
+            for other in self.folder.glob(stale):
                 if other.is_dir() and not other.name.endswith(PART_SUFFIX):
-                    _remove(other)  # the same trace read by other loader code: never served again
+                    _remove(other)
             os.rename(part, entry)
         except (Uncacheable, OSError):
             pass  # another process may have renamed its own copy first: either is whole
         finally:
             _remove(part)
+        return entry.is_dir()
+
+
+@dataclass(frozen=True)
+class Product:
+    """A table made from a loaded trace by code above the loader, whatever the range names, kept
+    beside the trace's entry (:meth:`TableCache.load_with`).
+
+    ``code`` is the hash of every module that makes it (the caller's to compute); ``replaces``
+    names the trace's fields it is made from that nothing reads once it is made, left unread when
+    it is served; ``make`` makes it from the trace."""
+
+    name: str
+    code: str
+    replaces: tuple[str, ...]
+    make: Callable[[Trace], pd.DataFrame]
+
+
+def product_key(key: dict, product: Product) -> dict:
+    """What a product's entry must have been made from: the trace entry's ``key``, the product's code."""
+    return {**key, "product": product.name, "product_code": product.code}
+
+
+def product_entry_name(key: dict, product: Product) -> str:
+    """A product's folder name: its trace entry's name, then the product's name and code hash."""
+    return f"{entry_name(key)}{PRODUCT_SEPARATOR}{product.name}-{product.code[:NAME_CHARS]}"
+
+
+def read_product(folder: Path, key: dict) -> pd.DataFrame | None:
+    """The product kept in ``folder`` when it may be served (as :func:`read_entry` checks a trace's
+    entry), else None."""
+    fields = _read_fields(folder, key)
+    return None if fields is None else fields[key["product"]]
 
 
 def entry_key(path: Path, ranges: RangeFilter | None) -> dict:
@@ -141,9 +223,10 @@ def loader_code_hash() -> str:
     return files_sha256(LOADER_PACKAGE, sorted(LOADER_PACKAGE.rglob("*.py")))
 
 
-def write_entry(folder: Path, key: dict, trace: Trace) -> None:
-    """Write ``trace`` (its fields but :data:`CALL_FIELDS`) into a new ``folder``, the sealed
-    manifest last; :class:`Uncacheable` for a field of no known encoding."""
+def write_entry(folder: Path, key: dict, fields: dict) -> None:
+    """Write ``fields`` (a trace's fields but :data:`CALL_FIELDS`, or a product's table by its
+    name) into a new ``folder``, the sealed manifest last; :class:`Uncacheable` for a field of no
+    known encoding."""
     folder.mkdir()
     arrays: dict[str, dict] = {}
 
@@ -156,21 +239,24 @@ def write_entry(folder: Path, key: dict, trace: Trace) -> None:
         arrays[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "sha256": _array_sha256(array)}
         return name
 
-    fields = {}
-    for field in dataclasses.fields(trace):
-        if field.name in CALL_FIELDS:
-            continue
-        value = getattr(trace, field.name)
-        fields[field.name] = {"table": _encode_frame(value, save)} if isinstance(value, pd.DataFrame) \
-            else {"value": _encode_plain(value)}
-    manifest = json.dumps({"key": key, "fields": fields, "arrays": arrays}, sort_keys=True)
+    encoded = {name: {"table": _encode_frame(value, save)} if isinstance(value, pd.DataFrame)
+               else {"value": _encode_plain(value)} for name, value in fields.items()}
+    manifest = json.dumps({"key": key, "fields": encoded, "arrays": arrays}, sort_keys=True)
     (folder / MANIFEST).write_text(manifest)
     (folder / SEAL).write_text(seal(MANIFEST, manifest))
 
 
-def read_entry(folder: Path, key: dict, path: Path) -> Trace | None:
+def read_entry(folder: Path, key: dict, path: Path, leave_out: tuple[str, ...] = ()) -> Trace | None:
     """The trace kept in ``folder`` when it may be served (sealed here, made for ``key``, every
-    array whole), with ``path`` as given; else None, and a damaged entry is removed."""
+    array whole), with ``path`` as given; else None, and a damaged entry is removed. The tables
+    named in ``leave_out`` are not read: they come empty, with their columns and dtypes."""
+    fields = _read_fields(folder, key, leave_out)
+    return None if fields is None else Trace(**fields, path=path)
+
+
+def _read_fields(folder: Path, key: dict, leave_out: tuple[str, ...] = ()) -> dict | None:
+    """The fields kept in ``folder`` (those of ``leave_out`` as empty tables), or None as
+    :func:`read_entry` says."""
     try:
         manifest_text = (folder / MANIFEST).read_text()
         sealed = (folder / SEAL).read_text()
@@ -182,10 +268,17 @@ def read_entry(folder: Path, key: dict, path: Path) -> Trace | None:
         manifest = json.loads(manifest_text)
         if manifest["key"] != key:
             raise DamagedEntry("made for another key")
-        load = _load_arrays(folder, manifest["arrays"]).__getitem__
-        fields = {name: _decode_frame(spec["table"], load) if "table" in spec else _decode_plain(spec["value"])
-                  for name, spec in manifest["fields"].items()}
-        return Trace(**fields, path=path)
+        fields = manifest["fields"]
+        unread = {name for spec in (fields[field]["table"] for field in leave_out) for name in _array_names(spec)}
+        loaded = _load_arrays(folder, {name: spec for name, spec in manifest["arrays"].items() if name not in unread})
+        empty = {name: np.empty([0, *manifest["arrays"][name]["shape"][1:]], manifest["arrays"][name]["dtype"])
+                 for name in unread}
+
+        def load(name: str) -> np.ndarray:
+            return loaded[name] if name in loaded else empty[name]
+
+        return {name: _decode_frame(spec["table"], load, empty=name in leave_out) if "table" in spec
+                else _decode_plain(spec["value"]) for name, spec in fields.items()}
     except (DamagedEntry, OSError, ValueError, KeyError, TypeError, IndexError):
         _remove(folder)
         return None
@@ -249,11 +342,20 @@ def _encode_frame(frame: pd.DataFrame, save) -> dict:
     }
 
 
-def _decode_frame(spec: dict, load) -> pd.DataFrame:
-    index = pd.RangeIndex(spec["rows"]) if spec["index"] is None else \
+def _array_names(spec: dict) -> list[str]:
+    """The array files of an encoded table's rows (index and columns; a categorical column's
+    categories, part of its dtype, are not among them)."""
+    values = [values for _, values in spec["columns"]] + ([spec["index"]["values"]] if spec["index"] else [])
+    return [encoded[part] for encoded in values for part in ("values", "mask", "codes") if part in encoded]
+
+
+def _decode_frame(spec: dict, load, empty: bool = False) -> pd.DataFrame:
+    """The table of ``spec``; with ``empty``, none of its rows (``load`` then gives empty arrays)."""
+    rows = 0 if empty else spec["rows"]
+    index = pd.RangeIndex(rows) if spec["index"] is None else \
         pd.Index(_decode_values(spec["index"]["values"], load), name=_decode_plain(spec["index"]["name"]))
     columns = {name: _decode_values(values, load) for name, values in spec["columns"]}
-    if any(len(values) != spec["rows"] for values in columns.values()) or len(index) != spec["rows"]:
+    if any(len(values) != rows for values in columns.values()) or len(index) != rows:
         raise DamagedEntry("a column of another length than its table")
     frame = pd.DataFrame(columns, index=index, copy=False)
     frame.columns = frame.columns.astype(spec["columns_dtype"])

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.attribution import positions_where
-from analysis.core.codes import code_positions, value_codes
+from analysis.core.codes import code_positions, id_positions, value_codes
 from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
 from analysis.load.tables import position_dtype
@@ -34,7 +34,7 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
     the ops table).
     """
     ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
-    range_of_op = pd.Index(ranges["range_id"]).get_indexer(inputs.ops["phase_range_id"])
+    range_of_op = id_positions(inputs.ops["phase_range_id"].to_numpy(), ranges["range_id"].to_numpy())
     # Positions and group numbers in 32 bits where they fit: each is one per op of the phases.
     rows = positions_where(inputs.ops["measured"].to_numpy() & (range_of_op >= 0), True)
     group = range_of_op[rows].astype(position_dtype(2 * len(ranges) + 1))  # room for range_kind below
