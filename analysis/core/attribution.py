@@ -18,6 +18,7 @@ Operations whose launch call is not in the trace (``launch_start_ns == -1``) bel
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -103,34 +104,31 @@ def _chunks(rows: np.ndarray | None, count: int):
 def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
     """Row positions (ascending) per distinct combination of the values of ``columns`` (equal
     lengths, no missing values), keyed by the tuple of values; ``groupby(...).indices`` without
-    pandas' per-call cost."""
+    pandas' per-call cost. Keys come in order of their values' first appearance, the first
+    column's first."""
     if not len(columns[0]):
         return {}
-    key, distinct = None, []
-    for column in columns:
-        if (column == column[0]).all():  # one value (one process): its code is 0 everywhere
-            distinct.append(column[:1])
-            continue
-        codes, uniques = pd.factorize(column)
+    distinct = [distinct_values(column) for column in columns]
+    combinations = math.prod(map(len, distinct))
+    if combinations <= FEW_GROUPS:
+        # A pass over the columns per combination, a chunk at a time, with positions in 32 bits
+        # where they fit: no whole-length codes (the usual trace: one process, a thread or two).
+        keys = itertools.product(*distinct)
+        found = ((key, positions_where_all(columns, key)) for key in keys)
+        return {tuple(key): rows for key, rows in found if len(rows)}
+    key = None  # each row's combination, numbered as itertools.product numbers them
+    for column, uniques in zip(columns, distinct):
+        codes = pd.Index(uniques).get_indexer(column)
         key = codes if key is None else key * len(uniques) + codes
         del codes
-        distinct.append(uniques)
-    if key is None:
-        key = np.zeros(len(columns[0]), dtype=np.int64)
-    combinations = math.prod(map(len, distinct))
-    # The codes in the fewest bytes that hold them: one per row, compared or sorted whole (numpy
-    # sorts 8- and 16-bit integers by radix).
+    # The codes in the fewest bytes that hold them: one per row, sorted whole (numpy sorts 8- and
+    # 16-bit integers by radix).
     key = key.astype(np.min_scalar_type(combinations - 1))
-    if combinations <= FEW_GROUPS:  # a group's rows as positions that fit in 32 bits where they can
-        found = ((code, positions_where(key, code)) for code in range(combinations))
-        found = [(code, rows) for code, rows in found if len(rows)]
-    else:
-        order = np.argsort(key, kind="stable")
-        sorted_key = key[order]
-        first = run_starts(sorted_key)
-        found = zip(sorted_key[first].tolist(), np.split(order, first[1:]))
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    first = run_starts(sorted_key)
     groups = {}
-    for code, rows in found:
+    for code, rows in zip(sorted_key[first].tolist(), np.split(order, first[1:])):
         values = []
         for uniques in reversed(distinct):
             code, position = divmod(code, len(uniques))
@@ -139,14 +137,35 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
     return groups
 
 
+def distinct_values(column: np.ndarray) -> np.ndarray:
+    """The distinct values of ``column`` in order of first appearance (``pd.unique``), found
+    :data:`CHUNK_OPS` rows at a time: no hash table or codes as long as the column."""
+    return pd.unique(np.concatenate([pd.unique(column[low:low + CHUNK_OPS])
+                                     for low in range(0, len(column), CHUNK_OPS)]))
+
+
 def positions_where(values: np.ndarray, value) -> np.ndarray:
-    """Positions (ascending) of ``values`` equal to ``value``, as :func:`position_dtype` of their
-    length: counted first, then found :data:`CHUNK_OPS` rows at a time, so that no array of 64-bit
-    positions as long as the result is made on the way."""
-    found = np.empty(int(np.count_nonzero(values == value)), dtype=position_dtype(len(values)))
+    """Positions (ascending) of ``values`` equal to ``value``: :func:`positions_where_all` of one column."""
+    return positions_where_all((values,), (value,))
+
+
+def positions_where_all(columns: tuple[np.ndarray, ...], values: tuple) -> np.ndarray:
+    """Positions (ascending) of the rows whose ``columns`` equal ``values`` (one per column), as
+    :func:`position_dtype` of their length: counted first, then found :data:`CHUNK_OPS` rows at
+    a time, so that neither a whole-length mask nor an array of 64-bit positions as long as the
+    result is made on the way."""
+    def matches(low: int) -> np.ndarray:
+        rows = slice(low, low + CHUNK_OPS)
+        match = columns[0][rows] == values[0]
+        for column, value in zip(columns[1:], values[1:]):
+            match &= column[rows] == value
+        return match
+
+    chunks = range(0, len(columns[0]), CHUNK_OPS)
+    found = np.empty(sum(int(np.count_nonzero(matches(low))) for low in chunks), dtype=position_dtype(len(columns[0])))
     filled = 0
-    for low in range(0, len(values), CHUNK_OPS):
-        part = np.flatnonzero(values[low:low + CHUNK_OPS] == value)
+    for low in chunks:
+        part = np.flatnonzero(matches(low))
         found[filled:filled + len(part)] = part + low
         filled += len(part)
     return found

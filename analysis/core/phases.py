@@ -79,8 +79,9 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
     kind_codes = np.full(len(order), code[0])
     kind_codes[memop_at] = np.where(is_memcpy, code[1], code[2])[memop_order]
     columns["op_kind"] = pd.Categorical.from_codes(kind_codes, categories=pd.Index(OP_KINDS)[used])
-    columns["bytes"] = np.zeros(len(order), dtype=np.int64)
-    columns["bytes"][memop_at] = memops["bytes"].to_numpy(np.int64)[memop_order]
+    memop_bytes = narrow_ids(memops["bytes"].to_numpy(np.int64))  # 32 bits where every size fits
+    columns["bytes"] = np.zeros(len(order), dtype=memop_bytes.dtype)
+    columns["bytes"][memop_at] = memop_bytes[memop_order]
     return pd.DataFrame(columns, copy=False)
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.core.codes import run_starts
+from analysis.core.codes import run_starts, run_sums
 from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name, role_name
@@ -778,7 +778,7 @@ def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     held = holder >= 0
     sizes = np.diff(np.r_[first, len(launched)])
     count = np.bincount(holder[held], weights=sizes[held], minlength=len(steps)).astype(np.int64)
-    summed = np.add.reduceat(durations, first) if len(first) else np.zeros(0, dtype=np.int64)
+    summed = run_sums(durations, first)
     time = np.bincount(holder[held], weights=summed[held], minlength=len(steps))
     return pd.DataFrame({"kernels": count, "kernel_ns": time})
 

@@ -45,6 +45,7 @@ from analysis.load.tables import (
     read_launches,
     read_memops,
     shared_pids,
+    with_durations,
 )
 from analysis.load.trace import Trace
 
@@ -120,6 +121,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     # Past the join only the calls' processes and starts are read (process names, capture window).
     launches = pd.DataFrame({column: launches[column] for column in ("start_ns", "pid")}, copy=False)
     del found
+    kernels, memops = with_durations(kernels), with_durations(memops)
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
     if unlinked:
         notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "

@@ -113,7 +113,7 @@ def tid_of(global_id) -> np.ndarray:
 
 
 def narrow_ids(values: np.ndarray) -> np.ndarray:
-    """``values`` as int32 when they all fit (ids: half the memory of a row's int64), else as is."""
+    """``values`` as int32 when they all fit (ids, sizes: half the memory of a row's int64), else as is."""
     if len(values) and not (INT32.min <= values.min() and values.max() <= INT32.max):
         return values
     return values.astype(np.int32)
@@ -126,13 +126,13 @@ def position_dtype(count: int) -> type:
 
 
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The columns every GPU activity table (kernel, memcpy, memset) shares; ids that fit in
-    32 bits (correlation ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit.
-    The id columns are taken out of ``raw``, each freed once converted."""
+    """The columns every GPU activity table (kernel, memcpy, memset) shares but ``dur_ns``
+    (:func:`with_durations`, once the launch join is done); ids that fit in 32 bits (correlation
+    ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit. The id columns are
+    taken out of ``raw``, each freed once converted."""
     return {
         "start_ns": raw["start_ns"],
         "end_ns": raw["end_ns"],
-        "dur_ns": raw["end_ns"] - raw["start_ns"],
         "device_id": narrow_ids(raw.pop("device_id")),
         "stream_id": narrow_ids(raw.pop("stream_id")),
         "correlation_id": narrow_ids(raw.pop("correlation_id")),
@@ -283,6 +283,25 @@ def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) 
     if _in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
         return ops.reset_index(drop=True)
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+
+
+def with_durations(ops: pd.DataFrame) -> pd.DataFrame:
+    """``ops`` (ends never before starts: :func:`drop_unusable_times`) with ``dur_ns`` (end minus
+    start) after ``end_ns``: int32 where every duration fits (a kernel runs for less than 2.1 s),
+    else int64. Found in chunks, so that no whole-length int64 difference is made beside the
+    column; added past the launch join, whose peak it would raise."""
+    start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
+    chunks = [slice(low, low + JOIN_CHUNK_OPS) for low in range(0, len(ops), JOIN_CHUNK_OPS)]
+    longest = max((int((end[rows] - start[rows]).max()) for rows in chunks), default=0)
+    durations = np.empty(len(ops), dtype=np.int32 if longest <= INT32.max else np.int64)
+    for rows in chunks:
+        np.subtract(end[rows], start[rows], out=durations[rows], casting="unsafe")  # fits: checked above
+    columns = {}
+    for column in ops.columns:
+        columns[column] = ops[column]
+        if column == "end_ns":
+            columns["dur_ns"] = durations
+    return pd.DataFrame(columns, copy=False)
 
 
 def with_columns(table: pd.DataFrame, **columns) -> pd.DataFrame:
