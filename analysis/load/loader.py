@@ -116,6 +116,8 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
         if not any((rows < 0).any() for rows in found):
             break
+    # The join read the calls' ids; the gathers below read their starts and threads.
+    launches = pd.DataFrame({column: launches[column] for column in ("start_ns", "pid", "tid")}, copy=False)
     kernels = join_launches(kernels, launches, found[0])
     memops = join_launches(memops, launches, found[1])
     # Past the join only the calls' processes and starts are read (process names, capture window).

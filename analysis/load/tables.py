@@ -18,6 +18,9 @@ UNNAMED_KERNEL = "(kernel without a name)"
 # API calls that put work on the GPU: kernel and graph launches, copies, fills.
 LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
 INT32 = np.iinfo(np.int32)
+# Rows taken at a time by the load's passes over whole columns (the launch join of :func:`launch_rows`,
+# durations, distinct processes): each pass's temporaries stay a few MiB whatever the trace's length.
+JOIN_CHUNK_OPS = 1 << 20
 
 
 class StringTable:
@@ -58,25 +61,26 @@ class StringTable:
 
     def categorical(self, ids) -> pd.Categorical:
         """Like :meth:`lookup`, as a categorical; each distinct id is looked up once. Categories
-        follow the ids' order (hashed, then only the distinct ids sorted)."""
+        follow the ids' order. The distinct ids and each row's position among them are found
+        :data:`JOIN_CHUNK_OPS` rows at a time: at millions of rows a hash table or 64-bit codes
+        of the whole column would each be as large as it."""
         ids = np.asarray(ids)
         if ids.dtype != np.int64:
             ids = pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64)
-        codes, distinct = pd.factorize(ids)
-        del ids  # a caller that handed its column over frees it here
-        order = np.argsort(distinct)
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        labels = self.lookup(distinct[order])
+        chunks = [slice(low, low + JOIN_CHUNK_OPS) for low in range(0, len(ids), JOIN_CHUNK_OPS)]
+        distinct = np.unique(np.concatenate([np.unique(ids[rows]) for rows in chunks] or [ids[:0]]))
+        labels = self.lookup(distinct)
         known = np.array([label is not None for label in labels], dtype=bool)
         categories = pd.Index(labels[known])
         if categories.has_duplicates:
-            return pd.Categorical(labels[rank[codes]])
-        # Each distinct id's category, then one gather per row in the fewest bytes that hold them:
-        # at millions of rows every whole-length temporary is tens of MB.
-        category_of = np.where(known, np.cumsum(known) - 1, -1)[rank]
-        return pd.Categorical.from_codes(category_of.astype(np.min_scalar_type(-max(len(categories), 1)))[codes],
-                                         categories=categories)
+            return pd.Categorical(labels[np.searchsorted(distinct, ids)])
+        # Each distinct id's category, then one gather per row in the fewest bytes that hold them.
+        category_of = np.where(known, np.cumsum(known) - 1, -1).astype(np.min_scalar_type(-max(len(categories), 1)))
+        codes = np.empty(len(ids), dtype=category_of.dtype)
+        for rows in chunks:
+            codes[rows] = category_of[np.searchsorted(distinct, ids[rows])]
+        del ids  # a caller that handed its column over frees it here
+        return pd.Categorical.from_codes(codes, categories=categories)
 
 
 def _as_text(value) -> str | None:
@@ -94,8 +98,12 @@ def process_of(global_id) -> np.ndarray:
 
 def shared_pids(*keys: np.ndarray) -> np.ndarray:
     """The 24-bit pids that more than one process key (:func:`process_of`) of the trace has."""
-    # Each table's distinct keys first: a concatenation of whole columns would be the size of them all.
-    distinct = pd.unique(np.concatenate([pd.unique(np.asarray(k, dtype=np.int64)) for k in keys]))
+    # Each table's distinct keys first, a chunk of rows at a time: a concatenation of whole columns
+    # would be the size of them all, and a column's hash table or 64-bit copy as large as it.
+    columns = [np.asarray(k) for k in keys]
+    distinct = pd.unique(np.concatenate([pd.unique(column[low:low + JOIN_CHUNK_OPS]).astype(np.int64)
+                                         for column in columns for low in range(0, len(column), JOIN_CHUNK_OPS)]
+                                        or [np.zeros(0, dtype=np.int64)]))
     counts = pd.Series(distinct[distinct >= 0] & ID_MASK).value_counts()
     return counts.index[counts > 1].to_numpy(np.int64)
 
@@ -230,25 +238,24 @@ def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool) 
     return f"WHERE \"{RUNTIME.column(schema, 'name_id')}\" IN ({', '.join(map(str, ids)) or 'NULL'})"
 
 
-JOIN_CHUNK_OPS = 1 << 20  # ops whose launch calls are looked up at once (:func:`launch_rows`)
-
-
 def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1; an
     op whose correlation id is missing (NULL reads as -1) has none. Processes are numbered first,
     so a process id of any width (host bits included) keys the join."""
     processes = pd.Index(pd.unique(launches["pid"].to_numpy()))
-    key_calls = processes.get_indexer(launches["pid"].to_numpy()).astype(np.int64, copy=False)
-    key_calls <<= 40
-    key_calls |= launches["correlation_id"].to_numpy()
+    correlation_bits = max(int(launches["correlation_id"].max()), 0).bit_length() if len(launches) else 0
+    key_calls = call_keys(processes, launches["pid"].to_numpy(), launches["correlation_id"].to_numpy(), correlation_bits)
     # A sorted search rather than a hash table: a third of the memory at millions of calls. The
-    # stable order puts the first of calls sharing a key first, and the search finds that one.
-    order = np.argsort(key_calls, kind="stable")
-    key_calls.sort()  # in place: the keys in ``order``, without a second array of them
+    # calls of one process are most often in order of correlation id already, and are then
+    # searched where they are; else a stable order puts the first of calls sharing a key first,
+    # and the search finds that one.
+    order = None if bool((key_calls[1:] >= key_calls[:-1]).all()) else np.argsort(key_calls, kind="stable")
+    if order is not None:
+        key_calls.sort()  # in place: the keys in ``order``, without a second array of them
     sorted_keys = key_calls
     # Rows of the calls, in 32 bits where they fit: one per op.
-    found = np.full(len(ops), -1, dtype=position_dtype(len(order)))
-    if not len(order):
+    found = np.full(len(ops), -1, dtype=position_dtype(len(sorted_keys)))
+    if not len(sorted_keys):
         return found
     pids, correlation = ops["pid"].to_numpy(), ops["correlation_id"].to_numpy()
     # The ops' keys are built and searched for in chunks: at millions of ops each whole-length
@@ -256,11 +263,30 @@ def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     for low in range(0, len(ops), JOIN_CHUNK_OPS):
         rows = slice(low, low + JOIN_CHUNK_OPS)
         process = processes.get_indexer(pids[rows])
-        key = (process.astype(np.int64) << 40) | correlation[rows]
-        at = np.minimum(np.searchsorted(sorted_keys, key), len(order) - 1)
-        hit = (process >= 0) & (correlation[rows] >= 0) & (sorted_keys[at] == key)
-        found[rows][hit] = order[at[hit]]
+        keyed = (process >= 0) & (correlation[rows] >= 0) & (correlation[rows] < (1 << correlation_bits))
+        # In the calls' key dtype (what does not fit is not keyed): a search for keys of another
+        # dtype would convert the whole sorted array.
+        key = np.where(keyed, (process.astype(np.int64) << correlation_bits) | correlation[rows], 0
+                       ).astype(sorted_keys.dtype)
+        at = np.minimum(np.searchsorted(sorted_keys, key), len(sorted_keys) - 1)
+        hit = keyed & (sorted_keys[at] == key)
+        found[rows][hit] = at[hit] if order is None else order[at[hit]]
     return found
+
+
+def call_keys(processes: pd.Index, pids: np.ndarray, correlation: np.ndarray, correlation_bits: int) -> np.ndarray:
+    """The join key of each call: its process's position in ``processes`` above its correlation
+    id (``correlation_bits`` wide, every id of the calls fits), in int32 when every key fits (one
+    process and 31-bit ids, the usual trace: half the memory of a key per call), else int64. A
+    call's missing id (-1) gives a key no op's search finds."""
+    wide = (len(processes) - 1).bit_length() + correlation_bits > 31 or correlation.dtype.itemsize > 4
+    keys = np.empty(len(pids), dtype=np.int64 if wide else np.int32)
+    for low in range(0, len(pids), JOIN_CHUNK_OPS):  # no whole-length 64-bit positions on the way
+        rows = slice(low, low + JOIN_CHUNK_OPS)
+        keys[rows] = processes.get_indexer(pids[rows])
+    keys <<= correlation_bits
+    keys |= correlation
+    return keys
 
 
 def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) -> pd.DataFrame:
