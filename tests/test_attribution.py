@@ -92,11 +92,13 @@ def test_windows_match_the_rule_spelled_out(seed):
         _latest_starting_holder(launches, starts, ends)
 
 
+@pytest.mark.parametrize("chunk", [7, 1 << 20])
 @pytest.mark.parametrize("seed", range(20))
-def test_same_thread_windows_match_the_rule_spelled_out(seed):
+def test_same_thread_windows_match_the_rule_spelled_out(seed, chunk, monkeypatch):
     """Several processes and threads, windows nested, overlapping and touching, launches on the
     edges, before time 0, and on threads without windows: each launch against its own thread's
-    windows, one at a time."""
+    windows, one at a time; the ops grouped a few rows at a time or all at once."""
+    monkeypatch.setattr(attribution, "CHUNK_OPS", chunk)
     rng = np.random.default_rng(seed)
     count = rng.integers(1, 40)
     span = rng.choice([5, 50, 500])
@@ -121,10 +123,16 @@ def test_same_thread_windows_match_the_rule_spelled_out(seed):
             [ops_in_windows(ops, table, same_thread=same_thread).tolist() for table in tables]
 
 
+@pytest.mark.parametrize("chunk", [3, 1 << 20])
+@pytest.mark.parametrize("few_groups", [0, 16, 10_000])
 @pytest.mark.parametrize("seed", range(10))
-def test_rows_by_key_matches_groupby(seed):
+def test_rows_by_key_matches_groupby(seed, few_groups, chunk, monkeypatch):
     """Constant columns, repeated and single values, one row: the rows of each combination, as
-    pandas groups them."""
+    pandas groups them, in order of first appearance, whether the combinations are found by a
+    pass each or by a sort, and the distinct values a few rows at a time or all at once."""
+    monkeypatch.setattr(attribution, "FEW_GROUPS", few_groups)
+    monkeypatch.setattr(attribution, "CHUNK_OPS", chunk)
+    monkeypatch.setattr(attribution, "DISTINCT_ROWS", chunk)
     rng = np.random.default_rng(seed)
     count = rng.integers(1, 300)
     columns = [np.full(count, 935, dtype=np.int32), rng.integers(0, rng.integers(1, 400), size=count),
@@ -136,6 +144,8 @@ def test_rows_by_key_matches_groupby(seed):
         assert {key if len(chosen) > 1 else key[0] for key in groups} == set(expected)
         for key, rows in groups.items():
             assert np.array_equal(rows, expected[key if len(chosen) > 1 else key[0]])
+        first_seen = [list(pd.unique(column)).index for column in chosen]
+        assert list(groups) == sorted(groups, key=lambda key: [index(value) for index, value in zip(first_seen, key)])
 
 
 def test_deep_nesting_costs_no_walk_per_level():

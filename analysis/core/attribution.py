@@ -29,6 +29,9 @@ from analysis.load.tables import position_dtype
 
 # Launches searched at a time: the search's temporaries stay a few MiB whatever the trace's length.
 CHUNK_OPS = 1 << 20
+# Rows whose distinct values are found at once (:func:`distinct_values`): pandas' hash table for
+# them takes about 16 bytes a row.
+DISTINCT_ROWS = 1 << 16
 # Up to this many combinations of key values, a pass over the keys per combination finds the rows
 # of each faster than a sort of the keys does (the usual trace: one process, a thread or two).
 FEW_GROUPS = 16
@@ -59,7 +62,6 @@ def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_
     if not len(ops) or not any(len(windows) for windows in tables):
         return results
     keys = ["pid", "tid"] if same_thread else ["pid"]
-    op_groups = _groups(*(ops[key].to_numpy() for key in (["pid", "launch_tid"] if same_thread else ["pid"])))
     sorted_windows: dict[tuple, list] = {}  # per group: (table, positions, starts, ends) sorted by start
     for table, windows in enumerate(tables):
         if not len(windows):
@@ -67,22 +69,39 @@ def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_
         # As int64 whatever the table's dtype: a search in Python integers (an object column) is ten times slower.
         starts, ends = (windows[column].to_numpy(dtype=np.int64) for column in ("start_ns", "end_ns"))
         for key, rows in rows_by_key(*(windows[key].to_numpy() for key in keys)).items():
-            if key in op_groups:
-                order = rows[np.argsort(starts[rows], kind="stable")]
-                sorted_windows.setdefault(key, []).append((table, order, starts[order], ends[order]))
+            order = rows[np.argsort(starts[rows], kind="stable")]
+            sorted_windows.setdefault(key, []).append((table, order, starts[order], ends[order]))
     launch = ops["launch_start_ns"].to_numpy()
-    for key, found in sorted_windows.items():
-        # A repeated cut is harmless (each copy gets the same holder); np.sort is far faster than np.unique.
-        cuts = np.sort(np.concatenate([[0], *(np.r_[starts, ends + 1] for _, _, starts, ends in found)]))
-        holders = []  # per table, the holder of each piece (-1 before time 0), and -1 for a launch before every piece
-        for table, order, starts, ends in found:
-            pick = _latest_holding(starts, ends, cuts)
-            holders.append((results[table], np.append(np.where((pick >= 0) & (cuts >= 0), order[pick], -1), -1)))
-        for op_rows in _chunks(op_groups[key], len(ops)):
+    op_keys = [ops[key].to_numpy() for key in (["pid", "launch_tid"] if same_thread else ["pid"])]
+    pieces: dict[tuple, tuple] = {}  # per group met among the ops: its cuts and each table's holder per piece
+    # The ops are grouped a chunk at a time: the positions of every group's ops at once would be
+    # one more number per op.
+    for low in range(0, len(ops), CHUNK_OPS):
+        part = slice(low, low + CHUNK_OPS)
+        for key, rows in _groups(*(column[part] for column in op_keys)).items():
+            if key not in sorted_windows:
+                continue
+            if key not in pieces:
+                pieces[key] = _pieces(sorted_windows[key], results)
+            cuts, holders = pieces[key]
+            op_rows = part if rows is None else rows + low
             piece = np.searchsorted(cuts, launch[op_rows], side="right") - 1
             for result, holder in holders:
                 result[op_rows] = holder[piece]
     return results
+
+
+def _pieces(found: list[tuple], results: list[np.ndarray]) -> tuple[np.ndarray, list[tuple]]:
+    """The times that cut one group's windows (``found``: per table, positions, starts and ends
+    sorted by start) into pieces, and per table its result array and the holder of each piece
+    (-1 before time 0), with -1 last for a launch before every piece."""
+    # A repeated cut is harmless (each copy gets the same holder); np.sort is far faster than np.unique.
+    cuts = np.sort(np.concatenate([[0], *(np.r_[starts, ends + 1] for _, _, starts, ends in found)]))
+    holders = []
+    for table, order, starts, ends in found:
+        pick = _latest_holding(starts, ends, cuts)
+        holders.append((results[table], np.append(np.where((pick >= 0) & (cuts >= 0), order[pick], -1), -1)))
+    return cuts, holders
 
 
 def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:
@@ -91,14 +110,6 @@ def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:
     if len(columns[0]) and all((column == column[0]).all() for column in columns):
         return {tuple(column[0] for column in columns): None}
     return rows_by_key(*columns)
-
-
-def _chunks(rows: np.ndarray | None, count: int):
-    """``rows`` (None: ``0 .. count - 1``, as slices) in pieces of :data:`CHUNK_OPS` positions."""
-    total = count if rows is None else len(rows)
-    for low in range(0, total, CHUNK_OPS):
-        high = min(low + CHUNK_OPS, total)
-        yield slice(low, high) if rows is None else rows[low:high]
 
 
 def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
@@ -139,9 +150,9 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
 
 def distinct_values(column: np.ndarray) -> np.ndarray:
     """The distinct values of ``column`` in order of first appearance (``pd.unique``), found
-    :data:`CHUNK_OPS` rows at a time: no hash table or codes as long as the column."""
-    return pd.unique(np.concatenate([pd.unique(column[low:low + CHUNK_OPS])
-                                     for low in range(0, len(column), CHUNK_OPS)]))
+    :data:`DISTINCT_ROWS` rows at a time: a hash table is sized by the rows it is given."""
+    return pd.unique(np.concatenate([pd.unique(column[low:low + DISTINCT_ROWS])
+                                     for low in range(0, len(column), DISTINCT_ROWS)]))
 
 
 def positions_where(values: np.ndarray, value) -> np.ndarray:

@@ -42,22 +42,26 @@ def run_starts(values: np.ndarray) -> np.ndarray:
 
 
 # Rows summed at a time by :func:`run_sums`: its widened copy of the values stays a few MiB.
-RUN_SUM_ROWS = 1 << 20
+RUN_SUM_ROWS = 1 << 18
 
 
-def run_sums(values: np.ndarray, first: np.ndarray) -> np.ndarray:
+def run_sums(values: np.ndarray, first: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
     """Sum of ``values`` over each run ``first[i] .. first[i + 1] - 1`` (``first``: ascending run
     starts, 0 first; the last run ends with the values), as int64 whatever the values' integer
-    width (a run of 32-bit durations may sum past 32 bits). ``np.add.reduceat`` with an int64
-    dtype, on slices of runs about :data:`RUN_SUM_ROWS` rows long, so the widened copy of the
-    values it makes is a slice's, not a whole column's."""
+    width (a run of 32-bit durations may sum past 32 bits); with ``where`` (a mask), only the
+    rows it marks count. ``np.add.reduceat`` with an int64 dtype, on slices of runs about
+    :data:`RUN_SUM_ROWS` rows long, so the widened copy of the values it makes is a slice's, not
+    a whole column's."""
     import numpy as np
 
     sums = np.zeros(len(first), dtype=np.int64)
     low = 0  # the first run of the slice
     while low < len(first):
         high = max(int(np.searchsorted(first, first[low] + RUN_SUM_ROWS, side="left")), low + 1)
-        stop = first[high] if high < len(first) else len(values)
-        sums[low:high] = np.add.reduceat(values[first[low]:stop], first[low:high] - first[low], dtype=np.int64)
+        rows = slice(first[low], first[high] if high < len(first) else len(values))
+        part = values[rows].astype(np.int64, copy=where is not None)  # a copy only to be written to
+        if where is not None:
+            part[~where[rows]] = 0
+        sums[low:high] = np.add.reduceat(part, first[low:high] - first[low])
         low = high
     return sums

@@ -306,7 +306,7 @@ def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) 
         return taken
 
     ops = with_columns(ops, launch_start_ns=take("start_ns"), launch_tid=take("tid"))
-    if _in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
+    if in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
         return ops.reset_index(drop=True)
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
 
@@ -336,7 +336,7 @@ def with_columns(table: pd.DataFrame, **columns) -> pd.DataFrame:
     return pd.DataFrame({**{column: table[column] for column in table.columns}, **columns}, copy=False)
 
 
-def _in_time_order(start: np.ndarray, end: np.ndarray) -> bool:
+def in_time_order(start: np.ndarray, end: np.ndarray) -> bool:
     """Whether rows are sorted by start, then end (one pass, no sort)."""
     same_start = start[1:] == start[:-1]
     return bool((start[1:] >= start[:-1]).all() and (end[1:][same_start] >= end[:-1][same_start]).all())
