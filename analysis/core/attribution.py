@@ -54,11 +54,16 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
     return ops_in_window_tables(ops, [windows], same_thread=same_thread)[0]
 
 
-def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_thread: bool = False
-                         ) -> list[np.ndarray]:
+def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_thread: bool = False,
+                         labels: list[np.ndarray] | None = None) -> list[np.ndarray]:
     """:func:`ops_in_windows` for each of ``tables``, with one binary search per launch for them
-    all: the windows of every table cut time into the pieces the launches look up."""
-    results = [np.full(len(ops), -1, dtype=position_dtype(len(windows))) for windows in tables]
+    all: the windows of every table cut time into the pieces the launches look up. With
+    ``labels`` (per table, a value per window position and one more, last, for "no window"),
+    each op gets its window's value, in the labels' dtype, instead of the position: a code per
+    op in fewer bytes than a position."""
+    if labels is None:
+        labels = [_window_positions(len(windows)) for windows in tables]
+    results = [np.full(len(ops), label[-1], dtype=label.dtype) for label in labels]
     if not len(ops) or not any(len(windows) for windows in tables):
         return results
     keys = ["pid", "tid"] if same_thread else ["pid"]
@@ -82,7 +87,7 @@ def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_
             if key not in sorted_windows:
                 continue
             if key not in pieces:
-                pieces[key] = _pieces(sorted_windows[key], results)
+                pieces[key] = _pieces(sorted_windows[key], results, labels)
             cuts, holders = pieces[key]
             op_rows = part if rows is None else rows + low
             piece = np.searchsorted(cuts, launch[op_rows], side="right") - 1
@@ -91,16 +96,27 @@ def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_
     return results
 
 
-def _pieces(found: list[tuple], results: list[np.ndarray]) -> tuple[np.ndarray, list[tuple]]:
+def _window_positions(count: int) -> np.ndarray:
+    """The labels of :func:`ops_in_window_tables` that are the windows' positions: ``0 .. count -
+    1``, then -1 for "no window", as :func:`position_dtype` of ``count``."""
+    positions = np.arange(count + 1, dtype=position_dtype(count))
+    positions[-1] = -1
+    return positions
+
+
+def _pieces(found: list[tuple], results: list[np.ndarray], labels: list[np.ndarray]
+            ) -> tuple[np.ndarray, list[tuple]]:
     """The times that cut one group's windows (``found``: per table, positions, starts and ends
-    sorted by start) into pieces, and per table its result array and the holder of each piece
-    (-1 before time 0), with -1 last for a launch before every piece."""
+    sorted by start) into pieces, and per table its result array and the label of each piece's
+    holder (that of "no window" before time 0), with that of "no window" last for a launch
+    before every piece."""
     # A repeated cut is harmless (each copy gets the same holder); np.sort is far faster than np.unique.
     cuts = np.sort(np.concatenate([[0], *(np.r_[starts, ends + 1] for _, _, starts, ends in found)]))
     holders = []
     for table, order, starts, ends in found:
         pick = _latest_holding(starts, ends, cuts)
-        holders.append((results[table], np.append(np.where((pick >= 0) & (cuts >= 0), order[pick], -1), -1)))
+        holder = np.append(np.where((pick >= 0) & (cuts >= 0), order[pick], -1), -1)
+        holders.append((results[table], labels[table][holder]))  # -1: the last label, "no window"
     return cuts, holders
 
 
@@ -212,15 +228,18 @@ def _latest_holding(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> 
     return pick
 
 
-def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
-    """``range_id`` of the innermost push/pop range on each op's launching thread, else -1.
+def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame, values: np.ndarray | None = None) -> np.ndarray:
+    """``range_id`` of the innermost push/pop range on each op's launching thread, else -1; with
+    ``values`` (one per range id, and one more, last, for "no range"), each op's value instead.
 
     ``ranges`` is :attr:`analysis.load.Trace.ranges` (``range_id`` = row). Push/pop ranges of
     one thread nest, so the innermost one holding a launch is the latest-starting one that
     holds it: the same-thread flavour of :func:`ops_in_windows`.
     """
+    if values is None:
+        values = _window_positions(len(ranges))
     nested = np.flatnonzero(ranges["kind"].to_numpy() == "push_pop")
     if len(nested) == len(ranges):  # every range is a push/pop one (the usual trace): positions are ids
-        return ops_in_windows(ops, ranges, same_thread=True)
-    position = ops_in_windows(ops, ranges.iloc[nested], same_thread=True)
-    return np.where(position >= 0, nested[np.maximum(position, 0)], -1) if len(nested) else position
+        return ops_in_window_tables(ops, [ranges], same_thread=True, labels=[values])[0]
+    return ops_in_window_tables(ops, [ranges.iloc[nested]], same_thread=True,
+                                labels=[np.append(values[nested], values[-1])])[0]

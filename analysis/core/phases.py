@@ -167,13 +167,13 @@ def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Ca
     ranges inside a region (per-op ranges) do not hide it."""
     categories = ["", *REGIONS]
     if not len(ranges) or parts.empty:
-        return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int64), categories=categories)
-    innermost = innermost_ranges(ops, ranges)
+        return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int8), categories=categories)
     code = np.zeros(len(ranges) + 1, dtype=np.int8)  # the last one for "no range"
     code[parts.index.to_numpy(np.int64)] = pd.Categorical(parts, categories=REGIONS).codes + 1
     region_of_range = _nearest_named(code[:-1] > 0, ranges["parent_id"].to_numpy())
     code_of_range = code[np.append(region_of_range, -1)]  # the region's code, by range and for "no range"
-    return pd.Categorical.from_codes(code_of_range[innermost], categories=categories)
+    # Each op's code straight from the search: no range id per op on the way.
+    return pd.Categorical.from_codes(innermost_ranges(ops, ranges, code_of_range), categories=categories)
 
 
 def _nearest_named(named: np.ndarray, parent: np.ndarray) -> np.ndarray:
