@@ -175,6 +175,12 @@ def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, no
 
 def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:
     starts = [int(t["start_ns"].min()) for t in tables if len(t)]
-    ends = [int(pd.to_numeric(t[c]).max()) for t in tables if len(t)
-            for c in ("start_ns", "end_ns") if c in t and pd.to_numeric(t[c]).notna().any()]
+    ends = [int(times.max()) for t in tables if len(t) for c in ("start_ns", "end_ns") if c in t
+            for times in [_numbers(t[c])] if times.notna().any()]
     return min(starts), max(ends)
+
+
+def _numbers(column: pd.Series) -> pd.Series:
+    """``column`` as numbers: itself when it holds numbers (``pd.to_numeric`` would copy millions of
+    rows), else converted."""
+    return column if pd.api.types.is_numeric_dtype(column) else pd.to_numeric(column)

@@ -65,7 +65,7 @@ class StringTable:
         :data:`JOIN_CHUNK_OPS` rows at a time: at millions of rows a hash table or 64-bit codes
         of the whole column would each be as large as it."""
         ids = np.asarray(ids)
-        if ids.dtype != np.int64:
+        if ids.dtype not in (np.int64, np.int32):
             ids = pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64)
         chunks = [slice(low, low + JOIN_CHUNK_OPS) for low in range(0, len(ids), JOIN_CHUNK_OPS)]
         distinct = np.unique(np.concatenate([np.unique(ids[rows]) for rows in chunks] or [ids[:0]]))
@@ -124,13 +124,18 @@ def narrow_ids(values: np.ndarray) -> np.ndarray:
     """``values`` as int32 when they all fit (ids, sizes: half the memory of a row's int64), else as is."""
     if len(values) and not (INT32.min <= values.min() and values.max() <= INT32.max):
         return values
-    return values.astype(np.int32)
+    return values.astype(np.int32, copy=False)
 
 
 def position_dtype(count: int) -> type:
     """The dtype of positions among ``count`` rows (and -1): int32 where they fit, which halves
     an array of one position per op at millions of ops, else int64."""
     return np.int32 if count <= INT32.max else np.int64
+
+
+# The id columns of the GPU activity tables read in 32 bits where they fit (globalPid holds host bits
+# above its pid: it is read in 64).
+ACTIVITY_IDS = ("device_id", "stream_id", "correlation_id")
 
 
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -151,7 +156,8 @@ def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
                   ) -> pd.DataFrame:
     """Kernels; a name that is NULL or not in StringIds reads as :data:`UNNAMED_KERNEL`."""
-    raw = read_columns(conn, schema, KERNELS, tuple(column.tidy for column in KERNELS.columns))
+    raw = read_columns(conn, schema, KERNELS, tuple(column.tidy for column in KERNELS.columns),
+                       narrow=(*ACTIVITY_IDS, "name", "demangled_name"))
     # Each raw column is taken out as it is converted, so that it is freed then, not at the end.
     names = {column: _named(strings.categorical(raw.pop(column))) for column in ("name", "demangled_name")}
     return pd.DataFrame({**_activity_columns(raw), **names}, copy=False)
@@ -199,7 +205,7 @@ def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
     columns = tuple(column.tidy for column in MEMCPY.columns)
     for table, kind in ((MEMCPY, "memcpy"), (MEMSET, "memset")):
         if table.in_export(schema) is not None:
-            raw = read_columns(conn, schema, table, columns)
+            raw = read_columns(conn, schema, table, columns, narrow=ACTIVITY_IDS)
             frames.append(pd.DataFrame({"kind": kind, **_activity_columns(raw),
                                         "bytes": np.maximum(raw["bytes"], 0)}))
     if not frames:
@@ -222,7 +228,8 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
         return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in ("start_ns", "pid", "tid", "correlation_id")}), None
     require_columns(schema, RUNTIME, version)
     where = _launch_filter(schema, strings, launch_calls_only)
-    raw, last_end = read_columns_and_largest(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), "end_ns", where)
+    raw, last_end = read_columns_and_largest(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), "end_ns", where,
+                                             narrow=("correlation_id",))
     return pd.DataFrame({
         "start_ns": raw["start_ns"],
         "pid": process_of(raw["tid"]),
