@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.core.codes import code_positions, run_starts, value_codes
+from analysis.core import codes
+from analysis.core.codes import code_positions, run_starts, run_sums, value_codes
 
 
 @pytest.mark.parametrize("column", [
@@ -28,3 +29,20 @@ def test_run_starts_are_where_values_change():
     assert run_starts(np.array([3, 3, 1, 1, 1, 3, 2])).tolist() == [0, 2, 5, 6]
     assert run_starts(np.array([5])).tolist() == [0]
     assert run_starts(np.array([], dtype=np.int64)).tolist() == [0]
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 1 << 18])
+def test_run_sums_are_int64_sums_per_run_in_slices_of_any_length(monkeypatch, rows):
+    """32-bit values whose runs sum past 32 bits, runs of one row, no rows; with a mask, only the
+    rows it marks count."""
+    monkeypatch.setattr(codes, "RUN_SUM_ROWS", rows)
+    rng = np.random.default_rng(rows)
+    for count in (0, 1, 9, 200):
+        values = rng.integers(0, np.iinfo(np.int32).max, count, dtype=np.int32)
+        first = np.unique(np.r_[0, rng.integers(0, count, 4)]) if count else np.zeros(0, dtype=np.int64)
+        where = rng.random(count) < 0.5
+        bounds = list(zip(first, [*first[1:], count]))
+        sums = run_sums(values, first)
+        assert sums.dtype == np.int64 and sums.tolist() == [int(values[a:b].astype(np.int64).sum()) for a, b in bounds]
+        assert run_sums(values, first, where).tolist() == \
+            [int(values[a:b].astype(np.int64)[where[a:b]].sum()) for a, b in bounds]
