@@ -48,7 +48,8 @@ def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), in
     phases, loader, nvtx, summary = analysis_modules()
     trace = (tables.load if tables is not None else loader.load_trace)(path, nvtx.RangeFilter(), inputs)
     loader.require_claimable_kernels(trace)
-    labelled = phases.label_ops(trace, names, move_tables=True)  # no question reads the trace's own tables
+    # No question reads the trace's own tables, nor other columns of the ops than the summary's.
+    labelled = phases.label_ops(trace, names, move_tables=True, columns=summary.READ_COLUMNS)
     return summary.summarize(trace, PER_TRACE, labelled)
 
 

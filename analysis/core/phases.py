@@ -8,7 +8,7 @@ in :mod:`analysis.core.attribution`.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +27,8 @@ from cs336_profile import contract
 PHASES = contract.PHASES
 # Kinds of GPU operation (``op_kind``), in the order of their categories.
 OP_KINDS = ("kernel", "memcpy", "memset")
+# The columns of the ops that finding the structure and labelling read.
+LABELLING_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "launch_start_ns", "launch_tid", "op_kind", "demangled_name")
 
 
 @dataclass
@@ -41,8 +43,9 @@ class LabelledOps:
     notes: list[str] = field(default_factory=list)
 
 
-def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
-    """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``.
+def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None = None) -> pd.DataFrame:
+    """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``;
+    with ``columns``, only those of the kernels' columns and ``bytes`` (``op_kind`` always).
 
     Built column by column (one ordering, no whole-table copies): at millions of kernels the table
     is the largest thing the analysis holds. With ``move``, the trace's kernel and
@@ -60,15 +63,18 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
     name_categories = kind_names.sort_values()
     memop_names = pd.Categorical.from_codes(name_categories.get_indexer(kind_names)[memop_kind_codes],
                                             categories=name_categories)
-    columns = {}
+    kept = set(kernels.columns) | {"bytes"} if columns is None else set(columns)
+    table = {}
     for column in list(kernels.columns):
         kernel_column = kernels.pop(column) if move else kernels[column]
+        if column not in kept:
+            continue
         if column in ("name", "demangled_name"):
             both = union_categoricals([kernel_column, memop_names], ignore_order=True)
-            columns[column] = pd.Categorical.from_codes(place(both.codes[:kernel_count], both.codes[kernel_count:]),
-                                                        categories=both.categories)
+            table[column] = pd.Categorical.from_codes(place(both.codes[:kernel_count], both.codes[kernel_count:]),
+                                                      categories=both.categories)
         else:
-            columns[column] = place(kernel_column.to_numpy(), memops[column].to_numpy())
+            table[column] = place(kernel_column.to_numpy(), memops[column].to_numpy())
         del kernel_column
     total = kernel_count + len(memops)
     is_memcpy = np.asarray(memop_kinds == "memcpy", dtype=bool)[memop_kind_codes]
@@ -76,11 +82,12 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
     code = (np.cumsum(used) - 1).astype(np.int8)
     kind_codes = np.full(total, code[0])
     kind_codes[memop_at] = np.where(is_memcpy, code[1], code[2])[memop_order]
-    columns["op_kind"] = pd.Categorical.from_codes(kind_codes, categories=pd.Index(OP_KINDS)[used])
-    memop_bytes = narrow_ids(memops["bytes"].to_numpy(np.int64))  # 32 bits where every size fits
-    columns["bytes"] = np.zeros(total, dtype=memop_bytes.dtype)
-    columns["bytes"][memop_at] = memop_bytes[memop_order]
-    return pd.DataFrame(columns, copy=False)
+    table["op_kind"] = pd.Categorical.from_codes(kind_codes, categories=pd.Index(OP_KINDS)[used])
+    if "bytes" in kept:
+        memop_bytes = narrow_ids(memops["bytes"].to_numpy(np.int64))  # 32 bits where every size fits
+        table["bytes"] = np.zeros(total, dtype=memop_bytes.dtype)
+        table["bytes"][memop_at] = memop_bytes[memop_order]
+    return pd.DataFrame(table, copy=False)
 
 
 def _merged_order(kernels: pd.DataFrame, memops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, Callable]:
@@ -114,11 +121,14 @@ def _merged_order(kernels: pd.DataFrame, memops: pd.DataFrame) -> tuple[np.ndarr
     return memop_at, np.arange(len(memops)), place
 
 
-def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bool = False) -> LabelledOps:
+def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bool = False,
+              columns: Collection[str] | None = None) -> LabelledOps:
     """Find the run's structure (``names``: the roles the user named) and label every operation;
     with ``move_tables`` the trace's kernel and memory-operation tables move into the labelled
-    ops (:func:`gpu_ops`), the trace keeping empty ones."""
-    ops = gpu_ops(trace, move=move_tables)
+    ops (:func:`gpu_ops`), the trace keeping empty ones. With ``columns`` (those the caller reads),
+    the ops hold only them, those the labelling reads (:data:`LABELLING_COLUMNS`) and the labels:
+    at millions of ops each column left out is tens of MB for the whole analysis."""
+    ops = gpu_ops(trace, move=move_tables, columns=None if columns is None else {*columns, *LABELLING_COLUMNS})
     structure = find_structure(trace.ranges, ops, names)
     notes = list(structure.notes)
     step_windows, phase_windows = structure.steps, structure.phases
