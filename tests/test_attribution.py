@@ -277,9 +277,13 @@ def test_positions_are_32_bit_only_where_they_fit():
 
 @pytest.mark.parametrize("count", [0, 1, 2, 5, 300])
 def test_positions_where_in_chunks_are_flatnonzero(monkeypatch, count):
-    values = np.random.default_rng(count).integers(0, 3, count).astype(np.int8)  # ties everywhere
+    rng = np.random.default_rng(count)
+    values = rng.integers(0, 3, count).astype(np.int8)  # ties everywhere
+    others = rng.integers(0, 2, count)
     for chunk in (1, 2, 7, 1 << 20):
         monkeypatch.setattr(attribution, "CHUNK_OPS", chunk)
         for value in (0, 1, 2, 5):
-            found = attribution.positions_where(values, value)
+            found = attribution.positions_where_all((values,), (value,))
             assert found.dtype == np.int32 and found.tolist() == np.flatnonzero(values == value).tolist()
+            both = attribution.positions_where_all((values, others), (value, 1))
+            assert both.tolist() == np.flatnonzero((values == value) & (others == 1)).tolist()

@@ -171,11 +171,6 @@ def distinct_values(column: np.ndarray) -> np.ndarray:
                                      for low in range(0, len(column), DISTINCT_ROWS)]))
 
 
-def positions_where(values: np.ndarray, value) -> np.ndarray:
-    """Positions (ascending) of ``values`` equal to ``value``: :func:`positions_where_all` of one column."""
-    return positions_where_all((values,), (value,))
-
-
 def positions_where_all(columns: tuple[np.ndarray, ...], values: tuple) -> np.ndarray:
     """Positions (ascending) of the rows whose ``columns`` equal ``values`` (one per column), as
     :func:`position_dtype` of their length: counted first, then found :data:`CHUNK_OPS` rows at
