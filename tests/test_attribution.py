@@ -92,11 +92,13 @@ def test_windows_match_the_rule_spelled_out(seed):
         _latest_starting_holder(launches, starts, ends)
 
 
+@pytest.mark.parametrize("chunk", [7, 1 << 20])
 @pytest.mark.parametrize("seed", range(20))
-def test_same_thread_windows_match_the_rule_spelled_out(seed):
+def test_same_thread_windows_match_the_rule_spelled_out(seed, chunk, monkeypatch):
     """Several processes and threads, windows nested, overlapping and touching, launches on the
     edges, before time 0, and on threads without windows: each launch against its own thread's
-    windows, one at a time."""
+    windows, one at a time; the ops grouped a few rows at a time or all at once."""
+    monkeypatch.setattr(attribution, "CHUNK_OPS", chunk)
     rng = np.random.default_rng(seed)
     count = rng.integers(1, 40)
     span = rng.choice([5, 50, 500])
@@ -116,15 +118,26 @@ def test_same_thread_windows_match_the_rule_spelled_out(seed):
     assert ops_in_windows(ops.iloc[:1], windows, same_thread=True).tolist() == expected[:1]
     assert ops_in_windows(ops.iloc[:0], windows, same_thread=True).tolist() == []
     tables = [windows.iloc[::2], windows.iloc[:0], windows]  # searched together, each as on its own
+    labels = [np.arange(len(table) + 1, dtype=np.int16) * 3 + 1 for table in tables]  # the last for "no window"
     for same_thread in (False, True):
+        positions = [ops_in_windows(ops, table, same_thread=same_thread) for table in tables]
         assert [found.tolist() for found in ops_in_window_tables(ops, tables, same_thread=same_thread)] == \
-            [ops_in_windows(ops, table, same_thread=same_thread).tolist() for table in tables]
+            [found.tolist() for found in positions]
+        labelled = ops_in_window_tables(ops, tables, same_thread=same_thread, labels=labels)
+        assert all(found.dtype == np.int16 for found in labelled)
+        assert [found.tolist() for found in labelled] == [label[found].tolist() for label, found in zip(labels, positions)]
 
 
+@pytest.mark.parametrize("chunk", [3, 1 << 20])
+@pytest.mark.parametrize("few_groups", [0, 16, 10_000])
 @pytest.mark.parametrize("seed", range(10))
-def test_rows_by_key_matches_groupby(seed):
+def test_rows_by_key_matches_groupby(seed, few_groups, chunk, monkeypatch):
     """Constant columns, repeated and single values, one row: the rows of each combination, as
-    pandas groups them."""
+    pandas groups them, in order of first appearance, whether the combinations are found by a
+    pass each or by a sort, and the distinct values a few rows at a time or all at once."""
+    monkeypatch.setattr(attribution, "FEW_GROUPS", few_groups)
+    monkeypatch.setattr(attribution, "CHUNK_OPS", chunk)
+    monkeypatch.setattr(attribution, "DISTINCT_ROWS", chunk)
     rng = np.random.default_rng(seed)
     count = rng.integers(1, 300)
     columns = [np.full(count, 935, dtype=np.int32), rng.integers(0, rng.integers(1, 400), size=count),
@@ -136,6 +149,8 @@ def test_rows_by_key_matches_groupby(seed):
         assert {key if len(chosen) > 1 else key[0] for key in groups} == set(expected)
         for key, rows in groups.items():
             assert np.array_equal(rows, expected[key if len(chosen) > 1 else key[0]])
+        first_seen = [list(pd.unique(column)).index for column in chosen]
+        assert list(groups) == sorted(groups, key=lambda key: [index(value) for index, value in zip(first_seen, key)])
 
 
 def test_deep_nesting_costs_no_walk_per_level():
@@ -220,26 +235,34 @@ def test_custom_names_label_phases_by_role(tmp_path):
     assert labelled.notes == ["no range is named `l`", "no range is named `o`", "no range is named `qk`", "no range is named `av`"]
 
 
+@pytest.mark.parametrize("presorted", [False, True])
 @pytest.mark.parametrize("kinds", [("memcpy",), ("memset",), ("memcpy", "memset"), ()])
-@pytest.mark.parametrize("kernel_count", [0, 1, 7])
-def test_gpu_ops_name_and_kind_each_op_in_start_order(kinds, kernel_count):
+@pytest.mark.parametrize("kernel_count", [0, 1, 7, 40])
+def test_gpu_ops_name_and_kind_each_op_in_start_order(kinds, kernel_count, presorted):
     """op_kind's categories are the kinds present (in OP_KINDS's order); memops are named
-    ``[CUDA <kind>]``; rows by start, then end, kernels first on ties."""
+    ``[CUDA <kind>]``; rows by start, then end, kernels first on ties; the same whether both tables
+    come in time order (merged) or not (sorted). Sizes are int32 where they fit."""
     from types import SimpleNamespace
     rng = np.random.default_rng(kernel_count + len(kinds))
     kernels = pd.DataFrame({"start_ns": rng.integers(0, 5, kernel_count), "end_ns": rng.integers(5, 8, kernel_count),
                             "name": pd.Categorical(rng.choice(["gemm", "add"], kernel_count))})
     memop_kinds = [kinds[i % len(kinds)] for i in range(5)] if kinds else []
+    size = 64 if kernel_count != 7 else 2**40
     memops = pd.DataFrame({"kind": memop_kinds, "start_ns": rng.integers(0, 5, len(memop_kinds)),
-                           "end_ns": rng.integers(5, 8, len(memop_kinds)), "name": "", "bytes": 64})
+                           "end_ns": rng.integers(5, 8, len(memop_kinds)), "name": "", "bytes": size})
+    if presorted:  # as the loader leaves them; ties on start and end between the tables
+        kernels = kernels.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+        memops = memops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+        memop_kinds = memops["kind"].tolist()
     ops = gpu_ops(SimpleNamespace(kernels=kernels, memops=memops))
+    assert ops["bytes"].dtype == (np.int64 if size > np.iinfo(np.int32).max and kinds else np.int32)
     order = np.lexsort((np.r_[kernels["end_ns"], memops["end_ns"]], np.r_[kernels["start_ns"], memops["start_ns"]]))
     kind = np.array(["kernel"] * kernel_count + memop_kinds, dtype=object)[order]
     assert ops["op_kind"].tolist() == kind.tolist()
     assert list(ops["op_kind"].cat.categories) == [k for k in OP_KINDS if k in set(kind)]
     names = np.r_[kernels["name"].astype(str), [f"[CUDA {k}]" for k in memop_kinds]][order]
     assert ops["name"].astype(str).tolist() == names.tolist()
-    assert ops["bytes"].tolist() == [0 if k == "kernel" else 64 for k in kind]
+    assert ops["bytes"].tolist() == [0 if k == "kernel" else size for k in kind]
 
 
 def test_positions_are_32_bit_only_where_they_fit():
@@ -254,9 +277,13 @@ def test_positions_are_32_bit_only_where_they_fit():
 
 @pytest.mark.parametrize("count", [0, 1, 2, 5, 300])
 def test_positions_where_in_chunks_are_flatnonzero(monkeypatch, count):
-    values = np.random.default_rng(count).integers(0, 3, count).astype(np.int8)  # ties everywhere
+    rng = np.random.default_rng(count)
+    values = rng.integers(0, 3, count).astype(np.int8)  # ties everywhere
+    others = rng.integers(0, 2, count)
     for chunk in (1, 2, 7, 1 << 20):
         monkeypatch.setattr(attribution, "CHUNK_OPS", chunk)
         for value in (0, 1, 2, 5):
-            found = attribution.positions_where(values, value)
+            found = attribution.positions_where_all((values,), (value,))
             assert found.dtype == np.int32 and found.tolist() == np.flatnonzero(values == value).tolist()
+            both = attribution.positions_where_all((values, others), (value, 1))
+            assert both.tolist() == np.flatnonzero((values == value) & (others == 1)).tolist()

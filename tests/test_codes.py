@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.core.codes import code_positions, id_positions, run_starts, value_codes
+from analysis.core import codes
+from analysis.core.codes import code_positions, id_positions, run_starts, run_sums, value_codes
 
 
 @pytest.mark.parametrize("column", [
@@ -43,3 +44,20 @@ def test_id_positions_are_the_index_lookup_of_the_ids(seed):
 def test_id_positions_of_no_ids_or_among_none():
     assert id_positions(np.zeros(0, dtype=np.int64), np.array([3, 1])).tolist() == []
     assert id_positions(np.array([-1, 0, 2]), np.zeros(0, dtype=np.int64)).tolist() == [-1, -1, -1]
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 1 << 18])
+def test_run_sums_are_int64_sums_per_run_in_slices_of_any_length(monkeypatch, rows):
+    """32-bit values whose runs sum past 32 bits, runs of one row, no rows; with a mask, only the
+    rows it marks count."""
+    monkeypatch.setattr(codes, "RUN_SUM_ROWS", rows)
+    rng = np.random.default_rng(rows)
+    for count in (0, 1, 9, 200):
+        values = rng.integers(0, np.iinfo(np.int32).max, count, dtype=np.int32)
+        first = np.unique(np.r_[0, rng.integers(0, count, 4)]) if count else np.zeros(0, dtype=np.int64)
+        where = rng.random(count) < 0.5
+        bounds = list(zip(first, [*first[1:], count]))
+        sums = run_sums(values, first)
+        assert sums.dtype == np.int64 and sums.tolist() == [int(values[a:b].astype(np.int64).sum()) for a, b in bounds]
+        assert run_sums(values, first, where).tolist() == \
+            [int(values[a:b].astype(np.int64)[where[a:b]].sum()) for a, b in bounds]

@@ -93,3 +93,26 @@ def test_grouped_union_leaves_its_arrays_as_they_were():
     kept = group.copy(), starts.copy(), ends.copy()
     assert union_length_per_group(group, starts, ends, 3).tolist() == [5, 3, 0]
     assert all((a == b).all() for a, b in zip((group, starts, ends), kept))
+
+
+def test_grouped_union_folded_over_batches_by_its_reach_is_the_whole_union():
+    """Intervals in order of start cut into batches anywhere (empty ones, one interval, ties on the
+    cut): the batches' lengths, each counted beyond the reach of those before, add up to the
+    whole union's, and the reach ends as each group's latest end."""
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        count = int(rng.choice([0, 1, 2, 5, 40, 200]))
+        groups = int(rng.integers(1, 8))
+        group, starts, ends = random_grouped_intervals(rng, count, groups, False)
+        order = np.argsort(starts, kind="stable")
+        group, starts, ends = group[order], starts[order], ends[order]
+        expected = sweep_union_lengths(group, starts, ends, groups)
+        cuts = np.sort(rng.integers(0, count + 1, int(rng.integers(0, 5))))
+        reach = np.full(groups, np.iinfo(np.int64).min)
+        busy = np.zeros(groups, dtype=np.int64)
+        for low, high in zip(np.r_[0, cuts], np.r_[cuts, count]):
+            busy += union_length_per_group(group[low:high], starts[low:high].copy(), ends[low:high].copy(), groups,
+                                           scratch=bool(trial % 2), reach=reach)
+        assert busy.tolist() == expected
+        latest = [max((int(e) for g, e in zip(group, ends) if g == k), default=np.iinfo(np.int64).min) for k in range(groups)]
+        assert reach.tolist() == latest

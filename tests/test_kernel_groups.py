@@ -14,6 +14,7 @@ from analysis.core.classify import classify_name, gemm_precision_mix, uses_tenso
 from analysis.core.phases import PHASES
 from analysis.core.structure import REGIONS
 from analysis.core.timings import RunRecord
+from analysis.trace import nsys_inputs, phase_breakdown
 from analysis.trace.nsys_inputs import (
     GROUP_COLUMNS,
     NsysInputs,
@@ -30,6 +31,7 @@ from analysis.trace.phase_breakdown import (
     overall_summary,
     phase_summaries,
     phase_table,
+    range_figures,
 )
 from analysis.trace.question_figures import nsys_b, nsys_c, nsys_d, nsys_e
 
@@ -106,13 +108,21 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+@pytest.fixture(params=[5, 1 << 20])
+def chunk(request, monkeypatch):
+    """The rows read at a time by the passes over the ops: a few (folded over many chunks) or all."""
+    monkeypatch.setattr(nsys_inputs, "CHUNK_OPS", request.param)
+    monkeypatch.setattr(phase_breakdown, "CHUNK_OPS", request.param)
+    return request.param
+
+
 def _device_key(pid: int, device_id: int) -> int:
     """The (process, GPU) pair as one number, without wrapping."""
     return int(pid) * 65536 + int(device_id)
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_groups_sum_the_measured_kernels_row_by_row(seed):
+def test_groups_sum_the_measured_kernels_row_by_row(seed, chunk):
     inputs = random_inputs(seed)
     ops = inputs.ops
     expected = {}  # group -> [first row, calls, summed ns], in order of first row
@@ -221,7 +231,24 @@ def test_phase_table_sums_the_ops_of_measured_ranges(seed):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_device_busy_time_is_the_union_of_its_measured_kernels(seed):
+def test_range_figures_match_the_ops_row_by_row(seed, chunk):
+    inputs = random_inputs(seed)
+    ops, range_ids = inputs.ops, pd.Index(inputs.phase_ranges["range_id"])
+    figures = range_figures(ops, range_ids)
+    for position, range_id in enumerate(range_ids):
+        rows = ops[ops["measured"].to_numpy() & (ops["phase_range_id"] == range_id).to_numpy()]
+        kernel = (rows["op_kind"] == "kernel").to_numpy()
+        covered = set().union(*(range(start, end) for start, end in zip(rows["start_ns"], rows["end_ns"])))
+        assert figures["kernels"][position] == kernel.sum()
+        assert figures["kernel_ns"][position] == rows["dur_ns"].to_numpy()[kernel].sum()
+        assert figures["memop_ns"][position] == rows["dur_ns"].to_numpy()[~kernel].sum()
+        assert figures["first_start"][position] == (rows["start_ns"].min() if len(rows) else 0)
+        assert figures["last_end"][position] == (rows["end_ns"].max() if len(rows) else 0)
+        assert figures["busy"][position] == len(covered)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_device_busy_time_is_the_union_of_its_measured_kernels(seed, chunk):
     inputs = random_inputs(seed)
     ops = inputs.ops
     covered = {}  # device key -> the nanoseconds some measured kernel of it covers
@@ -234,11 +261,15 @@ def test_device_busy_time_is_the_union_of_its_measured_kernels(seed):
     assert not busy.drop(list(covered)).any()  # devices of memory operations or unmeasured kernels only
 
 
-def test_device_numbers_rank_the_distinct_keys():
+@pytest.mark.parametrize("chunk", [3, 1 << 20])
+def test_device_numbers_rank_the_distinct_keys(monkeypatch, chunk):
+    """The same in chunks of a few rows as in one: empty, one device, several."""
+    monkeypatch.setattr(nsys_inputs, "CHUNK_OPS", chunk)
     rng = np.random.default_rng(0)
-    for keys in (np.array([], dtype=np.int64), np.full(5, 3), rng.integers(-5, 5, 200)):
-        numbers, distinct = device_numbers(keys)
-        expected_distinct, expected_numbers = np.unique(keys, return_inverse=True)
+    for pid, device_id in ((np.array([], dtype=np.int32), np.array([], dtype=np.int32)),
+                           (np.full(5, 3), np.full(5, 1)), (rng.integers(0, 3, 200), rng.integers(0, 4, 200))):
+        numbers, distinct = device_numbers(pid, device_id)
+        expected_distinct, expected_numbers = np.unique(device_keys(pid, device_id), return_inverse=True)
         assert distinct.tolist() == expected_distinct.tolist()
         assert numbers.tolist() == expected_numbers.tolist()
 
@@ -247,7 +278,7 @@ def test_device_keys_keep_large_pids_apart_and_in_order():
     """pids read as int32 (as the loader keeps them), large enough to wrap an int32 key."""
     pid = np.array([40_000, 40_000 + 65_536, 40_000, 2_000_000, 7], dtype=np.int32)
     device_id = np.array([1, 1, 0, 3, 2], dtype=np.int32)
-    numbers, _ = device_numbers(device_keys(pid, device_id))
+    numbers, _ = device_numbers(pid, device_id)
     pairs = sorted(set(zip(pid.tolist(), device_id.tolist())))
     assert numbers.tolist() == [pairs.index(pair) for pair in zip(pid.tolist(), device_id.tolist())]
 

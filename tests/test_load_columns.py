@@ -169,3 +169,88 @@ def test_launch_join_in_chunks_is_the_join_row_by_row(monkeypatch, count):
         assert (joined[["launch_start_ns", "launch_tid"]][found < 0] == -1).all().all()
         if count:
             assert joined["launch_tid"].dtype == launches["tid"].dtype
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 50])
+def test_launch_join_of_calls_in_key_order_and_of_wide_keys_is_the_join_row_by_row(monkeypatch, count):
+    """One process whose calls come in order of correlation id (searched where they are, keys in
+    32 bits), and ids past 32 bits (keys in 64 bits): the same rows as the join row by row."""
+    rng = np.random.default_rng(count)
+    for correlation in (np.sort(rng.integers(-1, count + 1, count * 2)),  # in order, ties and -1 included
+                        rng.integers(-1, count + 1, count * 2) + np.int64(1 << 33)):
+        launches = pd.DataFrame({"start_ns": rng.integers(0, 100, count * 2), "pid": np.full(count * 2, 3),
+                                 "tid": rng.integers(0, 5, count * 2).astype(np.int32),
+                                 "correlation_id": correlation})
+        ops = pd.DataFrame({"pid": rng.choice([3, 4], count),
+                            "correlation_id": rng.choice(np.append(correlation, [-1, 1 << 34]), count)})
+        expected = first_launch_rows(ops, launches)
+        for chunk in (1, 3, 1 << 20):
+            monkeypatch.setattr(tables, "JOIN_CHUNK_OPS", chunk)
+            assert tables.launch_rows(ops, launches).tolist() == expected
+
+
+def test_call_keys_are_32_bit_only_where_they_fit():
+    processes = pd.Index([10, 20])
+    pids, correlation = np.array([20, 10]), np.array([5, 2**29], dtype=np.int32)
+    keys = tables.call_keys(processes, pids, correlation, 30)
+    assert keys.dtype == np.int32 and keys.tolist() == [(1 << 30) | 5, 2**29]
+    wide = tables.call_keys(processes, pids, correlation.astype(np.int64) << 1, 31)  # 1 + 31 bits
+    assert wide.dtype == np.int64 and wide.tolist() == [(1 << 31) | 10, 2**30]
+
+
+@pytest.mark.parametrize("count", [0, 1, 5, 40])
+def test_durations_are_int32_where_every_one_fits_and_the_same_in_chunks(monkeypatch, count):
+    rng = np.random.default_rng(count)
+    start = np.sort(rng.integers(0, 1 << 40, count))
+    for longest in (5, np.iinfo(np.int32).max, np.iinfo(np.int32).max + 1):
+        end = start + rng.integers(0, longest, count, endpoint=True)
+        if count:
+            end[-1] = start[-1] + longest
+        ops = pd.DataFrame({"start_ns": start, "end_ns": end, "device_id": np.zeros(count, dtype=np.int32)})
+        for chunk in (1, 3, 1 << 20):
+            monkeypatch.setattr(tables, "JOIN_CHUNK_OPS", chunk)
+            timed = tables.with_durations(ops)
+            assert list(timed.columns) == ["start_ns", "end_ns", "dur_ns", "device_id"]
+            wide = count and longest > np.iinfo(np.int32).max  # no rows: every duration fits
+            assert timed["dur_ns"].dtype == (np.int64 if wide else np.int32)
+            assert timed["dur_ns"].tolist() == (end - start).tolist()
+
+
+def test_narrow_columns_are_read_in_int32_and_in_int64_when_a_value_does_not_fit(tmp_path):
+    """Several threads and chunks; a value past 32 bits in one chunk makes the whole read int64."""
+    path = tmp_path / "t.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (a INTEGER NOT NULL, b)")
+        conn.executemany("INSERT INTO t (a, b) VALUES (?, ?)", [(i, None if i % 5 == 0 else -i) for i in range(3000)])
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    schema = read_schema(conn)
+    wide = read_ints(conn, schema, "t", ("a", "b"), chunk_rows=16, workers=1)
+    for workers in (1, 3):
+        narrow = read_ints_and_largest(conn, schema, "t", ("a", "b"), None, chunk_rows=16, workers=workers,
+                                       narrow=("b",))[0]
+        assert narrow["a"].dtype == np.int64 and narrow["b"].dtype == np.int32
+        assert narrow["b"].tolist() == wide["b"].tolist()
+    conn.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE t SET b = ? WHERE a = 2500", (1 << 40,))
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    for workers in (1, 3):
+        read = read_ints_and_largest(conn, schema, "t", ("a", "b"), None, chunk_rows=16, workers=workers,
+                                     narrow=("b",))[0]
+        assert read["b"].dtype == np.int64 and read["b"][2500] == 1 << 40 and read["b"][2499] == -2499
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 20])
+def test_kernel_names_coded_in_chunks_are_the_lookup(monkeypatch, chunk):
+    """Ids of either width, repeated, unknown (None) and missing (-1): the categorical's values are
+    the lookup's, its categories in the ids' order."""
+    monkeypatch.setattr(tables, "JOIN_CHUNK_OPS", chunk)
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+    conn.executemany("INSERT INTO StringIds VALUES (?, ?)", [(9, "b"), (4, "a"), (12, "c")])
+    strings = tables.StringTable(conn, read_schema(conn))
+    for ids in (np.array([12, 4, 4, 9, 7, -1, 12], dtype=np.int64), np.array([9, 9], dtype=np.int32),
+                np.array([], dtype=np.int64)):
+        coded = strings.categorical(ids.copy())
+        assert [None if pd.isna(v) else v for v in coded] == list(strings.lookup(ids))
+        assert list(coded.categories) == [v for v in ("a", "b", "c") if v in set(strings.lookup(ids))]

@@ -18,6 +18,7 @@ Operations whose launch call is not in the trace (``launch_start_ns == -1``) bel
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -28,6 +29,9 @@ from analysis.load.tables import position_dtype
 
 # Launches searched at a time: the search's temporaries stay a few MiB whatever the trace's length.
 CHUNK_OPS = 1 << 20
+# Rows whose distinct values are found at once (:func:`distinct_values`): pandas' hash table for
+# them takes about 16 bytes a row.
+DISTINCT_ROWS = 1 << 16
 # Up to this many combinations of key values, a pass over the keys per combination finds the rows
 # of each faster than a sort of the keys does (the usual trace: one process, a thread or two).
 FEW_GROUPS = 16
@@ -50,15 +54,19 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
     return ops_in_window_tables(ops, [windows], same_thread=same_thread)[0]
 
 
-def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_thread: bool = False
-                         ) -> list[np.ndarray]:
+def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_thread: bool = False,
+                         labels: list[np.ndarray] | None = None) -> list[np.ndarray]:
     """:func:`ops_in_windows` for each of ``tables``, with one binary search per launch for them
-    all: the windows of every table cut time into the pieces the launches look up."""
-    results = [np.full(len(ops), -1, dtype=position_dtype(len(windows))) for windows in tables]
+    all: the windows of every table cut time into the pieces the launches look up. With
+    ``labels`` (per table, a value per window position and one more, last, for "no window"),
+    each op gets its window's value, in the labels' dtype, instead of the position: a code per
+    op in fewer bytes than a position."""
+    if labels is None:
+        labels = [_window_positions(len(windows)) for windows in tables]
+    results = [np.full(len(ops), label[-1], dtype=label.dtype) for label in labels]
     if not len(ops) or not any(len(windows) for windows in tables):
         return results
     keys = ["pid", "tid"] if same_thread else ["pid"]
-    op_groups = _groups(*(ops[key].to_numpy() for key in (["pid", "launch_tid"] if same_thread else ["pid"])))
     sorted_windows: dict[tuple, list] = {}  # per group: (table, positions, starts, ends) sorted by start
     for table, windows in enumerate(tables):
         if not len(windows):
@@ -66,22 +74,50 @@ def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_
         # As int64 whatever the table's dtype: a search in Python integers (an object column) is ten times slower.
         starts, ends = (windows[column].to_numpy(dtype=np.int64) for column in ("start_ns", "end_ns"))
         for key, rows in rows_by_key(*(windows[key].to_numpy() for key in keys)).items():
-            if key in op_groups:
-                order = rows[np.argsort(starts[rows], kind="stable")]
-                sorted_windows.setdefault(key, []).append((table, order, starts[order], ends[order]))
+            order = rows[np.argsort(starts[rows], kind="stable")]
+            sorted_windows.setdefault(key, []).append((table, order, starts[order], ends[order]))
     launch = ops["launch_start_ns"].to_numpy()
-    for key, found in sorted_windows.items():
-        # A repeated cut is harmless (each copy gets the same holder); np.sort is far faster than np.unique.
-        cuts = np.sort(np.concatenate([[0], *(np.r_[starts, ends + 1] for _, _, starts, ends in found)]))
-        holders = []  # per table, the holder of each piece (-1 before time 0), and -1 for a launch before every piece
-        for table, order, starts, ends in found:
-            pick = _latest_holding(starts, ends, cuts)
-            holders.append((results[table], np.append(np.where((pick >= 0) & (cuts >= 0), order[pick], -1), -1)))
-        for op_rows in _chunks(op_groups[key], len(ops)):
+    op_keys = [ops[key].to_numpy() for key in (["pid", "launch_tid"] if same_thread else ["pid"])]
+    pieces: dict[tuple, tuple] = {}  # per group met among the ops: its cuts and each table's holder per piece
+    # The ops are grouped a chunk at a time: the positions of every group's ops at once would be
+    # one more number per op.
+    for low in range(0, len(ops), CHUNK_OPS):
+        part = slice(low, low + CHUNK_OPS)
+        for key, rows in _groups(*(column[part] for column in op_keys)).items():
+            if key not in sorted_windows:
+                continue
+            if key not in pieces:
+                pieces[key] = _pieces(sorted_windows[key], results, labels)
+            cuts, holders = pieces[key]
+            op_rows = part if rows is None else rows + low
             piece = np.searchsorted(cuts, launch[op_rows], side="right") - 1
             for result, holder in holders:
                 result[op_rows] = holder[piece]
     return results
+
+
+def _window_positions(count: int) -> np.ndarray:
+    """The labels of :func:`ops_in_window_tables` that are the windows' positions: ``0 .. count -
+    1``, then -1 for "no window", as :func:`position_dtype` of ``count``."""
+    positions = np.arange(count + 1, dtype=position_dtype(count))
+    positions[-1] = -1
+    return positions
+
+
+def _pieces(found: list[tuple], results: list[np.ndarray], labels: list[np.ndarray]
+            ) -> tuple[np.ndarray, list[tuple]]:
+    """The times that cut one group's windows (``found``: per table, positions, starts and ends
+    sorted by start) into pieces, and per table its result array and the label of each piece's
+    holder (that of "no window" before time 0), with that of "no window" last for a launch
+    before every piece."""
+    # A repeated cut is harmless (each copy gets the same holder); np.sort is far faster than np.unique.
+    cuts = np.sort(np.concatenate([[0], *(np.r_[starts, ends + 1] for _, _, starts, ends in found)]))
+    holders = []
+    for table, order, starts, ends in found:
+        pick = _latest_holding(starts, ends, cuts)
+        holder = np.append(np.where((pick >= 0) & (cuts >= 0), order[pick], -1), -1)
+        holders.append((results[table], labels[table][holder]))  # -1: the last label, "no window"
+    return cuts, holders
 
 
 def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:
@@ -92,45 +128,34 @@ def _groups(*columns: np.ndarray) -> dict[tuple, np.ndarray | None]:
     return rows_by_key(*columns)
 
 
-def _chunks(rows: np.ndarray | None, count: int):
-    """``rows`` (None: ``0 .. count - 1``, as slices) in pieces of :data:`CHUNK_OPS` positions."""
-    total = count if rows is None else len(rows)
-    for low in range(0, total, CHUNK_OPS):
-        high = min(low + CHUNK_OPS, total)
-        yield slice(low, high) if rows is None else rows[low:high]
-
-
 def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
     """Row positions (ascending) per distinct combination of the values of ``columns`` (equal
     lengths, no missing values), keyed by the tuple of values; ``groupby(...).indices`` without
-    pandas' per-call cost."""
+    pandas' per-call cost. Keys come in order of their values' first appearance, the first
+    column's first."""
     if not len(columns[0]):
         return {}
-    key, distinct = None, []
-    for column in columns:
-        if (column == column[0]).all():  # one value (one process): its code is 0 everywhere
-            distinct.append(column[:1])
-            continue
-        codes, uniques = pd.factorize(column)
+    distinct = [distinct_values(column) for column in columns]
+    combinations = math.prod(map(len, distinct))
+    if combinations <= FEW_GROUPS:
+        # A pass over the columns per combination, a chunk at a time, with positions in 32 bits
+        # where they fit: no whole-length codes (the usual trace: one process, a thread or two).
+        keys = itertools.product(*distinct)
+        found = ((key, positions_where_all(columns, key)) for key in keys)
+        return {tuple(key): rows for key, rows in found if len(rows)}
+    key = None  # each row's combination, numbered as itertools.product numbers them
+    for column, uniques in zip(columns, distinct):
+        codes = pd.Index(uniques).get_indexer(column)
         key = codes if key is None else key * len(uniques) + codes
         del codes
-        distinct.append(uniques)
-    if key is None:
-        key = np.zeros(len(columns[0]), dtype=np.int64)
-    combinations = math.prod(map(len, distinct))
-    # The codes in the fewest bytes that hold them: one per row, compared or sorted whole (numpy
-    # sorts 8- and 16-bit integers by radix).
+    # The codes in the fewest bytes that hold them: one per row, sorted whole (numpy sorts 8- and
+    # 16-bit integers by radix).
     key = key.astype(np.min_scalar_type(combinations - 1))
-    if combinations <= FEW_GROUPS:  # a group's rows as positions that fit in 32 bits where they can
-        found = ((code, positions_where(key, code)) for code in range(combinations))
-        found = [(code, rows) for code, rows in found if len(rows)]
-    else:
-        order = np.argsort(key, kind="stable")
-        sorted_key = key[order]
-        first = run_starts(sorted_key)
-        found = zip(sorted_key[first].tolist(), np.split(order, first[1:]))
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    first = run_starts(sorted_key)
     groups = {}
-    for code, rows in found:
+    for code, rows in zip(sorted_key[first].tolist(), np.split(order, first[1:])):
         values = []
         for uniques in reversed(distinct):
             code, position = divmod(code, len(uniques))
@@ -139,14 +164,30 @@ def rows_by_key(*columns: np.ndarray) -> dict[tuple, np.ndarray]:
     return groups
 
 
-def positions_where(values: np.ndarray, value) -> np.ndarray:
-    """Positions (ascending) of ``values`` equal to ``value``, as :func:`position_dtype` of their
-    length: counted first, then found :data:`CHUNK_OPS` rows at a time, so that no array of 64-bit
-    positions as long as the result is made on the way."""
-    found = np.empty(int(np.count_nonzero(values == value)), dtype=position_dtype(len(values)))
+def distinct_values(column: np.ndarray) -> np.ndarray:
+    """The distinct values of ``column`` in order of first appearance (``pd.unique``), found
+    :data:`DISTINCT_ROWS` rows at a time: a hash table is sized by the rows it is given."""
+    return pd.unique(np.concatenate([pd.unique(column[low:low + DISTINCT_ROWS])
+                                     for low in range(0, len(column), DISTINCT_ROWS)]))
+
+
+def positions_where_all(columns: tuple[np.ndarray, ...], values: tuple) -> np.ndarray:
+    """Positions (ascending) of the rows whose ``columns`` equal ``values`` (one per column), as
+    :func:`position_dtype` of their length: counted first, then found :data:`CHUNK_OPS` rows at
+    a time, so that neither a whole-length mask nor an array of 64-bit positions as long as the
+    result is made on the way."""
+    def matches(low: int) -> np.ndarray:
+        rows = slice(low, low + CHUNK_OPS)
+        match = columns[0][rows] == values[0]
+        for column, value in zip(columns[1:], values[1:]):
+            match &= column[rows] == value
+        return match
+
+    chunks = range(0, len(columns[0]), CHUNK_OPS)
+    found = np.empty(sum(int(np.count_nonzero(matches(low))) for low in chunks), dtype=position_dtype(len(columns[0])))
     filled = 0
-    for low in range(0, len(values), CHUNK_OPS):
-        part = np.flatnonzero(values[low:low + CHUNK_OPS] == value)
+    for low in chunks:
+        part = np.flatnonzero(matches(low))
         found[filled:filled + len(part)] = part + low
         filled += len(part)
     return found
@@ -182,15 +223,18 @@ def _latest_holding(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> 
     return pick
 
 
-def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
-    """``range_id`` of the innermost push/pop range on each op's launching thread, else -1.
+def innermost_ranges(ops: pd.DataFrame, ranges: pd.DataFrame, values: np.ndarray | None = None) -> np.ndarray:
+    """``range_id`` of the innermost push/pop range on each op's launching thread, else -1; with
+    ``values`` (one per range id, and one more, last, for "no range"), each op's value instead.
 
     ``ranges`` is :attr:`analysis.load.Trace.ranges` (``range_id`` = row). Push/pop ranges of
     one thread nest, so the innermost one holding a launch is the latest-starting one that
     holds it: the same-thread flavour of :func:`ops_in_windows`.
     """
+    if values is None:
+        values = _window_positions(len(ranges))
     nested = np.flatnonzero(ranges["kind"].to_numpy() == "push_pop")
     if len(nested) == len(ranges):  # every range is a push/pop one (the usual trace): positions are ids
-        return ops_in_windows(ops, ranges, same_thread=True)
-    position = ops_in_windows(ops, ranges.iloc[nested], same_thread=True)
-    return np.where(position >= 0, nested[np.maximum(position, 0)], -1) if len(nested) else position
+        return ops_in_window_tables(ops, [ranges], same_thread=True, labels=[values])[0]
+    return ops_in_window_tables(ops, [ranges.iloc[nested]], same_thread=True,
+                                labels=[np.append(values[nested], values[-1])])[0]

@@ -37,16 +37,23 @@ def code_positions(values: Sequence, known: Sequence, other: int) -> np.ndarray:
 
 def id_positions(ids: np.ndarray, among: np.ndarray) -> np.ndarray:
     """Position of each of ``ids`` in ``among`` (distinct ids), -1 for an id not there (-1 too):
-    ``pd.Index(among).get_indexer(ids)`` by a table of every id up to the largest, for ids that
-    number rows (a range's ``range_id``: its row, or past the trace's rows for a window the
-    analysis made), in the dtype of positions among ``among``."""
+    ``pd.Index(among).get_indexer(ids)`` by a table of every id up to the largest (:func:`id_table`),
+    for ids that number rows (a range's ``range_id``: its row, or past the trace's rows for a
+    window the analysis made), in the dtype of positions among ``among``."""
+    return id_table(among, ids.max(initial=-1))[ids]
+
+
+def id_table(among: np.ndarray, largest: int) -> np.ndarray:
+    """The table :func:`id_positions` looks ids up in, for ids up to ``largest``: entry ``i`` is
+    the position of id ``i`` in ``among``, -1 where it is not there; its last entry, past every id,
+    is -1, so id -1 finds -1. Made once, it serves ids a chunk at a time."""
     import numpy as np
 
     from analysis.load.tables import position_dtype
 
-    table = np.full(max(ids.max(initial=-1), among.max(initial=-1)) + 2, -1, dtype=position_dtype(len(among)))
+    table = np.full(max(largest, among.max(initial=-1)) + 2, -1, dtype=position_dtype(len(among)))
     table[among] = np.arange(len(among))
-    return table[ids]  # -1 takes the last entry, past every id: -1
+    return table
 
 
 def run_starts(values: np.ndarray) -> np.ndarray:
@@ -54,3 +61,29 @@ def run_starts(values: np.ndarray) -> np.ndarray:
     import numpy as np
 
     return np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+
+
+# Rows summed at a time by :func:`run_sums`: its widened copy of the values stays a few MiB.
+RUN_SUM_ROWS = 1 << 18
+
+
+def run_sums(values: np.ndarray, first: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+    """Sum of ``values`` over each run ``first[i] .. first[i + 1] - 1`` (``first``: ascending run
+    starts, 0 first; the last run ends with the values), as int64 whatever the values' integer
+    width (a run of 32-bit durations may sum past 32 bits); with ``where`` (a mask), only the
+    rows it marks count. ``np.add.reduceat`` with an int64 dtype, on slices of runs about
+    :data:`RUN_SUM_ROWS` rows long, so the widened copy of the values it makes is a slice's, not
+    a whole column's."""
+    import numpy as np
+
+    sums = np.zeros(len(first), dtype=np.int64)
+    low = 0  # the first run of the slice
+    while low < len(first):
+        high = max(int(np.searchsorted(first, first[low] + RUN_SUM_ROWS, side="left")), low + 1)
+        rows = slice(first[low], first[high] if high < len(first) else len(values))
+        part = values[rows].astype(np.int64, copy=where is not None)  # a copy only to be written to
+        if where is not None:
+            part[~where[rows]] = 0
+        sums[low:high] = np.add.reduceat(part, first[low:high] - first[low])
+        low = high
+    return sums

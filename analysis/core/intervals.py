@@ -84,7 +84,7 @@ def within_earlier(starts: np.ndarray, ends: np.ndarray, groups: np.ndarray) -> 
 
 
 def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: int, *,
-                           scratch: bool = False) -> np.ndarray:
+                           scratch: bool = False, reach: np.ndarray | None = None) -> np.ndarray:
     """Length of the union of the ``[start, end)`` intervals per group number (``group``: 0 ..
     ``groups`` - 1 per interval), as int64.
 
@@ -94,7 +94,13 @@ def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarr
     them at once: intervals already in order of group and start (the labelled ops, grouped by
     anything that follows time, such as their phase range) are neither sorted nor copied again.
     With ``scratch`` (the caller's own copies, read no more) ``starts`` and ``ends`` are
-    overwritten with the sums' terms instead of two more arrays of their length."""
+    overwritten with the sums' terms instead of two more arrays of their length.
+
+    ``reach`` (int64 per group, the int64 minimum for a group without intervals yet) folds the
+    union over batches of intervals, each batch starting no earlier than the intervals of the
+    batches before it (the labelled ops, which are in order of start, taken in chunks of rows):
+    it holds the latest end of each group's earlier intervals, what a batch adds is counted
+    beyond it, and it is updated in place. The batches' lengths add up to the whole union's."""
     import numpy as np
 
     busy = np.zeros(groups, dtype=np.int64)
@@ -106,16 +112,22 @@ def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarr
         group, starts, ends = group[order], starts[order], ends[order]
         del order
     # The latest end reached so far within each group, then what each interval adds.
-    reach = ends if own and ends.dtype == np.int64 else ends.astype(np.int64)
+    reached = ends if own and ends.dtype == np.int64 else ends.astype(np.int64)
     added = starts if own and starts.dtype == np.int64 else starts.astype(np.int64)
     group_first = run_starts(group)
-    for first, stop in zip(group_first, np.r_[group_first[1:], len(reach)]):
-        np.maximum.accumulate(reach[first:stop], out=reach[first:stop])
+    first_group = group[group_first]
     first_starts = added[group_first]
-    np.maximum(added[1:], reach[:-1], out=added[1:])  # the later of each start and the reach before it
-    added[group_first] = first_starts  # a group's first interval adds from its own start
-    np.subtract(reach, added, out=added)
-    busy[group[group_first]] = np.add.reduceat(added, group_first)
+    if reach is not None:  # the earlier batches' reach counts as an interval before each group's first
+        reached[group_first] = np.maximum(reached[group_first], reach[first_group])
+        first_starts = np.maximum(first_starts, reach[first_group])
+    for first, stop in zip(group_first, np.r_[group_first[1:], len(reached)]):
+        np.maximum.accumulate(reached[first:stop], out=reached[first:stop])
+    np.maximum(added[1:], reached[:-1], out=added[1:])  # the later of each start and the reach before it
+    added[group_first] = first_starts  # a group's first interval adds from its own start (or the reach before)
+    if reach is not None:
+        reach[first_group] = reached[np.r_[group_first[1:], len(reached)] - 1]
+    np.subtract(reached, added, out=added)
+    busy[first_group] = np.add.reduceat(added, group_first)
     return busy
 
 

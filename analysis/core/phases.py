@@ -8,6 +8,7 @@ in :mod:`analysis.core.attribution`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +19,7 @@ from analysis.core.attribution import innermost_ranges, ops_in_window_tables, op
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import REGIONS, RunStructure, find_structure
 from analysis.load import Trace
-from analysis.load.tables import narrow_ids
+from analysis.load.tables import in_time_order, narrow_ids, with_columns
 from cs336_profile import contract
 
 # The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
@@ -29,6 +30,8 @@ OP_KINDS = ("kernel", "memcpy", "memset")
 # The column of :func:`trace_ops`: the ``range_id`` of the innermost range on each op's launching
 # thread (-1 for none), read by the labelling of attention parts and dropped there.
 INNERMOST_RANGE = "innermost_range_id"
+# The columns of the ops that finding the structure and labelling read.
+LABELLING_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "launch_start_ns", "launch_tid", "op_kind", "demangled_name")
 
 
 @dataclass
@@ -43,8 +46,9 @@ class LabelledOps:
     notes: list[str] = field(default_factory=list)
 
 
-def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
-    """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``.
+def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None = None) -> pd.DataFrame:
+    """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``;
+    with ``columns``, only those of the kernels' columns and ``bytes`` (``op_kind`` always).
 
     Built column by column (one ordering, no whole-table copies): at millions of kernels the table
     is the largest thing the analysis holds. With ``move``, the trace's kernel and
@@ -55,36 +59,69 @@ def gpu_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
         kernels = kernels.copy(deep=False)
         trace.kernels, trace.memops = kernels.iloc[:0].copy(), memops.iloc[:0].copy()
     kernel_count = len(kernels)
-    sort_keys = {c: np.concatenate([kernels[c].to_numpy(), memops[c].to_numpy()]) for c in ("start_ns", "end_ns")}
-    order = np.lexsort((sort_keys["end_ns"], sort_keys["start_ns"]))
+    memop_at, memop_order, place = _merged_order(kernels, memops)
     # The memops' names, made once per kind present (the categories sorted, as pd.Categorical sorts them).
     memop_kind_codes, memop_kinds = pd.factorize(memops["kind"].astype(str))
     kind_names = "[CUDA " + memop_kinds + "]"
     name_categories = kind_names.sort_values()
     memop_names = pd.Categorical.from_codes(name_categories.get_indexer(kind_names)[memop_kind_codes],
                                             categories=name_categories)
-    columns = {}
+    kept = set(kernels.columns) | {"bytes"} if columns is None else set(columns)
+    table = {}
     for column in list(kernels.columns):
         kernel_column = kernels.pop(column) if move else kernels[column]
+        if column not in kept:
+            continue
         if column in ("name", "demangled_name"):
             both = union_categoricals([kernel_column, memop_names], ignore_order=True)
-        elif column in sort_keys:  # concatenated already, to be sorted on
-            both = sort_keys.pop(column)
+            table[column] = pd.Categorical.from_codes(place(both.codes[:kernel_count], both.codes[kernel_count:]),
+                                                      categories=both.categories)
         else:
-            both = np.concatenate([kernel_column.to_numpy(), memops[column].to_numpy()])
+            table[column] = place(kernel_column.to_numpy(), memops[column].to_numpy())
         del kernel_column
-        columns[column] = both[order]
-    memop_at = np.flatnonzero(order >= kernel_count)  # the memops' rows in the table, and which memop each holds
-    memop_order = order[memop_at] - kernel_count
+    total = kernel_count + len(memops)
     is_memcpy = np.asarray(memop_kinds == "memcpy", dtype=bool)[memop_kind_codes]
     used = [kernel_count > 0, is_memcpy.any(), not is_memcpy.all()]  # the kinds present, in OP_KINDS's order
     code = (np.cumsum(used) - 1).astype(np.int8)
-    kind_codes = np.full(len(order), code[0])
+    kind_codes = np.full(total, code[0])
     kind_codes[memop_at] = np.where(is_memcpy, code[1], code[2])[memop_order]
-    columns["op_kind"] = pd.Categorical.from_codes(kind_codes, categories=pd.Index(OP_KINDS)[used])
-    columns["bytes"] = np.zeros(len(order), dtype=np.int64)
-    columns["bytes"][memop_at] = memops["bytes"].to_numpy(np.int64)[memop_order]
-    return pd.DataFrame(columns, copy=False)
+    table["op_kind"] = pd.Categorical.from_codes(kind_codes, categories=pd.Index(OP_KINDS)[used])
+    if "bytes" in kept:
+        memop_bytes = narrow_ids(memops["bytes"].to_numpy(np.int64))  # 32 bits where every size fits
+        table["bytes"] = np.zeros(total, dtype=memop_bytes.dtype)
+        table["bytes"][memop_at] = memop_bytes[memop_order]
+    return pd.DataFrame(table, copy=False)
+
+
+def _merged_order(kernels: pd.DataFrame, memops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, Callable]:
+    """Where the kernels and memory operations go in one table sorted by start, then end (kernels
+    first on ties, each table's rows in their order): the memops' rows in it, which memop each
+    holds, and a function that places a kernel column and a memop column into one column so.
+
+    Both tables sorted by start and end already (the loader sorts them) are merged: each memop
+    goes after the kernels that sort no later, the kernel columns fill the other rows, and no sort
+    order or concatenated copy of a column is made. Else both are concatenated and sorted."""
+    kernel_start, kernel_end = kernels["start_ns"].to_numpy(), kernels["end_ns"].to_numpy()
+    memop_start, memop_end = memops["start_ns"].to_numpy(), memops["end_ns"].to_numpy()
+    if not (in_time_order(kernel_start, kernel_end) and in_time_order(memop_start, memop_end)):
+        order = np.lexsort((np.concatenate([kernel_end, memop_end]), np.concatenate([kernel_start, memop_start])))
+        memop_at = np.flatnonzero(order >= len(kernels))
+        return memop_at, order[memop_at] - len(kernels), lambda kernel, memop: np.concatenate([kernel, memop])[order]
+    before = np.searchsorted(kernel_start, memop_start, side="left")  # kernels that start earlier
+    same_start = np.searchsorted(kernel_start, memop_start, side="right")
+    for memop in np.flatnonzero(same_start > before):  # and those of the same start that end no later
+        before[memop] += np.searchsorted(kernel_end[before[memop]:same_start[memop]], memop_end[memop], side="right")
+    memop_at = before + np.arange(len(memops))
+    is_kernel = np.ones(len(kernels) + len(memops), dtype=bool)
+    is_kernel[memop_at] = False
+
+    def place(kernel: np.ndarray, memop: np.ndarray) -> np.ndarray:
+        merged = np.empty(len(is_kernel), dtype=np.result_type(kernel, memop))
+        merged[is_kernel] = kernel
+        merged[memop_at] = memop
+        return merged
+
+    return memop_at, np.arange(len(memops)), place
 
 
 def trace_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
@@ -97,29 +134,41 @@ def trace_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
 
 
 def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bool = False,
-              ops: pd.DataFrame | None = None) -> LabelledOps:
+              ops: pd.DataFrame | None = None, columns: Collection[str] | None = None) -> LabelledOps:
     """Find the run's structure (``names``: the roles the user named) and label every operation;
     with ``move_tables`` the trace's kernel and memory-operation tables move into the labelled
     ops (:func:`gpu_ops`), the trace keeping empty ones. ``ops``: the trace's operations as
-    :func:`trace_ops` made them (the trace's own tables then unread), labelled in place."""
+    :func:`trace_ops` made them (the trace's own tables then unread), labelled in place. With
+    ``columns`` (those the caller reads), the ops hold only them, those the labelling reads
+    (:data:`LABELLING_COLUMNS`) and the labels: at millions of ops each column left out is tens of
+    MB for the whole analysis."""
+    wanted = None if columns is None else {*columns, *LABELLING_COLUMNS}
     if ops is None:
-        ops = gpu_ops(trace, move=move_tables)
+        ops = gpu_ops(trace, move=move_tables, columns=wanted)
+    elif wanted is not None:
+        for column in [c for c in ops.columns if c not in wanted and c != INNERMOST_RANGE]:
+            del ops[column]
     structure = find_structure(trace.ranges, ops, names)
     notes = list(structure.notes)
     step_windows, phase_windows = structure.steps, structure.phases
     in_step, in_phase = ops_in_window_tables(ops, [step_windows, phase_windows])
-    ops["step"] = _labels(in_step, step_windows["name"])
+    # Each window position per op is freed once its labels are made, and the labels join the ops
+    # without a copy (with_columns): at millions of ops each is tens of MB.
     has_steps = structure.has_steps
-    ops["measured"] = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step] if has_steps else True
+    step = _labels(in_step, step_windows["name"])
+    measured = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step] if has_steps else \
+        np.ones(len(ops), dtype=bool)
+    del in_step
     if not has_steps:
         notes.append(f"no steps: the whole capture is analyzed ({structure.step_rule})")
-
-    ops["phase"] = _labels(in_phase, phase_windows["name"])
-    ops["phase_range_id"] = narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1))[in_phase]
-    del in_step, in_phase  # a position per op each: freed before the regions' own
+    phase = _labels(in_phase, phase_windows["name"])
+    phase_range_id = narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1))[in_phase]
+    del in_phase
+    ops = with_columns(ops, step=step, measured=measured, phase=phase, phase_range_id=phase_range_id)
+    del step, measured, phase, phase_range_id
 
     ranges = trace.ranges
-    ops["region"] = _regions(ops, ranges, structure.regions)
+    ops = with_columns(ops, region=_regions(ops, ranges, structure.regions))
     phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps)
     parent = phase_windows["parent_id"].to_numpy(dtype=np.int64)
     phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "") \
@@ -148,14 +197,15 @@ def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Ca
     categories = ["", *REGIONS]
     innermost = ops.pop(INNERMOST_RANGE).to_numpy() if INNERMOST_RANGE in ops else None
     if not len(ranges) or parts.empty:
-        return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int64), categories=categories)
-    if innermost is None:
-        innermost = innermost_ranges(ops, ranges)
+        return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int8), categories=categories)
     code = np.zeros(len(ranges) + 1, dtype=np.int8)  # the last one for "no range"
     code[parts.index.to_numpy(np.int64)] = pd.Categorical(parts, categories=REGIONS).codes + 1
     region_of_range = _nearest_named(code[:-1] > 0, ranges["parent_id"].to_numpy())
     code_of_range = code[np.append(region_of_range, -1)]  # the region's code, by range and for "no range"
-    return pd.Categorical.from_codes(code_of_range[innermost], categories=categories)
+    if innermost is not None:  # kept with the trace's operations (:func:`trace_ops`)
+        return pd.Categorical.from_codes(code_of_range[innermost], categories=categories)
+    # Each op's code straight from the search: no range id per op on the way.
+    return pd.Categorical.from_codes(innermost_ranges(ops, ranges, code_of_range), categories=categories)
 
 
 def _nearest_named(named: np.ndarray, parent: np.ndarray) -> np.ndarray:

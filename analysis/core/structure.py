@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.core.codes import run_starts
+from analysis.core.codes import run_starts, run_sums
 from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name, role_name
@@ -899,20 +899,27 @@ def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     each piece is summed, and the rule is asked once per piece, for its first kernel."""
     from analysis.core.attribution import ops_in_windows
     kernel = (ops["op_kind"] == "kernel").to_numpy(dtype=bool) if "op_kind" in ops else np.ones(len(ops), dtype=bool)
-    pids, launched = ops["pid"].to_numpy()[kernel], ops["launch_start_ns"].to_numpy()[kernel]
-    durations = ops["dur_ns"].to_numpy()[kernel]
-    in_order = (pids[1:] > pids[:-1]) | ((pids[1:] == pids[:-1]) & (launched[1:] >= launched[:-1]))
-    if not in_order.all():  # the ops are most often in this order already: a check is cheaper than a sort
-        order = np.lexsort((launched, pids))
-        pids, launched, durations = pids[order], launched[order], durations[order]
+    pids, launched, durations = (ops[column].to_numpy() for column in ("pid", "launch_start_ns", "dur_ns"))
+    # The ops are most often in this order already, memory operations among them: they are then
+    # read where they are (a piece's memory operations count for nothing), with no copy of the
+    # kernels' columns; else the kernels are taken out and sorted.
+    if not _in_launch_order(pids, launched):
+        pids, launched, durations, kernel = pids[kernel], launched[kernel], durations[kernel], kernel[kernel]
+        if not _in_launch_order(pids, launched):
+            order = np.lexsort((launched, pids))
+            pids, launched, durations = pids[order], launched[order], durations[order]
     first = _piece_starts(pids, launched, steps)
     holder = ops_in_windows(pd.DataFrame({"pid": pids[first], "launch_start_ns": launched[first]}), steps)
     held = holder >= 0
-    sizes = np.diff(np.r_[first, len(launched)])
-    count = np.bincount(holder[held], weights=sizes[held], minlength=len(steps)).astype(np.int64)
-    summed = np.add.reduceat(durations, first) if len(first) else np.zeros(0, dtype=np.int64)
+    count = np.bincount(holder[held], weights=run_sums(kernel, first)[held], minlength=len(steps)).astype(np.int64)
+    summed = run_sums(durations, first, where=kernel)
     time = np.bincount(holder[held], weights=summed[held], minlength=len(steps))
     return pd.DataFrame({"kernels": count, "kernel_ns": time})
+
+
+def _in_launch_order(pids: np.ndarray, launched: np.ndarray) -> bool:
+    """Whether rows are sorted by process, then launch time (one pass, no sort)."""
+    return bool(((pids[1:] > pids[:-1]) | ((pids[1:] == pids[:-1]) & (launched[1:] >= launched[:-1]))).all())
 
 
 def _piece_starts(pids: np.ndarray, launched: np.ndarray, steps: pd.DataFrame) -> np.ndarray:

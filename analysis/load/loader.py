@@ -34,6 +34,7 @@ from analysis.load.schema import (
     require_tables_are_tables,
 )
 from analysis.load.tables import (
+    ID_MASK,
     UNNAMED_KERNEL,
     StringTable,
     drop_unusable_times,
@@ -45,6 +46,8 @@ from analysis.load.tables import (
     read_launches,
     read_memops,
     shared_pids,
+    with_columns,
+    with_durations,
 )
 from analysis.load.trace import Trace
 
@@ -135,11 +138,14 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
         if not any((rows < 0).any() for rows in found):
             break
+    # The join read the calls' ids; the gathers below read their starts and threads.
+    launches = pd.DataFrame({column: launches[column] for column in ("start_ns", "pid", "tid")}, copy=False)
     kernels = join_launches(kernels, launches, found[0])
     memops = join_launches(memops, launches, found[1])
     # Past the join only the calls' processes and starts are read (process names, capture window).
     launches = pd.DataFrame({column: launches[column] for column in ("start_ns", "pid")}, copy=False)
     del found
+    kernels, memops = with_durations(kernels), with_durations(memops)
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
     if unlinked:
         notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "
@@ -152,7 +158,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         ranges = None
     events = read_nvtx(conn, schema, strings, ranges)
     gemm_ops = read_gemm_ops(conn, schema, strings)
-    shared = _name_processes((kernels, memops, events, gemm_ops), launches, notes)
+    shared, (kernels, memops, events, gemm_ops) = _name_processes((kernels, memops, events, gemm_ops), launches, notes)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     if len(launches):
         end_ns = max(end_ns, last_call_end)
@@ -175,22 +181,34 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         nccl_calls=read_message_sizes(conn, schema, strings, shared), table_notes=table_notes)
 
 
-def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]) -> tuple[int, ...]:
-    """Set the ``pid`` columns of ``tables`` (read as whole process keys, joined as such) to what
-    :func:`~analysis.load.tables.pid_column` shows, in place (no copy of millions of rows); a
-    note says when processes on different hosts share a pid and are shown by their whole key.
-    Returns those shared pids (the trace's ``shared_pids``, for readers of its other tables)."""
+def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]
+                    ) -> tuple[tuple[int, ...], tuple[pd.DataFrame, ...]]:
+    """``tables`` (read with whole process keys, joined as such) with ``pid`` columns that show
+    what :func:`~analysis.load.tables.pid_column` shows, each new column joining its table
+    without a copy (:func:`~analysis.load.tables.with_columns`) and a table whose keys are pids
+    already (one host) kept as it is; a note says when processes on different hosts share a pid
+    and are shown by their whole key. Returns those shared pids (the trace's ``shared_pids``, for
+    readers of its other tables) and the tables."""
     shared = shared_pids(launches["pid"], *(table["pid"] for table in tables))
     if len(shared):
         notes.append(f"processes on different hosts share pid {', '.join(map(str, shared))}; they are told apart "
                      "by the host bits of nsys's globalPid and shown by that whole id (globalPid >> 24)")
+    named = []
     for table in tables:
-        table["pid"] = pid_column(table["pid"].to_numpy(), shared)
-    return tuple(int(pid) for pid in shared)
+        keys = table["pid"].to_numpy()
+        shown_as_is = not len(keys) or (0 <= keys.min() and keys.max() <= ID_MASK)
+        named.append(table if shown_as_is else with_columns(table, pid=pid_column(keys, shared)))
+    return tuple(int(pid) for pid in shared), tuple(named)
 
 
 def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:
     starts = [int(t["start_ns"].min()) for t in tables if len(t)]
-    ends = [int(pd.to_numeric(t[c]).max()) for t in tables if len(t)
-            for c in ("start_ns", "end_ns") if c in t and pd.to_numeric(t[c]).notna().any()]
+    ends = [int(times.max()) for t in tables if len(t) for c in ("start_ns", "end_ns") if c in t
+            for times in [_numbers(t[c])] if times.notna().any()]
     return min(starts), max(ends)
+
+
+def _numbers(column: pd.Series) -> pd.Series:
+    """``column`` as numbers: itself when it holds numbers (``pd.to_numeric`` would copy millions of
+    rows), else converted."""
+    return column if pd.api.types.is_numeric_dtype(column) else pd.to_numeric(column)

@@ -69,6 +69,7 @@ def require_columns(schema: dict, table: ExportTable, version: str | None):
 
 MISSING = -1  # what read_ints gives for NULL, a value that is not an integer, or a column the export lacks
 INT64 = np.iinfo(np.int64)
+INT32 = np.iinfo(np.int32)
 SPAN_TRUSTED = 1 << 20  # a rowid span this small sizes a column at 8 MiB at most, whatever the rows
 
 
@@ -98,12 +99,28 @@ def read_ints(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple
 
 
 def read_ints_and_largest(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
-                          largest: str | None, where: str = "", chunk_rows: int = 1 << 16, workers: int | None = None
-                          ) -> tuple[dict[str, np.ndarray], object]:
+                          largest: str | None, where: str = "", chunk_rows: int = 1 << 16, workers: int | None = None,
+                          narrow: tuple[str, ...] = ()) -> tuple[dict[str, np.ndarray], object]:
     """:func:`read_ints`, and the largest value of the column ``largest`` over the rows read (SQL's
     ``max``, NULL as :data:`MISSING`; None without rows or without ``largest``), found by the same
-    scan of the table: a query of its own would scan the table again."""
-    reader = _ChunkReader(schema[table], table, columns, where, chunk_rows, largest)
+    scan of the table: a query of its own would scan the table again.
+
+    The ``narrow`` columns (ids) are read into int32 columns, half the memory of int64 ones while
+    the table is read; a value that does not fit makes the whole read start again in int64."""
+    try:
+        return _read_ints_and_largest(conn, schema, table, columns, largest, where, chunk_rows, workers, narrow)
+    except _NotNarrow:
+        return _read_ints_and_largest(conn, schema, table, columns, largest, where, chunk_rows, workers, ())
+
+
+class _NotNarrow(ValueError):
+    """A value of a column read in int32 that does not fit it."""
+
+
+def _read_ints_and_largest(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
+                           largest: str | None, where: str, chunk_rows: int, workers: int | None,
+                           narrow: tuple[str, ...]) -> tuple[dict[str, np.ndarray], object]:
+    reader = _ChunkReader(schema[table], table, columns, where, chunk_rows, largest, narrow)
     # Two subqueries: SQLite finds a lone min(rowid) or max(rowid) at one end of the table, but
     # scans every row for the pair in one SELECT.
     first, last = conn.execute(f"SELECT (SELECT min(rowid) FROM {table}), (SELECT max(rowid) FROM {table})").fetchone()
@@ -112,7 +129,7 @@ def read_ints_and_largest(conn: sqlite3.Connection, schema: dict, table: str, co
     slices = _rowid_slices(first, last, chunk_rows, _read_workers(workers))
     database = _database_file(conn)
     if len(slices) == 1 or database is None:
-        out = [np.empty(_row_bound(conn, table, first, last), dtype=np.int64) for _ in columns]
+        out = [np.empty(_row_bound(conn, table, first, last), dtype=dtype) for dtype in reader.dtypes]
         filled, top = reader.fill(conn, first, last, out, 0)
         return {c: _trimmed(v, filled) for c, v in zip(columns, out)}, top
     return _read_slices(reader, database, conn.text_factory, slices)
@@ -162,7 +179,7 @@ def _read_slices(reader: _ChunkReader, database: Path, text_factory, slices: lis
             rows = list(pool.map(lambda c, s: c.execute(
                 f"SELECT count(*) {reader.in_chunk}", s).fetchone()[0], conns, slices))
             offsets = np.concatenate([[0], np.cumsum(rows)]).tolist()
-            out = [np.empty(offsets[-1], dtype=np.int64) for _ in reader.columns]
+            out = [np.empty(offsets[-1], dtype=dtype) for dtype in reader.dtypes]
             filled = list(pool.map(lambda c, s, at: reader.fill(c, s[0], s[1], out, at), conns, slices, offsets))
         finally:
             for conn in conns:
@@ -181,8 +198,9 @@ class _ChunkReader:
     from a rowid range."""
 
     def __init__(self, declared: dict[str, bool], table: str, columns: tuple[str, ...], where: str, chunk_rows: int,
-                 largest: str | None = None):
+                 largest: str | None = None, narrow: tuple[str, ...] = ()):
         self.table, self.columns, self.chunk_rows = table, columns, chunk_rows
+        self.dtypes = [np.int32 if c in narrow else np.int64 for c in columns]
         self.values = [f'"{c}"' if declared.get(c) else f'coalesce("{c}", {MISSING})' if c in declared else str(MISSING)
                        for c in columns]
         condition = f"AND ({where.strip().removeprefix('WHERE')})" if where.strip() else ""
@@ -210,6 +228,8 @@ class _ChunkReader:
                 rows = conn.execute(f"SELECT {', '.join(self.values)} {self.in_chunk}", (low, high)).fetchall()
                 chunk = [int_column([row[i] for row in rows]) for i in range(len(self.values))]
             for column, part in zip(out, chunk):
+                if column.dtype == np.int32 and len(part) and not (INT32.min <= part.min() and part.max() <= INT32.max):
+                    raise _NotNarrow
                 column[filled:filled + count] = part
             filled += count
             low = conn.execute(self.next_rowid, (high + 1, last)).fetchone()[0] if high < last else None
@@ -271,16 +291,20 @@ def export_metadata(conn: sqlite3.Connection, schema: dict) -> dict[str, str]:
 
 
 def read_columns(conn: sqlite3.Connection, schema: dict, table: ExportTable, tidies: tuple[str, ...],
-                 where: str = "") -> dict[str, np.ndarray]:
+                 where: str = "", narrow: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """:func:`read_ints` of the ``tidies`` columns of a mapped table the export has, keyed by those
-    tidy names; a column the export lacks reads as :data:`MISSING`."""
-    return read_columns_and_largest(conn, schema, table, tidies, None, where)[0]
+    tidy names; a column the export lacks reads as :data:`MISSING`. The ``narrow`` ones are int32
+    where every value fits (:func:`read_ints_and_largest`)."""
+    return read_columns_and_largest(conn, schema, table, tidies, None, where, narrow)[0]
 
 
 def read_columns_and_largest(conn: sqlite3.Connection, schema: dict, table: ExportTable, tidies: tuple[str, ...],
-                             largest: str | None, where: str = "") -> tuple[dict[str, np.ndarray], object]:
+                             largest: str | None, where: str = "", narrow: tuple[str, ...] = ()
+                             ) -> tuple[dict[str, np.ndarray], object]:
     """:func:`read_columns`, and the largest value of the tidy column ``largest`` over the rows read
     (:func:`read_ints_and_largest`: the same scan)."""
-    raw, top = read_ints_and_largest(conn, schema, table.in_export(schema), table.nsys_names(schema, tidies),
-                                     None if largest is None else table.column(schema, largest), where)
+    names = table.nsys_names(schema, tidies)
+    raw, top = read_ints_and_largest(conn, schema, table.in_export(schema), names,
+                                     None if largest is None else table.column(schema, largest), where,
+                                     narrow=tuple(name for name, tidy in zip(names, tidies) if tidy in narrow))
     return dict(zip(tidies, raw.values())), top

@@ -18,6 +18,9 @@ UNNAMED_KERNEL = "(kernel without a name)"
 # API calls that put work on the GPU: kernel and graph launches, copies, fills.
 LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
 INT32 = np.iinfo(np.int32)
+# Rows taken at a time by the load's passes over whole columns (the launch join of :func:`launch_rows`,
+# durations, distinct processes): each pass's temporaries stay a few MiB whatever the trace's length.
+JOIN_CHUNK_OPS = 1 << 20
 
 
 class StringTable:
@@ -58,25 +61,26 @@ class StringTable:
 
     def categorical(self, ids) -> pd.Categorical:
         """Like :meth:`lookup`, as a categorical; each distinct id is looked up once. Categories
-        follow the ids' order (hashed, then only the distinct ids sorted)."""
+        follow the ids' order. The distinct ids and each row's position among them are found
+        :data:`JOIN_CHUNK_OPS` rows at a time: at millions of rows a hash table or 64-bit codes
+        of the whole column would each be as large as it."""
         ids = np.asarray(ids)
-        if ids.dtype != np.int64:
+        if ids.dtype not in (np.int64, np.int32):
             ids = pd.to_numeric(pd.Series(ids), errors="coerce").fillna(-1).to_numpy(np.int64)
-        codes, distinct = pd.factorize(ids)
-        del ids  # a caller that handed its column over frees it here
-        order = np.argsort(distinct)
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        labels = self.lookup(distinct[order])
+        chunks = [slice(low, low + JOIN_CHUNK_OPS) for low in range(0, len(ids), JOIN_CHUNK_OPS)]
+        distinct = np.unique(np.concatenate([np.unique(ids[rows]) for rows in chunks] or [ids[:0]]))
+        labels = self.lookup(distinct)
         known = np.array([label is not None for label in labels], dtype=bool)
         categories = pd.Index(labels[known])
         if categories.has_duplicates:
-            return pd.Categorical(labels[rank[codes]])
-        # Each distinct id's category, then one gather per row in the fewest bytes that hold them:
-        # at millions of rows every whole-length temporary is tens of MB.
-        category_of = np.where(known, np.cumsum(known) - 1, -1)[rank]
-        return pd.Categorical.from_codes(category_of.astype(np.min_scalar_type(-max(len(categories), 1)))[codes],
-                                         categories=categories)
+            return pd.Categorical(labels[np.searchsorted(distinct, ids)])
+        # Each distinct id's category, then one gather per row in the fewest bytes that hold them.
+        category_of = np.where(known, np.cumsum(known) - 1, -1).astype(np.min_scalar_type(-max(len(categories), 1)))
+        codes = np.empty(len(ids), dtype=category_of.dtype)
+        for rows in chunks:
+            codes[rows] = category_of[np.searchsorted(distinct, ids[rows])]
+        del ids  # a caller that handed its column over frees it here
+        return pd.Categorical.from_codes(codes, categories=categories)
 
 
 def _as_text(value) -> str | None:
@@ -94,8 +98,12 @@ def process_of(global_id) -> np.ndarray:
 
 def shared_pids(*keys: np.ndarray) -> np.ndarray:
     """The 24-bit pids that more than one process key (:func:`process_of`) of the trace has."""
-    # Each table's distinct keys first: a concatenation of whole columns would be the size of them all.
-    distinct = pd.unique(np.concatenate([pd.unique(np.asarray(k, dtype=np.int64)) for k in keys]))
+    # Each table's distinct keys first, a chunk of rows at a time: a concatenation of whole columns
+    # would be the size of them all, and a column's hash table or 64-bit copy as large as it.
+    columns = [np.asarray(k) for k in keys]
+    distinct = pd.unique(np.concatenate([pd.unique(column[low:low + JOIN_CHUNK_OPS]).astype(np.int64)
+                                         for column in columns for low in range(0, len(column), JOIN_CHUNK_OPS)]
+                                        or [np.zeros(0, dtype=np.int64)]))
     counts = pd.Series(distinct[distinct >= 0] & ID_MASK).value_counts()
     return counts.index[counts > 1].to_numpy(np.int64)
 
@@ -113,10 +121,10 @@ def tid_of(global_id) -> np.ndarray:
 
 
 def narrow_ids(values: np.ndarray) -> np.ndarray:
-    """``values`` as int32 when they all fit (ids: half the memory of a row's int64), else as is."""
+    """``values`` as int32 when they all fit (ids, sizes: half the memory of a row's int64), else as is."""
     if len(values) and not (INT32.min <= values.min() and values.max() <= INT32.max):
         return values
-    return values.astype(np.int32)
+    return values.astype(np.int32, copy=False)
 
 
 def position_dtype(count: int) -> type:
@@ -125,14 +133,19 @@ def position_dtype(count: int) -> type:
     return np.int32 if count <= INT32.max else np.int64
 
 
+# The id columns of the GPU activity tables read in 32 bits where they fit (globalPid holds host bits
+# above its pid: it is read in 64).
+ACTIVITY_IDS = ("device_id", "stream_id", "correlation_id")
+
+
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The columns every GPU activity table (kernel, memcpy, memset) shares; ids that fit in
-    32 bits (correlation ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit.
-    The id columns are taken out of ``raw``, each freed once converted."""
+    """The columns every GPU activity table (kernel, memcpy, memset) shares but ``dur_ns``
+    (:func:`with_durations`, once the launch join is done); ids that fit in 32 bits (correlation
+    ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit. The id columns are
+    taken out of ``raw``, each freed once converted."""
     return {
         "start_ns": raw["start_ns"],
         "end_ns": raw["end_ns"],
-        "dur_ns": raw["end_ns"] - raw["start_ns"],
         "device_id": narrow_ids(raw.pop("device_id")),
         "stream_id": narrow_ids(raw.pop("stream_id")),
         "correlation_id": narrow_ids(raw.pop("correlation_id")),
@@ -143,7 +156,8 @@ def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
                   ) -> pd.DataFrame:
     """Kernels; a name that is NULL or not in StringIds reads as :data:`UNNAMED_KERNEL`."""
-    raw = read_columns(conn, schema, KERNELS, tuple(column.tidy for column in KERNELS.columns))
+    raw = read_columns(conn, schema, KERNELS, tuple(column.tidy for column in KERNELS.columns),
+                       narrow=(*ACTIVITY_IDS, "name", "demangled_name"))
     # Each raw column is taken out as it is converted, so that it is freed then, not at the end.
     names = {column: _named(strings.categorical(raw.pop(column))) for column in ("name", "demangled_name")}
     return pd.DataFrame({**_activity_columns(raw), **names}, copy=False)
@@ -191,7 +205,7 @@ def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
     columns = tuple(column.tidy for column in MEMCPY.columns)
     for table, kind in ((MEMCPY, "memcpy"), (MEMSET, "memset")):
         if table.in_export(schema) is not None:
-            raw = read_columns(conn, schema, table, columns)
+            raw = read_columns(conn, schema, table, columns, narrow=ACTIVITY_IDS)
             frames.append(pd.DataFrame({"kind": kind, **_activity_columns(raw),
                                         "bytes": np.maximum(raw["bytes"], 0)}))
     if not frames:
@@ -214,7 +228,8 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
         return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in ("start_ns", "pid", "tid", "correlation_id")}), None
     require_columns(schema, RUNTIME, version)
     where = _launch_filter(schema, strings, launch_calls_only)
-    raw, last_end = read_columns_and_largest(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), "end_ns", where)
+    raw, last_end = read_columns_and_largest(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), "end_ns", where,
+                                             narrow=("correlation_id",))
     return pd.DataFrame({
         "start_ns": raw["start_ns"],
         "pid": process_of(raw["tid"]),
@@ -230,25 +245,24 @@ def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool) 
     return f"WHERE \"{RUNTIME.column(schema, 'name_id')}\" IN ({', '.join(map(str, ids)) or 'NULL'})"
 
 
-JOIN_CHUNK_OPS = 1 << 20  # ops whose launch calls are looked up at once (:func:`launch_rows`)
-
-
 def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1; an
     op whose correlation id is missing (NULL reads as -1) has none. Processes are numbered first,
     so a process id of any width (host bits included) keys the join."""
     processes = pd.Index(pd.unique(launches["pid"].to_numpy()))
-    key_calls = processes.get_indexer(launches["pid"].to_numpy()).astype(np.int64, copy=False)
-    key_calls <<= 40
-    key_calls |= launches["correlation_id"].to_numpy()
+    correlation_bits = max(int(launches["correlation_id"].max()), 0).bit_length() if len(launches) else 0
+    key_calls = call_keys(processes, launches["pid"].to_numpy(), launches["correlation_id"].to_numpy(), correlation_bits)
     # A sorted search rather than a hash table: a third of the memory at millions of calls. The
-    # stable order puts the first of calls sharing a key first, and the search finds that one.
-    order = np.argsort(key_calls, kind="stable")
-    key_calls.sort()  # in place: the keys in ``order``, without a second array of them
+    # calls of one process are most often in order of correlation id already, and are then
+    # searched where they are; else a stable order puts the first of calls sharing a key first,
+    # and the search finds that one.
+    order = None if bool((key_calls[1:] >= key_calls[:-1]).all()) else np.argsort(key_calls, kind="stable")
+    if order is not None:
+        key_calls.sort()  # in place: the keys in ``order``, without a second array of them
     sorted_keys = key_calls
     # Rows of the calls, in 32 bits where they fit: one per op.
-    found = np.full(len(ops), -1, dtype=position_dtype(len(order)))
-    if not len(order):
+    found = np.full(len(ops), -1, dtype=position_dtype(len(sorted_keys)))
+    if not len(sorted_keys):
         return found
     pids, correlation = ops["pid"].to_numpy(), ops["correlation_id"].to_numpy()
     # The ops' keys are built and searched for in chunks: at millions of ops each whole-length
@@ -256,11 +270,30 @@ def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
     for low in range(0, len(ops), JOIN_CHUNK_OPS):
         rows = slice(low, low + JOIN_CHUNK_OPS)
         process = processes.get_indexer(pids[rows])
-        key = (process.astype(np.int64) << 40) | correlation[rows]
-        at = np.minimum(np.searchsorted(sorted_keys, key), len(order) - 1)
-        hit = (process >= 0) & (correlation[rows] >= 0) & (sorted_keys[at] == key)
-        found[rows][hit] = order[at[hit]]
+        keyed = (process >= 0) & (correlation[rows] >= 0) & (correlation[rows] < (1 << correlation_bits))
+        # In the calls' key dtype (what does not fit is not keyed): a search for keys of another
+        # dtype would convert the whole sorted array.
+        key = np.where(keyed, (process.astype(np.int64) << correlation_bits) | correlation[rows], 0
+                       ).astype(sorted_keys.dtype)
+        at = np.minimum(np.searchsorted(sorted_keys, key), len(sorted_keys) - 1)
+        hit = keyed & (sorted_keys[at] == key)
+        found[rows][hit] = at[hit] if order is None else order[at[hit]]
     return found
+
+
+def call_keys(processes: pd.Index, pids: np.ndarray, correlation: np.ndarray, correlation_bits: int) -> np.ndarray:
+    """The join key of each call: its process's position in ``processes`` above its correlation
+    id (``correlation_bits`` wide, every id of the calls fits), in int32 when every key fits (one
+    process and 31-bit ids, the usual trace: half the memory of a key per call), else int64. A
+    call's missing id (-1) gives a key no op's search finds."""
+    wide = (len(processes) - 1).bit_length() + correlation_bits > 31 or correlation.dtype.itemsize > 4
+    keys = np.empty(len(pids), dtype=np.int64 if wide else np.int32)
+    for low in range(0, len(pids), JOIN_CHUNK_OPS):  # no whole-length 64-bit positions on the way
+        rows = slice(low, low + JOIN_CHUNK_OPS)
+        keys[rows] = processes.get_indexer(pids[rows])
+    keys <<= correlation_bits
+    keys |= correlation
+    return keys
 
 
 def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) -> pd.DataFrame:
@@ -280,9 +313,28 @@ def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) 
         return taken
 
     ops = with_columns(ops, launch_start_ns=take("start_ns"), launch_tid=take("tid"))
-    if _in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
+    if in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
         return ops.reset_index(drop=True)
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+
+
+def with_durations(ops: pd.DataFrame) -> pd.DataFrame:
+    """``ops`` (ends never before starts: :func:`drop_unusable_times`) with ``dur_ns`` (end minus
+    start) after ``end_ns``: int32 where every duration fits (a kernel runs for less than 2.1 s),
+    else int64. Found in chunks, so that no whole-length int64 difference is made beside the
+    column; added past the launch join, whose peak it would raise."""
+    start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
+    chunks = [slice(low, low + JOIN_CHUNK_OPS) for low in range(0, len(ops), JOIN_CHUNK_OPS)]
+    longest = max((int((end[rows] - start[rows]).max()) for rows in chunks), default=0)
+    durations = np.empty(len(ops), dtype=np.int32 if longest <= INT32.max else np.int64)
+    for rows in chunks:
+        np.subtract(end[rows], start[rows], out=durations[rows], casting="unsafe")  # fits: checked above
+    columns = {}
+    for column in ops.columns:
+        columns[column] = ops[column]
+        if column == "end_ns":
+            columns["dur_ns"] = durations
+    return pd.DataFrame(columns, copy=False)
 
 
 def with_columns(table: pd.DataFrame, **columns) -> pd.DataFrame:
@@ -291,7 +343,7 @@ def with_columns(table: pd.DataFrame, **columns) -> pd.DataFrame:
     return pd.DataFrame({**{column: table[column] for column in table.columns}, **columns}, copy=False)
 
 
-def _in_time_order(start: np.ndarray, end: np.ndarray) -> bool:
+def in_time_order(start: np.ndarray, end: np.ndarray) -> bool:
     """Whether rows are sorted by start, then end (one pass, no sort)."""
     same_start = start[1:] == start[:-1]
     return bool((start[1:] >= start[:-1]).all() and (end[1:][same_start] >= end[:-1][same_start]).all())

@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from analysis.core.attribution import CHUNK_OPS
 from analysis.core.classify import classify_kernels, gemm_precision_mix
 from analysis.core.codes import value_codes
 from analysis.core.flops import attention_head_size, phase_flops_from_ops
@@ -184,8 +185,11 @@ def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFram
     """:meth:`NsysInputs.kernel_groups` of ``ops`` (every phase), over the rows that
     ``measured_kernel`` marks. Each row gets the number of its group from the codes of its
     device, phase, region and name; the groups are counted and summed by bincount and their
-    first rows found by a reversed assignment, so the rows are neither sorted nor copied."""
-    device, distinct_devices = device_numbers(device_keys(ops["pid"].to_numpy(), ops["device_id"].to_numpy()))
+    first rows found by a reversed assignment, so the rows are neither sorted nor copied. Those
+    passes go :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time (their sums added:
+    integer ns summed in float64 stay exact below 2**53), so no array of 64-bit numbers as long
+    as the ops is made."""
+    device, distinct_devices = device_numbers(ops["pid"].to_numpy(), ops["device_id"].to_numpy())
     parts = [(device, len(distinct_devices))]
     for column in ("phase", "region", "demangled_name"):
         codes, values = value_codes(ops[column])
@@ -199,19 +203,26 @@ def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFram
         group += codes
         missing = missing * (count + 1) - 1
     group -= missing  # from 0
-    group = group.astype(np.intp)
     if groups > len(ops):  # more possible groups than rows: number only those present
         group, numbered = pd.factorize(group)
         groups = len(numbered)
-    group[~measured_kernel] = groups  # one bin past the groups
-    calls = np.bincount(group, minlength=groups + 1)[:groups]
-    dur_ns = np.bincount(group, weights=ops["dur_ns"].to_numpy(), minlength=groups + 1)[:groups].astype(np.int64)
-    first_row = np.zeros(groups + 1, dtype=np.int64)
-    first_row[group[::-1]] = np.arange(len(group) - 1, -1, -1)  # each group's last write: its first row
+    durations = ops["dur_ns"].to_numpy()
+    calls = np.zeros(groups + 1, dtype=np.int64)
+    summed_ns = np.zeros(groups + 1)
+    first_row = np.full(groups + 1, -1, dtype=np.int64)
+    for low in range(0, len(ops), CHUNK_OPS):
+        part = slice(low, low + CHUNK_OPS)
+        chunk = group[part].astype(np.intp)
+        chunk[~measured_kernel[part]] = groups  # one bin past the groups
+        calls += np.bincount(chunk, minlength=groups + 1)
+        summed_ns += np.bincount(chunk, weights=durations[part], minlength=groups + 1)
+        new = np.flatnonzero(first_row[chunk] < 0)[::-1]  # rows of groups no earlier chunk has, last first
+        first_row[chunk[new]] = low + new  # each group's last write: its first row
+    calls, summed_ns = calls[:groups], summed_ns[:groups].astype(np.int64)
     present = np.flatnonzero(calls)
     present = present[np.argsort(first_row[present])]
     table = ops.iloc[first_row[present]][list(GROUP_COLUMNS)].reset_index(drop=True)
-    return table.assign(calls=calls[present], dur_ns=dur_ns[present])
+    return table.assign(calls=calls[present], dur_ns=summed_ns[present])
 
 
 def device_keys(pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
@@ -220,16 +231,20 @@ def device_keys(pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
     return pid.astype(np.int64) * 65536 + device_id
 
 
-def device_numbers(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's position among the distinct ``keys`` in ascending order, and those keys; the
-    rows of a trace of one device (the common case) are numbered without hashing them."""
-    if not len(keys) or keys.min() == keys.max():
-        return np.zeros(len(keys), dtype=np.int8), keys[:1]
-    codes, distinct = pd.factorize(keys)
-    order = np.argsort(distinct)
-    position = np.empty(len(order), dtype=np.int32)  # an int32 per row: fewer bytes than factorize's codes
-    position[order] = np.arange(len(order))
-    return position[codes], distinct[order]
+def device_numbers(pid: np.ndarray, device_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's position among the distinct :func:`device_keys` in ascending order, and those
+    keys. The keys are made :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time (no
+    64-bit key per row at once); the rows of a trace of one device (the common case) are numbered
+    as int8 zeros, the others as int32."""
+    chunks = [slice(low, low + CHUNK_OPS) for low in range(0, len(pid), CHUNK_OPS)]
+    distinct = np.unique(np.concatenate([np.unique(device_keys(pid[rows], device_id[rows])) for rows in chunks]
+                                        or [np.zeros(0, dtype=np.int64)]))
+    if len(distinct) <= 1:
+        return np.zeros(len(pid), dtype=np.int8), distinct
+    position = np.empty(len(pid), dtype=np.int32)
+    for rows in chunks:
+        position[rows] = np.searchsorted(distinct, device_keys(pid[rows], device_id[rows]))
+    return position, distinct
 
 
 def kernel_totals(kernels: pd.DataFrame, passes: int) -> pd.DataFrame:

@@ -14,11 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.core.attribution import positions_where
-from analysis.core.codes import code_positions, id_positions, value_codes
+from analysis.core.attribution import CHUNK_OPS
+from analysis.core.codes import code_positions, id_table, value_codes
 from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
-from analysis.load.tables import position_dtype
 from analysis.trace.nsys_inputs import NsysInputs, category_ms, device_keys, device_numbers, kernel_totals
 
 TOP_KERNELS_PER_PHASE = 10
@@ -30,45 +29,65 @@ def phase_table(inputs: NsysInputs) -> pd.DataFrame:
 
     Columns: ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``, ``memop_ms_per_pass``,
     ``cpu_span_ms_per_pass``, ``gpu_span_ms_per_pass``, ``busy_ms_per_pass``, ``idle_ms_per_pass``.
-    Read from the columns of the ops in measured phase ranges, taken one at a time (no copy of
-    the ops table).
     """
     ranges = inputs.phase_ranges[inputs.phase_ranges["measured"]]
-    range_of_op = id_positions(inputs.ops["phase_range_id"].to_numpy(), ranges["range_id"].to_numpy())
-    # Positions and group numbers in 32 bits where they fit: each is one per op of the phases.
-    rows = positions_where(inputs.ops["measured"].to_numpy() & (range_of_op >= 0), True)
-    group = range_of_op[rows].astype(position_dtype(2 * len(ranges) + 1))  # room for range_kind below
-    del range_of_op
-
-    def column(name: str) -> np.ndarray:
-        return inputs.ops[name].to_numpy()[rows]
-
-    starts, ends = column("start_ns"), column("end_ns")
-    first_start, last_end = span_per_group(group, starts, ends, len(ranges))
-    busy = union_length_per_group(group, starts, ends, len(ranges), scratch=True)
-    del starts, ends
-    # Per range and kind of op (memory operations, then kernels), then per phase: an op's phase is
-    # its range's (both are the phase window's that holds it, analysis.core.phases.label_ops).
-    range_kind = group * 2 + (inputs.ops["op_kind"] == "kernel").to_numpy()[rows]
-    range_ns = np.bincount(range_kind, weights=column("dur_ns"), minlength=2 * len(ranges))
-    range_kernels = np.bincount(range_kind, minlength=2 * len(ranges))[1::2]
-    del range_kind
+    per_range = range_figures(inputs.ops, pd.Index(ranges["range_id"]))
     range_phase = _phase_index(ranges["phase"])
     summed_ns = {
-        "kernel": _per_phase(range_phase, range_ns[1::2]),
-        "memop": _per_phase(range_phase, range_ns[0::2]),
+        "kernel": _per_phase(range_phase, per_range["kernel_ns"]),
+        "memop": _per_phase(range_phase, per_range["memop_ns"]),
         "cpu_span": _per_phase(range_phase, ranges["cpu_dur_ns"].to_numpy()),
-        "gpu_span": _per_phase(range_phase, last_end - first_start),
-        "busy": _per_phase(range_phase, busy),
+        "gpu_span": _per_phase(range_phase, per_range["last_end"] - per_range["first_start"]),
+        "busy": _per_phase(range_phase, per_range["busy"]),
     }
     phases = [p for p in PHASES if inputs.passes(p) > 0]
     rows = [PHASES.index(p) for p in phases]
     passes = np.array([inputs.passes(p) for p in phases], dtype=np.int64)
-    out = pd.DataFrame({"passes": passes, "kernels_per_pass": _per_phase(range_phase, range_kernels)[rows] / passes}
+    out = pd.DataFrame({"passes": passes, "kernels_per_pass": _per_phase(range_phase, per_range["kernels"])[rows] / passes}
                        | {f"{name}_ms_per_pass": ns[rows] / passes / 1e6 for name, ns in summed_ns.items()},
                        index=pd.Index(phases, name="phase"))
     out["idle_ms_per_pass"] = out["gpu_span_ms_per_pass"] - out["busy_ms_per_pass"]
     return out
+
+
+def range_figures(ops: pd.DataFrame, range_ids: pd.Index) -> dict[str, np.ndarray]:
+    """Per phase range of ``range_ids`` (in that order), from the measured ops whose
+    ``phase_range_id`` it is: ``kernels`` (how many), ``kernel_ns`` and ``memop_ns`` (summed
+    durations of kernels and of memory operations, as float64: integer ns stay exact below 2**53),
+    ``first_start`` and ``last_end`` (both 0 for a range without ops) and ``busy`` (the length of
+    the union of the ops' intervals).
+
+    The ops are read a chunk at a time (:func:`_time_chunks`) and each chunk's figures folded into
+    the totals (sums added, spans widened, the union carried on by its reach), so nothing as long
+    as the ops is made."""
+    count = len(range_ids)
+    start, end, dur = (ops[column].to_numpy() for column in ("start_ns", "end_ns", "dur_ns"))
+    measured, range_of = ops["measured"].to_numpy(), ops["phase_range_id"].to_numpy()
+    is_kernel = (ops["op_kind"] == "kernel").to_numpy()
+    position_of_id = id_table(range_ids.to_numpy(), range_of.max(initial=-1))
+    first_start = np.full(count, np.iinfo(np.int64).max)
+    last_end = np.full(count, np.iinfo(np.int64).min)
+    reach = np.full(count, np.iinfo(np.int64).min)  # the union's latest end so far, per range
+    busy = np.zeros(count, dtype=np.int64)
+    range_ns = np.zeros(2 * count)  # per range and kind of op: memory operations, then kernels
+    range_ops = np.zeros(2 * count, dtype=np.int64)
+    for part in _time_chunks(start):
+        position = position_of_id[range_of[part]]
+        rows = np.flatnonzero(measured[part] & (position >= 0))
+        group = position[rows]
+        starts, ends = start[part][rows], end[part][rows]
+        chunk_first, chunk_last = span_per_group(group, starts, ends, count)
+        held = np.bincount(group, minlength=count) > 0
+        first_start[held] = np.minimum(first_start[held], chunk_first[held])
+        last_end[held] = np.maximum(last_end[held], chunk_last[held])
+        busy += union_length_per_group(group, starts, ends, count, scratch=True, reach=reach)
+        range_kind = group * 2 + is_kernel[part][rows]
+        range_ns += np.bincount(range_kind, weights=dur[part][rows], minlength=2 * count)
+        range_ops += np.bincount(range_kind, minlength=2 * count)
+    empty = range_ops[0::2] + range_ops[1::2] == 0
+    first_start[empty], last_end[empty] = 0, 0
+    return {"kernels": range_ops[1::2], "kernel_ns": range_ns[1::2], "memop_ns": range_ns[0::2],
+            "first_start": first_start, "last_end": last_end, "busy": busy}
 
 
 def _phase_index(phase: pd.Series) -> np.ndarray:
@@ -176,16 +195,27 @@ def device_summaries(inputs: NsysInputs) -> list[dict]:
 def device_busy_ns(inputs: NsysInputs) -> pd.Series:
     """Length of the union of the measured kernels' intervals per device (process, GPU), indexed
     by :func:`analysis.trace.nsys_inputs.device_keys` in ascending order (with 0 for a device
-    of no measured kernel)."""
-    rows = inputs.measured_kernel_rows()
+    of no measured kernel); the union is folded over chunks of the ops (:func:`_time_chunks`)."""
+    ops = inputs.ops
+    measured = inputs.measured_kernel_rows()
+    device, distinct = device_numbers(ops["pid"].to_numpy(), ops["device_id"].to_numpy())
+    start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
+    busy = np.zeros(len(distinct), dtype=np.int64)
+    reach = np.full(len(distinct), np.iinfo(np.int64).min)  # the union's latest end so far, per device
+    for part in _time_chunks(start):
+        rows = np.flatnonzero(measured[part])
+        busy += union_length_per_group(device[part][rows], start[part][rows], end[part][rows], len(distinct),
+                                       scratch=True, reach=reach)
+    return pd.Series(busy, index=distinct)
 
-    def column(name: str) -> np.ndarray:
-        return inputs.ops[name].to_numpy()[rows]
 
-    device, distinct = device_numbers(device_keys(inputs.ops["pid"].to_numpy(), inputs.ops["device_id"].to_numpy()))
-    return pd.Series(union_length_per_group(device[rows], column("start_ns"), column("end_ns"), len(distinct),
-                                             scratch=True),
-                     index=distinct)
+def _time_chunks(start: np.ndarray) -> list[slice]:
+    """Slices of :data:`~analysis.core.attribution.CHUNK_OPS` rows of ops in order of ``start``
+    (the labelled ops are), whose figures fold into running totals
+    (:func:`~analysis.core.intervals.union_length_per_group` with ``reach``); one slice of them
+    all when they are not in that order."""
+    step = CHUNK_OPS if bool((start[1:] >= start[:-1]).all()) else max(len(start), 1)
+    return [slice(low, low + step) for low in range(0, len(start), step)]
 
 
 def kernel_records(totals: pd.DataFrame, limit: int) -> list[dict]:

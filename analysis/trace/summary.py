@@ -85,6 +85,8 @@ from analysis.trace.step_timeline import step_timeline
 from analysis.trace.summary_schema import SCHEMA_VERSION, TraceSummary
 
 SUMMARY_KEYS = tuple(typing.get_type_hints(TraceSummary))  # the keys of a summary, in their order
+# The columns of the labelled ops the sections read (those of NsysInputs and of the communication figures).
+READ_COLUMNS = frozenset(OP_COLUMNS) | frozenset(COMMUNICATION_COLUMNS)
 
 
 class PerTraceQuestion(Protocol):
@@ -139,14 +141,13 @@ def summarize(trace: Trace, questions: Sequence[PerTraceQuestion], labelled: Lab
     """The stored summary of a loaded trace (see the module docstring for its keys): each of
     :func:`sections` built in turn. ``questions``: the per-trace questions whose records fill
     ``questions`` (the registry's ``PER_TRACE``, which :func:`analysis.app.analyze.analyze_trace`
-    passes); ``labelled`` is ``label_ops(trace, names)`` when the caller has it already (it carries
+    passes); ``labelled`` is ``label_ops(trace, names, columns=READ_COLUMNS)`` when the caller has it already (it carries
     its own names). ``labelled.ops`` keeps only the columns the sections read (those of
     :class:`NsysInputs` and of the communication figures), then, once the communication figures
     are done, only those of :class:`NsysInputs`: at millions of kernels every column dropped is
     memory the sections' own tables can use."""
-    labelled = labelled if labelled is not None else label_ops(trace, names)
-    read = set(OP_COLUMNS) | set(COMMUNICATION_COLUMNS)
-    labelled.ops = labelled.ops[[column for column in labelled.ops.columns if column in read]]
+    labelled = labelled if labelled is not None else label_ops(trace, names, columns=READ_COLUMNS)
+    labelled.ops = labelled.ops[[column for column in labelled.ops.columns if column in READ_COLUMNS]]
     run = read_run_record(trace.marks, trace.path, labelled.structure.step_ranges)
     sources = SummarySources(trace, labelled, run, trace.gpu_name or (run.config or {}).get("gpu_name"))
     built = {}

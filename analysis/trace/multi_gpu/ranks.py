@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from analysis.core.codes import code_positions, value_codes
+from analysis.core.codes import code_positions, run_sums, value_codes
 from analysis.core.intervals import span_per_group
 from analysis.core.phases import PHASES, LabelledOps
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
@@ -145,7 +145,10 @@ def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray) -> dict[str, np.ndarra
     runs["kernels"] = np.diff(np.append(first, count))[kept]
     for column, reduce in (("dur_ns", np.add), ("exposed_ns", np.add), ("start_ns", np.minimum), ("end_ns", np.maximum)):
         values = ops[column].to_numpy()
-        runs[column] = reduce.reduceat(values, first)[kept] if count else values[:0]
+        if reduce is np.add:  # in int64: a run's summed ns may pass the 32 bits of a column of durations
+            runs[column] = run_sums(values, first)[kept]
+        else:
+            runs[column] = reduce.reduceat(values, first)[kept] if count else values[:0]
     return runs
 
 
