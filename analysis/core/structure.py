@@ -515,8 +515,9 @@ def _forwards_from_model_ranges(phases: pd.DataFrame, own: pd.DataFrame) -> pd.D
     pids, own_pids = phases["pid"].to_numpy(), own["pid"].to_numpy()
     for pid in np.unique(pids[forwards]):
         rows = forwards[pids[forwards] == pid]
-        before = np.flatnonzero(pids == pid)
-        previous_end = np.array([ends[before[before < row]].max(initial=np.iinfo(np.int64).min) for row in rows]) + 1
+        windows = np.flatnonzero(pids == pid)  # in time order, none overlapping: the previous one ended last
+        previous = np.searchsorted(windows, rows) - 1
+        previous_end = np.where(previous >= 0, ends[windows[np.maximum(previous, 0)]] + 1, np.iinfo(np.int64).min)
         mine = own[own_pids == pid]
         first = np.full(len(rows), np.iinfo(np.int64).max)
         for _, family in mine.groupby("family", sort=False):
@@ -961,9 +962,10 @@ def _late_range_warmup(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarr
     came before it, the last what came after. Also the names of those ranges. When several such
     families disagree on where measuring starts, None."""
     step_pids = steps["pid"].to_numpy()  # sorted by process, then start
-    first, last = np.append(True, step_pids[1:] != step_pids[:-1]), np.append(step_pids[1:] != step_pids[:-1], True)
-    starts = np.where(first, np.iinfo(np.int64).min, steps["start_ns"].to_numpy())
-    following = np.where(last, np.iinfo(np.int64).max, np.append(steps["start_ns"].to_numpy()[1:], 0))
+    new_process = step_pids[1:] != step_pids[:-1]
+    opens, closes = np.append(True, new_process), np.append(new_process, True)  # each process's first and last step
+    starts = np.where(opens, np.iinfo(np.int64).min, steps["start_ns"].to_numpy())
+    following = np.where(closes, np.iinfo(np.int64).max, np.append(steps["start_ns"].to_numpy()[1:], 0))
     iterations = steps.assign(start_ns=starts, end_ns=following)
     found: dict[str, np.ndarray] = {}
     for family, rows in own.groupby("family", sort=True).indices.items():
@@ -971,10 +973,10 @@ def _late_range_warmup(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarr
         late = np.zeros(len(steps), dtype=bool)
         for pid in np.unique(step_pids):
             mine = np.flatnonzero(step_pids == pid)
-            first = int(np.argmax(present[mine])) if present[mine].any() else 0
-            if first == 0 or not present[mine[first:]].all():
+            appears = int(np.argmax(present[mine])) if present[mine].any() else 0
+            if appears == 0 or not present[mine[appears:]].all():
                 break
-            late[mine[first:]] = True
+            late[mine[appears:]] = True
         else:
             found[family] = late
     kinds = {tuple(late) for late in found.values()}
