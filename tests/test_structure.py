@@ -9,6 +9,7 @@ import pytest
 from analysis.core.attribution import ops_in_windows
 from analysis.core.phases import label_ops
 from analysis.core.range_names import RangeNames
+from analysis.core.structure_text import family_label, name_families
 from analysis.load import RangeFilter, load_trace
 from analysis.report.structure_lines import describe
 from tests.synthetic import PUSH_POP, build_export
@@ -486,3 +487,9 @@ def test_a_range_in_some_later_iterations_only_tells_nothing(tmp_path):
         unranged_iteration(script, sync_range="grad_all_reduce" if i in (2, 4, 5) else None)
     structure = script.labelled(tmp_path).structure
     assert not structure.warmup_rule.startswith("the steps before")
+
+
+def test_names_that_differ_only_in_a_bracketed_last_part_are_one_family():
+    names = ["all_reduce grad [layers.0.attn.q_proj.weight]", "all_reduce grad [layers.1.ffn.w1.weight]",
+             "attention sublayer", "step 3", "step 4"]
+    assert [family_label(n) for n in name_families(names)] == ["all_reduce grad [<…>]", "attention sublayer", "step <i>"]

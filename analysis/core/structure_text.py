@@ -37,16 +37,22 @@ def name_stem(normal: str) -> str:
 
 
 def name_families(names: list[str]) -> list[str]:
-    """One representative per family of names (``step 0``, ``step 1`` -> ``step 0``)."""
+    """One representative per family of names (``step 0``, ``step 1`` -> ``step 0``; names that
+    differ only in a bracketed last part, one per instance, are one family too)."""
     seen, kept = set(), []
     for name in names:
-        key = name_stem(normal_name(name))
+        key = name_stem(normal_name(INSTANCE_PART.sub("", name)))
         if key not in seen:
             seen.add(key)
             kept.append(name)
     return kept
 
 
+# A bracketed last part that names one instance: ``all_reduce grad [layers.0.attn.q_proj.weight]``.
+INSTANCE_PART = re.compile(r"\[[^\[\]]*\]$")
+
+
 def family_label(name: str) -> str:
-    """``step 3`` -> ``step <i>``; an unindexed name as it is."""
-    return re.sub(r"\d+$", "<i>", name)
+    """``step 3`` -> ``step <i>``, ``all_reduce grad [layers.0.ffn.w1]`` -> ``all_reduce grad [<…>]``;
+    an unindexed name as it is."""
+    return INSTANCE_PART.sub("[<…>]", name) if INSTANCE_PART.search(name) else re.sub(r"\d+$", "<i>", name)
