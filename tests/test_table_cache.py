@@ -126,13 +126,18 @@ def cut_an_array_short(entry: Path) -> None:
     array.write_bytes(array.read_bytes()[:-8])
 
 
-def foreign_key(entry: Path) -> None:
-    """The entry of another trace moved under this one's name, sealed here."""
+def resealed_with(entry: Path, key: str, value: str) -> None:
+    """The entry's manifest with one field of its key changed, sealed here as if this install wrote it."""
     manifest = json.loads((entry / MANIFEST).read_text())
-    manifest["key"]["trace_sha256"] = "0" * 64
+    manifest["key"][key] = value
     text = json.dumps(manifest, sort_keys=True)
     (entry / MANIFEST).write_text(text)
     (entry / SEAL).write_text(table_cache_module.seal(MANIFEST, text))
+
+
+def foreign_key(entry: Path) -> None:
+    """The entry (tables or kept operations) of another trace moved under this one's name, sealed here."""
+    resealed_with(entry, "trace_sha256", "0" * 64)
 
 
 @pytest.mark.parametrize("spoil", [damage_an_array, plant_a_manifest, remove_an_array, cut_an_array_short, foreign_key])
@@ -324,25 +329,12 @@ def test_operations_kept_by_other_code_are_made_again_and_replaced(fixture_trace
     assert len(list(cache.folder.iterdir())) == 2  # the trace's tables (reused) and the new operations
 
 
-def operations_of_another_input(product: Path) -> None:
-    """Another input's kept operations moved under this one's name, sealed here."""
-    manifest = json.loads((product / MANIFEST).read_text())
-    manifest["key"]["trace_sha256"] = "0" * 64
-    text = json.dumps(manifest, sort_keys=True)
-    (product / MANIFEST).write_text(text)
-    (product / SEAL).write_text(table_cache_module.seal(MANIFEST, text))
-
-
 def operations_of_other_code(product: Path) -> None:
     """Operations made by other code, sealed here, renamed as this code's."""
-    manifest = json.loads((product / MANIFEST).read_text())
-    manifest["key"]["product_code"] = "e" * 64
-    text = json.dumps(manifest, sort_keys=True)
-    (product / MANIFEST).write_text(text)
-    (product / SEAL).write_text(table_cache_module.seal(MANIFEST, text))
+    resealed_with(product, "product_code", "e" * 64)
 
 
-@pytest.mark.parametrize("spoil", [damage_an_array, cut_an_array_short, remove_an_array, operations_of_another_input,
+@pytest.mark.parametrize("spoil", [damage_an_array, cut_an_array_short, remove_an_array, foreign_key,
                                    operations_of_other_code])
 def test_spoilt_kept_operations_are_refused_and_made_again(fixture_trace, tmp_path, monkeypatch, spoil):
     path = fixture_trace(TRAIN)
