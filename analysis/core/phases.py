@@ -19,7 +19,7 @@ from analysis.core.attribution import innermost_ranges, ops_in_window_tables, op
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import REGIONS, RunStructure, find_structure
 from analysis.load import Trace
-from analysis.load.tables import in_time_order, narrow_ids, with_columns
+from analysis.load.tables import narrow_ids, sorted_by, with_columns
 from cs336_profile import contract
 
 # The phases of a step, in order; ``LabelledOps`` labels ops and phase ranges with these names
@@ -103,7 +103,7 @@ def _merged_order(kernels: pd.DataFrame, memops: pd.DataFrame) -> tuple[np.ndarr
     order or concatenated copy of a column is made. Else both are concatenated and sorted."""
     kernel_start, kernel_end = kernels["start_ns"].to_numpy(), kernels["end_ns"].to_numpy()
     memop_start, memop_end = memops["start_ns"].to_numpy(), memops["end_ns"].to_numpy()
-    if not (in_time_order(kernel_start, kernel_end) and in_time_order(memop_start, memop_end)):
+    if not (sorted_by(kernel_start, kernel_end) and sorted_by(memop_start, memop_end)):
         order = np.lexsort((np.concatenate([kernel_end, memop_end]), np.concatenate([kernel_start, memop_start])))
         memop_at = np.flatnonzero(order >= len(kernels))
         return memop_at, order[memop_at] - len(kernels), lambda kernel, memop: np.concatenate([kernel, memop])[order]

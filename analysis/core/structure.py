@@ -47,6 +47,7 @@ from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name, role_name
 from analysis.load.nvtx import OP_LEVEL
+from analysis.load.tables import sorted_by
 from cs336_profile import contract
 
 PHASES = contract.PHASES
@@ -904,9 +905,9 @@ def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     # The ops are most often in this order already, memory operations among them: they are then
     # read where they are (a piece's memory operations count for nothing), with no copy of the
     # kernels' columns; else the kernels are taken out and sorted.
-    if not _in_launch_order(pids, launched):
+    if not sorted_by(pids, launched):
         pids, launched, durations, kernel = pids[kernel], launched[kernel], durations[kernel], kernel[kernel]
-        if not _in_launch_order(pids, launched):
+        if not sorted_by(pids, launched):
             order = np.lexsort((launched, pids))
             pids, launched, durations = pids[order], launched[order], durations[order]
     first = _piece_starts(pids, launched, steps)
@@ -916,11 +917,6 @@ def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     summed = run_sums(durations, first, where=kernel)
     time = np.bincount(holder[held], weights=summed[held], minlength=len(steps))
     return pd.DataFrame({"kernels": count, "kernel_ns": time})
-
-
-def _in_launch_order(pids: np.ndarray, launched: np.ndarray) -> bool:
-    """Whether rows are sorted by process, then launch time (one pass, no sort)."""
-    return bool(((pids[1:] > pids[:-1]) | ((pids[1:] == pids[:-1]) & (launched[1:] >= launched[:-1]))).all())
 
 
 def _piece_starts(pids: np.ndarray, launched: np.ndarray, steps: pd.DataFrame) -> np.ndarray:

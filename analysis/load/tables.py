@@ -313,7 +313,7 @@ def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) 
         return taken
 
     ops = with_columns(ops, launch_start_ns=take("start_ns"), launch_tid=take("tid"))
-    if in_time_order(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
+    if sorted_by(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
         return ops.reset_index(drop=True)
     return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
 
@@ -343,10 +343,11 @@ def with_columns(table: pd.DataFrame, **columns) -> pd.DataFrame:
     return pd.DataFrame({**{column: table[column] for column in table.columns}, **columns}, copy=False)
 
 
-def in_time_order(start: np.ndarray, end: np.ndarray) -> bool:
-    """Whether rows are sorted by start, then end (one pass, no sort)."""
-    same_start = start[1:] == start[:-1]
-    return bool((start[1:] >= start[:-1]).all() and (end[1:][same_start] >= end[:-1][same_start]).all())
+def sorted_by(first: np.ndarray, then: np.ndarray) -> bool:
+    """Whether rows are sorted by ``first``, then ``then`` (start, then end; process, then launch
+    time): one pass, no sort."""
+    same = first[1:] == first[:-1]
+    return bool((first[1:] >= first[:-1]).all() and (then[1:][same] >= then[:-1][same]).all())
 
 
 def read_gpus(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
