@@ -13,7 +13,10 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   the process id.
 - Launch: a kernel's launch is the runtime API row with the same ``correlationId`` in the same
   process; the launch time is that call's ``start``, the launching thread its thread. Kernels
-  with no such row are counted in ``kernels_without_launch`` and used nowhere else.
+  with no such row are counted in ``kernels_without_launch`` and used nowhere else. A CUDA graph
+  traced whole (a row of ``CUPTI_ACTIVITY_KIND_GRAPH_TRACE``: nsys's ``--cuda-graph-trace=graph``)
+  is a kernel too, named ``[CUDA graph <graphId>]`` (short name the same), launched by the runtime
+  row of its ``correlationId`` (its ``cudaGraphLaunch``), as long as its whole execution.
 - Window: a kernel belongs to a step, phase or region range when its launch time lies inside the
   range (start <= launch <= end), launched from any thread of the process. Attention parts are
   the exception: launches on the part range's own thread only, and a kernel goes to the innermost
@@ -61,10 +64,12 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
 - nsys c: the five non-matmul ``shortName`` groups with the most forward time, with share of the
   forward kernel time.
 - nsys d: matmul share of kernel time, forward only and whole measured steps. Matmul (on the
-  demangled name, case-insensitive): contains ``nvjet``, ``gemm``, ``xmma``, ``gemv`` or
-  ``splitkreduce``, or is a Triton template ``triton_tem_*mm*``; never a Triton pointwise or
-  reduction kernel ``triton_poi_``/``triton_red_``/``triton_per_``. Attention kernels (flash,
-  fmha) are not matmul here.
+  demangled name, case-insensitive): contains ``nvjet``, ``gemm``, ``xmma``, ``gemv``,
+  ``splitkreduce`` or ``cublasLt::epilogue`` (the bias/activation pass that finishes a cuBLASLt
+  GEMM), or is a Triton template ``triton_tem_*mm*``; never a Triton pointwise or
+  reduction kernel ``triton_poi_``/``triton_red_``/``triton_per_``, nor a cuDNN convolution run as
+  an implicit GEMM (``fprop``, ``dgrad``, ``wgrad``, ``convolution`` or ``convolve`` in the name).
+  Attention kernels (flash, fmha) are not matmul here.
 - nsys e: inside measured forward ranges, kernel time per forward pass in the softmax part range
   and in the two matmul part ranges (scores and value; one figure when a script uses one name for
   both), all kernels launched in them, and the matmul kernels among them.
@@ -98,8 +103,11 @@ FOREIGN = Path(__file__).resolve().parent / "data" / "foreign"
 MANIFEST = FOREIGN / "manifest.json"
 REFERENCE = FOREIGN / "reference.json"
 
-MATMUL = re.compile(r"nvjet|gemm|xmma|gemv|splitkreduce|(^|\W)triton_tem_\w*mm", re.I)
+MATMUL = re.compile(r"nvjet|gemm|xmma|gemv|splitkreduce|cublaslt::epilogue|(^|\W)triton_tem_\w*mm", re.I)
 TRITON_POINTWISE = re.compile(r"(^|\W)triton_(poi|red|per)_")
+# cuDNN convolutions run as implicit GEMMs (sm90_xmma_fprop_implicit_gemm_*, ImplicitGemmConvolution):
+# convolutions, not matrix multiplications.
+CONVOLUTION = re.compile(r"fprop|dgrad|wgrad|convolution|convolve", re.I)
 OP_RANGE = re.compile(r"^[A-Za-z_][\w:.]*, (seq|op_id) = ")
 MODULE_CALL = "torch.nn.modules.Module.__call__"
 OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
@@ -108,7 +116,7 @@ FORWARD_MIN_LAUNCHES = 10  # main-thread launches between two backward runs that
 
 @functools.cache
 def is_matmul(demangled: str) -> bool:
-    return not TRITON_POINTWISE.search(demangled) and bool(MATMUL.search(demangled))
+    return not TRITON_POINTWISE.search(demangled) and not CONVOLUTION.search(demangled) and bool(MATMUL.search(demangled))
 
 
 def _ms(ns: float) -> float:
@@ -192,16 +200,21 @@ def load(path: Path) -> tuple[dict[int, Process], sqlite3.Connection]:
             "SELECT correlationId, start, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IS NOT NULL"):
         launch[((gtid >> 24) & 0xFFFFFF, corr)] = (start, gtid & 0xFFFFFF)
     procs: dict[int, Process] = {}
-    for corr, gpid, start, end, short, name, device in con.execute(
-            "SELECT correlationId, globalPid, start, end, shortName, demangledName, deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+    rows = [(corr, gpid, start, end, strings.get(short, str(short)), strings.get(name, str(name)), device)
+            for corr, gpid, start, end, short, name, device in con.execute(
+                "SELECT correlationId, globalPid, start, end, shortName, demangledName, deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL")]
+    if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" in tables:
+        rows += [(corr, gpid, start, end, f"[CUDA graph {graph}]", f"[CUDA graph {graph}]", device)
+                 for corr, gpid, start, end, graph, device in con.execute(
+                     "SELECT correlationId, globalPid, start, end, graphId, deviceId FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE")]
+    for corr, gpid, start, end, short, name, device in rows:
         pid = (gpid >> 24) & 0xFFFFFF
         proc = procs.setdefault(pid, Process(pid))
         found = launch.get((pid, corr))
         if found is None:
             proc.no_launch += 1
             continue
-        proc.kernels.append(Kernel(found[0], found[1], start, end, strings.get(short, str(short)),
-                                   strings.get(name, str(name)), device))
+        proc.kernels.append(Kernel(found[0], found[1], start, end, short, name, device))
     if "NVTX_EVENTS" in tables:
         text_id = "textId" in _columns(con, "NVTX_EVENTS")
         sql = ("SELECT start, end, text, textId, globalTid FROM NVTX_EVENTS" if text_id

@@ -23,13 +23,14 @@ def global_tid(pid: int, tid: int) -> int:
     return (1 << 48) | (pid << 24) | tid
 
 
-def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
+def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=(),
                  strings=("kernel_a",), memory_events=None) -> Path:
     """Write an export. ``kernels``: (start, end, launch_start, pid, tid, correlation_id), optionally
     followed by (name, device, stream) — name one of ``strings`` (default the first), device 0,
     stream 7;
     ``ranges``: (name, start, end_or_None, pid, tid, end_tid, event_type);
-    ``marks``: (text, time, pid, tid), optionally followed by a domain name; ``memory_events`` (the
+    ``marks``: (text, time, pid, tid), optionally followed by a domain name; ``graphs``: whole CUDA-graph
+    executions (start, end, launch_start, pid, tid, correlation_id, graph_id); ``memory_events`` (the
     table only when given): (start, address, bytes, is_alloc, api_start_or_None, pid, tid, correlation_id)."""
     conn = sqlite3.connect(path)
     for table in (STRINGS, METADATA, RUNTIME):
@@ -72,10 +73,13 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=0,
         if api_start is not None:
             conn.execute(f"INSERT INTO {RUNTIME.name} VALUES (?, ?, ?, ?, 0)",
                          (api_start, api_start + 2, global_tid(pid, tid), corr))
-    if graphs:  # only counted: the columns of a graph launch are the fixture's own
-        conn.execute(GRAPHS.create_sql(extra=("start INTEGER", '"end" INTEGER', "graphId INTEGER", "correlationId INTEGER")))
-        conn.executemany(f"INSERT INTO {GRAPHS.name} VALUES (?, ?, 1, ?)",
-                         [(i * 100, i * 100 + 50, 1000 + i) for i in range(graphs)])
+    if graphs:
+        conn.execute(GRAPHS.create_sql())
+    for start, end, launch, pid, tid, corr, graph_id in graphs:
+        conn.execute(f"INSERT INTO {GRAPHS.name} VALUES (?, ?, 0, 7, ?, ?, ?)",
+                     (start, end, corr, global_tid(pid, 0), graph_id))
+        conn.execute(f"INSERT INTO {RUNTIME.name} VALUES (?, ?, ?, ?, 0)",
+                     (launch, launch + 5, global_tid(pid, tid), corr))
     conn.commit()
     conn.close()
     return path

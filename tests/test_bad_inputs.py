@@ -21,7 +21,7 @@ from analysis.load.errors import (
     UnsupportedSchema,
 )
 from analysis.load.export_map import DIAGNOSTICS
-from tests.synthetic import build_export
+from tests.synthetic import PUSH_POP, build_export
 
 FORWARD = "small_ctx256_forward_fp32.sqlite"
 
@@ -133,13 +133,28 @@ def test_export_without_kernels_says_what_nsys_said_about_cuda(tmp_path):
 
 
 def test_cuda_graphs_traced_whole(tmp_path):
-    only_graphs = build_export(tmp_path / "graphs.sqlite", graphs=3)
-    _refused(only_graphs, NoKernels, "3 whole CUDA-graph launches")
-    mixed = build_export(tmp_path / "mixed.sqlite", graphs=2,
+    """A graph traced as one record (nsys --cuda-graph-trace=graph) is a kernel of its own, named
+    after the graph and launched by its cudaGraphLaunch call: the trace knows no other of its work."""
+    only_graphs = build_export(tmp_path / "graphs.sqlite",
+                               graphs=[(1000 + 200 * i, 1150 + 200 * i, 900 + 200 * i, 5, 5, 10 + i, 4) for i in range(3)])
+    trace = load_trace(only_graphs)
+    assert trace.kernels["demangled_name"].astype(str).tolist() == ["[CUDA graph 4]"] * 3
+    assert trace.kernels["dur_ns"].tolist() == [150] * 3
+    assert trace.kernels["launch_start_ns"].tolist() == [900, 1100, 1300]
+    mixed = build_export(tmp_path / "mixed.sqlite", graphs=[(2000, 2300, 1500, 5, 5, 2, 7), (900, 950, 800, 5, 5, 3, -1)],
                          kernels=[(1000, 1100, 900, 5, 5, 1)])
     trace = load_trace(mixed)
     assert trace.cuda_graph_launches == 2
-    assert any("CUDA-graph launches" in note for note in trace.notes)
+    assert trace.kernels["demangled_name"].astype(str).tolist() == ["[CUDA graph ?]", "kernel_a", "[CUDA graph 7]"]
+    assert any("--cuda-graph-trace=node" in note for note in trace.notes)
+
+
+def test_a_whole_graph_counts_in_the_phase_that_launched_it(tmp_path):
+    path = build_export(tmp_path / "graph.sqlite", graphs=[(2000, 2300, 1500, 5, 5, 2, 7)],
+                        kernels=[(1000, 1100, 900, 5, 5, 1), (2400, 2450, 1700, 5, 5, 3)],
+                        ranges=[("forward", 850, 1600, 5, 5, 5, PUSH_POP), ("backward", 1650, 1800, 5, 5, 5, PUSH_POP)])
+    ops = label_ops(load_trace(path)).ops
+    assert ops.groupby("phase", observed=True)["dur_ns"].sum().to_dict() == {"backward": 50, "forward": 400}
 
 
 def test_schema_too_old(tmp_path):

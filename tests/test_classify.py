@@ -172,6 +172,8 @@ REAL_NAMES = [
 # Names no trace here holds, as PyTorch, Inductor, cuBLAS and cuDNN write them in public
 # profiles (the traps of the classification spec among them).
 DOCUMENTED_NAMES = [
+    # A CUDA graph traced whole (nsys --cuda-graph-trace=graph): the loader's name for its one record.
+    ("[CUDA graph 13]", "cuda_graph", False),
     ("triton_poi_fused_add_bmm_mul_permute_0", "elementwise", False),
     ("triton_poi_fused_add_addmm_gelu_mul_0", "elementwise", False),
     ("triton_red_fused_mm_0", "reduction", False),
@@ -257,7 +259,7 @@ def trace_path(fixture_trace, external_trace):
 def test_categories_in_display_order():
     assert CATEGORIES == ("gemm", "convolution", "attention", "softmax", "normalization",
                           "reduction", "elementwise", "copy_cast", "optimizer", "communication",
-                          "memcpy", "memset", "other")
+                          "cuda_graph", "memcpy", "memset", "other")
     assert {rule.category for rule in RULES} <= set(CATEGORIES)
 
 

@@ -137,3 +137,15 @@ def test_nsys_b_names_the_computing_leader_where_a_collective_leads():
     found = re.search(r"among the computing kernels the forward leader leads with ([\d.]+)% of their time", answer)
     assert found and 5 < float(found[1]) < 100
     assert "computing kernels" not in summary("gpt2_nvtx")["questions"]["b"]["answer"]
+
+
+def test_kernel_time_inside_whole_graphs_is_named_where_kernels_are_told_apart():
+    """A graph traced whole counts as one kernel of its own category; the answers that sort kernels
+    into kinds (b, c, d) say how much time that hides, with the reference's forward share of it."""
+    reference = single("gpt2_cudagraphs_nvtx")
+    graphs_ms = sum(row["ms_per_pass"] for row in reference["nsys_c"] if row["kernel"].startswith("[CUDA graph "))
+    share = graphs_ms / reference["nsys_a"]["forward_kernel_ms_mean"]
+    whole, nodes = summary("gpt2_cudagraphs_nvtx"), summary("gpt2_cudagraphs_node_nvtx")
+    for key in ("b", "c", "d"):
+        assert f"hold {share:.1%} of forward kernel time" in whole["questions"][key]["answer"]
+        assert "CUDA graphs traced whole" not in nodes["questions"][key]["answer"]

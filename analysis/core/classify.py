@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 GEMM = "gemm"  # the category the matrix-multiplication questions compare against
 COMMUNICATION = "communication"  # NCCL kernels: their time holds a rank's wait for the others
+CUDA_GRAPH = "cuda_graph"  # a whole CUDA graph's execution, traced as one record: its kernels unknown
 
 # Display order. `memcpy`/`memset` label rows of the memory-operation tables (callers set them);
 # no kernel name maps to them.
@@ -33,6 +34,7 @@ CATEGORIES = (
     "copy_cast",
     "optimizer",
     "communication",
+    CUDA_GRAPH,
     "memcpy",
     "memset",
     "other",
@@ -97,6 +99,12 @@ TRITON_COPY_OPS = ("_unsafe_view", "view", "reshape", "clone", "contiguous", "pe
 
 RULES = (
     _rule(COMMUNICATION, r"nccl", "NCCL collectives and send/recv (ncclDevKernel_*)"),
+    _rule(
+        CUDA_GRAPH,
+        r"^\[cuda graph ",
+        "a CUDA graph traced whole (nsys --cuda-graph-trace=graph) is one record, [CUDA graph <graphId>], "
+        "for all its kernels: their kinds are unknown, so its time is a category of its own",
+    ),
     _rule(
         "reduction",
         r"multi_tensor_apply\w*<.*LpNormFunctor|lpnorm_cleanup",

@@ -102,7 +102,9 @@ NVTX = ExportTable(("NVTX_EVENTS",), _columns(
     ("start_ns", "start"), ("end_ns", "end"), ("event_type", "eventType"), ("tid", "globalTid")) + _columns(
     ("text", "text", "TEXT"), ("text_id", "textId"), ("end_tid", "endGlobalTid"), ("domain_id", "domainId"),
     ("payload", "binaryData", "BLOB"), required=False))
-GRAPHS = ExportTable(("CUPTI_ACTIVITY_KIND_GRAPH_TRACE",), ())  # only counted
+# Whole CUDA-graph executions, one row per launched graph (nsys's --cuda-graph-trace=graph); with
+# --cuda-graph-trace=node the graphs' kernels are kernel rows instead and this table is empty.
+GRAPHS = ExportTable(("CUPTI_ACTIVITY_KIND_GRAPH_TRACE",), _columns(*_ACTIVITY, ("graph_id", "graphId"), required=False))
 CUDA_GPUS = ExportTable(("TARGET_INFO_CUDA_GPU",), _columns(
     ("device_id", "deviceId"), ("name", "name", "TEXT"), ("sm_count", "numMultiprocessors"),
     ("memory_bytes", "globalMemorySize"), ("clock_khz", "coreClockRate")))

@@ -34,14 +34,17 @@ from analysis.load.schema import (
     require_tables_are_tables,
 )
 from analysis.load.tables import (
+    GRAPH_EXECUTION,
     ID_MASK,
     UNNAMED_KERNEL,
     StringTable,
+    appended,
     drop_unusable_times,
     join_launches,
     launch_rows,
     pid_column,
     read_gpus,
+    read_graph_executions,
     read_kernels,
     read_launches,
     read_memops,
@@ -115,18 +118,19 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     meta = export_metadata(conn, schema)
     version = meta.get("EXPORT_PRODUCT_VERSION")
     graph_launches = count_rows(conn, schema, GRAPHS)
-    if not has_rows(conn, schema, KERNELS):
-        if graph_launches:
-            raise NoKernels(f"has no per-kernel records, only {graph_launches} whole CUDA-graph "
-                            "launches; profile again with --cuda-graph-trace=node")
+    has_kernels = has_rows(conn, schema, KERNELS)
+    if not has_kernels and not graph_launches:
         said = cuda_diagnostics(conn, schema)
         raise NoKernels("has no CUDA kernel records (was it captured with `-t cuda`, and did the program launch "
                         "kernels?)" + ("; nsys said: " + " ".join(f"“{text}”" for text in said) if said else ""))
-    require_columns(schema, KERNELS, version)
     strings = StringTable(conn, schema)
-
     notes: list[str] = []
-    kernels = drop_unusable_times(read_kernels(conn, schema, strings), "kernels", notes)
+    # Whole CUDA-graph executions (a graph traced as one record) are kernel rows of their own.
+    kernels = [read_graph_executions(conn, schema)] if graph_launches else []
+    if has_kernels:
+        require_columns(schema, KERNELS, version)
+        kernels.insert(0, read_kernels(conn, schema, strings))
+    kernels = drop_unusable_times(kernels[0] if len(kernels) == 1 else appended(*kernels), "kernels", notes)
     if kernels.empty:
         raise NoKernels("has no kernel with a usable start and end time (all are missing, negative or reversed)")
     unnamed = int((kernels["demangled_name"] == UNNAMED_KERNEL).sum())
@@ -165,8 +169,10 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     ranges = ranges_of(events, end_ns, notes)
     marks = marks_of(events)
     if graph_launches:
-        notes.append(f"{graph_launches:,} CUDA-graph launches were traced as whole graphs; the "
-                     "kernels inside them are not listed one by one")
+        notes.append(f"{graph_launches:,} CUDA-graph launches were traced as whole graphs (nsys's "
+                     f"--cuda-graph-trace=graph): each counts as one kernel, {GRAPH_EXECUTION.format('<graphId>')}, "
+                     "whose time is the whole graph's; the kernels inside are not listed one by one "
+                     "(profile with --cuda-graph-trace=node to see them)")
     # The optional tables, from the same connection: their notes (rows left out) wait on the trace
     # for the summary to place them (Trace.optional_table).
     table_notes: dict[str, list[str]] = {"memory_events": [], "gpu_metrics": []}

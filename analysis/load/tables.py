@@ -7,14 +7,17 @@ import sqlite3
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
-from analysis.load.export_map import CUDA_GPUS, KERNELS, MEMCPY, MEMSET, OLD_GPUS, RUNTIME, STRINGS
+from analysis.load.export_map import CUDA_GPUS, GRAPHS, KERNELS, MEMCPY, MEMSET, OLD_GPUS, RUNTIME, STRINGS
 from analysis.load.schema import read_columns, read_columns_and_largest, require_columns
 
 ID_MASK = 0xFFFFFF
 # nsys times are ns since the session began; 2^53 ns is 104 days, so a later time is corrupt.
 MAX_TIME_NS = 1 << 53
 UNNAMED_KERNEL = "(kernel without a name)"
+# The kernel name a whole CUDA-graph execution is listed under (:func:`read_graph_executions`).
+GRAPH_EXECUTION = "[CUDA graph {}]"
 # API calls that put work on the GPU: kernel and graph launches, copies, fills.
 LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
 INT32 = np.iinfo(np.int32)
@@ -161,6 +164,27 @@ def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
     # Each raw column is taken out as it is converted, so that it is freed then, not at the end.
     names = {column: _named(strings.categorical(raw.pop(column))) for column in ("name", "demangled_name")}
     return pd.DataFrame({**_activity_columns(raw), **names}, copy=False)
+
+
+def read_graph_executions(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
+    """Whole CUDA-graph executions as kernel rows: the GPU activity columns of each, and as name and
+    demangled name ``[CUDA graph <graphId>]`` (:data:`GRAPH_EXECUTION`). A trace taken with
+    ``--cuda-graph-trace=graph`` lists a launched graph as one record, from its first kernel's start
+    to its last kernel's end, and none of the kernels inside: this row is then all the trace knows
+    of that GPU work, and is launched by its ``cudaGraphLaunch`` call as a kernel is by its."""
+    raw = read_columns(conn, schema, GRAPHS, tuple(column.tidy for column in GRAPHS.columns), narrow=ACTIVITY_IDS)
+    graph_ids, codes = np.unique(raw.pop("graph_id"), return_inverse=True)
+    names = pd.Categorical.from_codes(codes.reshape(-1), categories=[
+        GRAPH_EXECUTION.format(graph_id if graph_id >= 0 else "?") for graph_id in graph_ids])
+    return pd.DataFrame({**_activity_columns(raw), "name": names, "demangled_name": names}, copy=False)
+
+
+def appended(table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with ``rows`` (the same columns) after its own; categorical columns keep their
+    categories, those of ``rows`` added after them."""
+    return pd.DataFrame({
+        column: union_categoricals([table[column], rows[column]]) if isinstance(table[column].dtype, pd.CategoricalDtype)
+        else np.concatenate([table[column].to_numpy(), rows[column].to_numpy()]) for column in table.columns}, copy=False)
 
 
 def _named(names: pd.Categorical) -> pd.Categorical:

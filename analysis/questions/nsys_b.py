@@ -22,6 +22,12 @@ from analysis.trace.question_figures import nsys_b as trace_figures
 
 
 def write_trace(record: dict, summary: dict) -> str:
+    """(b)'s sentence for one trace (:func:`_trace_text`), with the warning for kernel time that
+    ran inside CUDA graphs traced whole (:func:`~analysis.questions.shared.trace_text.whole_graphs_note`)."""
+    return _trace_text(record, summary) + trace_text.whole_graphs_note(summary)
+
+
+def _trace_text(record: dict, summary: dict) -> str:
     """(b)'s sentence for one trace: the forward leader named as an operation, and the leader
     when backward is counted too."""
     if record["top_forward_kernel"] is None:

@@ -35,6 +35,12 @@ OPERATION_COLUMNS = {"softmax": "softmax_range_share", "attention scores": "scor
 
 
 def write_trace(record: dict, summary: dict) -> str:
+    """(c)'s sentence for one trace (:func:`_trace_text`), with the warning for kernel time that
+    ran inside CUDA graphs traced whole (:func:`~analysis.questions.shared.trace_text.whole_graphs_note`)."""
+    return _trace_text(record, summary) + trace_text.whole_graphs_note(summary)
+
+
+def _trace_text(record: dict, summary: dict) -> str:
     """(c)'s sentence for one trace: the non-matmul share, the kernels above the threshold named
     as operations, the categories, and the share inside the attention sub-ranges."""
     if record["non_gemm_share"] is None:

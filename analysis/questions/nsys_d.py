@@ -22,6 +22,12 @@ MOVERS_IN_ANSWER = 2
 
 
 def write_trace(record: dict, summary: dict) -> str:
+    """(d)'s sentence for one trace (:func:`_trace_text`), with the warning for kernel time that
+    ran inside CUDA graphs traced whole (:func:`~analysis.questions.shared.trace_text.whole_graphs_note`)."""
+    return _trace_text(record, summary) + trace_text.whole_graphs_note(summary)
+
+
+def _trace_text(record: dict, summary: dict) -> str:
     """(d)'s sentence for one trace: the GEMM share forward and in a training step, and the other
     categories that move most between them."""
     if record["gemm_share_forward"] is None:

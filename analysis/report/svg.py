@@ -24,12 +24,12 @@ from analysis.report.drawing import CSS_PX_PER_IN, WIDTH_IN
 
 # Okabe & Ito's colour-blind-safe palette, in the order series take it.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
-# One colour per kernel category in every figure: Okabe–Ito for the common ones, three of Tol's
+# One colour per kernel category in every figure: Okabe–Ito for the common ones, four of Tol's
 # colour-blind-safe colours and greys (by lightness) for the rest.
 CATEGORY_COLORS = {
     "gemm": "#0072B2", "convolution": "#882255", "attention": "#56B4E9", "softmax": "#CC79A7",
     "normalization": "#F0E442", "reduction": "#009E73", "elementwise": "#E69F00", "copy_cast": "#D55E00",
-    "optimizer": "#332288", "communication": "#44AA99", "memcpy": "#555555", "memset": "#999999", "other": "#CCCCCC",
+    "optimizer": "#332288", "communication": "#44AA99", "cuda_graph": "#AA4499", "memcpy": "#555555", "memset": "#999999", "other": "#CCCCCC",
 }
 
 WIDTH_PX = round(WIDTH_IN * CSS_PX_PER_IN)  # a figure's width

@@ -1,7 +1,10 @@
 """What the per-trace sentences say of a trace's ranges, read from its summary: the name of a
-phase's ranges, its measured passes, why it has no kernels, and the warning for a phase whose
-ranges run different shapes."""
+phase's ranges, its measured passes, why it has no kernels, and the warnings for a phase whose
+ranges run different shapes or whose kernels ran inside CUDA graphs traced whole."""
 from __future__ import annotations
+
+from analysis.core import text
+from analysis.core.classify import CUDA_GRAPH
 
 
 def range_name(summary: dict, phase: str) -> str:
@@ -31,3 +34,22 @@ def mixed_shapes_note(summary: dict, phase: str) -> str:
     return (f" Its {passes(summary, phase)} `{range_name(summary, phase)}` ranges run {count} different "
             "shapes (their enclosing ranges differ), so a per-pass mean averages different work; the "
             "summary's `phase_shapes` gives them per shape, and this trace stays out of the answers across traces.")
+
+
+def whole_graphs_note(summary: dict) -> str:
+    """A sentence for answers that tell kernels apart, where part of the forward's kernel time (or
+    of the measured steps') ran inside CUDA graphs traced whole (category ``cuda_graph``: one
+    record per graph, its kernels not listed), else ``""``."""
+    def graph_share(figures: dict) -> float:
+        total = figures.get("kernel_ms_per_pass") or 0.0
+        return (figures.get("by_category_ms_per_pass") or {}).get(CUDA_GRAPH, 0.0) / total if total else 0.0
+
+    forward = graph_share((summary.get("phases") or {}).get("forward") or {})
+    step = graph_share(summary.get("overall") or {})
+    if not forward and not step:
+        return ""
+    held = f"{text.pct(forward)} of forward kernel time and {text.pct(step)} of the measured steps'" if forward \
+        else f"{text.pct(step)} of the measured steps' kernel time"
+    return (f" CUDA graphs traced whole (`[CUDA graph <id>]`, nsys's --cuda-graph-trace=graph) hold {held}: the "
+            "trace does not list their kernels, so none of them counts as a matrix multiplication or as any other "
+            "kind here; profile with --cuda-graph-trace=node to see them.")

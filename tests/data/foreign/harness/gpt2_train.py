@@ -6,7 +6,8 @@ labels, so the loss is inside), ``bwd`` and ``opt`` (AdamW step + zero_grad). Wi
 ``fwd``/``bwd`` pairs (micro-batches) come before each ``opt``; under DDP all but the last skip
 the gradient all-reduce (``no_sync``). With --fsdp (under torchrun) each block and the model are
 sharded with FSDP2's ``fully_shard``. With --compile the model is ``torch.compile``d (the first
-iterations compile its forward and backward graphs).
+iterations compile its forward and backward graphs); --compile-mode passes a mode, e.g.
+``reduce-overhead``, which replays the compiled graphs as CUDA graphs.
 """
 
 import argparse
@@ -32,6 +33,7 @@ def main() -> None:
     p.add_argument("--accum", type=int, default=1, help="micro-batches per optimizer step (DDP syncs on the last)")
     p.add_argument("--fsdp", action="store_true", help="shard each block and the model with FSDP2 (fully_shard)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--compile-mode", default=None, help="torch.compile's mode (reduce-overhead: CUDA graphs)")
     a = p.parse_args()
 
     rank = 0
@@ -57,7 +59,7 @@ def main() -> None:
             fully_shard(block)
         fully_shard(model)
     if a.compile:
-        model = torch.compile(model)
+        model = torch.compile(model, mode=a.compile_mode)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = torch.randint(0, cfg.vocab_size, (a.batch, a.ctx), device=dev)
 
@@ -67,6 +69,8 @@ def main() -> None:
     times = []
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
+        if a.compile_mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()
         with rng(f"train_iter_{i}"):
             for k in range(a.accum):
                 sync = contextlib.nullcontext() if not a.ddp or k == a.accum - 1 else model.no_sync()

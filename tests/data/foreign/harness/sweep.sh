@@ -62,6 +62,12 @@ sara50) prof sara50 240 --trace=cuda,cudnn,cublas,nvtx --pytorch=autograd-nvtx -
 bolong) prof bolong 200 --trace=cuda,nvtx -- bash -c "cd $F/bolong && exec env PYTHONPATH=$F/bolong/cs336-basics:$F/bolong:$SITE python3 -m scripts.benchmark_base --mode profile --model small --option opt --context_length 128" ;;
 damek_ddp) prof damek_ddp2 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/damek/cs336-basics:$F/damek:$SITE python3 $F/damek/cs336_systems/benchmarking_scripts/ddp_overlap_individual_parameters_benchmarking_nvtx.py ;;
 sara_ddp) prof sara_ddp2 240 --trace=cuda,nvtx -- env PYTHONPATH=$F/sara/cs336_basics_mine:$F/sara:$SITE python3 -m cs336_systems.ddp_overlap_bench --config $F/sara_small4_ctx128.json ;;
+graphs) prof gpt2_cudagraphs_nvtx 300 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --compile --compile-mode reduce-overhead --warmup 3 ;;
+graphs_node) prof gpt2_cudagraphs_node_nvtx 300 --trace=cuda,nvtx --cuda-graph-trace=node -- python3 $F/hf/gpt2_train.py --nvtx --compile --compile-mode reduce-overhead --warmup 3 ;;
+generate) prof gpt2_generate_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_generate.py --nvtx ;;
+generate26) prof gpt2_generate_flags2026 200 $G26B -- python3 $F/hf/gpt2_generate.py ;;
+cnn26) prof cnn_flags2026 200 $G26B -- python3 $F/hf/cnn_train.py ;;
+cnn_amp) prof cnn_amp_no_nvtx 150 --trace=cuda -- python3 $F/hf/cnn_train.py --amp ;;
 # Checked against the reference by hand, not shipped (6.4 MB packed):
 liz_ddp26) prof liz_ddp2_flags2026 300 $G26 -- bash -c "cd $F/liz && exec env PYTHONPATH=$F/liz/cs336-basics:$F/liz:$SITE python3 cs336_systems/assignment_53_overlapped_ddp.py" ;;
 # The reports students committed to their repositories (.foreign/reps/), exported as they are:
