@@ -11,6 +11,7 @@ from functools import cache
 import pytest
 
 from analysis import analyze_trace
+from analysis.report.structure_lines import describe
 from tests.conftest import REPO
 
 FOREIGN = REPO / "tests" / "data" / "foreign"
@@ -35,6 +36,9 @@ def single(name: str) -> dict:
 
 ALL = sorted(REFERENCE)
 SINGLE = [name for name in ALL if len(REFERENCE[name]["processes"]) == 1]
+# Traces whose every process has a measured forward pass (an inference loop with no phase has none).
+FORWARD = [name for name in ALL if all(process["passes"].get("forward") for process in REFERENCE[name]["processes"])]
+SINGLE_FORWARD = [name for name in SINGLE if name in FORWARD]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -70,14 +74,14 @@ def test_passes_and_phase_kernels_per_rank(name):
             assert close(mine["phases"][PHASE[phase]]["kernel_ms_per_pass"], figures["kernel_ms_per_pass"]), phase
 
 
-@pytest.mark.parametrize("name", SINGLE)
+@pytest.mark.parametrize("name", SINGLE_FORWARD)
 def test_nsys_a_forward_time(name):
     reference, answer = single(name)["nsys_a"], summary(name)["questions"]["a"]
     assert close(answer["nsys_forward_ms"], reference["forward_cpu_ms_mean"])
     assert close(summary(name)["phases"]["forward"]["kernel_ms_per_pass"], reference["forward_kernel_ms_mean"])
 
 
-@pytest.mark.parametrize("name", SINGLE)
+@pytest.mark.parametrize("name", SINGLE_FORWARD)
 def test_nsys_b_leading_kernel(name):
     reference, answer = single(name)["nsys_b"], summary(name)["questions"]["b"]
     top = reference["forward_top"]
@@ -88,7 +92,7 @@ def test_nsys_b_leading_kernel(name):
         assert answer["top_forward_backward_kernel"] == reference["forward_backward_top"]["kernel"]
 
 
-@pytest.mark.parametrize("name", SINGLE)
+@pytest.mark.parametrize("name", SINGLE_FORWARD)
 def test_nsys_d_matmul_shares(name):
     reference, answer = single(name)["nsys_d"], summary(name)["questions"]["d"]
     assert close(answer["gemm_share_forward"], reference["forward_matmul_share"])
@@ -111,7 +115,7 @@ def test_mem_f_blocks_from_the_module_labels(name):
     assert saved == pytest.approx(reference["saved_mib_per_block"], abs=0.01)
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", FORWARD)
 def test_the_structure_line_names_what_was_found(name):
     record = summary(name)["structure"]
     assert record["source"].removesuffix("+kernels") in ("ranges", "pytorch", "ranges+pytorch", "kernels")
@@ -149,3 +153,14 @@ def test_kernel_time_inside_whole_graphs_is_named_where_kernels_are_told_apart()
     for key in ("b", "c", "d"):
         assert f"hold {share:.1%} of forward kernel time" in whole["questions"][key]["answer"]
         assert "CUDA graphs traced whole" not in nodes["questions"][key]["answer"]
+
+
+def test_an_inference_loop_with_no_phase_has_its_ranges_as_steps():
+    """Ranges indexed in the order they run (``generate_<i>``) that hold most of the kernel time are
+    the steps of a run with no phase: its warm-up calls are left out, as the reference leaves them."""
+    found, reference = summary("gpt2_generate_nvtx"), single("gpt2_generate_nvtx")
+    assert found["structure"]["step_ranges"] and not found["measured_passes_by_phase"]
+    assert found["overall"]["scope"] == "measured steps"
+    assert found["overall"]["kernels_per_pass"] == reference["step"]["kernels_per_step"]
+    assert close(found["overall"]["kernel_ms_per_pass"], reference["step"]["kernel_ms_per_step"])
+    assert describe(found["structure"]).startswith("structure from NVTX ranges: steps `generate_<i>` ×5: 2 warm-up")

@@ -493,3 +493,38 @@ def test_names_that_differ_only_in_a_bracketed_last_part_are_one_family():
     names = ["all_reduce grad [layers.0.attn.q_proj.weight]", "all_reduce grad [layers.1.ffn.w1.weight]",
              "attention sublayer", "step 3", "step 4"]
     assert [family_label(n) for n in name_families(names)] == ["all_reduce grad [<…>]", "attention sublayer", "step <i>"]
+
+
+def _inference_loop(tmp_path, calls: int, name="generate_{}", inner=None):
+    """``calls`` ranges of forward-only work (no phase named, no backward), the first one slower
+    to start (a departing warm-up call); ``inner`` names a range around each call's kernels."""
+    script = Script()
+    for call in range(calls):
+        body = (lambda: script.kernel(count=5)) if inner is None else \
+            (lambda: script.range(inner.format(call), lambda: script.kernel(count=5)))
+        script.range(name.format(call), body)
+        if call == 0:
+            script.now += 5_000  # the first call's set-up after its kernels
+            script.ranges[-1] = (*script.ranges[-1][:2], script.now, *script.ranges[-1][3:])
+    return script.labelled(tmp_path)
+
+
+def test_an_inference_loop_has_its_indexed_ranges_as_steps(tmp_path):
+    labelled = _inference_loop(tmp_path, 4)
+    assert measured_steps(labelled) == ["generate_1", "generate_2", "generate_3"]
+    assert labelled.measured_passes == {} and labelled.structure.step_ranges
+    assert describe(labelled.structure.record()).startswith(
+        "structure from NVTX ranges: steps `generate_<i>` ×4: 1 warm-up")
+
+
+def test_ranges_around_one_call_each_leave_the_calls_the_steps(tmp_path):
+    labelled = _inference_loop(tmp_path, 4, inner="decode_{}")
+    assert list(labelled.structure.steps["range_name"]) == [f"generate_{i}" for i in range(4)]
+
+
+@pytest.mark.parametrize("calls, name", [(2, "generate_{}"), (4, "layer_{}"), (4, "request")])
+def test_no_steps_without_phases_from_too_few_blocks_or_unindexed_ranges(tmp_path, calls, name):
+    """Two calls are too few to tell warm-up; ``layer_<i>`` are blocks; ``request`` repeated is
+    neither indexed nor named like a step."""
+    labelled = _inference_loop(tmp_path, calls, name=name)
+    assert not labelled.has_steps and not labelled.structure.step_ranges

@@ -633,6 +633,8 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     if names.step_prefix is not None:
         return (*_prefixed_steps(own, names, notes), False)
     candidates = own[~own["range_id"].isin(phases["range_id"]) & ~own["name"].isin(phases["range_name"])]
+    if phases.empty and (unphased := _unphased_steps(candidates, ops)) is not None:
+        return (*unphased, own.iloc[:0], False)
     if candidates.empty or phases.empty:
         why = "no range holds the phases" if len(phases) else (
             "no phase found: no range named like a phase, no PyTorch labels, and no kernels launched from a second "
@@ -686,6 +688,60 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
         passes = f" (micro-batches {', '.join(f'`{family_label(n)}`' for n in name_families(inner))})" if inner else ""
         rule = f"the ranges {shown} each hold one optimizer step after several forward and backward passes{passes}"
     return steps.assign(measured=True), rule, containers, False
+
+
+# Where no phase is found (an inference or benchmark loop), a family of the user's ranges is the
+# steps when, in a process, at least this many of them follow one another and together launch at
+# least this share of its kernel time.
+UNPHASED_STEPS_MIN = 3
+UNPHASED_STEPS_SHARE = 0.5
+
+
+def _unphased_steps(candidates: pd.DataFrame, ops: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
+    """Steps of a run in which no phase is found, and the rule that found them, or None: the one
+    family of ``candidates`` (the user's ranges) that is named like steps (``step``, ``iter``…) or
+    indexed in the order it runs (``generate_0``, ``generate_1``…), not like blocks, warm-up or a
+    measured region; whose ranges never overlap, each launch kernels, are held by no other range
+    that holds only one of them (a part of something larger), and, in some process, number at
+    least :data:`UNPHASED_STEPS_MIN` and launch :data:`UNPHASED_STEPS_SHARE` of its kernel time."""
+    from analysis.core.attribution import ops_in_windows
+    found = {}
+    for stem, rows in candidates.groupby("family", sort=True).indices.items():
+        family = candidates.iloc[rows].sort_values(["pid", "start_ns"], kind="stable")
+        names = family["name"].to_numpy(dtype=object)
+        if BLOCK_FAMILY.fullmatch(stem) or _named(WARMUP_FAMILY, names[:1])[0] or MEASURED_FAMILY.fullmatch(stem) \
+                or _overlapping(family) or family["pid"].value_counts().max() < UNPHASED_STEPS_MIN:
+            continue
+        if not STEP_FAMILY.fullmatch(stem) and not _indexed_in_order(family):
+            continue
+        others = candidates[candidates["family"].to_numpy() != stem]
+        if (_contains(others[_holding_whole(others, family)], family) == 1).any():
+            continue
+        mine = ops[ops["pid"].isin(family["pid"].unique())]
+        holder = ops_in_windows(mine, family.reset_index(drop=True))
+        launched = np.bincount(holder[holder >= 0], minlength=len(family))
+        durations = mine["dur_ns"].to_numpy(dtype=np.int64)
+        if (launched == 0).any() or durations[holder >= 0].sum() < UNPHASED_STEPS_SHARE * durations.sum():
+            continue
+        found[stem] = family
+    if len(found) != 1:
+        return None
+    (family,) = found.values()
+    steps = _windows(family, "step")
+    steps["name"] = _step_labels(steps)
+    shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps["range_name"]))))
+    return steps.assign(measured=True), (f"no phase found; the ranges {shown} follow one another and launch most of "
+                                         "the kernel time, each one pass of the run's work")
+
+
+def _indexed_in_order(ranges: pd.DataFrame) -> bool:
+    """Whether every range's name ends in an index and, in each process, the indices rise with time
+    (ranges sorted by process, then start)."""
+    matches = [INDEXED.match(normal_name(name)) for name in ranges["name"]]
+    if not all(matches):
+        return False
+    index, pids = np.array([int(m["index"]) for m in matches]), ranges["pid"].to_numpy()
+    return bool(((index[1:] > index[:-1]) | (pids[1:] != pids[:-1])).all())
 
 
 # A range that is its process's only step candidate is a step only where its phases fill at least
