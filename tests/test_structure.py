@@ -528,3 +528,27 @@ def test_no_steps_without_phases_from_too_few_blocks_or_unindexed_ranges(tmp_pat
     neither indexed nor named like a step."""
     labelled = _inference_loop(tmp_path, calls, name=name)
     assert not labelled.has_steps and not labelled.structure.step_ranges
+
+
+def test_a_slash_between_phase_names_joins_them_and_a_range_around_both_is_a_part(tmp_path):
+    """``Calculate Loss/Sync`` is the loss (a ``/`` after a phase's name is no namespace);
+    ``Forward/Backward Pass`` names two phases, so none, and it is a part of ``Epoch <i>``, which
+    holds the optimizer step after it: the epochs are the steps, the kernels give forward and backward."""
+    script = Script()
+    for i in range(4):
+        script.range(f"Batch {i}", lambda: script.iteration(forward="Forward", loss="Calculate Loss/Sync",
+                                                            backward="Backward", optimizer="Optimizer Step"))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert labelled.structure.phase_names["loss"] == ["Calculate Loss/Sync"]
+
+    script = Script()
+    for i in range(4):
+        def epoch():
+            script.range("Forward/Backward Pass", lambda: (script.kernel(count=3), script.kernel(tid=AUTOGRAD, count=4)))
+            script.range("Optimizer Step", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2))
+        script.range(f"Epoch {i}", epoch)
+    (tmp_path / "epochs").mkdir()
+    labelled = script.labelled(tmp_path / "epochs", RangeNames(warmup_steps=1))
+    assert measured_steps(labelled) == ["Epoch 1", "Epoch 2", "Epoch 3"]
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    assert "Forward/Backward Pass" not in sum(labelled.structure.phase_names.values(), [])

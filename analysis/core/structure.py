@@ -275,14 +275,20 @@ def _phase_of(normal: str) -> str | None:
 def _phase_of_name(name: str) -> str | None:
     """The phase a range's name says: its role's family (:func:`_phase_of`), else, for a name of
     parts joined by ``+``, ``&``, ``,`` or ``and`` (``comm + optimizer``), the one phase its parts
-    name when exactly one does (a bare ``step`` part names none: it may be anything)."""
-    role = str(name).rsplit("/", 1)[-1]
+    name when exactly one does (a bare ``step`` part names none: it may be anything). What comes
+    before a ``/`` is a namespace (``train/forward``) unless it names a phase itself: then the
+    ``/`` joins parts too (``Calculate Loss/Sync`` is the loss, ``Forward/Backward Pass`` names
+    two phases, so none)."""
+    before, _, role = str(name).rpartition("/")
     phase = _phase_of(normal_name(role))
     parts = [normal_name(part) for part in JOINED_PARTS.split(role)]
-    if phase is not None or len(parts) < 2:
+    if phase is None and len(parts) > 1:
+        named = {_phase_of(part) for part in parts if part != AMBIGUOUS_OPTIMIZER} - {None}
+        phase = named.pop() if len(named) == 1 else None
+    named_before = _phase_of_name(before) if before else None
+    if named_before is None:
         return phase
-    named = {_phase_of(part) for part in parts if part != AMBIGUOUS_OPTIMIZER} - {None}
-    return named.pop() if len(named) == 1 else None
+    return named_before if phase in (None, named_before) else None
 
 
 def _region_of(normal: str) -> str | None:
@@ -667,8 +673,13 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     step_rows = np.concatenate(list(families.values()))
     nested = _contains(candidates.iloc[step_rows], candidates.iloc[step_rows]) > 1
     outer_stems = {stems[r] for r, is_outer in zip(step_rows, nested) if is_outer}
-    for stem in outer_stems:  # a family holding steps of another family is a container
-        if all(nested[np.flatnonzero(stems[step_rows] == stem)]):
+    parts = {stem: _parts_of_steps(candidates, families, stem, optimizers) for stem in outer_stems}
+    for stem in outer_stems:  # a family holding steps of another family is a container, but where
+        # its ranges hold one of theirs each and the optimizer steps they lack, those are its parts
+        if parts[stem]:
+            for part in parts[stem]:
+                families.pop(part, None)
+        elif all(nested[np.flatnonzero(stems[step_rows] == stem)]):
             families.pop(stem)
     warmup = {stem for stem, rows in families.items() if _named(WARMUP_FAMILY, candidates["name"].iloc[rows[:1]])[0]}
     plain = [stem for stem in families if stem not in warmup]
@@ -688,6 +699,20 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
         passes = f" (micro-batches {', '.join(f'`{family_label(n)}`' for n in name_families(inner))})" if inner else ""
         rule = f"the ranges {shown} each hold one optimizer step after several forward and backward passes{passes}"
     return steps.assign(measured=True), rule, containers, False
+
+
+def _parts_of_steps(candidates: pd.DataFrame, families: dict[str, np.ndarray], outer: str,
+                    optimizers: np.ndarray) -> list[str]:
+    """The families of step candidates that are parts of ``outer``'s ranges, not steps: each lies
+    inside them, one range to each, and they hold fewer optimizer steps (``Forward/Backward Pass``
+    inside ``Epoch <i>``, whose optimizer step runs after it); empty when any family inside is no
+    such part."""
+    rows = families[outer]
+    inner = [stem for stem, other in families.items()
+             if stem != outer and _inside_any(candidates.iloc[other], candidates.iloc[rows]).all()]
+    one_each = all((_contains(candidates.iloc[rows], candidates.iloc[families[stem]]) <= 1).all() for stem in inner)
+    fewer = all(optimizers[families[stem]].sum() < optimizers[rows].sum() for stem in inner)
+    return inner if inner and one_each and fewer else []
 
 
 # Where no phase is found (an inference or benchmark loop), a family of the user's ranges is the
