@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.analysis_speed import REPO
+from benchmarks.analysis_speed import REPO, compile_checkout
 
 NSYS_REPORTS = ("cuda_gpu_kern_sum", "nvtx_kern_sum", "nvtx_gpu_proj_sum")
 
@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     nsys = shutil.which(args.nsys)
     if nsys is None:
         print(f"{args.nsys} is not on the PATH: analyze-nsys alone")
+    print(compile_checkout())
     print(environment())
     yardsticks = {code: statistics.median(wall_s([sys.executable, "-c", code], []) for _ in range(args.runs))
                   for code in ("pass", "import numpy", "import pandas")}

@@ -59,7 +59,7 @@ from pathlib import Path
 from urllib.request import pathname2url
 
 from analysis.load.export_map import KERNELS
-from benchmarks.analysis_speed import REPO, floor_queries
+from benchmarks.analysis_speed import REPO, compile_checkout, floor_queries
 
 PEER_QUERIES = (("top_kernels",), ("nvtx_layer_breakdown", "-p", "auto_depth=false"))
 PEER_CACHE_SUFFIX = ".nsys-cache"  # nsys_ai.parquet_cache._cache_dir_for
@@ -274,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     analyzer = [args.analyzer] if args.analyzer else [sys.executable, "-m", "analysis.app.cli"]
     if args.peer_python:
         check_peer(args.peer_python)
+    print(compile_checkout())
     print(header())
     print("-" * len(header()))
     with tempfile.TemporaryDirectory(prefix="peer_compare_") as tmp:
