@@ -552,3 +552,12 @@ def test_a_slash_between_phase_names_joins_them_and_a_range_around_both_is_a_par
     assert measured_steps(labelled) == ["Epoch 1", "Epoch 2", "Epoch 3"]
     assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
     assert "Forward/Backward Pass" not in sum(labelled.structure.phase_names.values(), [])
+
+
+def test_forward_ranges_alone_make_the_steps_of_an_inference_run(tmp_path):
+    script = Script()
+    for _ in range(4):
+        script.range("forward", lambda: script.kernel(count=3))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert labelled.structure.step_rule == "made from the phases: each forward is a step (no backward: an inference run)"
+    assert len(measured_steps(labelled)) == 3 and labelled.measured_passes == {"forward": 3}

@@ -174,8 +174,9 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
             step_rule = ("made from the phases: each optimizer step ends a step, "
                          "the forward and backward passes since the previous one its micro-batches")
         elif len(steps):
-            step_rule = ("made from the phases: each training forward starts a step" if training.any()
-                         else "made from the phases: each forward is a step")
+            backward = (phases["name"] == "backward").to_numpy().any()  # else every forward is one (inference)
+            step_rule = ("made from the phases: each training forward starts a step" if backward
+                         else "made from the phases: each forward is a step (no backward: an inference run)")
     inference_windows, phases = phases[inference], phases[~inference]
     warmup_found = ""
     if step_ranges:
