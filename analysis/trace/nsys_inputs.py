@@ -234,8 +234,10 @@ def device_keys(pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
 def device_numbers(pid: np.ndarray, device_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's position among the distinct :func:`device_keys` in ascending order, and those
     keys. The keys are made :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time (no
-    64-bit key per row at once); the rows of a trace of one device (the common case) are numbered
-    as int8 zeros, the others as int32."""
+    64-bit key per row at once); the rows of a trace of one device (the common case, told by the
+    columns' least and greatest values, without keys) are numbered as int8 zeros, the others as int32."""
+    if len(pid) and pid.min() == pid.max() and device_id.min() == device_id.max():
+        return np.zeros(len(pid), dtype=np.int8), device_keys(pid[:1], device_id[:1])
     chunks = [slice(low, low + CHUNK_OPS) for low in range(0, len(pid), CHUNK_OPS)]
     distinct = np.unique(np.concatenate([np.unique(device_keys(pid[rows], device_id[rows])) for rows in chunks]
                                         or [np.zeros(0, dtype=np.int64)]))

@@ -76,14 +76,15 @@ def range_figures(ops: pd.DataFrame, range_ids: pd.Index) -> dict[str, np.ndarra
         rows = np.flatnonzero(measured[part] & (position >= 0))
         group = position[rows]
         starts, ends = start[part][rows], end[part][rows]
+        range_kind = group * 2 + is_kernel[part][rows]
+        range_ns += np.bincount(range_kind, weights=dur[part][rows], minlength=2 * count)
+        chunk_ops = np.bincount(range_kind, minlength=2 * count)
+        range_ops += chunk_ops
+        held = chunk_ops[0::2] + chunk_ops[1::2] > 0
         chunk_first, chunk_last = span_per_group(group, starts, ends, count)
-        held = np.bincount(group, minlength=count) > 0
         first_start[held] = np.minimum(first_start[held], chunk_first[held])
         last_end[held] = np.maximum(last_end[held], chunk_last[held])
         busy += union_length_per_group(group, starts, ends, count, scratch=True, reach=reach)
-        range_kind = group * 2 + is_kernel[part][rows]
-        range_ns += np.bincount(range_kind, weights=dur[part][rows], minlength=2 * count)
-        range_ops += np.bincount(range_kind, minlength=2 * count)
     empty = range_ops[0::2] + range_ops[1::2] == 0
     first_start[empty], last_end[empty] = 0, 0
     return {"kernels": range_ops[1::2], "kernel_ns": range_ns[1::2], "memop_ns": range_ns[0::2],
