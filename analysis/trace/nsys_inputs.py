@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.core.attribution import CHUNK_OPS
 from analysis.core.classify import classify_kernels, gemm_precision_mix
-from analysis.core.codes import value_codes
+from analysis.core.codes import lookup, value_codes
 from analysis.core.flops import attention_head_size, phase_flops_from_ops
 from analysis.core.phases import LabelledOps
 from analysis.core.structure import RunStructure
@@ -169,14 +169,14 @@ def op_classes(ops: pd.DataFrame) -> tuple[pd.Categorical, np.ndarray]:
     name_labels = classes["category"].to_numpy(dtype=str)
     labels, label_code = np.unique(np.concatenate([name_labels, np.asarray(kinds, dtype=str)]), return_inverse=True)
     label_code = label_code.astype(np.int8)  # a few categories
-    code = label_code[:len(name_labels)][name_code]  # every op's as a kernel's, then the memory operations'
+    code = lookup(label_code[:len(name_labels)], name_code)  # every op's as a kernel's, then the memory operations'
     memop = ~is_kernel
     code[memop] = label_code[len(name_labels):][kind_code[memop]]
     present = np.zeros(len(labels), dtype=bool)
     present[code] = True
     position = (np.cumsum(present) - 1).astype(np.int8)
-    category = pd.Categorical.from_codes(position[code], categories=pd.Index(labels[present], dtype="str"))
-    tensor_core = classes["tensor_core"].to_numpy()[name_code]
+    category = pd.Categorical.from_codes(lookup(position, code), categories=pd.Index(labels[present], dtype="str"))
+    tensor_core = lookup(classes["tensor_core"].to_numpy(dtype=bool), name_code)
     tensor_core &= is_kernel
     return category, tensor_core
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.attribution import CHUNK_OPS
-from analysis.core.codes import code_positions, id_table, value_codes
+from analysis.core.codes import code_positions, id_table, lookup, value_codes
 from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
 from analysis.trace.nsys_inputs import NsysInputs, category_ms, device_keys, device_numbers, kernel_totals
@@ -72,7 +72,7 @@ def range_figures(ops: pd.DataFrame, range_ids: pd.Index) -> dict[str, np.ndarra
     range_ns = np.zeros(2 * count)  # per range and kind of op: memory operations, then kernels
     range_ops = np.zeros(2 * count, dtype=np.int64)
     for part in _time_chunks(start):
-        position = position_of_id[range_of[part]]
+        position = lookup(position_of_id, range_of[part])
         rows = np.flatnonzero(measured[part] & (position >= 0))
         group = position[rows]
         starts, ends = start[part][rows], end[part][rows]
