@@ -110,8 +110,10 @@ def _same(a, b) -> bool:
 
 @pytest.fixture(params=[5, 1 << 20])
 def chunk(request, monkeypatch):
-    """The rows read at a time by the passes over the ops: a few (folded over many chunks) or all."""
+    """The rows read at a time by the passes over the ops: a few (folded over many chunks, each
+    searched for groups' first rows in slices that do not divide it) or all."""
     monkeypatch.setattr(nsys_inputs, "CHUNK_OPS", request.param)
+    monkeypatch.setattr(nsys_inputs, "FIRST_ROW_SLICE", 3 if request.param == 5 else 1 << 16)
     monkeypatch.setattr(phase_breakdown, "CHUNK_OPS", request.param)
     return request.param
 

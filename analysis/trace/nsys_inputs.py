@@ -31,6 +31,9 @@ OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "
 # ones that are the same on every row there, ``op_kind`` and ``measured``).
 MEASURED_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "demangled_name", "phase", "phase_range_id",
                     "region", "category", "tensor_core")
+# Rows of a chunk searched at a time for the first row of each group in :func:`kernel_groups`:
+# every row of the trace's first slice is of a group not met yet, few rows of a later one.
+FIRST_ROW_SLICE = 1 << 16
 # The columns of :meth:`NsysInputs.kernel_groups`: those the kernels of a group share (a kernel's
 # category and tensor-core flag follow from its name), then the group's count and summed time.
 GROUP_COLUMNS = ("pid", "device_id", "phase", "region", "demangled_name", "category", "tensor_core")
@@ -185,7 +188,8 @@ def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFram
     """:meth:`NsysInputs.kernel_groups` of ``ops`` (every phase), over the rows that
     ``measured_kernel`` marks. Each row gets the number of its group from the codes of its
     device, phase, region and name; the groups are counted and summed by bincount and their
-    first rows found by a reversed assignment, so the rows are neither sorted nor copied. Those
+    first rows found by a reversed assignment (over :data:`FIRST_ROW_SLICE` rows at a time, each
+    of only the rows of groups not met before), so the rows are neither sorted nor copied. Those
     passes go :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time (their sums added:
     integer ns summed in float64 stay exact below 2**53), so no array of 64-bit numbers as long
     as the ops is made."""
@@ -216,8 +220,10 @@ def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFram
         chunk[~measured_kernel[part]] = groups  # one bin past the groups
         calls += np.bincount(chunk, minlength=groups + 1)
         summed_ns += np.bincount(chunk, weights=durations[part], minlength=groups + 1)
-        new = np.flatnonzero(first_row[chunk] < 0)[::-1]  # rows of groups no earlier chunk has, last first
-        first_row[chunk[new]] = low + new  # each group's last write: its first row
+        for sub in range(0, len(chunk), FIRST_ROW_SLICE):  # after the first slice, few rows are of a new group
+            piece = chunk[sub:sub + FIRST_ROW_SLICE]
+            new = np.flatnonzero(first_row[piece] < 0)[::-1]  # rows of groups no earlier slice has, last first
+            first_row[piece[new]] = low + sub + new  # each group's last write: its first row
     calls, summed_ns = calls[:groups], summed_ns[:groups].astype(np.int64)
     present = np.flatnonzero(calls)
     present = present[np.argsort(first_row[present])]
