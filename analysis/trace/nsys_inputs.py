@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.core.attribution import CHUNK_OPS
 from analysis.core.classify import classify_kernels, gemm_precision_mix
-from analysis.core.codes import lookup, value_codes
+from analysis.core.codes import lookup, run_starts, value_codes
 from analysis.core.flops import attention_head_size, phase_flops_from_ops
 from analysis.core.phases import LabelledOps
 from analysis.core.structure import RunStructure
@@ -70,8 +70,12 @@ class NsysInputs:
         ops = ops.assign(category=category, tensor_core=tensor_core)
         if labelled.has_steps:
             step_code, steps = value_codes(ops["step"])
+            flags = ops["measured"].to_numpy()
+            # The first op of each run of one step and flag stands for the run (a step's ops come together).
+            first = np.union1d(run_starts(step_code), run_starts(flags))
+            first = first[first < len(flags)]  # no ops: no run
             measured = np.zeros(len(steps) + 1, dtype=bool)
-            measured[step_code[ops["measured"].to_numpy()]] = True  # code -1 (no step) marks the last entry
+            measured[step_code[first][flags[first]]] = True  # code -1 (no step) marks the last entry
             measured_steps = int(measured[:-1].sum())
         else:
             measured_steps = 1
