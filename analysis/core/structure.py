@@ -185,10 +185,11 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     steps, warmup_rule, step_table, marking = _warmup(steps, containers, warmup_found, ops, names, has_steps, own)
     regions, fused = _regions(own, labels, phases, names, notes)
     name_of = pd.concat([own["name"], labels["name"]]).set_axis(pd.concat([own["range_id"], labels["range_id"]]))
-    region_names = {part: sorted(pd.unique(name_of.loc[regions.index[regions == part]])) for part in REGIONS}
+    region_range_names = name_of.loc[regions.index]  # the name of each range used as an attention part
+    region_names = {part: sorted(pd.unique(region_range_names[(regions == part).to_numpy()])) for part in REGIONS}
     block_family, block_ranges = _blocks(own, labels, phases)
     used = set().union(*map(pd.unique, (
-        steps["range_name"], phases["range_name"], inference_windows["range_name"], name_of.loc[regions.index],
+        steps["range_name"], phases["range_name"], inference_windows["range_name"], region_range_names,
         containers["name"], name_of.reindex(block_ranges.index).dropna(), pd.Series(marking, dtype=object))))
     if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
         used |= set(own.loc[_named(WARMUP_FAMILY, own["name"]), "name"])
