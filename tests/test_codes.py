@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from analysis.core import codes
-from analysis.core.codes import code_positions, id_positions, run_starts, run_sums, value_codes
+from analysis.core.codes import code_positions, id_positions, lookup, run_starts, run_sums, value_codes
 
 
 @pytest.mark.parametrize("column", [
@@ -44,6 +44,19 @@ def test_id_positions_are_the_index_lookup_of_the_ids(seed):
 def test_id_positions_of_no_ids_or_among_none():
     assert id_positions(np.zeros(0, dtype=np.int64), np.array([3, 1])).tolist() == []
     assert id_positions(np.array([-1, 0, 2]), np.zeros(0, dtype=np.int64)).tolist() == [-1, -1, -1]
+
+
+@pytest.mark.parametrize("rows", [1, 3, 1 << 16])
+def test_lookup_is_the_table_at_each_position_in_slices_of_any_length(monkeypatch, rows):
+    """Narrow and wide positions, -1 for the last entry, tables of several dtypes, no positions."""
+    monkeypatch.setattr(codes, "LOOKUP_ROWS", rows)
+    rng = np.random.default_rng(rows)
+    for table in (np.array([True, False, True]), np.array([5, -1, 7, 2], dtype=np.int8), rng.integers(0, 1 << 40, 9)):
+        for dtype in (np.int8, np.int32, np.int64):
+            for count in (0, 1, 7, 100):
+                positions = rng.integers(-1, len(table), count).astype(dtype)
+                found = lookup(table, positions)
+                assert found.dtype == table.dtype and found.tolist() == [table[p].item() for p in positions]
 
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 1 << 18])

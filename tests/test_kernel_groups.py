@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis.core.classify import classify_name, gemm_precision_mix, uses_tensor_cores
-from analysis.core.phases import PHASES
+from analysis.core.phases import PHASES, LabelledOps
 from analysis.core.structure import REGIONS
 from analysis.core.timings import RunRecord
 from analysis.trace import nsys_inputs, phase_breakdown
@@ -110,8 +110,10 @@ def _same(a, b) -> bool:
 
 @pytest.fixture(params=[5, 1 << 20])
 def chunk(request, monkeypatch):
-    """The rows read at a time by the passes over the ops: a few (folded over many chunks) or all."""
+    """The rows read at a time by the passes over the ops: a few (folded over many chunks, each
+    searched for groups' first rows in slices that do not divide it) or all."""
     monkeypatch.setattr(nsys_inputs, "CHUNK_OPS", request.param)
+    monkeypatch.setattr(nsys_inputs, "FIRST_ROW_SLICE", 3 if request.param == 5 else 1 << 16)
     monkeypatch.setattr(phase_breakdown, "CHUNK_OPS", request.param)
     return request.param
 
@@ -281,6 +283,22 @@ def test_device_keys_keep_large_pids_apart_and_in_order():
     numbers, _ = device_numbers(pid, device_id)
     pairs = sorted(set(zip(pid.tolist(), device_id.tolist())))
     assert numbers.tolist() == [pairs.index(pair) for pair in zip(pid.tolist(), device_id.tolist())]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_measured_steps_are_the_steps_of_some_measured_op(seed):
+    """Steps in runs of ops, some sharing a name with a warm-up run of it, ops of no step (never
+    measured, as label_ops labels them); no ops."""
+    rng = np.random.default_rng(seed)
+    ops = random_inputs(seed).ops
+    run_step = rng.choice(["", "s0", "s1", "s2", "s3"], 12)
+    run_measured = (rng.random(12) < 0.5) & (run_step != "")
+    run = np.sort(rng.integers(0, 12, len(ops)))  # a step's ops come together, in runs
+    ops = ops.assign(step=pd.Categorical(run_step[run]), measured=run_measured[run])
+    labelled = LabelledOps(ops=ops, phase_ranges=random_inputs(seed).phase_ranges, measured_passes={},
+                           has_steps=True, structure=None)
+    inputs = NsysInputs.build(labelled, RunRecord(), None)
+    assert inputs.measured_steps == len({step for step, measured in zip(ops["step"], ops["measured"]) if measured})
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -49,7 +49,8 @@ def ops_in_windows(ops: pd.DataFrame, windows: pd.DataFrame, *, same_thread: boo
 
     The holder changes only at a window's start or just after its end (times are integers), so
     each group's windows cut time into pieces, the rule is asked once per piece, at its first
-    time, and each launch looks up its piece: one binary search per launch.
+    time, and each launch looks up its piece: one binary search per launch (per cut, for launches
+    in order: :func:`_piece_of_each`).
     """
     return ops_in_window_tables(ops, [windows], same_thread=same_thread)[0]
 
@@ -90,10 +91,21 @@ def ops_in_window_tables(ops: pd.DataFrame, tables: list[pd.DataFrame], *, same_
                 pieces[key] = _pieces(sorted_windows[key], results, labels)
             cuts, holders = pieces[key]
             op_rows = part if rows is None else rows + low
-            piece = np.searchsorted(cuts, launch[op_rows], side="right") - 1
+            piece = _piece_of_each(cuts, launch[op_rows])
             for result, holder in holders:
                 result[op_rows] = holder[piece]
     return results
+
+
+def _piece_of_each(cuts: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """The piece of each of ``times``: the position of the last of ``cuts`` (ascending) at or
+    before it, -1 before them all. A binary search per time; for more times than cuts in
+    ascending order (the launches of the ops, most often), one per cut instead, each piece then
+    repeated over the run of times it holds."""
+    if len(times) > len(cuts) and bool((times[1:] >= times[:-1]).all()):
+        first_at = np.searchsorted(times, cuts, side="left")  # the first time at or after each cut
+        return np.repeat(np.arange(-1, len(cuts)), np.diff(np.r_[0, first_at, len(times)]))
+    return np.searchsorted(cuts, times, side="right") - 1
 
 
 def _window_positions(count: int) -> np.ndarray:

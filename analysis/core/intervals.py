@@ -120,8 +120,7 @@ def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarr
     if reach is not None:  # the earlier batches' reach counts as an interval before each group's first
         reached[group_first] = np.maximum(reached[group_first], reach[first_group])
         first_starts = np.maximum(first_starts, reach[first_group])
-    for first, stop in zip(group_first, np.r_[group_first[1:], len(reached)]):
-        np.maximum.accumulate(reached[first:stop], out=reached[first:stop])
+    _running_max_per_group(reached, group_first)
     np.maximum(added[1:], reached[:-1], out=added[1:])  # the later of each start and the reach before it
     added[group_first] = first_starts  # a group's first interval adds from its own start (or the reach before)
     if reach is not None:
@@ -129,6 +128,22 @@ def union_length_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarr
     np.subtract(reached, added, out=added)
     busy[first_group] = np.add.reduceat(added, group_first)
     return busy
+
+
+def _running_max_per_group(values: np.ndarray, group_first: np.ndarray) -> None:
+    """Make each of ``values`` (in place) the greatest of its group's values up to it; the groups
+    are runs beginning at ``group_first`` (0 first). One running maximum over all the values serves
+    every group whose first value is no less than the values of the groups before it (there, the
+    earlier values change nothing); the other groups are done again alone, from copies kept."""
+    import numpy as np
+
+    stops = np.r_[group_first[1:], len(values)]
+    before = np.maximum.accumulate(np.maximum.reduceat(values, group_first))[:-1]  # per later group: the most before it
+    overshot = np.flatnonzero(before > values[group_first[1:]]) + 1
+    own = [values[group_first[g]:stops[g]].copy() for g in overshot]
+    np.maximum.accumulate(values, out=values)
+    for g, group_values in zip(overshot, own):
+        values[group_first[g]:stops[g]] = np.maximum.accumulate(group_values)
 
 
 def _group_start_order(group: np.ndarray, starts: np.ndarray) -> np.ndarray | None:

@@ -16,6 +16,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows
+from analysis.core.codes import lookup
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import REGIONS, RunStructure, find_structure
 from analysis.load import Trace
@@ -156,13 +157,13 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     # without a copy (with_columns): at millions of ops each is tens of MB.
     has_steps = structure.has_steps
     step = _labels(in_step, step_windows["name"])
-    measured = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step] if has_steps else \
+    measured = lookup(np.append(step_windows["measured"].to_numpy(dtype=bool), False), in_step) if has_steps else \
         np.ones(len(ops), dtype=bool)
     del in_step
     if not has_steps:
         notes.append(f"no steps: the whole capture is analyzed ({structure.step_rule})")
     phase = _labels(in_phase, phase_windows["name"])
-    phase_range_id = narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1))[in_phase]
+    phase_range_id = lookup(narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1)), in_phase)
     del in_phase
     ops = with_columns(ops, step=step, measured=measured, phase=phase, phase_range_id=phase_range_id)
     del step, measured, phase, phase_range_id
@@ -187,7 +188,7 @@ def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:
     categories, codes = np.unique(np.append(window_names.to_numpy(dtype=object).astype(str), ""),
                                   return_inverse=True)
     codes = codes.astype(np.min_scalar_type(-len(categories)))  # read per op: in as few bytes as hold them
-    return pd.Categorical.from_codes(codes[position], categories=categories)
+    return pd.Categorical.from_codes(lookup(codes, position), categories=categories)
 
 
 def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Categorical:
@@ -203,7 +204,7 @@ def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Ca
     region_of_range = _nearest_named(code[:-1] > 0, ranges["parent_id"].to_numpy())
     code_of_range = code[np.append(region_of_range, -1)]  # the region's code, by range and for "no range"
     if innermost is not None:  # kept with the trace's operations (:func:`trace_ops`)
-        return pd.Categorical.from_codes(code_of_range[innermost], categories=categories)
+        return pd.Categorical.from_codes(lookup(code_of_range, innermost), categories=categories)
     # Each op's code straight from the search: no range id per op on the way.
     return pd.Categorical.from_codes(innermost_ranges(ops, ranges, code_of_range), categories=categories)
 

@@ -186,10 +186,11 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     steps, warmup_rule, step_table, marking = _warmup(steps, containers, warmup_found, ops, names, has_steps, own)
     regions, fused = _regions(own, labels, phases, names, notes)
     name_of = pd.concat([own["name"], labels["name"]]).set_axis(pd.concat([own["range_id"], labels["range_id"]]))
-    region_names = {part: sorted(pd.unique(name_of.loc[regions.index[regions == part]])) for part in REGIONS}
+    region_range_names = name_of.loc[regions.index]  # the name of each range used as an attention part
+    region_names = {part: sorted(pd.unique(region_range_names[(regions == part).to_numpy()])) for part in REGIONS}
     block_family, block_ranges = _blocks(own, labels, phases)
     used = set().union(*map(pd.unique, (
-        steps["range_name"], phases["range_name"], inference_windows["range_name"], name_of.loc[regions.index],
+        steps["range_name"], phases["range_name"], inference_windows["range_name"], region_range_names,
         containers["name"], name_of.reindex(block_ranges.index).dropna(), pd.Series(marking, dtype=object))))
     if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
         used |= set(own.loc[_named(WARMUP_FAMILY, own["name"]), "name"])
@@ -208,12 +209,11 @@ def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     a role (``normal``, ``stem``: the last ``/``-separated part) and the stem of their whole names
     (``family``: ``train/step_3`` and ``eval/step_3`` are of two families), and PyTorch's labels;
     op-level ranges and library domains in neither."""
-    op_level = _per_name(ranges["name"], lambda n: bool(OP_LEVEL.search(n) or LIBRARY_NAME.search(n)), bool) | \
-        _per_name(ranges["domain"].astype(str), lambda d: d.lower() in LIBRARY_DOMAINS, bool)
-    torch_label = _per_name(ranges["name"], lambda n: TORCH_LABEL.search(n) is not None, bool)
+    op_level_name, torch_label = _per_name(ranges["name"], lambda n: bool(OP_LEVEL.search(n) or LIBRARY_NAME.search(n)),
+                                           lambda n: TORCH_LABEL.search(n) is not None, dtype=bool)
+    op_level = op_level_name | _per_name(ranges["domain"].astype(str), lambda d: d.lower() in LIBRARY_DOMAINS, dtype=bool)
     own = ranges[~op_level & ~torch_label]
-    normal = _per_name(own["name"], role_name)
-    family = _per_name(own["name"], lambda name: name_stem(normal_name(name)))
+    normal, family = _per_name(own["name"], role_name, lambda name: name_stem(normal_name(name)))
     return own.assign(normal=normal, stem=_per_name(normal, name_stem), family=family), ranges[torch_label & ~op_level]
 
 
@@ -243,14 +243,13 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
 
 # ----------------------------------------------------------------------------- names
 
-def _per_name(names, rule, dtype=object) -> np.ndarray:
-    """``rule`` of each of ``names``, worked out once per distinct name (a trace repeats a few
-    names many times)."""
+def _per_name(names, *rules, dtype=object) -> np.ndarray | list[np.ndarray]:
+    """Each of ``rules`` of each of ``names`` (the array of the one rule, else one per rule), worked
+    out once per distinct name (a trace repeats a few names many times), the names told apart once."""
     codes, distinct = pd.factorize(np.asarray(names, dtype=object))  # a missing name: -1, the last result
-    ruled = [rule(name) for name in distinct]
-    if (codes < 0).any():
-        ruled.append(rule(np.nan))
-    return np.array(ruled, dtype=dtype)[codes]
+    values = [*distinct, np.nan] if (codes < 0).any() else list(distinct)
+    ruled = [np.array([rule(name) for name in values], dtype=dtype)[codes] for rule in rules]
+    return ruled[0] if len(rules) == 1 else ruled
 
 
 def _named(family: re.Pattern, names) -> np.ndarray:
@@ -258,7 +257,7 @@ def _named(family: re.Pattern, names) -> np.ndarray:
     the stem of one of its ``/`` parts (``WarmUpStep3``, ``warmup/step_3``, ``train/warmup_3``)."""
     def named(name) -> bool:
         return any(family.fullmatch(name_stem(normal_name(part))) for part in (str(name), *str(name).split("/")))
-    return _per_name(names, named, bool)
+    return _per_name(names, named, dtype=bool)
 
 
 def _phase_of(normal: str) -> str | None:
@@ -1140,7 +1139,7 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
 def _matmuls_beside_softmax(own: pd.DataFrame, softmax: pd.DataFrame) -> pd.Series:
     """Ranges named like a plain matmul that share their parent with a softmax part range: the
     scores matmul when they end before it starts, the final matmul when they start after it ends."""
-    plain = own[_per_name(own["normal"], lambda n: bool(PLAIN_MATMUL.fullmatch(n)) and _region_of(n) is None, bool)]
+    plain = own[_per_name(own["normal"], lambda n: bool(PLAIN_MATMUL.fullmatch(n)) and _region_of(n) is None, dtype=bool)]
     plain = plain[plain["parent_id"].isin(softmax["parent_id"]) & (plain["parent_id"] >= 0)]
     if plain.empty:
         return pd.Series(dtype=object)

@@ -292,17 +292,18 @@ def _load_arrays(folder: Path, arrays: dict) -> dict[str, np.ndarray]:
     """Every array the manifest lists, by file name, each checked against the manifest's dtype,
     shape and hash. The files are read here, one after another: reading a header parses it with
     ``ast``, which Python 3.11 cannot do on several threads at once. The hashes, most of an
-    entry's reading at about a GB/s a core, run on threads, since hashing releases the GIL."""
-    loaded = {}
-    for name, expected in arrays.items():
-        array = np.load(folder / name, allow_pickle=False)
-        if array.dtype.str != expected["dtype"] or list(array.shape) != expected["shape"]:
-            raise DamagedEntry(f"{name} is not the array its manifest lists")
-        loaded[name] = array
+    entry's reading at about a GB/s a core, run on threads, since hashing releases the GIL, each
+    from when its array is read: they overlap the reading of the next files."""
+    loaded, hashes = {}, {}
     with ThreadPoolExecutor() as pool:
-        hashes = pool.map(lambda array: _array_sha256(np.ascontiguousarray(array)), loaded.values())
-        for (name, expected), sha256 in zip(arrays.items(), hashes):
-            if sha256 != expected["sha256"]:
+        for name, expected in arrays.items():
+            array = np.load(folder / name, allow_pickle=False)
+            if array.dtype.str != expected["dtype"] or list(array.shape) != expected["shape"]:
+                raise DamagedEntry(f"{name} is not the array its manifest lists")
+            loaded[name] = array
+            hashes[name] = pool.submit(_array_sha256, np.ascontiguousarray(array))
+        for name, expected in arrays.items():
+            if hashes[name].result() != expected["sha256"]:
                 raise DamagedEntry(f"{name} is not the array its manifest lists")
     return loaded
 

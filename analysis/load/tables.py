@@ -369,9 +369,8 @@ def with_columns(table: pd.DataFrame, **columns) -> pd.DataFrame:
 
 def sorted_by(first: np.ndarray, then: np.ndarray) -> bool:
     """Whether rows are sorted by ``first``, then ``then`` (start, then end; process, then launch
-    time): one pass, no sort."""
-    same = first[1:] == first[:-1]
-    return bool((first[1:] >= first[:-1]).all() and (then[1:][same] >= then[:-1][same]).all())
+    time): one pass, no sort, and no copy of the rows of equal ``first``."""
+    return bool((first[1:] >= first[:-1]).all() and ((first[1:] != first[:-1]) | (then[1:] >= then[:-1])).all())
 
 
 def read_gpus(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:

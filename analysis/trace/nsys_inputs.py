@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.core.attribution import CHUNK_OPS
 from analysis.core.classify import classify_kernels, gemm_precision_mix
-from analysis.core.codes import value_codes
+from analysis.core.codes import lookup, run_starts, value_codes
 from analysis.core.flops import attention_head_size, phase_flops_from_ops
 from analysis.core.phases import LabelledOps
 from analysis.core.structure import RunStructure
@@ -31,6 +31,9 @@ OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "
 # ones that are the same on every row there, ``op_kind`` and ``measured``).
 MEASURED_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "demangled_name", "phase", "phase_range_id",
                     "region", "category", "tensor_core")
+# Rows of a chunk searched at a time for the first row of each group in :func:`kernel_groups`:
+# every row of the trace's first slice is of a group not met yet, few rows of a later one.
+FIRST_ROW_SLICE = 1 << 16
 # The columns of :meth:`NsysInputs.kernel_groups`: those the kernels of a group share (a kernel's
 # category and tensor-core flag follow from its name), then the group's count and summed time.
 GROUP_COLUMNS = ("pid", "device_id", "phase", "region", "demangled_name", "category", "tensor_core")
@@ -67,8 +70,12 @@ class NsysInputs:
         ops = ops.assign(category=category, tensor_core=tensor_core)
         if labelled.has_steps:
             step_code, steps = value_codes(ops["step"])
+            flags = ops["measured"].to_numpy()
+            # The first op of each run of one step and flag stands for the run (a step's ops come together).
+            first = np.union1d(run_starts(step_code), run_starts(flags))
+            first = first[first < len(flags)]  # no ops: no run
             measured = np.zeros(len(steps) + 1, dtype=bool)
-            measured[step_code[ops["measured"].to_numpy()]] = True  # code -1 (no step) marks the last entry
+            measured[step_code[first][flags[first]]] = True  # code -1 (no step) marks the last entry
             measured_steps = int(measured[:-1].sum())
         else:
             measured_steps = 1
@@ -169,14 +176,14 @@ def op_classes(ops: pd.DataFrame) -> tuple[pd.Categorical, np.ndarray]:
     name_labels = classes["category"].to_numpy(dtype=str)
     labels, label_code = np.unique(np.concatenate([name_labels, np.asarray(kinds, dtype=str)]), return_inverse=True)
     label_code = label_code.astype(np.int8)  # a few categories
-    code = label_code[:len(name_labels)][name_code]  # every op's as a kernel's, then the memory operations'
+    code = lookup(label_code[:len(name_labels)], name_code)  # every op's as a kernel's, then the memory operations'
     memop = ~is_kernel
     code[memop] = label_code[len(name_labels):][kind_code[memop]]
     present = np.zeros(len(labels), dtype=bool)
     present[code] = True
     position = (np.cumsum(present) - 1).astype(np.int8)
-    category = pd.Categorical.from_codes(position[code], categories=pd.Index(labels[present], dtype="str"))
-    tensor_core = classes["tensor_core"].to_numpy()[name_code]
+    category = pd.Categorical.from_codes(lookup(position, code), categories=pd.Index(labels[present], dtype="str"))
+    tensor_core = lookup(classes["tensor_core"].to_numpy(dtype=bool), name_code)
     tensor_core &= is_kernel
     return category, tensor_core
 
@@ -185,7 +192,8 @@ def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFram
     """:meth:`NsysInputs.kernel_groups` of ``ops`` (every phase), over the rows that
     ``measured_kernel`` marks. Each row gets the number of its group from the codes of its
     device, phase, region and name; the groups are counted and summed by bincount and their
-    first rows found by a reversed assignment, so the rows are neither sorted nor copied. Those
+    first rows found by a reversed assignment (over :data:`FIRST_ROW_SLICE` rows at a time, each
+    of only the rows of groups not met before), so the rows are neither sorted nor copied. Those
     passes go :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time (their sums added:
     integer ns summed in float64 stay exact below 2**53), so no array of 64-bit numbers as long
     as the ops is made."""
@@ -216,8 +224,10 @@ def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFram
         chunk[~measured_kernel[part]] = groups  # one bin past the groups
         calls += np.bincount(chunk, minlength=groups + 1)
         summed_ns += np.bincount(chunk, weights=durations[part], minlength=groups + 1)
-        new = np.flatnonzero(first_row[chunk] < 0)[::-1]  # rows of groups no earlier chunk has, last first
-        first_row[chunk[new]] = low + new  # each group's last write: its first row
+        for sub in range(0, len(chunk), FIRST_ROW_SLICE):  # after the first slice, few rows are of a new group
+            piece = chunk[sub:sub + FIRST_ROW_SLICE]
+            new = np.flatnonzero(first_row[piece] < 0)[::-1]  # rows of groups no earlier slice has, last first
+            first_row[piece[new]] = low + sub + new  # each group's last write: its first row
     calls, summed_ns = calls[:groups], summed_ns[:groups].astype(np.int64)
     present = np.flatnonzero(calls)
     present = present[np.argsort(first_row[present])]
@@ -234,8 +244,10 @@ def device_keys(pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
 def device_numbers(pid: np.ndarray, device_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's position among the distinct :func:`device_keys` in ascending order, and those
     keys. The keys are made :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time (no
-    64-bit key per row at once); the rows of a trace of one device (the common case) are numbered
-    as int8 zeros, the others as int32."""
+    64-bit key per row at once); the rows of a trace of one device (the common case, told by the
+    columns' least and greatest values, without keys) are numbered as int8 zeros, the others as int32."""
+    if len(pid) and pid.min() == pid.max() and device_id.min() == device_id.max():
+        return np.zeros(len(pid), dtype=np.int8), device_keys(pid[:1], device_id[:1])
     chunks = [slice(low, low + CHUNK_OPS) for low in range(0, len(pid), CHUNK_OPS)]
     distinct = np.unique(np.concatenate([np.unique(device_keys(pid[rows], device_id[rows])) for rows in chunks]
                                         or [np.zeros(0, dtype=np.int64)]))

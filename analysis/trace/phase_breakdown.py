@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.attribution import CHUNK_OPS
-from analysis.core.codes import code_positions, id_table, value_codes
+from analysis.core.codes import code_positions, id_table, lookup, run_starts, run_sums, value_codes
 from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
 from analysis.trace.nsys_inputs import NsysInputs, category_ms, device_keys, device_numbers, kernel_totals
@@ -59,7 +59,8 @@ def range_figures(ops: pd.DataFrame, range_ids: pd.Index) -> dict[str, np.ndarra
 
     The ops are read a chunk at a time (:func:`_time_chunks`) and each chunk's figures folded into
     the totals (sums added, spans widened, the union carried on by its reach), so nothing as long
-    as the ops is made."""
+    as the ops is made; a chunk's counts and sums are taken per run of consecutive ops of one
+    range and kind, then added up per range."""
     count = len(range_ids)
     start, end, dur = (ops[column].to_numpy() for column in ("start_ns", "end_ns", "dur_ns"))
     measured, range_of = ops["measured"].to_numpy(), ops["phase_range_id"].to_numpy()
@@ -72,18 +73,23 @@ def range_figures(ops: pd.DataFrame, range_ids: pd.Index) -> dict[str, np.ndarra
     range_ns = np.zeros(2 * count)  # per range and kind of op: memory operations, then kernels
     range_ops = np.zeros(2 * count, dtype=np.int64)
     for part in _time_chunks(start):
-        position = position_of_id[range_of[part]]
+        position = lookup(position_of_id, range_of[part])
         rows = np.flatnonzero(measured[part] & (position >= 0))
+        if not len(rows):
+            continue
         group = position[rows]
         starts, ends = start[part][rows], end[part][rows]
+        range_kind = group * 2 + is_kernel[part][rows]
+        first = run_starts(range_kind)  # a range's ops come together: runs of one range and kind, far fewer than rows
+        run_kind, run_rows = range_kind[first], np.diff(np.append(first, len(rows)))
+        range_ns += np.bincount(run_kind, weights=run_sums(dur[part][rows], first), minlength=2 * count)
+        chunk_ops = np.bincount(run_kind, weights=run_rows, minlength=2 * count).astype(np.int64)
+        range_ops += chunk_ops
+        held = chunk_ops[0::2] + chunk_ops[1::2] > 0
         chunk_first, chunk_last = span_per_group(group, starts, ends, count)
-        held = np.bincount(group, minlength=count) > 0
         first_start[held] = np.minimum(first_start[held], chunk_first[held])
         last_end[held] = np.maximum(last_end[held], chunk_last[held])
         busy += union_length_per_group(group, starts, ends, count, scratch=True, reach=reach)
-        range_kind = group * 2 + is_kernel[part][rows]
-        range_ns += np.bincount(range_kind, weights=dur[part][rows], minlength=2 * count)
-        range_ops += np.bincount(range_kind, minlength=2 * count)
     empty = range_ops[0::2] + range_ops[1::2] == 0
     first_start[empty], last_end[empty] = 0, 0
     return {"kernels": range_ops[1::2], "kernel_ns": range_ns[1::2], "memop_ns": range_ns[0::2],

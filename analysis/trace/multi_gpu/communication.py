@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.classify import COMMUNICATION, RULES
-from analysis.core.codes import value_codes
+from analysis.core.codes import lookup, value_codes
 from analysis.core.intervals import uncovered_ns
 from analysis.load.tables import with_columns
 
@@ -53,7 +53,7 @@ def communication_columns(ops: pd.DataFrame, is_kernel: np.ndarray) -> pd.DataFr
     categories = ["", *COLLECTIVES]
     collectives = np.array([categories.index(collective_of(str(name))) if _COMMUNICATION_RULE.search(str(name))
                             else 0 for name in distinct] + [0], dtype=np.int8)
-    collective_codes = collectives[codes]  # code -1 (no name) takes the trailing ""
+    collective_codes = lookup(collectives, codes)  # code -1 (no name) takes the trailing ""
     if not is_kernel.all():  # a memory operation is no communication, whatever its name
         collective_codes[~is_kernel] = 0
     is_communication = collective_codes != 0

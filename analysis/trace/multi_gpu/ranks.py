@@ -140,7 +140,8 @@ def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray) -> dict[str, np.ndarra
     first = np.flatnonzero(changes)
     del changes
     kept = is_kernel[first]  # the runs of kernels
-    runs = {column: values[first[kept]] for column, values in keys.items()}
+    kernel_first = first[kept]
+    runs = {column: values[kernel_first] for column, values in keys.items()}
     runs["phase"] = code_positions(value_codes(ops["phase"])[1], RUN_PHASES, -1)[runs["phase"]]
     runs["kernels"] = np.diff(np.append(first, count))[kept]
     for column, reduce in (("dur_ns", np.add), ("exposed_ns", np.add), ("start_ns", np.minimum), ("end_ns", np.maximum)):
