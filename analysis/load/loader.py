@@ -126,11 +126,13 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     strings = StringTable(conn, schema)
     notes: list[str] = []
     # Whole CUDA-graph executions (a graph traced as one record) are kernel rows of their own.
-    kernels = [read_graph_executions(conn, schema)] if graph_launches else []
+    kernel_tables = [read_graph_executions(conn, schema)] if graph_launches else []
     if has_kernels:
         require_columns(schema, KERNELS, version)
-        kernels.insert(0, read_kernels(conn, schema, strings))
-    kernels = drop_unusable_times(kernels[0] if len(kernels) == 1 else appended(*kernels), "kernels", notes)
+        kernel_tables.insert(0, read_kernels(conn, schema, strings))
+    kernels = drop_unusable_times(kernel_tables[0] if len(kernel_tables) == 1 else appended(*kernel_tables),
+                                  "kernels", notes)
+    del kernel_tables
     if kernels.empty:
         raise NoKernels("has no kernel with a usable start and end time (all are missing, negative or reversed)")
     unnamed = int((kernels["demangled_name"] == UNNAMED_KERNEL).sum())
