@@ -153,6 +153,8 @@ def test_kernel_time_inside_whole_graphs_is_named_where_kernels_are_told_apart()
     for key in ("b", "c", "d"):
         assert f"hold {share:.1%} of forward kernel time" in whole["questions"][key]["answer"]
         assert "CUDA graphs traced whole" not in nodes["questions"][key]["answer"]
+    assert "each CUDA graph traced whole counting as one kernel" in whole["efficiency"]["answer"]
+    assert "CUDA graph" not in nodes["efficiency"]["answer"]
 
 
 def test_an_inference_loop_with_no_phase_has_its_ranges_as_steps():

@@ -12,6 +12,7 @@ results cache's key.
 from __future__ import annotations
 
 from analysis.core import text
+from analysis.core.classify import CUDA_GRAPH
 from analysis.core.flops import phase_flops
 from analysis.questions.mem_f import ledger_sentence
 from analysis.questions.registry import PER_TRACE
@@ -73,9 +74,11 @@ def efficiency_sentence(summary: dict) -> str:
             if launch_bound
             else "launches alone do not explain the gaps" if idle[worst] > LAUNCH_BOUND_IDLE_SHARE else "the GPU is kept busy"
         )
+        graphs = (phases[worst].get("by_category_ms_per_pass") or {}).get(CUDA_GRAPH)
         sentences.append(
             f"The GPU is idle for {text.pct(idle[worst])} of the {worst} phase's GPU span "
-            f"with a mean kernel of {mean_kernel_us:.1f} µs: {verdict}."
+            f"with a mean kernel of {mean_kernel_us:.1f} µs"
+            f"{' (each CUDA graph traced whole counting as one kernel)' if graphs else ''}: {verdict}."
         )
     return " ".join(sentences)
 
