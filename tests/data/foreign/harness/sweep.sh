@@ -71,6 +71,8 @@ cnn_amp) prof cnn_amp_no_nvtx 150 --trace=cuda -- python3 $F/hf/cnn_train.py --a
 recipe_iter) prof recipe_iteration_capture 150 -w true -t cuda,nvtx,osrt,cudnn,cublas -s cpu --capture-range=cudaProfilerApi --capture-range-end=stop --cudabacktrace=all -x true -- python3 $F/hf/recipe_train.py --recipe iteration ;;
 recipe_epoch) prof recipe_epoch_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/recipe_train.py --recipe epoch ;;
 recipe_batch) prof recipe_batch_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/recipe_train.py --recipe batch ;;
+loader) prof loader_workers_nvtx 150 --trace=cuda,nvtx,osrt -- python3 $F/hf/loader_train.py ;;
+loader26) prof loader_workers_flags2026 200 $G26B -- python3 $F/hf/loader_train.py ;;
 # Checked against the reference by hand, not shipped (6.4 MB packed):
 liz_ddp26) prof liz_ddp2_flags2026 300 $G26 -- bash -c "cd $F/liz && exec env PYTHONPATH=$F/liz/cs336-basics:$F/liz:$SITE python3 cs336_systems/assignment_53_overlapped_ddp.py" ;;
 # The reports students committed to their repositories (.foreign/reps/), exported as they are:
