@@ -11,6 +11,10 @@ from functools import cache
 import pytest
 
 from analysis import analyze_trace
+from analysis.questions import nsys_b, nsys_c, nsys_d
+from analysis.questions.question import Evidence
+from analysis.questions.records import Unanswered
+from analysis.questions.shared.results_files import ResultsSet
 from analysis.report.structure_lines import describe
 from tests.conftest import REPO
 
@@ -166,3 +170,16 @@ def test_an_inference_loop_with_no_phase_has_its_ranges_as_steps():
     assert found["overall"]["kernels_per_pass"] == reference["step"]["kernels_per_step"]
     assert close(found["overall"]["kernel_ms_per_pass"], reference["step"]["kernel_ms_per_step"])
     assert describe(found["structure"]).startswith("structure from NVTX ranges: steps `generate_<i>` ×5: 2 warm-up")
+
+
+@pytest.mark.parametrize("question", [nsys_b, nsys_c, nsys_d], ids=["b", "c", "d"])
+def test_a_trace_of_whole_graphs_stays_out_of_the_kinds_of_kernels_across_traces(question):
+    """Answers across traces that sort forward kernels into kinds leave out a trace whose forward ran
+    inside CUDA graphs traced whole, and say so; with it alone they say what they need instead."""
+    whole, other = summary("gpt2_cudagraphs_nvtx"), summary("cnn_flags2026")
+    record = question.QUESTION.answer(Evidence([whole, other], ResultsSet()))
+    assert next(iter(record.tables.values()))["trace"].tolist() == ["cnn_flags2026"]
+    assert "Left out: gpt2_cudagraphs_nvtx (99.8% of its forward kernel time ran inside CUDA graphs traced whole" \
+        in record.full_answer
+    alone = question.QUESTION.answer(Evidence([whole], ResultsSet()))
+    assert isinstance(alone, Unanswered) and "--cuda-graph-trace=node" in alone.needs

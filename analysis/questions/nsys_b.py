@@ -99,13 +99,14 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """One row per trace with forward kernels: its leading kernel as an operation, alone and with
     the backward pass; rows in like-for-like groups (:func:`~analysis.core.runs.run_group`)."""
     summaries = sorted_summaries(evidence.summaries)
-    table = grid.rows(summaries, "b", KEYS, "top_forward_kernel")
+    table = grid.rows(summaries, "b", KEYS, "top_forward_kernel", sorts_kernels=True)
     if table.empty:
-        return Unanswered("nsys-b", "a trace with kernels in measured `forward` ranges")
+        return Unanswered("nsys-b", grid.forward_kernels_needed(summaries))
     for column in ("top_forward_kernel", "top_forward_backward_kernel"):
         if column in table:
             table[column] = table[column].map(grid.kernel_cell, na_action="ignore")
-    return grid.finish("nsys-b", {"The forward pass's leading kernel": table.reset_index(drop=True)}, summaries)
+    return grid.finish("nsys-b", {"The forward pass's leading kernel": table.reset_index(drop=True)}, summaries,
+                       sorts_kernels=True)
 
 
 def _grid_text(record: ResultsAnswer) -> str:

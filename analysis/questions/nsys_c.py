@@ -78,11 +78,11 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
 
     summaries = sorted_summaries(evidence.summaries)
     table = grid.rows(summaries, "c", ("non_gemm_share", "attention_non_gemm_share"), "non_gemm_share",
-                      ("size", "context_length", "mode"))
+                      ("size", "context_length", "mode"), sorts_kernels=True)
     if table.empty:
-        return Unanswered("nsys-c", "a trace with kernels in measured `forward` ranges")
+        return Unanswered("nsys-c", grid.forward_kernels_needed(summaries))
     by_trace = {run_label(s): s["questions"]["c"] for s in summaries
-                if s["questions"]["c"].get("non_gemm_share") is not None and not grid.mixed_shapes(s)}
+                if s["questions"]["c"].get("non_gemm_share") is not None and not grid.left_out(s, sorts_kernels=True)}
     operations = pd.DataFrame([{column: _region_share(by_trace[label], region) for region, column in OPERATION_COLUMNS.items()}
                                for label in table["trace"]], index=table.index)
     shares = pd.DataFrame([{f"{row['category']}_share": row["share"] for row in by_trace[label]["non_gemm_categories_forward"]}
@@ -95,7 +95,7 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     tables = {"Non-matmul share of forward kernel time, by category": table}
     if not kernels.empty:
         tables[LEADERS_TITLE] = kernels.drop_duplicates("trace").reset_index(drop=True)
-    record = grid.finish("nsys-c", tables, summaries)
+    record = grid.finish("nsys-c", tables, summaries, sorts_kernels=True)
     if not kernels.empty:  # every kernel above the threshold of every trace: a file, not a wall on the page
         record.downloads[KERNELS_TITLE] = kernels
     record.numbers["leaders"] = {label: answer["top_non_gemm_forward"][0]["label"]

@@ -69,9 +69,9 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     import pandas as pd
 
     summaries = sorted_summaries(evidence.summaries)
-    table = grid.rows(summaries, "d", KEYS, "gemm_share_forward")
+    table = grid.rows(summaries, "d", KEYS, "gemm_share_forward", sorts_kernels=True)
     if table.empty:
-        return Unanswered("nsys-d", "a trace with kernels in measured `forward` ranges")
+        return Unanswered("nsys-d", grid.forward_kernels_needed(summaries))
     optimizer = {run_label(s): _optimizer_share(s) for s in summaries}
     table["optimizer_share_train_step"] = table["trace"].map(optimizer)
     optimizer_gemm = {run_label(s): ((s.get("phases") or {}).get("optimizer_step") or {})
@@ -85,7 +85,7 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     tables = {"Matmul share of kernel time": table}
     if not categories.empty:
         tables[CATEGORIES_TITLE] = categories
-    return grid.finish("nsys-d", tables, summaries)
+    return grid.finish("nsys-d", tables, summaries, sorts_kernels=True)
 
 
 def _optimizer_share(summary: dict) -> float | None:

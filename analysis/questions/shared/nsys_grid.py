@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from analysis.core import text
 from analysis.core.runs import group_order, run_group, run_label
 from analysis.core.text import kernel_cell  # noqa: F401  (the table cell of a kernel name)
 from analysis.questions.records import ResultsAnswer
+from analysis.questions.shared.trace_text import whole_graphs_shares
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,15 +28,15 @@ def by_group(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def rows(summaries: list[dict], key: str, keys: tuple[str, ...], present: str,
-         config_keys: tuple[str, ...] = ()) -> pd.DataFrame:
+         config_keys: tuple[str, ...] = (), sorts_kernels: bool = False) -> pd.DataFrame:
     """One row per summary whose record ``questions[key]`` has ``present`` set: the run's label,
     its :func:`run_group`, the run's ``config_keys`` (None where its config lacks them), ``keys``,
-    and the per-trace sentence; rows ordered by group."""
+    and the per-trace sentence; rows ordered by group. A trace left out (:func:`left_out`) has none."""
     import pandas as pd
 
     found = []
     for summary in summaries:
-        if mixed_shapes(summary):
+        if left_out(summary, sorts_kernels):
             continue
         record = summary["questions"][key]
         if record.get(present) is None:
@@ -62,18 +64,44 @@ def pct_span(values: pd.Series) -> str:
     return span(values * 100, "{:.1f}") + "%"
 
 
-def finish(question: str, tables: dict[str, pd.DataFrame], summaries: list[dict]) -> ResultsAnswer:
+def left_out(summary: dict, sorts_kernels: bool = False) -> str | None:
+    """Why a trace stays out of the answers across traces, or None: its ``forward`` ranges run
+    different shapes (:func:`mixed_shapes`), or, for an answer that sorts kernels into kinds
+    (``sorts_kernels``), part of its forward ran inside CUDA graphs traced whole, whose kernels
+    it does not list."""
+    if mixed_shapes(summary):
+        return (f"its {summary['measured_passes_by_phase'].get('forward', 0)} `forward` ranges run "
+                f"{mixed_shapes(summary)} different shapes, so it has no single forward pass; its own page gives "
+                "them per shape")
+    forward, _ = whole_graphs_shares(summary)
+    if sorts_kernels and forward:
+        return (f"{text.pct(forward)} of its forward kernel time ran inside CUDA graphs traced whole, whose kernels "
+                "the trace does not list; its own page says so")
+    return None
+
+
+def forward_kernels_needed(summaries: list[dict]) -> str:
+    """What an answer that sorts the forward's kernels into kinds needs, where no trace gave one:
+    when traces were left out for CUDA graphs traced whole (:func:`left_out`), kernels listed one by one."""
+    graphs = [run_label(s) for s in summaries if whole_graphs_shares(s)[0]]
+    if graphs:
+        return (f"a trace whose forward kernels are listed one by one ({', '.join(graphs)} ran its forward inside "
+                "CUDA graphs traced whole: profile with --cuda-graph-trace=node)")
+    return "a trace with kernels in measured `forward` ranges"
+
+
+def finish(question: str, tables: dict[str, pd.DataFrame], summaries: list[dict],
+           sorts_kernels: bool = False) -> ResultsAnswer:
     """The record: tables without the per-trace sentences; a single trace's sentence (labelled
-    with its run) under ``numbers[SINGLE_TRACE_ANSWER]``."""
+    with its run) under ``numbers[SINGLE_TRACE_ANSWER]``; the traces left out (:func:`left_out`)
+    and why under ``numbers[LEFT_OUT]``."""
     first = next(iter(tables.values()))
     numbers = {}
     if len(first) == 1:
         numbers[SINGLE_TRACE_ANSWER] = f"{first['trace'].iloc[0]}: {first[ANSWER_COLUMN].iloc[0]}"
-    left_out = [f"{run_label(s)} (its {s['measured_passes_by_phase'].get('forward', 0)} `forward` ranges run "
-                f"{mixed_shapes(s)} different shapes, so it has no single forward pass; its own page gives them "
-                "per shape)" for s in summaries if mixed_shapes(s)]
-    if left_out:
-        numbers[LEFT_OUT] = "Left out: " + "; ".join(left_out) + "."
+    reasons = [f"{run_label(s)} ({why})" for s in summaries if (why := left_out(s, sorts_kernels))]
+    if reasons:
+        numbers[LEFT_OUT] = "Left out: " + "; ".join(reasons) + "."
     tables = {title: table.drop(columns=ANSWER_COLUMN, errors="ignore") for title, table in tables.items()}
     return ResultsAnswer(question, "", tables, tuple(s["trace"] for s in summaries), numbers)
 

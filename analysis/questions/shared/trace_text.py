@@ -36,16 +36,20 @@ def mixed_shapes_note(summary: dict, phase: str) -> str:
             "summary's `phase_shapes` gives them per shape, and this trace stays out of the answers across traces.")
 
 
-def whole_graphs_note(summary: dict) -> str:
-    """A sentence for answers that tell kernels apart, where part of the forward's kernel time (or
-    of the measured steps') ran inside CUDA graphs traced whole (category ``cuda_graph``: one
-    record per graph, its kernels not listed), else ``""``."""
+def whole_graphs_shares(summary: dict) -> tuple[float, float]:
+    """The shares of the forward's kernel time and of the measured steps' that ran inside CUDA
+    graphs traced whole (category ``cuda_graph``: one record per graph, its kernels not listed)."""
     def graph_share(figures: dict) -> float:
         total = figures.get("kernel_ms_per_pass") or 0.0
         return (figures.get("by_category_ms_per_pass") or {}).get(CUDA_GRAPH, 0.0) / total if total else 0.0
 
-    forward = graph_share((summary.get("phases") or {}).get("forward") or {})
-    step = graph_share(summary.get("overall") or {})
+    return graph_share((summary.get("phases") or {}).get("forward") or {}), graph_share(summary.get("overall") or {})
+
+
+def whole_graphs_note(summary: dict) -> str:
+    """A sentence for answers that tell kernels apart, where part of the forward's kernel time (or
+    of the measured steps') ran inside CUDA graphs traced whole (:func:`whole_graphs_shares`), else ``""``."""
+    forward, step = whole_graphs_shares(summary)
     if not forward and not step:
         return ""
     held = f"{text.pct(forward)} of forward kernel time and {text.pct(step)} of the measured steps'" if forward \
