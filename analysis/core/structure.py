@@ -717,7 +717,7 @@ def _parts_of_steps(candidates: pd.DataFrame, families: dict[str, np.ndarray], o
 
 # Where no phase is found (an inference or benchmark loop), a family of the user's ranges is the
 # steps when, in a process, at least this many of them follow one another and together launch at
-# least this share of its kernel time.
+# least this share of its GPU time (kernels, copies and fills).
 UNPHASED_STEPS_MIN = 3
 UNPHASED_STEPS_SHARE = 0.5
 
@@ -728,8 +728,10 @@ def _unphased_steps(candidates: pd.DataFrame, ops: pd.DataFrame) -> tuple[pd.Dat
     indexed in the order it runs (``generate_0``, ``generate_1``…), not like blocks, warm-up or a
     measured region; whose ranges never overlap, each launch kernels, are held by no other range
     that holds only one of them (a part of something larger), and, in some process, number at
-    least :data:`UNPHASED_STEPS_MIN` and launch :data:`UNPHASED_STEPS_SHARE` of its kernel time."""
+    least :data:`UNPHASED_STEPS_MIN`; together they launch :data:`UNPHASED_STEPS_SHARE` of their
+    processes' GPU time. The ops are read where they are: no copy of their table per family."""
     from analysis.core.attribution import ops_in_windows
+    pids, durations = ops["pid"].to_numpy(), ops["dur_ns"].to_numpy()
     found = {}
     for stem, rows in candidates.groupby("family", sort=True).indices.items():
         family = candidates.iloc[rows].sort_values(["pid", "start_ns"], kind="stable")
@@ -742,11 +744,11 @@ def _unphased_steps(candidates: pd.DataFrame, ops: pd.DataFrame) -> tuple[pd.Dat
         others = candidates[candidates["family"].to_numpy() != stem]
         if (_contains(others[_holding_whole(others, family)], family) == 1).any():
             continue
-        mine = ops[ops["pid"].isin(family["pid"].unique())]
-        holder = ops_in_windows(mine, family.reset_index(drop=True))
+        holder = ops_in_windows(ops, family.reset_index(drop=True))  # -1 for the ops of other processes
         launched = np.bincount(holder[holder >= 0], minlength=len(family))
-        durations = mine["dur_ns"].to_numpy(dtype=np.int64)
-        if (launched == 0).any() or durations[holder >= 0].sum() < UNPHASED_STEPS_SHARE * durations.sum():
+        held_ns = durations.sum(where=holder >= 0, dtype=np.int64)
+        processes_ns = durations.sum(where=np.isin(pids, family["pid"].unique()), dtype=np.int64)
+        if (launched == 0).any() or held_ns < UNPHASED_STEPS_SHARE * processes_ns:
             continue
         found[stem] = family
     if len(found) != 1:
