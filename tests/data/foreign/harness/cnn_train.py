@@ -16,6 +16,12 @@ def block(cin: int, cout: int) -> nn.Sequential:
                          nn.MaxPool2d(2))
 
 
+def network(widths: tuple[int, ...] = (64, 128, 256), classes: int = 100) -> nn.Sequential:
+    """Conv-BN-ReLU blocks of these widths on RGB images, then pooling and a linear head."""
+    blocks = [block(cin, cout) for cin, cout in zip((3, *widths[:-1]), widths)]
+    return nn.Sequential(*blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(widths[-1], classes))
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--batch", type=int, default=64)
@@ -27,8 +33,7 @@ def main() -> None:
 
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True
-    model = nn.Sequential(block(3, 64), block(64, 128), block(128, 256), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-                          nn.Linear(256, 100)).cuda()
+    model = network().cuda()
     if a.amp:
         model = model.to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

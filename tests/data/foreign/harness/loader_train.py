@@ -14,7 +14,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cnn_train import block  # noqa: E402
+from cnn_train import network  # noqa: E402
 
 
 def main() -> None:
@@ -27,7 +27,7 @@ def main() -> None:
     torch.manual_seed(0)
     data = TensorDataset(torch.randn(a.batch * a.batches, 3, 64, 64), torch.randint(0, 100, (a.batch * a.batches,)))
     loader = DataLoader(data, batch_size=a.batch, num_workers=a.workers, pin_memory=True, shuffle=True)
-    model = nn.Sequential(block(3, 64), block(64, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 100)).cuda()
+    model = network((64, 128)).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     times = []
     for x, y in loader:

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cnn_train import block  # noqa: E402
+from cnn_train import network  # noqa: E402
 
 nvtx = torch.cuda.nvtx
 
@@ -35,7 +35,7 @@ def main() -> None:
     a = p.parse_args()
 
     torch.manual_seed(0)
-    model = nn.Sequential(block(3, 64), block(64, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 100)).cuda()
+    model = network((64, 128)).cuda()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     criterion = nn.CrossEntropyLoss()
     host_x = torch.randn(a.batch, 3, 64, 64).pin_memory()
