@@ -234,6 +234,41 @@ def test_gradient_accumulation_steps_made_from_the_phases_end_at_each_optimizer_
     assert labelled.structure.step_rule.startswith("made from the phases: each optimizer step ends a step")
 
 
+def closure_step(script, accumulating=0):
+    """A step as PyTorch Lightning runs one: ``accumulating`` passes of their own, then the optimizer's
+    step whose closure runs the forward (with a kernel of its own after it), the loss and the
+    backward before the update (``optimizer.step(closure)``)."""
+    for _ in range(accumulating):
+        script.range("forward", lambda: script.kernel(count=3))
+        script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4))
+    script.range("optimizer_step", lambda: (script.range("forward", lambda: script.kernel(count=3)), script.kernel(),
+                                            script.range("loss", lambda: script.kernel()),
+                                            script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4)),
+                                            script.kernel(name=OPTIMIZER_KERNEL, count=2)))
+
+
+@pytest.mark.parametrize("step_ranges, accumulating", [(True, 0), (False, 0), (False, 1)])
+def test_an_optimizer_step_running_a_closure_holds_passes_of_their_own(tmp_path, step_ranges, accumulating):
+    """The forward, loss and backward inside the optimizer's range are passes; the optimizer step
+    is the update after them, and steps made from the phases start at each step's first forward."""
+    script = Script()
+    for i in range(4):
+        if step_ranges:
+            script.range(f"batch_{i}", lambda: closure_step(script, accumulating))
+        else:
+            closure_step(script, accumulating)
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    passes = 1 + accumulating
+    assert labelled.measured_passes == {"forward": 3 * passes, "loss": 3, "backward": 3 * passes, "optimizer_step": 3}
+    assert len(labelled.structure.steps) == 4
+    measured = labelled.ops[labelled.ops["measured"]]
+    counts = measured["phase"].value_counts().to_dict()
+    assert counts == {"forward": 3 * 3 * passes, "loss": 3, "backward": 3 * 4 * passes, "optimizer_step": 3 * 2, "": 3}
+    update = labelled.ops[labelled.ops["phase"] == "optimizer_step"]
+    assert set(update["demangled_name"]) == {OPTIMIZER_KERNEL}
+    assert any("optimizer steps run their step's passes in a closure" in note for note in labelled.notes)
+
+
 def test_a_warmup_range_around_accumulating_iterations_counts_their_updates(tmp_path):
     """A ``warmup`` range around two iterations of three micro-batches each holds two warm-up
     iterations, not one per backward run."""
@@ -298,7 +333,7 @@ def test_no_nvtx_at_all(tmp_path):
         script.iteration(forward=None, backward=None, optimizer=None)
     labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
     assert labelled.structure.source == "kernels"
-    assert describe(labelled.structure.record()).startswith("structure from kernels alone (no NVTX): ")
+    assert describe(labelled.structure.record()).startswith("structure from kernels alone (no NVTX range names a step or phase): ")
     assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
     backward = labelled.ops[(labelled.ops["phase"] == "backward") & labelled.ops["measured"]]
     assert len(backward) == 3 * 4

@@ -24,7 +24,9 @@ kernels when neither has any phase:
    ``multi_tensor_apply_kernel`` launches after it, the forward the main thread's launches before.
    When the ranges and labels have phases but no backward, the kernels give the phases they lack.
 
-A phase range inside another phase's range is part of it. A forward followed by its loss or
+A phase range inside another phase's range is part of it, but for the forward, loss and backward
+an optimizer step runs in a closure (``optimizer.step(closure)``, PyTorch Lightning): they are
+passes, and the optimizer step is what follows them. A forward followed by its loss or
 backward is a *training* forward; another forward (an inference pass) is left out of the training
 phases and counted on its own. Without step ranges, steps are made from the phases: each training
 forward starts one, and in a process with optimizer steps a training forward with no optimizer
@@ -79,6 +81,8 @@ PHASE_FAMILIES = {
 JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
 # ``step`` names the optimizer only inside a training step, after its backward.
 AMBIGUOUS_OPTIMIZER = "step"
+# The phases an optimizer step's closure runs inside it (``optimizer.step(closure)``).
+CLOSURE_PHASES = ("forward", "loss", "backward")
 # A name that says it is a step (``train_step``, ``iteration_3``, ``batch``).
 STEP_FAMILY = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)(_.*)?")
 WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in)(_.*)?")
@@ -238,7 +242,7 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
         if len(from_kernels):
             source += "+kernels"
             phases = pd.concat([phases, from_kernels], ignore_index=True).sort_values("start_ns", kind="stable")
-    return _merge_overlapping(_outside_other_phases(phases), notes), source
+    return _merge_overlapping(_updates_after_closures(_outside_other_phases(phases), notes), notes), source
 
 
 # ----------------------------------------------------------------------------- names
@@ -343,16 +347,20 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
 def _outside_other_phases(windows: pd.DataFrame) -> pd.DataFrame:
     """Windows less those inside a window of another phase that starts before them (a ``forward``
     range run again inside the backward, as activation checkpointing does, or a loss computed
-    inside the forward): they are part of that phase, not passes of their own."""
+    inside the forward): they are part of that phase, not passes of their own. An optimizer step
+    holds passes of its own when it runs a closure (``optimizer.step(closure)``, as PyTorch
+    Lightning and L-BFGS do: the forward, loss and backward inside it are passes, the update is
+    what the optimizer step's kernels are besides them)."""
     if windows.empty:
         return windows
     inside = np.zeros(len(windows), dtype=bool)
     names, pids = windows["name"].to_numpy(), windows["pid"].to_numpy()
     starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
     for phase in pd.unique(names):
+        holders = (names != phase) & ((names != "optimizer_step") | (phase not in CLOSURE_PHASES))
         for pid in pd.unique(pids[names == phase]):
             mine = np.flatnonzero((names == phase) & (pids == pid))
-            others = np.flatnonzero((names != phase) & (pids == pid))
+            others = np.flatnonzero(holders & (pids == pid))
             if not len(others):
                 continue
             order = others[np.argsort(starts[others], kind="stable")]
@@ -363,6 +371,34 @@ def _outside_other_phases(windows: pd.DataFrame) -> pd.DataFrame:
             inside[mine] = ((before >= 0) & (reach[np.maximum(before, 0)] >= ends[mine])) | \
                 ((with_it >= 0) & (reach[np.maximum(with_it, 0)] > ends[mine]))
     return windows[~inside].reset_index(drop=True)
+
+
+def _updates_after_closures(windows: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Optimizer-step windows that hold passes of their own (a closure: ``optimizer.step(closure)``,
+    as PyTorch Lightning runs every step) start just after the last pass they hold ends: the update
+    is what follows the closure, and the passes count as their own phases. A note says how many."""
+    names = windows["name"].to_numpy()
+    optimizer, passes = np.flatnonzero(names == "optimizer_step"), np.flatnonzero(np.isin(names, CLOSURE_PHASES))
+    if not len(optimizer) or not len(passes):
+        return windows
+    starts, ends, pids = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy(), windows["pid"].to_numpy()
+    updated = starts.copy()
+    for pid in pd.unique(pids[optimizer]):
+        mine = passes[pids[passes] == pid]
+        mine = mine[np.argsort(starts[mine], kind="stable")]
+        for row in optimizer[pids[optimizer] == pid]:
+            first, stop = np.searchsorted(starts[mine], [starts[row], ends[row]], side="left")
+            held = ends[mine[first:stop]]
+            held = held[held <= ends[row]]
+            if len(held):
+                updated[row] = min(int(held.max()) + 1, int(ends[row]))
+    closures = int((updated != starts).sum())
+    if not closures:
+        return windows
+    notes.append("optimizer steps run their step's passes in a closure (`optimizer.step(closure)`, as PyTorch "
+                 f"Lightning runs a step; {closures} of {len(optimizer)} optimizer step ranges): the forward, loss and "
+                 "backward inside count as their own phases, and each optimizer step is what follows the last of them")
+    return windows.assign(start_ns=updated)
 
 
 def _resolve_ambiguous_step(own: pd.DataFrame, phase: np.ndarray) -> np.ndarray:
