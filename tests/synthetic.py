@@ -10,7 +10,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from analysis.load.export_map import GRAPHS, KERNELS, MEMORY_EVENTS, METADATA, NVTX, RUNTIME, STRINGS
+from analysis.load.export_map import GRAPHS, KERNELS, MEMORY_EVENTS, METADATA, NVTX, RUNTIME, STRINGS, SYSTEM_ENVIRONMENT
 
 GEMM = "gemm_kernel"
 ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -82,6 +82,15 @@ def build_export(path: Path, *, kernels=(), ranges=(), marks=(), graphs=(),
                      (launch, launch + 5, global_tid(pid, tid), corr))
     conn.commit()
     conn.close()
+    return path
+
+
+def add_environment(path: Path, environment: str) -> Path:
+    """Give an export the environment nsys started in: ``environment`` as nsys writes it,
+    ``KEY=VALUE`` items joined by ``;``."""
+    with sqlite3.connect(path) as conn:
+        conn.execute(SYSTEM_ENVIRONMENT.create_sql())
+        conn.execute(f"INSERT INTO {SYSTEM_ENVIRONMENT.name} VALUES ('DeviceEnvironment', ?)", (environment,))
     return path
 
 

@@ -16,7 +16,7 @@ from analysis.load.export_map import NVTX, PAYLOAD_SCHEMAS
 from analysis.trace.multi_gpu.communication import collective_of, communication_columns
 from analysis.trace.multi_gpu.ranks import RUN_KEYS, RUN_PHASES, device_pairs, kernel_runs, pass_figures
 from analysis.trace.multi_gpu.summary import COLUMNS, communication_summary, kernel_rows
-from tests.synthetic import ALL_REDUCE, GEMM, US, build_export, global_tid, rank_process
+from tests.synthetic import ALL_REDUCE, GEMM, US, add_environment, build_export, global_tid, rank_process
 
 
 @pytest.fixture
@@ -190,6 +190,35 @@ def test_message_sizes_from_nccl_payloads_give_bytes_and_bus_bandwidth(tmp_path)
     # all-reduce on 2 ranks moves 2(n-1)/n = 1 bus byte per message byte; 110 µs per step
     assert [r["bus_bandwidth_gb_per_s"] for r in rows] == pytest.approx(
         [6 * mib / 110_000, 3 * mib / 110_000])
+
+
+@pytest.mark.parametrize("environment, world_size, source, rank, bus_factor", [
+    ("PATH=/usr/bin;RANK=1;LOCAL_RANK=1;WORLD_SIZE=4;TOKEN=secret", 4, "launcher (RANK/WORLD_SIZE)", 1, 1.5),
+    ("SLURM_PROCID=2;SLURM_NTASKS=3", 3, "launcher (SLURM_PROCID/SLURM_NTASKS)", 2, 4 / 3),
+    ("RANK=4;WORLD_SIZE=4", 1, "ranks in the trace", 0, None),  # no rank 4 of 4: not a launcher's pair
+    (None, 1, "ranks in the trace", 0, None),
+])
+def test_one_rank_under_its_own_nsys_takes_its_launchers_rank_and_world_size(
+        tmp_path, environment, world_size, source, rank, bus_factor):
+    ranges, _, kernels = rank_process(100, 0, 0, 0, [])  # no config mark
+    path = build_export(tmp_path / "rank.sqlite", ranges=ranges, kernels=kernels, strings=(GEMM, ALL_REDUCE))
+    _add_allreduce_payloads(path, [(100, tid, (index + 1) * 10_000 * US + at * US, 1 << 20)
+                                   for tid, at in ((2, 408), (1, 903)) for index in range(3)])
+    if environment is not None:
+        add_environment(path, environment)
+    trace = load_trace(path)
+    summary = communication_summary(trace, label_ops(trace))
+    assert (summary["world_size"], summary["world_size_source"]) == (world_size, source)
+    assert [(r["rank"], r["rank_source"]) for r in summary["ranks"]] == [
+        (rank, source if world_size > 1 else "device order")]
+    held = [note for note in trace.notes if "each rank ran under its own nsys" in note]
+    assert held == ([f"the trace holds rank {rank} of {world_size} ({source[10:-1]} in the environment nsys ran in: "
+                     "each rank ran under its own nsys); the other ranks are in their own traces, and figures "
+                     "across ranks cover only this one"] if world_size > 1 else [])
+    # 2 MiB in 110 µs of all-reduce per step; a world of one rank moves nothing across a bus
+    bandwidth = summary["collectives"][0]["bus_bandwidth_gb_per_s"]
+    assert bandwidth == (pytest.approx(bus_factor * 2 * (1 << 20) / 110_000) if bus_factor else None)
+    assert "secret" not in repr(trace.launcher_rank)
 
 
 def test_device_pairs_are_sorted_by_device_then_process():

@@ -124,10 +124,13 @@ GPU_METRIC_NAMES = ExportTable(("TARGET_INFO_GPU_METRICS",), _columns(
 PAYLOAD_SCHEMAS = ExportTable(("NVTX_PAYLOAD_SCHEMA_ENTRIES",), _columns(
     ("schema_id", "schemaId"), ("name", "name", "TEXT"), ("offset", "offset")))
 
+# The environment nsys started in (one row, ``DeviceEnvironment``, of ``KEY=VALUE`` items joined
+# by ``;``): read only for a launcher's rank variables (load.launcher).
+SYSTEM_ENVIRONMENT = ExportTable(("TARGET_INFO_SYSTEM_ENV",), _columns(("name", "name", "TEXT"), ("value", "value", "TEXT")))
 # nsys's own messages about the capture, read only to say why an export holds no kernels.
 DIAGNOSTICS = ExportTable(("DIAGNOSTIC_EVENT",), _columns(("severity", "severity"), ("text", "text", "TEXT")))
 TABLES = (STRINGS, METADATA, KERNELS, RUNTIME, MEMCPY, MEMSET, NVTX, GRAPHS, CUDA_GPUS, OLD_GPUS,
-          MEMORY_EVENTS, GPU_METRICS, GPU_METRIC_NAMES, PAYLOAD_SCHEMAS, DIAGNOSTICS)
+          MEMORY_EVENTS, GPU_METRICS, GPU_METRIC_NAMES, PAYLOAD_SCHEMAS, SYSTEM_ENVIRONMENT, DIAGNOSTICS)
 # Tables the analyzer never reads that this project's tools (nsys_runs) edit or drop: the GPU
 # synchronizations that nsys_runs.scale_trace repeats, the capture window it extends, and what
 # nsys_runs.slim drops or scrubs.
@@ -138,9 +141,8 @@ OS_RUNTIME = ExportTable(("OSRT_API",), ())
 OS_RUNTIME_CALLCHAINS = ExportTable(("OSRT_CALLCHAINS",), ())
 PROFILER_OVERHEAD = ExportTable(("PROFILER_OVERHEAD",), ())
 CAPTURE_METADATA = ExportTable(("META_DATA_CAPTURE",), _columns(("name", "name", "TEXT"), ("value", "value", "TEXT")))
-SYSTEM_ENVIRONMENT = ExportTable(("TARGET_INFO_SYSTEM_ENV",), _columns(("name", "name", "TEXT")))
 TOOL_TABLES = (SYNCHRONIZATIONS, ANALYSIS_DETAILS, OS_RUNTIME, OS_RUNTIME_CALLCHAINS, PROFILER_OVERHEAD,
-               CAPTURE_METADATA, SYSTEM_ENVIRONMENT)
+               CAPTURE_METADATA)
 # Any of these tables tells an nsys export from another SQLite database.
 MARKERS = (STRINGS, KERNELS, RUNTIME, NVTX, OLD_GPUS, CUDA_GPUS, METADATA)
 

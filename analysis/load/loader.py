@@ -22,6 +22,7 @@ from analysis.load.export_map import DIAGNOSTICS, GRAPHS, KERNELS, MARKERS, MEMO
 from analysis.load.gpu_metrics import read_gpu_metrics
 from analysis.load.input_cache import InputCache
 from analysis.load.inputs import connect_readonly, opened_input
+from analysis.load.launcher import read_launcher_rank
 from analysis.load.memory_events import read_memory_events
 from analysis.load.nccl_payloads import read_message_sizes
 from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_gemm_ops, read_nvtx
@@ -186,7 +187,8 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         gemm_ops=gemm_ops,
         memory_events=read_memory_events(conn, schema, table_notes["memory_events"], shared),
         gpu_metrics=read_gpu_metrics(conn, schema, table_notes["gpu_metrics"]),
-        nccl_calls=read_message_sizes(conn, schema, strings, shared), table_notes=table_notes)
+        nccl_calls=read_message_sizes(conn, schema, strings, shared), launcher_rank=read_launcher_rank(conn, schema),
+        table_notes=table_notes)
 
 
 def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]

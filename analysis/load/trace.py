@@ -34,6 +34,9 @@ class Trace:
     memory_events: pd.DataFrame | None = None
     gpu_metrics: pd.DataFrame | None = None
     nccl_calls: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["pid", "tid", "start_ns", "call", "bytes"]))
+    # The rank and world size a launcher gave the one process nsys ran (load.launcher), ``{}`` when
+    # the environment nsys started in holds none (nsys started the launcher, or there was none).
+    launcher_rank: dict = field(default_factory=dict)
     # Notes of the optional tables' readers (rows left out), by field name, until optional_table takes them.
     table_notes: dict[str, list[str]] = field(default_factory=dict)
 

@@ -84,8 +84,10 @@ def exposed_ns(ops: pd.DataFrame, is_communication: np.ndarray, is_kernel: np.nd
 def bus_factor(collective: str, world_size: int) -> float | None:
     """Bus bytes per byte of NCCL's message size (nccl-tests' bus bandwidth, with the message
     size of one rank): all-reduce 2(n-1)/n, all-gather and reduce-scatter n-1, broadcast and
-    send/recv 1; None for other kernels."""
+    send/recv 1; None for other kernels, and for any in a world of one rank (nothing crosses a bus)."""
     n = world_size
+    if n < 2:
+        return None
     return {"all_reduce": 2 * (n - 1) / n, "all_gather": n - 1, "reduce_scatter": n - 1,
             "broadcast": 1.0, "send_recv": 1.0}.get(collective)
 

@@ -6,7 +6,9 @@ its whole-step figures (phase ``step``) by its process's measured ``step_<i>`` r
 the trace has no step ranges: the whole capture is one pass).
 
 The rank number is the ``rank`` key of the process's runner ``config`` mark when every process
-has one; otherwise ranks are numbered 0, 1, ... in order of GPU (device id), then process id.
+has one; else, for a trace of one rank that ran under its own nsys, the rank its launcher gave it
+(:mod:`analysis.load.launcher`); otherwise ranks are numbered 0, 1, ... in order of GPU (device
+id), then process id.
 """
 from __future__ import annotations
 
@@ -52,14 +54,17 @@ def device_pairs(pid: np.ndarray, device_id: np.ndarray) -> list[tuple[int, int]
     return sorted(pairs, key=lambda pair: (pair[1], pair[0]))
 
 
-def rank_table(runs: dict[str, np.ndarray], marks: pd.DataFrame, notes: list[str] | None = None) -> pd.DataFrame:
+def rank_table(runs: dict[str, np.ndarray], marks: pd.DataFrame, notes: list[str] | None = None,
+               launcher_rank: dict | None = None) -> pd.DataFrame:
     """One row per (process, GPU) that ran measured kernels (any kernels, when none is measured;
     ``runs`` is :func:`kernel_runs` of the kernels):
-    ``pid, device_id, rank, rank_source`` (``config mark`` or ``device order``), sorted by rank.
+    ``pid, device_id, rank, rank_source`` (``config mark``, ``launcher (RANK/WORLD_SIZE)`` or
+    ``device order``), sorted by rank.
     A process's stray kernels on another GPU outside the measured steps (set-up before it chose
     its device) make no rank. The config marks' ranks are used when every rank has one and no two
-    are equal; otherwise ranks follow the device order, and ``notes`` says why when some marks
-    gave ranks."""
+    are equal; else the launcher's rank (``launcher_rank``: the trace's, from the environment nsys
+    ran in) when the trace holds one rank; otherwise ranks follow the device order, and ``notes``
+    says why when some marks gave ranks."""
     measured = runs["measured"]
     rows = measured if measured.any() else slice(None)
     found = device_pairs(runs["pid"][rows], runs["device_id"][rows])
@@ -68,6 +73,8 @@ def rank_table(runs: dict[str, np.ndarray], marks: pd.DataFrame, notes: list[str
     given = pairs["pid"].map(marked)
     if len(pairs) and given.notna().all() and given.is_unique:
         pairs = pairs.assign(rank=given.astype(np.int64), rank_source="config mark")
+    elif len(pairs) == 1 and launcher_rank:
+        pairs = pairs.assign(rank=np.int64(launcher_rank["rank"]), rank_source=launcher_source(launcher_rank))
     else:
         if marked and len(pairs) > 1 and notes is not None:
             why = "give the same rank to several of them" if given.notna().all() else "lack a usable rank for some"
@@ -77,13 +84,25 @@ def rank_table(runs: dict[str, np.ndarray], marks: pd.DataFrame, notes: list[str
     return pairs.sort_values(["rank", "device_id", "pid"], kind="stable").reset_index(drop=True)
 
 
+def launcher_source(launcher_rank: dict) -> str:
+    """How a rank or world size read from a launcher's variables is sourced, e.g. ``launcher (RANK/WORLD_SIZE)``."""
+    return f"launcher ({launcher_rank['variables']})"
+
+
 def rank_notes(records: list[dict], world_size: int, world_size_source: str) -> list[str]:
     """Notes on ranks that do not add up: fewer ranks in the trace than the config marks'
-    ``world_size``, and ranks without a measured step (no per-step figure)."""
+    ``world_size``, one rank of a larger job (its launcher's), and ranks without a measured step
+    (no per-step figure)."""
     notes = []
     if world_size_source == "config mark" and len(records) != world_size:
         notes.append(f"the config marks say world_size {world_size} but the trace holds {len(records)} ranks; "
                      "figures across ranks cover only those in the trace")
+    if world_size_source.startswith("launcher") and len(records) < world_size:
+        held = ", ".join(str(record["rank"]) for record in records)
+        variables = world_size_source.removeprefix("launcher (").removesuffix(")")
+        notes.append(f"the trace holds rank {held} of {world_size} ({variables} in the environment nsys ran in: "
+                     "each rank ran under its own nsys); the other ranks are in their own traces, and figures "
+                     "across ranks cover only this one")
     idle = [str(record["rank"]) for record in records if not record["passes"]]
     if idle and len(idle) < len(records):
         notes.append(f"rank {', '.join(idle)} has no measured step range; its per-step figures are left out")

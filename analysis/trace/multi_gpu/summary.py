@@ -15,6 +15,7 @@ from analysis.trace.multi_gpu.rank_timeline import rank_timeline
 from analysis.trace.multi_gpu.ranks import (
     config_values,
     kernel_runs,
+    launcher_source,
     rank_figures,
     rank_notes,
     rank_table,
@@ -44,7 +45,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     ops = communication_columns(pd.DataFrame({column: labelled.ops[column] for column in COLUMNS}, copy=False),
                                 is_kernel)
     runs = kernel_runs(ops, is_kernel)
-    ranks = rank_table(runs, trace.marks, trace.notes)
+    ranks = rank_table(runs, trace.marks, trace.notes, trace.launcher_rank)
     between_ranks = len(ranks) > 1 or runs["is_communication"].any()
     kernels = kernel_rows(ops, is_kernel) if between_ranks else ops.iloc[:0]
     del ops
@@ -55,6 +56,8 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
         trace.notes.append("a config mark gives world_size 0, which no run has; the ranks in the trace are counted instead")
     if len(sizes) == 1:
         world_size, world_size_source = sizes.pop(), "config mark"
+    elif len(ranks) == 1 and trace.launcher_rank:  # one rank of a job, under its own nsys
+        world_size, world_size_source = trace.launcher_rank["world_size"], launcher_source(trace.launcher_rank)
     else:
         world_size, world_size_source = len(ranks), "ranks in the trace"
     steps = step_passes(labelled, trace.ranges)
