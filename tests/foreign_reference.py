@@ -51,7 +51,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   another range of the same name; ``main_thread``: on the main thread only), or for a backward
   with no range (``autograd_thread``) each run of launches from threads other than the main one,
   cut as for ``optimizer_kernel_runs`` below; a phase range inside
-  another range of the same phase is not a separate pass. A phase range is measured when its start
+  another range of the same phase is not a separate pass. ``closure`` (an optimizer step that runs
+  its step's passes: ``optimizer.step(closure)``, as PyTorch Lightning does) names the pass ranges
+  it may hold; an optimizer range holding any of them starts 1 ns after the last of them ends. A phase range is measured when its start
   lies in a measured step. Passes per phase = measured phase
   ranges. Per pass = the sum over measured passes divided by their number.
 - nsys a: mean CPU span (end - start) of the measured forward ranges, their mean kernel time
@@ -374,6 +376,10 @@ def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
     found = proc.named(rule["names"], tid=proc.pid if rule.get("main_thread") else None)
     if rule.get("outermost"):
         found = outermost(found)
+    if rule.get("closure"):  # an optimizer step running its step's passes: the update follows the last
+        passes = proc.named(rule["closure"])
+        found = [Range(max(held) + 1, r.end, r.name, r.tid) if held else r for r in found
+                 for held in [[p.end for p in passes if r.start <= p.start and p.end <= r.end]]]
     # a phase range inside another range of the same phase is not a separate pass
     found.sort(key=lambda r: (r.start, -r.end))
     out: list[Range] = []
@@ -564,8 +570,19 @@ def reference_for(path: Path, entry: dict) -> list[dict]:
     if len(order) > 1 and len({len(s) for s in steps.values()}) == 1:
         departing = dict.fromkeys(order, max(departing.values()))
     out = [_process_reference(procs[pid], con, entry, departing[pid]) for pid in order]
+    if "launcher_rank" in entry:
+        for res in out:
+            res["launcher_rank"] = _launcher_rank(con)
     con.close()
     return out
+
+
+def _launcher_rank(con: sqlite3.Connection) -> dict | None:
+    """torchrun's ``RANK`` and ``WORLD_SIZE`` in the environment nsys started in
+    (``TARGET_INFO_SYSTEM_ENV``, row ``DeviceEnvironment``: ``KEY=VALUE`` items joined by ``;``)."""
+    row = con.execute("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'DeviceEnvironment'").fetchone()
+    found = dict(item.split("=", 1) for item in row[0].split(";") if item.split("=", 1)[0] in ("RANK", "WORLD_SIZE"))
+    return {"rank": int(found["RANK"]), "world_size": int(found["WORLD_SIZE"])} if len(found) == 2 else None
 
 
 def _candidate_steps(proc: Process, entry: dict) -> tuple[list[Range], dict[str, list[Range]] | None]:

@@ -68,6 +68,14 @@ def test_passes_and_phase_kernels(name):
     assert found["overall"]["kernels_per_pass"] == pytest.approx(reference["step"]["kernels_per_step"])
 
 
+@pytest.mark.parametrize("name", [n for n in SINGLE if "launcher_rank" in single(n)])
+def test_one_rank_under_its_own_nsys_has_its_launchers_rank_and_world_size(name):
+    communication = summary(name)["communication"]
+    (rank,) = communication["ranks"]
+    expected = single(name)["launcher_rank"]
+    assert (rank["rank"], communication["world_size"]) == (expected["rank"], expected["world_size"])
+
+
 @pytest.mark.parametrize("name", [n for n in ALL if n not in SINGLE])
 def test_passes_and_phase_kernels_per_rank(name):
     ranks = {rank["pid"]: rank for rank in summary(name)["communication"]["ranks"]}

@@ -498,14 +498,14 @@ def _model_calls(modules: pd.DataFrame) -> pd.DataFrame:
 
 
 # The columns of the ops :func:`_kernel_phases` reads.
-KERNEL_PHASE_COLUMNS = ("pid", "launch_tid", "launch_start_ns", "demangled_name")
+KERNEL_PHASE_COLUMNS = ("pid", "launch_tid", "launch_start_ns", "demangled_name", "op_kind")
 
 
 def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
     """Phase windows from kernel launches alone: backward = each run of launches from a thread
     other than the main one, optimizer = the run of ``multi_tensor_apply_kernel`` launches after
-    it, forward = from the main thread's first launch after the previous step to the backward's
-    first launch."""
+    it, forward = from the main thread's first kernel launch after the previous step (a copy of
+    the batch to the GPU before it is not the model's) to the backward's first launch."""
     rows = []
     launched = ops[ops["launch_start_ns"].to_numpy() >= 0]
     for pid, mine in launched.groupby("pid", sort=True):
@@ -514,6 +514,7 @@ def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
         main = _main_thread(pid, tids)
         times = mine["launch_start_ns"].to_numpy()
         names = mine["demangled_name"].astype(str).to_numpy()
+        kernel = (mine["op_kind"] == "kernel").to_numpy()
         other = tids != main
         if not other.any():
             continue
@@ -522,7 +523,7 @@ def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
         runs = _merge_close_runs(runs, other)
         previous_end = -1
         for first, last in runs:
-            forward = np.flatnonzero(~other[:first] & (times[:first] > previous_end))
+            forward = np.flatnonzero(~other[:first] & kernel[:first] & (times[:first] > previous_end))
             optimizer = _optimizer_run(names, other, last + 1)
             if len(forward):  # up to the backward's first launch: the loss's launches are the forward's
                 rows.append((pid, main, "forward", times[forward[0]], times[first] - 1))

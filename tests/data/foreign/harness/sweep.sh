@@ -73,6 +73,28 @@ recipe_epoch) prof recipe_epoch_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/reci
 recipe_batch) prof recipe_batch_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/recipe_train.py --recipe batch ;;
 loader) prof loader_workers_nvtx 150 --trace=cuda,nvtx,osrt -- python3 $F/hf/loader_train.py ;;
 loader26) prof loader_workers_flags2026 200 $G26B -- python3 $F/hf/loader_train.py ;;
+lightning) prof lightning_nvtx 200 --trace=cuda,nvtx -- python3 $F/hf/lightning_train.py --nvtx ;;
+lightning26) prof lightning_flags2026 240 $G26B -- python3 $F/hf/lightning_train.py ;;
+lightning_emit) prof lightning_emit_nvtx 240 --trace=cuda,nvtx -- python3 $F/hf/lightning_train.py --emit-nvtx ;;
+ddp_ranks) if [ $SECONDS -le $BUDGET ]; then echo "=== gpt2_ddp2_rank files at ${SECONDS}s"
+   timeout 240 torchrun --standalone --nproc_per_node 2 --no-python nsys profile --trace=cuda,nvtx --force-overwrite=true \
+     -o "$W/gpt2_ddp2_rank%q{LOCAL_RANK}" python3 $F/hf/gpt2_train.py --ddp --nvtx > $W/ddp_ranks.run.log 2>&1
+   echo "=== gpt2_ddp2_rank files rc=$? at ${SECONDS}s"; tail -n 15 $W/ddp_ranks.run.log
+   for r in 0 1; do [ -s $W/gpt2_ddp2_rank$r.nsys-rep ] && { export_job gpt2_ddp2_rank$r & PIDS+=($!); }; done; fi ;;
+kbjiang) prof kbjiang 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/kbjiang/cs336-basics:$F/kbjiang:$SITE python3 -m cs336_systems.benchmarking_script --d-model 512 --d-ff 2048 --num-layers 4 --num-heads 8 --context-length 256 --batch-size 4 --warmup --warmup-steps 3 --train-steps 5 --backward ;;
+kbjiang_ddp) prof kbjiang_ddp2 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/kbjiang_ddp/cs336-basics:$F/kbjiang_ddp:$SITE python3 -m cs336_systems.ddp_overlap_bucketed_instrumented --world-size 2 --layers 4 --context 256 --batch-size 4 --warmup 2 --iters 5 --bucket-mb 25 ;;
+dfrumkin) prof dfrumkin 240 --trace=cuda,nvtx -- bash -c "cd $F/dfrumkin/cs336_systems && exec env PYTHONPATH=$F/dfrumkin/cs336-basics:$SITE python3 benchmark.py forward_only=false use_optimizer=true model.d_model=512 model.d_ff=2048 model.num_layers=4 model.num_heads=8 num_warmup_steps=3 num_measurement_steps=5" ;;
+chargiway) prof chargiway 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/chargiway_meta:$F/chargiway/cs336-basics:$SITE python3 -m cs336_basics.benchmark --size small --num_layers 4 --context_length 256 --batch_size 4 --device cuda --warmup 3 --steps 5 --mode fwd_bwd ;;
+chargiway_run) prof chargiway_run 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/chargiway_meta:$F/chargiway/cs336-basics:$SITE python3 -m cs336_basics.profile_runner --size small --context_length 256 --batch_size 4 --device cuda --mode train ;;
+salzhu_ddp) prof salzhu_ddp2 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/salzhu/cs336-basics:$SITE python3 $F/salzhu/cs336_systems/benchmark_ddp.py --bucketed 0 ;;
+tobin) prof tobin 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/tobin/cs336-basics:$SITE python3 $F/tobin/scripts/benchmark_transformer.py --model-size small --context-length 256 --batch-size 4 --mode train_step --warmup-steps 2 --measure-steps 4 --precision fp16 --nvtx ;;
+niu) prof niu 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/niu:$SITE python3 $F/niu/cs336_systems/benchmarking_script/nsys_analysis/model_forward.py ;;
+tobin26) prof tobin_flags2026 240 $G26B -- env PYTHONPATH=$F/tobin/cs336-basics:$SITE python3 $F/tobin/scripts/benchmark_transformer.py --model-size small --context-length 256 --batch-size 4 --mode train_step --warmup-steps 2 --measure-steps 4 --precision fp16 --nvtx ;;
+ddp_ranks26) if [ $SECONDS -le $BUDGET ]; then echo "=== gpt2_ddp2_rank files, 2026 options, at ${SECONDS}s"
+   timeout 240 torchrun --standalone --nproc_per_node 2 --no-python nsys profile $G26B --force-overwrite=true \
+     -o "$W/gpt2_ddp2_flags2026_rank%q{LOCAL_RANK}" python3 $F/hf/gpt2_train.py --ddp --steps 3 > $W/ddp_ranks26.run.log 2>&1
+   echo "=== gpt2_ddp2_flags2026_rank files rc=$? at ${SECONDS}s"; tail -n 15 $W/ddp_ranks26.run.log
+   for r in 0 1; do [ -s $W/gpt2_ddp2_flags2026_rank$r.nsys-rep ] && { export_job gpt2_ddp2_flags2026_rank$r & PIDS+=($!); }; done; fi ;;
 # Checked against the reference by hand, not shipped (6.4 MB packed):
 liz_ddp26) prof liz_ddp2_flags2026 300 $G26 -- bash -c "cd $F/liz && exec env PYTHONPATH=$F/liz/cs336-basics:$F/liz:$SITE python3 cs336_systems/assignment_53_overlapped_ddp.py" ;;
 # The reports students committed to their repositories (.foreign/reps/), exported as they are:
@@ -85,4 +107,8 @@ echo "exports done at ${SECONDS}s"
 cat $W/exports.log
 for f in $W/*.slim.log; do echo "--- $f"; cat $f; done
 for f in $W/*.export.log; do echo "--- $f"; tail -3 $f; done
-ls -la $W/out; cd $W/out && tar cf $OUT/traces_$TAG.tar *.sqlite.xz; ls -la $OUT
+ls -la $W/out; cd $W/out
+part=0; size=0; for f in *.sqlite.xz; do  # tars of at most 15 MB each, as files come back
+  s=$(stat -c %s $f); if [ $size -gt 0 ] && [ $((size + s)) -gt 15000000 ]; then part=$((part + 1)); size=0; fi
+  tar rf $OUT/traces_${TAG}_$part.tar $f; size=$((size + s)); done
+ls -la $OUT
