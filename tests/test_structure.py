@@ -306,6 +306,48 @@ def test_attention_parts_by_family(tmp_path):
     assert regions[:3] == ["computing attention scores", "computing softmax", "final matmul"]
 
 
+@pytest.mark.parametrize("scores, softmax, final, layer_norm", [
+    ("Q @ K^T matrix calculation", "softmax process", "softmax_attention_score_matrix @ V sum calculation", "ln_final"),
+    ("attn_scores", "attn_softmax", "attn @ v", "final_norm"),
+])
+def test_attention_parts_written_as_products_and_a_final_norm_that_is_none(tmp_path, scores, softmax, final, layer_norm):
+    """A name written as a product says its part by the right operand, whatever words come before;
+    a name with "final" that names no matmul (the last layer norm) is no part."""
+    script = Script()
+
+    def forward():
+        for part, name in ((scores, KERNELS[0]), (softmax, KERNELS[1]), (final, KERNELS[0]), (layer_norm, KERNELS[1])):
+            script.range(part, lambda name=name: script.kernel(name=name))
+
+    for i in range(3):
+        script.range(f"step_{i}", lambda: [script.range("forward", forward), script.range("backward", lambda: script.kernel(tid=AUTOGRAD))])
+    labelled = script.labelled(tmp_path)
+    regions = labelled.ops.loc[labelled.ops["phase"] == "forward", "region"].astype(str).tolist()
+    assert regions[:4] == ["computing attention scores", "computing softmax", "final matmul", ""]
+
+
+def test_phase_names_tagged_with_the_runs_settings_name_their_phases(tmp_path):
+    """``forward_<settings>``, ``backward_<settings>``, ``optimizer_<settings>``: one tag after each
+    phase's name, shared by them all (a settings string that itself holds ``forward``)."""
+    tag = "forward_only_false_model.d_model_512_use_optimizer_true"
+    script = Script()
+    for _ in range(4):
+        script.iteration(f"forward_{tag}", f"backward_{tag}", f"optimizer_{tag}")
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    assert labelled.structure.source == "ranges"
+    assert any(note.startswith("phase ranges named `<phase>_forward_only_false_model_d_model_512") for note in labelled.notes)
+
+
+def test_a_shared_tag_needs_two_phases(tmp_path):
+    """``forward_hook_a`` alone names no phase by a tag: one phase's names are not a run's tag."""
+    script = Script()
+    for _ in range(3):
+        script.iteration("forward_hook_a", "bwd_pass_b", "update_c")
+    labelled = script.labelled(tmp_path)
+    assert not any(note.startswith("phase ranges named") for note in labelled.notes)
+
+
 def test_pytorch_labels_only(tmp_path):
     script = Script()
 

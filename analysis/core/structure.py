@@ -95,8 +95,15 @@ LIBRARY_NAME = re.compile(r"^nccl[A-Z]")
 REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the softmax
     (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*|sm")),
     (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_|$)|query_key).*")),
-    (contract.FINAL_MATMUL_RANGE, re.compile(r".*(final|value|(^|_)(pv|p_v|av|attn_v|attention_v|sv|weighted_sum|out_matmul|output_matmul)(_|$)).*")),
+    (contract.FINAL_MATMUL_RANGE, re.compile(r".*((final|value)_?(matmul|mm|bmm|einsum|gemm|product)"
+                                             r"|(^|_)(pv|p_v|av|attn_v|attention_v|sv|weighted_sum|out_matmul|output_matmul)(_|$)).*")),
 )
+# A name written as a matrix product (``Q @ K^T``, ``attn @ V``): its right operand says the part,
+# whatever the words before (``softmax_attention_score_matrix @ V`` is the final matmul).
+PRODUCT = re.compile(r"@\s*(?P<right>[A-Za-z]\w*)")
+PRODUCT_PARTS = {"k": contract.ATTENTION_SCORES_RANGE, "key": contract.ATTENTION_SCORES_RANGE,
+                 "keys": contract.ATTENTION_SCORES_RANGE, "v": contract.FINAL_MATMUL_RANGE,
+                 "value": contract.FINAL_MATMUL_RANGE, "values": contract.FINAL_MATMUL_RANGE}
 # A range named like a plain matmul, which part it is told by its place beside the softmax.
 PLAIN_MATMUL = re.compile(r"((attn|attention)_)?(matmul|mm|bmm|einsum|gemm)(_\d+)?")
 BLOCK_FAMILY = re.compile(r"(transformer_)?(layer|block|decoder_layer|encoder_layer|h)")
@@ -295,6 +302,15 @@ def _phase_of_name(name: str) -> str | None:
     return named_before if phase in (None, named_before) else None
 
 
+def _region_of_name(name: str, normal: str) -> str | None:
+    """The attention part a range's name says: by the right operand of a name written as a
+    product (:data:`PRODUCT`), else by its normal form's family (:func:`_region_of`)."""
+    product = PRODUCT.search(str(name))
+    if product and product["right"].lower() in PRODUCT_PARTS:
+        return PRODUCT_PARTS[product["right"].lower()]
+    return _region_of(normal)
+
+
 def _region_of(normal: str) -> str | None:
     for region, family in REGION_FAMILIES:
         if family.fullmatch(normal):
@@ -338,10 +354,37 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
         _note_missing(given, own, notes)
     else:
         phase = _per_name(own["name"], _phase_of_name)
+        if not pd.notna(phase).any():
+            phase = _tagged_phases(own["name"], notes)
         phase = _resolve_ambiguous_step(own, phase)
     keep = pd.notna(phase)
     windows = _windows(own[keep], phase[keep])
     return _outermost_per_phase(windows)
+
+
+TAG_SHOWN = 40  # characters of a phase names' shared tag a note shows
+
+
+def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
+    """Phases of names that each start with a phase's name and end with one tag the names of
+    two or more phases share (``forward_<config>``, ``backward_<config>``, ``optimizer_<config>``:
+    a run's settings written into every range), for a trace where no name says a phase by itself;
+    a note names the tag. None for every other name."""
+    by_tag: dict[str, dict[str, str]] = {}  # tag -> {name: phase}
+    for name in pd.unique(names.to_numpy(dtype=object)):
+        words = role_name(name).split("_")
+        for cut in range(1, len(words)):
+            head = "_".join(words[:cut])
+            phase = _phase_of(head) if head != AMBIGUOUS_OPTIMIZER else None
+            if phase is not None:
+                by_tag.setdefault("_".join(words[cut:]), {})[name] = phase
+    tagged = {tag: found for tag, found in by_tag.items() if len(set(found.values())) > 1}
+    if not tagged:
+        return np.full(len(names), None, dtype=object)
+    tag = max(tagged, key=lambda t: (len(tagged[t]), len(t)))
+    shown = tag if len(tag) <= TAG_SHOWN else tag[:TAG_SHOWN - 1] + "…"
+    notes.append(f"phase ranges named `<phase>_{shown}`: the tag after each phase's name is left out")
+    return names.map(tagged[tag]).to_numpy(dtype=object)
 
 
 def _outside_other_phases(windows: pd.DataFrame) -> pd.DataFrame:
@@ -1158,7 +1201,7 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
         return pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object), False
     distinct = own[["name", "normal"]].drop_duplicates("name")
     parts = {name: part for name, normal in zip(distinct["name"], distinct["normal"])
-             if (part := _region_of(normal)) and _phase_of(normal) is None}
+             if (part := _region_of_name(name, normal)) and _phase_of(normal) is None}
     rows = own.loc[own["name"].isin(list(parts)), ["name", "range_id", "parent_id", "start_ns", "end_ns"]]
     part_of = rows["name"].map(parts).to_numpy()
     found = pd.Series(part_of, index=rows["range_id"].to_numpy(), dtype=object)

@@ -16,7 +16,7 @@ def describe(record: dict) -> str:
         each = f" in all, over {processes} processes" if processes > 1 else ""
         steps = (f"steps {names} ×{record['steps']}{each}: {record['warmup_steps']} warm-up "
                  f"({record['warmup_rule']}), {record['measured_steps']} measured")
-    phases = ", ".join(f"{phase} " + "/".join(f"`{n}`" for n in names)
+    phases = ", ".join(f"{phase} " + "/".join(f"`{shortened(n)}`" for n in names)
                        for phase, names in record["phase_names"].items() if names)
     parts = [steps, phases or "no phases"]
     attention = [f"{part} " + "/".join(f"`{n}`" for n in names)
