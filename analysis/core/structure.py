@@ -234,6 +234,8 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
     the kernels when neither has any or neither has the backward (the phases still lacking);
     overlapping windows of one phase merged; the source's name."""
     phases, source = _own_phases(own, names, notes), "ranges"
+    phases = _calls_of_the_model(phases, own, notes, first_id)
+    first_id += int((phases["range_id"].to_numpy() >= first_id).sum())  # ids the calls took
     if names.phases is None and len(labels):
         from_labels = _pytorch_phases(labels)
         from_labels = from_labels[~from_labels["name"].isin(phases["name"])]
@@ -385,6 +387,58 @@ def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
     shown = tag if len(tag) <= TAG_SHOWN else tag[:TAG_SHOWN - 1] + "…"
     notes.append(f"phase ranges named `<phase>_{shown}`: the tag after each phase's name is left out")
     return names.map(tagged[tag]).to_numpy(dtype=object)
+
+
+def _model_part(own: pd.DataFrame, row: int) -> bool:
+    """Whether the user's range at ``row`` may mark a part of the model (an embedding, a head):
+    not a phase, an attention part or a block."""
+    name, normal = own["name"].iat[row], own["normal"].iat[row]
+    return _phase_of(normal) is None and _region_of_name(name, normal) is None \
+        and not BLOCK_FAMILY.fullmatch(name_stem(normal))
+
+
+def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[str], first_id: int) -> pd.DataFrame:
+    """Forward windows that each hold several calls of the model, one window per call (ids from
+    ``first_id``, the range as their parent): inside the window, the family of the user's ranges
+    that starts first and the one that ends last (``token_embeddings`` and ``lm_head``: parts of
+    the model, :func:`_model_part`) occur k >= 2 times each, one after the other; each call runs
+    from one first range's start to the next's (the first from the window's start, the last to its
+    end) and holds as many ranges as the others. A note names each such range."""
+    forwards = np.flatnonzero(windows["name"].to_numpy() == "forward")
+    if not len(forwards) or own.empty:
+        return windows
+    o_pid, o_id, o_family = own["pid"].to_numpy(), own["range_id"].to_numpy(), own["family"].to_numpy()
+    o_start, o_end = own["start_ns"].to_numpy(), own["end_ns"].to_numpy()
+    made, split = [], []
+    for row in forwards:
+        window = windows.iloc[row]
+        inside = np.flatnonzero((o_pid == window["pid"]) & (o_start >= window["start_ns"]) & (o_end <= window["end_ns"])
+                                & (o_id != window["range_id"]))
+        if len(inside) < 4:
+            continue
+        first, last = inside[np.argmin(o_start[inside])], inside[np.argmax(o_end[inside])]
+        if not (_model_part(own, first) and _model_part(own, last)) or o_family[first] == o_family[last]:
+            continue
+        opens = np.sort(o_start[inside[o_family[inside] == o_family[first]]])
+        closing = inside[o_family[inside] == o_family[last]]
+        closes_start, closes_end = np.sort(o_start[closing]), np.sort(o_end[closing])
+        if len(opens) < 2 or len(closes_start) != len(opens) \
+                or not ((opens < closes_start).all() and (closes_end[:-1] < opens[1:]).all()):
+            continue
+        bounds = np.r_[window["start_ns"], opens[1:], window["end_ns"] + 1]
+        held = np.bincount(np.searchsorted(bounds, o_start[inside], side="right") - 1, minlength=len(opens))
+        if len(set(held[:len(opens)])) != 1:  # every call holds as many ranges
+            continue
+        made += [(first_id + len(made) + k, "forward", window["range_name"], window["pid"], window["tid"],
+                  int(bounds[k]), int(bounds[k + 1]) - 1, int(window["range_id"])) for k in range(len(opens))]
+        split.append(row)
+        notes.append(f"the forward range `{window['range_name']}` holds {len(opens)} calls of the model (a range of "
+                     "the model's first part starts each, one of its last part ends each): each call is a forward pass")
+    if not split:
+        return windows
+    calls = pd.DataFrame(made, columns=WINDOW_COLUMNS).astype({c: np.int64 for c in ("range_id", "pid", "tid", "start_ns", "end_ns", "parent_id")})
+    return pd.concat([windows.drop(windows.index[split]), calls], ignore_index=True).sort_values("start_ns", kind="stable") \
+        .reset_index(drop=True)
 
 
 def _outside_other_phases(windows: pd.DataFrame) -> pd.DataFrame:
