@@ -53,7 +53,10 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   cut as for ``optimizer_kernel_runs`` below; a phase range inside
   another range of the same phase is not a separate pass. ``closure`` (an optimizer step that runs
   its step's passes: ``optimizer.step(closure)``, as PyTorch Lightning does) names the pass ranges
-  it may hold; an optimizer range holding any of them starts 1 ns after the last of them ends. A phase range is measured when its start
+  it may hold; an optimizer range holding any of them starts 1 ns after the last of them ends.
+  ``calls`` (one range around a loop of model calls) names the range that opens each call: the
+  range is cut into one pass per call, from each such range's start to just before the next's
+  (the first from the range's start, the last to its end). A phase range is measured when its start
   lies in a measured step. Passes per phase = measured phase
   ranges. Per pass = the sum over measured passes divided by their number.
 - nsys a: mean CPU span (end - start) of the measured forward ranges, their mean kernel time
@@ -376,6 +379,10 @@ def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
     found = proc.named(rule["names"], tid=proc.pid if rule.get("main_thread") else None)
     if rule.get("outermost"):
         found = outermost(found)
+    if rule.get("calls"):  # one range around several model calls: each call, opened by a `calls` range, a pass
+        found = [Range(start, end, r.name, r.tid) for r in found
+                 for opens in [sorted(c.start for c in proc.named(rule["calls"]) if r.start <= c.start and c.end <= r.end)]
+                 for start, end in zip([r.start, *opens[1:]], [o - 1 for o in opens[1:]] + [r.end])]
     if rule.get("closure"):  # an optimizer step running its step's passes: the update follows the last
         passes = proc.named(rule["closure"])
         found = [Range(max(held) + 1, r.end, r.name, r.tid) if held else r for r in found

@@ -348,20 +348,25 @@ def test_a_shared_tag_needs_two_phases(tmp_path):
     assert not any(note.startswith("phase ranges named") for note in labelled.notes)
 
 
-@pytest.mark.parametrize("calls, first, last, split", [(4, "token_embeddings", "lm_head", True),
-                                                      (1, "token_embeddings", "lm_head", False),
-                                                      (4, "layer_0", "layer_1", False),
-                                                      (4, "computing attention scores", "final matmul", False)])
-def test_a_forward_range_around_several_calls_of_the_model_holds_one_pass_per_call(tmp_path, calls, first, last, split):
+@pytest.mark.parametrize("calls, first, last, layers, split", [
+    (4, "token_embeddings", "lm_head", 2, True),
+    (1, "token_embeddings", "lm_head", 2, False),
+    (4, "qkv projections", "output projection", 1, False),  # a loop over layers with no layer range
+    (4, "layer_0", "layer_1", 2, False),
+    (4, "computing attention scores", "final matmul", 2, False)])
+def test_a_forward_range_around_several_calls_of_the_model_holds_one_pass_per_call(
+        tmp_path, calls, first, last, layers, split):
     """One ``forward`` range around a loop of model calls: the model's first and last ranges, as
-    many as the calls and one after the other, make each call a pass. Block ranges, attention
-    parts (once per layer), or one call split nothing."""
+    many as the calls and one after the other, each call holding its layers' ranges, make each
+    call a pass. Ranges of each layer of one call (nothing repeats between them), block ranges,
+    attention parts, or one call split nothing."""
     script = Script()
 
     def model_calls():
         for _ in range(calls):
             script.range(first, lambda: script.kernel())
-            script.range("attention", lambda: script.kernel(count=2))
+            for _ in range(layers):
+                script.range("ln", lambda: script.kernel(count=2))
             script.range(last, lambda: script.kernel())
 
     script.range("forward", model_calls)
@@ -369,8 +374,8 @@ def test_a_forward_range_around_several_calls_of_the_model_holds_one_pass_per_ca
     forward = labelled.phase_ranges[labelled.phase_ranges["phase"] == "forward"]
     assert len(forward) == (calls if split else 1)
     assert any("holds 4 calls of the model" in note for note in labelled.notes) == split
-    if split:  # every call's four kernels, the first call's with what came before it
-        assert (labelled.ops.loc[labelled.ops["phase"] == "forward", "phase_range_id"].value_counts() == 4).all()
+    if split:  # every call's kernels, the first call's with what came before it
+        assert (labelled.ops.loc[labelled.ops["phase"] == "forward", "phase_range_id"].value_counts() == 2 + 2 * layers).all()
 
 
 def test_pytorch_labels_only(tmp_path):

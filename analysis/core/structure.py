@@ -403,7 +403,8 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
     that starts first and the one that ends last (``token_embeddings`` and ``lm_head``: parts of
     the model, :func:`_model_part`) occur k >= 2 times each, one after the other; each call runs
     from one first range's start to the next's (the first from the window's start, the last to its
-    end) and holds as many ranges as the others. A note names each such range."""
+    end), holds as many ranges as the others, and holds a family of them more than once (the
+    model's layers). A note names each such range."""
     forwards = np.flatnonzero(windows["name"].to_numpy() == "forward")
     if not len(forwards) or own.empty:
         return windows
@@ -426,8 +427,12 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
                 or not ((opens < closes_start).all() and (closes_end[:-1] < opens[1:]).all()):
             continue
         bounds = np.r_[window["start_ns"], opens[1:], window["end_ns"] + 1]
-        held = np.bincount(np.searchsorted(bounds, o_start[inside], side="right") - 1, minlength=len(opens))
-        if len(set(held[:len(opens)])) != 1:  # every call holds as many ranges
+        piece = np.searchsorted(bounds, o_start[inside], side="right") - 1
+        held = np.bincount(piece, minlength=len(opens))
+        repeated = pd.Series(1, index=pd.MultiIndex.from_arrays([piece, o_family[inside]])).groupby(level=[0, 1]).size()
+        # every call holds as many ranges, and a family of them more than once (its layers): a
+        # loop over layers with no layer range (``qkv_proj`` … ``out_proj`` each) is one call
+        if len(set(held[:len(opens)])) != 1 or (repeated.groupby(level=0).max().reindex(range(len(opens))) < 2).any():
             continue
         made += [(first_id + len(made) + k, "forward", window["range_name"], window["pid"], window["tid"],
                   int(bounds[k]), int(bounds[k + 1]) - 1, int(window["range_id"])) for k in range(len(opens))]
