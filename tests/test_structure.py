@@ -378,6 +378,28 @@ def test_a_forward_range_around_several_calls_of_the_model_holds_one_pass_per_ca
         assert (labelled.ops.loc[labelled.ops["phase"] == "forward", "phase_range_id"].value_counts() == 2 + 2 * layers).all()
 
 
+def test_phase_ranges_only_in_the_warmup_leave_the_measured_ranges_iterations_to_the_kernels(tmp_path):
+    """A script that annotates only its warm-up iterations (``Forward Pass`` and ``Backward Pass``
+    inside ``Warmup Phase``) and times the others inside ``Timing Phase`` with no range: the warm-up
+    ones are warm-up, the timed ones the measured steps, found from the kernels."""
+    script = Script()
+    script.range("Warmup Phase", lambda: [script.iteration("Forward Pass", "Backward Pass", None) for _ in range(3)])
+
+    def unranged():
+        script.kernel(count=3)
+        script.kernel(tid=AUTOGRAD, count=4)
+        script.kernel(name=OPTIMIZER_KERNEL, count=2)
+
+    script.range("Timing Phase", lambda: [unranged() for _ in range(4)])
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps
+    assert (len(steps), int(steps["measured"].sum())) == (7, 4)
+    assert labelled.structure.warmup_rule == "inside `Warmup Phase`"
+    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+    assert len(labelled.ops[labelled.ops["measured"]]) == 4 * (3 + 4 + 2)
+    assert any(note.startswith("the phase ranges lie outside `Timing Phase`") for note in labelled.notes)
+
+
 def test_pytorch_labels_only(tmp_path):
     script = Script()
 

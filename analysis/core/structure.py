@@ -87,7 +87,7 @@ CLOSURE_PHASES = ("forward", "loss", "backward")
 STEP_FAMILY = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)(_.*)?")
 WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in)(_.*)?")
 # A range around the measured steps: steps outside it are warm-up.
-MEASURED_FAMILY = re.compile(r"(measure[ds]?|timed|benchmark(ed)?|profiled?)(_(steps?|iters?|iterations?|loop|region|runs?))?")
+MEASURED_FAMILY = re.compile(r"(measure[ds]?|timed|timing|benchmark(ed)?|profiled?)(_(steps?|iters?|iterations?|loop|region|runs?|phase))?")
 # NVTX domains of libraries, not of the user's code: their ranges are never a role.
 LIBRARY_DOMAINS = frozenset({"nccl", "cccl", "cub", "cublas", "cublaslt", "cudnn", "nvshmem", "tensorrt"})
 # Ranges libraries push in the default domain (NCCL's API calls in some nsys versions).
@@ -188,6 +188,11 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
             backward = (phases["name"] == "backward").to_numpy().any()  # else every forward is one (inference)
             step_rule = ("made from the phases: each training forward starts a step" if backward
                          else "made from the phases: each forward is a step (no backward: an inference run)")
+        unranged = _unranged_measured_iterations(own, steps, ops, len(ranges) + len(phases) + len(steps), notes)
+        if unranged is not None:  # phase ranges only in the warm-up: the measured range's come from the kernels
+            phases, steps = (pd.concat([old, new], ignore_index=True) for old, new in zip((phases, steps), unranged))
+            inference = np.r_[inference, np.zeros(len(unranged[0]), dtype=bool)]
+            source += "+kernels" if not source.endswith("+kernels") else ""
     inference_windows, phases = phases[inference], phases[~inference]
     warmup_found = ""
     if step_ranges:
@@ -1003,6 +1008,42 @@ def _prefixed_steps(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> t
     steps["name"] = steps["range_name"]
     warm = steps["range_name"].str.startswith(names.warmup_prefix) if names.warmup_prefix else False
     return steps.assign(measured=~np.asarray(warm, dtype=bool)), f"the ranges `{names.step_prefix}<i>` (given)", own.iloc[:0]
+
+
+def _unranged_measured_iterations(own: pd.DataFrame, steps: pd.DataFrame, ops: pd.DataFrame, first_id: int,
+                                  notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """Phases and steps (ids from ``first_id``) of the measured ranges (``Timing Phase``,
+    ``measure``: :data:`MEASURED_FAMILY`) that hold no step while steps made from the phases lie
+    outside them (phase ranges only in the warm-up, as a script that annotates its warm-up
+    iterations alone has them): inside each, the phases come from the kernels
+    (:func:`_kernel_phases`), and each training forward starts a step that runs to the next one
+    (the last to the range's end). None when there is none; a note names the ranges."""
+    regions = _outermost_by_time(own[_named(MEASURED_FAMILY, own["name"])])
+    if regions.empty or steps.empty:
+        return None
+    regions = regions[(_contains(regions, steps) == 0) & ~_inside_any(regions, steps)]
+    launches = ops[list(KERNEL_PHASE_COLUMNS)]
+    launched, pids = launches["launch_start_ns"].to_numpy(), launches["pid"].to_numpy()
+    found, cuts = [], []
+    for region in regions.itertuples():
+        inside = launches[(pids == region.pid) & (launched >= region.start_ns) & (launched <= region.end_ns)]
+        phases = _kernel_phases(inside, first_id + sum(len(f) for f in found))
+        starts = np.sort(phases.loc[_training_forwards(phases), "start_ns"].to_numpy())
+        if len(starts):  # an iteration runs from its forward to the next one's (the last to the range's end)
+            found.append(phases)
+            cuts += [(region.pid, region.tid, start, end) for start, end in zip(starts, np.r_[starts[1:] - 1, region.end_ns])]
+    if not found:
+        return None
+    phases = pd.concat(found, ignore_index=True)
+    steps = _made_windows(cuts, ["pid", "tid", "start_ns", "end_ns"])
+    steps = steps.assign(range_id=np.arange(first_id + len(phases), first_id + len(phases) + len(steps), dtype=np.int64),
+                         name=[f"iteration {i}" for i in range(len(steps))], range_name="(iteration)", parent_id=-1,
+                         measured=True)[[*WINDOW_COLUMNS, "measured"]]
+    shown = ", ".join(f"`{n}`" for n in name_families(sorted(set(regions["name"]))))
+    notes.append(f"the phase ranges lie outside {shown}, which holds {len(steps)} iterations with none: their steps "
+                 "and phases come from the kernels (a forward from the kernels is all the main thread launches "
+                 "between two backward passes)")
+    return phases, steps
 
 
 def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame,
