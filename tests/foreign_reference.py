@@ -33,7 +33,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   iterations carry the same phase ranges and no step range). A forward outside every step (an
   inference pass, ``inference_forward``) is not measured.
   ``phase_sequence``: no step ranges; a step runs from each ``first`` phase range to the end of
-  the next ``last`` phase range; warm-up steps without ranges are invisible (``warmup_unmarked``
+  the next ``last`` phase range (a later ``first`` range before that same ``last`` one is in the
+  same step: gradient accumulation); warm-up steps without ranges are invisible (``warmup_unmarked``
   records how many the script ran).
   ``pytorch_labels`` (``--pytorch=functions-trace``): a step runs from the start of an outermost
   ``torch.nn.modules.Module.__call__`` range on the main thread (the model call) to the end of the
@@ -302,10 +303,11 @@ def _departing(proc: Process, steps: list[Range]) -> int:
 def _steps_from_phases(proc: Process, spec: dict, phases: dict) -> list[Range]:
     firsts = sorted(_phase_ranges(proc, phases[spec["first"]]), key=lambda r: r.start)
     lasts = sorted(_phase_ranges(proc, phases[spec["last"]]), key=lambda r: r.start)
-    steps = []
+    steps, used = [], set()
     for f in firsts:
         nxt = [r for r in lasts if r.start >= f.start]
-        if nxt:
+        if nxt and id(nxt[0]) not in used:  # a later first phase before the same last one: the same step
+            used.add(id(nxt[0]))
             steps.append(Range(f.start, nxt[0].end, f"{f.name}..{nxt[0].name}", f.tid))
     return steps
 

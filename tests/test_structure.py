@@ -269,6 +269,22 @@ def test_an_optimizer_step_running_a_closure_holds_passes_of_their_own(tmp_path,
     assert any("optimizer steps run their step's passes in a closure" in note for note in labelled.notes)
 
 
+@pytest.mark.parametrize("closure", [False, True])
+def test_micro_batches_in_ranges_of_their_own_with_every_second_updating_are_no_steps(tmp_path, closure):
+    """``batch_<i>`` around each micro-batch (PyTorch Lightning's batch hooks with
+    ``accumulate_grad_batches=2``), the optimizer step in every second one: the steps are made from
+    the phases, one update and two micro-batches each."""
+    script = Script()
+    for i in range(4):
+        script.range(f"batch_{2 * i}", lambda: (script.range("forward", lambda: script.kernel(count=3)),
+                                                script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4))))
+        script.range(f"batch_{2 * i + 1}", lambda: closure_step(script) if closure else script.iteration())
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert len(labelled.structure.steps) == 4
+    assert labelled.measured_passes["forward"] == 6 and labelled.measured_passes["optimizer_step"] == 3
+    assert any(note.startswith("`batch_<i>` ranges are micro-batches") for note in labelled.notes)
+
+
 def test_a_warmup_range_around_accumulating_iterations_counts_their_updates(tmp_path):
     """A ``warmup`` range around two iterations of three micro-batches each holds two warm-up
     iterations, not one per backward run."""

@@ -802,6 +802,10 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
                 or (~_holding_whole(candidates.iloc[rows], phases)).mean() > 0.5:
             continue
         if (forwards[rows] <= 1).all() and (backwards[rows] <= 1).all():
+            if _updating_every_few(rows, candidates, backwards, optimizers):
+                notes.append(f"`{family_label(candidates['name'].iat[rows[0]])}` ranges are micro-batches, not steps: "
+                             "one pass each, an optimizer step in every few (gradient accumulation)")
+                continue
             if (why := _whole_run(candidates.iloc[rows], phases, ops)) is not None:
                 notes.append(f"`{family_label(candidates['name'].iat[rows[0]])}` is no step: {why}")
                 continue
@@ -977,6 +981,26 @@ def _part_families(candidates: pd.DataFrame, families: dict[str, np.ndarray]) ->
         if len(inside) > 1:
             parts += [stem for stem in inside if stem not in parts]
     return parts
+
+
+def _updating_every_few(rows: np.ndarray, candidates: pd.DataFrame, backwards: np.ndarray, optimizers: np.ndarray) -> bool:
+    """Whether a family of ranges of one pass each (``rows`` of ``candidates``) holds an optimizer
+    step in every K-th of its ranges alone (K >= 2, in time in each process; the passes after a
+    process's last update may be fewer): gradient accumulation's micro-batches, each in a range of
+    its own (PyTorch Lightning's batch hooks), the last of each step's holding its update."""
+    passes = rows[backwards[rows] > 0]
+    updating = optimizers[passes] > 0
+    if not updating.any() or updating.all():
+        return False
+    pids, starts = candidates["pid"].to_numpy()[passes], candidates["start_ns"].to_numpy()[passes]
+    spacings = set()
+    for pid in np.unique(pids):
+        mine = np.argsort(np.where(pids == pid, starts, np.iinfo(np.int64).max), kind="stable")[:(pids == pid).sum()]
+        at = np.flatnonzero(updating[mine])
+        if not len(at):
+            return False
+        spacings |= set(np.diff(np.r_[-1, at]).tolist())
+    return len(spacings) == 1 and spacings.pop() >= 2
 
 
 def _micro_batches(candidates: pd.DataFrame, families: dict[str, np.ndarray], accumulating: set[str],

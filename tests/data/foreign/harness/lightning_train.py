@@ -8,6 +8,8 @@ the forward and backward ranges lie inside the optimizer's), and a callback open
 in ``on_train_batch_start`` and closes it in ``on_train_batch_end`` (push/pop across two hooks).
 With --emit-nvtx, Lightning's ``PyTorchProfiler(emit_nvtx=True)`` names every operator and
 Lightning's own actions (``[Strategy]SingleDeviceStrategy.training_step``, …) as NVTX ranges.
+With --accumulate K, K batches (``batch_<i>`` each) make one optimizer step: the first K-1 run
+``training_step`` and the backward outside the optimizer's step, the last inside its closure.
 Nothing marks warm-up steps.
 """
 
@@ -65,6 +67,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--precision", default="32-true", help="Lightning's precision, e.g. bf16-mixed")
+    p.add_argument("--accumulate", type=int, default=1, help="Trainer(accumulate_grad_batches=...): batches per update")
     p.add_argument("--nvtx", action="store_true", help="the module's and the callback's own ranges")
     p.add_argument("--emit-nvtx", action="store_true", help="Lightning's PyTorchProfiler(emit_nvtx=True)")
     p.add_argument("--accelerator", default="gpu")
@@ -72,7 +75,7 @@ def main() -> None:
 
     torch.manual_seed(0)
     cfg = GPT2Config(n_layer=a.layers, n_embd=a.d_model, n_head=a.heads, n_positions=a.ctx)
-    tokens = torch.randint(0, cfg.vocab_size, (a.batch * a.steps, a.ctx))
+    tokens = torch.randint(0, cfg.vocab_size, (a.batch * a.steps * a.accumulate, a.ctx))
     data = DataLoader(TensorDataset(tokens), batch_size=a.batch)
     profiler = None
     if a.emit_nvtx:
@@ -80,6 +83,7 @@ def main() -> None:
 
         profiler = PyTorchProfiler(emit_nvtx=True)
     trainer = L.Trainer(max_steps=a.steps, accelerator=a.accelerator, devices=1, precision=a.precision,
+                        accumulate_grad_batches=a.accumulate,
                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, profiler=profiler,
                         callbacks=[BatchRanges()] if a.nvtx else [])

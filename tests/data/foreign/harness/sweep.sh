@@ -76,6 +76,8 @@ loader26) prof loader_workers_flags2026 200 $G26B -- python3 $F/hf/loader_train.
 lightning) prof lightning_nvtx 200 --trace=cuda,nvtx -- python3 $F/hf/lightning_train.py --nvtx ;;
 lightning26) prof lightning_flags2026 240 $G26B -- python3 $F/hf/lightning_train.py ;;
 lightning_emit) prof lightning_emit_nvtx 240 --trace=cuda,nvtx -- python3 $F/hf/lightning_train.py --emit-nvtx ;;
+lightning_accum) prof lightning_accum_nvtx 240 --trace=cuda,nvtx -- python3 $F/hf/lightning_train.py --nvtx --accumulate 2 --precision bf16-mixed ;;
+lightning_accum26) prof lightning_accum_flags2026 240 $G26B -- python3 $F/hf/lightning_train.py --accumulate 2 --precision bf16-mixed ;;
 ddp_ranks) if [ $SECONDS -le $BUDGET ]; then echo "=== gpt2_ddp2_rank files at ${SECONDS}s"
    timeout 240 torchrun --standalone --nproc_per_node 2 --no-python nsys profile --trace=cuda,nvtx --force-overwrite=true \
      -o "$W/gpt2_ddp2_rank%q{LOCAL_RANK}" python3 $F/hf/gpt2_train.py --ddp --nvtx > $W/ddp_ranks.run.log 2>&1
