@@ -413,13 +413,16 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
     forwards = np.flatnonzero(windows["name"].to_numpy() == "forward")
     if not len(forwards) or own.empty:
         return windows
+    by_start = np.argsort(own["start_ns"].to_numpy(), kind="stable")  # a window's ranges: one slice of these
     o_pid, o_id, o_family = own["pid"].to_numpy(), own["range_id"].to_numpy(), own["family"].to_numpy()
     o_start, o_end = own["start_ns"].to_numpy(), own["end_ns"].to_numpy()
+    sorted_starts = o_start[by_start]
+    w_pid, w_id, w_start, w_end = (windows[c].to_numpy() for c in ("pid", "range_id", "start_ns", "end_ns"))
     made, split = [], []
     for row in forwards:
-        window = windows.iloc[row]
-        inside = np.flatnonzero((o_pid == window["pid"]) & (o_start >= window["start_ns"]) & (o_end <= window["end_ns"])
-                                & (o_id != window["range_id"]))
+        low, high = np.searchsorted(sorted_starts, [w_start[row], w_end[row]], side="left")
+        inside = by_start[low:high]
+        inside = inside[(o_pid[inside] == w_pid[row]) & (o_end[inside] <= w_end[row]) & (o_id[inside] != w_id[row])]
         if len(inside) < 4:
             continue
         first, last = inside[np.argmin(o_start[inside])], inside[np.argmax(o_end[inside])]
@@ -431,6 +434,7 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
         if len(opens) < 2 or len(closes_start) != len(opens) \
                 or not ((opens < closes_start).all() and (closes_end[:-1] < opens[1:]).all()):
             continue
+        window = windows.iloc[row]
         bounds = np.r_[window["start_ns"], opens[1:], window["end_ns"] + 1]
         piece = np.searchsorted(bounds, o_start[inside], side="right") - 1
         held = np.bincount(piece, minlength=len(opens))
