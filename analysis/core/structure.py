@@ -369,7 +369,7 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
     return _outermost_per_phase(windows)
 
 
-TAG_SHOWN = 40  # characters of a phase names' shared tag a note shows
+TAG_SHOWN = 40  # at most this many characters of the tag that phase names share are shown in a note
 
 
 def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
@@ -999,8 +999,8 @@ def _updating_every_few(rows: np.ndarray, candidates: pd.DataFrame, backwards: n
     pids, starts = candidates["pid"].to_numpy()[passes], candidates["start_ns"].to_numpy()[passes]
     spacings = set()
     for pid in np.unique(pids):
-        mine = np.argsort(np.where(pids == pid, starts, np.iinfo(np.int64).max), kind="stable")[:(pids == pid).sum()]
-        at = np.flatnonzero(updating[mine])
+        mine = np.flatnonzero(pids == pid)
+        at = np.flatnonzero(updating[mine[np.argsort(starts[mine], kind="stable")]])
         if not len(at):
             return False
         spacings |= set(np.diff(np.r_[-1, at]).tolist())
