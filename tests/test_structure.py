@@ -342,17 +342,20 @@ def test_attention_parts_written_as_products_and_a_final_norm_that_is_none(tmp_p
     assert regions[:4] == ["computing attention scores", "computing softmax", "final matmul", ""]
 
 
-def test_phase_names_tagged_with_the_runs_settings_name_their_phases(tmp_path):
+@pytest.mark.parametrize("pattern, shown", [
+    ("{}_forward_only_false_model.d_model_512_use_optimizer_true", "`<phase>_forward_only_false_model_d_model_512"),
+    ("my_{}", "`my_<phase>`")])
+def test_phase_names_tagged_with_the_runs_settings_name_their_phases(tmp_path, pattern, shown):
     """``forward_<settings>``, ``backward_<settings>``, ``optimizer_<settings>``: one tag after each
-    phase's name, shared by them all (a settings string that itself holds ``forward``)."""
-    tag = "forward_only_false_model.d_model_512_use_optimizer_true"
+    phase's name, shared by them all (a settings string that itself holds ``forward``); or one
+    before it (``my_forward``, ``my_backward``, ``my_optimizer_step``)."""
     script = Script()
     for _ in range(4):
-        script.iteration(f"forward_{tag}", f"backward_{tag}", f"optimizer_{tag}")
+        script.iteration(pattern.format("forward"), pattern.format("backward"), pattern.format("optimizer"))
     labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
     assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
     assert labelled.structure.source == "ranges"
-    assert any(note.startswith("phase ranges named `<phase>_forward_only_false_model_d_model_512") for note in labelled.notes)
+    assert any(note.startswith(f"phase ranges named {shown}") for note in labelled.notes)
 
 
 def test_a_shared_tag_needs_two_phases(tmp_path):

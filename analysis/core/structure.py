@@ -71,7 +71,7 @@ TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
 TRAINING = r"(train(ing)?_)?"
 PHASE_FAMILIES = {
     "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop)?|model_eval|inference|eval"),
-    "loss": re.compile(rf"{TRAINING}(compute_|calc_|calculate_)?loss(_?fn|_function|_compute|_computation|_calc)?"
+    "loss": re.compile(rf"{TRAINING}(compute_|calc_|calculate_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
                        r"|cross_entropy|criterion"),
     "backward": re.compile(rf"{TRAINING}(loss_)?(backward|bwd|bw)(_pass|_step|_prop)?|backprop(agation)?"),
     "optimizer_step": re.compile(rf"{TRAINING}((optimizer|optim|opt)(_step|_update)?|adamw?(_step)?)"
@@ -105,7 +105,7 @@ PRODUCT_PARTS = {"k": contract.ATTENTION_SCORES_RANGE, "key": contract.ATTENTION
                  "keys": contract.ATTENTION_SCORES_RANGE, "v": contract.FINAL_MATMUL_RANGE,
                  "value": contract.FINAL_MATMUL_RANGE, "values": contract.FINAL_MATMUL_RANGE}
 # A range named like a plain matmul, which part it is told by its place beside the softmax.
-PLAIN_MATMUL = re.compile(r"((attn|attention)_)?(matmul|mm|bmm|einsum|gemm)(_\d+)?")
+PLAIN_MATMUL = re.compile(r"(.*_)?(((attn|attention)_)?(matmul|mm|bmm|einsum|gemm)(_\d+)?|(attn|attention)_out(put)?)")
 BLOCK_FAMILY = re.compile(r"(transformer_)?(layer|block|decoder_layer|encoder_layer|h)")
 OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
 
@@ -369,28 +369,30 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
     return _outermost_per_phase(windows)
 
 
-TAG_SHOWN = 40  # at most this many characters of the tag that phase names share are shown in a note
+TAG_SHOWN = 48  # at most this many characters of the pattern of tagged phase names are shown in a note
 
 
 def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
-    """Phases of names that each start with a phase's name and end with one tag the names of
-    two or more phases share (``forward_<config>``, ``backward_<config>``, ``optimizer_<config>``:
-    a run's settings written into every range), for a trace where no name says a phase by itself;
-    a note names the tag. None for every other name."""
-    by_tag: dict[str, dict[str, str]] = {}  # tag -> {name: phase}
+    """Phases of names made of a phase's name and one tag that the names of two or more phases
+    share, after it (``forward_<config>``, ``backward_<config>``: a run's settings written into
+    every range) or before it (``my_forward``, ``my_backward``: a personal prefix), for a trace where
+    no name says a phase by itself; of several such tags, the one most names share. A note names
+    the tag. None for every other name."""
+    by_tag: dict[str, dict[str, str]] = {}  # the tag as a pattern, <phase> where the phase's name is -> {name: phase}
     for name in pd.unique(names.to_numpy(dtype=object)):
         words = role_name(name).split("_")
         for cut in range(1, len(words)):
-            head = "_".join(words[:cut])
-            phase = _phase_of(head) if head != AMBIGUOUS_OPTIMIZER else None
-            if phase is not None:
-                by_tag.setdefault("_".join(words[cut:]), {})[name] = phase
+            head, tail = "_".join(words[:cut]), "_".join(words[cut:])
+            for phase_words, pattern in ((head, f"<phase>_{tail}"), (tail, f"{head}_<phase>")):
+                phase = _phase_of(phase_words) if phase_words != AMBIGUOUS_OPTIMIZER else None
+                if phase is not None:
+                    by_tag.setdefault(pattern, {})[name] = phase
     tagged = {tag: found for tag, found in by_tag.items() if len(set(found.values())) > 1}
     if not tagged:
         return np.full(len(names), None, dtype=object)
     tag = max(tagged, key=lambda t: (len(tagged[t]), len(t)))
     shown = tag if len(tag) <= TAG_SHOWN else tag[:TAG_SHOWN - 1] + "…"
-    notes.append(f"phase ranges named `<phase>_{shown}`: the tag after each phase's name is left out")
+    notes.append(f"phase ranges named `{shown}`: the tag beside each phase's name is left out")
     return names.map(tagged[tag]).to_numpy(dtype=object)
 
 

@@ -97,6 +97,9 @@ ddp_ranks26) if [ $SECONDS -le $BUDGET ]; then echo "=== gpt2_ddp2_rank files, 2
      -o "$W/gpt2_ddp2_flags2026_rank%q{LOCAL_RANK}" python3 $F/hf/gpt2_train.py --ddp --steps 3 > $W/ddp_ranks26.run.log 2>&1
    echo "=== gpt2_ddp2_flags2026_rank files rc=$? at ${SECONDS}s"; tail -n 15 $W/ddp_ranks26.run.log
    for r in 0 1; do [ -s $W/gpt2_ddp2_flags2026_rank$r.nsys-rep ] && { export_job gpt2_ddp2_flags2026_rank$r & PIDS+=($!); }; done; fi ;;
+linyun) prof linyun 200 --trace=cuda,nvtx -- bash -c "cd $F/linyun && exec env PYTHONPATH=$F/linyun/cs336-basics:$F/linyun:$SITE python3 -m cs336_systems.benchmark_nvtx --model-size small --context-length 128 --batch-size 4 --warmup-steps 3 --measurement-steps 5 --annotate-blocks --mixed-precision bf16" ;;
+duoan) prof duoan 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/duoan_meta:$F/duoan/cs336-basics:$F/duoan:$SITE python3 -m cs336_systems.memory_block_profile --size small --context-length 128 --batch-size 4 ;;
+jerome) prof jerome 200 --trace=cuda,nvtx -- bash -c "cd $F/jerome && exec env PYTHONPATH=$F/jerome/cs336-basics:$F/jerome:$SITE python3 -m cs336_systems.benchmark_basics" ;;
 # Checked against the reference by hand, not shipped (6.4 MB packed):
 liz_ddp26) prof liz_ddp2_flags2026 300 $G26 -- bash -c "cd $F/liz && exec env PYTHONPATH=$F/liz/cs336-basics:$F/liz:$SITE python3 cs336_systems/assignment_53_overlapped_ddp.py" ;;
 # The reports students committed to their repositories (.foreign/reps/), exported as they are:
