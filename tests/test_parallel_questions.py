@@ -130,3 +130,21 @@ def test_without_traces_the_pages_say_what_they_need():
         "ranks": [{"rank": 0, "phases": {}}], "collectives": [], "fsdp_blocks": []}}
     assert isinstance(ddp_b.QUESTION.answer(_evidence(single_gpu)), Unanswered)
     assert not isinstance(fsdp_b.QUESTION.answer(_evidence(single_gpu)), ResultsAnswer)
+
+
+def _one_rank(rank):
+    """A summary of one rank of a two-rank job that ran under its own nsys (world size from its launcher)."""
+    return {"trace": f"train_rank{rank}.sqlite", "config": None, "communication": {
+        "world_size": 2, "world_size_source": "launcher (RANK/WORLD_SIZE)",
+        "ranks": [{"pid": 10, "device_id": rank, "rank": rank, "rank_source": "launcher (RANK/WORLD_SIZE)", "passes": 5,
+                   "phases": {"step": _phase(100.0, 2.0, 30.0, 30.0)}}],
+        "collectives": [{"collective": "all_reduce", "rank": rank}], "fsdp_blocks": []}}
+
+
+def test_ddp_b_names_the_traces_of_one_rank_each_it_cannot_compare():
+    alone = ddp_b.QUESTION.answer(_evidence(_one_rank(0), _one_rank(1)))
+    assert isinstance(alone, Unanswered)
+    assert "Left out: train_rank0 (rank 0 of 2), train_rank1 (rank 1 of 2): each holds one rank" in alone.needs
+    beside = ddp_b.QUESTION.answer(_evidence(_summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0)] * 2), _one_rank(1)))
+    assert "Left out: train_rank1 (rank 1 of 2)" in beside.full_answer
+    assert "Left out" not in ddp_b.QUESTION.answer(_evidence(_summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0)] * 2))).full_answer

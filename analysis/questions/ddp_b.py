@@ -46,6 +46,17 @@ def ddp_summaries(summaries: list[dict]) -> list[dict]:
     return chosen
 
 
+def one_rank_traces(summaries: list[dict]) -> str:
+    """The sentence naming the traces that hold one rank of a larger job (each rank under its own
+    nsys: their launcher gave the world size), which no comparison between ranks can use; "" when
+    there are none."""
+    held = [f"{run_label(s)} (rank {rank['rank']} of {communication['world_size']})" for s in summaries
+            for communication in [s.get("communication") or {}] if len(communication.get("ranks", [])) == 1
+            and communication.get("world_size", 1) > 1 for rank in communication["ranks"]]
+    return ("Left out: " + ", ".join(held) + ": each holds one rank of a job whose ranks ran under their own nsys, "
+            "and this comparison needs one trace holding every rank (`nsys profile … torchrun …`).") if held else ""
+
+
 def rank_rows(summary: dict) -> list[dict]:
     """One row per rank: step span and its spread, communication, exposed and overlapped ms."""
     rows = []
@@ -73,13 +84,14 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
 
     summaries = ddp_summaries(evidence.summaries)
     table = pd.DataFrame([row for summary in summaries for row in rank_rows(summary)])
+    left_out = one_rank_traces(evidence.summaries)
     if table.empty:
-        return Unanswered("ddp-b", NEEDS)
+        return Unanswered("ddp-b", NEEDS + (f". {left_out}" if left_out else ""))
     table = with_waiting(table)
     sizes = {run_label(s): (s.get("config") or {}).get("size") for s in summaries}
     table["size"] = table["run"].map(sizes)
     pair = matching_pair(summaries)
-    numbers = {"pair": [run_label(s) for s in pair] if pair else None}
+    numbers = {"pair": [run_label(s) for s in pair] if pair else None, "left_out": left_out}
     return ResultsAnswer("ddp-b", "", {TABLE: table}, tuple(s["trace"] for s in summaries), numbers)
 
 
@@ -123,6 +135,8 @@ def write(record: ResultsAnswer) -> str:
     if sizes:
         details.append(f"The handout benchmarks the {HANDOUT_SIZE} model on two GPUs; these runs are {', '.join(sizes)}, "
                        "so their absolute times do not carry over to it.")
+    if record.numbers.get("left_out"):
+        details.append(record.numbers["left_out"])
     pair = record.numbers.get("pair")
     if not pair:
         present = set(runs["parallel"])
