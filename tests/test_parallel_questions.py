@@ -148,3 +148,14 @@ def test_ddp_b_names_the_traces_of_one_rank_each_it_cannot_compare():
     beside = ddp_b.QUESTION.answer(_evidence(_summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0)] * 2), _one_rank(1)))
     assert "Left out: train_rank1 (rank 1 of 2)" in beside.full_answer
     assert "Left out" not in ddp_b.QUESTION.answer(_evidence(_summary("ddp-naive", [(100.0, 2.0, 30.0, 30.0)] * 2))).full_answer
+
+
+def test_fsdp_b_splits_no_wait_from_transfer_in_a_trace_of_one_rank():
+    block = {"trace": "x", "block": 0, "rank": 0, "pid": 10, "device_id": 0, "late_passes": 0, "min_lead_ms": 0.25,
+             "mean_lead_ms": 0.3, "passes": 5}
+    rank = _one_rank(0)
+    rank["communication"]["fsdp_blocks"] = [block]
+    rank["communication"]["ranks"][0]["phases"]["forward"] = _phase(50.0, 1.0, 10.0, 4.0)
+    answer = fsdp_b.QUESTION.answer(_evidence(rank)).full_answer
+    assert "train_rank0 holds one rank: its time in the all-gathers cannot be split" in answer
+    assert "spends at least" not in answer and "Per rank in the forward pass" not in answer  # no skew split

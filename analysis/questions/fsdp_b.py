@@ -31,7 +31,7 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
     """Every block's lead per rank and trace, and each rank's forward communication."""
     import pandas as pd
 
-    blocks, ranks, used = [], [], []
+    blocks, ranks, used, alone = [], [], [], []
     for summary in evidence.summaries:
         communication = summary.get("communication") or {}
         if not communication.get("fsdp_blocks"):
@@ -40,6 +40,9 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
         label = run_label(summary)
         blocks += [{"trace": label, **{k: v for k, v in row.items() if k not in ("pid", "device_id")}}
                    for row in communication["fsdp_blocks"]]
+        if len(communication["ranks"]) < 2:  # one rank: its wait for the others is not told from transfer
+            alone.append(label)
+            continue
         for rank in communication["ranks"]:
             forward = rank["phases"].get("forward")
             if forward is not None:
@@ -55,7 +58,7 @@ def compute(evidence: Evidence) -> ResultsAnswer | Unanswered:
         bound = ranks.groupby("trace")["communication_ms"].transform("min")
         tables[RANKS] = ranks.assign(transfer_bound_ms=bound, waiting_ms=ranks["communication_ms"] - bound)
     skew = {run_label(s): (s["communication"].get("skew") or {}).get("max_start_spread_ms") for s in used}
-    return ResultsAnswer("fsdp-b", "", tables, tuple(s["trace"] for s in used), {"start_skew_ms": skew})
+    return ResultsAnswer("fsdp-b", "", tables, tuple(s["trace"] for s in used), {"start_skew_ms": skew, "one_rank": alone})
 
 
 def write(record: ResultsAnswer) -> str:
@@ -83,6 +86,11 @@ def write(record: ResultsAnswer) -> str:
                 f"rank {row.rank} {text.ms(row.communication_ms)} of communication kernels, "
                 f"{text.ms(row.exposed_communication_ms)} of it with no compute beside it, at least "
                 f"{text.ms(row.waiting_ms)} waiting for the other rank" for row in forward.itertuples()) + ".")
+    if record.numbers.get("one_rank"):
+        details.append(f"{', '.join(record.numbers['one_rank'])} "
+                       f"{'holds' if len(record.numbers['one_rank']) == 1 else 'each hold'} one rank: its time in the "
+                       "all-gathers cannot be split into transfer and waiting for the other ranks, which only a trace "
+                       "holding every rank shows.")
     return text.answer_text(lead, details)
 
 
