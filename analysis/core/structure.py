@@ -440,10 +440,10 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
         bounds = np.r_[window["start_ns"], opens[1:], window["end_ns"] + 1]
         piece = np.searchsorted(bounds, o_start[inside], side="right") - 1
         held = np.bincount(piece, minlength=len(opens))
-        repeated = pd.Series(1, index=pd.MultiIndex.from_arrays([piece, o_family[inside]])).groupby(level=[0, 1]).size()
+        most = pd.Series(o_family[inside]).groupby(piece).value_counts().groupby(level=0).max()
         # every call holds as many ranges, and a family of them more than once (its layers): a
         # loop over layers with no layer range (``qkv_proj`` … ``out_proj`` each) is one call
-        if len(set(held[:len(opens)])) != 1 or (repeated.groupby(level=0).max().reindex(range(len(opens))) < 2).any():
+        if len(set(held[:len(opens)])) != 1 or (most.reindex(range(len(opens))) < 2).any():
             continue
         made += [(first_id + len(made) + k, "forward", window["range_name"], window["pid"], window["tid"],
                   int(bounds[k]), int(bounds[k + 1]) - 1, int(window["range_id"])) for k in range(len(opens))]
@@ -1061,14 +1061,12 @@ def _unranged_measured_iterations(own: pd.DataFrame, steps: pd.DataFrame, ops: p
         starts = np.sort(phases.loc[_training_forwards(phases), "start_ns"].to_numpy())
         if len(starts):  # an iteration runs from its forward to the next one's (the last to the range's end)
             found.append(phases)
-            cuts += [(region.pid, region.tid, start, end) for start, end in zip(starts, np.r_[starts[1:] - 1, region.end_ns])]
+            cuts += [(region.pid, region.tid, start, end, len(cuts) + k)
+                     for k, (start, end) in enumerate(zip(starts, np.r_[starts[1:] - 1, region.end_ns]))]
     if not found:
         return None
     phases = pd.concat(found, ignore_index=True)
-    steps = _made_windows(cuts, ["pid", "tid", "start_ns", "end_ns"])
-    steps = steps.assign(range_id=np.arange(first_id + len(phases), first_id + len(phases) + len(steps), dtype=np.int64),
-                         name=[f"iteration {i}" for i in range(len(steps))], range_name="(iteration)", parent_id=-1,
-                         measured=True)[[*WINDOW_COLUMNS, "measured"]]
+    steps = _iterations(cuts, first_id + len(phases))
     shown = ", ".join(f"`{n}`" for n in name_families(sorted(set(regions["name"]))))
     notes.append(f"the phase ranges lie outside {shown}, which holds {len(steps)} iterations with none: their steps "
                  "and phases come from the kernels (a forward from the kernels is all the main thread launches "
@@ -1143,6 +1141,12 @@ def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int
             stop = bounds[bounds > first][0]
             part = mine.iloc[first:stop]
             rows.append((pid, int(part["tid"].iat[0]), int(part["start_ns"].min()), int(part["end_ns"].max()), index))
+    return _iterations(rows, first_id)
+
+
+def _iterations(rows: list[tuple], first_id: int) -> pd.DataFrame:
+    """Step windows the analysis makes (``iteration <index>``, ids from ``first_id``, measured
+    until the warm-up rule says otherwise) from ``(pid, tid, start_ns, end_ns, index)`` rows."""
     steps = _made_windows(rows, ["pid", "tid", "start_ns", "end_ns", "index"])
     steps = steps.assign(range_id=np.arange(first_id, first_id + len(steps), dtype=np.int64),
                          name=[f"iteration {i}" for i in steps["index"]], range_name="(iteration)",

@@ -69,9 +69,10 @@ def left_out(summary: dict, sorts_kernels: bool = False) -> str | None:
     different shapes (:func:`mixed_shapes`), or, for an answer that sorts kernels into kinds
     (``sorts_kernels``), part of its forward ran inside CUDA graphs traced whole, whose kernels
     it does not list."""
-    if mixed_shapes(summary):
+    shapes = mixed_shapes(summary)
+    if shapes:
         return (f"its {summary['measured_passes_by_phase'].get('forward', 0)} `forward` ranges run "
-                f"{mixed_shapes(summary)} different shapes, so it has no single forward pass; its own page gives "
+                f"{shapes} different shapes, so it has no single forward pass; its own page gives "
                 "them per shape")
     forward, _ = whole_graphs_shares(summary)
     if sorts_kernels and forward:

@@ -89,18 +89,18 @@ def launcher_source(launcher_rank: dict) -> str:
     return f"launcher ({launcher_rank['variables']})"
 
 
-def rank_notes(records: list[dict], world_size: int, world_size_source: str) -> list[str]:
+def rank_notes(records: list[dict], world_size: int, world_size_source: str, launcher_rank: dict | None = None
+               ) -> list[str]:
     """Notes on ranks that do not add up: fewer ranks in the trace than the config marks'
-    ``world_size``, one rank of a larger job (its launcher's), and ranks without a measured step
-    (no per-step figure)."""
+    ``world_size``, one rank of a larger job whose world size its launcher gave (``launcher_rank``:
+    the trace's), and ranks without a measured step (no per-step figure)."""
     notes = []
     if world_size_source == "config mark" and len(records) != world_size:
         notes.append(f"the config marks say world_size {world_size} but the trace holds {len(records)} ranks; "
                      "figures across ranks cover only those in the trace")
-    if world_size_source.startswith("launcher") and len(records) < world_size:
+    if launcher_rank and world_size_source == launcher_source(launcher_rank) and len(records) < world_size:
         held = ", ".join(str(record["rank"]) for record in records)
-        variables = world_size_source.removeprefix("launcher (").removesuffix(")")
-        notes.append(f"the trace holds rank {held} of {world_size} ({variables} in the environment nsys ran in: "
+        notes.append(f"the trace holds rank {held} of {world_size} ({launcher_rank['variables']} in the environment nsys ran in: "
                      "each rank ran under its own nsys); the other ranks are in their own traces, and figures "
                      "across ranks cover only this one")
     idle = [str(record["rank"]) for record in records if not record["passes"]]
