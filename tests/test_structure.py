@@ -358,6 +358,55 @@ def test_phase_names_tagged_with_the_runs_settings_name_their_phases(tmp_path, p
     assert any(note.startswith(f"phase ranges named {shown}") for note in labelled.notes)
 
 
+@pytest.mark.parametrize("inner_steps", [True, False])
+def test_a_step_that_trains_two_models_holds_a_pass_of_each(tmp_path, inner_steps):
+    """A GAN's ``iteration_<i>`` holds ``D_step`` (``D_forward``, ``D_backward``, ``D_optimizer``)
+    then ``G_step`` (the same with ``G_``): both tags name the phases, each iteration is one step of
+    two passes of each phase, and ``D_step``/``G_step`` are its parts, not two runs."""
+    script = Script()
+    for i in range(4):
+        def iteration():
+            for model, extra in (("D", 0), ("G", 2)):
+                body = lambda model=model, extra=extra: script.iteration(  # noqa: E731
+                    f"{model}_forward", f"{model}_backward", f"{model}_optimizer", extra_kernels=extra)
+                script.range(f"{model}_step", body) if inner_steps else body()
+        script.range(f"iteration_{i}", iteration)
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert measured_steps(labelled) == [f"iteration_{i}" for i in range(1, 4)]
+    assert labelled.measured_passes == {"forward": 6, "backward": 6, "optimizer_step": 6}
+    assert labelled.structure.phase_names["forward"] == ["D_forward", "G_forward"]
+    assert "per model (2 models" in labelled.structure.step_rule
+    assert any("2 tags name the same phases" in note for note in labelled.notes)
+    assert labelled.structure.unused == []
+
+
+def test_a_loop_of_alike_passes_in_one_range_is_no_step_of_several_models(tmp_path):
+    """A range around three alike iterations (one name each phase) is a container, not one step
+    of three models."""
+    script = Script()
+    for i in range(3):
+        script.range(f"iteration_{i}", lambda: [script.iteration() for _ in range(3)])
+    labelled = script.labelled(tmp_path)
+    assert not labelled.structure.step_ranges and "models" not in labelled.structure.step_rule
+
+
+@pytest.mark.parametrize("periods, extra, grouped", [(6, 2, True), (3, 2, False), (6, 0, False)])
+def test_updates_whose_kernel_counts_repeat_every_two_are_one_step(tmp_path, periods, extra, grouped):
+    """No step ranges, two models updated in turn (their passes launch different numbers of
+    kernels): each two updates are one step once the counts repeat for enough periods; alike
+    updates, or too few periods, stay one step each."""
+    script = Script()
+    for _ in range(periods):
+        script.iteration(extra_kernels=0)
+        script.iteration(extra_kernels=extra)
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    steps = labelled.structure.steps
+    assert len(steps) == (periods if grouped else 2 * periods)
+    assert ("every 2 updates are one step" in labelled.structure.step_rule) == grouped
+    if grouped:
+        assert labelled.measured_passes["optimizer_step"] == 2 * (periods - 1)
+
+
 def test_a_shared_tag_needs_two_phases(tmp_path):
     """``forward_hook_a`` alone names no phase by a tag: one phase's names are not a run's tag."""
     script = Script()

@@ -188,6 +188,10 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
             backward = (phases["name"] == "backward").to_numpy().any()  # else every forward is one (inference)
             step_rule = ("made from the phases: each training forward starts a step" if backward
                          else "made from the phases: each forward is a step (no backward: an inference run)")
+        if (period := _update_period(steps, phases, ops)) > 1:
+            steps = _grouped_steps(steps, period, len(ranges) + len(phases))
+            step_rule += (f"; every {period} updates are one step (their kernel counts repeat every {period}: "
+                          f"a step that trains {period} models)")
         unranged = _unranged_measured_iterations(own, steps, ops, len(ranges) + len(phases) + len(steps), notes)
         if unranged is not None:  # phase ranges only in the warm-up: the measured range's come from the kernels
             phases, steps = (pd.concat([old, new], ignore_index=True) for old, new in zip((phases, steps), unranged))
@@ -376,8 +380,10 @@ def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
     """Phases of names made of a phase's name and one tag that the names of two or more phases
     share, after it (``forward_<config>``, ``backward_<config>``: a run's settings written into
     every range) or before it (``my_forward``, ``my_backward``: a personal prefix), for a trace where
-    no name says a phase by itself; of several such tags, the one most names share. A note names
-    the tag. None for every other name."""
+    no name says a phase by itself; of several such tags, the one most names share, and with it
+    every tag on the same side naming the same phases with other names (``D_forward`` … and
+    ``G_forward`` …: one tag per model of a step that trains two). A note names the tags. None for
+    every other name."""
     by_tag: dict[str, dict[str, str]] = {}  # the tag as a pattern, <phase> where the phase's name is -> {name: phase}
     for name in pd.unique(names.to_numpy(dtype=object)):
         words = role_name(name).split("_")
@@ -391,9 +397,15 @@ def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
     if not tagged:
         return np.full(len(names), None, dtype=object)
     tag = max(tagged, key=lambda t: (len(tagged[t]), len(t)))
-    shown = tag if len(tag) <= TAG_SHOWN else tag[:TAG_SHOWN - 1] + "…"
-    notes.append(f"phase ranges named `{shown}`: the tag beside each phase's name is left out")
-    return names.map(tagged[tag]).to_numpy(dtype=object)
+    side, phases = tag.startswith("<phase>"), set(tagged[tag].values())
+    tags = [tag] + [other for other, found in tagged.items()
+                    if other != tag and other.startswith("<phase>") == side and set(found.values()) == phases
+                    and not set(found) & set(tagged[tag])]
+    shown = " and ".join(f"`{t if len(t) <= TAG_SHOWN else t[:TAG_SHOWN - 1] + '…'}`" for t in tags)
+    which = "the tag beside each phase's name is left out" if len(tags) == 1 else \
+        f"{len(tags)} tags name the same phases, each a pass of its own (a model of its own each)"
+    notes.append(f"phase ranges named {shown}: {which}")
+    return names.map({name: phase for t in tags for name, phase in tagged[t].items()}).to_numpy(dtype=object)
 
 
 def _model_part(own: pd.DataFrame, row: int) -> bool:
@@ -801,7 +813,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     optimizers = _contains(candidates, phases[phases["name"] == "optimizer_step"])
     held = _contains(candidates, phases)
     stems = candidates["family"].to_numpy()
-    families, accumulating = {}, set()
+    families, accumulating, several_models = {}, set(), {}
     for stem in pd.unique(stems):
         rows = np.flatnonzero(stems == stem)
         if (held[rows] == 0).mean() > 0.5 or _overlapping(candidates.iloc[rows]) \
@@ -819,6 +831,9 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
         elif (optimizers[rows][held[rows] > 0] == 1).all():  # gradient accumulation: passes, then one update
             families[stem] = rows
             accumulating.add(stem)
+        elif (models := _passes_per_model(candidates.iloc[rows[held[rows] > 0]], phases)) > 1:
+            families[stem] = rows
+            several_models[stem] = models
     micro_batches = _micro_batches(candidates, families, accumulating, optimizers)
     for stem in [*micro_batches, *_part_families(candidates, families)]:
         families.pop(stem)
@@ -852,7 +867,25 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
         inner = sorted(set(candidates["name"].iloc[np.concatenate(list(micro_batches.values()))])) if micro_batches else []
         passes = f" (micro-batches {', '.join(f'`{family_label(n)}`' for n in name_families(inner))})" if inner else ""
         rule = f"the ranges {shown} each hold one optimizer step after several forward and backward passes{passes}"
+    if (models := [several_models[stem] for stem in families if stem in several_models]):
+        forwards = ", ".join(f"`{n}`" for n in sorted(set(phases.loc[phases["name"] == "forward", "range_name"])))
+        rule = f"the ranges {shown} each hold one pass of the phases per model ({models[0]} models: forwards {forwards})"
     return steps.assign(measured=True), rule, containers, False
+
+
+def _passes_per_model(ranges: pd.DataFrame, phases: pd.DataFrame) -> int:
+    """k when each of ``ranges`` holds k >= 2 forward, backward and optimizer-step windows, the k of
+    each phase all of different names (``D_forward`` and ``G_forward``: a step that trains k
+    models, each with its own passes and optimizer); 0 otherwise. A loop of k alike passes, of one
+    name, is k steps, not one."""
+    counts = set()
+    for phase in ("forward", "backward", "optimizer_step"):
+        windows = phases[phases["name"] == phase]
+        counts |= set(_contains(ranges, windows).tolist())
+        named = sum((_contains(ranges, windows[windows["range_name"] == name]) > 0).astype(np.int64)
+                    for name in pd.unique(windows["range_name"]))
+        counts |= set(np.atleast_1d(named).tolist())
+    return counts.pop() if len(counts) == 1 and len(ranges) and min(counts) > 1 else 0
 
 
 def _parts_of_steps(candidates: pd.DataFrame, families: dict[str, np.ndarray], outer: str,
@@ -1141,6 +1174,44 @@ def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int
             stop = bounds[bounds > first][0]
             part = mine.iloc[first:stop]
             rows.append((pid, int(part["tid"].iat[0]), int(part["start_ns"].min()), int(part["end_ns"].max()), index))
+    return _iterations(rows, first_id)
+
+
+UPDATE_PERIODS_SEEN = 3  # a period of updates is believed after this many periods repeat the one before
+
+
+def _update_period(steps: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame) -> int:
+    """k >= 2 when, in every process, the steps made from the phases each end with an optimizer
+    step and their kernel counts repeat every k steps, but not every one (a step of k models, each
+    updated by its own optimizer step: a GAN's discriminator and generator): from the second k
+    steps on, each step launches as many kernels as the one k before it, for at least
+    :data:`UPDATE_PERIODS_SEEN` periods, and every process runs whole periods. 1 otherwise."""
+    if steps.empty or not (phases["name"] == "optimizer_step").any():
+        return 1
+    counts = _step_figures(steps.sort_values(["pid", "start_ns"], kind="stable"), ops)["kernels"].to_numpy()
+    pids = np.sort(steps["pid"].to_numpy(), kind="stable")
+    for period in range(2, len(counts) // (UPDATE_PERIODS_SEEN + 1) + 1):
+        if all(_repeats_every(counts[pids == pid], period) for pid in np.unique(pids)):
+            return period
+    return 1
+
+
+def _repeats_every(counts: np.ndarray, period: int) -> bool:
+    """Whether ``counts`` (one process's steps) run whole periods of ``period``, repeat from the
+    second period on for at least :data:`UPDATE_PERIODS_SEEN` periods, and differ within one."""
+    later = counts[period:]
+    return len(counts) % period == 0 and len(later) >= period * (UPDATE_PERIODS_SEEN + 1) \
+        and bool((later[period:] == later[:-period]).all()) and len(set(later[:period].tolist())) > 1
+
+
+def _grouped_steps(steps: pd.DataFrame, period: int, first_id: int) -> pd.DataFrame:
+    """``steps`` with each ``period`` consecutive ones of a process made one (their first's start
+    to their last's end), renumbered."""
+    rows = []
+    for pid, mine in steps.sort_values(["pid", "start_ns"], kind="stable").groupby("pid", sort=True):
+        for index, first in enumerate(range(0, len(mine), period)):
+            group = mine.iloc[first:first + period]
+            rows.append((pid, int(group["tid"].iat[0]), int(group["start_ns"].min()), int(group["end_ns"].max()), index))
     return _iterations(rows, first_id)
 
 

@@ -103,6 +103,15 @@ jerome) prof jerome 200 --trace=cuda,nvtx -- bash -c "cd $F/jerome && exec env P
 # Checked against the reference by hand, not shipped (6.4 MB packed):
 liz_ddp26) prof liz_ddp2_flags2026 300 $G26 -- bash -c "cd $F/liz && exec env PYTHONPATH=$F/liz/cs336-basics:$F/liz:$SITE python3 cs336_systems/assignment_53_overlapped_ddp.py" ;;
 # The reports students committed to their repositories (.foreign/reps/), exported as they are:
+eval) prof gpt2_eval_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/loop_variants_train.py --nvtx --eval-every 2 --clip ;;
+eval26) prof gpt2_eval_flags2026 200 $G26B -- python3 $F/hf/loop_variants_train.py --eval-every 2 --clip --steps 4 ;;
+nosync) prof gpt2_nosync_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/loop_variants_train.py --nvtx --no-sync --side-stream ;;
+nosync26) prof gpt2_nosync_flags2026 200 $G26B -- python3 $F/hf/loop_variants_train.py --no-sync --side-stream --steps 4 ;;
+dp) prof gpt2_dataparallel_nvtx 200 --trace=cuda,nvtx -- python3 $F/hf/loop_variants_train.py --nvtx --data-parallel ;;
+dp26) prof gpt2_dataparallel_flags2026 240 $G26B -- python3 $F/hf/loop_variants_train.py --data-parallel --steps 4 ;;
+gan) prof gan_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gan_train.py --nvtx ;;
+gan26) prof gan_flags2026 200 $G26B -- python3 $F/hf/gan_train.py --steps 4 ;;
+gan_nonvtx) prof gan_no_nvtx 150 --trace=cuda -- python3 $F/hf/gan_train.py ;;
 reps) for r in $F/reps/*.nsys-rep; do n=$(basename $r .nsys-rep); cp $r $W/$n.nsys-rep; echo "=== export $n"; export_job $n; done ;;
 *) echo "unknown job $job" ;;
 esac; done

@@ -1,0 +1,94 @@
+"""Plain Hugging Face GPT-2 training loop (random weights) in the shapes users' loops take, for
+foreign-trace tests.
+
+Ranges of its own (with --nvtx): ``train_step`` around each iteration (one name for every
+iteration, warm-up included), and inside it ``forward`` (model call with labels, so the loss is
+inside), ``backward`` and ``optimizer`` (AdamW step + zero_grad).
+
+- --eval-every K: after every K-th iteration an evaluation of --eval-batches forward passes under
+  ``torch.no_grad()`` in eval mode, outside the step's range (``evaluate``, each pass ``eval_forward``).
+- --no-sync: no ``torch.cuda.synchronize()`` per iteration (only after the loop), so the CPU runs
+  ahead of the GPU.
+- --clip: ``clip_grad_norm_`` between the backward and the optimizer, in no range.
+- --side-stream: each iteration's batch is copied to the GPU from pinned memory on a second stream
+  (``prefetch``), which the default stream waits for.
+- --data-parallel: ``nn.DataParallel`` over every visible GPU (one process, a thread per GPU).
+"""
+
+import argparse
+import contextlib
+import time
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--ctx", type=int, default=256)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--nvtx", action="store_true")
+    p.add_argument("--eval-every", type=int, default=0)
+    p.add_argument("--eval-batches", type=int, default=2)
+    p.add_argument("--no-sync", action="store_true")
+    p.add_argument("--clip", action="store_true")
+    p.add_argument("--side-stream", action="store_true")
+    p.add_argument("--data-parallel", action="store_true")
+    a = p.parse_args()
+
+    dev = torch.device("cuda", 0)
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=a.layers, n_embd=a.d_model, n_head=a.heads, n_positions=a.ctx)
+    model = GPT2LMHeadModel(cfg).to(dev)
+    model.train()
+    if a.data_parallel:
+        model = torch.nn.DataParallel(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    host = torch.randint(0, cfg.vocab_size, (a.batch, a.ctx)).pin_memory()
+    x = host.to(dev)
+    copy_stream = torch.cuda.Stream() if a.side_stream else None
+
+    def rng(name):
+        return torch.cuda.nvtx.range(name) if a.nvtx else contextlib.nullcontext()
+
+    def loss_of(out):
+        return out.loss.mean() if a.data_parallel else out.loss
+
+    times = []
+    for i in range(a.warmup + a.steps):
+        t0 = time.perf_counter()
+        if copy_stream is not None:
+            with torch.cuda.stream(copy_stream), rng("prefetch"):
+                x = host.to(dev, non_blocking=True)
+            torch.cuda.current_stream().wait_stream(copy_stream)
+        with rng("train_step"):
+            with rng("forward"):
+                loss = loss_of(model(input_ids=x, labels=x, use_cache=False))
+            with rng("backward"):
+                loss.backward()
+            if a.clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            with rng("optimizer"):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+        if a.eval_every and (i + 1) % a.eval_every == 0:
+            model.eval()
+            with rng("evaluate"), torch.no_grad():
+                for _ in range(a.eval_batches):
+                    with rng("eval_forward"):
+                        loss_of(model(input_ids=x, labels=x, use_cache=False))
+            model.train()
+        if not a.no_sync:
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    print("gpt2 params", sum(q.numel() for q in model.parameters()), "step ms", [round(t * 1e3, 1) for t in times])
+
+
+if __name__ == "__main__":
+    main()
