@@ -98,6 +98,27 @@ def test_without_config_marks_ranks_follow_device_order(tmp_path):
         (0, 0, "device order"), (1, 1, "device order")]
 
 
+def test_one_process_on_two_gpus_has_a_rank_per_gpu_and_says_its_passes_hold_both(tmp_path):
+    """One process launching on GPUs 0 and 1 (``nn.DataParallel``'s replicas): a rank per GPU,
+    and a note that its passes hold both GPUs' kernels; a process per GPU has no such note."""
+    ranges, _, kernels = rank_process(100, 0, 0, 0, [])
+    replica = [(*k[:5], k[5] + 500, k[6], 1, k[8]) for k in kernels]
+    path = build_export(tmp_path / "dp.sqlite", ranges=ranges, kernels=kernels + replica, strings=(GEMM, ALL_REDUCE))
+    trace = load_trace(path)
+    ranks = communication_summary(trace, label_ops(trace))["ranks"]
+    assert [(r["pid"], r["device_id"], r["rank"]) for r in ranks] == [(100, 0, 0), (100, 1, 1)]
+    assert [n for n in trace.notes if n.startswith("process 100 launches on 2 GPUs (0, 1")]
+
+
+def test_a_process_per_gpu_is_no_process_on_several(tmp_path):
+    first, second = rank_process(100, 1, 0, 0, []), rank_process(200, 0, 1, 0, [])
+    path = build_export(tmp_path / "ddp.sqlite", ranges=first[0] + second[0], kernels=first[2] + second[2],
+                        strings=(GEMM, ALL_REDUCE))
+    trace = load_trace(path)
+    communication_summary(trace, label_ops(trace))
+    assert not [n for n in trace.notes if "GPUs (" in n]
+
+
 # ------------------------------------------------------------------ real two-GPU exports
 
 # Independent of the analyzer: per (process, GPU), kernels, kernel and NCCL time, and the NCCL

@@ -93,7 +93,8 @@ def rank_notes(records: list[dict], world_size: int, world_size_source: str, lau
                ) -> list[str]:
     """Notes on ranks that do not add up: fewer ranks in the trace than the config marks'
     ``world_size``, one rank of a larger job whose world size its launcher gave (``launcher_rank``:
-    the trace's), and ranks without a measured step (no per-step figure)."""
+    the trace's), ranks without a measured step (no per-step figure), and a process that drives
+    several GPUs (its passes hold every one's kernels)."""
     notes = []
     if world_size_source == "config mark" and len(records) != world_size:
         notes.append(f"the config marks say world_size {world_size} but the trace holds {len(records)} ranks; "
@@ -106,6 +107,14 @@ def rank_notes(records: list[dict], world_size: int, world_size_source: str, lau
     idle = [str(record["rank"]) for record in records if not record["passes"]]
     if idle and len(idle) < len(records):
         notes.append(f"rank {', '.join(idle)} has no measured step range; its per-step figures are left out")
+    devices_of: dict[int, list[int]] = {}
+    for record in records:
+        devices_of.setdefault(record["pid"], []).append(record["device_id"])
+    for pid, devices in devices_of.items():
+        if len(devices) > 1:
+            notes.append(f"process {pid} launches on {len(devices)} GPUs ({', '.join(map(str, sorted(devices)))}: one "
+                         "process, a replica per GPU, as torch.nn.DataParallel runs): each of its passes holds every "
+                         "GPU's kernels in the phase and overall figures; each GPU's own are its rank's figures")
     return notes
 
 
