@@ -38,7 +38,12 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   records how many the script ran).
   ``pytorch_labels`` (``--pytorch=functions-trace``): a step runs from the start of an outermost
   ``torch.nn.modules.Module.__call__`` range on the main thread (the model call) to the end of the
-  next ``optimizer`` range (``torch.optim.AdamW.step``).
+  next ``optimizer`` range (``torch.optim.AdamW.step``); with ``inference_calls``, a model call
+  whose next model call or ``backward`` range (the first to start after it ends) is a model call
+  is an evaluation pass and starts no step.
+  ``group: K`` (any kind but ``ranges``; a script that updates K models in turn, each with its
+  own optimizer): each K consecutive steps in time are one step, from the first's start to the
+  K-th's end.
   ``optimizer_kernel_runs`` (no NVTX): kernels in launch order; the ``multi_tensor_apply_kernel``
   launches (the foreach AdamW step, and a foreach gradient clipping before it) with no launch from
   another thread (the autograd thread) between them form one run, from its first to its last such
@@ -314,6 +319,10 @@ def _steps_from_phases(proc: Process, spec: dict, phases: dict) -> list[Range]:
 
 def _steps_from_labels(proc: Process, spec: dict, phases: dict) -> list[Range]:
     calls = outermost(proc.named(MODULE_CALL, tid=proc.pid))
+    if spec.get("inference_calls"):  # a call whose next call or backward is a call: an evaluation pass
+        backwards = sorted(_phase_ranges(proc, phases["backward"]), key=lambda r: r.start)
+        following = sorted([(c.start, "call") for c in calls] + [(b.start, "backward") for b in backwards])
+        calls = [c for c in calls if next((kind for start, kind in following if start >= c.end), "call") == "backward"]
     opts = sorted(_phase_ranges(proc, phases[spec["last"]]), key=lambda r: r.start)
     steps, used = [], set()
     for call in calls:
@@ -602,12 +611,17 @@ def _candidate_steps(proc: Process, entry: dict) -> tuple[list[Range], dict[str,
     if kind == "ranges":
         return _step_ranges(proc, spec), None
     if kind == "phase_sequence":
-        return _steps_from_phases(proc, spec, phase_rules), None
-    if kind == "pytorch_labels":
-        return _steps_from_labels(proc, spec, phase_rules), None
-    if kind == "optimizer_kernel_runs":
-        return _steps_from_kernels(proc)
-    raise ValueError(f"unknown steps kind {kind}")
+        steps, kernel_phases = _steps_from_phases(proc, spec, phase_rules), None
+    elif kind == "pytorch_labels":
+        steps, kernel_phases = _steps_from_labels(proc, spec, phase_rules), None
+    elif kind == "optimizer_kernel_runs":
+        steps, kernel_phases = _steps_from_kernels(proc)
+    else:
+        raise ValueError(f"unknown steps kind {kind}")
+    group = spec.get("group", 1)  # K models updated in turn: each K consecutive steps are one
+    steps = [Range(steps[i].start, steps[i + group - 1].end, steps[i].name, steps[i].tid)
+             for i in range(0, len(steps) - group + 1, group)]
+    return steps, kernel_phases
 
 
 def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, first_n: int) -> dict:
