@@ -321,6 +321,13 @@ def test_answers_change_when_the_numbers_change(train_inputs, train_summary):
     assert "No fp32 peak is known for Some Future GPU" in efficiency_sentence(shown)
 
 
+def test_a_phase_of_several_names_is_named_by_all_of_them(train_inputs, train_summary):
+    """A step that trains two models has two forward names: (a) names both, not the first alone."""
+    structure = train_summary["structure"] | {"phase_names": {"forward": ["D_forward", "G_forward"]}}
+    answer = nsys_a.write_trace(train_summary["questions"]["a"], train_summary | {"structure": structure})
+    assert "measured `D_forward`/`G_forward` ranges" in answer
+
+
 def test_questions_read_only_measured_passes(train_inputs, train_summary):
     # Relabel the warm-up steps as measured: the per-pass figures must move (warm-up 0 is slow).
     all_steps = replace(

@@ -35,17 +35,17 @@ COLD_FIRST_RANGE = 1.5
 
 def write_trace(record: dict, summary: dict) -> str:
     """(a)'s sentence for one trace, from its record, its ``forward`` figures and shapes."""
-    range_name = trace_text.range_name(summary, "forward")
+    range_names = trace_text.range_names(summary, "forward")
     forward = summary["phases"].get("forward")
     if forward is None:
-        return f"This trace has no measured `{range_name}` range, so nsys cannot time a forward pass."
+        return f"This trace has no measured {range_names} range, so nsys cannot time a forward pass."
     shapes = summary["phase_shapes"].get("forward")
     if shapes:
-        return _per_shape_sentence(shapes, range_name)
+        return _per_shape_sentence(shapes, range_names)
     nsys_ms, gpu_ms = record["nsys_forward_ms"], record["nsys_forward_gpu_ms"]
     sentence = (
         f"nsys times the forward pass at {text.ms(nsys_ms)}, the mean CPU span of "
-        f"{forward['passes']} measured `{range_name}` ranges; their GPU projection (first kernel start "
+        f"{forward['passes']} measured {range_names} ranges; their GPU projection (first kernel start "
         f"to last kernel end) is {text.ms(gpu_ms)}"
     )
     if gpu_ms < SYNCHRONIZED_SPAN_SHARE * nsys_ms:
@@ -66,7 +66,7 @@ def write_trace(record: dict, summary: dict) -> str:
     return sentence
 
 
-def _per_shape_sentence(shapes: list[dict], range_name: str) -> str:
+def _per_shape_sentence(shapes: list[dict], range_names: str) -> str:
     """nsys's time of each shape group's ranges, with the first (cold) range apart when it stands out."""
     parts = []
     for shape in shapes:
@@ -77,7 +77,7 @@ def _per_shape_sentence(shapes: list[dict], range_name: str) -> str:
         if rest and first > COLD_FIRST_RANGE * rest:
             part += f"; the first of them {first:,.2f} ms against {rest:,.2f} ms for the rest"
         parts.append(part)
-    return f"nsys's mean CPU span of the `{range_name}` ranges per shape: " + "; ".join(parts) + "."
+    return f"nsys's mean CPU span of the {range_names} ranges per shape: " + "; ".join(parts) + "."
 
 
 def _agreement(ratio: float) -> str:

@@ -7,10 +7,11 @@ from analysis.core import text
 from analysis.core.classify import CUDA_GRAPH
 
 
-def range_name(summary: dict, phase: str) -> str:
-    """The name of the trace's ranges of ``phase`` (its first family), else the phase's own name."""
-    names = summary["structure"]["phase_names"].get(phase)
-    return names[0] if names else phase
+def range_names(summary: dict, phase: str) -> str:
+    """The names of the trace's ranges of ``phase``, each in backticks and joined by ``/`` where
+    several names are the phase (one per model of a step that trains two), else the phase's own name."""
+    names = summary["structure"]["phase_names"].get(phase) or [phase]
+    return "/".join(f"`{name}`" for name in names)
 
 
 def passes(summary: dict, phase: str) -> int:
@@ -21,8 +22,8 @@ def passes(summary: dict, phase: str) -> int:
 def no_kernels_reason(summary: dict, phase: str) -> str:
     """Why a phase has no measured kernels to analyze, as the start of an answer sentence."""
     if passes(summary, phase) == 0:
-        return f"This trace has no measured `{range_name(summary, phase)}` range"
-    return f"This trace launched no kernels inside its measured `{range_name(summary, phase)}` ranges"
+        return f"This trace has no measured {range_names(summary, phase)} range"
+    return f"This trace launched no kernels inside its measured {range_names(summary, phase)} ranges"
 
 
 def mixed_shapes_note(summary: dict, phase: str) -> str:
@@ -31,7 +32,7 @@ def mixed_shapes_note(summary: dict, phase: str) -> str:
     count = len((summary.get("phase_shapes") or {}).get(phase) or [])
     if not count:
         return ""
-    return (f" Its {passes(summary, phase)} `{range_name(summary, phase)}` ranges run {count} different "
+    return (f" Its {passes(summary, phase)} {range_names(summary, phase)} ranges run {count} different "
             "shapes (their enclosing ranges differ), so a per-pass mean averages different work; the "
             "summary's `phase_shapes` gives them per shape, and this trace stays out of the answers across traces.")
 

@@ -13,6 +13,11 @@ inside), ``backward`` and ``optimizer`` (AdamW step + zero_grad).
 - --side-stream: each iteration's batch is copied to the GPU from pinned memory on a second stream
   (``prefetch``), which the default stream waits for.
 - --data-parallel: ``nn.DataParallel`` over every visible GPU (one process, a thread per GPU).
+- --muon: two optimizers stepped one after the other in ``optimizer``: ``torch.optim.Muon`` for
+  the blocks' 2-D weights and ``torch.optim.AdamW`` for the rest.
+- --optimizer-in-backward: no optimizer step after the backward: each parameter's own AdamW steps
+  from its post-accumulate-grad hook, inside the backward (PyTorch's "optimizer step in the
+  backward pass" recipe); no ``optimizer`` range.
 """
 
 import argparse
@@ -39,6 +44,8 @@ def main() -> None:
     p.add_argument("--clip", action="store_true")
     p.add_argument("--side-stream", action="store_true")
     p.add_argument("--data-parallel", action="store_true")
+    p.add_argument("--muon", action="store_true")
+    p.add_argument("--optimizer-in-backward", action="store_true")
     a = p.parse_args()
 
     dev = torch.device("cuda", 0)
@@ -48,7 +55,22 @@ def main() -> None:
     model.train()
     if a.data_parallel:
         model = torch.nn.DataParallel(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    if a.muon:
+        matrices = [q for n, q in model.named_parameters() if q.ndim == 2 and ".h." in f".{n}"]
+        rest = [q for n, q in model.named_parameters() if not (q.ndim == 2 and ".h." in f".{n}")]
+        optimizers = [torch.optim.Muon(matrices, lr=0.02), torch.optim.AdamW(rest, lr=1e-4)]
+    elif a.optimizer_in_backward:
+        optimizers = []
+        per_parameter = {q: torch.optim.AdamW([q], lr=1e-4, foreach=False) for q in model.parameters()}
+
+        def step_now(q):
+            per_parameter[q].step()
+            per_parameter[q].zero_grad(set_to_none=True)
+
+        for q in model.parameters():
+            q.register_post_accumulate_grad_hook(step_now)
+    else:
+        optimizers = [torch.optim.AdamW(model.parameters(), lr=1e-4)]
     host = torch.randint(0, cfg.vocab_size, (a.batch, a.ctx)).pin_memory()
     x = host.to(dev)
     copy_stream = torch.cuda.Stream() if a.side_stream else None
@@ -73,9 +95,11 @@ def main() -> None:
                 loss.backward()
             if a.clip:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            with rng("optimizer"):
-                opt.step()
-                opt.zero_grad(set_to_none=True)
+            if optimizers:
+                with rng("optimizer"):
+                    for opt in optimizers:
+                        opt.step()
+                        opt.zero_grad(set_to_none=True)
         if a.eval_every and (i + 1) % a.eval_every == 0:
             model.eval()
             with rng("evaluate"), torch.no_grad():

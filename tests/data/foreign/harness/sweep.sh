@@ -112,6 +112,12 @@ dp26) prof gpt2_dataparallel_flags2026 240 $G26B -- python3 $F/hf/loop_variants_
 gan) prof gan_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gan_train.py --nvtx ;;
 gan26) prof gan_flags2026 200 $G26B -- python3 $F/hf/gan_train.py --steps 4 ;;
 gan_nonvtx) prof gan_no_nvtx 150 --trace=cuda -- python3 $F/hf/gan_train.py ;;
+muon) prof gpt2_muon_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/loop_variants_train.py --nvtx --muon ;;
+muon26) prof gpt2_muon_flags2026 200 $G26B -- python3 $F/hf/loop_variants_train.py --muon --steps 4 ;;
+muon_nonvtx) prof gpt2_muon_no_nvtx 150 --trace=cuda -- python3 $F/hf/loop_variants_train.py --muon ;;
+oib) prof gpt2_optim_in_bwd_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/loop_variants_train.py --nvtx --optimizer-in-backward ;;
+oib26) prof gpt2_optim_in_bwd_flags2026 200 $G26B -- python3 $F/hf/loop_variants_train.py --optimizer-in-backward --steps 4 ;;
+oib_nonvtx) prof gpt2_optim_in_bwd_no_nvtx 150 --trace=cuda -- python3 $F/hf/loop_variants_train.py --optimizer-in-backward ;;
 reps) for r in $F/reps/*.nsys-rep; do n=$(basename $r .nsys-rep); cp $r $W/$n.nsys-rep; echo "=== export $n"; export_job $n; done ;;
 *) echo "unknown job $job" ;;
 esac; done
