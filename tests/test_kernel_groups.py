@@ -26,12 +26,14 @@ from analysis.trace.nsys_inputs import (
     op_classes,
 )
 from analysis.trace.phase_breakdown import (
+    UNPHASED_NOTE_SHARE,
     device_busy_ns,
     device_summaries,
     overall_summary,
     phase_summaries,
     phase_table,
     range_figures,
+    unphased_notes,
 )
 from analysis.trace.question_figures import nsys_b, nsys_c, nsys_d, nsys_e
 
@@ -214,6 +216,22 @@ def _outcome(figures, inputs: NsysInputs):
         return figures(inputs) if figures.__name__ != "figures" else figures(inputs, {})
     except IndexError as error:
         return type(error).__name__
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_note_gives_the_measured_kernel_time_in_no_phase_over_its_share(seed):
+    """The note appears when the measured kernels in no phase take over the share, with that
+    share as the kernel rows give it."""
+    inputs = random_inputs(seed)
+    ops = inputs.ops
+    kernels = ops[ops["measured"] & (ops["op_kind"] == "kernel")]
+    total = kernels["dur_ns"].sum()
+    share = kernels.loc[kernels["phase"] == "", "dur_ns"].sum() / total if total else 0.0
+    notes = unphased_notes(inputs) if inputs.measured_passes else []
+    if share > UNPHASED_NOTE_SHARE and inputs.measured_passes:
+        assert len(notes) == 1 and notes[0].startswith(f"{share * 100:.1f}% of the measured steps' kernel time")
+    else:
+        assert notes == []
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.core import text
 from analysis.core.attribution import CHUNK_OPS
 from analysis.core.codes import code_positions, id_table, lookup, run_starts, run_sums, value_codes
 from analysis.core.intervals import span_per_group, union_length_per_group
@@ -22,6 +23,8 @@ from analysis.trace.nsys_inputs import NsysInputs, category_ms, device_keys, dev
 
 TOP_KERNELS_PER_PHASE = 10
 TOP_KERNELS_OVERALL = 100
+# A note says how much of the measured steps' kernel time lies in no phase range when it is over this share.
+UNPHASED_NOTE_SHARE = 0.05
 
 
 def phase_table(inputs: NsysInputs) -> pd.DataFrame:
@@ -173,6 +176,27 @@ def overall_summary(inputs: NsysInputs) -> dict:
         "by_category_ms_per_pass": _nonzero(category_ms(kernels, steps)),
         "top_kernels": kernel_records(totals, TOP_KERNELS_OVERALL),
     }
+
+
+def unphased_notes(inputs: NsysInputs) -> list[str]:
+    """A note when the measured steps' kernels that lie in no phase range take over
+    :data:`UNPHASED_NOTE_SHARE` of the steps' kernel time (an update no optimizer label marks, a
+    gradient sync in a range of its own): the phase figures leave them out, the overall ones hold
+    them. Empty for a trace without steps or phases, whose whole capture is the measure."""
+    if not inputs.has_steps or not inputs.measured_passes:
+        return []
+    kernels = inputs.kernel_groups()
+    total_ns = float(kernels["dur_ns"].sum())
+    outside = kernels[(kernels["phase"] == "").to_numpy()]
+    share = float(outside["dur_ns"].sum()) / total_ns if total_ns else 0.0
+    if share <= UNPHASED_NOTE_SHARE:
+        return []
+    steps = inputs.measured_steps
+    leading = category_ms(outside, steps)
+    return [f"{text.pct(share)} of the measured steps' kernel time lies in no phase range "
+            f"({text.ms(float(outside['dur_ns'].sum()) / steps / 1e6)} of {text.ms(total_ns / steps / 1e6)} per step, "
+            f"{text.count(int(outside['calls'].sum()) / steps)} kernels; its largest category {leading.index[0]}, "
+            f"{text.ms(float(leading.iloc[0]))}): the phase figures leave it out, the overall figures hold it"]
 
 
 def device_summaries(inputs: NsysInputs) -> list[dict]:
