@@ -2,6 +2,8 @@
 small exports written the way users' own scripts name their ranges (or leave them out)."""
 from __future__ import annotations
 
+import sqlite3
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,8 +13,9 @@ from analysis.core.phases import label_ops
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import family_label, name_families
 from analysis.load import RangeFilter, load_trace
+from analysis.load.export_map import RUNTIME, STRINGS
 from analysis.report.structure_lines import describe
-from tests.synthetic import PUSH_POP, build_export
+from tests.synthetic import PUSH_POP, build_export, global_tid
 
 PID, MAIN, AUTOGRAD = 100, 100, 101
 OPTIMIZER_KERNEL = "multi_tensor_apply_kernel<AdamW>"
@@ -405,6 +408,66 @@ def test_updates_whose_kernel_counts_repeat_every_two_are_one_step(tmp_path, per
     assert ("every 2 updates are one step" in labelled.structure.step_rule) == grouped
     if grouped:
         assert labelled.measured_passes["optimizer_step"] == 2 * (periods - 1)
+
+
+def test_step_numbers_that_start_over_are_several_runs(tmp_path):
+    """``step_0`` … ``step_3`` twice (one script benchmarking two models in turn, each counted
+    from 0): two runs, the whole capture analyzed, not the first run's steps taken for warm-up."""
+    script = Script()
+    for extra in (0, 2):
+        for i in range(4):
+            script.range(f"step_{i}", lambda extra=extra: script.iteration(extra_kernels=extra))
+    labelled = script.labelled(tmp_path)
+    assert not labelled.has_steps
+    assert labelled.structure.step_rule.startswith("ranges of 2 runs (the numbering of `step_<i>` starts over once)")
+
+
+@pytest.mark.parametrize("names", [("warmup_0", "warmup_1", "step_0", "step_1", "step_2", "step_3"),
+                                   ("warmup_small_128", "warmup_small_128") + ("step_small_128",) * 4])
+def test_warmup_numbers_then_step_numbers_are_one_run(tmp_path, names):
+    """``warmup_0``, ``warmup_1``, then ``step_0`` … ``step_3``: each family counts once, one run;
+    a number every range of a family shares (``step_small_128``) is no count that starts over."""
+    script = Script()
+    for name in names:
+        script.range(name, script.iteration)
+    measured = measured_steps(script.labelled(tmp_path))
+    assert len(measured) == 4 and {step.split(" #")[0] for step in measured} == set(names[2:])
+
+
+@pytest.mark.parametrize("tag", ["", "_small_128"])
+def test_loss_names_with_a_verb(tmp_path, tag):
+    """``computing_loss``, ``calculating_loss``: losses, plain or tagged as the other phases are."""
+    script = Script()
+    for i in range(3):
+        script.range(f"step_{i}", lambda: script.iteration(f"forward{tag}", f"backward{tag}", f"optimizer{tag}",
+                                                           loss=f"computing_loss{tag}" if tag else "calculating_loss"))
+    assert script.labelled(tmp_path).measured_passes.get("loss") == 3
+
+
+@pytest.mark.parametrize("stop", [True, False])
+def test_steps_outside_the_programs_profiler_window_are_warmup(tmp_path, stop):
+    """Six alike ``train_step`` ranges, ``cudaProfilerStart`` before the third and
+    ``cudaProfilerStop`` after the fifth: the steps outside are warm-up (or, with no stop, the
+    two before the start), as nsys's --capture-range=cudaProfilerApi would have left them out."""
+    script = Script()
+    calls = []
+    for i in range(6):
+        if i == 2:
+            calls.append(("cudaProfilerStart_v4000", script.now))
+        script.range("train_step", script.iteration)
+        if i == 4 and stop:
+            calls.append(("cudaProfilerStop_v4000", script.now))
+    path = build_export(tmp_path / "trace.sqlite", kernels=script.kernels, ranges=script.ranges, strings=KERNELS)
+    conn = sqlite3.connect(path)
+    for k, (name, time) in enumerate(calls):
+        conn.execute(f"INSERT INTO {STRINGS.name} VALUES (?, ?)", (100 + k, name))
+        conn.execute(f"INSERT INTO {RUNTIME.name} VALUES (?, ?, ?, ?, ?)",
+                     (time, time + 5, global_tid(PID, MAIN), 10_000 + k, 100 + k))
+    conn.commit()
+    conn.close()
+    labelled = label_ops(load_trace(path, RangeFilter()))
+    assert list(labelled.structure.steps["measured"]) == [False, False, True, True, True, not stop]
+    assert labelled.structure.warmup_rule.startswith("outside the program's cudaProfilerStart")
 
 
 def test_a_shared_tag_needs_two_phases(tmp_path):

@@ -149,7 +149,7 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     elif wanted is not None:
         for column in [c for c in ops.columns if c not in wanted and c != INNERMOST_RANGE]:
             del ops[column]
-    structure = find_structure(trace.ranges, ops, names)
+    structure = find_structure(trace.ranges, ops, names, trace.profiler_calls)
     notes = list(structure.notes)
     step_windows, phase_windows = structure.steps, structure.phases
     in_step, in_phase = ops_in_window_tables(ops, [step_windows, phase_windows])

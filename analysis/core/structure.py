@@ -71,7 +71,7 @@ TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
 TRAINING = r"(train(ing)?_)?"
 PHASE_FAMILIES = {
     "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop)?|model_eval|inference|eval"),
-    "loss": re.compile(rf"{TRAINING}(compute_|calc_|calculate_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
+    "loss": re.compile(rf"{TRAINING}(compute_|computing_|calc_|calculate_|calculating_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
                        r"|cross_entropy|criterion"),
     "backward": re.compile(rf"{TRAINING}(loss_)?(backward|bwd|bw)(_pass|_step|_prop)?|backprop(agation)?"),
     "optimizer_step": re.compile(rf"{TRAINING}((optimizer|optim|opt)(_step|_update)?|adamw?(_step)?)"
@@ -168,9 +168,11 @@ class RunStructure:
         }
 
 
-def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = RangeNames()) -> RunStructure:
-    """The run's structure from ``ranges`` (:attr:`analysis.load.Trace.ranges`) and ``ops``
-    (GPU operations with ``pid``, ``launch_tid``, ``launch_start_ns``, ``dur_ns``, ``demangled_name``)."""
+def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = RangeNames(),
+                   profiler_calls: pd.DataFrame | None = None) -> RunStructure:
+    """The run's structure from ``ranges`` (:attr:`analysis.load.Trace.ranges`), ``ops`` (GPU
+    operations with ``pid``, ``launch_tid``, ``launch_start_ns``, ``dur_ns``, ``demangled_name``)
+    and the program's ``cudaProfilerStart``/``Stop`` calls (:attr:`analysis.load.Trace.profiler_calls`)."""
     own, labels = _own_and_labels(ranges)
     notes: list[str] = []
     phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges))
@@ -203,7 +205,8 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         extra, warmup_found = _warmup_iterations(own, steps, phases, ops, len(ranges) + len(phases) + len(steps))
         steps = pd.concat([steps, extra], ignore_index=True)
     has_steps = len(steps) > 0
-    steps, warmup_rule, step_table, marking = _warmup(steps, containers, warmup_found, ops, names, has_steps, own)
+    steps, warmup_rule, step_table, marking = _warmup(steps, containers, warmup_found, ops, names, has_steps, own,
+                                                      profiler_calls)
     regions, fused = _regions(own, labels, phases, names, notes)
     name_of = pd.concat([own["name"], labels["name"]]).set_axis(pd.concat([own["range_id"], labels["range_id"]]))
     region_range_names = name_of.loc[regions.index]  # the name of each range used as an attention part
@@ -857,6 +860,11 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
         runs = candidates.iloc[np.concatenate([families[s] for s in plain])]
         return None, f"ranges of {len(plain)} different runs ({shown}): the whole capture is analyzed", runs, True
     rows = np.sort(np.concatenate(list(families.values())))
+    if (runs := _restarted_runs(candidates.iloc[rows])) > 1:
+        shown = ", ".join(f"`{family_label(candidates['name'].iat[families[s][0]])}`" for s in families)
+        again = "once" if runs == 2 else f"{runs - 1} times"
+        return (None, f"ranges of {runs} runs (the numbering of {shown} starts over {again}): "
+                      "the whole capture is analyzed", candidates.iloc[rows], True)
     steps = _windows(candidates.iloc[rows], "step")
     steps["name"] = _step_labels(steps)
     containers = _containers(candidates, held)
@@ -946,6 +954,23 @@ def _unphased_steps(candidates: pd.DataFrame, ops: pd.DataFrame) -> tuple[pd.Dat
     shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps["range_name"]))))
     return steps.assign(measured=True), (f"no phase found; the ranges {shown} follow one another and launch most of "
                                          "the kernel time, each one pass of the run's work")
+
+
+def _restarted_runs(steps: pd.DataFrame) -> int:
+    """How many runs the step ranges are, in the family and process that ran the most: a run per
+    count of one family's indices from its first (``step_0`` … ``step_13``, then ``step_0`` …
+    again: one script benchmarking two models in turn; ``warmup_1`` then ``step_0`` is one run);
+    1 where the indices never fall (``train_small_128`` every time is no count) or a name has none."""
+    matches = [INDEXED.match(normal_name(name)) for name in steps["name"]]
+    if not matches or not all(matches):
+        return 1
+    stems = pd.factorize(np.array([m["stem"] for m in matches], dtype=object))[0]
+    order = np.lexsort((steps["start_ns"].to_numpy(), steps["pid"].to_numpy(), stems))
+    index = np.array([int(m["index"]) for m in matches])[order]
+    pids, stems = steps["pid"].to_numpy()[order], stems[order]
+    other = (pids[1:] != pids[:-1]) | (stems[1:] != stems[:-1])
+    starts = np.r_[True, other | (index[1:] < index[:-1])]  # a number every range shares is no index
+    return int(pd.Series(starts).groupby([stems, pids]).sum().max())
 
 
 def _indexed_in_order(ranges: pd.DataFrame) -> bool:
@@ -1228,10 +1253,12 @@ def _iterations(rows: list[tuple], first_id: int) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- warm-up
 
 def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
-            names: RangeNames, has_steps: bool, own: pd.DataFrame) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
+            names: RangeNames, has_steps: bool, own: pd.DataFrame, profiler_calls: pd.DataFrame | None = None
+            ) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
     """Mark warm-up steps (``measured`` False), say by which rule, and name the user's ranges that
     told them where none is a step (:func:`_late_range_warmup`; ``own``: the user's ranges);
-    ``found_rule`` says how the warm-up steps already among ``steps`` were found ("" when none were)."""
+    ``found_rule`` says how the warm-up steps already among ``steps`` were found ("" when none were);
+    ``profiler_calls``: the program's cudaProfilerStart/Stop calls (:func:`_profiled_window`)."""
     marking: list[str] = []
     if not has_steps or steps.empty:
         return steps, "no steps", [], marking
@@ -1249,6 +1276,8 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
         measured, rule = steps["measured"].to_numpy(), found_rule
     else:
         measured, rule = _named_warmup(steps, containers)
+        if rule is None:
+            measured, rule = _profiled_window(steps, profiler_calls)
         if rule is None:
             measured, rule, marking = _late_range_warmup(steps, own)
         if rule is None:
@@ -1315,6 +1344,29 @@ def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.nda
             where = "inside" if warm_inside else "outside"
             return (~inside if warm_inside else inside), f"{where} " + ", ".join(f"`{c}`" for c in sorted(set(named["name"])))
     return np.ones(len(steps), dtype=bool), None
+
+
+def _profiled_window(steps: pd.DataFrame, calls: pd.DataFrame | None) -> tuple[np.ndarray, str | None]:
+    """Steps inside the program's own profiling window measured, the others not: in each process,
+    from its first ``cudaProfilerStart`` to the next ``cudaProfilerStop`` (the end of the capture
+    without one), what nsys's ``--capture-range=cudaProfilerApi`` would have recorded. None when
+    a process with steps made no such call, or the window holds every step or none."""
+    if calls is None or calls.empty:
+        return np.ones(len(steps), dtype=bool), None
+    pids, starts = steps["pid"].to_numpy(), steps["start_ns"].to_numpy()
+    inside = np.zeros(len(steps), dtype=bool)
+    for pid in np.unique(pids):
+        mine = calls[calls["pid"].to_numpy() == pid]
+        opened = mine["start_ns"].to_numpy()[mine["call"].to_numpy() == "start"]
+        if not len(opened):
+            return np.ones(len(steps), dtype=bool), None
+        closed = mine["start_ns"].to_numpy()[(mine["call"].to_numpy() == "stop") & (mine["start_ns"].to_numpy() > opened[0])]
+        end = closed[0] if len(closed) else np.iinfo(np.int64).max
+        rows = pids == pid
+        inside[rows] = (starts[rows] >= opened[0]) & (starts[rows] < end)
+    if inside.all() or not inside.any():
+        return np.ones(len(steps), dtype=bool), None
+    return inside, "outside the program's cudaProfilerStart–cudaProfilerStop window (what --capture-range=cudaProfilerApi records)"
 
 
 def _late_range_warmup(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarray, str | None, list[str]]:

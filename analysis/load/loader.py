@@ -49,6 +49,7 @@ from analysis.load.tables import (
     read_kernels,
     read_launches,
     read_memops,
+    read_profiler_calls,
     shared_pids,
     with_columns,
     with_durations,
@@ -165,7 +166,9 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         ranges = None
     events = read_nvtx(conn, schema, strings, ranges)
     gemm_ops = read_gemm_ops(conn, schema, strings)
-    shared, (kernels, memops, events, gemm_ops) = _name_processes((kernels, memops, events, gemm_ops), launches, notes)
+    profiler_calls = read_profiler_calls(conn, schema, strings)
+    shared, (kernels, memops, events, gemm_ops, profiler_calls) = _name_processes(
+        (kernels, memops, events, gemm_ops, profiler_calls), launches, notes)
     start_ns, end_ns = _capture_window(kernels, memops, launches, events)
     if len(launches):
         end_ns = max(end_ns, last_call_end)
@@ -188,7 +191,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         memory_events=read_memory_events(conn, schema, table_notes["memory_events"], shared),
         gpu_metrics=read_gpu_metrics(conn, schema, table_notes["gpu_metrics"]),
         nccl_calls=read_message_sizes(conn, schema, strings, shared), launcher_rank=read_launcher_rank(conn, schema),
-        table_notes=table_notes)
+        profiler_calls=profiler_calls, table_notes=table_notes)
 
 
 def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]

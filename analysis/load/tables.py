@@ -20,6 +20,8 @@ UNNAMED_KERNEL = "(kernel without a name)"
 GRAPH_EXECUTION = "[CUDA graph {}]"
 # API calls that put work on the GPU: kernel and graph launches, copies, fills.
 LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
+# The program's own calls that start and stop a profiler's capture (what --capture-range=cudaProfilerApi follows).
+PROFILER_API = re.compile(r"^cu(da)?Profiler(Start|Stop)(_v\d+)?$")
 INT32 = np.iinfo(np.int32)
 # Rows taken at a time by the load's passes over whole columns (the launch join of :func:`launch_rows`,
 # durations, distinct processes): each pass's temporaries stay a few MiB whatever the trace's length.
@@ -260,6 +262,22 @@ def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
         "tid": narrow_ids(tid_of(raw["tid"])),
         "correlation_id": narrow_ids(raw["correlation_id"]),
     }, copy=False), last_end
+
+
+def read_profiler_calls(conn: sqlite3.Connection, schema: dict, strings: StringTable) -> pd.DataFrame:
+    """The program's ``cudaProfilerStart`` and ``cudaProfilerStop`` calls (the runtime's or the
+    driver's): ``pid`` (the whole process key), ``start_ns``, ``call`` (``start`` or ``stop``),
+    in time order. The runtime table is read for them only where the strings name such a call."""
+    ids = strings.ids_matching(PROFILER_API) if RUNTIME.in_export(schema) is not None else []
+    if not ids:
+        return pd.DataFrame({"pid": np.zeros(0, dtype=np.int64), "start_ns": np.zeros(0, dtype=np.int64),
+                             "call": np.zeros(0, dtype=object)})
+    where = f"WHERE \"{RUNTIME.column(schema, 'name_id')}\" IN ({', '.join(map(str, ids))})"
+    raw = read_columns(conn, schema, RUNTIME, ("start_ns", "tid", "name_id"), where)
+    names = strings.lookup(raw["name_id"])
+    calls = pd.DataFrame({"pid": process_of(raw["tid"]), "start_ns": raw["start_ns"],
+                          "call": np.where([PROFILER_API.match(n)[2] == "Start" for n in names], "start", "stop")})
+    return calls.sort_values("start_ns", kind="stable").reset_index(drop=True)
 
 
 def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool) -> str:
