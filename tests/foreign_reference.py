@@ -35,7 +35,12 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ``phase_sequence``: no step ranges; a step runs from each ``first`` phase range to the end of
   the next ``last`` phase range (a later ``first`` range before that same ``last`` one is in the
   same step: gradient accumulation); warm-up steps without ranges are invisible (``warmup_unmarked``
-  records how many the script ran).
+  records how many the script ran); with ``inference_forwards``, a ``first`` range whose next
+  ``first`` or ``backward`` range (the first to start after it ends) is a ``first`` one is an
+  evaluation pass and starts no step.
+  ``warmup_rule: profiler_window`` (any kind but ``ranges``): the steps that start inside the
+  process's window from its first ``cudaProfilerStart`` runtime call to the next
+  ``cudaProfilerStop`` (none: to the end) are measured, the others warm-up.
   ``pytorch_labels`` (``--pytorch=functions-trace``): a step runs from the start of an outermost
   ``torch.nn.modules.Module.__call__`` range on the main thread (the model call) to the end of the
   next ``optimizer`` range (``torch.optim.AdamW.step``); with ``inference_calls``, a model call
@@ -305,8 +310,17 @@ def _departing(proc: Process, steps: list[Range]) -> int:
     return count
 
 
+def _training_only(firsts: list[Range], backwards: list[Range]) -> list[Range]:
+    """``firsts`` less evaluation passes: a first range whose next first or backward range (the
+    first to start after it ends) is a first range."""
+    following = sorted([(r.start, "first") for r in firsts] + [(b.start, "backward") for b in backwards])
+    return [r for r in firsts if next((kind for start, kind in following if start >= r.end), "first") == "backward"]
+
+
 def _steps_from_phases(proc: Process, spec: dict, phases: dict) -> list[Range]:
     firsts = sorted(_phase_ranges(proc, phases[spec["first"]]), key=lambda r: r.start)
+    if spec.get("inference_forwards"):
+        firsts = _training_only(firsts, _phase_ranges(proc, phases["backward"]))
     lasts = sorted(_phase_ranges(proc, phases[spec["last"]]), key=lambda r: r.start)
     steps, used = [], set()
     for f in firsts:
@@ -320,9 +334,7 @@ def _steps_from_phases(proc: Process, spec: dict, phases: dict) -> list[Range]:
 def _steps_from_labels(proc: Process, spec: dict, phases: dict) -> list[Range]:
     calls = outermost(proc.named(MODULE_CALL, tid=proc.pid))
     if spec.get("inference_calls"):  # a call whose next call or backward is a call: an evaluation pass
-        backwards = sorted(_phase_ranges(proc, phases["backward"]), key=lambda r: r.start)
-        following = sorted([(c.start, "call") for c in calls] + [(b.start, "backward") for b in backwards])
-        calls = [c for c in calls if next((kind for start, kind in following if start >= c.end), "call") == "backward"]
+        calls = _training_only(calls, _phase_ranges(proc, phases["backward"]))
     opts = sorted(_phase_ranges(proc, phases[spec["last"]]), key=lambda r: r.start)
     steps, used = [], set()
     for call in calls:
@@ -595,6 +607,17 @@ def reference_for(path: Path, entry: dict) -> list[dict]:
     return out
 
 
+def _profiler_window(con: sqlite3.Connection, pid: int) -> tuple[int, int]:
+    """The process's first ``cudaProfilerStart`` call to the next ``cudaProfilerStop`` (runtime
+    rows named so; no stop: to the end of time)."""
+    rows = con.execute("""SELECT r.start, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
+        WHERE s.value LIKE 'cudaProfilerSt%' AND ((r.globalTid >> 24) & 16777215) = ? ORDER BY r.start""",
+                       (pid,)).fetchall()
+    first = min(start for start, name in rows if name.startswith("cudaProfilerStart"))
+    stops = [start for start, name in rows if name.startswith("cudaProfilerStop") and start > first]
+    return first, stops[0] if stops else 1 << 62
+
+
 def _launcher_rank(con: sqlite3.Connection) -> dict | None:
     """torchrun's ``RANK`` and ``WORLD_SIZE`` in the environment nsys started in
     (``TARGET_INFO_SYSTEM_ENV``, row ``DeviceEnvironment``: ``KEY=VALUE`` items joined by ``;``)."""
@@ -631,8 +654,13 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
         measured, warm_names = _steps_from_ranges(proc, spec, first_n)
     else:
         steps, kernel_phases = _candidate_steps(proc, entry)
-        warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps[:first_n])]
-        measured = steps[first_n:]
+        if spec.get("warmup_rule") == "profiler_window":
+            low, high = _profiler_window(con, proc.pid)
+            measured = [r for r in steps if low <= r.start < high]
+            warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps) if not low <= r.start < high]
+        else:
+            warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps[:first_n])]
+            measured = steps[first_n:]
     windows = measured
 
     phases: dict[str, list[Range]] = {}
