@@ -470,6 +470,23 @@ def test_steps_outside_the_programs_profiler_window_are_warmup(tmp_path, stop):
     assert labelled.structure.warmup_rule.startswith("outside the program's cudaProfilerStart")
 
 
+@pytest.mark.parametrize("iterations", [2, 3])
+def test_kernels_alone_need_three_iterations_to_be_steps(tmp_path, iterations):
+    """No NVTX at all: iterations found from the kernels (a forward, a backward from the autograd
+    thread, the optimizer's kernels) are steps from three on; fewer (a benchmark's repeated calls
+    run together) are no steps, and their phases are left out too."""
+    script = Script()
+    for _ in range(iterations):
+        script.kernel(count=12)
+        script.kernel(tid=AUTOGRAD, count=12)
+        script.kernel(name=OPTIMIZER_KERNEL, count=2)
+        script.now += 1000
+    labelled = script.labelled(tmp_path)
+    assert labelled.has_steps == (iterations == 3)
+    assert bool(labelled.measured_passes) == (iterations == 3)
+    assert ("too few to be a loop's steps" in labelled.structure.step_rule) == (iterations == 2)
+
+
 def test_a_shared_tag_needs_two_phases(tmp_path):
     """``forward_hook_a`` alone names no phase by a tag: one phase's names are not a run's tag."""
     script = Script()

@@ -177,7 +177,7 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     measured = phase_ranges[phase_ranges["measured"]]
     counts = measured["phase"].value_counts()
     passes = {p: int(counts[p]) for p in PHASES if counts.get(p, 0)}
-    if not len(phase_windows):
+    if not len(phase_windows) and structure.source != "kernels":  # else the step rule says why the kernels' are left out
         notes.append("no phases found: no phase ranges, no PyTorch labels, and no backward launched from another thread")
     return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,
                        has_steps=has_steps, structure=structure, notes=notes)

@@ -190,6 +190,11 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
             backward = (phases["name"] == "backward").to_numpy().any()  # else every forward is one (inference)
             step_rule = ("made from the phases: each training forward starts a step" if backward
                          else "made from the phases: each forward is a step (no backward: an inference run)")
+        if source == "kernels" and 0 < (most := _most_per_process(steps)) < UNPHASED_STEPS_MIN:
+            # phases found from the kernels, left out with their steps: the source stays "kernels"
+            step_rule = (f"the kernels alone give {most} iteration{'s' if most > 1 else ''} at most in a process: too few "
+                         "to be a loop's steps, as when a benchmark's repeated calls run together; no phase is taken either")
+            phases, steps, inference = phases.iloc[:0], steps.iloc[:0], inference[:0]
         if (period := _update_period(steps, phases, ops)) > 1:
             steps = _grouped_steps(steps, period, len(ranges) + len(phases))
             step_rule += (f"; every {period} updates are one step (their kernel counts repeat every {period}: "
@@ -1238,6 +1243,11 @@ def _grouped_steps(steps: pd.DataFrame, period: int, first_id: int) -> pd.DataFr
             group = mine.iloc[first:first + period]
             rows.append((pid, int(group["tid"].iat[0]), int(group["start_ns"].min()), int(group["end_ns"].max()), index))
     return _iterations(rows, first_id)
+
+
+def _most_per_process(steps: pd.DataFrame) -> int:
+    """The most steps any one process has (0 without steps)."""
+    return int(steps["pid"].value_counts().max()) if len(steps) else 0
 
 
 def _iterations(rows: list[tuple], first_id: int) -> pd.DataFrame:
