@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.core import text
 from analysis.core.attribution import CHUNK_OPS
 from analysis.core.codes import code_positions, id_table, lookup, run_starts, run_sums, value_codes
 from analysis.core.intervals import span_per_group, union_length_per_group
@@ -185,18 +184,20 @@ def unphased_notes(inputs: NsysInputs) -> list[str]:
     them. Empty for a trace without steps or phases, whose whole capture is the measure."""
     if not inputs.has_steps or not inputs.measured_passes:
         return []
-    kernels = inputs.kernel_groups()
-    total_ns = float(kernels["dur_ns"].sum())
-    outside = kernels[(kernels["phase"] == "").to_numpy()]
-    share = float(outside["dur_ns"].sum()) / total_ns if total_ns else 0.0
+    groups = inputs.kernel_groups()
+    total_ns = float(groups["dur_ns"].sum())
+    outside = groups[(groups["phase"] == "").to_numpy()]
+    outside_ns = float(outside["dur_ns"].sum())
+    share = outside_ns / total_ns if total_ns else 0.0
     if share <= UNPHASED_NOTE_SHARE:
         return []
     steps = inputs.measured_steps
     leading = category_ms(outside, steps)
-    return [f"{text.pct(share)} of the measured steps' kernel time lies in no phase range "
-            f"({text.ms(float(outside['dur_ns'].sum()) / steps / 1e6)} of {text.ms(total_ns / steps / 1e6)} per step, "
-            f"{text.count(int(outside['calls'].sum()) / steps)} kernels; its largest category {leading.index[0]}, "
-            f"{text.ms(float(leading.iloc[0]))}): the phase figures leave it out, the overall figures hold it"]
+    kernels = int(outside["calls"].sum()) / steps
+    shown = f"{kernels:,.0f}" if kernels == int(kernels) else f"{kernels:,.1f}"
+    return [f"{share:.1%} of the measured steps' kernel time lies in no phase range ({outside_ns / steps / 1e6:.3g} of "
+            f"{total_ns / steps / 1e6:.3g} ms per step, {shown} kernels; its largest category {leading.index[0]}, "
+            f"{float(leading.iloc[0]):.3g} ms): the phase figures leave it out, the overall figures hold it"]
 
 
 def device_summaries(inputs: NsysInputs) -> list[dict]:
