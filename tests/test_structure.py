@@ -569,6 +569,16 @@ def test_pytorch_labels_only(tmp_path):
     assert len(optimizer_kernels) == 4 * 2  # the nested optimizer ranges count their kernels once
 
 
+@pytest.mark.parametrize("optimizer", ["Optimization", "weights_update", "update_weights", "apply_gradients",
+                                       "sgd_step"])
+def test_optimizer_steps_by_other_names(tmp_path, optimizer):
+    """Names users give the update: the optimization, a weight update, applying the gradients."""
+    script = Script()
+    for i in range(3):
+        script.range(f"step_{i}", lambda: script.iteration(optimizer=optimizer))
+    assert script.labelled(tmp_path).measured_passes.get("optimizer_step") == 3
+
+
 def test_no_nvtx_at_all(tmp_path):
     script = Script()
     for _ in range(4):

@@ -74,8 +74,8 @@ PHASE_FAMILIES = {
     "loss": re.compile(rf"{TRAINING}(compute_|computing_|calc_|calculate_|calculating_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
                        r"|cross_entropy|criterion"),
     "backward": re.compile(rf"{TRAINING}(loss_)?(backward|bwd|bw)(_pass|_step|_prop)?|backprop(agation)?"),
-    "optimizer_step": re.compile(rf"{TRAINING}((optimizer|optim|opt)(_step|_update)?|adamw?(_step)?)"
-                                 r"|(param(eter)?s?_)?update|step"),
+    "optimizer_step": re.compile(rf"{TRAINING}((optimizer|optim|opt|optimi[sz]ation)(_step|_update)?|(adamw?|sgd|lion|muon)(_step)?)"
+                                 r"|((param(eter)?s?|weights?)_)?update|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"),
 }
 # What joins the parts of a name that says two things (``comm + optimizer``, ``sync and step``).
 JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
