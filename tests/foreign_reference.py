@@ -18,7 +18,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   is a kernel too, named ``[CUDA graph <graphId>]`` (short name the same), launched by the runtime
   row of its ``correlationId`` (its ``cudaGraphLaunch``), as long as its whole execution.
 - Window: a kernel belongs to a step, phase or region range when its launch time lies inside the
-  range (start <= launch <= end), launched from any thread of the process. Attention parts are
+  range (start <= launch <= end), launched from any thread of the process. A phase range whose
+  kernels ran on several GPUs of its process (``torch.nn.DataParallel``'s replicas) is a pass per
+  GPU, each holding that GPU's kernels: figures per pass are per GPU. Attention parts are
   the exception: launches on the part range's own thread only, and a kernel goes to the innermost
   part range enclosing its launch.
 - Steps (manifest ``steps.kind``):
@@ -157,10 +159,10 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 class Range:
-    __slots__ = ("start", "end", "name", "tid")
+    __slots__ = ("start", "end", "name", "tid", "device")
 
-    def __init__(self, start, end, name, tid):
-        self.start, self.end, self.name, self.tid = start, end, name, tid
+    def __init__(self, start, end, name, tid, device=None):
+        self.start, self.end, self.name, self.tid, self.device = start, end, name, tid, device
 
     def holds(self, t: int) -> bool:
         return self.start <= t <= self.end
@@ -424,10 +426,24 @@ def _inside_any(t: int, windows: list[Range]) -> bool:
     return any(w.holds(t) for w in windows)
 
 
+def _launched(proc: Process, r: Range) -> list[Kernel]:
+    """The kernels launched inside ``r`` (on its GPU alone, for a pass per GPU)."""
+    return [k for k in proc.launched_in(r.start, r.end) if r.device is None or k.device == r.device]
+
+
+def _per_gpu(proc: Process, ranges: list[Range]) -> list[Range]:
+    """``ranges`` with each one whose kernels ran on several GPUs made a pass per GPU."""
+    out = []
+    for r in ranges:
+        devices = sorted({k.device for k in proc.launched_in(r.start, r.end)})
+        out += [Range(r.start, r.end, r.name, r.tid, d) for d in devices] if len(devices) > 1 else [r]
+    return out
+
+
 def _kernels_of(proc: Process, ranges: list[Range]) -> list[Kernel]:
     seen, out = set(), []
     for r in ranges:
-        for k in proc.launched_in(r.start, r.end):
+        for k in _launched(proc, r):
             if id(k) not in seen:
                 seen.add(id(k))
                 out.append(k)
@@ -669,7 +685,7 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
             phases[name] = [r for r in rs if _inside_any(r.start, windows)]
     else:
         for name, rule in phase_rules.items():
-            phases[name] = [r for r in _phase_ranges(proc, rule) if _inside_any(r.start, windows)]
+            phases[name] = _per_gpu(proc, [r for r in _phase_ranges(proc, rule) if _inside_any(r.start, windows)])
 
     res: dict = {
         "pid": proc.pid,
@@ -705,7 +721,7 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
         n = len(forwards)
         spans = []
         for r in forwards:
-            ks = proc.launched_in(r.start, r.end)
+            ks = _launched(proc, r)
             if ks:
                 spans.append(max(k.end for k in ks) - min(k.start for k in ks))
         fwd_ns = sum(k.dur for k in fwd_k)

@@ -99,15 +99,34 @@ def test_without_config_marks_ranks_follow_device_order(tmp_path):
 
 
 def test_one_process_on_two_gpus_has_a_rank_per_gpu_and_says_its_passes_hold_both(tmp_path):
-    """One process launching on GPUs 0 and 1 (``nn.DataParallel``'s replicas): a rank per GPU,
-    and a note that its passes hold both GPUs' kernels; a process per GPU has no such note."""
+    """One process launching on GPUs 0 and 1 (``nn.DataParallel``'s replicas): a rank per GPU, a
+    phase range a pass per GPU (its ops each with their GPU's range), and a note that says so."""
     ranges, _, kernels = rank_process(100, 0, 0, 0, [])
     replica = [(*k[:5], k[5] + 500, k[6], 1, k[8]) for k in kernels]
     path = build_export(tmp_path / "dp.sqlite", ranges=ranges, kernels=kernels + replica, strings=(GEMM, ALL_REDUCE))
     trace = load_trace(path)
-    ranks = communication_summary(trace, label_ops(trace))["ranks"]
+    labelled = label_ops(trace)
+    ranks = communication_summary(trace, labelled)["ranks"]
     assert [(r["pid"], r["device_id"], r["rank"]) for r in ranks] == [(100, 0, 0), (100, 1, 1)]
     assert [n for n in trace.notes if n.startswith("process 100 launches on 2 GPUs (0, 1")]
+    # a pass per GPU: 2 measured steps' forwards on 2 GPUs are 4 passes, each rank's 2
+    assert labelled.measured_passes["forward"] == 4
+    assert [r["phases"]["forward"]["passes"] for r in ranks] == [2, 2]
+    forward = labelled.phase_ranges[labelled.phase_ranges["measured"] & (labelled.phase_ranges["phase"] == "forward")]
+    assert sorted(forward["device_id"]) == [0, 0, 1, 1]
+    held = labelled.ops[labelled.ops["phase"] == "forward"]
+    assert held.groupby("phase_range_id")["device_id"].nunique().eq(1).all()
+
+
+def test_one_process_on_two_gpus_with_no_phase_range(tmp_path):
+    """Kernels on two GPUs, all from the main thread, and no range at all: no phase holds an op,
+    nothing is split, the labelling goes on."""
+    _, _, kernels = rank_process(100, 0, 0, 0, [])
+    kernels = [k for k in kernels if k[4] == 1]
+    replica = [(*k[:5], k[5] + 500, k[6], 1, k[8]) for k in kernels]
+    path = build_export(tmp_path / "bare.sqlite", kernels=kernels + replica, strings=(GEMM, ALL_REDUCE))
+    labelled = label_ops(load_trace(path))
+    assert (labelled.ops["phase_range_id"] < 0).all() and labelled.phase_ranges.empty
 
 
 def test_a_process_per_gpu_is_no_process_on_several(tmp_path):

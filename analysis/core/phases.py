@@ -16,7 +16,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows
-from analysis.core.codes import lookup
+from analysis.core.codes import lookup, run_starts
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import REGIONS, RunStructure, find_structure
 from analysis.load import Trace
@@ -174,6 +174,7 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     parent = phase_windows["parent_id"].to_numpy(dtype=np.int64)
     phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "") \
         if len(ranges) else ""
+    ops, phase_ranges = _passes_per_device(ops, phase_ranges)
     measured = phase_ranges[phase_ranges["measured"]]
     counts = measured["phase"].value_counts()
     passes = {p: int(counts[p]) for p in PHASES if counts.get(p, 0)}
@@ -181,6 +182,43 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
         notes.append("no phases found: no phase ranges, no PyTorch labels, and no backward launched from another thread")
     return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,
                        has_steps=has_steps, structure=structure, notes=notes)
+
+
+def _passes_per_device(ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A pass per GPU of a phase range whose ops ran on several GPUs of its process (one process
+    driving a replica per GPU, as ``torch.nn.DataParallel`` does): such a range becomes one row of
+    ``phase_ranges`` per GPU (new ids after the largest, its ``device_id`` set), and its ops take
+    their GPU's id, so per-pass figures are per rank, as they are for a process per GPU. Every
+    other range keeps its id and ``device_id`` -1 (all its process's GPUs: one). The ops are left
+    as they are when every op ran on one GPU, or no range's ops ran on two."""
+    phase_ranges = phase_ranges.assign(device_id=np.full(len(phase_ranges), -1, dtype=np.int64))
+    if "device_id" not in ops or not len(ops):
+        return ops, phase_ranges
+    devices = ops["device_id"].to_numpy()
+    if devices.min() == devices.max():
+        return ops, phase_ranges
+    range_of = ops["phase_range_id"].to_numpy()
+    held = np.flatnonzero(range_of >= 0)
+    if not len(held):
+        return ops, phase_ranges
+    keys = (range_of[held].astype(np.int64) << 16) | devices[held].astype(np.int64)  # CUDA ordinals fit 16 bits
+    pairs = np.unique(keys[run_starts(keys)])  # an op's neighbours share its range and GPU: runs, then pairs
+    ranges, count = np.unique(pairs >> 16, return_counts=True)
+    split = np.isin(pairs >> 16, ranges[count > 1])
+    if not split.any():
+        return ops, phase_ranges
+    first_id = int(max(phase_ranges["range_id"].max(), range_of.max())) + 1
+    new_ids = np.full(len(pairs), -1, dtype=np.int64)
+    new_ids[split] = np.arange(first_id, first_id + int(split.sum()))
+    renamed = new_ids[np.searchsorted(pairs, keys)]
+    range_of = range_of.astype(np.int64)
+    range_of[held[renamed >= 0]] = renamed[renamed >= 0]
+    rows = [phase_ranges[~phase_ranges["range_id"].isin(ranges[count > 1])]]
+    for key, new_id in zip(pairs[split], new_ids[split]):
+        row = phase_ranges[phase_ranges["range_id"].to_numpy() == key >> 16]
+        rows.append(row.assign(range_id=new_id, device_id=int(key & 0xFFFF)))
+    phase_ranges = pd.concat(rows, ignore_index=True).sort_values(["start_ns", "device_id"], kind="stable")
+    return with_columns(ops, phase_range_id=narrow_ids(range_of)), phase_ranges.reset_index(drop=True)
 
 
 def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:

@@ -119,6 +119,7 @@ def step_timeline(inputs: NsysInputs) -> dict | None:
     bars = bounded_bars(ops, end_ns - start_ns)
     ranges = inputs.phase_ranges
     ranges = ranges[(ranges["start_ns"] >= start_ns) & (ranges["end_ns"] <= end_ns)]
+    ranges = ranges.drop_duplicates(["pid", "phase", "start_ns", "end_ns"])  # a range's passes on several GPUs: one box
     ms = milliseconds
     return {
         "title": title,

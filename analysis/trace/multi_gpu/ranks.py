@@ -94,7 +94,7 @@ def rank_notes(records: list[dict], world_size: int, world_size_source: str, lau
     """Notes on ranks that do not add up: fewer ranks in the trace than the config marks'
     ``world_size``, one rank of a larger job whose world size its launcher gave (``launcher_rank``:
     the trace's), ranks without a measured step (no per-step figure), and a process that drives
-    several GPUs (its passes hold every one's kernels)."""
+    several GPUs (a pass per GPU, the overall figures every GPU's)."""
     notes = []
     if world_size_source == "config mark" and len(records) != world_size:
         notes.append(f"the config marks say world_size {world_size} but the trace holds {len(records)} ranks; "
@@ -113,8 +113,9 @@ def rank_notes(records: list[dict], world_size: int, world_size_source: str, lau
     for pid, devices in devices_of.items():
         if len(devices) > 1:
             notes.append(f"process {pid} launches on {len(devices)} GPUs ({', '.join(map(str, sorted(devices)))}: one "
-                         "process, a replica per GPU, as torch.nn.DataParallel runs): each of its passes holds every "
-                         "GPU's kernels in the phase and overall figures; each GPU's own are its rank's figures")
+                         "process, a replica per GPU, as torch.nn.DataParallel runs): a phase range whose kernels ran on "
+                         "several GPUs is a pass per GPU, so per-pass figures are per GPU (rank); the overall figures per "
+                         "step hold every GPU's")
     return notes
 
 
@@ -133,11 +134,14 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return values[:1] if len(values) and values.min() == values.max() else pd.unique(values)
 
 
-def phase_passes(labelled: LabelledOps) -> dict[tuple[int, str], int]:
-    """(process id, phase) -> number of measured instances of the phase in that process."""
+def phase_passes(labelled: LabelledOps) -> dict[tuple[int, int, str], int]:
+    """(process id, GPU, phase) -> number of measured instances of the phase in that process's
+    ranges of that GPU; GPU -1 for ranges of every GPU of their process (a process per GPU), the
+    others a range's share on one GPU of a process that drives several
+    (:func:`analysis.core.phases.label_ops`)."""
     measured = labelled.phase_ranges[labelled.phase_ranges["measured"]]
-    return {(int(pid), str(phase)): int(n)
-            for (pid, phase), n in measured.groupby(["pid", "phase"]).size().items()}
+    return {(int(pid), int(device), str(phase)): int(n)
+            for (pid, device, phase), n in measured.groupby(["pid", "device_id", "phase"]).size().items()}
 
 
 # The kernel columns that tell pass figures' rows apart: consecutive kernels alike in all of them
@@ -232,7 +236,7 @@ def rank_figures(runs: dict[str, np.ndarray], ranks: pd.DataFrame, labelled: Lab
             runs["measured"] & (runs["pid"] == rank.pid) & (runs["device_id"] == rank.device_id)
         figures = {}
         for name in PHASES:
-            passes = phases.get((rank.pid, name), 0)
+            passes = phases.get((rank.pid, -1, name), 0) + phases.get((rank.pid, rank.device_id, name), 0)
             if passes:
                 rows = mine & (runs["phase"] == RUN_PHASES.index(name))
                 figures[name] = {"passes": passes, **pass_figures(runs, rows, passes, runs["phase_range_id"])}
