@@ -487,6 +487,26 @@ def test_kernels_alone_need_three_iterations_to_be_steps(tmp_path, iterations):
     assert ("too few to be a loop's steps" in labelled.structure.step_rule) == (iterations == 2)
 
 
+@pytest.mark.parametrize("between", [0, 6])
+def test_kernels_between_steps_made_from_the_phases_are_noted(tmp_path, between):
+    """No step ranges: a step made from the phases ends with its optimizer step, so kernels after
+    it and before the next forward (a ZeRO optimizer's broadcast) lie in no step; a note says how
+    much, once it is over the share."""
+    from analysis.core.timings import RunRecord
+    from analysis.trace.nsys_inputs import NsysInputs
+    from analysis.trace.phase_breakdown import between_steps_notes
+
+    script = Script()
+    for _ in range(5):
+        script.iteration()
+        script.kernel(count=between)
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    notes = between_steps_notes(NsysInputs.build(labelled, RunRecord(), None))
+    assert len(notes) == (1 if between else 0)
+    if between:  # 3 gaps between the 4 measured steps, 6 kernels each, against 4 steps of 9, all as long: 50%
+        assert notes[0].startswith("kernels in no step ran between the measured steps, 50.0% as much")
+
+
 def test_a_shared_tag_needs_two_phases(tmp_path):
     """``forward_hook_a`` alone names no phase by a tag: one phase's names are not a run's tag."""
     script = Script()

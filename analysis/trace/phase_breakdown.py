@@ -200,6 +200,39 @@ def unphased_notes(inputs: NsysInputs) -> list[str]:
             f"{float(leading.iloc[0]):.3g} ms): the phase figures leave it out, the overall figures hold it"]
 
 
+def between_steps_notes(inputs: NsysInputs) -> list[str]:
+    """A note when kernels that no step holds ran between the measured steps of their process
+    (after a step's last phase and before the next step's first: steps made from the phases end
+    with their optimizer step, and a ZeRO optimizer's parameter broadcast comes after it) and
+    come to over :data:`UNPHASED_NOTE_SHARE` of the measured steps' kernel time: no figure holds them."""
+    if not inputs.has_steps:
+        return []
+    ops = inputs.ops
+    kernel = (ops["op_kind"] == "kernel").to_numpy()
+    measured = ops["measured"].to_numpy() & kernel
+    unstepped = kernel & (ops["step"] == "").to_numpy()
+    if not measured.any() or not unstepped.any():
+        return []
+    pids, starts, durations = (ops[column].to_numpy() for column in ("pid", "start_ns", "dur_ns"))
+    between = np.zeros(len(ops), dtype=bool)
+    for pid in np.unique(pids[measured]):
+        mine = pids == pid
+        first, last = starts[measured & mine].min(), starts[measured & mine].max()
+        between |= unstepped & mine & (starts > first) & (starts < last)
+    total_ns, between_ns = float(durations[measured].sum()), float(durations[between].sum())
+    share = between_ns / total_ns if total_ns else 0.0
+    if share <= UNPHASED_NOTE_SHARE:
+        return []
+    steps = inputs.measured_steps
+    leading = category_ms(ops.loc[between, ["category", "dur_ns"]], steps)
+    kernels = int(between.sum()) / steps
+    shown = f"{kernels:,.0f}" if kernels == int(kernels) else f"{kernels:,.1f}"
+    return [f"kernels in no step ran between the measured steps, {share:.1%} as much as the steps' own kernel time "
+            f"({between_ns / steps / 1e6:.3g} ms per step, {shown} kernels; its largest category {leading.index[0]}, "
+            f"{float(leading.iloc[0]):.3g} ms): after a step's last phase and before the next step's first (evaluation "
+            "passes, or work after the optimizer step such as a ZeRO optimizer's parameter broadcast); no figure holds them"]
+
+
 def device_summaries(inputs: NsysInputs) -> list[dict]:
     """The ``devices`` section: measured kernels per (process, GPU) pair, per measured step, so
     traces of several processes or GPUs are read one device at a time (in order of

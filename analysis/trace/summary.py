@@ -79,7 +79,14 @@ from analysis.trace.memory_ledger import ledger_record
 from analysis.trace.multi_gpu.summary import COLUMNS as COMMUNICATION_COLUMNS
 from analysis.trace.multi_gpu.summary import communication_summary
 from analysis.trace.nsys_inputs import OP_COLUMNS, NsysInputs
-from analysis.trace.phase_breakdown import device_summaries, overall_summary, phase_summaries, shape_summaries, unphased_notes
+from analysis.trace.phase_breakdown import (
+    between_steps_notes,
+    device_summaries,
+    overall_summary,
+    phase_summaries,
+    shape_summaries,
+    unphased_notes,
+)
 from analysis.trace.section import Section, SummarySources
 from analysis.trace.step_timeline import step_timeline
 from analysis.trace.summary_schema import SCHEMA_VERSION, TraceSummary
@@ -117,7 +124,8 @@ def sections(questions: Sequence[PerTraceQuestion]) -> tuple[Section, ...]:
         # The optional tables' readers note the rows they leave out in the trace's notes: before ``notes``.
         Section("memory_ledger", lambda s: ledger_record(s.trace, s.run.config, s.labelled.structure)),
         Section("gpu_metrics", lambda s: metrics_per_phase(s.trace.optional_table("gpu_metrics"), s.labelled.phase_ranges)),
-        Section("notes", lambda s: [*s.trace.notes, *s.labelled.notes, *s.run.notes, *unphased_notes(s.inputs)]),
+        Section("notes", lambda s: [*s.trace.notes, *s.labelled.notes, *s.run.notes, *unphased_notes(s.inputs),
+                                    *between_steps_notes(s.inputs)]),
         Section("schema_version", lambda s: SCHEMA_VERSION),
         Section("trace", lambda s: Path(s.trace.path).name),
         Section("trace_sha256", lambda s: file_sha256(Path(s.trace.path))),

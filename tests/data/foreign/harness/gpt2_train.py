@@ -7,7 +7,9 @@ labels, so the loss is inside), ``bwd`` and ``opt`` (AdamW step + zero_grad). Wi
 the gradient all-reduce (``no_sync``). With --fsdp (under torchrun) each block and the model are
 sharded with FSDP2's ``fully_shard``. With --compile the model is ``torch.compile``d (the first
 iterations compile its forward and backward graphs); --compile-mode passes a mode, e.g.
-``reduce-overhead``, which replays the compiled graphs as CUDA graphs.
+``reduce-overhead``, which replays the compiled graphs as CUDA graphs. With --zero (under DDP) the
+optimizer is ``ZeroRedundancyOptimizer`` over AdamW: each rank updates its shard of the parameters,
+then broadcasts it to the others.
 """
 
 import argparse
@@ -34,6 +36,7 @@ def main() -> None:
     p.add_argument("--fsdp", action="store_true", help="shard each block and the model with FSDP2 (fully_shard)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--compile-mode", default=None, help="torch.compile's mode (reduce-overhead: CUDA graphs)")
+    p.add_argument("--zero", action="store_true", help="ZeroRedundancyOptimizer over AdamW (with --ddp)")
     a = p.parse_args()
 
     rank = 0
@@ -60,7 +63,12 @@ def main() -> None:
         fully_shard(model)
     if a.compile:
         model = torch.compile(model, mode=a.compile_mode)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    if a.zero:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-4)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = torch.randint(0, cfg.vocab_size, (a.batch, a.ctx), device=dev)
 
     def rng(name):

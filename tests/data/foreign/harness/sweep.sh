@@ -128,6 +128,8 @@ shanning_ddp) prof shanning_ddp2 240 --trace=cuda,nvtx -- env PYTHONPATH=$F/shib
 stav) prof stav 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/stav/cs336-basics:$SITE python3 $F/stav/cs336_systems/base_bench.py --device cuda --context_length 128 --d_model 512 --num_layers 6 --num_heads 8 --d_ff 2048 --batch_size 8 --warmup_steps 3 --evaluation_steps 5 --mixed_precision --checkpoint_group_size 2 ;;
 stav_compile) prof stav_compile 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/stav/cs336-basics:$SITE python3 $F/stav/cs336_systems/base_bench.py --device cuda --context_length 128 --d_model 512 --num_layers 6 --num_heads 8 --d_ff 2048 --batch_size 8 --warmup_steps 3 --evaluation_steps 5 --mixed_precision --compile ;;
 stav26) prof stav_flags2026 240 $G26B -- env PYTHONPATH=$F/stav/cs336-basics:$SITE python3 $F/stav/cs336_systems/base_bench.py --device cuda --context_length 128 --d_model 512 --num_layers 6 --num_heads 8 --d_ff 2048 --batch_size 8 --warmup_steps 3 --evaluation_steps 5 --mixed_precision --checkpoint_group_size 2 ;;
+zero) prof gpt2_ddp2_zero_nvtx 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --ddp --zero --nvtx ;;
+zero26) prof gpt2_ddp2_zero_flags2026 240 $G26B -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --ddp --zero --steps 3 ;;
 reps) for r in $F/reps/*.nsys-rep; do n=$(basename $r .nsys-rep); cp $r $W/$n.nsys-rep; echo "=== export $n"; export_job $n; done ;;
 *) echo "unknown job $job" ;;
 esac; done
