@@ -209,23 +209,29 @@ def between_steps_notes(inputs: NsysInputs) -> list[str]:
         return []
     ops = inputs.ops
     kernel = (ops["op_kind"] == "kernel").to_numpy()
+    unstepped = np.flatnonzero(kernel & (ops["step"] == "").to_numpy())  # few: read by position
     measured = ops["measured"].to_numpy() & kernel
-    unstepped = kernel & (ops["step"] == "").to_numpy()
-    if not measured.any() or not unstepped.any():
+    if not len(unstepped) or not measured.any():
         return []
     pids, starts, durations = (ops[column].to_numpy() for column in ("pid", "start_ns", "dur_ns"))
-    between = np.zeros(len(ops), dtype=bool)
-    for pid in np.unique(pids[measured]):
-        mine = pids == pid
-        first, last = starts[measured & mine].min(), starts[measured & mine].max()
-        between |= unstepped & mine & (starts > first) & (starts < last)
-    total_ns, between_ns = float(durations[measured].sum()), float(durations[between].sum())
+    between = []
+    for pid in np.unique(pids[unstepped]):
+        in_process = measured & (pids == pid)
+        if not in_process.any():
+            continue
+        # the process's first and last measured start, read in place (no copy of millions of starts)
+        first = np.min(starts, where=in_process, initial=np.iinfo(np.int64).max)
+        last = np.max(starts, where=in_process, initial=np.iinfo(np.int64).min)
+        mine = unstepped[pids[unstepped] == pid]
+        between.append(mine[(starts[mine] > first) & (starts[mine] < last)])
+    between = np.concatenate(between) if between else unstepped[:0]
+    total_ns, between_ns = float(durations.sum(where=measured)), float(durations[between].sum())
     share = between_ns / total_ns if total_ns else 0.0
     if share <= UNPHASED_NOTE_SHARE:
         return []
     steps = inputs.measured_steps
-    leading = category_ms(ops.loc[between, ["category", "dur_ns"]], steps)
-    kernels = int(between.sum()) / steps
+    leading = category_ms(ops.iloc[between][["category", "dur_ns"]], steps)
+    kernels = len(between) / steps
     shown = f"{kernels:,.0f}" if kernels == int(kernels) else f"{kernels:,.1f}"
     return [f"kernels in no step ran between the measured steps, {share:.1%} as much as the steps' own kernel time "
             f"({between_ns / steps / 1e6:.3g} ms per step, {shown} kernels; its largest category {leading.index[0]}, "
