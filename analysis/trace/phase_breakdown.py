@@ -192,12 +192,18 @@ def unphased_notes(inputs: NsysInputs) -> list[str]:
     if share <= UNPHASED_NOTE_SHARE:
         return []
     steps = inputs.measured_steps
-    leading = category_ms(outside, steps)
-    kernels = int(outside["calls"].sum()) / steps
-    shown = f"{kernels:,.0f}" if kernels == int(kernels) else f"{kernels:,.1f}"
     return [f"{share:.1%} of the measured steps' kernel time lies in no phase range ({outside_ns / steps / 1e6:.3g} of "
-            f"{total_ns / steps / 1e6:.3g} ms per step, {shown} kernels; its largest category {leading.index[0]}, "
-            f"{float(leading.iloc[0]):.3g} ms): the phase figures leave it out, the overall figures hold it"]
+            f"{total_ns / steps / 1e6:.3g} ms per step, {_count_and_leader(int(outside['calls'].sum()), outside, steps)}): "
+            "the phase figures leave it out, the overall figures hold it"]
+
+
+def _count_and_leader(kernels: int, rows: pd.DataFrame, steps: int) -> str:
+    """``N kernels; its largest category C, T ms``, per measured step, of kernels left out of some
+    figures (``rows``: their ``category`` and ``dur_ns``, as kernel rows or groups)."""
+    per_step = kernels / steps
+    shown = f"{per_step:,.0f}" if per_step == int(per_step) else f"{per_step:,.1f}"
+    leading = category_ms(rows, steps)
+    return f"{shown} kernels; its largest category {leading.index[0]}, {float(leading.iloc[0]):.3g} ms"
 
 
 def between_steps_notes(inputs: NsysInputs) -> list[str]:
@@ -208,9 +214,8 @@ def between_steps_notes(inputs: NsysInputs) -> list[str]:
     if not inputs.has_steps:
         return []
     ops = inputs.ops
-    kernel = (ops["op_kind"] == "kernel").to_numpy()
-    unstepped = np.flatnonzero(kernel & (ops["step"] == "").to_numpy())  # few: read by position
-    measured = ops["measured"].to_numpy() & kernel
+    unstepped = np.flatnonzero((ops["op_kind"] == "kernel").to_numpy() & (ops["step"] == "").to_numpy())  # few
+    measured = inputs.measured_kernel_rows()
     if not len(unstepped) or not measured.any():
         return []
     pids, starts, durations = (ops[column].to_numpy() for column in ("pid", "start_ns", "dur_ns"))
@@ -225,18 +230,16 @@ def between_steps_notes(inputs: NsysInputs) -> list[str]:
         mine = unstepped[pids[unstepped] == pid]
         between.append(mine[(starts[mine] > first) & (starts[mine] < last)])
     between = np.concatenate(between) if between else unstepped[:0]
-    total_ns, between_ns = float(durations.sum(where=measured)), float(durations[between].sum())
+    total_ns, between_ns = float(inputs.kernel_groups()["dur_ns"].sum()), float(durations[between].sum())
     share = between_ns / total_ns if total_ns else 0.0
     if share <= UNPHASED_NOTE_SHARE:
         return []
     steps = inputs.measured_steps
-    leading = category_ms(ops.iloc[between][["category", "dur_ns"]], steps)
-    kernels = len(between) / steps
-    shown = f"{kernels:,.0f}" if kernels == int(kernels) else f"{kernels:,.1f}"
+    leader = _count_and_leader(len(between), ops.iloc[between][["category", "dur_ns"]], steps)
     return [f"kernels in no step ran between the measured steps, {share:.1%} as much as the steps' own kernel time "
-            f"({between_ns / steps / 1e6:.3g} ms per step, {shown} kernels; its largest category {leading.index[0]}, "
-            f"{float(leading.iloc[0]):.3g} ms): after a step's last phase and before the next step's first (evaluation "
-            "passes, or work after the optimizer step such as a ZeRO optimizer's parameter broadcast); no figure holds them"]
+            f"({between_ns / steps / 1e6:.3g} ms per step, {leader}): after a step's last phase and before the next "
+            "step's first (evaluation passes, or work after the optimizer step such as a ZeRO optimizer's parameter "
+            "broadcast); no figure holds them"]
 
 
 def device_summaries(inputs: NsysInputs) -> list[dict]:
