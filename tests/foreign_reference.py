@@ -292,20 +292,26 @@ def _steps_from_ranges(proc: Process, spec: dict, first_n: int) -> tuple[list[Ra
 
 def _departing(proc: Process, steps: list[Range]) -> int:
     """How many leading steps depart from the steady state (the stated rule where a trace does
-    not mark its warm-up): a step departs when its kernel count is not the most common count of
-    the steps after it (the smallest, on a tie), or its kernel time or CPU span is over 1.5 times
-    the median of theirs; counting stops at the first step that does not; the last step never."""
+    not mark its warm-up): a step departs when its kernel count lies outside the range of the
+    counts of the steps after it, or its kernel time or CPU span is over 1.5 times the median of
+    theirs and over 3 median absolute deviations of theirs above that median; counting stops at
+    the first step that does not; the last step never."""
     figures = []
     for step in steps:
         kernels = _kernels_of(proc, [step])
         figures.append((len(kernels), sum(k.dur for k in kernels), step.end - step.start))
+
+    def stands_out(value, values):
+        median = statistics.median(values)
+        return value > 1.5 * median and value > median + 3 * statistics.median(abs(v - median) for v in values)
+
     count = 0
     for position in range(len(steps) - 1):
         later = figures[position + 1:]
         kernels, time, span = figures[position]
-        usual = min(statistics.multimode(f[0] for f in later))
-        if kernels != usual or time > 1.5 * statistics.median(f[1] for f in later) \
-                or span > 1.5 * statistics.median(f[2] for f in later):
+        counts = [f[0] for f in later]
+        if not min(counts) <= kernels <= max(counts) or stands_out(time, [f[1] for f in later]) \
+                or stands_out(span, [f[2] for f in later]):
             count += 1
         else:
             break

@@ -98,6 +98,20 @@ def test_unindexed_train_step_with_step_as_the_optimizer_and_a_departing_first_s
     assert labelled.structure.phase_names["forward"] == ["model_eval"]
 
 
+def test_steps_that_differ_among_themselves_leave_out_only_the_step_that_stands_out(tmp_path):
+    """Batches of varying length: the later steps' kernel counts and times differ several-fold
+    among themselves, so a step like one of them is measured; only the first, with more kernels
+    than any later step, is warm-up (the most common count or the median alone would take all but
+    the last few for warm-up)."""
+    script = Script()
+    extras = [40, 12, 0, 6, 2, 10, 0, 12, 4]
+    for i, extra in enumerate(extras):
+        script.range(f"step_{i}", lambda: script.iteration(extra_kernels=extra))
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"step_{i}" for i in range(1, len(extras))]
+    assert labelled.structure.warmup_rule.startswith("1 leading step whose kernel count")
+
+
 def test_an_inference_forward_is_never_averaged_with_training_forwards(tmp_path):
     script = Script()
     for i in range(4):

@@ -111,6 +111,8 @@ OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
 
 # Leading steps whose kernel time or CPU span exceeds the later steps' median by this factor are warm-up.
 WARMUP_TIME_FACTOR = 1.5
+# ... and lies further above that median than this many median absolute deviations of theirs.
+WARMUP_SPREAD_MADS = 3
 
 WINDOW_COLUMNS = ["range_id", "name", "range_name", "pid", "tid", "start_ns", "end_ns", "parent_id"]
 
@@ -1420,10 +1422,21 @@ def _prefixed_warmup(steps: pd.DataFrame, containers: pd.DataFrame, prefix: str)
     return ~(named | inside), f"named or inside `{prefix}…` (given)"
 
 
+def _stands_out(value: float, later: np.ndarray) -> bool:
+    """Whether a step's kernel time or CPU span stands out from the later steps': over
+    :data:`WARMUP_TIME_FACTOR` times their median, and further above it than
+    :data:`WARMUP_SPREAD_MADS` times their median absolute deviation. Steps alike make the second
+    test no test; steps that differ among themselves (batches of varying length) leave a step as
+    long as theirs measured."""
+    median = np.median(later)
+    spread = np.median(np.abs(later - median))
+    return bool(value > WARMUP_TIME_FACTOR * median and value > median + WARMUP_SPREAD_MADS * spread)
+
+
 def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.ndarray, str]:
-    """The leading steps of each process that depart from the steady state: a kernel count other
-    than the later steps' most common one, or a kernel time or CPU span over
-    :data:`WARMUP_TIME_FACTOR` times the later steps' median; the last step is always measured.
+    """The leading steps of each process that depart from the steady state: a kernel count outside
+    the later steps' range of counts, or a kernel time or CPU span that stands out from theirs
+    (:func:`_stands_out`); the last step is always measured.
     Processes with as many steps each (the ranks of one job) leave out as many: the most any of
     them does, so that every rank's figures cover the same steps."""
     measured = np.ones(len(steps), dtype=bool)
@@ -1435,9 +1448,8 @@ def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.nda
         leading = 0
         for position in range(len(rows) - 1):
             here, later = rows[position], rows[position + 1:]
-            if not (count[here] != pd.Series(count[later]).mode().iat[0]
-                    or time[here] > WARMUP_TIME_FACTOR * np.median(time[later])
-                    or span[here] > WARMUP_TIME_FACTOR * np.median(span[later])):
+            if not (not count[later].min() <= count[here] <= count[later].max()
+                    or _stands_out(time[here], time[later]) or _stands_out(span[here], span[later])):
                 break
             leading += 1
         departing.append(leading)
@@ -1447,7 +1459,8 @@ def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.nda
     left_out = int((~measured).sum())
     ranks = f"; {max(departing)} on every process, the most any has" if aligned else ""
     return measured, (f"{left_out} leading step{'s' if left_out != 1 else ''} whose kernel count, kernel time or CPU span "
-                      f"departs from the later steps' (over {WARMUP_TIME_FACTOR}× their median{ranks})" if left_out else
+                      f"departs from the later steps' (a count outside theirs, a time over {WARMUP_TIME_FACTOR}× their median "
+                      f"and {WARMUP_SPREAD_MADS} median absolute deviations above it{ranks})" if left_out else
                       "no leading step departs from the later steps' kernel count, kernel time or CPU span")
 
 

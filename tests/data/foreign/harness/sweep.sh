@@ -130,6 +130,15 @@ stav_compile) prof stav_compile 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/stav/
 stav26) prof stav_flags2026 240 $G26B -- env PYTHONPATH=$F/stav/cs336-basics:$SITE python3 $F/stav/cs336_systems/base_bench.py --device cuda --context_length 128 --d_model 512 --num_layers 6 --num_heads 8 --d_ff 2048 --batch_size 8 --warmup_steps 3 --evaluation_steps 5 --mixed_precision --checkpoint_group_size 2 ;;
 zero) prof gpt2_ddp2_zero_nvtx 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --ddp --zero --nvtx ;;
 zero26) prof gpt2_ddp2_zero_flags2026 240 $G26B -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --ddp --zero --steps 3 ;;
+varlen) prof gpt2_varlen_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/dynamic_train.py --nvtx --varlen --steps 8 ;;
+varlen26) prof gpt2_varlen_flags2026 200 $G26B -- python3 $F/hf/dynamic_train.py --varlen --steps 6 ;;
+varlen_nonvtx) prof gpt2_varlen_no_nvtx 150 --trace=cuda -- python3 $F/hf/dynamic_train.py --varlen --steps 8 ;;
+moe) prof moe_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/dynamic_train.py --nvtx --moe ;;
+moe26) prof moe_flags2026 200 $G26B -- python3 $F/hf/dynamic_train.py --moe --steps 4 ;;
+moe_nonvtx) prof moe_no_nvtx 150 --trace=cuda -- python3 $F/hf/dynamic_train.py --moe ;;
+rl) prof gpt2_rl_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/dynamic_train.py --nvtx --rl ;;
+rl26) prof gpt2_rl_flags2026 200 $G26B -- python3 $F/hf/dynamic_train.py --rl --steps 4 ;;
+capture) prof gpt2_nvtx_capture 150 --trace=cuda,nvtx --capture-range=nvtx --nvtx-capture=profile -e NSYS_NVTX_PROFILER_REGISTER_ONLY=0 -- python3 $F/hf/dynamic_train.py --nvtx --profile-range ;;
 reps) for r in $F/reps/*.nsys-rep; do n=$(basename $r .nsys-rep); cp $r $W/$n.nsys-rep; echo "=== export $n"; export_job $n; done ;;
 *) echo "unknown job $job" ;;
 esac; done
