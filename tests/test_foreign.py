@@ -99,7 +99,7 @@ def test_nsys_b_leading_kernel(name):
     top = reference["forward_top"]
     assert answer["top_forward_kernel"].startswith(top["kernel"]) or top["kernel"] in answer["top_forward_kernel"]
     assert close(answer["top_forward_ms_per_pass"], top["ms_per_pass"])
-    assert answer["calls_per_forward_pass"] == pytest.approx(top["calls_per_pass"])
+    assert close(answer["calls_per_forward_pass"], top["calls_per_pass"])  # the reference keeps 4 decimals
     if reference["forward_backward_top"] is not None:
         assert answer["top_forward_backward_kernel"] == reference["forward_backward_top"]["kernel"]
 
