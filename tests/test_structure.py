@@ -519,6 +519,28 @@ def test_kernels_between_steps_made_from_the_phases_are_noted(tmp_path, between)
     assert len(notes) == (1 if between else 0)
     if between:  # 3 gaps between the 4 measured steps, 6 kernels each, against 4 steps of 9, all as long: 50%
         assert notes[0].startswith("kernels in no step ran between the measured steps, 50.0% as much")
+        assert "100.0% of that time launched outside any range (ranges around whole steps aside) (after the " \
+               "optimizer step that ends each step made from the phases)" in notes[0]
+
+
+def test_the_note_on_kernels_between_steps_names_the_range_that_launched_them(tmp_path):
+    """A rollout between the steps (``rollout`` > ``sample``) inside a range around the whole run:
+    the note names the outermost range that holds no step, not the run's range nor the inner one."""
+    from analysis.core.timings import RunRecord
+    from analysis.trace.nsys_inputs import NsysInputs
+    from analysis.trace.phase_breakdown import between_steps_notes
+
+    script = Script()
+
+    def run():
+        for i in range(5):
+            script.range("rollout", lambda: script.range("sample", lambda: script.kernel(count=6)))
+            script.range(f"step_{i}", script.iteration)
+
+    script.range("main", run)
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    (note,) = between_steps_notes(NsysInputs.build(labelled, RunRecord(), None))
+    assert note.endswith("100.0% of that time launched inside `rollout`; no figure holds them")
 
 
 def test_a_shared_tag_needs_two_phases(tmp_path):

@@ -19,6 +19,7 @@ from analysis.core.attribution import innermost_ranges, ops_in_window_tables, op
 from analysis.core.codes import lookup, run_starts
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import REGIONS, RunStructure, find_structure
+from analysis.core.structure_text import family_label
 from analysis.load import Trace
 from analysis.load.tables import narrow_ids, sorted_by, with_columns
 from cs336_profile import contract
@@ -45,6 +46,9 @@ class LabelledOps:
     has_steps: bool
     structure: RunStructure
     notes: list[str] = field(default_factory=list)
+    # For each kernel launched in no step (index: its row in ``ops``), the family of the outermost
+    # range on its launching thread that holds no step (``rollout``, ``evaluate``), "" for none.
+    unstepped_holders: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
 
 
 def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None = None) -> pd.DataFrame:
@@ -153,6 +157,8 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     notes = list(structure.notes)
     step_windows, phase_windows = structure.steps, structure.phases
     in_step, in_phase = ops_in_window_tables(ops, [step_windows, phase_windows])
+    holders = _unstepped_holders(ops, np.flatnonzero((in_step < 0) & (ops["op_kind"] == "kernel").to_numpy()),
+                                 trace.ranges, step_windows) if structure.has_steps else pd.Series(dtype=object)
     # Each window position per op is freed once its labels are made, and the labels join the ops
     # without a copy (with_columns): at millions of ops each is tens of MB.
     has_steps = structure.has_steps
@@ -181,7 +187,36 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     if not len(phase_windows) and structure.source != "kernels":  # else the step rule says why the kernels' are left out
         notes.append("no phases found: no phase ranges, no PyTorch labels, and no backward launched from another thread")
     return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,
-                       has_steps=has_steps, structure=structure, notes=notes)
+                       has_steps=has_steps, structure=structure, notes=notes, unstepped_holders=holders)
+
+
+def _unstepped_holders(ops: pd.DataFrame, rows: np.ndarray, ranges: pd.DataFrame, steps: pd.DataFrame) -> pd.Series:
+    """For the kernels at ``rows`` (launched in no step), the family label of the outermost range
+    on the launching thread that holds no step's start (what the user named the work between
+    steps: ``rollout``, ``evaluate``; a range around the whole run is passed over), "" when no
+    range holds the launch."""
+    if not len(rows) or not len(ranges):
+        return pd.Series([""] * len(rows), index=rows, dtype=object)
+    launched = ops.iloc[rows]
+    innermost = launched[INNERMOST_RANGE].to_numpy() if INNERMOST_RANGE in ops else innermost_ranges(launched, ranges)
+    step_starts = {pid: np.sort(group.to_numpy()) for pid, group in steps.groupby("pid")["start_ns"]}
+    starts, ends = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy()
+    pids, parents, range_names = ranges["pid"].to_numpy(), ranges["parent_id"].to_numpy(), ranges["name"].to_numpy()
+
+    def holds_step(r: int) -> bool:
+        mine = step_starts.get(pids[r])
+        return mine is not None and np.searchsorted(mine, ends[r], "right") > np.searchsorted(mine, starts[r], "left")
+
+    def outermost(r: int) -> str:
+        if r < 0 or holds_step(r):
+            return ""
+        while parents[r] >= 0 and not holds_step(parents[r]):
+            r = parents[r]
+        return family_label(str(range_names[r]))
+
+    found = np.unique(innermost)
+    label = dict(zip(found.tolist(), (outermost(int(r)) for r in found)))
+    return pd.Series([label[r] for r in innermost.tolist()], index=rows, dtype=object)
 
 
 def _passes_per_device(ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -59,6 +59,8 @@ class NsysInputs:
     # From the trace's matmul op shapes (autograd-shapes-nvtx), for a trace without a model config:
     op_flops: dict = field(default_factory=dict)  # phase -> matmul FLOPs per measured pass
     op_d_head: int | None = None  # attention head size
+    # What holds each kernel launched in no step (``LabelledOps.unstepped_holders``).
+    unstepped_holders: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
 
     @classmethod
     def build(cls, labelled: LabelledOps, run: RunRecord, gpu_name: str | None,
@@ -90,6 +92,7 @@ class NsysInputs:
             structure=labelled.structure,
             op_flops=phase_flops_from_ops(gemm_ops, labelled.phase_ranges) if gemm_ops is not None else {},
             op_d_head=attention_head_size(gemm_ops) if gemm_ops is not None else None,
+            unstepped_holders=labelled.unstepped_holders,
         )
 
     @cached_property

@@ -208,9 +208,9 @@ def _count_and_leader(kernels: int, rows: pd.DataFrame, steps: int) -> str:
 
 def between_steps_notes(inputs: NsysInputs) -> list[str]:
     """A note when kernels that no step holds ran between the measured steps of their process
-    (after a step's last phase and before the next step's first: steps made from the phases end
-    with their optimizer step, and a ZeRO optimizer's parameter broadcast comes after it) and
-    come to over :data:`UNPHASED_NOTE_SHARE` of the measured steps' kernel time: no figure holds them."""
+    (after a step's last phase and before the next step's first) and come to over
+    :data:`UNPHASED_NOTE_SHARE` of the measured steps' kernel time: no figure holds them. It says
+    which range, of those that hold no step, launched most of their time (:func:`_where_launched`)."""
     if not inputs.has_steps:
         return []
     ops = inputs.ops
@@ -236,10 +236,23 @@ def between_steps_notes(inputs: NsysInputs) -> list[str]:
         return []
     steps = inputs.measured_steps
     leader = _count_and_leader(len(between), ops.iloc[between][["category", "dur_ns"]], steps)
+    where = _where_launched(inputs.unstepped_holders.loc[between].to_numpy(dtype=object), durations[between],
+                            inputs.structure.step_ranges)
     return [f"kernels in no step ran between the measured steps, {share:.1%} as much as the steps' own kernel time "
-            f"({between_ns / steps / 1e6:.3g} ms per step, {leader}): after a step's last phase and before the next "
-            "step's first (evaluation passes, or work after the optimizer step such as a ZeRO optimizer's parameter "
-            "broadcast); no figure holds them"]
+            f"({between_ns / steps / 1e6:.3g} ms per step, {leader}), {where}; no figure holds them"]
+
+
+def _where_launched(holders: np.ndarray, durations: np.ndarray, step_ranges: bool) -> str:
+    """Where the kernels between steps were launched: the range (of those holding no step) that
+    launched the largest share of their time, with that share, or, when most lie in no such
+    range, that they did (after the optimizer step that ends a step made from the phases, where
+    the steps are no ranges of the trace)."""
+    by_holder = pd.Series(durations).groupby(holders).sum().sort_values(ascending=False, kind="stable")
+    holder, share = by_holder.index[0], float(by_holder.iloc[0] / by_holder.sum())
+    if holder:
+        return f"{share:.1%} of that time launched inside `{holder}`"
+    after = "" if step_ranges else " (after the optimizer step that ends each step made from the phases)"
+    return f"{share:.1%} of that time launched outside any range (ranges around whole steps aside){after}"
 
 
 def device_summaries(inputs: NsysInputs) -> list[dict]:
