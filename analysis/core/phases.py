@@ -157,8 +157,11 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     notes = list(structure.notes)
     step_windows, phase_windows = structure.steps, structure.phases
     in_step, in_phase = ops_in_window_tables(ops, [step_windows, phase_windows])
-    holders = _unstepped_holders(ops, np.flatnonzero((in_step < 0) & (ops["op_kind"] == "kernel").to_numpy()),
-                                 trace.ranges, step_windows) if structure.has_steps else pd.Series(dtype=object)
+    holders = pd.Series(dtype=object)
+    if structure.has_steps:  # the few ops in no step, then the kernels among them: no whole-column temporaries
+        unstepped = np.flatnonzero(in_step < 0)
+        unstepped = unstepped[(ops["op_kind"].iloc[unstepped] == "kernel").to_numpy()]
+        holders = _unstepped_holders(ops, unstepped, trace.ranges, step_windows)
     # Each window position per op is freed once its labels are made, and the labels join the ops
     # without a copy (with_columns): at millions of ops each is tens of MB.
     has_steps = structure.has_steps

@@ -15,6 +15,8 @@ inside it ``forward`` (loss included), ``backward`` and ``optimizer``.
   as an RL fine-tuning loop does).
 - --profile-range: the measured iterations (after --warmup) lie inside one ``profile`` range, for
   ``nsys profile --capture-range=nvtx --nvtx-capture=profile``.
+- --sweep-layers 2,6: one run after another in the same process, a model of each depth, each with
+  its own warm-up, under the same range names (a benchmark sweep over model sizes).
 """
 
 import argparse
@@ -88,17 +90,24 @@ def main() -> None:
     p.add_argument("--rl", action="store_true")
     p.add_argument("--new-tokens", type=int, default=16)
     p.add_argument("--profile-range", action="store_true")
+    p.add_argument("--sweep-layers", default="")
     p.add_argument("--device", default="cuda")
     a = p.parse_args()
 
     dev = torch.device(a.device)
+    depths = [int(n) for n in a.sweep_layers.split(",")] if a.sweep_layers else [a.layers]
+    for layers in depths:
+        train(a, dev, layers)
+
+
+def train(a, dev: torch.device, layers: int) -> None:
     torch.manual_seed(0)
     vocab = 50257
     max_len = max(int(n) for n in a.lengths.split(",")) if a.varlen else a.ctx + (a.new_tokens if a.rl else 0)
     if a.moe:
-        model = MoELM(vocab, a.d_model, a.heads, a.layers, a.experts, max_len).to(dev)
+        model = MoELM(vocab, a.d_model, a.heads, layers, a.experts, max_len).to(dev)
     else:
-        cfg = GPT2Config(n_layer=a.layers, n_embd=a.d_model, n_head=a.heads, n_positions=max_len)
+        cfg = GPT2Config(n_layer=layers, n_embd=a.d_model, n_head=a.heads, n_positions=max_len)
         model = GPT2LMHeadModel(cfg).to(dev)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -141,9 +150,8 @@ def main() -> None:
         shapes.append(tuple(x.shape))
     profile.close()
     sync()
-    print("params", sum(q.numel() for q in model.parameters()), "shapes", shapes,
+    print("layers", layers, "params", sum(q.numel() for q in model.parameters()), "shapes", shapes,
           "step ms", [round(t * 1e3, 1) for t in times])
-
 
 if __name__ == "__main__":
     main()

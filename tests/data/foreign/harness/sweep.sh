@@ -139,6 +139,10 @@ moe_nonvtx) prof moe_no_nvtx 150 --trace=cuda -- python3 $F/hf/dynamic_train.py 
 rl) prof gpt2_rl_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/dynamic_train.py --nvtx --rl ;;
 rl26) prof gpt2_rl_flags2026 200 $G26B -- python3 $F/hf/dynamic_train.py --rl --steps 4 ;;
 capture) prof gpt2_nvtx_capture 150 --trace=cuda,nvtx --capture-range=nvtx --nvtx-capture=profile -e NSYS_NVTX_PROFILER_REGISTER_ONLY=0 -- python3 $F/hf/dynamic_train.py --nvtx --profile-range ;;
+sweep) prof gpt2_sweep_nvtx 200 --trace=cuda,nvtx -- python3 $F/hf/dynamic_train.py --nvtx --sweep-layers 2,6 --steps 5 ;;
+sweep26) prof gpt2_sweep_flags2026 240 $G26B -- python3 $F/hf/dynamic_train.py --sweep-layers 2,6 --steps 4 ;;
+tp) prof tp2_nvtx 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/tp_train.py --nvtx ;;
+tp26) prof tp2_flags2026 240 $G26B -- torchrun --standalone --nproc_per_node 2 $F/hf/tp_train.py --steps 4 ;;
 reps) for r in $F/reps/*.nsys-rep; do n=$(basename $r .nsys-rep); cp $r $W/$n.nsys-rep; echo "=== export $n"; export_job $n; done ;;
 *) echo "unknown job $job" ;;
 esac; done
