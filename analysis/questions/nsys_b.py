@@ -41,25 +41,35 @@ def _trace_text(record: dict, summary: dict) -> str:
         + _operation_text(category, record["calls_per_layer"], record["calls_outside_layers"], layers,
                           record["top_forward_precision"], record["top_forward_tensor_core"]) + "."
     )
+    forward_compute = record.get("top_forward_compute_kernel")
+    if forward_compute is not None:
+        sentence += (f" {WAIT}; among the computing kernels {text.kernel_label(forward_compute)} leads the forward pass "
+                     f"with {text.pct(record['top_forward_compute_share'])} of their time.")
     if trace_text.passes(summary, "backward") == 0:
         return sentence + " The trace has no measured backward pass, so forward and backward cannot be compared."
     share = text.pct(record["top_forward_backward_share"])
+    compute = record.get("top_forward_backward_compute_kernel")
+    computing = ""
+    if compute is not None:
+        who = ("the same one" if compute == forward_compute else "the forward leader" if compute == top_kernel
+               else text.kernel_label(compute))
+        computing = (f"among the computing kernels {who} leads with "
+                     f"{text.pct(record['top_forward_backward_compute_share'])} of their time")
     if record["same_kernel"]:
-        return sentence + f" With the backward pass counted too, the same kernel leads with {share} of the time."
+        return sentence + (f" With the backward pass counted too, the same kernel leads with {share} of the time"
+                           + (f"; {computing}." if computing else "."))
     sentence += (
         f" With the backward pass counted too, {text.kernel_label(record['top_forward_backward_kernel'])} "
         f"({record['top_forward_backward_category']}) leads instead with {share}; the forward leader ranks "
         f"{_ordinal(record['forward_leader_rank'])}."
     )
-    compute = record.get("top_forward_backward_compute_kernel")
-    if compute is None:
+    if not computing:
         return sentence
-    leader = "the forward leader" if compute == top_kernel else text.kernel_label(compute)
-    return sentence + (
-        f" A collective's time holds this rank's wait for the others to reach it, so it says little of the work; "
-        f"among the computing kernels {leader} leads with {text.pct(record['top_forward_backward_compute_share'])} "
-        "of their time."
-    )
+    return sentence + (f" {WAIT}; {computing}." if forward_compute is None else f" {computing[0].upper()}{computing[1:]}.")
+
+
+# Why a collective's time says little of the work, said once where one leads.
+WAIT = "A collective's time holds this rank's wait for the others to reach it, so it says little of the work"
 
 
 # The model's matmuls per transformer layer (cs336_profile/model.py): q, k, v, output, SwiGLU's w1,

@@ -27,6 +27,10 @@ class Record(TypedDict):
     calls_per_forward_pass: float | None
     top_forward_ms_per_pass: float | None
     top_forward_share: float | None
+    # Where a communication kernel leads the forward (tensor parallelism's all-reduces): the leader
+    # among the others, and its share of their summed forward time
+    top_forward_compute_kernel: Annotated[str | None, STORED_ONLY]
+    top_forward_compute_share: Annotated[float | None, STORED_ONLY]
     top_forward_backward_kernel: str | None
     top_forward_backward_share: float | None
     same_kernel: bool | None
@@ -49,7 +53,8 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
         return {"top_forward_kernel": None, "top_forward_label": None, "top_forward_category": None,
                 "top_forward_precision": None, "top_forward_tensor_core": None, "calls_per_layer": None,
                 "calls_outside_layers": None, "calls_per_forward_pass": None, "top_forward_ms_per_pass": None,
-                "top_forward_share": None, **leader_figures}
+                "top_forward_share": None, "top_forward_compute_kernel": None, "top_forward_compute_share": None,
+                **leader_figures}
     top = forward.iloc[0]
     layers = (inputs.run.config or {}).get("num_layers")
     calls = top["calls_per_pass"]
@@ -65,20 +70,27 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
         "calls_per_forward_pass": float(top["calls_per_pass"]),
         "top_forward_ms_per_pass": float(top["ms_per_pass"]),
         "top_forward_share": float(top["share"]),
+        **_compute_leader(forward, "top_forward"),
     }
     if inputs.passes("backward") == 0:
         return record | leader_figures
     both = inputs.kernel_totals(("forward", "backward"), inputs.passes("forward"))
     leader = both.iloc[0]
-    computing = both[both["category"] != COMMUNICATION]
-    compute_leader = computing.iloc[0] if leader["category"] == COMMUNICATION and len(computing) else None
-    return record | {
-        "top_forward_backward_compute_kernel": None if compute_leader is None else compute_leader["kernel"],
-        "top_forward_backward_compute_share":
-            None if compute_leader is None else float(compute_leader["total_ns"] / computing["total_ns"].sum()),
+    return record | _compute_leader(both, "top_forward_backward") | {
         "top_forward_backward_kernel": leader["kernel"],
         "top_forward_backward_share": float(leader["share"]),
         "same_kernel": bool(leader["kernel"] == top["kernel"]),
         "top_forward_backward_category": leader["category"],
         "forward_leader_rank": int(both.index[both["kernel"] == top["kernel"]][0]) + 1,
     }
+
+
+def _compute_leader(totals, prefix: str) -> dict:
+    """``<prefix>_compute_kernel`` and ``<prefix>_compute_share``: where a communication kernel leads
+    ``totals`` (kernel totals, largest first), the leader among the other kernels and its share of
+    their summed time; None otherwise."""
+    computing = totals[totals["category"] != COMMUNICATION]
+    if totals["category"].iloc[0] != COMMUNICATION or not len(computing):
+        return {f"{prefix}_compute_kernel": None, f"{prefix}_compute_share": None}
+    return {f"{prefix}_compute_kernel": computing["kernel"].iloc[0],
+            f"{prefix}_compute_share": float(computing["total_ns"].iloc[0] / computing["total_ns"].sum())}
