@@ -40,6 +40,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   records how many the script ran); with ``inference_forwards``, a ``first`` range whose next
   ``first`` or ``backward`` range (the first to start after it ends) is a ``first`` one is an
   evaluation pass and starts no step.
+  ``runs`` (a list, from the script's source: its steps per run, for a script that trains several
+  configurations one after another under the same names): only the last run is measured, the
+  steps of the earlier ones are warm-up, and the departing rule reads the last run's steps alone.
   ``warmup_rule: profiler_window`` (any kind but ``ranges``): the steps that start inside the
   process's window from its first ``cudaProfilerStart`` runtime call to the next
   ``cudaProfilerStop`` (none: to the end) are measured, the others warm-up.
@@ -617,8 +620,9 @@ def reference_for(path: Path, entry: dict) -> list[dict]:
     procs, con = load(path)
     order = sorted(procs, key=lambda p: (min((k.device for k in procs[p].kernels), default=-1), p))
     steps = {pid: _candidate_steps(procs[pid], entry)[0] for pid in order}
-    departing = {pid: _departing(procs[pid], steps[pid]) if entry["steps"].get("warmup_rule") == "departing" else 0
-                 for pid in order}
+    earlier = sum(entry["steps"].get("runs", [0])[:-1])  # the steps of the runs before the last one
+    departing = {pid: earlier + (_departing(procs[pid], steps[pid][earlier:])
+                                 if entry["steps"].get("warmup_rule") == "departing" else 0) for pid in order}
     if len(order) > 1 and len({len(s) for s in steps.values()}) == 1:
         departing = dict.fromkeys(order, max(departing.values()))
     out = [_process_reference(procs[pid], con, entry, departing[pid]) for pid in order]

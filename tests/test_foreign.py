@@ -155,6 +155,18 @@ def test_nsys_b_names_the_computing_leader_where_a_collective_leads():
     assert "computing kernels" not in summary("gpt2_nvtx")["questions"]["b"]["answer"]
 
 
+def test_nsys_b_names_the_forward_computing_leader_where_a_collective_leads_the_forward():
+    """Tensor parallelism: the all-reduce after each row-split layer leads the forward pass itself
+    (on both ranks, by the reference); the sentence says its time holds the wait and names the
+    forward's leader among the computing kernels."""
+    answer = summary("tp2_nvtx")["questions"]["b"]["answer"]
+    ranks = REFERENCE["tp2_nvtx"]["processes"]
+    assert all(rank["nsys_b"]["forward_top"]["kernel"].startswith("ncclDevKernel") for rank in ranks)
+    found = re.search(r"says little of the work; among the computing kernels `[^`]+` leads the forward pass with "
+                      r"([\d.]+)% of their time", answer)
+    assert found and 5 < float(found[1]) < 100
+
+
 def test_kernel_time_inside_whole_graphs_is_named_where_kernels_are_told_apart():
     """A graph traced whole counts as one kernel of its own category; the answers that sort kernels
     into kinds (b, c, d) say how much time that hides, with the reference's forward share of it."""

@@ -29,10 +29,10 @@ class Script:
     def __init__(self):
         self.now, self.ranges, self.kernels = 1_000, [], []
 
-    def kernel(self, tid=MAIN, name=KERNELS[0], count=1):
+    def kernel(self, tid=MAIN, name=KERNELS[0], count=1, duration=10):
         for _ in range(count):
             corr = len(self.kernels) + 1
-            self.kernels.append((self.now + 500, self.now + 510, self.now, PID, tid, corr, name))
+            self.kernels.append((self.now + 500, self.now + 500 + duration, self.now, PID, tid, corr, name))
             self.now += 20
 
     def range(self, name, body=None, tid=MAIN):
@@ -110,6 +110,24 @@ def test_steps_that_differ_among_themselves_leave_out_only_the_step_that_stands_
     labelled = script.labelled(tmp_path)
     assert measured_steps(labelled) == [f"step_{i}" for i in range(1, len(extras))]
     assert labelled.structure.warmup_rule.startswith("1 leading step whose kernel count")
+
+
+@pytest.mark.parametrize("second", ["more kernels", "longer kernels"])
+def test_runs_one_after_another_under_one_name_measure_the_last(tmp_path, second):
+    """A sweep in one process (a model of each size, or each batch length, trained in turn under
+    the same step range): its steps fall into two runs, apart in every kernel count or every kernel
+    time; averaging them would mix different work, so only the last run is measured."""
+    script = Script()
+    for run in range(2):
+        for _ in range(6):
+            extra, duration = (6, 10) if run and second == "more kernels" else (0, 20 if run else 10)
+            script.range("train_step", lambda: (script.range("forward", lambda: script.kernel(
+                count=3 + extra, duration=duration)), script.range("backward", lambda: script.kernel(
+                    tid=AUTOGRAD, count=4, duration=duration)), script.range("optimizer_step", lambda: script.kernel(
+                        name=OPTIMIZER_KERNEL, count=2, duration=duration))))
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"train_step #{i}" for i in range(6, 12)]
+    assert "the steps form 2 runs one after another" in labelled.structure.warmup_rule
 
 
 def test_an_inference_forward_is_never_averaged_with_training_forwards(tmp_path):

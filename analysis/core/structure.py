@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
 
 from analysis.core.codes import run_starts, run_sums
 from analysis.core.intervals import within_earlier
@@ -625,11 +626,12 @@ def _outermost_by_time(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _model_calls(modules: pd.DataFrame) -> pd.DataFrame:
-    """The model's forward calls: outermost module calls holding at least half as many module
-    calls as the largest outermost call (a loss module called on its own holds none)."""
+    """The model's forward calls: outermost module calls that hold other module calls (a loss
+    module called on its own holds none). Models of different sizes in one run (a sweep over
+    depths) are all models."""
     outer = _outermost_by_time(modules)
     counts = _contains(outer, modules)
-    return outer[counts >= max(counts.max(initial=0) / 2, 2)] if len(counts) else outer
+    return outer[counts >= 2] if len(counts) else outer
 
 
 # The columns of the ops :func:`_kernel_phases` reads.
@@ -1276,6 +1278,7 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
         return steps, "no steps", [], marking
     steps = steps.sort_values(["pid", "start_ns"], kind="stable").reset_index(drop=True)
     figures = _step_figures(steps, ops)
+    runs = _runs(steps, figures)
     if names.warmup_steps is not None:
         rank = steps.groupby("pid").cumcount().to_numpy()
         rule = f"the first {names.warmup_steps} (given)"
@@ -1293,8 +1296,9 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
         if rule is None:
             measured, rule, marking = _late_range_warmup(steps, own)
         if rule is None:
-            measured, rule = _departing_steps(steps, figures)
-    steps = steps.assign(measured=np.asarray(measured, dtype=bool))
+            measured, rule = _departing_steps(steps, figures, runs.last)
+    steps = steps.assign(measured=np.asarray(measured, dtype=bool) & runs.last)
+    rule += runs.rule
     table = [{"step": str(s.name), "pid": int(s.pid), "measured": bool(s.measured),
               "cpu_span_ms": (s.end_ns - s.start_ns) / 1e6, "kernels": int(k), "kernel_ms": t / 1e6}
              for s, k, t in zip(steps.itertuples(), figures["kernels"], figures["kernel_ns"])]
@@ -1422,6 +1426,73 @@ def _prefixed_warmup(steps: pd.DataFrame, containers: pd.DataFrame, prefix: str)
     return ~(named | inside), f"named or inside `{prefix}…` (given)"
 
 
+# Runs one after another in a process (a sweep over model sizes or batch shapes): each side of a
+# boundary has at least this many steps, compared over that many steps on each side ...
+RUN_STEPS_MIN = 3
+# ... whose kernel counts are apart, and differ by at least this share of the larger, or whose
+# kernel times are apart by at least this factor.
+RUN_COUNT_SHARE = 0.05
+RUN_TIME_FACTOR = 1.3
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The steps of the last run of each process (``last``: every step where the process holds
+    one run), and the sentence added to the warm-up rule ("" for one run everywhere)."""
+
+    last: np.ndarray
+    rule: str = ""
+
+
+def _runs(steps: pd.DataFrame, figures: pd.DataFrame) -> Runs:
+    """Runs one after another under the same step ranges (a script that trains several
+    configurations in turn, each with its own warm-up): a run ends before step p when the
+    :data:`RUN_STEPS_MIN` steps before p and those after p (p itself is passed over: a new run's
+    first step is its own warm-up; of neighbouring such p, the last) are apart in every kernel
+    count, by at least :data:`RUN_COUNT_SHARE` of the larger median, or in every kernel time, by
+    :data:`RUN_TIME_FACTOR`. Averaging several runs would mix different work, so only each
+    process's last run is measured. Steps (``steps``, sorted by process then start) of varying
+    batch length interleave their figures, and stay one run."""
+    last = np.ones(len(steps), dtype=bool)
+    count, time = figures["kernels"].to_numpy(), figures["kernel_ns"].to_numpy()
+    found = []
+    for rows in steps.groupby("pid", sort=False).indices.values():
+        bounds = list(np.flatnonzero(_apart(count[rows], time[rows])) + RUN_STEPS_MIN)
+        # Both p - 1 and p pass where run p starts (p - 1's later group holds p's): the last of
+        # each stretch of neighbouring bounds is the run's first step.
+        bounds = [p for i, p in enumerate(bounds) if i + 1 == len(bounds) or bounds[i + 1] != p + 1]
+        bounds = [p for i, p in enumerate(bounds) if not i or p - bounds[i - 1] >= RUN_STEPS_MIN]
+        if bounds:
+            last[rows[:bounds[-1]]] = False
+            edges = [0, *bounds, len(rows)]
+            found.append((len(bounds) + 1, [(int(np.median(count[rows[a:b]])), float(np.median(time[rows[a:b]])))
+                                            for a, b in zip(edges[:-1], edges[1:])]))
+    if not found:
+        return Runs(last)
+    most, levels = max(found, key=lambda item: item[0])
+    shown = ", then ".join(f"{kernels:,} kernels and {ns / 1e6:.3g} ms" for kernels, ns in levels)
+    return Runs(last, f"; the steps form {most} runs one after another ({shown} of kernels a step, medians: a script "
+                      "that trains several configurations in turn): only the last run is measured, as averaging them "
+                      "would mix different work")
+
+
+def _apart(count: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """For each p from :data:`RUN_STEPS_MIN` to ``len - RUN_STEPS_MIN - 1`` (index 0 for the first),
+    whether the :data:`RUN_STEPS_MIN` steps before p and those after it are apart in every kernel
+    count (by :data:`RUN_COUNT_SHARE` of the larger median) or in every kernel time (by
+    :data:`RUN_TIME_FACTOR`)."""
+    if len(count) < 2 * RUN_STEPS_MIN + 1:
+        return np.zeros(0, dtype=bool)
+    windows = [sliding_window_view(values.astype(np.float64), RUN_STEPS_MIN) for values in (count, time)]
+    (count_low, time_low), (count_high, time_high) = ([w.min(axis=1) for w in windows], [w.max(axis=1) for w in windows])
+    middle = np.median(windows[0], axis=1)
+    before, after = slice(0, -RUN_STEPS_MIN - 1), slice(RUN_STEPS_MIN + 1, None)  # windows ending at p - 1, starting at p + 1
+    counts = ((count_high[before] < count_low[after]) | (count_high[after] < count_low[before])) \
+        & (np.abs(middle[after] - middle[before]) >= RUN_COUNT_SHARE * np.maximum(middle[before], middle[after]))
+    times = (RUN_TIME_FACTOR * time_high[before] < time_low[after]) | (RUN_TIME_FACTOR * time_high[after] < time_low[before])
+    return counts | times
+
+
 def _stands_out(value: float, later: np.ndarray) -> bool:
     """Whether a step's kernel time or CPU span stands out from the later steps': over
     :data:`WARMUP_TIME_FACTOR` times their median, and further above it than
@@ -1433,16 +1504,17 @@ def _stands_out(value: float, later: np.ndarray) -> bool:
     return bool(value > WARMUP_TIME_FACTOR * median and value > median + WARMUP_SPREAD_MADS * spread)
 
 
-def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame) -> tuple[np.ndarray, str]:
+def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) -> tuple[np.ndarray, str]:
     """The leading steps of each process that depart from the steady state: a kernel count outside
     the later steps' range of counts, or a kernel time or CPU span that stands out from theirs
-    (:func:`_stands_out`); the last step is always measured.
+    (:func:`_stands_out`); the last step is always measured. Only the ``considered`` steps are
+    read (each process's last run, :func:`_runs`); the others stay True here.
     Processes with as many steps each (the ranks of one job) leave out as many: the most any of
     them does, so that every rank's figures cover the same steps."""
     measured = np.ones(len(steps), dtype=bool)
     span = (steps["end_ns"] - steps["start_ns"]).to_numpy()
     count, time = figures["kernels"].to_numpy(), figures["kernel_ns"].to_numpy()
-    processes = list(steps.groupby("pid", sort=False).indices.values())
+    processes = [rows[considered[rows]] for rows in steps.groupby("pid", sort=False).indices.values()]
     departing = []
     for rows in processes:
         leading = 0
