@@ -112,22 +112,27 @@ def test_steps_that_differ_among_themselves_leave_out_only_the_step_that_stands_
     assert labelled.structure.warmup_rule.startswith("1 leading step whose kernel count")
 
 
+@pytest.mark.parametrize("warmup", ["unmarked", "named"])
 @pytest.mark.parametrize("second", ["more kernels", "longer kernels"])
-def test_runs_one_after_another_under_one_name_measure_the_last(tmp_path, second):
+def test_runs_one_after_another_under_one_name_measure_the_last(tmp_path, second, warmup):
     """A sweep in one process (a model of each size, or each batch length, trained in turn under
     the same step range): its steps fall into two runs, apart in every kernel count or every kernel
-    time; averaging them would mix different work, so only the last run is measured."""
+    time; averaging them would mix different work, so only the last run is measured, whether or not
+    a name marks each run's warm-up step."""
     script = Script()
     for run in range(2):
-        for _ in range(6):
+        for i in range(7):
             extra, duration = (6, 10) if run and second == "more kernels" else (0, 20 if run else 10)
-            script.range("train_step", lambda: (script.range("forward", lambda: script.kernel(
+            name = "warmup_step" if warmup == "named" and i == 0 else "train_step"
+            script.range(name, lambda: (script.range("forward", lambda: script.kernel(
                 count=3 + extra, duration=duration)), script.range("backward", lambda: script.kernel(
                     tid=AUTOGRAD, count=4, duration=duration)), script.range("optimizer_step", lambda: script.kernel(
                         name=OPTIMIZER_KERNEL, count=2, duration=duration))))
     labelled = script.labelled(tmp_path)
-    assert measured_steps(labelled) == [f"train_step #{i}" for i in range(6, 12)]
-    assert "the steps form 2 runs one after another" in labelled.structure.warmup_rule
+    steps = labelled.structure.steps.sort_values("start_ns")
+    left_out = 7 + (warmup == "named")  # the first run, and the last run's own warm-up step where named
+    assert list(steps["measured"]) == [False] * left_out + [True] * (14 - left_out)
+    assert labelled.structure.warmup_rule.startswith("the steps form 2 runs one after another")
 
 
 def test_an_inference_forward_is_never_averaged_with_training_forwards(tmp_path):

@@ -1278,7 +1278,8 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
         return steps, "no steps", [], marking
     steps = steps.sort_values(["pid", "start_ns"], kind="stable").reset_index(drop=True)
     figures = _step_figures(steps, ops)
-    runs = _runs(steps, figures)
+    every = np.ones(len(steps), dtype=bool)
+    runs = Runs(every)
     if names.warmup_steps is not None:
         rank = steps.groupby("pid").cumcount().to_numpy()
         rule = f"the first {names.warmup_steps} (given)"
@@ -1287,18 +1288,22 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
         measured, rule = steps["measured"].to_numpy(), f"named `{names.warmup_prefix}<i>` (given)"
     elif names.warmup_prefix is not None:
         measured, rule = _prefixed_warmup(steps, containers, names.warmup_prefix)
-    elif found_rule:
-        measured, rule = steps["measured"].to_numpy(), found_rule
     else:
-        measured, rule = _named_warmup(steps, containers)
-        if rule is None:
-            measured, rule = _profiled_window(steps, profiler_calls)
-        if rule is None:
-            measured, rule, marking = _late_range_warmup(steps, own)
-        if rule is None:
-            measured, rule = _departing_steps(steps, figures, runs.last)
+        if found_rule:
+            measured, rule = steps["measured"].to_numpy(), found_rule
+        else:
+            measured, rule = _named_warmup(steps, containers)
+            if rule is None:
+                measured, rule = _profiled_window(steps, profiler_calls)
+            if rule is None:
+                measured, rule, marking = _late_range_warmup(steps, own)
+            if rule is None:  # runs first: each run's leading steps depart from its own later ones
+                runs = _runs(steps, figures, every)
+                measured, rule = _departing_steps(steps, figures, runs.last)
+        if not runs.rule:  # warm-up told otherwise: runs among the measured steps
+            runs = _runs(steps, figures, np.asarray(measured, dtype=bool))
     steps = steps.assign(measured=np.asarray(measured, dtype=bool) & runs.last)
-    rule += runs.rule
+    rule = runs.rule + rule
     table = [{"step": str(s.name), "pid": int(s.pid), "measured": bool(s.measured),
               "cpu_span_ms": (s.end_ns - s.start_ns) / 1e6, "kernels": int(k), "kernel_ms": t / 1e6}
              for s, k, t in zip(steps.itertuples(), figures["kernels"], figures["kernel_ns"])]
@@ -1438,13 +1443,13 @@ RUN_TIME_FACTOR = 1.3
 @dataclass(frozen=True)
 class Runs:
     """The steps of the last run of each process (``last``: every step where the process holds
-    one run), and the sentence added to the warm-up rule ("" for one run everywhere)."""
+    one run), and the words put before the warm-up rule ("" for one run everywhere)."""
 
     last: np.ndarray
     rule: str = ""
 
 
-def _runs(steps: pd.DataFrame, figures: pd.DataFrame) -> Runs:
+def _runs(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) -> Runs:
     """Runs one after another under the same step ranges (a script that trains several
     configurations in turn, each with its own warm-up): a run ends before step p when the
     :data:`RUN_STEPS_MIN` steps before p and those after p (p itself is passed over: a new run's
@@ -1452,11 +1457,13 @@ def _runs(steps: pd.DataFrame, figures: pd.DataFrame) -> Runs:
     count, by at least :data:`RUN_COUNT_SHARE` of the larger median, or in every kernel time, by
     :data:`RUN_TIME_FACTOR`. Averaging several runs would mix different work, so only each
     process's last run is measured. Steps (``steps``, sorted by process then start) of varying
-    batch length interleave their figures, and stay one run."""
+    batch length interleave their figures, and stay one run. Only the ``considered`` steps are
+    read (the measured ones, where a rule other than departure told the warm-up)."""
     last = np.ones(len(steps), dtype=bool)
     count, time = figures["kernels"].to_numpy(), figures["kernel_ns"].to_numpy()
     found = []
     for rows in steps.groupby("pid", sort=False).indices.values():
+        rows = rows[considered[rows]]
         bounds = list(np.flatnonzero(_apart(count[rows], time[rows])) + RUN_STEPS_MIN)
         # Both p - 1 and p pass where run p starts (p - 1's later group holds p's): the last of
         # each stretch of neighbouring bounds is the run's first step.
@@ -1470,10 +1477,11 @@ def _runs(steps: pd.DataFrame, figures: pd.DataFrame) -> Runs:
     if not found:
         return Runs(last)
     most, levels = max(found, key=lambda item: item[0])
-    shown = ", then ".join(f"{kernels:,} kernels and {ns / 1e6:.3g} ms" for kernels, ns in levels)
-    return Runs(last, f"; the steps form {most} runs one after another ({shown} of kernels a step, medians: a script "
-                      "that trains several configurations in turn): only the last run is measured, as averaging them "
-                      "would mix different work")
+    kernels = ", then ".join(f"{count:,}" for count, _ in levels)
+    times = ", then ".join(f"{ns / 1e6:.3g}" for _, ns in levels)
+    return Runs(last, f"the steps form {most} runs one after another ({kernels} kernels a step; {times} ms of kernels; "
+                      "medians), as a script that trains several configurations in turn does: only the last is measured, "
+                      "since averaging them would mix different work; its warm-up: ")
 
 
 def _apart(count: np.ndarray, time: np.ndarray) -> np.ndarray:
