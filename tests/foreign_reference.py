@@ -43,6 +43,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ``runs`` (a list, from the script's source: its steps per run, for a script that trains several
   configurations one after another under the same names): only the last run is measured, the
   steps of the earlier ones are warm-up, and the departing rule reads the last run's steps alone.
+  ``warmup_named`` (any kind but ``ranges``): a step whose first phase range's name matches it is
+  warm-up (a script that names its warm-up iterations' phases apart, ``warmup.forward`` …).
   ``warmup_rule: profiler_window`` (any kind but ``ranges``): the steps that start inside the
   process's window from its first ``cudaProfilerStart`` runtime call to the next
   ``cudaProfilerStop`` (none: to the end) are measured, the others warm-up.
@@ -684,6 +686,10 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
             low, high = _profiler_window(con, proc.pid)
             measured = [r for r in steps if low <= r.start < high]
             warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps) if not low <= r.start < high]
+        elif spec.get("warmup_named"):
+            named = re.compile(spec["warmup_named"])
+            warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps) if named.search(r.name)]
+            measured = [r for r in steps if not named.search(r.name)]
         else:
             warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps[:first_n])]
             measured = steps[first_n:]

@@ -414,7 +414,7 @@ def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
                     and not set(found) & set(tagged[tag])]
     shown = " and ".join(f"`{t if len(t) <= TAG_SHOWN else t[:TAG_SHOWN - 1] + '…'}`" for t in tags)
     which = "the tag beside each phase's name is left out" if len(tags) == 1 else \
-        f"{len(tags)} tags name the same phases (a model each), and each of their ranges is a pass"
+        f"{len(tags)} tags name the same phases, and each of their ranges is a pass"
     notes.append(f"phase ranges named {shown}: {which}")
     return names.map({name: phase for t in tags for name, phase in tagged[t].items()}).to_numpy(dtype=object)
 

@@ -143,6 +143,14 @@ sweep) prof gpt2_sweep_nvtx 200 --trace=cuda,nvtx -- python3 $F/hf/dynamic_train
 sweep26) prof gpt2_sweep_flags2026 240 $G26B -- python3 $F/hf/dynamic_train.py --sweep-layers 2,6 --steps 4 ;;
 tp) prof tp2_nvtx 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/tp_train.py --nvtx ;;
 tp26) prof tp2_flags2026 240 $G26B -- torchrun --standalone --nproc_per_node 2 $F/hf/tp_train.py --steps 4 ;;
+yzhang) prof yzhang 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/yzhang/cs336-basics:$F/yzhang:$SITE python3 -m cs336_systems.nsight_profile --mode train_step --model_size small --context_length 128 --batch_size 4 --warmup_steps 2 --profile_steps 5 --device cuda ;;
+yzhang26) prof yzhang_flags2026 240 $G26B -- env PYTHONPATH=$F/yzhang/cs336-basics:$F/yzhang:$SITE python3 -m cs336_systems.nsight_profile --mode train_step --model_size small --context_length 128 --batch_size 4 --warmup_steps 2 --profile_steps 5 --device cuda ;;
+gzsiceberg) prof gzsiceberg 200 --trace=cuda,nvtx -- bash -c "cd /tmp/fw && exec env PYTHONPATH=$F/gzsiceberg/cs336-basics:$SITE python3 $F/gzsiceberg/cs336_systems/benchmarking.py -a 2 -w 2 -t 3 --back --opt --context-length 128 --autocast -m 1 -o /tmp/fw/gzsiceberg_results.md" ;;
+xiaolin) prof xiaolin 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/xiaolin:$SITE python3 $F/xiaolin/scripts/benchmark.py --context-length 128 --d-model 768 --num-layers 12 --num-heads 12 --d-ff 3072 --batch-size 4 --warmup-steps 3 --num-steps 5 --backward --optimizer --mixed-precision ;;
+xiaolin_compile) prof xiaolin_compile 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/xiaolin:$SITE python3 $F/xiaolin/scripts/benchmark.py --context-length 128 --d-model 768 --num-layers 12 --num-heads 12 --d-ff 3072 --batch-size 4 --warmup-steps 3 --num-steps 5 --backward --optimizer --mixed-precision --compile ;;
+aimetrics) prof aimetrics 200 --trace=cuda,nvtx -- bash -c "cd /tmp/fw && exec env PYTHONPATH=$F/aimetrics/cs336-basics:$SITE python3 $F/aimetrics/benchmarking.py --model_size small --seq_len 128 --batch_size 4 --warmup_steps 2 --measure_steps 5 --mode train --nvtx --bf16 --device cuda" ;;
+aimetrics26) prof aimetrics_flags2026 240 $G26B -- bash -c "cd /tmp/fw && exec env PYTHONPATH=$F/aimetrics/cs336-basics:$SITE python3 $F/aimetrics/benchmarking.py --model_size small --seq_len 128 --batch_size 4 --warmup_steps 2 --measure_steps 5 --mode train --nvtx --bf16 --device cuda" ;;
+shanning_model) prof shanning_model 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/shanning/cs336-basics:$F/shanning:$SITE python3 $F/shanning/benchmarks/benchmark_model.py 2 small ;;
 reps) for r in $F/reps/*.nsys-rep; do n=$(basename $r .nsys-rep); cp $r $W/$n.nsys-rep; echo "=== export $n"; export_job $n; done ;;
 *) echo "unknown job $job" ;;
 esac; done
