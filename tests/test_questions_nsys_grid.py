@@ -142,8 +142,9 @@ def test_nsys_b_answers_fp32_eager_bf16_and_compiled_runs_apart():
 
 
 def test_nsys_b_gives_the_figures_of_the_traces_whose_leader_is_of_the_leading_kind():
-    """Two traces led by a gemm and one by a collective (tensor parallelism) in one group: the
-    share and calls are the gemm traces', and the other trace is named with its own share."""
+    """Two traces led by a gemm, one by a collective (tensor parallelism) and one by an elementwise
+    kernel in one group: the share and calls are the gemm traces', and the others are named with
+    their own shares."""
     def record_b(category, calls, share):
         return {"b": {"top_forward_kernel": f"kernel_{category}", "top_forward_category": category,
                       "top_forward_precision": "fp32" if category == "gemm" else None, "calls_per_forward_pass": calls,
@@ -152,11 +153,12 @@ def test_nsys_b_gives_the_figures_of_the_traces_whose_leader_is_of_the_leading_k
                       "top_forward_backward_share": None, "same_kernel": None, "answer": "one trace"}}
     summaries = [summary("small", 128, questions=record_b("gemm", 1.0, 0.341)),
                  summary("small", 256, questions=record_b("gemm", 1.0, 0.405)),
-                 summary("small", 512, questions=record_b("communication", 8.0, 0.735))]
+                 summary("small", 512, questions=record_b("communication", 8.0, 0.735)),
+                 summary("small", 1024, questions=record_b("elementwise", 0.375, 0.163))]
     text = nsys_b.QUESTION.answer(Evidence(summaries, ResultsSet())).full_answer
-    assert ("in 2 of 3 the leading forward kernel is a gemm kernel computing in fp32 on CUDA cores (FFMA, no TF32); it "
-            "takes 34.1–40.5% of forward kernel time over 1 call per pass; in the other 1 it is a communication kernel "
-            "(73.5%).") in text
+    assert ("in 2 of 4 the leading forward kernel is a gemm kernel computing in fp32 on CUDA cores (FFMA, no TF32); it "
+            "takes 34.1–40.5% of forward kernel time over 1 call per pass; in the other 2 it is a communication kernel "
+            "(73.5%) or an elementwise kernel (16.3%).") in text
 
 
 def test_nsys_c_gives_the_non_matmul_share_per_group_and_its_trend_with_context_length():

@@ -59,6 +59,11 @@ def count(value: float) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
 
 
+def with_article(noun: str) -> str:
+    """``a gemm kernel``, ``an elementwise kernel``: the indefinite article by the first letter."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def plural(value: float, noun: str) -> str:
     """``1 call``, ``73 calls``, ``1.5 calls``."""
     return f"{count(value)} {noun}" if value == 1 else f"{count(value)} {noun}s"

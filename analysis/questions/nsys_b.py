@@ -127,17 +127,18 @@ def _grid_text(record: ResultsAnswer) -> str:
         lead = ("it" if len(rows) == 1 else f"all {len(rows)}" if categories.iloc[0] == len(rows)
                 else f"{categories.iloc[0]} of {len(rows)}")
         sentence = (f"Among {runs_of(group)} ({text.plural(len(rows), 'trace')}), in {lead} the leading forward kernel "
-                    f"is a {categories.index[0]} kernel")
+                    f"is {text.with_article(categories.index[0])} kernel")
         leading = rows[rows["top_forward_category"] == categories.index[0]]  # the figures below are of these
         precisions = leading["top_forward_precision"].dropna() if "top_forward_precision" in leading else []
         if len(precisions):
             sentence += " computing in " + " or ".join(PRECISION_UNITS.get(p, p) for p in sorted(set(precisions)))
-        calls = grid.span(leading["calls_per_forward_pass"], "{:,.0f}")
+        calls = grid.span(leading["calls_per_forward_pass"], text.count)  # 0.4 calls a pass: a kernel of some batches
         sentence += (f"; it takes {grid.pct_span(leading['top_forward_share'])} of forward kernel time over "
                      f"{calls} call{'' if calls == '1' else 's'} per pass")
         if "calls_per_layer" in leading and leading["calls_per_layer"].notna().any():
             sentence += f" ({grid.span(leading['calls_per_layer'], '{:.0f}')} per layer)"
-        others = [f"a {category} kernel ({grid.pct_span(rows.loc[rows['top_forward_category'] == category, 'top_forward_share'])})"
+        others = [f"{text.with_article(category)} kernel "
+                  f"({grid.pct_span(rows.loc[rows['top_forward_category'] == category, 'top_forward_share'])})"
                   for category in categories.index[1:]]
         if others:
             sentence += f"; in the other {len(rows) - len(leading)} it is " + " or ".join(others)

@@ -4,6 +4,7 @@ multi-GPU runs, and a user's own traces form their own), value spans for the sen
 rule that a single trace keeps its own sentence."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from analysis.core import text
@@ -54,9 +55,11 @@ def mixed_shapes(summary: dict) -> int:
     return len((summary.get("phase_shapes") or {}).get("forward") or [])
 
 
-def span(values: pd.Series, fmt: str = "{:.2f}") -> str:
-    """``low–high`` of a series (one value when they agree in the format)."""
-    low, high = fmt.format(values.min()), fmt.format(values.max())
+def span(values: pd.Series, fmt: str | Callable[[float], str] = "{:.2f}") -> str:
+    """``low–high`` of a series (one value when they agree in the format: a format string, or a
+    function such as :func:`analysis.core.text.count`)."""
+    show = fmt if callable(fmt) else fmt.format
+    low, high = show(values.min()), show(values.max())
     return low if low == high else f"{low}–{high}"
 
 
