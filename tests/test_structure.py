@@ -447,16 +447,19 @@ def test_updates_whose_kernel_counts_repeat_every_two_are_one_step(tmp_path, per
         assert labelled.measured_passes["optimizer_step"] == 2 * (periods - 1)
 
 
-def test_step_numbers_that_start_over_are_several_runs(tmp_path):
+@pytest.mark.parametrize("warmup", [None, 1])
+def test_step_numbers_that_start_over_are_several_runs(tmp_path, warmup):
     """``step_0`` … ``step_3`` twice (one script benchmarking two models in turn, each counted
-    from 0): two runs, the whole capture analyzed, not the first run's steps taken for warm-up."""
+    from 0): two runs, and only the last is measured, even where the warm-up steps are given (the
+    first of each process, which the first run holds)."""
     script = Script()
     for extra in (0, 2):
         for i in range(4):
             script.range(f"step_{i}", lambda extra=extra: script.iteration(extra_kernels=extra))
-    labelled = script.labelled(tmp_path)
-    assert not labelled.has_steps
-    assert labelled.structure.step_rule.startswith("ranges of 2 runs (the numbering of `step_<i>` starts over once)")
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=warmup))
+    steps = labelled.structure.steps.sort_values("start_ns")
+    assert list(steps["measured"]) == [False] * 4 + [True] * 4
+    assert labelled.structure.warmup_rule.startswith("the numbering of `step_<i>` starts over once: 2 runs")
 
 
 @pytest.mark.parametrize("names", [("warmup_0", "warmup_1", "step_0", "step_1", "step_2", "step_3"),
@@ -481,6 +484,19 @@ def test_loss_names_with_a_verb(tmp_path, tag):
     assert script.labelled(tmp_path).measured_passes.get("loss") == 3
 
 
+def export_with_profiler_calls(tmp_path, script: Script, calls: list[tuple[str, int]]):
+    """The script's trace with runtime rows for the program's own profiler calls (name, time)."""
+    path = build_export(tmp_path / "trace.sqlite", kernels=script.kernels, ranges=script.ranges, strings=KERNELS)
+    conn = sqlite3.connect(path)
+    for k, (name, time) in enumerate(calls):
+        conn.execute(f"INSERT INTO {STRINGS.name} VALUES (?, ?)", (100 + k, name))
+        conn.execute(f"INSERT INTO {RUNTIME.name} VALUES (?, ?, ?, ?, ?)",
+                     (time, time + 5, global_tid(PID, MAIN), 10_000 + k, 100 + k))
+    conn.commit()
+    conn.close()
+    return path
+
+
 @pytest.mark.parametrize("stop", [True, False])
 def test_steps_outside_the_programs_profiler_window_are_warmup(tmp_path, stop):
     """Six alike ``train_step`` ranges, ``cudaProfilerStart`` before the third and
@@ -494,17 +510,27 @@ def test_steps_outside_the_programs_profiler_window_are_warmup(tmp_path, stop):
         script.range("train_step", script.iteration)
         if i == 4 and stop:
             calls.append(("cudaProfilerStop_v4000", script.now))
-    path = build_export(tmp_path / "trace.sqlite", kernels=script.kernels, ranges=script.ranges, strings=KERNELS)
-    conn = sqlite3.connect(path)
-    for k, (name, time) in enumerate(calls):
-        conn.execute(f"INSERT INTO {STRINGS.name} VALUES (?, ?)", (100 + k, name))
-        conn.execute(f"INSERT INTO {RUNTIME.name} VALUES (?, ?, ?, ?, ?)",
-                     (time, time + 5, global_tid(PID, MAIN), 10_000 + k, 100 + k))
-    conn.commit()
-    conn.close()
-    labelled = label_ops(load_trace(path, RangeFilter()))
+    labelled = label_ops(load_trace(export_with_profiler_calls(tmp_path, script, calls), RangeFilter()))
     assert list(labelled.structure.steps["measured"]) == [False, False, True, True, True, not stop]
     assert labelled.structure.warmup_rule.startswith("outside the program's cudaProfilerStart")
+
+
+def test_a_profiler_window_opened_in_each_run_measures_the_last_runs_steps_inside_it(tmp_path):
+    """Two models in turn, each ``step_0`` … ``step_5`` with ``cudaProfilerStart`` before its
+    fifth step and no stop (a script that starts profiling after its warm-up in every run): the
+    last run is measured from its own start call, not from the first run's."""
+    script = Script()
+    calls = []
+    for extra in (0, 2):
+        for i in range(6):
+            if i == 4:
+                calls.append(("cudaProfilerStart_v4000", script.now))
+            script.range(f"step_{i}", lambda extra=extra: script.iteration(extra_kernels=extra))
+    labelled = label_ops(load_trace(export_with_profiler_calls(tmp_path, script, calls), RangeFilter()))
+    steps = labelled.structure.steps.sort_values("start_ns")
+    assert list(steps["measured"]) == [False] * 10 + [True] * 2
+    assert labelled.structure.warmup_rule.startswith("the numbering of `step_<i>` starts over once: 2 runs")
+    assert "its warm-up: outside the program's cudaProfilerStart" in labelled.structure.warmup_rule
 
 
 @pytest.mark.parametrize("iterations", [2, 3])

@@ -869,11 +869,6 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
         runs = candidates.iloc[np.concatenate([families[s] for s in plain])]
         return None, f"ranges of {len(plain)} different runs ({shown}): the whole capture is analyzed", runs, True
     rows = np.sort(np.concatenate(list(families.values())))
-    if (runs := _restarted_runs(candidates.iloc[rows])) > 1:
-        shown = ", ".join(f"`{family_label(candidates['name'].iat[families[s][0]])}`" for s in families)
-        again = "once" if runs == 2 else f"{runs - 1} times"
-        return (None, f"ranges of {runs} runs (the numbering of {shown} starts over {again}): "
-                      "the whole capture is analyzed", candidates.iloc[rows], True)
     steps = _windows(candidates.iloc[rows], "step")
     steps["name"] = _step_labels(steps)
     containers = _containers(candidates, held)
@@ -965,21 +960,29 @@ def _unphased_steps(candidates: pd.DataFrame, ops: pd.DataFrame) -> tuple[pd.Dat
                                          "the kernel time, each one pass of the run's work")
 
 
-def _restarted_runs(steps: pd.DataFrame) -> int:
-    """How many runs the step ranges are, in the family and process that ran the most: a run per
-    count of one family's indices from its first (``step_0`` … ``step_13``, then ``step_0`` …
-    again: one script benchmarking two models in turn; ``warmup_1`` then ``step_0`` is one run);
-    1 where the indices never fall (``train_small_128`` every time is no count) or a name has none."""
-    matches = [INDEXED.match(normal_name(name)) for name in steps["name"]]
+def _numbered_runs(steps: pd.DataFrame) -> Runs | None:
+    """Runs told by the step ranges' numbering (``steps``: sorted by process, then start): each
+    family's indices counted from its first again (``step_0`` … ``step_13``, then ``step_0`` …: one
+    script benchmarking two models in turn; ``warmup_1`` then ``step_0`` is one run) start a new
+    run, and only the last run of each family in each process is measured. None where the indices
+    never fall (``train_small_128`` every time is no count) or a name has none."""
+    matches = [INDEXED.match(normal_name(name)) for name in steps["range_name"]]
     if not matches or not all(matches):
-        return 1
+        return None
     stems = pd.factorize(np.array([m["stem"] for m in matches], dtype=object))[0]
-    order = np.lexsort((steps["start_ns"].to_numpy(), steps["pid"].to_numpy(), stems))
-    index = np.array([int(m["index"]) for m in matches])[order]
-    pids, stems = steps["pid"].to_numpy()[order], stems[order]
-    other = (pids[1:] != pids[:-1]) | (stems[1:] != stems[:-1])
-    starts = np.r_[True, other | (index[1:] < index[:-1])]  # a number every range shares is no index
-    return int(pd.Series(starts).groupby([stems, pids]).sum().max())
+    index, pids = np.array([int(m["index"]) for m in matches]), steps["pid"].to_numpy()
+    run = np.zeros(len(steps), dtype=np.int64)
+    for rows in pd.Series(np.arange(len(steps))).groupby([stems, pids]).indices.values():  # in time order
+        run[rows] = np.cumsum(np.r_[0, index[rows][1:] < index[rows][:-1]])  # a number every range shares is no index
+    if not run.any():
+        return None
+    last = run == pd.Series(run).groupby([stems, pids]).transform("max").to_numpy()
+    most = int(run.max()) + 1
+    shown = ", ".join(f"`{family_label(name)}`" for name in name_families(sorted(set(steps["range_name"]))))
+    again = "once" if most == 2 else f"{most - 1} times"
+    return Runs(last, f"the numbering of {shown} starts over {again}: {most} runs one after another, as a script that "
+                      "benchmarks several configurations in turn makes: only the last is measured, since averaging them "
+                      "would mix different work; its warm-up: ")
 
 
 def _indexed_in_order(ranges: pd.DataFrame) -> bool:
@@ -1279,7 +1282,8 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
     steps = steps.sort_values(["pid", "start_ns"], kind="stable").reset_index(drop=True)
     figures = _step_figures(steps, ops)
     every = np.ones(len(steps), dtype=bool)
-    runs = Runs(every)
+    numbered = _numbered_runs(steps)
+    runs = numbered or Runs(every)
     if names.warmup_steps is not None:
         rank = steps.groupby("pid").cumcount().to_numpy()
         rule = f"the first {names.warmup_steps} (given)"
@@ -1294,11 +1298,11 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
         else:
             measured, rule = _named_warmup(steps, containers)
             if rule is None:
-                measured, rule = _profiled_window(steps, profiler_calls)
+                measured, rule = _profiled_window(steps, profiler_calls, runs.last)
             if rule is None:
                 measured, rule, marking = _late_range_warmup(steps, own)
             if rule is None:  # runs first: each run's leading steps depart from its own later ones
-                runs = _runs(steps, figures, every)
+                runs = numbered or _runs(steps, figures, every)
                 measured, rule = _departing_steps(steps, figures, runs.last)
         if not runs.rule:  # warm-up told otherwise: runs among the measured steps
             runs = _runs(steps, figures, np.asarray(measured, dtype=bool))
@@ -1367,25 +1371,30 @@ def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.nda
     return np.ones(len(steps), dtype=bool), None
 
 
-def _profiled_window(steps: pd.DataFrame, calls: pd.DataFrame | None) -> tuple[np.ndarray, str | None]:
+def _profiled_window(steps: pd.DataFrame, calls: pd.DataFrame | None, considered: np.ndarray
+                     ) -> tuple[np.ndarray, str | None]:
     """Steps inside the program's own profiling window measured, the others not: in each process,
     from its first ``cudaProfilerStart`` to the next ``cudaProfilerStop`` (the end of the capture
-    without one), what nsys's ``--capture-range=cudaProfilerApi`` would have recorded. None when
-    a process with steps made no such call, or the window holds every step or none."""
+    without one), what nsys's ``--capture-range=cudaProfilerApi`` would have recorded. Only the
+    ``considered`` steps are read (the last run, :func:`_numbered_runs`), and only the calls after
+    the steps before them end (a script that opens the window anew in each run). None when a
+    process with steps made no such call, or the window holds every step or none."""
     if calls is None or calls.empty:
         return np.ones(len(steps), dtype=bool), None
-    pids, starts = steps["pid"].to_numpy(), steps["start_ns"].to_numpy()
+    pids, starts, ends = (steps[c].to_numpy() for c in ("pid", "start_ns", "end_ns"))
     inside = np.zeros(len(steps), dtype=bool)
-    for pid in np.unique(pids):
-        mine = calls[calls["pid"].to_numpy() == pid]
+    for pid in np.unique(pids[considered]):
+        earlier = (pids == pid) & ~considered
+        after = ends[earlier].max(initial=np.iinfo(np.int64).min)
+        mine = calls[(calls["pid"].to_numpy() == pid) & (calls["start_ns"].to_numpy() > after)]
         opened = mine["start_ns"].to_numpy()[mine["call"].to_numpy() == "start"]
         if not len(opened):
             return np.ones(len(steps), dtype=bool), None
         closed = mine["start_ns"].to_numpy()[(mine["call"].to_numpy() == "stop") & (mine["start_ns"].to_numpy() > opened[0])]
         end = closed[0] if len(closed) else np.iinfo(np.int64).max
-        rows = pids == pid
+        rows = (pids == pid) & considered
         inside[rows] = (starts[rows] >= opened[0]) & (starts[rows] < end)
-    if inside.all() or not inside.any():
+    if inside[considered].all() or not inside[considered].any():
         return np.ones(len(steps), dtype=bool), None
     return inside, "outside the program's cudaProfilerStart–cudaProfilerStop window (what --capture-range=cudaProfilerApi records)"
 
