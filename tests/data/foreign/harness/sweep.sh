@@ -151,6 +151,8 @@ xiaolin_compile) prof xiaolin_compile 300 --trace=cuda,nvtx -- env PYTHONPATH=$F
 aimetrics) prof aimetrics 200 --trace=cuda,nvtx -- bash -c "cd /tmp/fw && exec env PYTHONPATH=$F/aimetrics/cs336-basics:$SITE python3 $F/aimetrics/benchmarking.py --model_size small --seq_len 128 --batch_size 4 --warmup_steps 2 --measure_steps 5 --mode train --nvtx --bf16 --device cuda" ;;
 aimetrics26) prof aimetrics_flags2026 240 $G26B -- bash -c "cd /tmp/fw && exec env PYTHONPATH=$F/aimetrics/cs336-basics:$SITE python3 $F/aimetrics/benchmarking.py --model_size small --seq_len 128 --batch_size 4 --warmup_steps 2 --measure_steps 5 --mode train --nvtx --bf16 --device cuda" ;;
 shanning_model) prof shanning_model 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/shanning/cs336-basics:$F/shanning:$SITE python3 $F/shanning/benchmarks/benchmark_model.py 2 small ;;
+ctxsweep) prof gpt2_ctxsweep_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/dynamic_train.py --nvtx --varlen --lengths 128,128,128,128,128,128,512,512,512,512,512,512 --steps 10 ;;
+ctxsweep_nonvtx) prof gpt2_ctxsweep_no_nvtx 150 --trace=cuda -- python3 $F/hf/dynamic_train.py --varlen --lengths 128,128,128,128,128,128,512,512,512,512,512,512 --steps 10 ;;
 reps) for r in $F/reps/*.nsys-rep; do n=$(basename $r .nsys-rep); cp $r $W/$n.nsys-rep; echo "=== export $n"; export_job $n; done ;;
 *) echo "unknown job $job" ;;
 esac; done
