@@ -196,7 +196,7 @@ def structure_tables(structure: dict | None) -> list[DisplayTable]:
     """Every step the trace holds, measured or warm-up, with its CPU span and kernel figures."""
     if not structure or not structure["step_table"]:
         return []
-    return [display_table("Steps found (a warm-up step is left out of every figure)", pd.DataFrame(structure["step_table"]))]
+    return [display_table("Steps found (a step not measured is left out of every figure)", pd.DataFrame(structure["step_table"]))]
 
 
 def communication_tables(communication: dict) -> list[DisplayTable]:
