@@ -26,23 +26,25 @@ class Script:
     """Writes a trace as a training script would: ranges on the main thread, kernels launched
     inside them (the backward's from the autograd thread), 10 µs per kernel."""
 
-    def __init__(self):
-        self.now, self.ranges, self.kernels = 1_000, [], []
+    def __init__(self, pid=PID):
+        self.now, self.ranges, self.kernels, self.pid = 1_000, [], [], pid
 
     def kernel(self, tid=MAIN, name=KERNELS[0], count=1, duration=10):
+        tid += self.pid - PID  # the main and autograd threads of this script's process
         for _ in range(count):
             corr = len(self.kernels) + 1
-            self.kernels.append((self.now + 500, self.now + 500 + duration, self.now, PID, tid, corr, name))
+            self.kernels.append((self.now + 500, self.now + 500 + duration, self.now, self.pid, tid, corr, name))
             self.now += 20
 
     def range(self, name, body=None, tid=MAIN):
+        tid += self.pid - PID
         start = self.now
         self.now += 5
         if body is not None:
             body()
         self.now += 5
         if name is not None:
-            self.ranges.append((name, start, self.now, PID, tid, tid, PUSH_POP))
+            self.ranges.append((name, start, self.now, self.pid, tid, tid, PUSH_POP))
         self.now += 5
 
     def iteration(self, forward="forward", backward="backward", optimizer="optimizer_step", loss=None,
@@ -112,6 +114,32 @@ def test_steps_that_differ_among_themselves_leave_out_only_the_step_that_stands_
     assert labelled.structure.warmup_rule.startswith("1 leading step whose kernel count")
 
 
+def timed_step(script: Script, name: str, extra: int = 0, duration: int = 10) -> None:
+    """One step range holding a forward of 3 + ``extra`` kernels, a backward and an optimizer
+    step, every kernel ``duration`` ns long."""
+    script.range(name, lambda: (
+        script.range("forward", lambda: script.kernel(count=3 + extra, duration=duration)),
+        script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4, duration=duration)),
+        script.range("optimizer_step", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2, duration=duration))))
+
+
+@pytest.mark.parametrize("both", [True, False])
+def test_ranks_of_one_job_take_runs_only_where_every_rank_finds_them(tmp_path, both):
+    """Two ranks of 14 steps each; the first rank's kernels take twice as long from step 7 on (as
+    a wait for the other rank can make them), the second's too or not: runs are taken only where
+    both ranks find them, so every rank's figures cover the same steps."""
+    ranks = [Script(PID), Script(PID + 1000)]
+    for rank, script in enumerate(ranks):
+        for i in range(14):
+            timed_step(script, "train_step", duration=20 if i >= 7 and (rank == 0 or both) else 10)
+    path = build_export(tmp_path / "trace.sqlite", kernels=[k for r in ranks for k in r.kernels],
+                        ranges=[g for r in ranks for g in r.ranges], strings=KERNELS)
+    labelled = label_ops(load_trace(path, RangeFilter()))
+    steps = labelled.structure.steps
+    assert int(steps["measured"].sum()) == (14 if both else 28)
+    assert ("runs one after another" in labelled.structure.warmup_rule) == both
+
+
 @pytest.mark.parametrize("warmup", ["unmarked", "named"])
 @pytest.mark.parametrize("second", ["more kernels", "longer kernels"])
 def test_runs_one_after_another_under_one_name_measure_the_last(tmp_path, second, warmup):
@@ -123,11 +151,7 @@ def test_runs_one_after_another_under_one_name_measure_the_last(tmp_path, second
     for run in range(2):
         for i in range(7):
             extra, duration = (6, 10) if run and second == "more kernels" else (0, 20 if run else 10)
-            name = "warmup_step" if warmup == "named" and i == 0 else "train_step"
-            script.range(name, lambda: (script.range("forward", lambda: script.kernel(
-                count=3 + extra, duration=duration)), script.range("backward", lambda: script.kernel(
-                    tid=AUTOGRAD, count=4, duration=duration)), script.range("optimizer_step", lambda: script.kernel(
-                        name=OPTIMIZER_KERNEL, count=2, duration=duration))))
+            timed_step(script, "warmup_step" if warmup == "named" and i == 0 else "train_step", extra, duration)
     labelled = script.labelled(tmp_path)
     steps = labelled.structure.steps.sort_values("start_ns")
     left_out = 7 + (warmup == "named")  # the first run, and the last run's own warm-up step where named

@@ -1467,24 +1467,29 @@ def _runs(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) ->
     :data:`RUN_TIME_FACTOR`. Averaging several runs would mix different work, so only each
     process's last run is measured. Steps (``steps``, sorted by process then start) of varying
     batch length interleave their figures, and stay one run. Only the ``considered`` steps are
-    read (the measured ones, where a rule other than departure told the warm-up)."""
+    read (the measured ones, where a rule other than departure told the warm-up). Processes with
+    as many steps each (the ranks of one job) must find the same last run, else none is taken: a
+    rank's kernel time holds its wait for the others."""
     last = np.ones(len(steps), dtype=bool)
     count, time = figures["kernels"].to_numpy(), figures["kernel_ns"].to_numpy()
     found = []
-    for rows in steps.groupby("pid", sort=False).indices.values():
-        rows = rows[considered[rows]]
+    processes = [rows[considered[rows]] for rows in steps.groupby("pid", sort=False).indices.values()]
+    last_starts = set()
+    for rows in processes:
         bounds = list(np.flatnonzero(_apart(count[rows], time[rows])) + RUN_STEPS_MIN)
         # Both p - 1 and p pass where run p starts (p - 1's later group holds p's): the last of
         # each stretch of neighbouring bounds is the run's first step.
         bounds = [p for i, p in enumerate(bounds) if i + 1 == len(bounds) or bounds[i + 1] != p + 1]
         bounds = [p for i, p in enumerate(bounds) if not i or p - bounds[i - 1] >= RUN_STEPS_MIN]
+        last_starts.add(bounds[-1] if bounds else 0)
         if bounds:
             last[rows[:bounds[-1]]] = False
             edges = [0, *bounds, len(rows)]
             found.append((len(bounds) + 1, [(int(np.median(count[rows[a:b]])), float(np.median(time[rows[a:b]])))
                                             for a, b in zip(edges[:-1], edges[1:])]))
-    if not found:
-        return Runs(last)
+    ranks = len(processes) > 1 and len({len(rows) for rows in processes}) == 1
+    if not found or (ranks and len(last_starts) > 1):
+        return Runs(np.ones(len(steps), dtype=bool))
     most, levels = max(found, key=lambda item: item[0])
     kernels = ", then ".join(f"{count:,}" for count, _ in levels)
     times = ", then ".join(f"{ns / 1e6:.3g}" for _, ns in levels)
