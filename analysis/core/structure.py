@@ -960,17 +960,26 @@ def _unphased_steps(candidates: pd.DataFrame, ops: pd.DataFrame) -> tuple[pd.Dat
                                          "the kernel time, each one pass of the run's work")
 
 
+def _name_indices(names: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each name's stem and the index it ends in (``step_12`` -> ``step``, 12), None where a name
+    has no index."""
+    matches = [INDEXED.match(normal_name(name)) for name in names]
+    if not matches or not all(matches):
+        return None
+    return np.array([m["stem"] for m in matches], dtype=object), np.array([int(m["index"]) for m in matches])
+
+
 def _numbered_runs(steps: pd.DataFrame) -> Runs | None:
     """Runs told by the step ranges' numbering (``steps``: sorted by process, then start): each
     family's indices counted from its first again (``step_0`` … ``step_13``, then ``step_0`` …: one
     script benchmarking two models in turn; ``warmup_1`` then ``step_0`` is one run) start a new
     run, and only the last run of each family in each process is measured. None where the indices
     never fall (``train_small_128`` every time is no count) or a name has none."""
-    matches = [INDEXED.match(normal_name(name)) for name in steps["range_name"]]
-    if not matches or not all(matches):
+    indexed = _name_indices(steps["range_name"])
+    if indexed is None:
         return None
-    stems = pd.factorize(np.array([m["stem"] for m in matches], dtype=object))[0]
-    index, pids = np.array([int(m["index"]) for m in matches]), steps["pid"].to_numpy()
+    stems, index = pd.factorize(indexed[0])[0], indexed[1]
+    pids = steps["pid"].to_numpy()
     run = np.zeros(len(steps), dtype=np.int64)
     for rows in pd.Series(np.arange(len(steps))).groupby([stems, pids]).indices.values():  # in time order
         run[rows] = np.cumsum(np.r_[0, index[rows][1:] < index[rows][:-1]])  # a number every range shares is no index
@@ -981,17 +990,16 @@ def _numbered_runs(steps: pd.DataFrame) -> Runs | None:
     shown = ", ".join(f"`{family_label(name)}`" for name in name_families(sorted(set(steps["range_name"]))))
     again = "once" if most == 2 else f"{most - 1} times"
     return Runs(last, f"the numbering of {shown} starts over {again}: {most} runs one after another, as a script that "
-                      "benchmarks several configurations in turn makes: only the last is measured, since averaging them "
-                      "would mix different work; its warm-up: ")
+                      f"benchmarks several configurations in turn makes{LAST_RUN_MEASURED}")
 
 
 def _indexed_in_order(ranges: pd.DataFrame) -> bool:
     """Whether every range's name ends in an index and, in each process, the indices rise with time
     (ranges sorted by process, then start)."""
-    matches = [INDEXED.match(normal_name(name)) for name in ranges["name"]]
-    if not all(matches):
-        return False
-    index, pids = np.array([int(m["index"]) for m in matches]), ranges["pid"].to_numpy()
+    indexed = _name_indices(ranges["name"])
+    if indexed is None:
+        return not len(ranges)
+    index, pids = indexed[1], ranges["pid"].to_numpy()
     return bool(((index[1:] > index[:-1]) | (pids[1:] != pids[:-1])).all())
 
 
@@ -1447,6 +1455,8 @@ RUN_STEPS_MIN = 3
 # kernel times are apart by at least this factor.
 RUN_COUNT_SHARE = 0.05
 RUN_TIME_FACTOR = 1.3
+# How the warm-up rule goes on after it names the runs (:func:`_runs`, :func:`_numbered_runs`).
+LAST_RUN_MEASURED = ": only the last is measured, since averaging them would mix different work; its warm-up: "
 
 
 @dataclass(frozen=True)
@@ -1494,8 +1504,7 @@ def _runs(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) ->
     kernels = ", then ".join(f"{count:,}" for count, _ in levels)
     times = ", then ".join(f"{ns / 1e6:.3g}" for _, ns in levels)
     return Runs(last, f"the steps form {most} runs one after another ({kernels} kernels a step; {times} ms of kernels; "
-                      "medians), as a script that trains several configurations in turn does: only the last is measured, "
-                      "since averaging them would mix different work; its warm-up: ")
+                      f"medians), as a script that trains several configurations in turn does{LAST_RUN_MEASURED}")
 
 
 def _apart(count: np.ndarray, time: np.ndarray) -> np.ndarray:

@@ -214,12 +214,13 @@ def between_steps_notes(inputs: NsysInputs) -> list[str]:
     if not inputs.has_steps:
         return []
     ops = inputs.ops
-    unstepped = np.flatnonzero((ops["op_kind"] == "kernel").to_numpy() & (ops["step"] == "").to_numpy())  # few
+    # the kernels in no step (few), as the labelling found them with what launched them
+    unstepped, holders = inputs.unstepped_holders.index.to_numpy(), inputs.unstepped_holders.to_numpy(dtype=object)
     measured = inputs.measured_kernel_rows()
     if not len(unstepped) or not measured.any():
         return []
     pids, starts, durations = (ops[column].to_numpy() for column in ("pid", "start_ns", "dur_ns"))
-    between = []
+    between = np.zeros(len(unstepped), dtype=bool)  # of the unstepped kernels
     for pid in np.unique(pids[unstepped]):
         in_process = measured & (pids == pid)
         if not in_process.any():
@@ -227,17 +228,15 @@ def between_steps_notes(inputs: NsysInputs) -> list[str]:
         # the process's first and last measured start, read in place (no copy of millions of starts)
         first = np.min(starts, where=in_process, initial=np.iinfo(np.int64).max)
         last = np.max(starts, where=in_process, initial=np.iinfo(np.int64).min)
-        mine = unstepped[pids[unstepped] == pid]
-        between.append(mine[(starts[mine] > first) & (starts[mine] < last)])
-    between = np.concatenate(between) if between else unstepped[:0]
-    total_ns, between_ns = float(inputs.kernel_groups()["dur_ns"].sum()), float(durations[between].sum())
+        between |= (pids[unstepped] == pid) & (starts[unstepped] > first) & (starts[unstepped] < last)
+    rows = unstepped[between]
+    total_ns, between_ns = float(inputs.kernel_groups()["dur_ns"].sum()), float(durations[rows].sum())
     share = between_ns / total_ns if total_ns else 0.0
     if share <= UNPHASED_NOTE_SHARE:
         return []
     steps = inputs.measured_steps
-    leader = _count_and_leader(len(between), ops.iloc[between][["category", "dur_ns"]], steps)
-    where = _where_launched(inputs.unstepped_holders.loc[between].to_numpy(dtype=object), durations[between],
-                            inputs.structure.step_ranges)
+    leader = _count_and_leader(len(rows), ops.iloc[rows][["category", "dur_ns"]], steps)
+    where = _where_launched(holders[between], durations[rows], inputs.structure.step_ranges)
     return [f"kernels in no step ran between the measured steps, {share:.1%} as much as the steps' own kernel time "
             f"({between_ns / steps / 1e6:.3g} ms per step, {leader}), {where}; no figure holds them"]
 
