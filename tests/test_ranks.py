@@ -98,12 +98,22 @@ def test_without_config_marks_ranks_follow_device_order(tmp_path):
         (0, 0, "device order"), (1, 1, "device order")]
 
 
+def replicas(kernels: list, threads: tuple[int, int] | None) -> list:
+    """``kernels`` of GPU 0 and a copy on GPU 1; with ``threads``, the main thread's kernels of
+    GPU 0 and of GPU 1 launched from each of them (``nn.DataParallel`` runs a replica's forward in
+    a thread of its own), else both from the main thread (a model split across the GPUs)."""
+    def moved(kernel, device):
+        tid = threads[device] if threads and kernel[4] == 1 else kernel[4]
+        return (*kernel[:4], tid, kernel[5] + 500 * device, kernel[6], device, kernel[8])
+    return [moved(k, 0) for k in kernels] + [moved(k, 1) for k in kernels]
+
+
 def test_one_process_on_two_gpus_has_a_rank_per_gpu_and_says_its_passes_hold_both(tmp_path):
-    """One process launching on GPUs 0 and 1 (``nn.DataParallel``'s replicas): a rank per GPU, a
-    phase range a pass per GPU (its ops each with their GPU's range), and a note that says so."""
+    """One process launching on GPUs 0 and 1 (``nn.DataParallel``'s replicas, each run from a
+    thread of its own): a rank per GPU, a phase range a pass per GPU (its ops each with their
+    GPU's range), and a note that says so."""
     ranges, _, kernels = rank_process(100, 0, 0, 0, [])
-    replica = [(*k[:5], k[5] + 500, k[6], 1, k[8]) for k in kernels]
-    path = build_export(tmp_path / "dp.sqlite", ranges=ranges, kernels=kernels + replica, strings=(GEMM, ALL_REDUCE))
+    path = build_export(tmp_path / "dp.sqlite", ranges=ranges, kernels=replicas(kernels, (3, 4)), strings=(GEMM, ALL_REDUCE))
     trace = load_trace(path)
     labelled = label_ops(trace)
     ranks = communication_summary(trace, labelled)["ranks"]
@@ -116,6 +126,25 @@ def test_one_process_on_two_gpus_has_a_rank_per_gpu_and_says_its_passes_hold_bot
     assert sorted(forward["device_id"]) == [0, 0, 1, 1]
     held = labelled.ops[labelled.ops["phase"] == "forward"]
     assert held.groupby("phase_range_id")["device_id"].nunique().eq(1).all()
+
+
+def test_a_model_split_across_two_gpus_is_one_pass_over_both(tmp_path):
+    """One process whose forward the main thread launches onto GPU 0, then GPU 1 (a model split
+    across them): still a rank per GPU, but a phase range is one pass holding both GPUs' work,
+    and the note says the model is split."""
+    ranges, _, kernels = rank_process(100, 0, 0, 0, [])
+    path = build_export(tmp_path / "split.sqlite", ranges=ranges, kernels=replicas(kernels, None), strings=(GEMM, ALL_REDUCE))
+    trace = load_trace(path)
+    labelled = label_ops(trace)
+    assert labelled.split_models == (100,)
+    ranks = communication_summary(trace, labelled)["ranks"]
+    assert [(r["pid"], r["device_id"], r["rank"]) for r in ranks] == [(100, 0, 0), (100, 1, 1)]
+    assert [n for n in trace.notes if n.startswith("process 100 launches on 2 GPUs (0, 1), its forward passes from one "
+                                                   "thread onto each in turn: one model split across them")]
+    assert labelled.measured_passes["forward"] == 2
+    assert (labelled.phase_ranges["device_id"] == -1).all()
+    held = labelled.ops[labelled.ops["phase"] == "forward"]
+    assert held.groupby("phase_range_id")["device_id"].nunique().eq(2).all()
 
 
 def test_one_process_on_two_gpus_with_no_phase_range(tmp_path):

@@ -977,3 +977,64 @@ def test_forward_ranges_alone_make_the_steps_of_an_inference_run(tmp_path):
     labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
     assert labelled.structure.step_rule == "made from the phases: each forward is a step (no backward: an inference run)"
     assert len(measured_steps(labelled)) == 3 and labelled.measured_passes == {"forward": 3}
+
+
+@pytest.mark.parametrize("last", ["cut", "later work", "alike"])
+def test_a_last_step_the_capture_cut_off_is_left_out(tmp_path, last):
+    """Five alike ``train_step`` ranges, the last holding only its forward (nsys's --duration
+    stopped the records inside it): left out, neither warm-up nor measured, and a note says why.
+    Work launched after it (a step with fewer kernels that was not cut), or a last step like the
+    others, stays measured."""
+    script = Script()
+    for _ in range(4):
+        script.range("train_step", script.iteration)
+    if last == "alike":
+        script.range("train_step", script.iteration)
+    else:
+        script.range("train_step", lambda: script.range("forward", lambda: script.kernel(count=3)))
+    if last == "later work":
+        script.kernel()
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps.sort_values("start_ns")
+    cut = last == "cut"
+    assert list(steps["measured"]) == [True] * 4 + [not cut]
+    assert list(steps["cut"]) == [False] * 4 + [cut]
+    record = labelled.structure.record()
+    assert (record["warmup_steps"], record["measured_steps"], record["cut_steps"]) == (0, 5 - cut, int(cut))
+    assert [row["cut"] for row in record["step_table"]] == [False] * 4 + [cut]
+    assert bool([n for n in labelled.notes if n.startswith("the last step is left out where the capture's end cut it off")
+                 and "`train_step #4` (pid 100) holds 3 kernels against 9 in each other step" in n]) == cut
+    assert ("1 cut off by the capture's end" in describe(record)) == cut
+    assert labelled.measured_passes["backward"] == 4 + (last == "alike")
+
+
+def test_without_steps_only_the_programs_profiler_window_is_measured(tmp_path):
+    """Backward ranges alone (no forward, so no steps), ``cudaProfilerStart`` before the third
+    and ``cudaProfilerStop`` after the fourth: only the two inside are measured, as nsys's
+    --capture-range=cudaProfilerApi would have recorded, and the note says so."""
+    script = Script()
+    calls = []
+    for i in range(5):
+        if i == 2:
+            calls.append(("cudaProfilerStart_v4000", script.now))
+        script.range("Backward", lambda: script.kernel(tid=AUTOGRAD, count=4))
+        if i == 3:
+            calls.append(("cudaProfilerStop_v4000", script.now))
+    labelled = label_ops(load_trace(export_with_profiler_calls(tmp_path, script, calls), RangeFilter()))
+    assert not labelled.has_steps
+    assert labelled.measured_passes == {"backward": 2}
+    assert int(labelled.ops["measured"].sum()) == 8
+    assert [n for n in labelled.notes if n.startswith("no steps: only the program's cudaProfilerStart–cudaProfilerStop "
+                                                      "window (what --capture-range=cudaProfilerApi records) is analyzed")]
+
+
+def test_a_numbering_that_starts_over_after_a_named_warmup_is_one_run(tmp_path):
+    """``step_0`` … ``step_2`` inside ``warmup_phase``, then ``step_0`` … ``step_4`` inside
+    ``measurement_phase``: the numbering starts over after the warm-up, which the warm-up range
+    tells; no runs are named."""
+    script = Script()
+    script.range("warmup_phase", lambda: [script.range(f"step_{i}", script.iteration) for i in range(3)])
+    script.range("measurement_phase", lambda: [script.range(f"step_{i}", script.iteration) for i in range(5)])
+    labelled = script.labelled(tmp_path)
+    assert list(labelled.structure.steps.sort_values("start_ns")["measured"]) == [False] * 3 + [True] * 5
+    assert labelled.structure.warmup_rule == "inside `warmup_phase`"

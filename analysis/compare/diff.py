@@ -198,7 +198,9 @@ def _why(a: dict, b: dict, overall: dict, categories: pd.DataFrame, kernels: pd.
          noise_ms: float | None = None) -> str:
     """The sentences of a diff, computed from its numbers; ``noise_ms``: the step-to-step spread
     that a multi-GPU pair's step change stays within (None when it exceeds it or is unknown)."""
-    unit = "measured step" if overall["scope_a"] == overall["scope_b"] == "measured steps" else "pass (whole capture)"
+    scopes = {overall["scope_a"], overall["scope_b"]}
+    unit = ("measured step" if scopes == {"measured steps"} else
+            "pass (profiling window)" if scopes == {"profiling window"} else "pass (whole capture)")
     total_a, total_b = overall["a_kernel_ms_per_pass"], overall["b_kernel_ms_per_pass"]
     step_a, step_b = overall["a_step_ms_per_pass"], overall["b_step_ms_per_pass"]
     sentences = []

@@ -18,7 +18,7 @@ from pandas.api.types import union_categoricals
 from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows
 from analysis.core.codes import lookup, run_starts
 from analysis.core.range_names import RangeNames
-from analysis.core.structure import REGIONS, RunStructure, find_structure
+from analysis.core.structure import PROFILED_WINDOW, REGIONS, RunStructure, find_structure
 from analysis.core.structure_text import family_label
 from analysis.load import Trace
 from analysis.load.tables import narrow_ids, sorted_by, with_columns
@@ -49,6 +49,9 @@ class LabelledOps:
     # For each kernel launched in no step (index: its row in ``ops``), the family of the outermost
     # range on its launching thread that holds no step (``rollout``, ``evaluate``), "" for none.
     unstepped_holders: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
+    # Processes whose forward passes ran on several GPUs from one thread: one model split across
+    # them (model parallelism), each pass holding every GPU's work (:func:`_split_models`).
+    split_models: tuple[int, ...] = ()
 
 
 def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None = None) -> pd.DataFrame:
@@ -164,13 +167,15 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
         holders = _unstepped_holders(ops, unstepped, trace.ranges, step_windows)
     # Each window position per op is freed once its labels are made, and the labels join the ops
     # without a copy (with_columns): at millions of ops each is tens of MB.
-    has_steps = structure.has_steps
+    has_steps, profiled = structure.has_steps, structure.profiled
     step = _labels(in_step, step_windows["name"])
-    measured = lookup(np.append(step_windows["measured"].to_numpy(dtype=bool), False), in_step) if has_steps else \
-        np.ones(len(ops), dtype=bool)
+    if has_steps:
+        measured = lookup(np.append(step_windows["measured"].to_numpy(dtype=bool), False), in_step)
+    else:
+        measured = ops_in_windows(ops, profiled) >= 0 if profiled is not None else np.ones(len(ops), dtype=bool)
+        analyzed = f"only {PROFILED_WINDOW} is" if profiled is not None else "the whole capture is"
+        notes.append(f"no steps: {analyzed} analyzed ({structure.step_rule})")
     del in_step
-    if not has_steps:
-        notes.append(f"no steps: the whole capture is analyzed ({structure.step_rule})")
     phase = _labels(in_phase, phase_windows["name"])
     phase_range_id = lookup(narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1)), in_phase)
     del in_phase
@@ -179,18 +184,20 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
 
     ranges = trace.ranges
     ops = with_columns(ops, region=_regions(ops, ranges, structure.regions))
-    phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps)
+    phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps, profiled)
     parent = phase_windows["parent_id"].to_numpy(dtype=np.int64)
     phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "") \
         if len(ranges) else ""
-    ops, phase_ranges = _passes_per_device(ops, phase_ranges)
+    split_models = _split_models(ops)
+    ops, phase_ranges = _passes_per_device(ops, phase_ranges, split_models)
     measured = phase_ranges[phase_ranges["measured"]]
     counts = measured["phase"].value_counts()
     passes = {p: int(counts[p]) for p in PHASES if counts.get(p, 0)}
     if not len(phase_windows) and structure.source != "kernels":  # else the step rule says why the kernels' are left out
         notes.append("no phases found: no phase ranges, no PyTorch labels, and no backward launched from another thread")
     return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,
-                       has_steps=has_steps, structure=structure, notes=notes, unstepped_holders=holders)
+                       has_steps=has_steps, structure=structure, notes=notes, unstepped_holders=holders,
+                       split_models=split_models)
 
 
 def _unstepped_holders(ops: pd.DataFrame, rows: np.ndarray, ranges: pd.DataFrame, steps: pd.DataFrame) -> pd.Series:
@@ -222,13 +229,39 @@ def _unstepped_holders(ops: pd.DataFrame, rows: np.ndarray, ranges: pd.DataFrame
     return pd.Series([label[r] for r in innermost.tolist()], index=rows, dtype=object)
 
 
-def _passes_per_device(ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+# A process's forward kernels launched this much or more from threads that launch onto one GPU
+# alone: a replica per GPU (torch.nn.DataParallel runs each in a thread of its own), not one model
+# split across the GPUs (whose forward pass one thread launches onto every GPU in turn).
+REPLICA_THREAD_SHARE = 0.5
+
+
+def _split_models(ops: pd.DataFrame) -> tuple[int, ...]:
+    """The processes whose forward passes ran on several GPUs launched mostly from threads that
+    launch onto more than one of them: one model split across the GPUs (naive model or pipeline
+    parallelism), whose pass is every GPU's work, not a replica per GPU (:func:`_passes_per_device`)."""
+    if "device_id" not in ops or not len(ops) or "launch_tid" not in ops:
+        return ()
+    devices = ops["device_id"].to_numpy()
+    if devices.min() == devices.max():
+        return ()
+    forward = np.flatnonzero((ops["phase"] == "forward").to_numpy() & (ops["op_kind"] == "kernel").to_numpy())
+    launches = pd.DataFrame({"pid": ops["pid"].to_numpy()[forward], "tid": ops["launch_tid"].to_numpy()[forward],
+                             "device": devices[forward]})
+    one_gpu_thread = launches.groupby(["pid", "tid"])["device"].transform("nunique").to_numpy() == 1
+    several_gpus = launches.groupby("pid")["device"].transform("nunique").to_numpy() > 1
+    share = pd.Series(one_gpu_thread[several_gpus]).groupby(launches["pid"].to_numpy()[several_gpus]).mean()
+    return tuple(int(pid) for pid in share.index[share.to_numpy() < REPLICA_THREAD_SHARE])
+
+
+def _passes_per_device(ops: pd.DataFrame, phase_ranges: pd.DataFrame, split_models: tuple[int, ...] = ()
+                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A pass per GPU of a phase range whose ops ran on several GPUs of its process (one process
     driving a replica per GPU, as ``torch.nn.DataParallel`` does): such a range becomes one row of
     ``phase_ranges`` per GPU (new ids after the largest, its ``device_id`` set), and its ops take
     their GPU's id, so per-pass figures are per rank, as they are for a process per GPU. Every
-    other range keeps its id and ``device_id`` -1 (all its process's GPUs: one). The ops are left
-    as they are when every op ran on one GPU, or no range's ops ran on two."""
+    other range keeps its id and ``device_id`` -1 (all its process's GPUs: one), as do the ranges
+    of ``split_models`` (:func:`_split_models`: one pass over every GPU). The ops are left as they
+    are when every op ran on one GPU, or no range's ops ran on two."""
     phase_ranges = phase_ranges.assign(device_id=np.full(len(phase_ranges), -1, dtype=np.int64))
     if "device_id" not in ops or not len(ops):
         return ops, phase_ranges
@@ -242,7 +275,11 @@ def _passes_per_device(ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> tuple[p
     keys = (range_of[held].astype(np.int64) << 16) | devices[held].astype(np.int64)  # CUDA ordinals fit 16 bits
     pairs = np.unique(keys[run_starts(keys)])  # an op's neighbours share its range and GPU: runs, then pairs
     ranges, count = np.unique(pairs >> 16, return_counts=True)
-    split = np.isin(pairs >> 16, ranges[count > 1])
+    ranges = ranges[count > 1]
+    if split_models:  # a split model's pass is every GPU's work
+        spanning = phase_ranges.loc[phase_ranges["pid"].isin(split_models), "range_id"].to_numpy()
+        ranges = ranges[~np.isin(ranges, spanning)]
+    split = np.isin(pairs >> 16, ranges)
     if not split.any():
         return ops, phase_ranges
     first_id = int(max(phase_ranges["range_id"].max(), range_of.max())) + 1
@@ -251,7 +288,7 @@ def _passes_per_device(ops: pd.DataFrame, phase_ranges: pd.DataFrame) -> tuple[p
     renamed = new_ids[np.searchsorted(pairs, keys)]
     range_of = range_of.astype(np.int64)
     range_of[held[renamed >= 0]] = renamed[renamed >= 0]
-    rows = [phase_ranges[~phase_ranges["range_id"].isin(ranges[count > 1])]]
+    rows = [phase_ranges[~phase_ranges["range_id"].isin(ranges)]]
     for key, new_id in zip(pairs[split], new_ids[split]):
         row = phase_ranges[phase_ranges["range_id"].to_numpy() == key >> 16]
         rows.append(row.assign(range_id=new_id, device_id=int(key & 0xFFFF)))
@@ -299,13 +336,17 @@ def _nearest_named(named: np.ndarray, parent: np.ndarray) -> np.ndarray:
         pointer[going_on] = pointer[pointer[going_on]]
 
 
-def _phase_ranges(phase_windows: pd.DataFrame, step_windows: pd.DataFrame, has_steps: bool) -> pd.DataFrame:
-    """One row per phase-range instance, with its step and whether it was measured."""
+def _phase_ranges(phase_windows: pd.DataFrame, step_windows: pd.DataFrame, has_steps: bool,
+                  profiled: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per phase-range instance, with its step and whether it was measured (without
+    steps: every one, or those starting in ``profiled``, the program's profiling windows)."""
     starts = phase_windows.rename(columns={"start_ns": "launch_start_ns", "tid": "launch_tid"})
     in_step = ops_in_windows(starts, step_windows)
     step_names = np.append(step_windows["name"].to_numpy(dtype=object), "")
-    measured = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step] if has_steps else \
-        np.ones(len(phase_windows), dtype=bool)
+    if has_steps:
+        measured = np.append(step_windows["measured"].to_numpy(dtype=bool), False)[in_step]
+    else:
+        measured = ops_in_windows(starts, profiled) >= 0 if profiled is not None else np.ones(len(phase_windows), dtype=bool)
     return pd.DataFrame({
         "range_id": phase_windows["range_id"].to_numpy(np.int64), "phase": phase_windows["name"].to_numpy(),
         "step": step_names[in_step], "measured": measured.astype(bool), "pid": phase_windows["pid"].to_numpy(),

@@ -146,10 +146,14 @@ class RunStructure:
     unused: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     step_table: list[dict] = field(default_factory=list)
+    # Without steps, the windows (one per process) that hold the measured work where the program
+    # opened its own profiling window (:func:`_profiled_windows`); None: the whole capture.
+    profiled: pd.DataFrame | None = None
 
     def record(self) -> dict:
         """The JSON-ready description of the structure (the summary's ``structure``)."""
         measured = self.steps[self.steps["measured"]] if len(self.steps) else self.steps
+        cut = int(self.steps["cut"].sum()) if "cut" in self.steps else 0
         return {
             "source": self.source,
             "step_ranges": self.step_ranges,
@@ -158,8 +162,9 @@ class RunStructure:
             "step_names": sorted(set(map(str, self.steps["range_name"]))) if len(self.steps) else [],
             "steps": int(len(self.steps)),
             "processes": int(self.steps["pid"].nunique()) if len(self.steps) else 0,
-            "warmup_steps": int(len(self.steps) - len(measured)),
+            "warmup_steps": int(len(self.steps) - len(measured) - cut),
             "measured_steps": int(len(measured)),
+            "cut_steps": cut,
             "phase_names": {phase: list(names) for phase, names in self.phase_names.items()},
             "attention_names": {part: list(self.region_names.get(part, [])) for part in REGIONS},
             "fused_attention": self.fused_attention,
@@ -214,7 +219,8 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         steps = pd.concat([steps, extra], ignore_index=True)
     has_steps = len(steps) > 0
     steps, warmup_rule, step_table, marking = _warmup(steps, containers, warmup_found, ops, names, has_steps, own,
-                                                      profiler_calls)
+                                                      notes, profiler_calls)
+    profiled = None if has_steps else _profiled_windows(ops, profiler_calls)
     regions, fused = _regions(own, labels, phases, names, notes)
     name_of = pd.concat([own["name"], labels["name"]]).set_axis(pd.concat([own["range_id"], labels["range_id"]]))
     region_range_names = name_of.loc[regions.index]  # the name of each range used as an attention part
@@ -232,7 +238,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         step_ranges=step_ranges, source=source, step_rule=step_rule, warmup_rule=warmup_rule,
         inference_passes=len(inference_windows), inference_names=name_families(sorted(set(inference_windows["range_name"]))),
         fused_attention=fused, block_family=block_family, block_ranges=block_ranges,
-        phase_names=_names_by_phase(phases), unused=unused, notes=notes, step_table=step_table)
+        phase_names=_names_by_phase(phases), unused=unused, notes=notes, step_table=step_table, profiled=profiled)
 
 
 def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -1278,18 +1284,21 @@ def _iterations(rows: list[tuple], first_id: int) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- warm-up
 
 def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
-            names: RangeNames, has_steps: bool, own: pd.DataFrame, profiler_calls: pd.DataFrame | None = None
-            ) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
+            names: RangeNames, has_steps: bool, own: pd.DataFrame, notes: list[str],
+            profiler_calls: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
     """Mark warm-up steps (``measured`` False), say by which rule, and name the user's ranges that
     told them where none is a step (:func:`_late_range_warmup`; ``own``: the user's ranges);
     ``found_rule`` says how the warm-up steps already among ``steps`` were found ("" when none were);
-    ``profiler_calls``: the program's cudaProfilerStart/Stop calls (:func:`_profiled_window`)."""
+    ``profiler_calls``: the program's cudaProfilerStart/Stop calls (:func:`_profiled_window`).
+    A last step cut off by the capture's end (:func:`_cut_at_capture_end`) is left out too, its
+    ``cut`` column set and a line in ``notes`` saying why."""
     marking: list[str] = []
     if not has_steps or steps.empty:
         return steps, "no steps", [], marking
     steps = steps.sort_values(["pid", "start_ns"], kind="stable").reset_index(drop=True)
     figures = _step_figures(steps, ops)
-    every = np.ones(len(steps), dtype=bool)
+    cut = _cut_at_capture_end(steps, figures, ops, notes)
+    every = ~cut  # the steps the rules below read
     numbered = _numbered_runs(steps)
     runs = numbered or Runs(every)
     if names.warmup_steps is not None:
@@ -1305,21 +1314,52 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
             measured, rule = steps["measured"].to_numpy(), found_rule
         else:
             measured, rule = _named_warmup(steps, containers)
+            named = rule is not None
             if rule is None:
                 measured, rule = _profiled_window(steps, profiler_calls, runs.last)
             if rule is None:
                 measured, rule, marking = _late_range_warmup(steps, own)
             if rule is None:  # runs first: each run's leading steps depart from its own later ones
                 runs = numbered or _runs(steps, figures, every)
-                measured, rule = _departing_steps(steps, figures, runs.last)
+                measured, rule = _departing_steps(steps, figures, runs.last & every)
+        if numbered and (found_rule or named) and not (np.asarray(measured, dtype=bool) & ~numbered.last).any():
+            runs = Runs(every)  # the names make the runs before the last its warm-up, numbered apart
         if not runs.rule:  # warm-up told otherwise: runs among the measured steps
-            runs = _runs(steps, figures, np.asarray(measured, dtype=bool))
-    steps = steps.assign(measured=np.asarray(measured, dtype=bool) & runs.last)
+            runs = _runs(steps, figures, np.asarray(measured, dtype=bool) & every)
+    steps = steps.assign(measured=np.asarray(measured, dtype=bool) & runs.last & every, cut=cut)
     rule = runs.rule + rule
-    table = [{"step": str(s.name), "pid": int(s.pid), "measured": bool(s.measured),
+    table = [{"step": str(s.name), "pid": int(s.pid), "measured": bool(s.measured), "cut": bool(s.cut),
               "cpu_span_ms": (s.end_ns - s.start_ns) / 1e6, "kernels": int(k), "kernel_ms": t / 1e6}
              for s, k, t in zip(steps.itertuples(), figures["kernels"], figures["kernel_ns"])]
     return steps, rule, table, marking
+
+
+def _cut_at_capture_end(steps: pd.DataFrame, figures: pd.DataFrame, ops: pd.DataFrame, notes: list[str]) -> np.ndarray:
+    """The last step of a process that the capture's end cut off (nsys's ``--duration``, or a
+    ``cudaProfilerStop`` inside it, stops the records while the step goes on): it holds fewer
+    kernels than every other step of its process, by more than their own spread, and no operation
+    of the process was launched after it. At least two other steps are needed to tell. Each such
+    step gets a line in ``notes``; ``steps`` are sorted by process, then start."""
+    cut = np.zeros(len(steps), dtype=bool)
+    count = figures["kernels"].to_numpy()
+    said = []
+    for pid, rows in steps.groupby("pid", sort=False).indices.items():
+        if len(rows) < 3:
+            continue
+        last, others = rows[-1], count[rows[:-1]]
+        if not count[last] < others.min() - (others.max() - others.min()):
+            continue
+        launched = ops["launch_start_ns"].to_numpy()[ops["pid"].to_numpy() == pid]
+        if (launched > steps["end_ns"].iloc[last]).any():
+            continue
+        cut[last] = True
+        usual = f"{others.min():,}" if others.min() == others.max() else f"{others.min():,} to {others.max():,}"
+        said.append(f"`{steps['name'].iloc[last]}` (pid {pid}) holds {count[last]:,} kernels against {usual} in each "
+                    "other step")
+    if said:
+        notes.append(f"the last step is left out where the capture's end cut it off (nsys's --duration, or "
+                     f"cudaProfilerStop inside it; nothing of its process is recorded after it): {'; '.join(said)}")
+    return cut
 
 
 def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
@@ -1381,30 +1421,57 @@ def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.nda
 
 def _profiled_window(steps: pd.DataFrame, calls: pd.DataFrame | None, considered: np.ndarray
                      ) -> tuple[np.ndarray, str | None]:
-    """Steps inside the program's own profiling window measured, the others not: in each process,
-    from its first ``cudaProfilerStart`` to the next ``cudaProfilerStop`` (the end of the capture
-    without one), what nsys's ``--capture-range=cudaProfilerApi`` would have recorded. Only the
-    ``considered`` steps are read (the last run, :func:`_numbered_runs`), and only the calls after
-    the steps before them end (a script that opens the window anew in each run). None when a
-    process with steps made no such call, or the window holds every step or none."""
+    """Steps inside the program's own profiling window measured, the others not (the window:
+    :func:`_profiler_window`). Only the ``considered`` steps are read (the last run,
+    :func:`_numbered_runs`), and only the calls after the steps before them end (a script that
+    opens the window anew in each run). None when a process with steps made no such call, or the
+    window holds every step or none."""
     if calls is None or calls.empty:
         return np.ones(len(steps), dtype=bool), None
     pids, starts, ends = (steps[c].to_numpy() for c in ("pid", "start_ns", "end_ns"))
     inside = np.zeros(len(steps), dtype=bool)
     for pid in np.unique(pids[considered]):
         earlier = (pids == pid) & ~considered
-        after = ends[earlier].max(initial=np.iinfo(np.int64).min)
-        mine = calls[(calls["pid"].to_numpy() == pid) & (calls["start_ns"].to_numpy() > after)]
-        opened = mine["start_ns"].to_numpy()[mine["call"].to_numpy() == "start"]
-        if not len(opened):
+        window = _profiler_window(calls, pid, after=ends[earlier].max(initial=np.iinfo(np.int64).min))
+        if window is None:
             return np.ones(len(steps), dtype=bool), None
-        closed = mine["start_ns"].to_numpy()[(mine["call"].to_numpy() == "stop") & (mine["start_ns"].to_numpy() > opened[0])]
-        end = closed[0] if len(closed) else np.iinfo(np.int64).max
         rows = (pids == pid) & considered
-        inside[rows] = (starts[rows] >= opened[0]) & (starts[rows] < end)
+        inside[rows] = (starts[rows] >= window[0]) & (starts[rows] < window[1])
     if inside[considered].all() or not inside[considered].any():
         return np.ones(len(steps), dtype=bool), None
-    return inside, "outside the program's cudaProfilerStart–cudaProfilerStop window (what --capture-range=cudaProfilerApi records)"
+    return inside, f"outside {PROFILED_WINDOW}"
+
+
+# The window :func:`_profiler_window` finds, as the rules' words name it.
+PROFILED_WINDOW = "the program's cudaProfilerStart–cudaProfilerStop window (what --capture-range=cudaProfilerApi records)"
+
+
+def _profiler_window(calls: pd.DataFrame, pid: int, after: int = np.iinfo(np.int64).min) -> tuple[int, int] | None:
+    """The program's own profiling window in process ``pid``: from its first ``cudaProfilerStart``
+    after ``after`` to the next ``cudaProfilerStop`` (the end of time without one), what nsys's
+    ``--capture-range=cudaProfilerApi`` would have recorded; None without such a start."""
+    mine = calls[(calls["pid"].to_numpy() == pid) & (calls["start_ns"].to_numpy() > after)]
+    times, call = mine["start_ns"].to_numpy(), mine["call"].to_numpy()
+    opened = times[call == "start"]
+    if not len(opened):
+        return None
+    closed = times[(call == "stop") & (times > opened[0])]
+    return int(opened[0]), int(closed[0]) if len(closed) else int(np.iinfo(np.int64).max)
+
+
+def _profiled_windows(ops: pd.DataFrame, calls: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Without steps, the windows (:data:`WINDOW_COLUMNS`, one per process) that hold what is
+    measured: each process's own profiling window (:func:`_profiler_window`), where every process
+    with operations opened one; else None (the whole capture is measured)."""
+    if calls is None or calls.empty or not len(ops):
+        return None
+    rows = []
+    for pid in pd.unique(ops["pid"].to_numpy()):
+        window = _profiler_window(calls, pid)
+        if window is None:
+            return None
+        rows.append((-1, "", "", int(pid), -1, window[0], window[1] - 1, -1))  # a window holds its end: stop before the call
+    return _made_windows(rows, WINDOW_COLUMNS)
 
 
 def _late_range_warmup(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarray, str | None, list[str]]:

@@ -193,10 +193,14 @@ def trace_tables(summary: dict) -> dict[str, list[DisplayTable]]:
 
 
 def structure_tables(structure: dict | None) -> list[DisplayTable]:
-    """Every step the trace holds, measured or warm-up, with its CPU span and kernel figures."""
+    """Every step the trace holds, measured or warm-up, with its CPU span and kernel figures (and
+    whether the capture's end cut it off, where one was)."""
     if not structure or not structure["step_table"]:
         return []
-    return [display_table("Steps found (a step not measured is left out of every figure)", pd.DataFrame(structure["step_table"]))]
+    steps = pd.DataFrame(structure["step_table"])
+    if "cut" in steps and not steps["cut"].any():
+        steps = steps.drop(columns="cut")
+    return [display_table("Steps found (a step not measured is left out of every figure)", steps)]
 
 
 def communication_tables(communication: dict) -> list[DisplayTable]:

@@ -14,8 +14,9 @@ def describe(record: dict) -> str:
         names = ", ".join(f"`{family_label(n)}`" for n in name_families(record["step_names"]))
         processes = record.get("processes", 1)
         each = f" in all, over {processes} processes" if processes > 1 else ""
+        cut = f", {record['cut_steps']} cut off by the capture's end" if record.get("cut_steps") else ""
         steps = (f"steps {names} ×{record['steps']}{each}: {record['warmup_steps']} warm-up "
-                 f"({record['warmup_rule']}), {record['measured_steps']} measured")
+                 f"({record['warmup_rule']}), {record['measured_steps']} measured{cut}")
     phases = ", ".join(f"{phase} " + "/".join(f"`{shortened(n)}`" for n in names)
                        for phase, names in record["phase_names"].items() if names)
     parts = [steps, phases or "no phases"]
@@ -50,7 +51,13 @@ def shortened(name: str, most: int = 40) -> str:
 
 
 def describe_steps(record: dict) -> list[str]:
-    """One line per step: measured or warm-up, its CPU span, kernel count and kernel time."""
-    return [f"  {row['step']} (pid {row['pid']}): {'measured' if row['measured'] else 'warm-up '}  "
+    """One line per step: measured, warm-up or cut (off by the capture's end), its CPU span, kernel
+    count and kernel time."""
+    return [f"  {row['step']} (pid {row['pid']}): {_status(row)}  "
             f"{row['cpu_span_ms']:9.2f} ms CPU span, {row['kernels']:6d} kernels, {row['kernel_ms']:9.2f} ms of kernels"
             for row in record["step_table"]]
+
+
+def _status(row: dict) -> str:
+    """A step table row's status, in as many characters whatever it is."""
+    return "measured" if row["measured"] else "cut     " if row.get("cut") else "warm-up "

@@ -160,13 +160,15 @@ def phase_summaries(inputs: NsysInputs) -> dict[str, dict]:
 
 
 def overall_summary(inputs: NsysInputs) -> dict:
-    """The ``overall`` section: every measured kernel per measured step (the whole capture when
-    the trace has no step ranges), by category and by kernel."""
+    """The ``overall`` section: every measured kernel per measured step (when the trace has no
+    step ranges: the program's profiling window where it opened one, else the whole capture), by
+    category and by kernel."""
     kernels = inputs.kernel_groups()
     steps = inputs.measured_steps
     totals = inputs.kernel_totals(None, steps)
     return {
-        "scope": "measured steps" if inputs.has_steps else "whole capture",
+        "scope": "measured steps" if inputs.has_steps else
+                 "profiling window" if inputs.structure.profiled is not None else "whole capture",
         "passes": steps,
         "kernels_per_pass": int(kernels["calls"].sum()) / steps,
         "kernel_ms_per_pass": float(kernels["dur_ns"].sum()) / steps / 1e6,

@@ -35,8 +35,8 @@ a mean over the measured instances of a phase; ms are milliseconds; shares are f
 - ``phase_shapes``: phase -> per shape group [{group, passes, cpu_span_ms_per_pass,
   kernel_ms_per_pass, first_cpu_span_ms}], for a trace without step ranges whose ranges of that
   phase run different shapes (empty otherwise); such a trace stays out of model-level answers.
-- ``overall``: every measured kernel per measured step (``scope`` says "measured steps" or
-  "whole capture"): ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``,
+- ``overall``: every measured kernel per measured step (``scope`` says "measured steps",
+  "profiling window" or "whole capture"): ``passes``, ``kernels_per_pass``, ``kernel_ms_per_pass``,
   ``distinct_kernels``, ``tensor_core_share``, ``by_category_ms_per_pass``, ``top_kernels``
   (100, by time).
 - ``devices``: one record per (process, GPU) with measured kernels: ``pid``, ``device_id``,

@@ -20,9 +20,10 @@ import json
 import typing
 from typing import Annotated, Any, TypedDict, Union
 
-SCHEMA_VERSION = 6  # 1: before the summary carried its timeline and schema version; 2: before communication;
+SCHEMA_VERSION = 7  # 1: before the summary carried its timeline and schema version; 2: before communication;
 # 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes; 4: before the memory
-# ledger and GPU metrics; 5: before the run's structure replaced the range names looked for
+# ledger and GPU metrics; 5: before the run's structure replaced the range names looked for; 6: before the
+# structure counted the last steps a capture's end cut off
 
 WRITTEN = "written"  # annotation of a key a writer adds to the shown summary (a sentence)
 STORED_ONLY = "stored only"  # annotation of a figure the stored summary keeps for a writer alone
@@ -33,6 +34,7 @@ class StepFiguresRecord(TypedDict):
     step: str
     pid: int
     measured: bool
+    cut: bool  # the last step, cut off by the capture's end (not measured)
     cpu_span_ms: float
     kernels: int
     kernel_ms: float
@@ -49,6 +51,7 @@ class StructureRecord(TypedDict):
     processes: int
     warmup_steps: int
     measured_steps: int
+    cut_steps: int  # last steps cut off by the capture's end, neither warm-up nor measured
     phase_names: dict[str, list[str]]
     attention_names: dict[str, list[str]]
     fused_attention: bool

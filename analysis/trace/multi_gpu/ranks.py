@@ -89,12 +89,13 @@ def launcher_source(launcher_rank: dict) -> str:
     return f"launcher ({launcher_rank['variables']})"
 
 
-def rank_notes(records: list[dict], world_size: int, world_size_source: str, launcher_rank: dict | None = None
-               ) -> list[str]:
+def rank_notes(records: list[dict], world_size: int, world_size_source: str, launcher_rank: dict | None = None,
+               split_models: tuple[int, ...] = ()) -> list[str]:
     """Notes on ranks that do not add up: fewer ranks in the trace than the config marks'
     ``world_size``, one rank of a larger job whose world size its launcher gave (``launcher_rank``:
     the trace's), ranks without a measured step (no per-step figure), and a process that drives
-    several GPUs (a pass per GPU, the overall figures every GPU's)."""
+    several GPUs: a replica per GPU (a pass per GPU, the overall figures every GPU's), or one of
+    ``split_models`` (:attr:`analysis.core.phases.LabelledOps.split_models`: a pass over every GPU)."""
     notes = []
     if world_size_source == "config mark" and len(records) != world_size:
         notes.append(f"the config marks say world_size {world_size} but the trace holds {len(records)} ranks; "
@@ -111,11 +112,14 @@ def rank_notes(records: list[dict], world_size: int, world_size_source: str, lau
     for record in records:
         devices_of.setdefault(record["pid"], []).append(record["device_id"])
     for pid, devices in devices_of.items():
-        if len(devices) > 1:
-            notes.append(f"process {pid} launches on {len(devices)} GPUs ({', '.join(map(str, sorted(devices)))}: one "
-                         "process, a replica per GPU, as torch.nn.DataParallel runs): a phase range whose kernels ran on "
-                         "several GPUs is a pass per GPU, so per-pass figures are per GPU (rank); the overall figures per "
-                         "step hold every GPU's")
+        gpus = f"process {pid} launches on {len(devices)} GPUs ({', '.join(map(str, sorted(devices)))}"
+        if len(devices) > 1 and pid in split_models:
+            notes.append(f"{gpus}), its forward passes from one thread onto each in turn: one model split across them "
+                         "(model parallelism), so a pass holds every GPU's work; the per-rank figures are per GPU")
+        elif len(devices) > 1:
+            notes.append(f"{gpus}: one process, a replica per GPU, as torch.nn.DataParallel runs): a phase range whose "
+                         "kernels ran on several GPUs is a pass per GPU, so per-pass figures are per GPU (rank); the "
+                         "overall figures per step hold every GPU's")
     return notes
 
 

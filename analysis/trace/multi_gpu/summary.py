@@ -62,7 +62,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
         world_size, world_size_source = len(ranks), "ranks in the trace"
     steps = step_passes(labelled, trace.ranges)
     records = rank_figures(runs, ranks, labelled, steps)
-    trace.notes.extend(rank_notes(records, world_size, world_size_source, trace.launcher_rank))
+    trace.notes.extend(rank_notes(records, world_size, world_size_source, trace.launcher_rank, labelled.split_models))
     return {
         "world_size": world_size,
         "world_size_source": world_size_source,
