@@ -20,7 +20,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
 - Window: a kernel belongs to a step, phase or region range when its launch time lies inside the
   range (start <= launch <= end), launched from any thread of the process. A phase range whose
   kernels ran on several GPUs of its process (``torch.nn.DataParallel``'s replicas) is a pass per
-  GPU, each holding that GPU's kernels: figures per pass are per GPU. Attention parts are
+  GPU, each holding that GPU's kernels: figures per pass are per GPU; but with ``split_model`` (one
+  model whose layers the script puts on several GPUs) a pass holds every GPU's kernels. Attention parts are
   the exception: launches on the part range's own thread only, and a kernel goes to the innermost
   part range enclosing its launch.
 - Steps (manifest ``steps.kind``):
@@ -30,7 +31,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   in a trace of several processes with as many steps each, every process leaves out the most
   leading steps any of them does);
   ``warmup_region`` names a range around all warm-up iterations, which are then counted by the
-  ranges matching ``warmup_count_by`` inside it; ``warmup_count_outside`` counts warm-up iterations
+  ranges matching ``warmup_count_by`` inside it (or, where they have no range of their own, are
+  ``warmup_count``, the script's number); ``warmup_count_outside`` counts warm-up iterations
   by the ranges matching it that lie outside every measured step (a script whose warm-up
   iterations carry the same phase ranges and no step range). A forward outside every step (an
   inference pass, ``inference_forward``) is not measured.
@@ -45,6 +47,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   steps of the earlier ones are warm-up, and the departing rule reads the last run's steps alone.
   ``warmup_named`` (any kind but ``ranges``): a step whose first phase range's name matches it is
   warm-up (a script that names its warm-up iterations' phases apart, ``warmup.forward`` …).
+  ``capture_cut`` (a capture that nsys's ``--duration`` ended while the script ran on): the last
+  step of a process is left out (``cut``, neither warm-up nor measured) when it ends after the
+  end of the process's last CUDA runtime call (the records stop inside it).
   ``warmup_rule: profiler_window`` (any kind but ``ranges``): the steps that start inside the
   process's window from its first ``cudaProfilerStart`` runtime call to the next
   ``cudaProfilerStop`` (none: to the end) are measured, the others warm-up.
@@ -283,7 +288,10 @@ def _steps_from_ranges(proc: Process, spec: dict, first_n: int) -> tuple[list[Ra
             warm_names.append(r.name)
         else:
             measured.append(r)
-    if spec.get("warmup_region"):
+    if spec.get("warmup_count"):  # iterations with no range of their own inside the region: the script's count
+        for region in proc.named(spec["warmup_region"]):
+            warm_names += [f"{region.name} #{i}" for i in range(spec["warmup_count"])]
+    elif spec.get("warmup_region"):
         count_re = re.compile(spec["warmup_count_by"])
         for region in proc.named(spec["warmup_region"]):
             inner = [r for r in proc.ranges if region.start <= r.start and r.end <= region.end and count_re.search(r.name)]
@@ -442,8 +450,11 @@ def _launched(proc: Process, r: Range) -> list[Kernel]:
     return [k for k in proc.launched_in(r.start, r.end) if r.device is None or k.device == r.device]
 
 
-def _per_gpu(proc: Process, ranges: list[Range]) -> list[Range]:
-    """``ranges`` with each one whose kernels ran on several GPUs made a pass per GPU."""
+def _per_gpu(proc: Process, ranges: list[Range], split_model: bool = False) -> list[Range]:
+    """``ranges`` with each one whose kernels ran on several GPUs made a pass per GPU (none with
+    ``split_model``: a pass holds every GPU's work)."""
+    if split_model:
+        return ranges
     out = []
     for r in ranges:
         devices = sorted({k.device for k in proc.launched_in(r.start, r.end)})
@@ -623,6 +634,8 @@ def reference_for(path: Path, entry: dict) -> list[dict]:
     order = sorted(procs, key=lambda p: (min((k.device for k in procs[p].kernels), default=-1), p))
     steps = {pid: _candidate_steps(procs[pid], entry)[0] for pid in order}
     earlier = sum(entry["steps"].get("runs", [0])[:-1])  # the steps of the runs before the last one
+    if entry["steps"].get("capture_cut"):  # a step the capture's end cut off is no step the rule reads
+        steps = {pid: [r for r in rs if r not in _cut_last(con, procs[pid], rs)] for pid, rs in steps.items()}
     departing = {pid: earlier + (_departing(procs[pid], steps[pid][earlier:])
                                  if entry["steps"].get("warmup_rule") == "departing" else 0) for pid in order}
     if len(order) > 1 and len({len(s) for s in steps.values()}) == 1:
@@ -633,6 +646,17 @@ def reference_for(path: Path, entry: dict) -> list[dict]:
             res["launcher_rank"] = _launcher_rank(con)
     con.close()
     return out
+
+
+def _cut_last(con: sqlite3.Connection, proc: Process, steps: list[Range]) -> list[Range]:
+    """The last of ``steps`` (by start) when it ends after the end of the process's last CUDA
+    runtime call (the capture's end cut it off), else none."""
+    if not steps:
+        return []
+    last_call = con.execute("SELECT max(end) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE ((globalTid >> 24) & 16777215) = ?",
+                            (proc.pid,)).fetchone()[0]
+    last = max(steps, key=lambda r: r.start)
+    return [last] if last.end > last_call else []
 
 
 def _profiler_window(con: sqlite3.Connection, pid: int) -> tuple[int, int]:
@@ -693,6 +717,8 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
         else:
             warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps[:first_n])]
             measured = steps[first_n:]
+    cut = _cut_last(con, proc, measured) if spec.get("capture_cut") else []
+    measured = [r for r in measured if r not in cut]
     windows = measured
 
     phases: dict[str, list[Range]] = {}
@@ -701,7 +727,8 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
             phases[name] = [r for r in rs if _inside_any(r.start, windows)]
     else:
         for name, rule in phase_rules.items():
-            phases[name] = _per_gpu(proc, [r for r in _phase_ranges(proc, rule) if _inside_any(r.start, windows)])
+            phases[name] = _per_gpu(proc, [r for r in _phase_ranges(proc, rule) if _inside_any(r.start, windows)],
+                                    entry.get("split_model", False))
 
     res: dict = {
         "pid": proc.pid,
@@ -709,7 +736,8 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
         "kernels": len(proc.kernels),
         "kernels_without_launch": proc.no_launch,
         "steps": {
-            "found": len(measured) + len(warm_names),
+            "found": len(measured) + len(warm_names) + len(cut),
+            "cut": len(cut),
             "warmup": len(warm_names) + spec.get("warmup_unmarked", 0),
             "warmup_in_trace": len(warm_names),
             "measured": len(measured),

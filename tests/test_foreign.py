@@ -52,8 +52,9 @@ def test_steps_and_warmup(name):
         mine = [row for row in table if row["pid"] == process["pid"]]
         steps = process["steps"]
         assert len(mine) == steps["found"]  # warm-up steps with no trace of them (unmarked) are not found
-        assert sum(not row["measured"] for row in mine) == steps["warmup_in_trace"]
+        assert sum(not row["measured"] and not row["cut"] for row in mine) == steps["warmup_in_trace"]
         assert sum(row["measured"] for row in mine) == steps["measured"]
+        assert sum(row["cut"] for row in mine) == steps["cut"]
 
 
 @pytest.mark.parametrize("name", SINGLE)

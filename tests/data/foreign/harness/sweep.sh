@@ -153,6 +153,20 @@ aimetrics26) prof aimetrics_flags2026 240 $G26B -- bash -c "cd /tmp/fw && exec e
 shanning_model) prof shanning_model 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/shanning/cs336-basics:$F/shanning:$SITE python3 $F/shanning/benchmarks/benchmark_model.py 2 small ;;
 ctxsweep) prof gpt2_ctxsweep_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/dynamic_train.py --nvtx --varlen --lengths 128,128,128,128,128,128,512,512,512,512,512,512 --steps 10 ;;
 ctxsweep_nonvtx) prof gpt2_ctxsweep_no_nvtx 150 --trace=cuda -- python3 $F/hf/dynamic_train.py --varlen --lengths 128,128,128,128,128,128,512,512,512,512,512,512 --steps 10 ;;
+window) prof gpt2_window_nvtx 150 --trace=cuda,nvtx --delay=20 --duration=3 -- python3 $F/hf/gpt2_train.py --nvtx --steps 3000 ;;
+window26) prof gpt2_window_flags2026 200 $G26B --delay=25 --duration=3 -- python3 $F/hf/gpt2_train.py --steps 3000 ;;
+window_nonvtx) prof gpt2_window_no_nvtx 150 --trace=cuda --delay=20 --duration=3 -- python3 $F/hf/gpt2_train.py --steps 3000 ;;
+split) prof split_lm_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/model_parallel_train.py --nvtx ;;
+split_accum) prof split_lm_accum_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/model_parallel_train.py --nvtx --micro-batches 4 ;;
+split26) prof split_lm_flags2026 200 $G26B -- python3 $F/hf/model_parallel_train.py --steps 4 ;;
+split_nonvtx) prof split_lm_no_nvtx 150 --trace=cuda -- python3 $F/hf/model_parallel_train.py ;;
+subha) prof s2026_subha 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/subha/cs336-basics:$SITE python3 $F/subha/cs336_systems/profile_train.py --size small --context-length 128 --mode full --batch-size 4 --warmup 3 --steps 5 ;;
+orrzohar) prof s2025_orrzohar 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/orrzohar_meta:$F/orrzohar/cs336-basics:$F/orrzohar:$SITE python3 -m cs336_systems.nsys_benchmarking --model-size small --seq-len 256 --batch-size 4 --n-warmup 3 --n-measure 5 --run-optimizer ;;
+luke) prof s2025_luke 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/luke_meta:$F/luke/cs336-basics:$F/luke:$SITE python3 -m cs336_systems.benchmark --d_model 768 --num_heads 12 --d_ff 3072 --n_layers 12 --context_length 256 --steps 8 --warm_up_steps 3 --autocast ;;
+luke_jit) prof s2025_luke_compile 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/luke_meta:$F/luke/cs336-basics:$F/luke:$SITE python3 -m cs336_systems.benchmark --d_model 768 --num_heads 12 --d_ff 3072 --n_layers 12 --context_length 256 --steps 8 --warm_up_steps 3 --autocast --jit ;;
+onlyhero) prof s2025_onlyhero 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/onlyhero_meta:$F/onlyhero:$SITE python3 $F/onlyhero/cs336_systems/scripts/benchmark_e2e.py --model-size small --seq-len 128 --batch-size 4 --num-warmup 3 --num-iters 5 --backward --enable-nvtx --enable-mixed-precision --precision_dtype bf16 ;;
+lolcoder_ddp) prof s2025_lolcoder_ddp2 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/lolcoder_meta:$F/lolcoder/cs336-basics:$F/lolcoder:$SITE python3 $F/lolcoder/cs336_systems/dist_training/benchmark_ddp.py --method overlap --world-size 2 ;;
+subha26) prof s2026_subha_flags2026 240 $G26B -- env PYTHONPATH=$F/subha/cs336-basics:$SITE python3 $F/subha/cs336_systems/profile_train.py --size small --context-length 128 --mode full --batch-size 4 --warmup 3 --steps 5 ;;
 reps) for r in $F/reps/*.nsys-rep; do n=$(basename $r .nsys-rep); cp $r $W/$n.nsys-rep; echo "=== export $n"; export_job $n; done ;;
 *) echo "unknown job $job" ;;
 esac; done
