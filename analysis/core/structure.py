@@ -38,6 +38,7 @@ by the user (the command line's flags) override each role.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -425,10 +426,11 @@ def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
     return names.map({name: phase for t in tags for name, phase in tagged[t].items()}).to_numpy(dtype=object)
 
 
-def _model_part(own: pd.DataFrame, row: int) -> bool:
-    """Whether the user's range at ``row`` may mark a part of the model (an embedding, a head):
-    not a phase, an attention part or a block."""
-    name, normal = own["name"].iat[row], own["normal"].iat[row]
+@functools.lru_cache(maxsize=4096)
+def _model_part(name: str, normal: str) -> bool:
+    """Whether a user's range of this name (and normal form) may mark a part of the model (an
+    embedding, a head): not a phase, an attention part or a block. Asked for two ranges of every
+    forward window, whose names repeat: each name's answer is kept."""
     return _phase_of(normal) is None and _region_of_name(name, normal) is None \
         and not BLOCK_FAMILY.fullmatch(name_stem(normal))
 
@@ -447,6 +449,7 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
     by_start = np.argsort(own["start_ns"].to_numpy(), kind="stable")  # a window's ranges: one slice of these
     o_pid, o_id, o_family = own["pid"].to_numpy(), own["range_id"].to_numpy(), own["family"].to_numpy()
     o_start, o_end = own["start_ns"].to_numpy(), own["end_ns"].to_numpy()
+    o_name, o_normal = own["name"].to_numpy(), own["normal"].to_numpy()
     sorted_starts = o_start[by_start]
     w_pid, w_id, w_start, w_end = (windows[c].to_numpy() for c in ("pid", "range_id", "start_ns", "end_ns"))
     made, split = [], []
@@ -457,7 +460,8 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
         if len(inside) < 4:
             continue
         first, last = inside[np.argmin(o_start[inside])], inside[np.argmax(o_end[inside])]
-        if not (_model_part(own, first) and _model_part(own, last)) or o_family[first] == o_family[last]:
+        if not (_model_part(o_name[first], o_normal[first]) and _model_part(o_name[last], o_normal[last])) \
+                or o_family[first] == o_family[last]:
             continue
         opens = np.sort(o_start[inside[o_family[inside] == o_family[first]]])
         closing = inside[o_family[inside] == o_family[last]]
