@@ -1038,3 +1038,57 @@ def test_a_numbering_that_starts_over_after_a_named_warmup_is_one_run(tmp_path):
     labelled = script.labelled(tmp_path)
     assert list(labelled.structure.steps.sort_values("start_ns")["measured"]) == [False] * 3 + [True] * 5
     assert labelled.structure.warmup_rule == "inside `warmup_phase`"
+
+
+def test_step_names_that_say_warmup_after_the_step_word(tmp_path):
+    """``step_warmup`` ×2 then ``step_measured`` ×3: one run, its warm-up named so (not two runs
+    of different names, which would leave the whole capture analyzed)."""
+    script = Script()
+    for name in ["step_warmup"] * 2 + ["step_measured"] * 3:
+        script.range(name, script.iteration)
+    labelled = script.labelled(tmp_path)
+    assert list(labelled.structure.steps.sort_values("start_ns")["measured"]) == [False] * 2 + [True] * 3
+    assert labelled.structure.warmup_rule == "named `step_warmup`"
+
+
+@pytest.mark.parametrize("around", ["last steps", "every step"])
+def test_a_range_around_each_processes_last_steps_makes_the_steps_before_warmup(tmp_path, around):
+    """Six alike ``train_step`` ranges, the last four inside one ``naive_ddp`` range (a benchmark
+    that wraps its measured iterations in a range named after what it measures): the two before
+    are warm-up. Ranges of one family around every step (``epoch_0``, ``epoch_1``) say nothing."""
+    script = Script()
+    if around == "last steps":
+        for _ in range(2):
+            script.range("train_step", script.iteration)
+        script.range("naive_ddp", lambda: [script.range("train_step", script.iteration) for _ in range(4)])
+    else:
+        for epoch in range(2):
+            script.range(f"epoch_{epoch}", lambda: [script.range("train_step", script.iteration) for _ in range(3)])
+    labelled = script.labelled(tmp_path)
+    measured = list(labelled.structure.steps.sort_values("start_ns")["measured"])
+    if around == "last steps":
+        assert measured == [False] * 2 + [True] * 4
+        assert labelled.structure.warmup_rule == "outside `naive_ddp`, the range around each process's last steps"
+    else:
+        assert measured == [True] * 6
+
+
+def test_a_process_with_no_ranges_beside_a_ranged_one_gets_its_steps_from_its_kernels(tmp_path):
+    """Two processes of one job, the ranges opened on the first alone (``if rank == 0``): the
+    second's steps and phases come from its kernels (a forward from the main thread, a backward
+    from the autograd thread, the fused optimizer's run), and a note says so."""
+    ranked, bare = Script(), Script(pid=200)
+    for _ in range(4):
+        ranked.range("train_step", ranked.iteration)
+        bare.kernel(count=3)
+        bare.kernel(tid=AUTOGRAD, count=4)
+        bare.kernel(name=OPTIMIZER_KERNEL, count=2)
+        bare.now += 1000
+    path = build_export(tmp_path / "trace.sqlite", kernels=ranked.kernels + bare.kernels, ranges=ranked.ranges,
+                        strings=KERNELS)
+    labelled = label_ops(load_trace(path, RangeFilter()))
+    steps = labelled.structure.steps
+    assert steps.groupby("pid").size().to_dict() == {100: 4, 200: 4}
+    assert labelled.measured_passes == {"forward": 8, "backward": 8, "optimizer_step": 8}
+    assert [n for n in labelled.notes if n.startswith("process 200 holds none of the step ranges (they are in process "
+                                                      "100 alone")]

@@ -88,6 +88,8 @@ CLOSURE_PHASES = ("forward", "loss", "backward")
 # A name that says it is a step (``train_step``, ``iteration_3``, ``batch``).
 STEP_FAMILY = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)(_.*)?")
 WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in)(_.*)?")
+# A step's word before the part that says warm-up or measured (``step_warmup``, ``iter_measured``).
+STEP_WORD = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)_")
 # A range around the measured steps: steps outside it are warm-up.
 MEASURED_FAMILY = re.compile(r"(measure[ds]?|timed|timing|benchmark(ed)?|profiled?)(_(steps?|iters?|iterations?|loop|region|runs?|phase))?")
 # NVTX domains of libraries, not of the user's code: their ranges are never a role.
@@ -213,6 +215,12 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
             phases, steps = (pd.concat([old, new], ignore_index=True) for old, new in zip((phases, steps), unranged))
             inference = np.r_[inference, np.zeros(len(unranged[0]), dtype=bool)]
             source += "+kernels" if not source.endswith("+kernels") else ""
+    if step_ranges and (unranged := _unranged_processes(steps, phases, ops, len(ranges) + len(phases) + len(steps),
+                                                        notes)) is not None:
+        phases = pd.concat([phases, unranged[0]], ignore_index=True)
+        inference = np.r_[inference, np.zeros(len(unranged[0]), dtype=bool)]
+        steps = pd.concat([steps, unranged[1]], ignore_index=True)
+        source += "+kernels" if not source.endswith("+kernels") else ""
     inference_windows, phases = phases[inference], phases[~inference]
     warmup_found = ""
     if step_ranges:
@@ -294,9 +302,14 @@ def _per_name(names, *rules, dtype=object) -> np.ndarray | list[np.ndarray]:
 
 def _named(family: re.Pattern, names) -> np.ndarray:
     """Whether each of ``names`` is of ``family`` (warm-up, measured): its whole name's stem or
-    the stem of one of its ``/`` parts (``WarmUpStep3``, ``warmup/step_3``, ``train/warmup_3``)."""
+    the stem of one of its ``/`` parts (``WarmUpStep3``, ``warmup/step_3``, ``train/warmup_3``),
+    also after a step's word (``step_warmup``, ``iter_measured``)."""
+    def of_family(stem: str) -> bool:
+        after_step = STEP_WORD.match(stem)
+        return bool(family.fullmatch(stem) or (after_step and family.fullmatch(stem[after_step.end():])))
+
     def named(name) -> bool:
-        return any(family.fullmatch(name_stem(normal_name(part))) for part in (str(name), *str(name).split("/")))
+        return any(of_family(name_stem(normal_name(part))) for part in (str(name), *str(name).split("/")))
     return _per_name(names, named, dtype=bool)
 
 
@@ -1128,6 +1141,41 @@ def _prefixed_steps(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> t
     return steps.assign(measured=~np.asarray(warm, dtype=bool)), f"the ranges `{names.step_prefix}<i>` (given)", own.iloc[:0]
 
 
+def _unranged_processes(steps: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, first_id: int,
+                        notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """Phases and steps from the kernels (:func:`_kernel_phases`, :func:`_steps_from_phases`) of
+    the processes that launched kernels but hold none of the step ranges (a job whose ranges rank 0
+    alone opens: ``if rank == 0``), where they give at least :data:`UNPHASED_STEPS_MIN` steps; a
+    note names them, and those left out with their kernel counts. None where every process with
+    kernels holds steps."""
+    pids = ops["pid"].to_numpy()
+    distinct = pids[:1] if len(pids) and pids.min() == pids.max() else pd.unique(pids)
+    missing = np.setdiff1d(distinct, steps["pid"].to_numpy())
+    if not len(missing):
+        return None
+    theirs = ops[np.isin(pids, missing)]
+    kernel_phases = _kernel_phases(theirs[list(KERNEL_PHASE_COLUMNS)], first_id)
+    made = _steps_from_phases(kernel_phases, _training_forwards(kernel_phases), first_id + len(kernel_phases))
+    counts = made.groupby("pid").size()
+    kept = counts.index[counts.to_numpy() >= UNPHASED_STEPS_MIN].to_numpy()
+    ranged = ", ".join(map(str, np.unique(steps["pid"].to_numpy())))
+    if len(kept):
+        shown = ", ".join(map(str, kept))
+        notes.append(f"process {shown} holds none of the step ranges (they are in process {ranged} alone, as a script "
+                     f"that annotates only rank 0 makes them): its steps and phases come from its kernels")
+    left = [pid for pid in missing if pid not in set(kept.tolist())]
+    kernels = (theirs["op_kind"] == "kernel").to_numpy() if "op_kind" in theirs else np.ones(len(theirs), dtype=bool)
+    for pid in left:
+        count = int((theirs["pid"].to_numpy()[kernels] == pid).sum())
+        if count:
+            notes.append(f"process {pid} holds none of the step ranges and its kernels give no steps: its {count:,} "
+                         "kernels are left out of every figure")
+    if not len(kept):
+        return None
+    return (kernel_phases[np.isin(kernel_phases["pid"].to_numpy(), kept)].reset_index(drop=True),
+            made[np.isin(made["pid"].to_numpy(), kept)].reset_index(drop=True))
+
+
 def _unranged_measured_iterations(own: pd.DataFrame, steps: pd.DataFrame, ops: pd.DataFrame, first_id: int,
                                   notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """Phases and steps (ids from ``first_id``) of the measured ranges (``Timing Phase``,
@@ -1323,6 +1371,8 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
                 measured, rule = _profiled_window(steps, profiler_calls, runs.last)
             if rule is None:
                 measured, rule, marking = _late_range_warmup(steps, own)
+            if rule is None:
+                measured, rule = _tail_range_warmup(steps, containers)
             if rule is None:  # runs first: each run's leading steps depart from its own later ones
                 runs = numbered or _runs(steps, figures, every)
                 measured, rule = _departing_steps(steps, figures, runs.last & every)
@@ -1510,6 +1560,37 @@ def _late_range_warmup(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarr
     marking = sorted(set(own.loc[own["family"].isin(list(found)), "name"]))
     shown = ", ".join(f"`{family_label(n)}`" for n in name_families(marking))
     return next(iter(found.values())), f"the steps before {shown} first appears (it is in every later step)", marking
+
+
+def _tail_range_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.ndarray, str | None]:
+    """Warm-up steps told by a range of the user's around each process's last steps (a benchmark
+    that wraps its measured iterations, whatever it names the range: ``naive_ddp``,
+    ``bucketed_ddp_10MB``): in every process with steps, one range (of ``containers``) holds the
+    starts of its last two or more steps and of none before them, and no other range of its family
+    holds those; the steps before are warm-up. None where a process has no such range."""
+    if containers.empty:
+        return np.ones(len(steps), dtype=bool), None
+    measured = np.ones(len(steps), dtype=bool)
+    held_by = set()
+    c_pid, c_start, c_end, c_family = (containers[c].to_numpy() for c in ("pid", "start_ns", "end_ns", "family"))
+    starts = steps["start_ns"].to_numpy()
+    for pid, rows in steps.groupby("pid", sort=False).indices.items():  # rows in start order
+        tail = None
+        for c in np.flatnonzero(c_pid == pid):
+            inside = (starts[rows] >= c_start[c]) & (starts[rows] <= c_end[c])
+            k = int(inside.sum())
+            if not 2 <= k < len(rows) or not inside[-k:].all():
+                continue
+            kin = np.flatnonzero((c_pid == pid) & (c_family == c_family[c]))
+            if any(((starts[rows[:-k]] >= c_start[o]) & (starts[rows[:-k]] <= c_end[o])).any() for o in kin if o != c):
+                continue  # a family of ranges around every step (epochs): no warm-up said
+            tail = c, inside
+        if tail is None:
+            return np.ones(len(steps), dtype=bool), None
+        measured[rows] = tail[1]
+        held_by.add(str(containers["name"].iat[tail[0]]))
+    shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(held_by)))
+    return measured, f"outside {shown}, the range around each process's last steps"
 
 
 def _prefixed_warmup(steps: pd.DataFrame, containers: pd.DataFrame, prefix: str) -> tuple[np.ndarray, str]:
