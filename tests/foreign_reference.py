@@ -47,6 +47,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   steps of the earlier ones are warm-up, and the departing rule reads the last run's steps alone.
   ``warmup_named`` (any kind but ``ranges``): a step whose first phase range's name matches it is
   warm-up (a script that names its warm-up iterations' phases apart, ``warmup.forward`` …).
+  ``unranged_steps`` (entry level; a job whose ranges only some processes open, ``if rank == 0``):
+  a process holding no range that ``measured`` names takes its steps by this spec instead (with
+  no phase ranges: ``optimizer_kernel_runs``).
   ``capture_cut`` (a capture that nsys's ``--duration`` ended while the script ran on): the last
   step of a process is left out (``cut``, neither warm-up nor measured) when it ends after the
   end of the process's last CUDA runtime call (the records stop inside it).
@@ -632,20 +635,30 @@ def reference_for(path: Path, entry: dict) -> list[dict]:
     steps (the ranks of one job), each leaves out the most leading steps any process does."""
     procs, con = load(path)
     order = sorted(procs, key=lambda p: (min((k.device for k in procs[p].kernels), default=-1), p))
-    steps = {pid: _candidate_steps(procs[pid], entry)[0] for pid in order}
+    entries = {pid: _entry_for(procs[pid], entry) for pid in order}
+    steps = {pid: _candidate_steps(procs[pid], entries[pid])[0] for pid in order}
     earlier = sum(entry["steps"].get("runs", [0])[:-1])  # the steps of the runs before the last one
     if entry["steps"].get("capture_cut"):  # a step the capture's end cut off is no step the rule reads
         steps = {pid: [r for r in rs if r not in _cut_last(con, procs[pid], rs)] for pid, rs in steps.items()}
     departing = {pid: earlier + (_departing(procs[pid], steps[pid][earlier:])
-                                 if entry["steps"].get("warmup_rule") == "departing" else 0) for pid in order}
+                                 if entries[pid]["steps"].get("warmup_rule") == "departing" else 0) for pid in order}
     if len(order) > 1 and len({len(s) for s in steps.values()}) == 1:
         departing = dict.fromkeys(order, max(departing.values()))
-    out = [_process_reference(procs[pid], con, entry, departing[pid]) for pid in order]
+    out = [_process_reference(procs[pid], con, entries[pid], departing[pid]) for pid in order]
     if "launcher_rank" in entry:
         for res in out:
             res["launcher_rank"] = _launcher_rank(con)
     con.close()
     return out
+
+
+def _entry_for(proc: Process, entry: dict) -> dict:
+    """``entry``, or for a process holding no range its ``measured`` names, the entry of its
+    ``unranged_steps`` (a job whose ranges only some processes open) with no phase ranges."""
+    spec = entry["steps"]
+    if "unranged_steps" not in entry or any(re.search(spec["measured"], r.name) for r in proc.ranges):
+        return entry
+    return {**entry, "steps": entry["unranged_steps"], "phases": {}, "attention": None}
 
 
 def _cut_last(con: sqlite3.Connection, proc: Process, steps: list[Range]) -> list[Range]:

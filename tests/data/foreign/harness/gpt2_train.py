@@ -9,7 +9,8 @@ sharded with FSDP2's ``fully_shard``. With --compile the model is ``torch.compil
 iterations compile its forward and backward graphs); --compile-mode passes a mode, e.g.
 ``reduce-overhead``, which replays the compiled graphs as CUDA graphs. With --zero (under DDP) the
 optimizer is ``ZeroRedundancyOptimizer`` over AdamW: each rank updates its shard of the parameters,
-then broadcasts it to the others.
+then broadcasts it to the others. With --nvtx-rank0 (under DDP) only rank 0 opens the ranges, as a
+script that guards its annotations with ``if rank == 0`` does.
 """
 
 import argparse
@@ -37,6 +38,7 @@ def main() -> None:
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--compile-mode", default=None, help="torch.compile's mode (reduce-overhead: CUDA graphs)")
     p.add_argument("--zero", action="store_true", help="ZeroRedundancyOptimizer over AdamW (with --ddp)")
+    p.add_argument("--nvtx-rank0", action="store_true", help="with --nvtx under DDP: ranges on rank 0 only")
     a = p.parse_args()
 
     rank = 0
@@ -72,7 +74,8 @@ def main() -> None:
     x = torch.randint(0, cfg.vocab_size, (a.batch, a.ctx), device=dev)
 
     def rng(name):
-        return torch.cuda.nvtx.range(name) if a.nvtx else contextlib.nullcontext()
+        ranged = a.nvtx and (rank == 0 or not a.nvtx_rank0)
+        return torch.cuda.nvtx.range(name) if ranged else contextlib.nullcontext()
 
     times = []
     for i in range(a.warmup + a.steps):

@@ -167,6 +167,14 @@ luke_jit) prof s2025_luke_compile 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/luk
 onlyhero) prof s2025_onlyhero 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/onlyhero_meta:$F/onlyhero:$SITE python3 $F/onlyhero/cs336_systems/scripts/benchmark_e2e.py --model-size small --seq-len 128 --batch-size 4 --num-warmup 3 --num-iters 5 --backward --enable-nvtx --enable-mixed-precision --precision_dtype bf16 ;;
 lolcoder_ddp) prof s2025_lolcoder_ddp2 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/lolcoder_meta:$F/lolcoder/cs336-basics:$F/lolcoder:$SITE python3 $F/lolcoder/cs336_systems/dist_training/benchmark_ddp.py --method overlap --world-size 2 ;;
 subha26) prof s2026_subha_flags2026 240 $G26B -- env PYTHONPATH=$F/subha/cs336-basics:$SITE python3 $F/subha/cs336_systems/profile_train.py --size small --context-length 128 --mode full --batch-size 4 --warmup 3 --steps 5 ;;
+ddp_rank0) prof gpt2_ddp2_nvtx_on_rank0 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --ddp --nvtx --nvtx-rank0 ;;
+huster) prof s2025_huster 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/huster/cs336-basics:$SITE python3 $F/huster/cs336_systems/benchmark.py --model-size small --context-length 128 --batch-size 4 --warmup 3 --steps 5 --backward --optimizer --mixed-precision bf16 --nvtx ;;
+huster_attn) prof s2025_huster_attn 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/huster/cs336-basics:$SITE python3 $F/huster/cs336_systems/benchmark_attention.py --d-models 16,64 --seq-lens 256,1024,4096,8192 --warmup 5 --iters 20 --nvtx --result-file /tmp/fw/huster_attn.csv ;;
+hawk) prof s2026_hawk 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/hawk/cs336-basics:$SITE python3 $F/hawk/cs336_systems/benchmark.py --model-size small --mode all --context-length 128 --batch-size 4 --warmup 3 --steps 5 --dtype float32 ;;
+tianshi) prof s2025_tianshi 200 --trace=cuda,nvtx -- bash -c "cd /tmp/fw && exec env PYTHONPATH=$F/tianshi_meta:$F/tianshi:$SITE python3 $F/tianshi/cs336_systems/nsp.py -c $F/tianshi_small_ctx128.yml" ;;
+tianshi_compile) prof s2025_tianshi_compile 300 --trace=cuda,nvtx -- bash -c "cd /tmp/fw && exec env PYTHONPATH=$F/tianshi_meta:$F/tianshi:$SITE python3 $F/tianshi/cs336_systems/nsp.py -c $F/tianshi_small_ctx128.yml --use_jit" ;;
+yusheng_ddp) prof s2025_yusheng_ddp2 300 --trace=cuda,nvtx -- env PYTHONPATH=$F/yusheng_meta:$F/yusheng/cs336-basics:$F/yusheng:$SITE python3 $F/yusheng/cs336_systems/benchmark_ddp.py ;;
+hanfa_attn) prof s2025_hanfa_attn 240 --trace=cuda,nvtx -- env PYTHONPATH=$F/hanfa_meta:$F/hanfa/cs336-basics:$F/hanfa:$SITE python3 -m cs336_systems.benchmark_attn ;;
 reps) for r in $F/reps/*.nsys-rep; do n=$(basename $r .nsys-rep); cp $r $W/$n.nsys-rep; echo "=== export $n"; export_job $n; done ;;
 *) echo "unknown job $job" ;;
 esac; done
