@@ -1092,3 +1092,21 @@ def test_a_process_with_no_ranges_beside_a_ranged_one_gets_its_steps_from_its_ke
     assert labelled.measured_passes == {"forward": 8, "backward": 8, "optimizer_step": 8}
     assert [n for n in labelled.notes if n.startswith("process 200 holds none of the step ranges (they are in process "
                                                       "100 alone")]
+
+
+def test_a_step_family_around_another_kind_marked_inside_some_of_its_ranges_is_the_steps(tmp_path):
+    """``measured_step`` ranges, the first four around ``inference`` (a forward) and the last four
+    around ``training`` (a whole step), as a script that benchmarks inference and then training
+    does: ``measured_step`` holds every step (``training`` marks a kind of them, not other steps)
+    and the training ones are measured; before, the two names were two runs of different names and
+    the whole capture was analyzed."""
+    script = Script()
+    for _ in range(4):
+        script.range("measured_step", lambda: script.range("inference", lambda: script.range(
+            "forward", lambda: script.kernel(count=3))))
+    for _ in range(4):
+        script.range("measured_step", lambda: script.range("training", script.iteration))
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps.sort_values("start_ns")
+    assert set(steps["range_name"]) == {"measured_step"}
+    assert list(steps["measured"]) == [False] * 4 + [True] * 4

@@ -885,6 +885,11 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
                 families.pop(part, None)
         elif all(nested[np.flatnonzero(stems[step_rows] == stem)]):
             families.pop(stem)
+        elif stem in families:  # only some of its ranges hold another family's (`measured_step` around
+            # `training` or `inference`): the same steps, marked by kind; the outer family holds them all
+            for inner in [other for other in families if other != stem and other not in outer_stems]:
+                if _inside_any(candidates.iloc[families[inner]], candidates.iloc[families[stem]]).all():
+                    families.pop(inner)
     warmup = {stem for stem, rows in families.items() if _named(WARMUP_FAMILY, candidates["name"].iloc[rows[:1]])[0]}
     plain = [stem for stem in families if stem not in warmup]
     if len(plain) > 1:
