@@ -53,6 +53,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ``capture_cut`` (a capture that nsys's ``--duration`` ended while the script ran on): the last
   step of a process is left out (``cut``, neither warm-up nor measured) when it ends after the
   end of the process's last CUDA runtime call (the records stop inside it).
+  ``warmup_inside`` (any kind but ``ranges``): the steps that start inside a range of this name
+  are warm-up (a script that wraps its warm-up iterations in one ``warmup`` range).
   ``warmup_rule: profiler_window`` (any kind but ``ranges``): the steps that start inside the
   process's window from its first ``cudaProfilerStart`` runtime call to the next
   ``cudaProfilerStop`` (none: to the end) are measured, the others warm-up.
@@ -723,6 +725,10 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
             low, high = _profiler_window(con, proc.pid)
             measured = [r for r in steps if low <= r.start < high]
             warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps) if not low <= r.start < high]
+        elif spec.get("warmup_inside"):
+            regions = proc.named(spec["warmup_inside"])
+            warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps) if _inside_any(r.start, regions)]
+            measured = [r for r in steps if not _inside_any(r.start, regions)]
         elif spec.get("warmup_named"):
             named = re.compile(spec["warmup_named"])
             warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps) if named.search(r.name)]
