@@ -215,7 +215,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
             phases, steps = (pd.concat([old, new], ignore_index=True) for old, new in zip((phases, steps), unranged))
             inference = np.r_[inference, np.zeros(len(unranged[0]), dtype=bool)]
             source += "+kernels" if not source.endswith("+kernels") else ""
-    if step_ranges and (unranged := _unranged_processes(steps, phases, ops, len(ranges) + len(phases) + len(steps),
+    if step_ranges and (unranged := _unranged_processes(steps, ops, len(ranges) + len(phases) + len(steps),
                                                         notes)) is not None:
         phases = pd.concat([phases, unranged[0]], ignore_index=True)
         inference = np.r_[inference, np.zeros(len(unranged[0]), dtype=bool)]
@@ -1146,8 +1146,8 @@ def _prefixed_steps(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> t
     return steps.assign(measured=~np.asarray(warm, dtype=bool)), f"the ranges `{names.step_prefix}<i>` (given)", own.iloc[:0]
 
 
-def _unranged_processes(steps: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, first_id: int,
-                        notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+def _unranged_processes(steps: pd.DataFrame, ops: pd.DataFrame, first_id: int, notes: list[str]
+                        ) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """Phases and steps from the kernels (:func:`_kernel_phases`, :func:`_steps_from_phases`) of
     the processes that launched kernels but hold none of the step ranges (a job whose ranges rank 0
     alone opens: ``if rank == 0``), where they give at least :data:`UNPHASED_STEPS_MIN` steps; a
@@ -1168,9 +1168,8 @@ def _unranged_processes(steps: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataF
         shown = ", ".join(map(str, kept))
         notes.append(f"process {shown} holds none of the step ranges (they are in process {ranged} alone, as a script "
                      f"that annotates only rank 0 makes them): its steps and phases come from its kernels")
-    left = [pid for pid in missing if pid not in set(kept.tolist())]
     kernels = (theirs["op_kind"] == "kernel").to_numpy() if "op_kind" in theirs else np.ones(len(theirs), dtype=bool)
-    for pid in left:
+    for pid in np.setdiff1d(missing, kept):
         count = int((theirs["pid"].to_numpy()[kernels] == pid).sum())
         if count:
             notes.append(f"process {pid} holds none of the step ranges and its kernels give no steps: its {count:,} "
