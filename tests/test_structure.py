@@ -1110,3 +1110,23 @@ def test_a_step_family_around_another_kind_marked_inside_some_of_its_ranges_is_t
     steps = labelled.structure.steps.sort_values("start_ns")
     assert set(steps["range_name"]) == {"measured_step"}
     assert list(steps["measured"]) == [False] * 4 + [True] * 4
+
+
+@pytest.mark.parametrize("factor", [2, 50])
+def test_measured_steps_of_widely_different_kernel_time_are_noted(tmp_path, factor):
+    """Six ``train_step`` ranges whose kernels alternate between two lengths (a benchmark over
+    sizes in one loop): all measured, and a note says they may be different work when the
+    longest takes 10× the shortest or more; batches of varying length (2×) get none."""
+    script = Script()
+
+    def step(duration):
+        script.range("forward", lambda: script.kernel(count=3, duration=duration))
+        script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4, duration=duration))
+        script.range("optimizer_step", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2, duration=duration))
+
+    for i in range(6):
+        script.range("train_step", lambda i=i: step(10 * (factor if i % 2 else 1)))
+    labelled = script.labelled(tmp_path)
+    assert labelled.structure.steps["measured"].all()
+    noted = [n for n in labelled.notes if n.startswith("the measured steps of process 100 differ widely")]
+    assert bool(noted) == (factor >= 10)

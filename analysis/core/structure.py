@@ -50,6 +50,7 @@ from analysis.core.codes import run_starts, run_sums
 from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name, role_name
+from analysis.core.text import ms_span
 from analysis.load.nvtx import OP_LEVEL
 from analysis.load.tables import sorted_by
 from cs336_profile import contract
@@ -1385,11 +1386,32 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
         if not runs.rule:  # warm-up told otherwise: runs among the measured steps
             runs = _runs(steps, figures, np.asarray(measured, dtype=bool) & every)
     steps = steps.assign(measured=np.asarray(measured, dtype=bool) & runs.last & every, cut=cut)
+    _note_unlike_steps(steps, figures, notes)
     rule = runs.rule + rule
     table = [{"step": str(s.name), "pid": int(s.pid), "measured": bool(s.measured), "cut": bool(s.cut),
               "cpu_span_ms": (s.end_ns - s.start_ns) / 1e6, "kernels": int(k), "kernel_ms": t / 1e6}
              for s, k, t in zip(steps.itertuples(), figures["kernels"], figures["kernel_ns"])]
     return steps, rule, table, marking
+
+
+# Measured steps of one process whose kernel times differ by this factor or more are noted: they may
+# be different work (a benchmark over sizes) that per-step figures average together.
+UNLIKE_STEPS_FACTOR = 10
+
+
+def _note_unlike_steps(steps: pd.DataFrame, figures: pd.DataFrame, notes: list[str]) -> None:
+    """A note where a process's measured steps' kernel times span :data:`UNLIKE_STEPS_FACTOR` or
+    more (the shortest and the longest): per-step figures average them, which a sweep over sizes
+    in one loop makes meaningless; batches of varying length stay well under it."""
+    time, measured = figures["kernel_ns"].to_numpy(), steps["measured"].to_numpy(dtype=bool)
+    for pid, rows in steps.groupby("pid", sort=False).indices.items():
+        mine = time[rows[measured[rows]]]
+        if len(mine) < 2 or mine.min() <= 0 or mine.max() < UNLIKE_STEPS_FACTOR * mine.min():
+            continue
+        notes.append(f"the measured steps of process {pid} differ widely: {len(mine)} steps of {ms_span(mine / 1e6)} of "
+                     f"kernels ({mine.max() / mine.min():,.0f}×), so they may be different work (a benchmark over sizes "
+                     "in one loop), which the per-step figures average together")
+        return
 
 
 def _cut_at_capture_end(steps: pd.DataFrame, figures: pd.DataFrame, ops: pd.DataFrame, notes: list[str]) -> np.ndarray:
