@@ -50,7 +50,6 @@ from analysis.core.codes import run_starts, run_sums
 from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name, role_name
-from analysis.core.text import ms_span
 from analysis.load.nvtx import OP_LEVEL
 from analysis.load.tables import sorted_by
 from cs336_profile import contract
@@ -76,8 +75,8 @@ PHASE_FAMILIES = {
     "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop)?|model_eval|inference|eval"),
     "loss": re.compile(rf"{TRAINING}(compute_|computing_|calc_|calculate_|calculating_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
                        r"|cross_entropy|criterion"),
-    "backward": re.compile(rf"{TRAINING}(loss_)?(backward|bwd|bw)(_pass|_step|_prop)?|backprop(agation)?"),
-    "optimizer_step": re.compile(rf"{TRAINING}((optimizer|optim|opt|optimi[sz]ation)(_step|_update)?|(adamw?|sgd|lion|muon)(_step)?)"
+    "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw)(_pass|_step|_prop)?|backprop(agation)?"),
+    "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optim|opt|optimi[sz]ation)(_step|_update)?|(adamw?|sgd|lion|muon)(_step)?)"
                                  r"|((param(eter)?s?|weights?)_)?update|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"),
 }
 # What joins the parts of a name that says two things (``comm + optimizer``, ``sync and step``).
@@ -1408,7 +1407,8 @@ def _note_unlike_steps(steps: pd.DataFrame, figures: pd.DataFrame, notes: list[s
         mine = time[rows[measured[rows]]]
         if len(mine) < 2 or mine.min() <= 0 or mine.max() < UNLIKE_STEPS_FACTOR * mine.min():
             continue
-        notes.append(f"the measured steps of process {pid} differ widely: {len(mine)} steps of {ms_span(mine / 1e6)} of "
+        low, high = (f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}" for ms in (mine.min() / 1e6, mine.max() / 1e6))
+        notes.append(f"the measured steps of process {pid} differ widely: {len(mine)} steps of {low} to {high} ms of "
                      f"kernels ({mine.max() / mine.min():,.0f}×), so they may be different work (a benchmark over sizes "
                      "in one loop), which the per-step figures average together")
         return
