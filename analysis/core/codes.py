@@ -1,6 +1,6 @@
-"""Integer codes of table columns: the code of each value of a column, the position of each coded
-value in a known tuple, the position of each id among others, the values of a table at millions
-of positions, and where runs of equal consecutive values begin.
+"""Integer codes of table columns: the code of each value of a column, its distinct values, the
+position of each coded value in a known tuple, the position of each id among others, the values of
+a table at millions of positions, and where runs of equal consecutive values begin.
 
 numpy and pandas are imported by the functions: the interval helpers, which a run served from the
 results cache imports, build on this module.
@@ -24,6 +24,13 @@ def value_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
         return column.cat.codes.to_numpy(), column.cat.categories
     codes, values = pd.factorize(column)
     return codes, pd.Index(values)
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``pd.unique(values)``, without hashing millions of rows that hold one value (one process)."""
+    import pandas as pd
+
+    return values[:1] if len(values) and values.min() == values.max() else pd.unique(values)
 
 
 def code_positions(values: Sequence, known: Sequence, other: int) -> np.ndarray:

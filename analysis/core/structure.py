@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
-from analysis.core.codes import run_starts, run_sums
+from analysis.core.codes import distinct, run_starts, run_sums
 from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name, role_name
@@ -294,8 +294,8 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
 def _per_name(names, *rules, dtype=object) -> np.ndarray | list[np.ndarray]:
     """Each of ``rules`` of each of ``names`` (the array of the one rule, else one per rule), worked
     out once per distinct name (a trace repeats a few names many times), the names told apart once."""
-    codes, distinct = pd.factorize(np.asarray(names, dtype=object))  # a missing name: -1, the last result
-    values = [*distinct, np.nan] if (codes < 0).any() else list(distinct)
+    codes, uniques = pd.factorize(np.asarray(names, dtype=object))  # a missing name: -1, the last result
+    values = [*uniques, np.nan] if (codes < 0).any() else list(uniques)
     ruled = [np.array([rule(name) for name in values], dtype=dtype)[codes] for rule in rules]
     return ruled[0] if len(rules) == 1 else ruled
 
@@ -1154,8 +1154,7 @@ def _unranged_processes(steps: pd.DataFrame, ops: pd.DataFrame, first_id: int, n
     note names them, and those left out with their kernel counts. None where every process with
     kernels holds steps."""
     pids = ops["pid"].to_numpy()
-    distinct = pids[:1] if len(pids) and pids.min() == pids.max() else pd.unique(pids)
-    missing = np.setdiff1d(distinct, steps["pid"].to_numpy())
+    missing = np.setdiff1d(distinct(pids), steps["pid"].to_numpy())
     if not len(missing):
         return None
     theirs = ops[np.isin(pids, missing)]
@@ -1600,15 +1599,19 @@ def _tail_range_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[n
     held_by = set()
     c_pid, c_start, c_end, c_family = (containers[c].to_numpy() for c in ("pid", "start_ns", "end_ns", "family"))
     starts = steps["start_ns"].to_numpy()
+
+    def held(c: int, rows: np.ndarray) -> np.ndarray:
+        return (starts[rows] >= c_start[c]) & (starts[rows] <= c_end[c])
+
     for pid, rows in steps.groupby("pid", sort=False).indices.items():  # rows in start order
         tail = None
         for c in np.flatnonzero(c_pid == pid):
-            inside = (starts[rows] >= c_start[c]) & (starts[rows] <= c_end[c])
+            inside = held(c, rows)
             k = int(inside.sum())
             if not 2 <= k < len(rows) or not inside[-k:].all():
                 continue
             kin = np.flatnonzero((c_pid == pid) & (c_family == c_family[c]))
-            if any(((starts[rows[:-k]] >= c_start[o]) & (starts[rows[:-k]] <= c_end[o])).any() for o in kin if o != c):
+            if any(held(o, rows[:-k]).any() for o in kin if o != c):
                 continue  # a family of ranges around every step (epochs): no warm-up said
             tail = c, inside
         if tail is None:
@@ -1760,8 +1763,8 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
         parts = dict(zip(names.regions, REGIONS))
         rows = own[own["name"].isin(list(parts))]
         return pd.Series(rows["name"].map(parts).to_numpy(), index=rows["range_id"].to_numpy(), dtype=object), False
-    distinct = own[["name", "normal"]].drop_duplicates("name")
-    parts = {name: part for name, normal in zip(distinct["name"], distinct["normal"])
+    named = own[["name", "normal"]].drop_duplicates("name")
+    parts = {name: part for name, normal in zip(named["name"], named["normal"])
              if (part := _region_of_name(name, normal)) and _phase_of(normal) is None}
     rows = own.loc[own["name"].isin(list(parts)), ["name", "range_id", "parent_id", "start_ns", "end_ns"]]
     part_of = rows["name"].map(parts).to_numpy()

@@ -17,7 +17,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from analysis.core.codes import code_positions, run_sums, value_codes
+from analysis.core.codes import code_positions, distinct, run_sums, value_codes
 from analysis.core.intervals import span_per_group
 from analysis.core.phases import PHASES, LabelledOps
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
@@ -125,17 +125,13 @@ def rank_notes(records: list[dict], world_size: int, world_size_source: str, lau
 
 def step_passes(labelled: LabelledOps, ranges: pd.DataFrame) -> dict[int, int]:
     """Process id -> number of measured steps (every process: 1 without steps)."""
-    pids = pd.unique(np.concatenate([_distinct(labelled.ops["pid"].to_numpy()), _distinct(ranges["pid"].to_numpy())]))
+    pids = pd.unique(np.concatenate([distinct(labelled.ops["pid"].to_numpy()), distinct(ranges["pid"].to_numpy())]))
     if not labelled.has_steps:
         return {int(pid): 1 for pid in pids}
     steps = labelled.structure.steps
     counts = steps[steps["measured"].to_numpy(dtype=bool)].groupby("pid").size()
     return {int(pid): int(counts.get(pid, 0)) for pid in pids}
 
-
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """``pd.unique(values)``, without hashing millions of rows that hold one value (one process)."""
-    return values[:1] if len(values) and values.min() == values.max() else pd.unique(values)
 
 
 def phase_passes(labelled: LabelledOps) -> dict[tuple[int, int, str], int]:
