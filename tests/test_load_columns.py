@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.load import load_trace, tables
-from analysis.load.schema import read_ints, read_ints_and_largest, read_schema
+from analysis.load import launches, load_trace, tables
+from analysis.load.launches import LaunchCalls, LaunchJoin
+from analysis.load.export_map import RUNTIME
+from analysis.load.schema import read_ints, read_ints_and_largest, read_schema, stream_columns
 from analysis.load.tables import narrow_ids
 from tests.synthetic import build_export
 
@@ -102,13 +104,13 @@ def test_kernels_come_back_in_time_order_whatever_the_export_order(tmp_path):
     assert trace.kernels["launch_start_ns"].tolist() == [95, 90, 290]
 
 
-def test_ids_are_int32_when_they_fit_and_keep_their_value_when_not(tmp_path):
+def test_ids_are_narrow_when_they_fit_and_keep_their_value_when_not(tmp_path):
     big_stream = 2**40 + 3
     kernels = [(100, 200, 90, 7, 8, 1, "kernel_a", 0, 7), (300, 400, 290, 7, 8, 2, "kernel_a", 1, big_stream)]
     trace = load_trace(build_export(tmp_path / "t.sqlite", kernels=kernels))
     kernels = trace.kernels
     assert {c: kernels[c].dtype for c in ("device_id", "pid", "launch_tid", "correlation_id")} == \
-        {"device_id": np.int32, "pid": np.int32, "launch_tid": np.int32, "correlation_id": np.int32}
+        {"device_id": np.int8, "pid": np.int32, "launch_tid": np.int32, "correlation_id": np.int32}
     assert kernels["correlation_id"].tolist() == [1, 2] and kernels["launch_start_ns"].tolist() == [90, 290]
     assert kernels["stream_id"].dtype == np.int64 and kernels["stream_id"].tolist() == [7, big_stream]
     assert kernels["pid"].tolist() == [7, 7] and kernels["launch_tid"].tolist() == [8, 8]
@@ -148,54 +150,75 @@ def first_launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> list[int]:
     return [first.get(key, -1) if key[1] >= 0 else -1 for key in zip(ops["pid"], ops["correlation_id"])]
 
 
+def streamed_join(tables_: list[pd.DataFrame], launches: pd.DataFrame, chunk: int, parts: int, rng) -> LaunchJoin:
+    """``launches`` joined as the call table's slices hand them over: cut into ``parts`` slices in
+    row order, each into chunks of ``chunk`` calls, the chunks of different slices interleaved at
+    random (as threads hand them over) while each slice's come in order."""
+    join = LaunchJoin(tables_)
+    global_tid = (launches["pid"].to_numpy(np.int64) << 24) | launches["tid"].to_numpy(np.int64)
+    columns = (launches["start_ns"].to_numpy(np.int64), global_tid, launches["correlation_id"].to_numpy(np.int64))
+    bounds = np.linspace(0, len(launches), parts + 1).astype(int)
+    queues = [[slice(low, min(low + chunk, high)) for low in range(low_part, high, chunk)]
+              for low_part, high in zip(bounds[:-1], bounds[1:])]
+    while any(queues):
+        part = rng.choice([i for i, queue in enumerate(queues) if queue])
+        rows = queues[part].pop(0)
+        join.add(int(part), *(column[rows] for column in columns))
+    return join
+
+
 @pytest.mark.parametrize("count", [0, 1, 2, 7, 50])
-def test_launch_join_in_chunks_is_the_join_row_by_row(monkeypatch, count):
+def test_streamed_launch_join_is_the_join_row_by_row(count):
+    """Calls sharing a key (the first in row order wins, whichever slice's chunk comes first),
+    missing ids, processes of other hosts, ops of two tables: the rows of the join row by row."""
     rng = np.random.default_rng(count)
-    launches = pd.DataFrame({"start_ns": rng.integers(0, 100, count * 2), "pid": rng.choice([1 << 40, 3], count * 2),
-                             "tid": rng.integers(0, 5, count * 2).astype(np.int32),
-                             "correlation_id": rng.integers(-1, count + 1, count * 2).astype(np.int32)})  # ties
-    ops = pd.DataFrame({"start_ns": np.arange(count), "end_ns": np.arange(count) + 1,
-                        "pid": rng.choice([1 << 40, 3, 4], count), "correlation_id": rng.integers(-1, count + 2, count)})
+    launches = pd.DataFrame({"start_ns": rng.integers(0, 100, count * 2), "pid": rng.choice([1 << 30, 3], count * 2),
+                             "tid": rng.integers(0, 5, count * 2),
+                             "correlation_id": rng.integers(-1, count + 1, count * 2)})  # ties
+    tables_ = [pd.DataFrame({"start_ns": np.arange(n), "end_ns": np.arange(n) + 1,
+                             "pid": rng.choice([1 << 30, 3, 4], n), "correlation_id": rng.integers(-1, count + 2, n)})
+               for n in (count, count // 2)]
+    calls = LaunchCalls(np.zeros(0, np.int64), 0 if count else None, 0, 0)
+    for chunk, parts in ((1, 1), (2, 3), (3, 2), (1 << 20, 1)):
+        joined = streamed_join(tables_, launches, chunk, parts, rng).joined(tables_, calls)
+        for ops, table in zip(tables_, joined):
+            expected = first_launch_rows(ops, launches)
+            hit = np.array(expected) >= 0
+            calls_of = [row for row in expected if row >= 0]
+            assert table["launch_start_ns"][hit].tolist() == launches["start_ns"].to_numpy()[calls_of].tolist()
+            assert table["launch_tid"][hit].tolist() == launches["tid"].to_numpy()[calls_of].tolist()
+            assert (table.loc[~hit, ["launch_start_ns", "launch_tid"]] == -1).all().all()
+            assert table["launch_tid"].dtype == (np.int32 if count else np.int64)
+
+
+def test_streamed_launch_join_of_wide_keys_is_the_join_row_by_row():
+    """Correlation ids past 32 bits (keys and rows held apart, not packed): the same rows."""
+    rng = np.random.default_rng(5)
+    correlation = rng.integers(-1, 20, 40) + np.int64(1 << 33)
+    launches = pd.DataFrame({"start_ns": rng.integers(0, 100, 40), "pid": np.full(40, 3),
+                             "tid": rng.integers(0, 5, 40), "correlation_id": correlation})
+    ops = pd.DataFrame({"start_ns": np.arange(30), "end_ns": np.arange(30) + 1, "pid": rng.choice([3, 4], 30),
+                        "correlation_id": rng.choice(np.append(correlation, [-1, 1 << 34]), 30)})
+    join = streamed_join([ops], launches, 7, 2, rng)
+    assert not join.packed
+    joined = join.joined([ops], LaunchCalls(np.zeros(0, np.int64), 0, 0, 0))[0]
     expected = first_launch_rows(ops, launches)
-    for chunk in (1, 2, 3, 1 << 20):
-        monkeypatch.setattr(tables, "JOIN_CHUNK_OPS", chunk)
-        found = tables.launch_rows(ops, launches)
-        assert found.tolist() == expected
-        assert found.dtype == np.int32  # a row of fewer than 2**31 calls
-        joined = tables.join_launches(ops, launches, found)
-        calls = [row for row in expected if row >= 0]
-        assert joined["launch_start_ns"][found >= 0].tolist() == launches["start_ns"].to_numpy()[calls].tolist()
-        assert joined["launch_tid"][found >= 0].tolist() == launches["tid"].to_numpy()[calls].tolist()
-        assert (joined[["launch_start_ns", "launch_tid"]][found < 0] == -1).all().all()
-        if count:
-            assert joined["launch_tid"].dtype == launches["tid"].dtype
+    assert joined["launch_start_ns"].tolist() == [launches["start_ns"][row] if row >= 0 else -1 for row in expected]
 
 
-@pytest.mark.parametrize("count", [0, 1, 2, 7, 50])
-def test_launch_join_of_calls_in_key_order_and_of_wide_keys_is_the_join_row_by_row(monkeypatch, count):
-    """One process whose calls come in order of correlation id (searched where they are, keys in
-    32 bits), and ids past 32 bits (keys in 64 bits): the same rows as the join row by row."""
-    rng = np.random.default_rng(count)
-    for correlation in (np.sort(rng.integers(-1, count + 1, count * 2)),  # in order, ties and -1 included
-                        rng.integers(-1, count + 1, count * 2) + np.int64(1 << 33)):
-        launches = pd.DataFrame({"start_ns": rng.integers(0, 100, count * 2), "pid": np.full(count * 2, 3),
-                                 "tid": rng.integers(0, 5, count * 2).astype(np.int32),
-                                 "correlation_id": correlation})
-        ops = pd.DataFrame({"pid": rng.choice([3, 4], count),
-                            "correlation_id": rng.choice(np.append(correlation, [-1, 1 << 34]), count)})
-        expected = first_launch_rows(ops, launches)
-        for chunk in (1, 3, 1 << 20):
-            monkeypatch.setattr(tables, "JOIN_CHUNK_OPS", chunk)
-            assert tables.launch_rows(ops, launches).tolist() == expected
-
-
-def test_call_keys_are_32_bit_only_where_they_fit():
-    processes = pd.Index([10, 20])
-    pids, correlation = np.array([20, 10]), np.array([5, 2**29], dtype=np.int32)
-    keys = tables.call_keys(processes, pids, correlation, 30)
-    assert keys.dtype == np.int32 and keys.tolist() == [(1 << 30) | 5, 2**29]
-    wide = tables.call_keys(processes, pids, correlation.astype(np.int64) << 1, 31)  # 1 + 31 bits
-    assert wide.dtype == np.int64 and wide.tolist() == [(1 << 31) | 10, 2**30]
+def test_launch_calls_are_streamed_from_the_export_in_slices(tmp_path):
+    """The join from a database file read by several threads: every op finds its call, and what
+    is kept of the calls is their processes and the span of their times."""
+    kernels = [(100 + 10 * i, 105 + 10 * i, 95 + 10 * i, 7, 8, i + 1) for i in range(3000)]
+    path = build_export(tmp_path / "t.sqlite", kernels=kernels)
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    schema = read_schema(conn)
+    strings = tables.StringTable(conn, schema)
+    ops = tables.read_kernels(conn, schema, strings)  # whole process keys, as the loader joins them
+    joined, calls = launches.join_launch_calls(conn, schema, strings, None, [ops])
+    assert joined[0]["launch_start_ns"].tolist() == [k[2] for k in kernels]
+    assert calls.processes.tolist() == ops["pid"].unique().tolist()
+    assert (calls.first_start_ns, calls.last_start_ns) == (95, 95 + 10 * 2999)
 
 
 @pytest.mark.parametrize("count", [0, 1, 5, 40])
@@ -238,6 +261,28 @@ def test_narrow_columns_are_read_in_int32_and_in_int64_when_a_value_does_not_fit
         read = read_ints_and_largest(conn, schema, "t", ("a", "b"), None, chunk_rows=16, workers=workers,
                                      narrow=("b",))[0]
         assert read["b"].dtype == np.int64 and read["b"][2500] == 1 << 40 and read["b"][2499] == -2499
+
+
+def test_streamed_columns_are_the_read_columns_in_slices_each_in_order(tmp_path):
+    """A table read by several threads a chunk at a time: every row once, each slice's chunks in
+    rowid order, slices numbered in rowid order, and the largest value of the scan."""
+    path = tmp_path / "t.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER, "
+                     "globalTid INTEGER, correlationId INTEGER, nameId INTEGER)")
+        conn.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?)",
+                         [(i, None if i % 7 == 0 else 2 * i, 5, i, 1) for i in range(3000)])
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    schema = read_schema(conn)
+    for workers in (1, 3):
+        parts: dict[int, list[np.ndarray]] = {}
+        largest = stream_columns(conn, schema, RUNTIME, ("start_ns", "correlation_id"), "end_ns", "",
+                                 lambda part, columns: parts.setdefault(part, []).append(columns["start_ns"]),
+                                 chunk_rows=16, workers=workers)
+        assert largest == 2 * 2999 and sorted(parts) == list(range(len(parts)))
+        assert len(parts) == workers
+        assert np.concatenate([np.concatenate(parts[p]) for p in sorted(parts)]).tolist() == list(range(3000))
+    conn.close()
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 1 << 20])

@@ -238,6 +238,10 @@ TENSOR_CORE_RULES = (
 )
 
 
+# The communication rule's pattern (tests/test_ranks.py checks that it comes first in RULES).
+_COMMUNICATION_PATTERN = next(rule.pattern for rule in RULES if rule.category == COMMUNICATION)
+
+
 def matching_rule(demangled: str) -> Rule | None:
     """Return the first rule of `RULES` that matches the demangled name, or None."""
     return _first_match(RULES, demangled)
@@ -252,6 +256,13 @@ def classify_name(demangled: str) -> str:
     """Return the category of one kernel from its demangled name (`other` when no rule matches)."""
     rule = matching_rule(demangled)
     return rule.category if rule else "other"
+
+
+def is_communication(demangled: str) -> bool:
+    """Whether a kernel of this name communicates (NCCL's rule, first in `RULES`, so that a name it
+    matches is communication whatever the later rules say): its time holds its rank's wait for the
+    others, not only its own work."""
+    return bool(_COMMUNICATION_PATTERN.search(demangled))
 
 
 def matching_tensor_core_rule(demangled: str) -> TensorCoreRule | None:

@@ -15,6 +15,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analysis.load.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTrace
@@ -23,6 +24,7 @@ from analysis.load.gpu_metrics import read_gpu_metrics
 from analysis.load.input_cache import InputCache
 from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.launcher import read_launcher_rank
+from analysis.load.launches import LaunchCalls, join_launch_calls
 from analysis.load.memory_events import read_memory_events
 from analysis.load.nccl_payloads import read_message_sizes
 from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_gemm_ops, read_nvtx
@@ -41,13 +43,10 @@ from analysis.load.tables import (
     StringTable,
     appended,
     drop_unusable_times,
-    join_launches,
-    launch_rows,
     pid_column,
     read_gpus,
     read_graph_executions,
     read_kernels,
-    read_launches,
     read_memops,
     read_profiler_calls,
     shared_pids,
@@ -141,18 +140,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     if unnamed:
         notes.append(f"{unnamed:,} kernels have no name in the trace; they are listed as {UNNAMED_KERNEL}")
     memops = drop_unusable_times(read_memops(conn, schema), "memory copies and fills", notes)
-    for calls_only in (True, False):  # every call only when some operation finds no launch call
-        launches, last_call_end = read_launches(conn, schema, strings, version, calls_only)
-        found = [launch_rows(kernels, launches), launch_rows(memops, launches)]
-        if not any((rows < 0).any() for rows in found):
-            break
-    # The join read the calls' ids; the gathers below read their starts and threads.
-    launches = pd.DataFrame({column: launches[column] for column in ("start_ns", "pid", "tid")}, copy=False)
-    kernels = join_launches(kernels, launches, found[0])
-    memops = join_launches(memops, launches, found[1])
-    # Past the join only the calls' processes and starts are read (process names, capture window).
-    launches = pd.DataFrame({column: launches[column] for column in ("start_ns", "pid")}, copy=False)
-    del found
+    (kernels, memops), calls = join_launch_calls(conn, schema, strings, version, [kernels, memops])
     kernels, memops = with_durations(kernels), with_durations(memops)
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
     if unlinked:
@@ -168,10 +156,8 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     gemm_ops = read_gemm_ops(conn, schema, strings)
     profiler_calls = read_profiler_calls(conn, schema, strings)
     shared, (kernels, memops, events, gemm_ops, profiler_calls) = _name_processes(
-        (kernels, memops, events, gemm_ops, profiler_calls), launches, notes)
-    start_ns, end_ns = _capture_window(kernels, memops, launches, events)
-    if len(launches):
-        end_ns = max(end_ns, last_call_end)
+        (kernels, memops, events, gemm_ops, profiler_calls), calls.processes, notes)
+    start_ns, end_ns = _capture_window((kernels, memops, events), calls)
     ranges = ranges_of(events, end_ns, notes)
     marks = marks_of(events)
     if graph_launches:
@@ -194,7 +180,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         profiler_calls=profiler_calls, table_notes=table_notes)
 
 
-def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, notes: list[str]
+def _name_processes(tables: tuple[pd.DataFrame, ...], call_processes: np.ndarray, notes: list[str]
                     ) -> tuple[tuple[int, ...], tuple[pd.DataFrame, ...]]:
     """``tables`` (read with whole process keys, joined as such) with ``pid`` columns that show
     what :func:`~analysis.load.tables.pid_column` shows, each new column joining its table
@@ -202,7 +188,7 @@ def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, no
     already (one host) kept as it is; a note says when processes on different hosts share a pid
     and are shown by their whole key. Returns those shared pids (the trace's ``shared_pids``, for
     readers of its other tables) and the tables."""
-    shared = shared_pids(launches["pid"], *(table["pid"] for table in tables))
+    shared = shared_pids(call_processes, *(table["pid"] for table in tables))
     if len(shared):
         notes.append(f"processes on different hosts share pid {', '.join(map(str, shared))}; they are told apart "
                      "by the host bits of nsys's globalPid and shown by that whole id (globalPid >> 24)")
@@ -214,11 +200,16 @@ def _name_processes(tables: tuple[pd.DataFrame, ...], launches: pd.DataFrame, no
     return tuple(int(pid) for pid in shared), tuple(named)
 
 
-def _capture_window(*tables: pd.DataFrame) -> tuple[int, int]:
+def _capture_window(tables: tuple[pd.DataFrame, ...], calls: LaunchCalls) -> tuple[int, int]:
+    """The first and last time of the trace's ops, NVTX events and API calls read."""
     starts = [int(t["start_ns"].min()) for t in tables if len(t)]
     ends = [int(times.max()) for t in tables if len(t) for c in ("start_ns", "end_ns") if c in t
             for times in [_numbers(t[c])] if times.notna().any()]
-    return min(starts), max(ends)
+    if calls.any_read:
+        starts.append(calls.first_start_ns)
+        ends.append(calls.last_start_ns)
+    start_ns, end_ns = min(starts), max(ends)
+    return start_ns, max(end_ns, calls.last_end_ns) if calls.any_read else end_ns
 
 
 def _numbers(column: pd.Series) -> pd.Series:

@@ -168,13 +168,8 @@ def _read_slices(reader: _ChunkReader, database: Path, text_factory, slices: lis
     """Each rowid slice on a thread and connection of its own: first every slice's row count
     (those the ``where`` condition keeps, which places the slices in the columns), then the
     slices' rows. The columns are the size of the rows read, not of the table's rows."""
-    def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-        conn.text_factory = text_factory
-        return conn
-
     with ThreadPoolExecutor(len(slices)) as pool:
-        conns = list(pool.map(lambda _: connect(), slices))
+        conns = list(pool.map(lambda _: _connect(database, text_factory), slices))
         try:
             rows = list(pool.map(lambda c, s: c.execute(
                 f"SELECT count(*) {reader.in_chunk}", s).fetchone()[0], conns, slices))
@@ -185,6 +180,13 @@ def _read_slices(reader: _ChunkReader, database: Path, text_factory, slices: lis
             for conn in conns:
                 conn.close()
     return dict(zip(reader.columns, out)), _largest(top for _, top in filled)
+
+
+def _connect(database: Path, text_factory) -> sqlite3.Connection:
+    """A read-only connection of its own to ``database``, for one thread's slice of a table."""
+    conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+    conn.text_factory = text_factory
+    return conn
 
 
 def _trimmed(column: np.ndarray, rows: int) -> np.ndarray:
@@ -216,7 +218,24 @@ class _ChunkReader:
         """Read the rows of rowids ``first``..``last`` into ``out`` from row ``at`` on; returns
         how many were read and the largest value of the ``largest`` column among them (None
         without rows or without that column)."""
-        filled, tops = at, []
+        filled = at
+
+        def into_out(chunk: list[np.ndarray]) -> None:
+            nonlocal filled
+            count = len(chunk[0])
+            for column, part in zip(out, chunk):
+                if column.dtype == np.int32 and len(part) and not (INT32.min <= part.min() and part.max() <= INT32.max):
+                    raise _NotNarrow
+                column[filled:filled + count] = part
+            filled += count
+
+        return self.chunks(conn, first, last, into_out)
+
+    def chunks(self, conn: sqlite3.Connection, first: int, last: int, sink) -> tuple[int, object]:
+        """Hand each chunk of the rows of rowids ``first``..``last`` to ``sink`` (one int64 array
+        per column, in rowid order); returns how many rows were read and the largest value of the
+        ``largest`` column among them."""
+        read, tops = 0, []
         low = conn.execute(self.next_rowid, (first, last)).fetchone()[0]
         while low is not None:
             high = min(low + self.chunk_rows - 1, last)
@@ -227,13 +246,11 @@ class _ChunkReader:
             if any(column is None for column in chunk):  # a value that is not an integer: read row by row
                 rows = conn.execute(f"SELECT {', '.join(self.values)} {self.in_chunk}", (low, high)).fetchall()
                 chunk = [int_column([row[i] for row in rows]) for i in range(len(self.values))]
-            for column, part in zip(out, chunk):
-                if column.dtype == np.int32 and len(part) and not (INT32.min <= part.min() and part.max() <= INT32.max):
-                    raise _NotNarrow
-                column[filled:filled + count] = part
-            filled += count
+            if count:
+                sink(chunk)
+            read += count
             low = conn.execute(self.next_rowid, (high + 1, last)).fetchone()[0] if high < last else None
-        return filled - at, _largest(tops)
+        return read, _largest(tops)
 
 
 def _largest(values) -> object:
@@ -308,3 +325,38 @@ def read_columns_and_largest(conn: sqlite3.Connection, schema: dict, table: Expo
                                      None if largest is None else table.column(schema, largest), where,
                                      narrow=tuple(name for name, tidy in zip(names, tidies) if tidy in narrow))
     return dict(zip(tidies, raw.values())), top
+
+
+def stream_columns(conn: sqlite3.Connection, schema: dict, table: ExportTable, tidies: tuple[str, ...],
+                   largest: str | None, where: str, consume, chunk_rows: int = 1 << 16,
+                   workers: int | None = None) -> object:
+    """The ``tidies`` columns of a mapped table the export has, handed to ``consume(part, columns)``
+    a chunk of rows at a time (``columns``: int64 arrays by tidy name, as :func:`read_columns`
+    reads them) instead of being held whole; returns the largest value of the tidy column
+    ``largest`` over the rows (as :func:`read_columns_and_largest`).
+
+    The table is cut into rowid slices as :func:`read_ints` cuts it, each read on a thread and
+    connection of its own; ``part`` is the slice's place in rowid order (0 first), and the chunks of
+    one part come in rowid order. Chunks of different parts may come at the same time, from
+    different threads: ``consume`` guards what they share."""
+    name = table.in_export(schema)
+    reader = _ChunkReader(schema[name], name, table.nsys_names(schema, tidies), where, chunk_rows,
+                          None if largest is None else table.column(schema, largest))
+    first, last = conn.execute(f"SELECT (SELECT min(rowid) FROM {name}), (SELECT max(rowid) FROM {name})").fetchone()
+    if first is None:
+        return None
+    slices = _rowid_slices(first, last, chunk_rows, _read_workers(workers))
+    database = _database_file(conn)
+
+    def read_part(part: int, part_conn: sqlite3.Connection) -> object:
+        return reader.chunks(part_conn, *slices[part], lambda chunk: consume(part, dict(zip(tidies, chunk))))[1]
+
+    if len(slices) == 1 or database is None:
+        return _largest(read_part(part, conn) for part in range(len(slices)))
+    with ThreadPoolExecutor(len(slices)) as pool:
+        conns = list(pool.map(lambda _: _connect(database, conn.text_factory), slices))
+        try:
+            return _largest(pool.map(read_part, range(len(slices)), conns))
+        finally:
+            for part_conn in conns:
+                part_conn.close()

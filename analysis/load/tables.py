@@ -10,7 +10,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from analysis.load.export_map import CUDA_GPUS, GRAPHS, KERNELS, MEMCPY, MEMSET, OLD_GPUS, RUNTIME, STRINGS
-from analysis.load.schema import read_columns, read_columns_and_largest, require_columns
+from analysis.load.schema import read_columns, require_columns
 
 ID_MASK = 0xFFFFFF
 # nsys times are ns since the session began; 2^53 ns is 104 days, so a later time is corrupt.
@@ -18,13 +18,11 @@ MAX_TIME_NS = 1 << 53
 UNNAMED_KERNEL = "(kernel without a name)"
 # The kernel name a whole CUDA-graph execution is listed under (:func:`read_graph_executions`).
 GRAPH_EXECUTION = "[CUDA graph {}]"
-# API calls that put work on the GPU: kernel and graph launches, copies, fills.
-LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
 # The program's own calls that start and stop a profiler's capture (what --capture-range=cudaProfilerApi follows).
 PROFILER_API = re.compile(r"^cu(da)?Profiler(Start|Stop)(_v\d+)?$")
 INT32 = np.iinfo(np.int32)
-# Rows taken at a time by the load's passes over whole columns (the launch join of :func:`launch_rows`,
-# durations, distinct processes): each pass's temporaries stay a few MiB whatever the trace's length.
+# Rows taken at a time by the load's passes over whole columns (the launch join's keys, durations,
+# distinct processes): each pass's temporaries stay a few MiB whatever the trace's length.
 JOIN_CHUNK_OPS = 1 << 20
 
 
@@ -103,14 +101,19 @@ def process_of(global_id) -> np.ndarray:
 
 def shared_pids(*keys: np.ndarray) -> np.ndarray:
     """The 24-bit pids that more than one process key (:func:`process_of`) of the trace has."""
-    # Each table's distinct keys first, a chunk of rows at a time: a concatenation of whole columns
-    # would be the size of them all, and a column's hash table or 64-bit copy as large as it.
-    columns = [np.asarray(k) for k in keys]
-    distinct = pd.unique(np.concatenate([pd.unique(column[low:low + JOIN_CHUNK_OPS]).astype(np.int64)
-                                         for column in columns for low in range(0, len(column), JOIN_CHUNK_OPS)]
-                                        or [np.zeros(0, dtype=np.int64)]))
+    distinct = distinct_keys(*keys)
     counts = pd.Series(distinct[distinct >= 0] & ID_MASK).value_counts()
     return counts.index[counts > 1].to_numpy(np.int64)
+
+
+def distinct_keys(*columns: np.ndarray) -> np.ndarray:
+    """The distinct values of ``columns`` (process keys) as int64, in order of first appearance.
+    Each column's distinct values are found a chunk of rows at a time: a concatenation of whole
+    columns would be the size of them all, and a column's hash table or 64-bit copy as large as it."""
+    columns = [np.asarray(column) for column in columns]
+    return pd.unique(np.concatenate([pd.unique(column[low:low + JOIN_CHUNK_OPS]).astype(np.int64)
+                                     for column in columns for low in range(0, len(column), JOIN_CHUNK_OPS)]
+                                    or [np.zeros(0, dtype=np.int64)]))
 
 
 def pid_column(keys: np.ndarray, shared) -> np.ndarray:
@@ -132,6 +135,18 @@ def narrow_ids(values: np.ndarray) -> np.ndarray:
     return values.astype(np.int32, copy=False)
 
 
+def smallest_ints(values: np.ndarray) -> np.ndarray:
+    """``values`` in the narrowest of int8, int16 and int32 that holds every one (GPU and stream
+    numbers: a byte or two a row instead of four), else as they are."""
+    if not len(values):
+        return values.astype(np.int8)
+    low, high = values.min(), values.max()
+    for dtype in (np.int8, np.int16, np.int32):
+        if np.iinfo(dtype).min <= low and high <= np.iinfo(dtype).max:
+            return values.astype(dtype, copy=False)
+    return values
+
+
 def position_dtype(count: int) -> type:
     """The dtype of positions among ``count`` rows (and -1): int32 where they fit, which halves
     an array of one position per op at millions of ops, else int64."""
@@ -145,14 +160,15 @@ ACTIVITY_IDS = ("device_id", "stream_id", "correlation_id")
 
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The columns every GPU activity table (kernel, memcpy, memset) shares but ``dur_ns``
-    (:func:`with_durations`, once the launch join is done); ids that fit in 32 bits (correlation
-    ids too: CUPTI counts them in 32 bits) are held so; times stay 64-bit. The id columns are
+    (:func:`with_durations`, once the launch join is done); GPU and stream numbers in the fewest
+    bytes that hold them, the other ids in 32 bits where they fit (correlation ids too: CUPTI counts
+    them in 32 bits); times stay 64-bit. The id columns are
     taken out of ``raw``, each freed once converted."""
     return {
         "start_ns": raw["start_ns"],
         "end_ns": raw["end_ns"],
-        "device_id": narrow_ids(raw.pop("device_id")),
-        "stream_id": narrow_ids(raw.pop("stream_id")),
+        "device_id": smallest_ints(raw.pop("device_id")),
+        "stream_id": smallest_ints(raw.pop("stream_id")),
         "correlation_id": narrow_ids(raw.pop("correlation_id")),
         "pid": process_of(raw.pop("pid")),
     }
@@ -241,29 +257,6 @@ def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def read_launches(conn: sqlite3.Connection, schema: dict, strings: StringTable,
-                   version: str | None, launch_calls_only: bool) -> tuple[pd.DataFrame, int | None]:
-    """Runtime and driver API calls: start, pid, tid, correlation id (only what the analysis
-    reads of a call), and the latest end among them (NULL as -1; None without calls), found by
-    the same scan of the table without reading the end column into memory.
-
-    With ``launch_calls_only`` just the calls whose name says they launch GPU work (about half of
-    a PyTorch trace's calls); the caller reads them all when some operation finds no launch.
-    """
-    if RUNTIME.in_export(schema) is None:
-        return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in ("start_ns", "pid", "tid", "correlation_id")}), None
-    require_columns(schema, RUNTIME, version)
-    where = _launch_filter(schema, strings, launch_calls_only)
-    raw, last_end = read_columns_and_largest(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), "end_ns", where,
-                                             narrow=("correlation_id",))
-    return pd.DataFrame({
-        "start_ns": raw["start_ns"],
-        "pid": process_of(raw["tid"]),
-        "tid": narrow_ids(tid_of(raw["tid"])),
-        "correlation_id": narrow_ids(raw["correlation_id"]),
-    }, copy=False), last_end
-
-
 def read_profiler_calls(conn: sqlite3.Connection, schema: dict, strings: StringTable) -> pd.DataFrame:
     """The program's ``cudaProfilerStart`` and ``cudaProfilerStop`` calls (the runtime's or the
     driver's): ``pid`` (the whole process key), ``start_ns``, ``call`` (``start`` or ``stop``),
@@ -278,86 +271,6 @@ def read_profiler_calls(conn: sqlite3.Connection, schema: dict, strings: StringT
     calls = pd.DataFrame({"pid": process_of(raw["tid"]), "start_ns": raw["start_ns"],
                           "call": np.where([PROFILER_API.match(n)[2] == "Start" for n in names], "start", "stop")})
     return calls.sort_values("start_ns", kind="stable").reset_index(drop=True)
-
-
-def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool) -> str:
-    if not launch_calls_only:
-        return ""
-    ids = strings.ids_matching(LAUNCH_API)
-    return f"WHERE \"{RUNTIME.column(schema, 'name_id')}\" IN ({', '.join(map(str, ids)) or 'NULL'})"
-
-
-def launch_rows(ops: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
-    """Row in ``launches`` of each op's launch call (same correlationId, same process), or -1; an
-    op whose correlation id is missing (NULL reads as -1) has none. Processes are numbered first,
-    so a process id of any width (host bits included) keys the join."""
-    processes = pd.Index(pd.unique(launches["pid"].to_numpy()))
-    correlation_bits = max(int(launches["correlation_id"].max()), 0).bit_length() if len(launches) else 0
-    key_calls = call_keys(processes, launches["pid"].to_numpy(), launches["correlation_id"].to_numpy(), correlation_bits)
-    # A sorted search rather than a hash table: a third of the memory at millions of calls. The
-    # calls of one process are most often in order of correlation id already, and are then
-    # searched where they are; else a stable order puts the first of calls sharing a key first,
-    # and the search finds that one.
-    order = None if bool((key_calls[1:] >= key_calls[:-1]).all()) else np.argsort(key_calls, kind="stable")
-    if order is not None:
-        key_calls.sort()  # in place: the keys in ``order``, without a second array of them
-    sorted_keys = key_calls
-    # Rows of the calls, in 32 bits where they fit: one per op.
-    found = np.full(len(ops), -1, dtype=position_dtype(len(sorted_keys)))
-    if not len(sorted_keys):
-        return found
-    pids, correlation = ops["pid"].to_numpy(), ops["correlation_id"].to_numpy()
-    # The ops' keys are built and searched for in chunks: at millions of ops each whole-length
-    # temporary would be as large as a column of the table.
-    for low in range(0, len(ops), JOIN_CHUNK_OPS):
-        rows = slice(low, low + JOIN_CHUNK_OPS)
-        process = processes.get_indexer(pids[rows])
-        keyed = (process >= 0) & (correlation[rows] >= 0) & (correlation[rows] < (1 << correlation_bits))
-        # In the calls' key dtype (what does not fit is not keyed): a search for keys of another
-        # dtype would convert the whole sorted array.
-        key = np.where(keyed, (process.astype(np.int64) << correlation_bits) | correlation[rows], 0
-                       ).astype(sorted_keys.dtype)
-        at = np.minimum(np.searchsorted(sorted_keys, key), len(sorted_keys) - 1)
-        hit = keyed & (sorted_keys[at] == key)
-        found[rows][hit] = at[hit] if order is None else order[at[hit]]
-    return found
-
-
-def call_keys(processes: pd.Index, pids: np.ndarray, correlation: np.ndarray, correlation_bits: int) -> np.ndarray:
-    """The join key of each call: its process's position in ``processes`` above its correlation
-    id (``correlation_bits`` wide, every id of the calls fits), in int32 when every key fits (one
-    process and 31-bit ids, the usual trace: half the memory of a key per call), else int64. A
-    call's missing id (-1) gives a key no op's search finds."""
-    wide = (len(processes) - 1).bit_length() + correlation_bits > 31 or correlation.dtype.itemsize > 4
-    keys = np.empty(len(pids), dtype=np.int64 if wide else np.int32)
-    for low in range(0, len(pids), JOIN_CHUNK_OPS):  # no whole-length 64-bit positions on the way
-        rows = slice(low, low + JOIN_CHUNK_OPS)
-        keys[rows] = processes.get_indexer(pids[rows])
-    keys <<= correlation_bits
-    keys |= correlation
-    return keys
-
-
-def join_launches(ops: pd.DataFrame, launches: pd.DataFrame, found: np.ndarray) -> pd.DataFrame:
-    """Add the launching API call's columns (``found``: :func:`launch_rows`) and sort by start
-    and end; an export already in that order (the usual case) is not sorted again."""
-    def take(column: str) -> np.ndarray:
-        values = launches[column].to_numpy()
-        if not len(values):
-            return np.full(len(ops), -1)
-        taken = np.empty(len(ops), dtype=values.dtype)
-        # In chunks, as the join's keys: whole-length row numbers and gathered values would each be
-        # as large as the column.
-        for low in range(0, len(ops), JOIN_CHUNK_OPS):
-            rows = found[low:low + JOIN_CHUNK_OPS]
-            hit = rows >= 0
-            taken[low:low + JOIN_CHUNK_OPS] = np.where(hit, values[np.where(hit, rows, 0)], -1)
-        return taken
-
-    ops = with_columns(ops, launch_start_ns=take("start_ns"), launch_tid=take("tid"))
-    if sorted_by(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()):
-        return ops.reset_index(drop=True)
-    return ops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
 
 
 def with_durations(ops: pd.DataFrame) -> pd.DataFrame:

@@ -77,7 +77,7 @@ from analysis.trace import efficiency
 from analysis.trace.gpu_metrics import metrics_per_phase
 from analysis.trace.memory_ledger import ledger_record
 from analysis.trace.multi_gpu.summary import COLUMNS as COMMUNICATION_COLUMNS
-from analysis.trace.multi_gpu.summary import communication_summary
+from analysis.trace.multi_gpu.summary import LAUNCH_ONLY, communication_summary, reads_launches
 from analysis.trace.nsys_inputs import OP_COLUMNS, NsysInputs
 from analysis.trace.phase_breakdown import (
     between_steps_notes,
@@ -151,11 +151,13 @@ def summarize(trace: Trace, questions: Sequence[PerTraceQuestion], labelled: Lab
     ``questions`` (the registry's ``PER_TRACE``, which :func:`analysis.app.analyze.analyze_trace`
     passes); ``labelled`` is ``label_ops(trace, names, columns=READ_COLUMNS)`` when the caller has it already (it carries
     its own names). ``labelled.ops`` keeps only the columns the sections read (those of
-    :class:`NsysInputs` and of the communication figures), then, once the communication figures
+    :class:`NsysInputs` and of the communication figures, less the launch columns where the
+    communication figures read none: :func:`reads_launches`), then, once the communication figures
     are done, only those of :class:`NsysInputs`: at millions of kernels every column dropped is
     memory the sections' own tables can use."""
     labelled = labelled if labelled is not None else label_ops(trace, names, columns=READ_COLUMNS)
-    labelled.ops = labelled.ops[[column for column in labelled.ops.columns if column in READ_COLUMNS]]
+    kept = READ_COLUMNS if reads_launches(labelled.ops) else READ_COLUMNS - frozenset(LAUNCH_ONLY)
+    labelled.ops = labelled.ops[[column for column in labelled.ops.columns if column in kept]]
     run = read_run_record(trace.marks, trace.path, labelled.structure.step_ranges)
     sources = SummarySources(trace, labelled, run, trace.gpu_name or (run.config or {}).get("gpu_name"))
     built = {}

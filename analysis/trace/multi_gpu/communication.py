@@ -17,14 +17,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.core.classify import COMMUNICATION, RULES
+from analysis.core.classify import is_communication
 from analysis.core.codes import lookup, value_codes
 from analysis.core.intervals import uncovered_ns
 from analysis.load.tables import with_columns
-
-# The classification's communication rule. It comes first in RULES, so a name it matches is
-# communication whatever the later rules say (tests/test_ranks.py checks the order).
-_COMMUNICATION_RULE = next(rule.pattern for rule in RULES if rule.category == COMMUNICATION)
 
 # Display order; the first pattern that matches a kernel name wins (ReduceScatter before
 # AllReduce: both contain "Reduce").
@@ -51,15 +47,15 @@ def communication_columns(ops: pd.DataFrame, is_kernel: np.ndarray) -> pd.DataFr
     communication kernels)."""
     codes, distinct = value_codes(ops["demangled_name"])
     categories = ["", *COLLECTIVES]
-    collectives = np.array([categories.index(collective_of(str(name))) if _COMMUNICATION_RULE.search(str(name))
+    collectives = np.array([categories.index(collective_of(str(name))) if is_communication(str(name))
                             else 0 for name in distinct] + [0], dtype=np.int8)
     collective_codes = lookup(collectives, codes)  # code -1 (no name) takes the trailing ""
     if not is_kernel.all():  # a memory operation is no communication, whatever its name
         collective_codes[~is_kernel] = 0
-    is_communication = collective_codes != 0
+    communicates = collective_codes != 0
     collective = pd.Categorical.from_codes(collective_codes, categories=pd.Index(categories, dtype=object))
-    return with_columns(ops, is_communication=is_communication, collective=collective,
-                        exposed_ns=exposed_ns(ops, is_communication, is_kernel))
+    return with_columns(ops, is_communication=communicates, collective=collective,
+                        exposed_ns=exposed_ns(ops, communicates, is_kernel))
 
 
 def exposed_ns(ops: pd.DataFrame, is_communication: np.ndarray, is_kernel: np.ndarray) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.core.classify import is_communication
 from analysis.core.phases import LabelledOps
 from analysis.load import Trace
 from analysis.load.tables import with_columns
@@ -31,6 +32,19 @@ RANK_COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "demangled_n
                 "phase_range_id"]
 LAUNCH_COLUMNS = ["stream_id", "launch_start_ns", "launch_tid"]
 COLUMNS = RANK_COLUMNS + LAUNCH_COLUMNS
+# The columns of LAUNCH_COLUMNS that nothing but the figures between ranks reads.
+LAUNCH_ONLY = ("launch_start_ns", "launch_tid")
+
+
+def reads_launches(ops: pd.DataFrame) -> bool:
+    """Whether :func:`communication_summary` reads the ops' :data:`LAUNCH_ONLY` columns: only where
+    the ops run on more than one (process, GPU) or some kernel's name says it communicates. Where
+    it does not, a caller may drop them (at millions of ops, 12 bytes an op)."""
+    pids, devices = ops["pid"].to_numpy(), ops["device_id"].to_numpy()
+    one_gpu = not len(ops) or (pids.min() == pids.max() and devices.min() == devices.max())
+    names = ops["demangled_name"]
+    distinct = names.cat.categories if isinstance(names.dtype, pd.CategoricalDtype) else pd.unique(names.to_numpy())
+    return not one_gpu or any(is_communication(str(name)) for name in distinct)
 
 
 def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationRecord:
@@ -42,12 +56,15 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     are several ranks or communication kernels: with one rank and none, each of them is empty
     whatever the rows, so they get none (a trace of one GPU without NCCL kernels copies nothing)."""
     is_kernel = (labelled.ops["op_kind"] == "kernel").to_numpy()
-    ops = communication_columns(pd.DataFrame({column: labelled.ops[column] for column in COLUMNS}, copy=False),
-                                is_kernel)
+    ops = communication_columns(pd.DataFrame({column: labelled.ops[column] for column in COLUMNS
+                                              if column in labelled.ops}, copy=False), is_kernel)
     runs = kernel_runs(ops, is_kernel)
     ranks = rank_table(runs, trace.marks, trace.notes, trace.launcher_rank)
     between_ranks = len(ranks) > 1 or runs["is_communication"].any()
-    kernels = kernel_rows(ops, is_kernel) if between_ranks else ops.iloc[:0]
+    # Without figures between ranks the launch columns may have been dropped (reads_launches): the
+    # figures below get none of the rows, and empty columns of every name.
+    kernels = kernel_rows(ops, is_kernel) if between_ranks else \
+        with_columns(ops.iloc[:0], **{column: np.zeros(0, np.int64) for column in LAUNCH_ONLY if column not in ops})
     del ops
     kernels = with_columns(kernels, bytes=message_bytes(trace, kernels))
     marked = set(config_values(trace.marks, "world_size").values())

@@ -1,0 +1,185 @@
+"""The launch join: each kernel's, copy's and fill's launching API call (the runtime or driver call
+with the same correlationId in the same process), found while the calls are read.
+
+A PyTorch trace has about one launch call per kernel, so holding the calls whole beside the
+kernels would be the load's largest table. Instead the ops' join keys are sorted once, and the API
+call table is read a chunk at a time (:func:`analysis.load.schema.stream_columns`): each chunk's
+calls are looked up among the ops' keys, and the calls' start and thread are written into the
+ops' columns there. Of the calls themselves only what the load reads later is kept
+(:class:`LaunchCalls`: their processes and the span of their times).
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.load.export_map import RUNTIME
+from analysis.load.schema import require_columns, stream_columns
+from analysis.load.tables import ID_MASK, JOIN_CHUNK_OPS, StringTable, distinct_keys, sorted_by, with_columns
+
+# API calls that put work on the GPU: kernel and graph launches, copies, fills.
+LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
+# No slice of the call table has claimed an op yet (:attr:`LaunchJoin.claimed`).
+UNCLAIMED = np.iinfo(np.int8).max
+# Bits of an op's row under its key in a packed sort entry (:class:`LaunchJoin`).
+ROW_BITS = 32
+
+
+@dataclass(frozen=True)
+class LaunchCalls:
+    """What the load keeps of the API calls read by the join: their whole process keys (globalTid
+    >> 24, distinct), the earliest and latest call start (NULL as -1) and the latest call end
+    (None without calls)."""
+
+    processes: np.ndarray
+    first_start_ns: int | None
+    last_start_ns: int | None
+    last_end_ns: int | None
+
+    @property
+    def any_read(self) -> bool:
+        """Whether any call was read."""
+        return self.first_start_ns is not None
+
+
+class LaunchJoin:
+    """The join of ``tables`` (ops with ``pid``, whole process keys, and ``correlation_id``) with
+    API calls handed over a chunk at a time (:meth:`add`).
+
+    Each op's key is its process's position among the ops' processes above its correlation id;
+    an op whose id is missing (-1) has none. The keys are held sorted, each packed above its op's
+    row in one int64 where the key fits in 31 bits (the usual trace; else keys and rows apart),
+    so that a chunk's calls find their ops by a search. Where several calls share an op's key,
+    the op takes the first in the table's rowid order: chunks of one slice come in that order,
+    and an op claimed by a later slice is claimed again by an earlier one (:attr:`claimed`)."""
+
+    def __init__(self, tables: list[pd.DataFrame]):
+        self.sizes = [len(table) for table in tables]
+        pids = [table["pid"].to_numpy() for table in tables]
+        correlation = [table["correlation_id"].to_numpy() for table in tables]
+        self.processes = pd.Index(distinct_keys(*pids))
+        largest = max((int(column.max()) for column in correlation if len(column)), default=0)
+        self.correlation_bits = max(largest, 0).bit_length()
+        total = sum(self.sizes)
+        self.packed = (len(self.processes) - 1).bit_length() + self.correlation_bits <= 31 and total < 1 << ROW_BITS
+        keys, rows = [], []
+        offset = 0
+        for table_pids, table_correlation in zip(pids, correlation):
+            for low in range(0, len(table_pids), JOIN_CHUNK_OPS):
+                key, keyed = self._keys(table_pids[low:low + JOIN_CHUNK_OPS], table_correlation[low:low + JOIN_CHUNK_OPS])
+                at = np.flatnonzero(keyed)
+                keys.append(key[at])
+                rows.append(at + (offset + low))
+            offset += len(table_pids)
+        keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+        rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        if self.packed:
+            keys <<= ROW_BITS
+            keys |= rows
+            del rows
+            keys.sort()  # in place: key, then row
+            self.sorted_keys, self.rows = keys, None
+        else:
+            order = np.argsort(keys, kind="stable")
+            self.sorted_keys, self.rows = keys[order], rows[order]
+        self.claimed = np.full(total, UNCLAIMED, dtype=np.int8)
+        self.start_ns = np.full(total, -1, dtype=np.int64)
+        self.tid = np.full(total, -1, dtype=np.int32)
+        self.lock = threading.Lock()
+        self.call_processes: set[int] = set()
+        self.first_start: int | None = None
+        self.last_start: int | None = None
+
+    def _keys(self, pids: np.ndarray, correlation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The join key of each (process key, correlation id), and whether it has one."""
+        process = self.processes.get_indexer(pids)
+        keyed = (process >= 0) & (correlation >= 0) & (correlation < (1 << self.correlation_bits))
+        return (process.astype(np.int64) << self.correlation_bits) | np.where(keyed, correlation, 0), keyed
+
+    def add(self, part: int, start_ns: np.ndarray, global_tid: np.ndarray, correlation: np.ndarray) -> None:
+        """Join one chunk of calls (rowid order) of slice ``part`` of the call table; chunks of
+        different slices may come from different threads."""
+        call_process = global_tid >> 24
+        key, keyed = self._keys(call_process, correlation)
+        processes = pd.unique(call_process)
+        calls = np.flatnonzero(keyed)
+        key = key[calls]
+        if self.packed:
+            left = np.searchsorted(self.sorted_keys, key << ROW_BITS, side="left")
+            right = np.searchsorted(self.sorted_keys, (key << ROW_BITS) | ((1 << ROW_BITS) - 1), side="right")
+        else:
+            left = np.searchsorted(self.sorted_keys, key, side="left")
+            right = np.searchsorted(self.sorted_keys, key, side="right")
+        ops_per_call = right - left
+        found = ops_per_call > 0
+        calls, left, ops_per_call = calls[found], left[found], ops_per_call[found]
+        # Every op of each call's run of keys, in call order: the run's start, then a step per op.
+        at = np.repeat(left - np.cumsum(ops_per_call) + ops_per_call, ops_per_call) + np.arange(int(ops_per_call.sum()))
+        call_of = np.repeat(calls, ops_per_call)
+        rows = self.sorted_keys[at] & ((1 << ROW_BITS) - 1) if self.packed else self.rows[at]
+        rows, first = np.unique(rows, return_index=True)  # an op's first call in this chunk
+        call_of = call_of[first]
+        with self.lock:
+            self.call_processes.update(processes.tolist())
+            low, high = int(start_ns.min()), int(start_ns.max())
+            self.first_start = low if self.first_start is None else min(self.first_start, low)
+            self.last_start = high if self.last_start is None else max(self.last_start, high)
+            take = self.claimed[rows] > part
+            rows, call_of = rows[take], call_of[take]
+            self.claimed[rows] = part
+            self.start_ns[rows] = start_ns[call_of]
+            self.tid[rows] = global_tid[call_of] & ID_MASK
+
+    def all_found(self) -> bool:
+        """Whether every op found its launch call."""
+        return bool((self.claimed != UNCLAIMED).all())
+
+    def joined(self, tables: list[pd.DataFrame], calls: LaunchCalls) -> list[pd.DataFrame]:
+        """``tables`` with their launch call's ``launch_start_ns`` and ``launch_tid`` (-1 where
+        none; ``launch_tid`` int64 when no call was read), each sorted by start and end; an
+        export already in that order (the usual case) is not sorted again."""
+        tid = self.tid if calls.any_read else self.tid.astype(np.int64)
+        out, offset = [], 0
+        for table, size in zip(tables, self.sizes):
+            rows = slice(offset, offset + size)
+            table = with_columns(table, launch_start_ns=self.start_ns[rows], launch_tid=tid[rows])
+            if not sorted_by(table["start_ns"].to_numpy(), table["end_ns"].to_numpy()):
+                table = table.sort_values(["start_ns", "end_ns"], kind="stable")
+            out.append(table.reset_index(drop=True))
+            offset += size
+        return out
+
+
+def join_launch_calls(conn: sqlite3.Connection, schema: dict, strings: StringTable, version: str | None,
+                      tables: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], LaunchCalls]:
+    """``tables`` (kernels, copies and fills, with whole process keys) joined with their launch
+    calls (:meth:`LaunchJoin.joined`), and what is kept of the calls. The calls whose name says
+    they launch GPU work are read first (about half of a PyTorch trace's calls); every call is
+    read when some op finds none among them."""
+    if RUNTIME.in_export(schema) is None:
+        calls = LaunchCalls(np.zeros(0, dtype=np.int64), None, None, None)
+        return LaunchJoin(tables).joined(tables, calls), calls
+    require_columns(schema, RUNTIME, version)
+    for calls_only in (True, False):
+        join = LaunchJoin(tables)
+        last_end = stream_columns(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), "end_ns",
+                                  _launch_filter(schema, strings, calls_only),
+                                  lambda part, columns: join.add(part, columns["start_ns"], columns["tid"],
+                                                                 columns["correlation_id"]))
+        if join.all_found():
+            break
+    calls = LaunchCalls(np.array(sorted(join.call_processes), dtype=np.int64), join.first_start, join.last_start,
+                        last_end)
+    return join.joined(tables, calls), calls
+
+
+def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool) -> str:
+    if not launch_calls_only:
+        return ""
+    ids = strings.ids_matching(LAUNCH_API)
+    return f"WHERE \"{RUNTIME.column(schema, 'name_id')}\" IN ({', '.join(map(str, ids)) or 'NULL'})"
