@@ -311,13 +311,15 @@ def _steps_from_ranges(proc: Process, spec: dict, first_n: int) -> tuple[list[Ra
 def _departing(proc: Process, steps: list[Range]) -> int:
     """How many leading steps depart from the steady state (the stated rule where a trace does
     not mark its warm-up): a step departs when its kernel count lies outside the range of the
-    counts of the steps after it, or its kernel time or CPU span is over 1.5 times the median of
-    theirs and over 3 median absolute deviations of theirs above that median; counting stops at
-    the first step that does not; the last step never."""
+    counts of the steps after it, or its kernel time (NCCL kernels left out: theirs is mostly a
+    rank's wait for the others) or CPU span is over 1.5 times the median of theirs and over 3
+    median absolute deviations of theirs above that median; counting stops at the first step
+    that does not; the last step never."""
     figures = []
     for step in steps:
         kernels = _kernels_of(proc, [step])
-        figures.append((len(kernels), sum(k.dur for k in kernels), step.end - step.start))
+        work = sum(k.dur for k in kernels if "nccl" not in k.name.lower())
+        figures.append((len(kernels), work, step.end - step.start))
 
     def stands_out(value, values):
         median = statistics.median(values)

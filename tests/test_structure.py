@@ -387,6 +387,23 @@ def test_attention_parts_by_family(tmp_path):
     assert regions[:3] == ["computing attention scores", "computing softmax", "final matmul"]
 
 
+def test_the_q_k_v_projections_are_no_attention_part(tmp_path):
+    """``Compute Q, K, V`` (the projections before the attention) names q and k as the scores'
+    names do, and v with them: no part; ``attention scores`` after it is the scores."""
+    script = Script()
+
+    def forward():
+        for part, name in (("Compute Q, K, V", KERNELS[0]), ("attention scores", KERNELS[0]), ("softmax", KERNELS[1]),
+                           ("matmul", KERNELS[0])):
+            script.range(part, lambda name=name: script.kernel(name=name))
+
+    for i in range(3):
+        script.range(f"step_{i}", lambda: [script.range("forward", forward), script.range("backward", lambda: script.kernel(tid=AUTOGRAD))])
+    labelled = script.labelled(tmp_path)
+    regions = labelled.ops.loc[labelled.ops["phase"] == "forward", "region"].astype(str).tolist()
+    assert regions[:4] == ["", "computing attention scores", "computing softmax", "final matmul"]
+
+
 @pytest.mark.parametrize("scores, softmax, final, layer_norm", [
     ("Q @ K^T matrix calculation", "softmax process", "softmax_attention_score_matrix @ V sum calculation", "ln_final"),
     ("attn_scores", "attn_softmax", "attn @ v", "final_norm"),

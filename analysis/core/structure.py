@@ -46,7 +46,8 @@ import numpy as np
 import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
-from analysis.core.codes import distinct, run_starts, run_sums
+from analysis.core.classify import is_communication
+from analysis.core.codes import distinct, lookup, run_starts, run_sums, value_codes
 from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name, role_name
@@ -98,7 +99,8 @@ LIBRARY_DOMAINS = frozenset({"nccl", "cccl", "cub", "cublas", "cublaslt", "cudnn
 LIBRARY_NAME = re.compile(r"^nccl[A-Z]")
 REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the softmax
     (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*|sm")),
-    (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_|$)|query_key).*")),
+    # q·k, not the q, k, v projections (``Compute Q, K, V``)
+    (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_(?!v(_|$))|$)|query_key).*")),
     (contract.FINAL_MATMUL_RANGE, re.compile(r".*((final|value)_?(matmul|mm|bmm|einsum|gemm|product)"
                                              r"|(^|_)(pv|p_v|av|attn_v|attention_v|sv|weighted_sum|out_matmul|output_matmul)(_|$)).*")),
 )
@@ -1442,7 +1444,10 @@ def _cut_at_capture_end(steps: pd.DataFrame, figures: pd.DataFrame, ops: pd.Data
 
 
 def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
-    """Kernel count and summed kernel time of each step (launches from any thread of its process).
+    """Kernel count and summed kernel time of each step (launches from any thread of its process),
+    and ``work_ns``, that time without the communication kernels': theirs holds a rank's wait for
+    the others, which the rules that compare steps (:func:`_runs`, :func:`_departing_steps`) must
+    not read as work.
 
     Which step holds a launch (:func:`analysis.core.attribution.ops_in_windows`, the rule written
     once) depends only on the launch's process and time, and changes only where a step starts or
@@ -1451,21 +1456,35 @@ def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     from analysis.core.attribution import ops_in_windows
     kernel = (ops["op_kind"] == "kernel").to_numpy(dtype=bool) if "op_kind" in ops else np.ones(len(ops), dtype=bool)
     pids, launched, durations = (ops[column].to_numpy() for column in ("pid", "launch_start_ns", "dur_ns"))
+    communicating = _communicating(ops)
+    work = kernel & ~communicating
     # The ops are most often in this order already, memory operations among them: they are then
     # read where they are (a piece's memory operations count for nothing), with no copy of the
     # kernels' columns; else the kernels are taken out and sorted.
     if not sorted_by(pids, launched):
-        pids, launched, durations, kernel = pids[kernel], launched[kernel], durations[kernel], kernel[kernel]
+        pids, launched, durations, work, kernel = (values[kernel] for values in (pids, launched, durations, work, kernel))
         if not sorted_by(pids, launched):
             order = np.lexsort((launched, pids))
-            pids, launched, durations = pids[order], launched[order], durations[order]
+            pids, launched, durations, work = pids[order], launched[order], durations[order], work[order]
     first = _piece_starts(pids, launched, steps)
     holder = ops_in_windows(pd.DataFrame({"pid": pids[first], "launch_start_ns": launched[first]}), steps)
     held = holder >= 0
-    count = np.bincount(holder[held], weights=run_sums(kernel, first)[held], minlength=len(steps)).astype(np.int64)
-    summed = run_sums(durations, first, where=kernel)
-    time = np.bincount(holder[held], weights=summed[held], minlength=len(steps))
-    return pd.DataFrame({"kernels": count, "kernel_ns": time})
+
+    def per_step(summed: np.ndarray) -> np.ndarray:
+        return np.bincount(holder[held], weights=summed[held], minlength=len(steps))
+
+    kernel_ns = per_step(run_sums(durations, first, where=kernel))
+    return pd.DataFrame({"kernels": per_step(run_sums(kernel, first)).astype(np.int64), "kernel_ns": kernel_ns,
+                         "work_ns": per_step(run_sums(durations, first, where=work)) if communicating.any() else kernel_ns})
+
+
+def _communicating(ops: pd.DataFrame) -> np.ndarray:
+    """Which ops are communication kernels by name (:func:`analysis.core.classify.is_communication`;
+    none without names): each name asked once."""
+    if "demangled_name" not in ops or not len(ops):
+        return np.zeros(len(ops), dtype=bool)
+    codes, names = value_codes(ops["demangled_name"])
+    return lookup(np.array([is_communication(str(name)) for name in names] + [False]), codes)
 
 
 def _piece_starts(pids: np.ndarray, launched: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
@@ -1654,15 +1673,15 @@ def _runs(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) ->
     configurations in turn, each with its own warm-up): a run ends before step p when the
     :data:`RUN_STEPS_MIN` steps before p and those after p (p itself is passed over: a new run's
     first step is its own warm-up; of neighbouring such p, the last) are apart in every kernel
-    count, by at least :data:`RUN_COUNT_SHARE` of the larger median, or in every kernel time, by
-    :data:`RUN_TIME_FACTOR`. Averaging several runs would mix different work, so only each
-    process's last run is measured. Steps (``steps``, sorted by process then start) of varying
+    count, by at least :data:`RUN_COUNT_SHARE` of the larger median, or in every kernel time
+    (communication kernels left out), by :data:`RUN_TIME_FACTOR`. Averaging several runs would mix
+    different work, so only each process's last run is measured. Steps (``steps``, sorted by process then start) of varying
     batch length interleave their figures, and stay one run. Only the ``considered`` steps are
     read (the measured ones, where a rule other than departure told the warm-up). Processes with
     as many steps each (the ranks of one job) must find the same last run, else none is taken: a
     rank's kernel time holds its wait for the others."""
     last = np.ones(len(steps), dtype=bool)
-    count, time = figures["kernels"].to_numpy(), figures["kernel_ns"].to_numpy()
+    count, time = figures["kernels"].to_numpy(), figures["work_ns"].to_numpy()
     found = []
     processes = [rows[considered[rows]] for rows in steps.groupby("pid", sort=False).indices.values()]
     last_starts = set()
@@ -1684,7 +1703,8 @@ def _runs(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) ->
     most, levels = max(found, key=lambda item: item[0])
     kernels = ", then ".join(f"{count:,}" for count, _ in levels)
     times = ", then ".join(f"{ns / 1e6:.3g}" for _, ns in levels)
-    return Runs(last, f"the steps form {most} runs one after another ({kernels} kernels a step; {times} ms of kernels; "
+    return Runs(last, f"the steps form {most} runs one after another ({kernels} kernels a step; {times} ms of kernels"
+                      f"{_without_communication(figures)}; "
                       f"medians), as a script that trains several configurations in turn does{LAST_RUN_MEASURED}")
 
 
@@ -1718,14 +1738,15 @@ def _stands_out(value: float, later: np.ndarray) -> bool:
 
 def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) -> tuple[np.ndarray, str]:
     """The leading steps of each process that depart from the steady state: a kernel count outside
-    the later steps' range of counts, or a kernel time or CPU span that stands out from theirs
+    the later steps' range of counts, or a kernel time (communication kernels left out: their time
+    holds a rank's wait for the others) or CPU span that stands out from theirs
     (:func:`_stands_out`); the last step is always measured. Only the ``considered`` steps are
     read (each process's last run, :func:`_runs`); the others stay True here.
     Processes with as many steps each (the ranks of one job) leave out as many: the most any of
     them does, so that every rank's figures cover the same steps."""
     measured = np.ones(len(steps), dtype=bool)
     span = (steps["end_ns"] - steps["start_ns"]).to_numpy()
-    count, time = figures["kernels"].to_numpy(), figures["kernel_ns"].to_numpy()
+    count, time = figures["kernels"].to_numpy(), figures["work_ns"].to_numpy()
     processes = [rows[considered[rows]] for rows in steps.groupby("pid", sort=False).indices.values()]
     departing = []
     for rows in processes:
@@ -1742,10 +1763,16 @@ def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.
         measured[rows[:max(departing) if aligned else leading]] = False
     left_out = int((~measured).sum())
     ranks = f"; {max(departing)} on every process, the most any has" if aligned else ""
-    return measured, (f"{left_out} leading step{'s' if left_out != 1 else ''} whose kernel count, kernel time or CPU span "
+    kernel_time = f"kernel time{_without_communication(figures)}"
+    return measured, (f"{left_out} leading step{'s' if left_out != 1 else ''} whose kernel count, {kernel_time} or CPU span "
                       f"departs from the later steps' (a count outside theirs, a time over {WARMUP_TIME_FACTOR}× their median "
                       f"and {WARMUP_SPREAD_MADS} median absolute deviations above it{ranks})" if left_out else
-                      "no leading step departs from the later steps' kernel count, kernel time or CPU span")
+                      f"no leading step departs from the later steps' kernel count, {kernel_time} or CPU span")
+
+
+def _without_communication(figures: pd.DataFrame) -> str:
+    """The words that say a step's kernel time left its communication kernels out, where it did."""
+    return " (communication kernels left out)" if (figures["work_ns"] != figures["kernel_ns"]).any() else ""
 
 
 # ----------------------------------------------------------------------------- attention, blocks
