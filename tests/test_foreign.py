@@ -204,3 +204,10 @@ def test_a_trace_of_whole_graphs_stays_out_of_the_kinds_of_kernels_across_traces
         in record.full_answer
     alone = question.QUESTION.answer(Evidence([whole], ResultsSet()))
     assert isinstance(alone, Unanswered) and "--cuda-graph-trace=node" in alone.needs
+
+
+def test_two_programs_under_one_nsys_are_said_to_run_different_work():
+    """Two unrelated training loops in one capture: the note says the pooled per-pass figures mix
+    them (each process's own figures equal the reference's, above); a DDP job's ranks get none."""
+    assert any("the processes run different work" in note for note in summary("two_procs_nvtx")["notes"])
+    assert not any("the processes run different work" in note for note in summary("gpt2_ddp2_nvtx")["notes"])

@@ -14,7 +14,7 @@ from analysis.core.phases import label_ops
 from analysis.load import load_trace
 from analysis.load.export_map import NVTX, PAYLOAD_SCHEMAS
 from analysis.trace.multi_gpu.communication import collective_of, communication_columns
-from analysis.trace.multi_gpu.ranks import RUN_KEYS, RUN_PHASES, device_pairs, kernel_runs, pass_figures
+from analysis.trace.multi_gpu.ranks import RUN_KEYS, RUN_PHASES, device_pairs, kernel_runs, pass_figures, rank_notes
 from analysis.trace.multi_gpu.summary import COLUMNS, communication_summary, kernel_rows
 from tests.synthetic import ALL_REDUCE, GEMM, US, add_environment, build_export, global_tid, rank_process
 
@@ -406,3 +406,21 @@ def test_pass_figures_from_runs_are_those_of_the_kernels():
             if mine.any():
                 assert pass_figures(runs, mine_runs, 2, runs["step"]) == \
                     direct_pass_figures(kernels.assign(step=kernels["step"].cat.codes), mine, 2, "step")
+
+
+def _rank(pid: int, device: int, kernels_per_step: float, passes: int = 4) -> dict:
+    return {"pid": pid, "device_id": device, "rank": pid, "passes": passes,
+            "phases": {"step": {"passes": passes, "kernels_per_pass": kernels_per_step}}}
+
+
+def test_processes_of_different_work_are_noted_and_a_jobs_ranks_are_not():
+    """Two programs under one nsys (126 against 1,116 kernels a step) get a note that the pooled
+    per-pass figures mix them; ranks of one job (a few kernels apart), a process with a replica per
+    GPU and a process whose steps were not measured get none."""
+    (note,) = rank_notes([_rank(780, 0, 126), _rank(781, 0, 1116)], 2, "ranks in the trace")
+    assert "126 kernels in process 780 and 1,116 in process 781" in note
+    assert not rank_notes([_rank(1, 0, 1116), _rank(2, 1, 1119)], 2, "ranks in the trace")
+    replicas = [_rank(1, 0, 300), _rank(1, 1, 150)]  # one process: its devices' steps add up
+    assert not [n for n in rank_notes(replicas, 2, "ranks in the trace") if "different work" in n]
+    idle = [_rank(1, 0, 1116), _rank(2, 0, 0, passes=0)]
+    assert not [n for n in rank_notes(idle, 2, "ranks in the trace") if "different work" in n]

@@ -614,6 +614,26 @@ def test_kernels_between_steps_made_from_the_phases_are_noted(tmp_path, between)
                "optimizer step that ends each step made from the phases)" in notes[0]
 
 
+def test_kernels_between_steps_with_no_optimizer_found_are_placed_after_the_backward(tmp_path):
+    """No step ranges and no optimizer phase (a forward and a backward range each iteration, then
+    a loop over the parameters on the main thread): the note places the unheld kernels after each
+    step's backward, not after an optimizer step the trace does not have."""
+    from analysis.core.timings import RunRecord
+    from analysis.trace.nsys_inputs import NsysInputs
+    from analysis.trace.phase_breakdown import between_steps_notes
+
+    script = Script()
+    for _ in range(5):
+        script.range("forward", lambda: script.kernel(count=3))
+        script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4))
+        script.kernel(count=6)  # the parameters' updates, in no range
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert "optimizer_step" not in labelled.measured_passes
+    (note,) = between_steps_notes(NsysInputs.build(labelled, RunRecord(), None))
+    assert "(after each step's backward, where an optimizer that no range names" in note
+    assert "after the optimizer step" not in note
+
+
 def test_the_note_on_kernels_between_steps_names_the_range_that_launched_them(tmp_path):
     """A rollout between the steps (``rollout`` > ``sample``) inside a range around the whole run:
     the note names the outermost range that holds no step, not the run's range nor the inner one."""

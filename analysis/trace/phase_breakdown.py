@@ -238,21 +238,25 @@ def between_steps_notes(inputs: NsysInputs) -> list[str]:
         return []
     steps = inputs.measured_steps
     leader = _count_and_leader(len(rows), ops.iloc[rows][["category", "dur_ns"]], steps)
-    where = _where_launched(holders[between], durations[rows], inputs.structure.step_ranges)
+    where = _where_launched(holders[between], durations[rows], inputs.structure.step_ranges,
+                            bool(inputs.measured_passes.get("optimizer_step")))
     return [f"kernels in no step ran between the measured steps, {share:.1%} as much as the steps' own kernel time "
             f"({between_ns / steps / 1e6:.3g} ms per step, {leader}), {where}; no figure holds them"]
 
 
-def _where_launched(holders: np.ndarray, durations: np.ndarray, step_ranges: bool) -> str:
+def _where_launched(holders: np.ndarray, durations: np.ndarray, step_ranges: bool, optimizer: bool) -> str:
     """Where the kernels between steps were launched: the range (of those holding no step) that
     launched the largest share of their time, with that share, or, when most lie in no such
-    range, that they did (after the optimizer step that ends a step made from the phases, where
-    the steps are no ranges of the trace)."""
+    range, that they did (where the steps are no ranges of the trace: after the optimizer step
+    that ends each step made from the phases, or, with no ``optimizer`` step found, after each
+    step's backward, where an optimizer that no range or fused kernel marks runs)."""
     by_holder = pd.Series(durations).groupby(holders).sum().sort_values(ascending=False, kind="stable")
     holder, share = by_holder.index[0], float(by_holder.iloc[0] / by_holder.sum())
     if holder:
         return f"{share:.1%} of that time launched inside `{holder}`"
-    after = "" if step_ranges else " (after the optimizer step that ends each step made from the phases)"
+    after = "" if step_ranges else " (after the optimizer step that ends each step made from the phases)" if optimizer \
+        else (" (after each step's backward, where an optimizer that no range names and no fused kernel marks, "
+              "a loop over the parameters, would run)")
     return f"{share:.1%} of that time launched outside any range (ranges around whole steps aside){after}"
 
 

@@ -108,6 +108,7 @@ def rank_notes(records: list[dict], world_size: int, world_size_source: str, lau
     idle = [str(record["rank"]) for record in records if not record["passes"]]
     if idle and len(idle) < len(records):
         notes.append(f"rank {', '.join(idle)} has no measured step range; its per-step figures are left out")
+    notes.extend(_unlike_processes(records))
     devices_of: dict[int, list[int]] = {}
     for record in records:
         devices_of.setdefault(record["pid"], []).append(record["device_id"])
@@ -121,6 +122,28 @@ def rank_notes(records: list[dict], world_size: int, world_size_source: str, lau
                          "kernels ran on several GPUs is a pass per GPU, so per-pass figures are per GPU (rank); the "
                          "overall figures per step hold every GPU's")
     return notes
+
+
+# Processes whose measured steps hold this many times the kernels of another's run different work,
+# not replicas of one job (ranks of one data- or tensor-parallel job run alike steps).
+UNLIKE_PROCESSES_FACTOR = 1.5
+
+
+def _unlike_processes(records: list[dict]) -> list[str]:
+    """A note where the processes' measured steps hold kernel counts :data:`UNLIKE_PROCESSES_FACTOR`
+    or more apart (two programs under one nsys, pipeline stages): the phases' per-pass figures pool
+    every process's passes, which then mixes different work; each process's own figures stay right."""
+    per_step: dict[int, float] = {}
+    for record in records:
+        step = record["phases"].get("step")
+        if step and step["passes"]:
+            per_step[record["pid"]] = per_step.get(record["pid"], 0.0) + step["kernels_per_pass"]
+    if len(per_step) < 2 or max(per_step.values()) < UNLIKE_PROCESSES_FACTOR * min(per_step.values()):
+        return []
+    counts = [f"{count:,.0f}{' kernels' if not i else ''} in process {pid}" for i, (pid, count) in enumerate(per_step.items())]
+    listed = ", ".join(counts[:-1]) + f" and {counts[-1]}"
+    return [f"the processes run different work, not one job's replicas: a measured step holds {listed}; the phases' "
+            "per-pass figures pool every process's passes, so read each process's own figures (per rank)"]
 
 
 def step_passes(labelled: LabelledOps, ranges: pd.DataFrame) -> dict[int, int]:
