@@ -364,6 +364,32 @@ def test_a_warmup_range_around_accumulating_iterations_counts_their_updates(tmp_
     assert labelled.structure.warmup_rule == "inside `warmup`"
 
 
+@pytest.mark.parametrize("name", ["epoch{e}_step{s}", "Epoch {e} Batch {s}", "epoch_{e}/iter_{s}"])
+def test_steps_named_by_epoch_and_step_are_one_family(tmp_path, name):
+    """An outer loop's index in the step's name (``epoch1_step2``): the epochs' ranges are the steps
+    of one loop, not runs of different work, and no epoch's first range is a range turned on
+    after a warm-up."""
+    script = Script()
+    for e in range(2):
+        for s in range(3):
+            script.range(name.format(e=e, s=s), script.iteration)
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [name.format(e=e, s=s) for e in range(2) for s in range(3)]
+    assert labelled.measured_passes == {"forward": 6, "backward": 6, "optimizer_step": 6}
+
+
+def test_steps_named_by_their_configuration_stay_runs_apart(tmp_path):
+    """Numbers that name configurations (``attn d=16 s=256 iter=<i>``, then ``s=1024``) count no
+    loop: ranges of different runs, and the whole capture is analyzed, as before."""
+    script = Script()
+    for size in (256, 1024):
+        for i in range(3):
+            script.range(f"attn d=16 s={size} iter={i}", script.iteration)
+    labelled = script.labelled(tmp_path)
+    assert not labelled.has_steps
+    assert "different runs" in labelled.structure.step_rule
+
+
 def test_ranges_of_one_pass_that_hold_the_optimizer_stay_steps_inside_a_container(tmp_path):
     """A range around several full steps is a container, whatever it holds, not one step."""
     script = Script()

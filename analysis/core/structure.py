@@ -892,6 +892,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
             for inner in [other for other in families if other != stem and other not in outer_stems]:
                 if _inside_any(candidates.iloc[families[inner]], candidates.iloc[families[stem]]).all():
                     families.pop(inner)
+    families = _one_family_across_numbers(families, candidates)
     warmup = {stem for stem, rows in families.items() if _named(WARMUP_FAMILY, candidates["name"].iloc[rows[:1]])[0]}
     plain = [stem for stem in families if stem not in warmup]
     if len(plain) > 1:
@@ -988,6 +989,33 @@ def _unphased_steps(candidates: pd.DataFrame, ops: pd.DataFrame) -> tuple[pd.Dat
     shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps["range_name"]))))
     return steps.assign(measured=True), (f"no phase found; the ranges {shown} follow one another and launch most of "
                                          "the kernel time, each one pass of the run's work")
+
+
+# The numbers of a name, which an outer loop's index puts inside a step family's stem (``epoch0_step``).
+NUMBERS = re.compile(r"\d+")
+
+
+def _one_family_across_numbers(families: dict[str, np.ndarray], candidates: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Step families whose stems differ only in one number that counts up from 0 or 1 in time
+    order (``epoch0_step<i>``, ``epoch1_step<i>``; ``Epoch 1 Batch <i>``: an outer loop's index
+    inside the name) as one family, keyed by the first one's stem. Numbers that name
+    configurations (``attn d=16 s=256 iter=<i>``, ``d=64``) count no loop: those families stay
+    apart, runs of different work."""
+    groups: dict[str, list[str]] = {}
+    for stem in families:
+        groups.setdefault(NUMBERS.sub("#", stem), []).append(stem)
+    merged = dict(families)
+    for stems in groups.values():
+        if len(stems) < 2:
+            continue
+        stems = sorted(stems, key=lambda stem: candidates["start_ns"].iloc[families[stem]].min())
+        numbers = np.array([[int(n) for n in NUMBERS.findall(stem)] for stem in stems])
+        differing = np.flatnonzero((numbers != numbers[0]).any(axis=0))
+        counted = numbers[:, differing[0]] if len(differing) == 1 else None
+        if counted is None or counted[0] not in (0, 1) or not (np.diff(counted) == 1).all():
+            continue
+        merged[stems[0]] = np.concatenate([merged.pop(stem) for stem in stems])
+    return merged
 
 
 def _name_indices(names: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
@@ -1579,7 +1607,9 @@ def _late_range_warmup(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarr
     warm-up. An iteration runs from its step's start to the next step's (a range after the
     backward of a step made from the phases is still its iteration's); the first also holds what
     came before it, the last what came after. Also the names of those ranges. When several such
-    families disagree on where measuring starts, None."""
+    families disagree on where measuring starts, None. The steps' own ranges are none of those
+    families (``epoch1_step<i>`` first appears after ``epoch0_step<i>``: the same steps)."""
+    own = own[~own["range_id"].isin(steps["range_id"])]
     step_pids = steps["pid"].to_numpy()  # sorted by process, then start
     new_process = step_pids[1:] != step_pids[:-1]
     opens, closes = np.append(True, new_process), np.append(new_process, True)  # each process's first and last step

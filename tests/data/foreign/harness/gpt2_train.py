@@ -10,7 +10,9 @@ iterations compile its forward and backward graphs); --compile-mode passes a mod
 ``reduce-overhead``, which replays the compiled graphs as CUDA graphs. With --zero (under DDP) the
 optimizer is ``ZeroRedundancyOptimizer`` over AdamW: each rank updates its shard of the parameters,
 then broadcasts it to the others. With --nvtx-rank0 (under DDP) only rank 0 opens the ranges, as a
-script that guards its annotations with ``if rank == 0`` does.
+script that guards its annotations with ``if rank == 0`` does. With --per-epoch K the iterations are
+named by epoch and step instead, ``epoch_<e>/step_<s>`` (K steps an epoch, the step counted from 0
+again in each).
 """
 
 import argparse
@@ -39,6 +41,7 @@ def main() -> None:
     p.add_argument("--compile-mode", default=None, help="torch.compile's mode (reduce-overhead: CUDA graphs)")
     p.add_argument("--zero", action="store_true", help="ZeroRedundancyOptimizer over AdamW (with --ddp)")
     p.add_argument("--nvtx-rank0", action="store_true", help="with --nvtx under DDP: ranges on rank 0 only")
+    p.add_argument("--per-epoch", type=int, default=0, help="name iterations epoch_<e>/step_<s>, this many steps an epoch")
     a = p.parse_args()
 
     rank = 0
@@ -82,7 +85,7 @@ def main() -> None:
         t0 = time.perf_counter()
         if a.compile_mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()
-        with rng(f"train_iter_{i}"):
+        with rng(f"epoch_{i // a.per_epoch}/step_{i % a.per_epoch}" if a.per_epoch else f"train_iter_{i}"):
             for k in range(a.accum):
                 sync = contextlib.nullcontext() if not a.ddp or k == a.accum - 1 else model.no_sync()
                 with sync:
