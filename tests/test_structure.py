@@ -235,7 +235,8 @@ def test_step_families_one_after_the_other_are_several_runs(tmp_path):
 
 
 @pytest.mark.parametrize("warmup, step", [("burn_in_{i}", "step_{i}"), ("warmup/step_{i}", "train/step_{i}"),
-                                           ("train/warmup_{i}", "train/step_{i}"), ("WarmUpStep{i}", "TrainStep{i}")])
+                                           ("train/warmup_{i}", "train/step_{i}"), ("WarmUpStep{i}", "TrainStep{i}"),
+                                           ("dry_run_{i}", "step_{i}"), ("untimed_{i}", "timed_{i}")])
 def test_warmup_steps_named_in_other_ways(tmp_path, warmup, step):
     script = Script()
     for i in range(2):
@@ -404,6 +405,28 @@ def test_attention_parts_by_family(tmp_path):
     def forward():
         for part, name in (("attention_scores_matmul", KERNELS[0]), ("attention_softmax", KERNELS[1]),
                            ("attention_value_matmul", KERNELS[0])):
+            script.range(part, lambda name=name: script.kernel(name=name))
+
+    for i in range(3):
+        script.range(f"step_{i}", lambda: [script.range("forward", forward), script.range("backward", lambda: script.kernel(tid=AUTOGRAD))])
+    labelled = script.labelled(tmp_path)
+    regions = labelled.ops.loc[labelled.ops["phase"] == "forward", "region"].astype(str).tolist()
+    assert regions[:3] == ["computing attention scores", "computing softmax", "final matmul"]
+
+
+@pytest.mark.parametrize("scores, softmax, final", [
+    ("attn_scores", "attn_probs", "attn_output"),
+    ("attention_scores_computation", "attention_weights_computation", "attention_output_computation"),
+    ("bmm1", "softmax", "bmm2"),
+])
+def test_attention_parts_named_for_the_probabilities_and_numbered_matmuls(tmp_path, scores, softmax, final):
+    """The attention probabilities (weights) are the softmax's output, so a range named for them is
+    the softmax part; the matmuls beside it may be numbered with no ``_`` (``bmm1``, ``bmm2``), and
+    the output computed after it is the final matmul."""
+    script = Script()
+
+    def forward():
+        for part, name in ((scores, KERNELS[0]), (softmax, KERNELS[1]), (final, KERNELS[0])):
             script.range(part, lambda name=name: script.kernel(name=name))
 
     for i in range(3):
@@ -763,13 +786,24 @@ def test_pytorch_labels_only(tmp_path):
 
 
 @pytest.mark.parametrize("optimizer", ["Optimization", "weights_update", "update_weights", "apply_gradients",
-                                       "sgd_step"])
+                                       "sgd_step", "AdamW.step", "update_step"])
 def test_optimizer_steps_by_other_names(tmp_path, optimizer):
     """Names users give the update: the optimization, a weight update, applying the gradients."""
     script = Script()
     for i in range(3):
         script.range(f"step_{i}", lambda: script.iteration(optimizer=optimizer))
     assert script.labelled(tmp_path).measured_passes.get("optimizer_step") == 3
+
+
+@pytest.mark.parametrize("backward", ["grad", "compute_gradients", "grads"])
+def test_a_backward_named_for_the_gradients(tmp_path, backward):
+    """``grad`` (``compute_gradients``) is the backward pass, and ``step`` after it the optimizer."""
+    script = Script()
+    for i in range(3):
+        script.range(f"iter_{i}", lambda: script.iteration(backward=backward, optimizer="step"))
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    assert labelled.structure.phase_names["backward"] == [backward]
 
 
 def test_no_nvtx_at_all(tmp_path):

@@ -76,9 +76,10 @@ PHASE_FAMILIES = {
     "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop)?|model_eval|inference|eval"),
     "loss": re.compile(rf"{TRAINING}(compute_|computing_|calc_|calculate_|calculating_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
                        r"|cross_entropy|criterion"),
-    "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw)(_pass|_step|_prop)?|backprop(agation)?"),
-    "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optim|opt|optimi[sz]ation)(_step|_update)?|(adamw?|sgd|lion|muon)(_step)?)"
-                                 r"|((param(eter)?s?|weights?)_)?update|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"),
+    "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw)(_pass|_step|_prop)?|backprop(agation)?"
+                           r"|(compute_|computing_|calc_)?grad(s|ient|ients)?"),
+    "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optim|opt|optimi[sz]ation)(_step|_update)?|(adam_?w?|sgd|lion|muon)(_step)?)"
+                                 r"|((param(eter)?s?|weights?)_)?update(_step)?|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"),
 }
 # What joins the parts of a name that says two things (``comm + optimizer``, ``sync and step``).
 JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
@@ -88,7 +89,7 @@ AMBIGUOUS_OPTIMIZER = "step"
 CLOSURE_PHASES = ("forward", "loss", "backward")
 # A name that says it is a step (``train_step``, ``iteration_3``, ``batch``).
 STEP_FAMILY = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)(_.*)?")
-WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in)(_.*)?")
+WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in|dry_?run|untimed)(_.*)?")
 # A step's word before the part that says warm-up or measured (``step_warmup``, ``iter_measured``).
 STEP_WORD = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)_")
 # A range around the measured steps: steps outside it are warm-up.
@@ -98,7 +99,8 @@ LIBRARY_DOMAINS = frozenset({"nccl", "cccl", "cub", "cublas", "cublaslt", "cudnn
 # Ranges libraries push in the default domain (NCCL's API calls in some nsys versions).
 LIBRARY_NAME = re.compile(r"^nccl[A-Z]")
 REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the softmax
-    (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*|sm")),
+    # the attention probabilities (weights) are the softmax's output
+    (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*|sm|(attn|attention)_(probs?|probabilities|weights)(_.*)?")),
     # q·k, not the q, k, v projections (``Compute Q, K, V``)
     (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_(?!v(_|$))|$)|query_key).*")),
     (contract.FINAL_MATMUL_RANGE, re.compile(r".*((final|value)_?(matmul|mm|bmm|einsum|gemm|product)"
@@ -111,7 +113,7 @@ PRODUCT_PARTS = {"k": contract.ATTENTION_SCORES_RANGE, "key": contract.ATTENTION
                  "keys": contract.ATTENTION_SCORES_RANGE, "v": contract.FINAL_MATMUL_RANGE,
                  "value": contract.FINAL_MATMUL_RANGE, "values": contract.FINAL_MATMUL_RANGE}
 # A range named like a plain matmul, which part it is told by its place beside the softmax.
-PLAIN_MATMUL = re.compile(r"(.*_)?(((attn|attention)_)?(matmul|mm|bmm|einsum|gemm)(_\d+)?|(attn|attention)_out(put)?)")
+PLAIN_MATMUL = re.compile(r"(.*_)?(((attn|attention)_)?(matmul|mm|bmm|einsum|gemm)(_?\d+)?|(attn|attention)_out(put)?(_comput(e|ation))?)")
 BLOCK_FAMILY = re.compile(r"(transformer_)?(layer|block|decoder_layer|encoder_layer|h)")
 OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
 
