@@ -78,7 +78,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
 - Phases (manifest ``phases``): ranges with one of the listed names (``outermost``: not inside
   another range of the same name; ``main_thread``: on the main thread only), or for a backward
   with no range (``autograd_thread``) each run of launches from threads other than the main one,
-  cut as for ``optimizer_kernel_runs`` below; a phase range inside
+  cut as for ``optimizer_kernel_runs`` below, and for an optimizer step with no range
+  (``optimizer_runs``) each run of ``multi_tensor_apply_kernel`` launches as defined there; a phase range inside
   another range of the same phase is not a separate pass. ``closure`` (an optimizer step that runs
   its step's passes: ``optimizer.step(closure)``, as PyTorch Lightning does) names the pass ranges
   it may hold; an optimizer range holding any of them starts 1 ns after the last of them ends.
@@ -376,9 +377,11 @@ def _steps_from_labels(proc: Process, spec: dict, phases: dict) -> list[Range]:
     return steps
 
 
-def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Range]]]:
+def _optimizer_runs(proc: Process) -> list[tuple[int, int]]:
+    """(first, last) positions among the process's kernels of each optimizer run: launches of
+    ``multi_tensor_apply_kernel`` with no launch from another thread (the autograd thread) between."""
     ks = proc.kernels
-    runs: list[tuple[int, int]] = []  # the optimizer's launches: no autograd-thread launch among them
+    runs: list[tuple[int, int]] = []
     for i, k in enumerate(ks):
         if OPTIMIZER_KERNEL not in k.name:
             continue
@@ -386,6 +389,12 @@ def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Rang
             runs[-1] = (runs[-1][0], i)
         else:
             runs.append((i, i))
+    return runs
+
+
+def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Range]]]:
+    ks = proc.kernels
+    runs = _optimizer_runs(proc)
     steps, phases = [], {"forward": [], "backward": [], "optimizer": []}
     begin = 0
     for first, last in runs:
@@ -427,6 +436,9 @@ def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
     if rule.get("autograd_thread"):  # a backward with no range: each run of launches from that thread
         return [Range(proc.kernels[first].launch, proc.kernels[last].launch, "backward (autograd thread)", proc.pid)
                 for first, last in _backward_runs(proc.kernels, proc.pid)]
+    if rule.get("optimizer_runs"):  # an optimizer step with no range: each run of its fused kernels
+        return [Range(proc.kernels[first].launch, proc.kernels[last].launch, "optimizer run", proc.pid)
+                for first, last in _optimizer_runs(proc)]
     found = proc.named(rule["names"], tid=proc.pid if rule.get("main_thread") else None)
     if rule.get("outermost"):
         found = outermost(found)

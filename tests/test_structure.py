@@ -806,6 +806,32 @@ def test_a_backward_named_for_the_gradients(tmp_path, backward):
     assert labelled.structure.phase_names["backward"] == [backward]
 
 
+def test_an_optimizer_step_in_no_range_after_ranged_passes_comes_from_its_fused_kernels(tmp_path):
+    """Users who annotate only the passes: the forward and backward ranged, the fused optimizer's
+    kernels after them in no range; the optimizer step is found from those kernels."""
+    script = Script()
+    for i in range(4):
+        script.range(f"step_{i}", lambda: [script.range("forward", lambda: script.kernel(count=3)),
+                                          script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4)),
+                                          script.kernel(name=OPTIMIZER_KERNEL, count=2)])
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+    assert labelled.structure.phase_names["optimizer_step"] == ["(optimizer_step, from kernels)"]
+
+
+def test_a_range_that_names_two_phases_is_no_step(tmp_path):
+    """``bwd+opt`` around the backward and the optimizer step holds both (from the kernels), but it
+    is part of a step, not one: the ``step_<i>`` ranges around it are the steps."""
+    script = Script()
+    for i in range(4):
+        script.range(f"step_{i}", lambda: [script.range("forward", lambda: script.kernel(count=3)),
+                                          script.range("bwd+opt", lambda: [script.kernel(tid=AUTOGRAD, count=4),
+                                                                           script.kernel(name=OPTIMIZER_KERNEL, count=2)])])
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"step_{i}" for i in range(4)]
+    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+
+
 def test_no_nvtx_at_all(tmp_path):
     script = Script()
     for _ in range(4):

@@ -284,9 +284,12 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
     if phases.empty and names.phases is None:
         phases = _forwards_from_model_ranges(_kernel_phases(ops, first_id), own)
         source = "kernels" if len(phases) else "none"
-    elif names.phases is None and not (phases["name"] == "backward").any():  # a backward with no range
-        from_kernels = _kernel_phases(ops, first_id)
-        from_kernels = from_kernels[~from_kernels["name"].isin(phases["name"])]
+    elif names.phases is None and {"backward", "optimizer_step"} - set(phases["name"]):
+        # a backward with no range, or an optimizer step with none (found by its fused kernels)
+        every = _kernel_phases(ops, first_id)
+        from_kernels = every[~every["name"].isin(phases["name"])]
+        if (phases["name"] == "backward").any():
+            from_kernels = _after_a_ranged_backward(from_kernels, every, phases)
         if len(from_kernels):
             source += "+kernels"
             phases = pd.concat([phases, from_kernels], ignore_index=True).sort_values("start_ns", kind="stable")
@@ -346,6 +349,14 @@ def _phase_of_name(name: str) -> str | None:
     if named_before is None:
         return phase
     return named_before if phase in (None, named_before) else None
+
+
+def _names_several_phases(name: str) -> bool:
+    """Whether a range's name names two phases or more in its parts (``backward+optimizer``,
+    ``Forward/Backward Pass``; a bare ``step`` names none): a range around some of a step's phases,
+    never the step."""
+    parts = [normal_name(part) for piece in str(name).split("/") for part in JOINED_PARTS.split(piece)]
+    return len({_phase_of(part) for part in parts if part != AMBIGUOUS_OPTIMIZER} - {None}) > 1
 
 
 def _region_of_name(name: str, normal: str) -> str | None:
@@ -665,6 +676,24 @@ def _model_calls(modules: pd.DataFrame) -> pd.DataFrame:
 KERNEL_PHASE_COLUMNS = ("pid", "launch_tid", "launch_start_ns", "demangled_name", "op_kind")
 
 
+def _after_a_ranged_backward(found: pd.DataFrame, every: pd.DataFrame, phases: pd.DataFrame) -> pd.DataFrame:
+    """Of the phase windows ``found`` from the kernels (optimizer runs, where the ranges name every
+    pass but the update), those whose backward (the run of autograd-thread launches before them,
+    of ``every`` window the kernels give) starts inside a ranged backward of their process: the
+    update of a ranged iteration, not a run in iterations the script left unranged."""
+    keep = np.zeros(len(found), dtype=bool)
+    backwards = every[every["name"].to_numpy() == "backward"]
+    ranged = phases[phases["name"].to_numpy() == "backward"]
+    for pid, rows in found.groupby("pid", sort=False).indices.items():
+        kernel_starts = np.sort(backwards.loc[backwards["pid"].to_numpy() == pid, "start_ns"].to_numpy())
+        before = np.searchsorted(kernel_starts, found["start_ns"].to_numpy()[rows], side="left") - 1
+        starts = np.where(before >= 0, kernel_starts[np.maximum(before, 0)], -1)
+        mine = ranged[ranged["pid"].to_numpy() == pid]
+        r_start, r_end = mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy()
+        keep[rows] = (starts >= 0) & ((starts[:, None] >= r_start) & (starts[:, None] <= r_end)).any(axis=1)
+    return found[keep]
+
+
 def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
     """Phase windows from kernel launches alone: backward = each run of launches from a thread
     other than the main one, optimizer = the run of ``multi_tensor_apply_kernel`` launches after
@@ -839,7 +868,8 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     (:func:`_whole_run`)."""
     if names.step_prefix is not None:
         return (*_prefixed_steps(own, names, notes), False)
-    candidates = own[~own["range_id"].isin(phases["range_id"]) & ~own["name"].isin(phases["range_name"])]
+    candidates = own[~own["range_id"].isin(phases["range_id"]) & ~own["name"].isin(phases["range_name"])
+                     & ~_per_name(own["name"], _names_several_phases, dtype=bool)]
     if phases.empty and (unphased := _unphased_steps(candidates, ops)) is not None:
         return (*unphased, own.iloc[:0], False)
     if candidates.empty or phases.empty:

@@ -201,6 +201,8 @@ xinghao) prof s2025_xinghao 200 --trace=cuda,nvtx --cuda-memory-usage=true -- ba
 inkling) prof s2025_inkling 200 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/inkling && cd /tmp/fw/inkling && exec env TORCH_DISABLE_ADDR2LINE=1 PYTHONPATH=$F/inkling/cs336-basics:$SITE python3 $F/inkling/benchmarking.py --device cuda --vocab-size 10000 --d-model 768 --d-ff 3072 --num-layers 12 --num-heads 12 --context-length 128 --warmup-steps 3 --measurement-steps 3" ;;
 students10) for j in xinghao inkling; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 gpt2_epochs) prof gpt2_epochs_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --per-epoch 3 --steps 7 ;;
+gpt2_optnone) prof gpt2_opt_unranged_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range none ;;
+gpt2_optjoined) prof gpt2_bwd_opt_joined_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range joined ;;
 two_procs) prof two_procs_nvtx 150 --trace=cuda,nvtx -- bash -c "python3 $F/hf/cnn_train.py --steps 6 & python3 $F/hf/lstm_stream_train.py --nvtx; wait" ;;
 lstm_nvtx) prof lstm_stream_nvtx 120 --trace=cuda,nvtx -- python3 $F/hf/lstm_stream_train.py --nvtx ;;
 lstm26) prof lstm_stream_flags2026 150 $G26B -- python3 $F/hf/lstm_stream_train.py ;;
