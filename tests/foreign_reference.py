@@ -53,6 +53,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ``capture_cut`` (a capture that nsys's ``--duration`` ended while the script ran on): the last
   step of a process is left out (``cut``, neither warm-up nor measured) when it ends after the
   end of the process's last CUDA runtime call (the records stop inside it).
+  ``trailing_phases`` (``ranges``; a script that closes each step's range before a phase, the
+  optimizer step after ``train_step``): the phase ranges that start after a step's range ends and
+  before the next one starts are that step's, which runs on to the end of the last of them.
   ``warmup_inside`` (any kind but ``ranges``): the steps that start inside a range of this name
   are warm-up (a script that wraps its warm-up iterations in one ``warmup`` range).
   ``warmup_rule: profiler_window`` (any kind but ``ranges``): the steps that start inside the
@@ -278,16 +281,27 @@ def outermost(ranges: list[Range]) -> list[Range]:
 
 # ---------------------------------------------------------------------------------------- steps
 
-def _step_ranges(proc: Process, spec: dict) -> list[Range]:
+def _step_ranges(proc: Process, spec: dict, phase_rules: dict) -> list[Range]:
     measured_re = re.compile(spec["measured"])
     warm_re = re.compile(spec["warmup"]) if spec.get("warmup") else None
-    return outermost([r for r in proc.ranges if measured_re.search(r.name) or (warm_re and warm_re.search(r.name))])
+    steps = outermost([r for r in proc.ranges if measured_re.search(r.name) or (warm_re and warm_re.search(r.name))])
+    if not spec.get("trailing_phases"):
+        return steps
+    # the script closes each step's range before a phase: the phase ranges that start after a step
+    # ends and before the next one starts are that step's, which runs on to their end
+    phase_ranges = [r for rule in phase_rules.values() for r in _phase_ranges(proc, rule)]
+    out = []
+    for i, step in enumerate(steps):
+        following = steps[i + 1].start if i + 1 < len(steps) else float("inf")
+        ends = [r.end for r in phase_ranges if step.end < r.start < following]
+        out.append(Range(step.start, max([step.end, *ends]), step.name, step.tid))
+    return out
 
 
-def _steps_from_ranges(proc: Process, spec: dict, first_n: int) -> tuple[list[Range], list[str]]:
+def _steps_from_ranges(proc: Process, spec: dict, first_n: int, phase_rules: dict) -> tuple[list[Range], list[str]]:
     measured_re = re.compile(spec["measured"])
     warm_re = re.compile(spec["warmup"]) if spec.get("warmup") else None
-    steps = _step_ranges(proc, spec)
+    steps = _step_ranges(proc, spec, phase_rules)
     measured, warm_names = [], []
     for i, r in enumerate(steps):
         if i < first_n or (warm_re and warm_re.search(r.name) and not measured_re.search(r.name)):
@@ -713,7 +727,7 @@ def _candidate_steps(proc: Process, entry: dict) -> tuple[list[Range], dict[str,
     spec, phase_rules = entry["steps"], entry.get("phases", {})
     kind = spec["kind"]
     if kind == "ranges":
-        return _step_ranges(proc, spec), None
+        return _step_ranges(proc, spec, phase_rules), None
     if kind == "phase_sequence":
         steps, kernel_phases = _steps_from_phases(proc, spec, phase_rules), None
     elif kind == "pytorch_labels":
@@ -732,7 +746,7 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
     spec, phase_rules = entry["steps"], entry.get("phases", {})
     if spec["kind"] == "ranges":
         kernel_phases = None
-        measured, warm_names = _steps_from_ranges(proc, spec, first_n)
+        measured, warm_names = _steps_from_ranges(proc, spec, first_n, phase_rules)
     else:
         steps, kernel_phases = _candidate_steps(proc, entry)
         if spec.get("warmup_rule") == "profiler_window":

@@ -819,6 +819,23 @@ def test_an_optimizer_step_in_no_range_after_ranged_passes_comes_from_its_fused_
     assert labelled.structure.phase_names["optimizer_step"] == ["(optimizer_step, from kernels)"]
 
 
+@pytest.mark.parametrize("ranged", [True, False])
+def test_an_optimizer_step_after_the_step_range_is_its_steps(tmp_path, ranged):
+    """``train_step`` around the forward and backward only, the optimizer step after it (ranged
+    ``optimizer``, or its fused kernels in no range): each step runs on to the update's end, so the
+    updates are measured with their steps, and a note says so."""
+    script = Script()
+    for i in range(4):
+        script.range(f"train_step_{i}", lambda: [script.range("forward", lambda: script.kernel(count=3)),
+                                                script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4))])
+        update = lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2)  # noqa: E731
+        script.range("optimizer", update) if ranged else update()
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+    assert labelled.ops["measured"].all()
+    assert any("the step ranges leave out" in note for note in labelled.notes)
+
+
 def test_a_range_that_names_two_phases_is_no_step(tmp_path):
     """``bwd+opt`` around the backward and the optimizer step holds both (from the kernels), but it
     is part of a step, not one: the ``step_<i>`` ranges around it are the steps."""

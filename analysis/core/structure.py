@@ -934,6 +934,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     rows = np.sort(np.concatenate(list(families.values())))
     steps = _windows(candidates.iloc[rows], "step")
     steps["name"] = _step_labels(steps)
+    steps = _with_trailing_phases(steps, phases, notes)
     containers = _containers(candidates, held)
     containers = containers[~containers["range_id"].isin(steps["range_id"])]
     shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps["range_name"]))))
@@ -946,6 +947,35 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
         forwards = ", ".join(f"`{n}`" for n in sorted(set(phases.loc[phases["name"] == "forward", "range_name"])))
         rule = f"the ranges {shown} each hold one pass of the phases per model ({models[0]} models: forwards {forwards})"
     return steps.assign(measured=True), rule, containers, False
+
+
+def _with_trailing_phases(steps: pd.DataFrame, phases: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Step ranges that leave out a phase every one of whose windows lies after a step and before
+    the next (``train_step`` around the forward and backward, ``optimizer`` after it): each step
+    runs on to the end of those of its windows that follow it, so that they are its iteration's and
+    measured with it. A note names the phases. A phase with a window inside a step stays as is."""
+    inside = _inside_any(phases, steps)
+    trailing = [name for name in pd.unique(phases["name"]) if not inside[(phases["name"] == name).to_numpy()].any()]
+    if not trailing:
+        return steps
+    ends = steps["end_ns"].to_numpy().copy()
+    extended: set[str] = set()  # the range names of the windows a step now holds
+    for pid, rows in steps.groupby("pid", sort=False).indices.items():
+        rows = rows[np.argsort(steps["start_ns"].to_numpy()[rows], kind="stable")]
+        starts = steps["start_ns"].to_numpy()[rows]
+        following = np.append(starts[1:], np.iinfo(np.int64).max)
+        mine = phases[(phases["pid"].to_numpy() == pid) & phases["name"].isin(trailing).to_numpy()]
+        for start, end, name in zip(mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy(), mine["range_name"].to_numpy()):
+            at = np.searchsorted(starts, start, side="right") - 1  # the last step that starts before it
+            if at >= 0 and ends[rows[at]] < start < following[at]:
+                ends[rows[at]] = max(ends[rows[at]], end)
+                extended.add(str(name))
+    if not extended:
+        return steps
+    shown = ", ".join(f"`{family_label(name)}`" for name in name_families(sorted(extended)))
+    notes.append(f"the step ranges leave out {shown}, which follows each of them: each step runs on to its end, "
+                 "so that it is measured with its step")
+    return steps.assign(end_ns=ends)
 
 
 def _passes_per_model(ranges: pd.DataFrame, phases: pd.DataFrame) -> int:

@@ -13,7 +13,8 @@ then broadcasts it to the others. With --nvtx-rank0 (under DDP) only rank 0 open
 script that guards its annotations with ``if rank == 0`` does. With --per-epoch K the iterations are
 named by epoch and step instead, ``epoch_<e>/step_<s>`` (K steps an epoch, the step counted from 0
 again in each). --opt-range none leaves the optimizer step in no range (users who annotate only the
-passes), --opt-range joined puts the backward and the optimizer step in one ``bwd+opt`` range.
+passes), --opt-range joined puts the backward and the optimizer step in one ``bwd+opt`` range, and
+--opt-range outside ranges it as ``opt`` after the iteration's range has closed.
 """
 
 import argparse
@@ -43,8 +44,9 @@ def main() -> None:
     p.add_argument("--zero", action="store_true", help="ZeroRedundancyOptimizer over AdamW (with --ddp)")
     p.add_argument("--nvtx-rank0", action="store_true", help="with --nvtx under DDP: ranges on rank 0 only")
     p.add_argument("--per-epoch", type=int, default=0, help="name iterations epoch_<e>/step_<s>, this many steps an epoch")
-    p.add_argument("--opt-range", choices=("opt", "none", "joined"), default="opt",
-                   help="the optimizer step's range: its own, none, or one with the backward (bwd+opt)")
+    p.add_argument("--opt-range", choices=("opt", "none", "joined", "outside"), default="opt",
+                   help="the optimizer step's range: its own, none, one with the backward (bwd+opt), or its own "
+                        "after the iteration's range")
     a = p.parse_args()
 
     rank = 0
@@ -102,10 +104,14 @@ def main() -> None:
                     else:
                         with rng("bwd"):
                             loss.backward()
-            if a.opt_range != "joined":
+            if a.opt_range in ("opt", "none"):
                 with rng("opt") if a.opt_range == "opt" else contextlib.nullcontext():
                     opt.step()
                     opt.zero_grad(set_to_none=True)
+        if a.opt_range == "outside":
+            with rng("opt"):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
     if rank == 0:
