@@ -849,6 +849,20 @@ def test_a_range_that_names_two_phases_is_no_step(tmp_path):
     assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
 
 
+def test_names_in_other_scripts(tmp_path):
+    """Chinese names (``预热 <i>`` warm-up, ``步骤 <i>`` steps holding ``前向传播``, ``损失计算``,
+    ``反向传播``, ``优化器``): before, every one of them normalized to nothing, one family, and an
+    optimizer range was taken for the steps."""
+    script = Script()
+    for i in range(5):
+        script.range(f"预热 {i}" if i < 2 else f"步骤 {i}",
+                     lambda: script.iteration("前向传播", "反向传播", "优化器", loss="损失计算"))
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"步骤 {i}" for i in range(2, 5)]
+    assert labelled.measured_passes == {"forward": 3, "loss": 3, "backward": 3, "optimizer_step": 3}
+    assert labelled.structure.phase_names["backward"] == ["反向传播"]
+
+
 def test_no_nvtx_at_all(tmp_path):
     script = Script()
     for _ in range(4):

@@ -73,13 +73,16 @@ TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
 # A name may say the phase of training it is (``train_forward``); never a bare ``train_step``, a step.
 TRAINING = r"(train(ing)?_)?"
 PHASE_FAMILIES = {
-    "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop)?|model_eval|inference|eval"),
+    # Chinese names too (前向传播, 损失计算, 反向传播, 优化器): many of the course's students write them
+    "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop)?|model_eval|inference|eval"
+                          r"|(前向|正向)(传播|计算|过程)?"),
     "loss": re.compile(rf"{TRAINING}(compute_|computing_|calc_|calculate_|calculating_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
-                       r"|cross_entropy|criterion"),
+                       r"|cross_entropy|criterion|(计算)?损失(计算|函数)?"),
     "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw)(_pass|_step|_prop)?|backprop(agation)?"
-                           r"|(compute_|computing_|calc_)?grad(s|ient|ients)?"),
+                           r"|(compute_|computing_|calc_)?grad(s|ient|ients)?|反向(传播|计算|过程)?"),
     "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optim|opt|optimi[sz]ation)(_step|_update)?|(adam_?w?|sgd|lion|muon)(_step)?)"
-                                 r"|((param(eter)?s?|weights?)_)?update(_step)?|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"),
+                                 r"|((param(eter)?s?|weights?)_)?update(_step)?|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"
+                                 r"|优化(器)?(步骤|更新|步)?|参数更新"),
 }
 # What joins the parts of a name that says two things (``comm + optimizer``, ``sync and step``).
 JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
@@ -89,7 +92,7 @@ AMBIGUOUS_OPTIMIZER = "step"
 CLOSURE_PHASES = ("forward", "loss", "backward")
 # A name that says it is a step (``train_step``, ``iteration_3``, ``batch``).
 STEP_FAMILY = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)(_.*)?")
-WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in|dry_?run|untimed)(_.*)?")
+WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in|dry_?run|untimed)(_.*)?|预热.*")
 # A step's word before the part that says warm-up or measured (``step_warmup``, ``iter_measured``).
 STEP_WORD = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)_")
 # A range around the measured steps: steps outside it are warm-up.

@@ -6,7 +6,7 @@ import functools
 import re
 
 # A trailing index on a name's normal form: ``step_3``, ``iter3``, ``layer_12``.
-INDEXED = re.compile(r"^(?P<stem>.*?[a-z])_?(?P<index>\d+)$")
+INDEXED = re.compile(r"^(?P<stem>.*?[^\W\d_])_?(?P<index>\d+)$")  # a stem ending in a letter of any script
 
 
 # Where a camel-case name starts a word: ``OptimizerStep``, ``trainStep``.
@@ -18,9 +18,10 @@ REMEMBERED_NAMES = 1 << 16
 
 @functools.lru_cache(maxsize=REMEMBERED_NAMES)
 def normal_name(name: str) -> str:
-    """A name in lower case with every run of other characters, and every camel-case word break,
-    as ``_`` (``Step 3`` -> ``step_3``, ``OptimizerStep`` -> ``optimizer_step``)."""
-    return re.sub(r"[^a-z0-9]+", "_", CAMEL_WORD.sub("_", str(name)).lower()).strip("_")
+    """A name in lower case with every run of other characters than letters and digits (of any
+    script: ``前向传播`` stays), and every camel-case word break, as ``_`` (``Step 3`` -> ``step_3``,
+    ``OptimizerStep`` -> ``optimizer_step``)."""
+    return re.sub(r"[\W_]+", "_", CAMEL_WORD.sub("_", str(name)).lower()).strip("_")
 
 
 def role_name(name: str) -> str:
