@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from analysis.load import launches, load_trace, tables
-from analysis.load.launches import LaunchCalls, LaunchJoin
 from analysis.load.export_map import RUNTIME
+from analysis.load.launches import LaunchCalls, LaunchJoin
 from analysis.load.schema import read_ints, read_ints_and_largest, read_schema, stream_columns
 from analysis.load.tables import narrow_ids
 from tests.synthetic import build_export

@@ -399,19 +399,27 @@ def test_ranges_of_one_pass_that_hold_the_optimizer_stay_steps_inside_a_containe
     assert measured_steps(labelled) == [f"iter_{i}" for i in range(1, 4)]
 
 
-def test_attention_parts_by_family(tmp_path):
+def forward_regions(tmp_path, parts: tuple[str, ...], softmax_at: int = 1) -> list[str]:
+    """The attention part of each kernel of the first forward, where each forward holds one range
+    of each of ``parts`` in turn (a softmax kernel in the one at ``softmax_at``, a matmul in the
+    others), in 3 steps with a backward each."""
     script = Script()
 
     def forward():
-        for part, name in (("attention_scores_matmul", KERNELS[0]), ("attention_softmax", KERNELS[1]),
-                           ("attention_value_matmul", KERNELS[0])):
-            script.range(part, lambda name=name: script.kernel(name=name))
+        for i, part in enumerate(parts):
+            script.range(part, lambda name=KERNELS[1 if i == softmax_at else 0]: script.kernel(name=name))
 
     for i in range(3):
         script.range(f"step_{i}", lambda: [script.range("forward", forward), script.range("backward", lambda: script.kernel(tid=AUTOGRAD))])
     labelled = script.labelled(tmp_path)
-    regions = labelled.ops.loc[labelled.ops["phase"] == "forward", "region"].astype(str).tolist()
-    assert regions[:3] == ["computing attention scores", "computing softmax", "final matmul"]
+    return labelled.ops.loc[labelled.ops["phase"] == "forward", "region"].astype(str).tolist()[:len(parts)]
+
+
+PARTS = ["computing attention scores", "computing softmax", "final matmul"]
+
+
+def test_attention_parts_by_family(tmp_path):
+    assert forward_regions(tmp_path, ("attention_scores_matmul", "attention_softmax", "attention_value_matmul")) == PARTS
 
 
 @pytest.mark.parametrize("scores, softmax, final", [
@@ -423,34 +431,14 @@ def test_attention_parts_named_for_the_probabilities_and_numbered_matmuls(tmp_pa
     """The attention probabilities (weights) are the softmax's output, so a range named for them is
     the softmax part; the matmuls beside it may be numbered with no ``_`` (``bmm1``, ``bmm2``), and
     the output computed after it is the final matmul."""
-    script = Script()
-
-    def forward():
-        for part, name in ((scores, KERNELS[0]), (softmax, KERNELS[1]), (final, KERNELS[0])):
-            script.range(part, lambda name=name: script.kernel(name=name))
-
-    for i in range(3):
-        script.range(f"step_{i}", lambda: [script.range("forward", forward), script.range("backward", lambda: script.kernel(tid=AUTOGRAD))])
-    labelled = script.labelled(tmp_path)
-    regions = labelled.ops.loc[labelled.ops["phase"] == "forward", "region"].astype(str).tolist()
-    assert regions[:3] == ["computing attention scores", "computing softmax", "final matmul"]
+    assert forward_regions(tmp_path, (scores, softmax, final)) == PARTS
 
 
 def test_the_q_k_v_projections_are_no_attention_part(tmp_path):
     """``Compute Q, K, V`` (the projections before the attention) names q and k as the scores'
     names do, and v with them: no part; ``attention scores`` after it is the scores."""
-    script = Script()
-
-    def forward():
-        for part, name in (("Compute Q, K, V", KERNELS[0]), ("attention scores", KERNELS[0]), ("softmax", KERNELS[1]),
-                           ("matmul", KERNELS[0])):
-            script.range(part, lambda name=name: script.kernel(name=name))
-
-    for i in range(3):
-        script.range(f"step_{i}", lambda: [script.range("forward", forward), script.range("backward", lambda: script.kernel(tid=AUTOGRAD))])
-    labelled = script.labelled(tmp_path)
-    regions = labelled.ops.loc[labelled.ops["phase"] == "forward", "region"].astype(str).tolist()
-    assert regions[:4] == ["", "computing attention scores", "computing softmax", "final matmul"]
+    regions = forward_regions(tmp_path, ("Compute Q, K, V", "attention scores", "softmax", "matmul"), softmax_at=2)
+    assert regions == ["", *PARTS]
 
 
 @pytest.mark.parametrize("scores, softmax, final, layer_norm", [
@@ -460,17 +448,7 @@ def test_the_q_k_v_projections_are_no_attention_part(tmp_path):
 def test_attention_parts_written_as_products_and_a_final_norm_that_is_none(tmp_path, scores, softmax, final, layer_norm):
     """A name written as a product says its part by the right operand, whatever words come before;
     a name with "final" that names no matmul (the last layer norm) is no part."""
-    script = Script()
-
-    def forward():
-        for part, name in ((scores, KERNELS[0]), (softmax, KERNELS[1]), (final, KERNELS[0]), (layer_norm, KERNELS[1])):
-            script.range(part, lambda name=name: script.kernel(name=name))
-
-    for i in range(3):
-        script.range(f"step_{i}", lambda: [script.range("forward", forward), script.range("backward", lambda: script.kernel(tid=AUTOGRAD))])
-    labelled = script.labelled(tmp_path)
-    regions = labelled.ops.loc[labelled.ops["phase"] == "forward", "region"].astype(str).tolist()
-    assert regions[:4] == ["computing attention scores", "computing softmax", "final matmul", ""]
+    assert forward_regions(tmp_path, (scores, softmax, final, layer_norm)) == [*PARTS, ""]
 
 
 @pytest.mark.parametrize("pattern, shown", [
