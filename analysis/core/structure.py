@@ -691,9 +691,10 @@ def _after_a_ranged_backward(found: pd.DataFrame, every: pd.DataFrame, phases: p
         kernel_starts = np.sort(backwards.loc[backwards["pid"].to_numpy() == pid, "start_ns"].to_numpy())
         before = np.searchsorted(kernel_starts, found["start_ns"].to_numpy()[rows], side="left") - 1
         starts = np.where(before >= 0, kernel_starts[np.maximum(before, 0)], -1)
-        mine = ranged[ranged["pid"].to_numpy() == pid]
-        r_start, r_end = mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy()
-        keep[rows] = (starts >= 0) & ((starts[:, None] >= r_start) & (starts[:, None] <= r_end)).any(axis=1)
+        mine = ranged[ranged["pid"].to_numpy() == pid].sort_values("start_ns", kind="stable")
+        r_start, r_reach = mine["start_ns"].to_numpy(), np.maximum.accumulate(mine["end_ns"].to_numpy())
+        at = np.searchsorted(r_start, starts, side="right") - 1  # the last ranged backward starting no later
+        keep[rows] = (starts >= 0) & (at >= 0) & (starts <= r_reach[np.maximum(at, 0)]) if len(mine) else False
     return found[keep]
 
 
