@@ -379,6 +379,22 @@ def test_steps_named_by_epoch_and_step_are_one_family(tmp_path, name):
     assert labelled.measured_passes == {"forward": 6, "backward": 6, "optimizer_step": 6}
 
 
+@pytest.mark.parametrize("name", ["rank{r}_step_{i}", "[rank {r}] step {i}"])
+def test_steps_named_by_rank_are_one_family_whichever_rank_starts_first(tmp_path, name):
+    """Two ranks, each naming its steps with its rank (``rank1_step_3``), rank 1 starting first:
+    the ranks' families lie in processes of their own, so they are one family, not two runs."""
+    ranks = [Script(PID), Script(PID + 100)]
+    ranks[1].now -= 500
+    for i in range(4):
+        for rank, script in enumerate(ranks):
+            script.range(name.format(r=rank, i=i), script.iteration)
+    path = build_export(tmp_path / "trace.sqlite", kernels=ranks[0].kernels + ranks[1].kernels,
+                        ranges=ranks[0].ranges + ranks[1].ranges, strings=KERNELS)
+    labelled = label_ops(load_trace(path, RangeFilter()))
+    assert len(labelled.structure.steps) == 8 and labelled.structure.steps["measured"].all()
+    assert labelled.measured_passes == {"forward": 8, "backward": 8, "optimizer_step": 8}
+
+
 def test_steps_named_by_their_configuration_stay_runs_apart(tmp_path):
     """Numbers that name configurations (``attn d=16 s=256 iter=<i>``, then ``s=1024``) count no
     loop: ranges of different runs, and the whole capture is analyzed, as before."""

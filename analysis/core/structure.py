@@ -1064,9 +1064,10 @@ NUMBERS = re.compile(r"\d+")
 def _one_family_across_numbers(families: dict[str, np.ndarray], candidates: pd.DataFrame) -> dict[str, np.ndarray]:
     """Step families whose stems differ only in one number that counts up from 0 or 1 in time
     order (``epoch0_step<i>``, ``epoch1_step<i>``; ``Epoch 1 Batch <i>``: an outer loop's index
-    inside the name) as one family, keyed by the first one's stem. Numbers that name
-    configurations (``attn d=16 s=256 iter=<i>``, ``d=64``) count no loop: those families stay
-    apart, runs of different work."""
+    inside the name), or that each lie in processes of their own (``rank0_step<i>``,
+    ``rank1_step<i>``: the rank in the name, whichever starts first), as one family, keyed by the
+    first one's stem. Numbers that name configurations in one process (``attn d=16 s=256
+    iter=<i>``, ``d=64``) count no loop: those families stay apart, runs of different work."""
     groups: dict[str, list[str]] = {}
     for stem in families:
         groups.setdefault(NUMBERS.sub("#", stem), []).append(stem)
@@ -1078,7 +1079,9 @@ def _one_family_across_numbers(families: dict[str, np.ndarray], candidates: pd.D
         numbers = np.array([[int(n) for n in NUMBERS.findall(stem)] for stem in stems])
         differing = np.flatnonzero((numbers != numbers[0]).any(axis=0))
         counted = numbers[:, differing[0]] if len(differing) == 1 else None
-        if counted is None or counted[0] not in (0, 1) or not (np.diff(counted) == 1).all():
+        processes = [set(candidates["pid"].iloc[families[stem]].tolist()) for stem in stems]
+        apart = sum(map(len, processes)) == len(set().union(*processes))  # no process in two of them
+        if counted is None or not apart and (counted[0] not in (0, 1) or not (np.diff(counted) == 1).all()):
             continue
         merged[stems[0]] = np.concatenate([merged.pop(stem) for stem in stems])
     return merged
