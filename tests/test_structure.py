@@ -857,6 +857,37 @@ def test_names_in_other_scripts(tmp_path):
     assert labelled.structure.phase_names["backward"] == ["反向传播"]
 
 
+def _optimizer_in_backward(s):
+    s.range("forward", lambda: s.kernel(count=3))
+    s.range("backward", lambda: [s.kernel(tid=AUTOGRAD, count=4), s.range("optimizer", lambda: s.kernel(name=OPTIMIZER_KERNEL, count=2))])
+
+
+def _backward_in_loss(s):
+    s.range("forward", lambda: s.kernel(count=3))
+    s.range("loss", lambda: [s.kernel(count=1), s.range("backward", lambda: s.kernel(tid=AUTOGRAD, count=4))])
+    s.range("optimizer", lambda: s.kernel(name=OPTIMIZER_KERNEL, count=2))
+
+
+def _backward_in_forward(s):
+    s.range("forward", lambda: [s.kernel(count=3), s.range("backward", lambda: s.kernel(tid=AUTOGRAD, count=4))])
+    s.range("optimizer", lambda: s.kernel(name=OPTIMIZER_KERNEL, count=2))
+
+
+@pytest.mark.parametrize("iteration", [_optimizer_in_backward, _backward_in_loss, _backward_in_forward])
+def test_a_later_phase_inside_an_earlier_ones_range_is_a_pass_of_its_own(tmp_path, iteration):
+    """``optimizer`` inside ``backward``, ``backward`` inside ``loss`` (``loss.backward()`` in the
+    loss's range) or inside ``forward``: the inner range is a pass of its own and the outer one
+    ends where it starts (a loss inside the forward stays the forward's, as before)."""
+    script = Script()
+    for i in range(4):
+        script.range(f"step_{i}", lambda: iteration(script))
+    labelled = script.labelled(tmp_path)
+    kernels = labelled.ops[labelled.ops["measured"]].groupby("phase", observed=True).size().to_dict()
+    assert labelled.measured_passes["backward"] == 4 and kernels["backward"] == 16
+    assert labelled.measured_passes["optimizer_step"] == 4 and kernels["optimizer_step"] == 8
+    assert kernels["forward"] == 12
+
+
 def test_no_nvtx_at_all(tmp_path):
     script = Script()
     for _ in range(4):

@@ -296,6 +296,7 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
         if len(from_kernels):
             source += "+kernels"
             phases = pd.concat([phases, from_kernels], ignore_index=True).sort_values("start_ns", kind="stable")
+    phases = _cut_at_later_phases(phases, kernels_from=first_id)
     return _merge_overlapping(_updates_after_closures(_outside_other_phases(phases), notes), notes), source
 
 
@@ -519,6 +520,39 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
     calls = pd.DataFrame(made, columns=WINDOW_COLUMNS).astype({c: np.int64 for c in ("range_id", "pid", "tid", "start_ns", "end_ns", "parent_id")})
     return pd.concat([windows.drop(windows.index[split]), calls], ignore_index=True).sort_values("start_ns", kind="stable") \
         .reset_index(drop=True)
+
+
+# The phases a window of an earlier phase may hold that are never part of it: a backward inside
+# the loss's or the forward's range, an optimizer step inside the backward's.
+LATER_PHASES = ("backward", "optimizer_step")
+
+
+def _cut_at_later_phases(windows: pd.DataFrame, kernels_from: int) -> pd.DataFrame:
+    """Windows that hold a range of a later phase of :data:`LATER_PHASES` (``loss`` around
+    ``loss.backward()``, ``backward`` around the optimizer step) end just before the first such
+    range they hold, which is a pass of its own; an earlier phase inside a later one (a forward
+    recomputed in the backward) and a later one's closure are left to :func:`_outside_other_phases`
+    and :func:`_updates_after_closures`. Windows made from the kernels (``range_id`` from
+    ``kernels_from`` on) cut nothing: a launch from another thread inside a forward range is the
+    forward's."""
+    if windows.empty or not windows["name"].isin(LATER_PHASES).any():
+        return windows
+    rank = windows["name"].map({phase: i for i, phase in enumerate(PHASES)}).fillna(-1).to_numpy()
+    names = np.where(windows["range_id"].to_numpy() < kernels_from, windows["name"].to_numpy(), "")
+    pids = windows["pid"].to_numpy()
+    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
+    cut = ends.copy()
+    for phase in LATER_PHASES:  # the first window of the phase that starts after each earlier one's start
+        for pid in pd.unique(pids[names == phase]):
+            mine = np.flatnonzero((names == phase) & (pids == pid))
+            mine = mine[np.argsort(starts[mine], kind="stable")]
+            outer = np.flatnonzero((pids == pid) & (rank >= 0) & (rank < PHASES.index(phase)))
+            at = np.searchsorted(starts[mine], starts[outer], side="right")
+            found = at < len(mine)
+            first = mine[np.minimum(at, len(mine) - 1)]
+            held = found & (ends[first] <= ends[outer])  # windows of one phase follow each other
+            cut[outer[held]] = np.minimum(cut[outer[held]], starts[first[held]] - 1)
+    return windows.assign(end_ns=cut)
 
 
 def _outside_other_phases(windows: pd.DataFrame) -> pd.DataFrame:
