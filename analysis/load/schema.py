@@ -7,6 +7,7 @@ import os
 import sqlite3
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -121,9 +122,7 @@ def _read_ints_and_largest(conn: sqlite3.Connection, schema: dict, table: str, c
                            largest: str | None, where: str, chunk_rows: int, workers: int | None,
                            narrow: tuple[str, ...]) -> tuple[dict[str, np.ndarray], object]:
     reader = _ChunkReader(schema[table], table, columns, where, chunk_rows, largest, narrow)
-    # Two subqueries: SQLite finds a lone min(rowid) or max(rowid) at one end of the table, but
-    # scans every row for the pair in one SELECT.
-    first, last = conn.execute(f"SELECT (SELECT min(rowid) FROM {table}), (SELECT max(rowid) FROM {table})").fetchone()
+    first, last = _rowid_span(conn, table)
     if first is None:
         return {c: np.zeros(0, dtype=np.int64) for c in columns}, None
     slices = _rowid_slices(first, last, chunk_rows, _read_workers(workers))
@@ -157,6 +156,13 @@ def _rowid_slices(first: int, last: int, chunk_rows: int, workers: int) -> list[
     return [(low, high - 1) for low, high in zip(bounds, bounds[1:])]
 
 
+def _rowid_span(conn: sqlite3.Connection, table: str) -> tuple[int | None, int | None]:
+    """The table's least and greatest rowid (None, None without rows). Two subqueries: SQLite
+    finds a lone min(rowid) or max(rowid) at one end of the table, but scans every row for the
+    pair in one SELECT."""
+    return conn.execute(f"SELECT (SELECT min(rowid) FROM {table}), (SELECT max(rowid) FROM {table})").fetchone()
+
+
 def _database_file(conn: sqlite3.Connection) -> Path | None:
     """The file of ``conn``'s main database; None for an in-memory or temporary one."""
     name = next((file for _, schema_name, file in conn.execute("PRAGMA database_list") if schema_name == "main"), "")
@@ -168,25 +174,31 @@ def _read_slices(reader: _ChunkReader, database: Path, text_factory, slices: lis
     """Each rowid slice on a thread and connection of its own: first every slice's row count
     (those the ``where`` condition keeps, which places the slices in the columns), then the
     slices' rows. The columns are the size of the rows read, not of the table's rows."""
-    with ThreadPoolExecutor(len(slices)) as pool:
-        conns = list(pool.map(lambda _: _connect(database, text_factory), slices))
-        try:
-            rows = list(pool.map(lambda c, s: c.execute(
-                f"SELECT count(*) {reader.in_chunk}", s).fetchone()[0], conns, slices))
-            offsets = np.concatenate([[0], np.cumsum(rows)]).tolist()
-            out = [np.empty(offsets[-1], dtype=dtype) for dtype in reader.dtypes]
-            filled = list(pool.map(lambda c, s, at: reader.fill(c, s[0], s[1], out, at), conns, slices, offsets))
-        finally:
-            for conn in conns:
-                conn.close()
+    with _slice_threads(database, text_factory, len(slices)) as (pool, conns):
+        rows = list(pool.map(lambda c, s: c.execute(
+            f"SELECT count(*) {reader.in_chunk}", s).fetchone()[0], conns, slices))
+        offsets = np.concatenate([[0], np.cumsum(rows)]).tolist()
+        out = [np.empty(offsets[-1], dtype=dtype) for dtype in reader.dtypes]
+        filled = list(pool.map(lambda c, s, at: reader.fill(c, s[0], s[1], out, at), conns, slices, offsets))
     return dict(zip(reader.columns, out)), _largest(top for _, top in filled)
 
 
-def _connect(database: Path, text_factory) -> sqlite3.Connection:
-    """A read-only connection of its own to ``database``, for one thread's slice of a table."""
-    conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-    conn.text_factory = text_factory
-    return conn
+@contextmanager
+def _slice_threads(database: Path, text_factory, count: int):
+    """``count`` threads and a read-only connection of its own to ``database`` for each (a rowid
+    slice of a table each), closed on the way out."""
+    def connect(_) -> sqlite3.Connection:
+        conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        conn.text_factory = text_factory
+        return conn
+
+    with ThreadPoolExecutor(count) as pool:
+        conns = list(pool.map(connect, range(count)))
+        try:
+            yield pool, conns
+        finally:
+            for conn in conns:
+                conn.close()
 
 
 def _trimmed(column: np.ndarray, rows: int) -> np.ndarray:
@@ -342,7 +354,7 @@ def stream_columns(conn: sqlite3.Connection, schema: dict, table: ExportTable, t
     name = table.in_export(schema)
     reader = _ChunkReader(schema[name], name, table.nsys_names(schema, tidies), where, chunk_rows,
                           None if largest is None else table.column(schema, largest))
-    first, last = conn.execute(f"SELECT (SELECT min(rowid) FROM {name}), (SELECT max(rowid) FROM {name})").fetchone()
+    first, last = _rowid_span(conn, name)
     if first is None:
         return None
     slices = _rowid_slices(first, last, chunk_rows, _read_workers(workers))
@@ -353,10 +365,5 @@ def stream_columns(conn: sqlite3.Connection, schema: dict, table: ExportTable, t
 
     if len(slices) == 1 or database is None:
         return _largest(read_part(part, conn) for part in range(len(slices)))
-    with ThreadPoolExecutor(len(slices)) as pool:
-        conns = list(pool.map(lambda _: _connect(database, conn.text_factory), slices))
-        try:
-            return _largest(pool.map(read_part, range(len(slices)), conns))
-        finally:
-            for part_conn in conns:
-                part_conn.close()
+    with _slice_threads(database, conn.text_factory, len(slices)) as (pool, conns):
+        return _largest(pool.map(read_part, range(len(slices)), conns))

@@ -254,10 +254,13 @@ def _where_launched(holders: np.ndarray, durations: np.ndarray, step_ranges: boo
     holder, share = by_holder.index[0], float(by_holder.iloc[0] / by_holder.sum())
     if holder:
         return f"{share:.1%} of that time launched inside `{holder}`"
-    after = "" if step_ranges else " (after the optimizer step that ends each step made from the phases)" if optimizer \
-        else (" (after each step's backward, where an optimizer that no range names and no fused kernel marks, "
-              "a loop over the parameters, would run)")
-    return f"{share:.1%} of that time launched outside any range (ranges around whole steps aside){after}"
+    where = f"{share:.1%} of that time launched outside any range (ranges around whole steps aside)"
+    if step_ranges:
+        return where
+    if optimizer:
+        return f"{where} (after the optimizer step that ends each step made from the phases)"
+    return (f"{where} (after each step's backward, where an optimizer that no range names and no fused kernel "
+            "marks, a loop over the parameters, would run)")
 
 
 def device_summaries(inputs: NsysInputs) -> list[dict]:
