@@ -483,6 +483,35 @@ def test_phase_names_tagged_with_the_runs_settings_name_their_phases(tmp_path, p
     assert any(note.startswith(f"phase ranges named {shown}") for note in labelled.notes)
 
 
+@pytest.mark.parametrize("pattern, shown", [("step_{i}_{phase}", "step_<i>_forward"), ("[iter {i}] {phase}", "[iter <i>] forward"),
+                                            ("Step {i}: {phase}", "Step <i>: forward"), ("epoch0_it{i}/{phase}", "epoch<i>_it<i>/forward")])
+@pytest.mark.parametrize("step_ranges", [True, False])
+def test_phase_names_that_start_with_their_iterations_number_are_one_phase(tmp_path, pattern, shown, step_ranges):
+    """``step_3_forward``, ``step_3_backward``, ``step_3_optimizer``: each iteration's number in its
+    phases' names. Every iteration's ranges are the same phases, not ranges that first appear in
+    the last one (which made every earlier iteration warm-up), and the first, slower step alone
+    is warm-up."""
+    script = Script()
+    for i in range(6):
+        names = [pattern.format(i=i, phase=phase) for phase in ("forward", "backward", "optimizer")]
+        step = lambda names=names, i=i: script.iteration(*names, extra_kernels=30 if i == 0 else 0)  # noqa: E731
+        script.range(f"step_{i}", step) if step_ranges else step()
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 5, "backward": 5, "optimizer_step": 5}
+    assert labelled.structure.phase_names["forward"] == [shown]
+    assert labelled.structure.source == "ranges"
+
+
+@pytest.mark.parametrize("joined", ["forward+loss", "Forward & Loss", "fwd, loss", "forward_and_loss", "fwd_loss", "Forward/Loss"])
+def test_a_range_around_the_forward_and_the_loss_is_the_forward(tmp_path, joined):
+    script = Script()
+    for i in range(4):
+        script.range(f"step_{i}", lambda: script.iteration(joined, "backward", "optimizer"))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    assert labelled.structure.phase_names["forward"] == [joined]
+
+
 @pytest.mark.parametrize("inner_steps", [True, False])
 def test_a_step_that_trains_two_models_holds_a_pass_of_each(tmp_path, inner_steps):
     """A GAN's ``iteration_<i>`` holds ``D_step`` (``D_forward``, ``D_backward``, ``D_optimizer``)

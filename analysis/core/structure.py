@@ -74,7 +74,7 @@ TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
 TRAINING = r"(train(ing)?_)?"
 PHASE_FAMILIES = {
     # Chinese names too (前向传播, 损失计算, 反向传播, 优化器): many of the course's students write them
-    "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop)?|model_eval|inference|eval"
+    "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop|(_and)?_loss)?|model_eval|inference|eval"
                           r"|(前向|正向)(传播|计算|过程)?"),
     "loss": re.compile(rf"{TRAINING}(compute_|computing_|calc_|calculate_|calculating_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
                        r"|cross_entropy|criterion|(计算)?损失(计算|函数)?"),
@@ -88,6 +88,10 @@ PHASE_FAMILIES = {
 JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
 # ``step`` names the optimizer only inside a training step, after its backward.
 AMBIGUOUS_OPTIMIZER = "step"
+# The iteration's number a name starts with, before what the range is (``step_3_forward``,
+# ``[iter 3] backward``, ``epoch0_step5_optimizer``, as normal names).
+ITERATION_NUMBER = re.compile(r"\d+(?=\D*[^\W\d_])")  # a number with a letter after it
+ITERATION_TAG = re.compile(r"^(?:(?:train(?:ing)?_)?(?:step|iter(?:ation)?|it|batch|epoch|ep|micro_?batch|mb)_?\d+_)+(?=[^\W\d_])")
 # The phases an optimizer step's closure runs inside it (``optimizer.step(closure)``).
 CLOSURE_PHASES = ("forward", "loss", "backward")
 # A name that says it is a step (``train_step``, ``iteration_3``, ``batch``).
@@ -266,7 +270,7 @@ def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                                            lambda n: TORCH_LABEL.search(n) is not None, dtype=bool)
     op_level = op_level_name | _per_name(ranges["domain"].astype(str), lambda d: d.lower() in LIBRARY_DOMAINS, dtype=bool)
     own = ranges[~op_level & ~torch_label]
-    normal, family = _per_name(own["name"], role_name, lambda name: name_stem(normal_name(name)))
+    normal, family = _per_name(own["name"], role_name, _phase_family)
     return own.assign(normal=normal, stem=_per_name(normal, name_stem), family=family), ranges[torch_label & ~op_level]
 
 
@@ -325,33 +329,51 @@ def _named(family: re.Pattern, names) -> np.ndarray:
 
 
 def _phase_of(normal: str) -> str | None:
-    """The phase a name's family says, if any; an indexed ``step_3`` or ``update_3`` is a step,
-    never the optimizer."""
+    """The phase a name's family says, if any, also after the iteration's number it starts with
+    (``step_3_forward``, ``epoch0_it5_backward``); an indexed ``step_3`` or ``update_3`` is a
+    step, never the optimizer."""
     stem = name_stem(normal)
     if stem != normal and stem in (AMBIGUOUS_OPTIMIZER, "update"):
         return None
     for phase, family in PHASE_FAMILIES.items():
         if family.fullmatch(stem) or family.fullmatch(normal):
             return phase
-    return None
+    tag = ITERATION_TAG.match(normal)
+    return _phase_of(normal[tag.end():]) if tag else None
+
+
+def _phase_family(name: str) -> str:
+    """A range's family: its normal name's stem (:func:`name_stem`), or, for a phase's name that
+    starts with its iteration's number (``step_3_forward``: one range a step), the stem of the rest,
+    so the passes of every iteration are one family."""
+    normal = normal_name(name)
+    tag = ITERATION_TAG.match(normal)
+    if tag and _phase_of(normal) is not None:
+        return name_stem(normal[tag.end():])
+    return name_stem(normal)
 
 
 def _phase_of_name(name: str) -> str | None:
     """The phase a range's name says: its role's family (:func:`_phase_of`), else, for a name of
     parts joined by ``+``, ``&``, ``,`` or ``and`` (``comm + optimizer``), the one phase its parts
-    name when exactly one does (a bare ``step`` part names none: it may be anything). What comes
+    name when exactly one does, or the forward where they name it and the loss (``forward+loss``);
+    a bare ``step`` part names none: it may be anything. What comes
     before a ``/`` is a namespace (``train/forward``) unless it names a phase itself: then the
-    ``/`` joins parts too (``Calculate Loss/Sync`` is the loss, ``Forward/Backward Pass`` names
-    two phases, so none)."""
+    ``/`` joins parts too (``Calculate Loss/Sync`` is the loss, ``Forward/Loss`` the forward,
+    ``Forward/Backward Pass`` names two phases, so none)."""
     before, _, role = str(name).rpartition("/")
     phase = _phase_of(normal_name(role))
     parts = [normal_name(part) for part in JOINED_PARTS.split(role)]
     if phase is None and len(parts) > 1:
         named = {_phase_of(part) for part in parts if part != AMBIGUOUS_OPTIMIZER} - {None}
+        if named == {"forward", "loss"}:  # a loss computed with the forward is the forward's, as one inside its range
+            named = {"forward"}
         phase = named.pop() if len(named) == 1 else None
     named_before = _phase_of_name(before) if before else None
     if named_before is None:
         return phase
+    if {named_before, phase} == {"forward", "loss"}:  # ``Forward/Loss``
+        return "forward"
     return named_before if phase in (None, named_before) else None
 
 
@@ -672,8 +694,16 @@ def _any_overlap(windows: pd.DataFrame) -> bool:
 
 
 def _names_by_phase(windows: pd.DataFrame) -> dict[str, list[str]]:
-    return {phase: name_families(sorted(pd.unique(windows.loc[windows["name"] == phase, "range_name"])))
-            for phase in PHASES if (windows["name"] == phase).any()}
+    """Each phase's range names, one per family (:func:`name_families`); names that start with
+    their iteration's number shown once, that number as ``<i>`` (``step_<i>_forward``)."""
+    shown = {}
+    for phase in PHASES:
+        names = name_families(sorted(pd.unique(windows.loc[windows["name"] == phase, "range_name"])))
+        if names:
+            tagged = [name for name in names if ITERATION_TAG.match(normal_name(name))]
+            by_family = {_phase_family(name): ITERATION_NUMBER.sub("<i>", name) for name in tagged}
+            shown[phase] = [name for name in names if name not in tagged] + sorted(set(by_family.values()))
+    return shown
 
 
 def _pytorch_phases(labels: pd.DataFrame) -> pd.DataFrame:

@@ -14,7 +14,10 @@ script that guards its annotations with ``if rank == 0`` does. With --per-epoch 
 named by epoch and step instead, ``epoch_<e>/step_<s>`` (K steps an epoch, the step counted from 0
 again in each). --opt-range none leaves the optimizer step in no range (users who annotate only the
 passes), --opt-range joined puts the backward and the optimizer step in one ``bwd+opt`` range, and
---opt-range outside ranges it as ``opt`` after the iteration's range has closed.
+--opt-range outside ranges it as ``opt`` after the iteration's range has closed. --phase-format
+names the phase ranges (``step_{i}_{phase}``: each iteration's number in its phases' names),
+--forward-name the forward's alone (``forward+loss``), and --no-iter-range leaves out the
+iteration's range.
 """
 
 import argparse
@@ -24,6 +27,8 @@ import time
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
+
+PHASE_WORDS = {"fwd": "forward", "bwd": "backward", "opt": "optimizer"}
 
 
 def main() -> None:
@@ -47,6 +52,11 @@ def main() -> None:
     p.add_argument("--opt-range", choices=("opt", "none", "joined", "outside"), default="opt",
                    help="the optimizer step's range: its own, none, one with the backward (bwd+opt), or its own "
                         "after the iteration's range")
+    p.add_argument("--phase-format", default="{short}",
+                   help="the phase ranges' names: {short} (fwd, bwd, opt), {phase} (forward, backward, optimizer), "
+                        "{i} the iteration (step_{i}_{phase})")
+    p.add_argument("--forward-name", default=None, help="the forward's range name instead (forward+loss)")
+    p.add_argument("--no-iter-range", action="store_true", help="no range around each iteration")
     a = p.parse_args()
 
     rank = 0
@@ -85,16 +95,21 @@ def main() -> None:
         ranged = a.nvtx and (rank == 0 or not a.nvtx_rank0)
         return torch.cuda.nvtx.range(name) if ranged else contextlib.nullcontext()
 
+    def phase(short, i):
+        name = a.phase_format.format(short=short, phase=PHASE_WORDS[short], i=i)
+        return rng(a.forward_name if short == "fwd" and a.forward_name else name)
+
     times = []
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         if a.compile_mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()
-        with rng(f"epoch_{i // a.per_epoch}/step_{i % a.per_epoch}" if a.per_epoch else f"train_iter_{i}"):
+        iteration = f"epoch_{i // a.per_epoch}/step_{i % a.per_epoch}" if a.per_epoch else f"train_iter_{i}"
+        with rng(iteration) if not a.no_iter_range else contextlib.nullcontext():
             for k in range(a.accum):
                 sync = contextlib.nullcontext() if not a.ddp or k == a.accum - 1 else model.no_sync()
                 with sync:
-                    with rng("fwd"):
+                    with phase("fwd", i):
                         loss = model(input_ids=x, labels=x).loss
                     if a.opt_range == "joined":
                         with rng("bwd+opt"):
@@ -102,14 +117,14 @@ def main() -> None:
                             opt.step()
                             opt.zero_grad(set_to_none=True)
                     else:
-                        with rng("bwd"):
+                        with phase("bwd", i):
                             loss.backward()
             if a.opt_range in ("opt", "none"):
-                with rng("opt") if a.opt_range == "opt" else contextlib.nullcontext():
+                with phase("opt", i) if a.opt_range == "opt" else contextlib.nullcontext():
                     opt.step()
                     opt.zero_grad(set_to_none=True)
         if a.opt_range == "outside":
-            with rng("opt"):
+            with phase("opt", i):
                 opt.step()
                 opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()

@@ -204,6 +204,9 @@ gpt2_epochs) prof gpt2_epochs_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_t
 gpt2_optnone) prof gpt2_opt_unranged_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range none ;;
 gpt2_optjoined) prof gpt2_bwd_opt_joined_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range joined ;;
 gpt2_optout) prof gpt2_opt_outside_step_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range outside ;;
+gpt2_tagged) prof gpt2_tagged_phases_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --no-iter-range --phase-format "step_{i}_{phase}" ;;
+gpt2_tagged_steps) prof gpt2_tagged_in_steps_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --phase-format "[iter {i}] {short}" ;;
+gpt2_fwdloss) prof gpt2_forward_loss_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --phase-format "{phase}" --forward-name "forward+loss" ;;
 two_procs) prof two_procs_nvtx 150 --trace=cuda,nvtx -- bash -c "python3 $F/hf/cnn_train.py --steps 6 & python3 $F/hf/lstm_stream_train.py --nvtx; wait" ;;
 lstm_nvtx) prof lstm_stream_nvtx 120 --trace=cuda,nvtx -- python3 $F/hf/lstm_stream_train.py --nvtx ;;
 lstm26) prof lstm_stream_flags2026 150 $G26B -- python3 $F/hf/lstm_stream_train.py ;;
