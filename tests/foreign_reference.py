@@ -58,6 +58,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   before the next one starts are that step's, which runs on to the end of the last of them.
   ``warmup_inside`` (any kind but ``ranges``): the steps that start inside a range of this name
   are warm-up (a script that wraps its warm-up iterations in one ``warmup`` range).
+  ``measured_inside`` (any kind but ``ranges``): the steps that start inside a range of this name
+  are measured, the others warm-up (a script that wraps its measured iterations in one range).
   ``warmup_rule: profiler_window`` (any kind but ``ranges``): the steps that start inside the
   process's window from its first ``cudaProfilerStart`` runtime call to the next
   ``cudaProfilerStop`` (none: to the end) are measured, the others warm-up.
@@ -757,6 +759,10 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
             regions = proc.named(spec["warmup_inside"])
             warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps) if _inside_any(r.start, regions)]
             measured = [r for r in steps if not _inside_any(r.start, regions)]
+        elif spec.get("measured_inside"):
+            regions = proc.named(spec["measured_inside"])
+            warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps) if not _inside_any(r.start, regions)]
+            measured = [r for r in steps if _inside_any(r.start, regions)]
         elif spec.get("warmup_named"):
             named = re.compile(spec["warmup_named"])
             warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps) if named.search(r.name)]
