@@ -502,6 +502,27 @@ def test_phase_names_that_start_with_their_iterations_number_are_one_phase(tmp_p
     assert labelled.structure.source == "ranges"
 
 
+@pytest.mark.parametrize("forward, backward, shown", [("micro_{k}_forward", "micro_{k}_backward", ["micro_<i>_forward"]),
+                                                     ("accum_{k}/fwd", "accum_{k}/bwd", ["accum_<i>/fwd"]),
+                                                     ("part_{k}_a", "part_{k}_b", ["(forward, from kernels)"])])
+def test_micro_batches_in_ranges_named_by_their_number(tmp_path, forward, backward, shown):
+    """Two micro-batches a step, each pass in a range named with the micro-batch's number: a
+    phase's name after it (``micro_0_forward``) or none known (``part_0_a``, whose families are
+    both micro-batches and parts of the steps: the analysis stopped with a KeyError)."""
+    script = Script()
+    for i in range(5):
+        def step():
+            for k in range(2):
+                script.range(forward.format(k=k), lambda: script.kernel(count=3 + (30 if i == 0 else 0)))
+                script.range(backward.format(k=k), lambda: script.kernel(tid=AUTOGRAD, count=4))
+            script.range("optimizer", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2))
+        script.range(f"step_{i}", step)
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"step_{i}" for i in range(1, 5)]
+    assert labelled.measured_passes == {"forward": 8, "backward": 8, "optimizer_step": 4}
+    assert labelled.structure.phase_names["forward"] == shown
+
+
 @pytest.mark.parametrize("joined", ["forward+loss", "Forward & Loss", "fwd, loss", "forward_and_loss", "fwd_loss", "Forward/Loss"])
 def test_a_range_around_the_forward_and_the_loss_is_the_forward(tmp_path, joined):
     script = Script()

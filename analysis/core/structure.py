@@ -91,7 +91,7 @@ AMBIGUOUS_OPTIMIZER = "step"
 # The iteration's number a name starts with, before what the range is (``step_3_forward``,
 # ``[iter 3] backward``, ``epoch0_step5_optimizer``, as normal names).
 ITERATION_NUMBER = re.compile(r"\d+(?=\D*[^\W\d_])")  # a number with a letter after it
-ITERATION_TAG = re.compile(r"^(?:(?:train(?:ing)?_)?(?:step|iter(?:ation)?|it|batch|epoch|ep|micro_?batch|mb)_?\d+_)+(?=[^\W\d_])")
+ITERATION_TAG = re.compile(r"^(?:(?:train(?:ing)?_)?(?:step|iter(?:ation)?|it|batch|epoch|ep|micro(?:_?(?:batch|step))?|mb|accum(?:ulation)?(?:_?step)?)_?\d+_)+(?=[^\W\d_])")
 # The phases an optimizer step's closure runs inside it (``optimizer.step(closure)``).
 CLOSURE_PHASES = ("forward", "loss", "backward")
 # A name that says it is a step (``train_step``, ``iteration_3``, ``batch``).
@@ -972,7 +972,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
             families[stem] = rows
             several_models[stem] = models
     micro_batches = _micro_batches(candidates, families, accumulating, optimizers)
-    for stem in [*micro_batches, *_part_families(candidates, families)]:
+    for stem in {*micro_batches, *_part_families(candidates, families)}:  # a family may be both
         families.pop(stem)
     if not families:
         return None, "no range holds one pass of the phases", _containers(candidates, held), False
