@@ -523,6 +523,23 @@ def test_micro_batches_in_ranges_named_by_their_number(tmp_path, forward, backwa
     assert labelled.structure.phase_names["forward"] == shown
 
 
+@pytest.mark.parametrize("warmup, count, shown", [("warmup_{i}", 2, "warmup_<i>"), ("warmup_{i}", 1, "warmup_<i>"),
+                                                   ("warmup", 1, "warmup")])
+def test_ranges_around_the_warmup_iterations_alone_are_no_steps(tmp_path, warmup, count, shown):
+    """A range per warm-up iteration (``warmup_<i>``), or one ``warmup`` around a single one, and
+    the measured iterations in no range: those ranges were taken for the steps, so the warm-up was
+    measured and the measured iterations left out. They mark the warm-up; the steps come from the
+    phases."""
+    script = Script()
+    for i in range(count):
+        script.range(warmup.format(i=i), lambda: script.iteration(extra_kernels=10))
+    for _ in range(4):
+        script.iteration()
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+    assert labelled.structure.warmup_rule == f"inside `{shown}`"
+
+
 @pytest.mark.parametrize("joined", ["forward+loss", "Forward & Loss", "fwd, loss", "forward_and_loss", "fwd_loss", "Forward/Loss"])
 def test_a_range_around_the_forward_and_the_loss_is_the_forward(tmp_path, joined):
     script = Script()

@@ -995,6 +995,8 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     families = _one_family_across_numbers(families, candidates)
     warmup = {stem for stem, rows in families.items() if _named(WARMUP_FAMILY, candidates["name"].iloc[rows[:1]])[0]}
     plain = [stem for stem in families if stem not in warmup]
+    if not plain:  # ranges around the warm-up iterations alone (`warmup_<i>`, or one `warmup` around one)
+        return None, "only warm-up iterations are in ranges of their own", _containers(candidates, held), False
     if len(plain) > 1:
         shown = ", ".join(f"`{family_label(candidates['name'].iat[families[s][0]])}`" for s in plain[:4])
         runs = candidates.iloc[np.concatenate([families[s] for s in plain])]
@@ -1674,7 +1676,8 @@ def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.nda
         inside = _inside_any(steps, named)
         if inside.any() and not inside.all():
             where = "inside" if warm_inside else "outside"
-            return (~inside if warm_inside else inside), f"{where} " + ", ".join(f"`{c}`" for c in sorted(set(named["name"])))
+            shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(named["name"]))))
+            return (~inside if warm_inside else inside), f"{where} {shown}"
     return np.ones(len(steps), dtype=bool), None
 
 

@@ -205,6 +205,13 @@ a7654) prof s2026_a7654 200 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/a7654
 luoluo) prof s2026_luoluo 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/luoluo/cs336-basics:$SITE python3 $F/luoluo/cs336_systems/benchmark/benchmark_script.py --model_name small --mode full_train --warmup_steps 2 --test_steps 3 --context_length 256 ;;
 chenalex) prof s2025_chenalex 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/chenalex/cs336-basics:$SITE python3 $F/chenalex/cs336_systems/benchmark_script.py --d_model 768 --n_layers 12 --n_heads 12 --d_ff 3072 --vocab_size 10000 --context_length 128 --batch_size 4 --warmup_steps 3 --n_steps 5 --with_optimizer --use_nvtx --use_mixed_precision ;;
 students11) for j in a7654 luoluo chenalex; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+# students12 runs the twelfth batch's one-GPU jobs; ball_ddp needs 2 GPUs (mp.spawn, nccl) and runs on its own via students12ddp.
+krish) prof s2025_krish 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/krish/cs336-basics:$SITE python3 $F/krish/cs336_systems/benchmarking_script.py --model_size small --context_length 256 --warmup_steps 5 --num_steps 10 --mode full_step --mixed_precision ;;
+charlie) prof s2025_charlie 240 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/charlie/data && cd /tmp/fw/charlie && exec env TORCH_DISABLE_ADDR2LINE=1 PYTHONPATH=$F/charlie/cs336-basics:$SITE python3 $F/charlie/cs336_systems/benchmark.py --models small --context_lengths 128 256 --benchmark_steps 5" ;;
+bupt) prof s2025_bupt 150 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/bupt && cd /tmp/fw/bupt && exec env TORCH_DISABLE_ADDR2LINE=1 PYTHONPATH=$F/bupt/cs336-basics:$SITE python3 $F/bupt/cs336_systems/benchmark.py --optimizer_step" ;;
+ball_ddp) prof s2025_ball_ddp2 300 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/ball_ddp && cd /tmp/fw/ball_ddp && exec python3 $F/ball/cs336_systems/ddp_overlap_individual_parameters_benchmarking.py" ;;
+students12) for j in krish charlie bupt; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+students12ddp) for j in ball_ddp; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 gpt2_epochs) prof gpt2_epochs_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --per-epoch 3 --steps 7 ;;
 gpt2_optnone) prof gpt2_opt_unranged_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range none ;;
 gpt2_optjoined) prof gpt2_bwd_opt_joined_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range joined ;;
