@@ -424,3 +424,31 @@ def test_processes_of_different_work_are_noted_and_a_jobs_ranks_are_not():
     assert not [n for n in rank_notes(replicas, 2, "ranks in the trace") if "different work" in n]
     idle = [_rank(1, 0, 1116), _rank(2, 0, 0, passes=0)]
     assert not [n for n in rank_notes(idle, 2, "ranks in the trace") if "different work" in n]
+
+
+def _shifted(process: tuple, by_ns: int) -> tuple:
+    """A :func:`rank_process`'s ranges, marks and kernels ``by_ns`` later."""
+    ranges, marks, kernels = process
+    return ([(r[0], r[1] + by_ns, r[2] + by_ns, *r[3:]) for r in ranges],
+            [(m[0], m[1] + by_ns, *m[2:]) for m in marks],
+            [(k[0] + by_ns, k[1] + by_ns, k[2] + by_ns, *k[3:]) for k in kernels])
+
+
+def _jobs_notes(path, processes: list[tuple]) -> list[str]:
+    path = build_export(path, ranges=[r for p in processes for r in p[0]], kernels=[k for p in processes for k in p[2]],
+                        strings=(GEMM, ALL_REDUCE))
+    trace = load_trace(path)
+    communication_summary(trace, label_ops(trace))
+    return [note for note in trace.notes if "groups one after another" in note]
+
+
+def test_jobs_one_after_another_in_one_capture_are_noted_and_one_jobs_ranks_are_not(tmp_path):
+    """A script that runs one two-rank job after another under one nsys (DDP variants): the note
+    names the groups of processes that run at once; the ranks of one job get none."""
+    first = [rank_process(100, 0, 0, 0, []), rank_process(200, 1, 1, 0, [])]
+    later = [_shifted(rank_process(300, 0, 0, 0, []), 100_000 * US), _shifted(rank_process(400, 1, 1, 0, []), 100_000 * US)]
+    assert _jobs_notes(tmp_path / "jobs.sqlite", first + later) == [
+        "the processes run in 2 groups one after another, each group's at once (processes 100, 200; then 300, 400): "
+        "separate jobs of one capture; the phases' per-pass figures pool every job's passes and the ranks are "
+        "numbered across the jobs, so read each process's own figures (per rank)"]
+    assert _jobs_notes(tmp_path / "one_job.sqlite", first) == []

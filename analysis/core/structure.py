@@ -473,7 +473,8 @@ def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
     tags = [tag] + [other for other, found in tagged.items()
                     if other != tag and other.startswith("<phase>") == side and set(found.values()) == phases
                     and not set(found) & set(tagged[tag])]
-    shown = " and ".join(f"`{t if len(t) <= TAG_SHOWN else t[:TAG_SHOWN - 1] + '…'}`" for t in tags)
+    patterns = dict.fromkeys(re.sub(r"_\d+$", "_<i>", t) for t in tags)  # numbered tags once (`<phase>_small_128_<i>`)
+    shown = " and ".join(f"`{t if len(t) <= TAG_SHOWN else t[:TAG_SHOWN - 1] + '…'}`" for t in patterns)
     which = "the tag beside each phase's name is left out" if len(tags) == 1 else \
         f"{len(tags)} tags name the same phases, and each of their ranges is a pass"
     notes.append(f"phase ranges named {shown}: {which}")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import re
 
-# A trailing index on a name's normal form: ``step_3``, ``iter3``, ``layer_12``.
-INDEXED = re.compile(r"^(?P<stem>.*?[^\W\d_])_?(?P<index>\d+)$")  # a stem ending in a letter of any script
+# A trailing index on a name's normal form: ``step_3``, ``iter3``, ``layer_12``, ``fwd_small_128_3``
+# (a stem that ends in a letter of any script, or in a number with ``_`` before the index).
+INDEXED = re.compile(r"^(?P<stem>.*?(?:[^\W\d_]|\d(?=_)))_?(?P<index>\d+)$")
 
 
 # Where a camel-case name starts a word: ``OptimizerStep``, ``trainStep``.

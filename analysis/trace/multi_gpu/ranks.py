@@ -146,6 +146,31 @@ def _unlike_processes(records: list[dict]) -> list[str]:
             "per-pass figures pool every process's passes, so read each process's own figures (per rank)"]
 
 
+def jobs_in_turn(labelled: LabelledOps) -> list[str]:
+    """A note where the processes' measured steps fall in two or more windows of time that do not
+    overlap, each window's processes running at once (a script that starts one job after another,
+    each with processes of its own, under one nsys: DDP variants, one pair of ranks each): the
+    phases' per-pass figures pool every job's passes, and the ranks are numbered across the jobs."""
+    steps = labelled.structure.steps
+    if not labelled.has_steps or steps is None:
+        return []
+    measured = steps[steps["measured"].to_numpy(dtype=bool)]
+    spans = measured.groupby("pid").agg(start=("start_ns", "min"), end=("end_ns", "max")).sort_values("start")
+    jobs: list[list[int]] = []
+    latest_end = np.iinfo(np.int64).min
+    for pid, start, end in spans.itertuples():
+        if start >= latest_end:
+            jobs.append([])
+        jobs[-1].append(int(pid))
+        latest_end = max(latest_end, int(end))
+    if len(jobs) < 2:
+        return []
+    listed = "; then ".join(", ".join(map(str, sorted(job))) for job in jobs)
+    return [f"the processes run in {len(jobs)} groups one after another, each group's at once (processes {listed}): "
+            "separate jobs of one capture; the phases' per-pass figures pool every job's passes and the ranks are "
+            "numbered across the jobs, so read each process's own figures (per rank)"]
+
+
 def step_passes(labelled: LabelledOps, ranges: pd.DataFrame) -> dict[int, int]:
     """Process id -> number of measured steps (every process: 1 without steps)."""
     pids = pd.unique(np.concatenate([distinct(labelled.ops["pid"].to_numpy()), distinct(ranges["pid"].to_numpy())]))

@@ -15,6 +15,7 @@ from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
 from analysis.trace.multi_gpu.rank_timeline import rank_timeline
 from analysis.trace.multi_gpu.ranks import (
     config_values,
+    jobs_in_turn,
     kernel_runs,
     launcher_source,
     rank_figures,
@@ -80,6 +81,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     steps = step_passes(labelled, trace.ranges)
     records = rank_figures(runs, ranks, labelled, steps)
     trace.notes.extend(rank_notes(records, world_size, world_size_source, trace.launcher_rank, labelled.split_models))
+    trace.notes.extend(jobs_in_turn(labelled))
     return {
         "world_size": world_size,
         "world_size_source": world_size_source,
