@@ -64,6 +64,15 @@ def test_nsys_a_sets_the_traced_forward_against_the_unprofiled_benchmark_and_the
     assert "It exceeds that spread most: xl ctx256 forward fp32 145.00 against 125.00 ms unprofiled (1.16×)" in text
 
 
+@pytest.mark.parametrize("untimed, said", [(1, "1 trace carries no Python timings"), (2, "2 traces carry no Python timings")])
+def test_nsys_a_says_how_many_traces_lack_python_timings(untimed, said):
+    timed = [summary("xl", 256, questions=record_a(145.0, 144.9))]
+    missing = [summary("small", 128 * (i + 1), questions={"a": {"nsys_forward_ms": 20.0, "nsys_forward_gpu_ms": 19.9,
+                                                                  "python_forward_ms": None, "nsys_to_python_ratio": None,
+                                                                  "answer": "one trace"}}) for i in range(untimed)]
+    assert said in nsys_a.QUESTION.answer(Evidence(timed + missing, ResultsSet())).full_answer
+
+
 def test_nsys_e_compares_softmax_with_gemms_per_dtype_and_pairs_a_compiled_trace():
     def record_e(softmax_ms, gemm_ms, range_ms, kernels=60.0, source="ranges"):
         return {"e": {"softmax_ms_per_pass": softmax_ms, "matmul_gemm_ms_per_pass": gemm_ms,

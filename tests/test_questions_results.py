@@ -90,7 +90,7 @@ def test_bench_c_puts_the_first_step_on_the_first_configuration_of_the_process(r
     assert answer.numbers["later_between_runs_ratio"] == pytest.approx(1.3)
     assert not answer.numbers["later_falls_with_warmup"]
     assert "small (the first configuration of its process) takes 300 ms, 3.0× its later steps" in answer.answer
-    assert "run after it in the same process pay 1.0× on their first step" in answer.answer
+    assert "The configuration run after it in the same process pays 1.0× on its first step" in answer.answer
     assert "average 100.0, 100.0, 130.0 ms per step (1.30× apart)" in answer.answer
     assert "cannot rank one warm-up count against another" in answer.answer
     assert answer.inputs == ("bench_steps.json", "bench_warmup0.json", "bench_warmup1.json", "bench_warmup2.json")

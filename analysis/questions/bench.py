@@ -302,8 +302,10 @@ def _bench_c_text(table: pd.DataFrame, tables: dict[str, pd.DataFrame], numbers:
         numbers.update(others_first_over_later_min=low, others_first_over_later_max=high)
         after = bool((others["config_index"] > opener["config_index"]).all())
         span = f"{low:.1f}×" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}–{high:.1f}×"
-        text += (f" The {plural(len(others), 'configuration')} run {'after it in the same process' if after else 'beside it'}"
-                 f" pay {span} on their first step"
+        one = len(others) == 1
+        text += (f" The {'configuration' if one else plural(len(others), 'configuration')} run "
+                 f"{'after it in the same process' if after else 'beside it'} {'pays' if one else 'pay'} {span} on "
+                 f"{'its' if one else 'their'} first step"
                  + (": the process is already warm, so the one-off cost lands on whichever configuration runs first."
                     if after else "."))
     later = tables.get(LATER_STEPS_TITLE)

@@ -298,8 +298,8 @@ def _group_text(group: str, rows: pd.DataFrame) -> str:
     if len(ratio):
         worst = rows.loc[(rows["nsys_to_python_ratio"] - 1).abs().idxmax()]
         sentence += (f", nsys/Python {grid.span(ratio, '{:.3f}')} (farthest from 1 for {worst['trace']})")
-    if len(ratio) < len(rows):
-        sentence += f"; {plural(len(rows) - len(ratio), 'trace')} carry no Python timings"
+    if (untimed := len(rows) - len(ratio)) > 0:
+        sentence += f"; {plural(untimed, 'trace')} {'carries' if untimed == 1 else 'carry'} no Python timings"
     return sentence + "."
 
 
