@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.app.analyze import analyze_trace
 from analysis.core.attribution import ops_in_windows
 from analysis.core.phases import label_ops
 from analysis.core.range_names import RangeNames
@@ -1377,3 +1378,27 @@ def test_measured_steps_of_widely_different_kernel_time_are_noted(tmp_path, fact
     assert labelled.structure.steps["measured"].all()
     noted = [n for n in labelled.notes if n.startswith("the measured steps of process 100 differ widely")]
     assert bool(noted) == (factor >= 10)
+
+
+def test_steps_none_of_which_is_measured_leave_the_whole_capture_analyzed(tmp_path):
+    """Three processes whose last step the capture's end cut off and whose others are warm-up
+    (``warmup_0``, ``warmup_1``, ``iter 2``, each pass in ranges of unknown names): no step is
+    measured. The summary stopped with a ZeroDivisionError (kernels per measured step); the whole
+    capture is analyzed instead, and the rule says why."""
+    nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    kernels, ranges = [], []
+    for rank, offset in enumerate((0, 300, 600)):
+        script = Script(pid=PID + 10 * rank)
+        script.now += offset
+        for i, name in enumerate(("warmup_0", "warmup_1", "iter 2")):
+            def iteration(extra=10 if i == 0 else 0):
+                script.range("mystery_a", lambda: script.kernel(count=3 + extra))
+                script.range("mystery_b", lambda: (script.kernel(tid=AUTOGRAD, count=4),
+                                                   script.kernel(tid=AUTOGRAD, name=nccl, duration=50)))
+                script.range("optimizer", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2))
+            script.range(name, iteration)
+        kernels += [kernel + (rank, 7) for kernel in script.kernels]
+        ranges += script.ranges
+    summary = analyze_trace(build_export(tmp_path / "trace.sqlite", kernels=kernels, ranges=ranges, strings=KERNELS + (nccl,)))
+    assert not summary["has_steps"] and summary["overall"]["scope"] == "whole capture"
+    assert "but none of the 9 is measured" in summary["structure"]["step_rule"]
