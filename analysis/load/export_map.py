@@ -121,6 +121,8 @@ GPU_METRICS = ExportTable(("GPU_METRICS",), _columns(
     ("metric_id", "metricId", "INTEGER NOT NULL"), ("value", "value")))
 GPU_METRIC_NAMES = ExportTable(("TARGET_INFO_GPU_METRICS",), _columns(
     ("gpu", "typeId"), ("metric_id", "metricId"), ("metric", "metricName", "TEXT")))
+# Which of nsys's GPUs (a GPU metrics sample's) each process's CUDA device is.
+CUDA_DEVICES = ExportTable(("TARGET_INFO_CUDA_DEVICE",), _columns(("gpu", "gpuId"), ("device_id", "cudaId"), ("pid", "pid")))
 PAYLOAD_SCHEMAS = ExportTable(("NVTX_PAYLOAD_SCHEMA_ENTRIES",), _columns(
     ("schema_id", "schemaId"), ("name", "name", "TEXT"), ("offset", "offset")))
 
@@ -130,7 +132,7 @@ SYSTEM_ENVIRONMENT = ExportTable(("TARGET_INFO_SYSTEM_ENV",), _columns(("name", 
 # nsys's own messages about the capture, read only to say why an export holds no kernels.
 DIAGNOSTICS = ExportTable(("DIAGNOSTIC_EVENT",), _columns(("severity", "severity"), ("text", "text", "TEXT")))
 TABLES = (STRINGS, METADATA, KERNELS, RUNTIME, MEMCPY, MEMSET, NVTX, GRAPHS, CUDA_GPUS, OLD_GPUS,
-          MEMORY_EVENTS, GPU_METRICS, GPU_METRIC_NAMES, PAYLOAD_SCHEMAS, SYSTEM_ENVIRONMENT, DIAGNOSTICS)
+          MEMORY_EVENTS, GPU_METRICS, GPU_METRIC_NAMES, CUDA_DEVICES, PAYLOAD_SCHEMAS, SYSTEM_ENVIRONMENT, DIAGNOSTICS)
 # Tables the analyzer never reads that this project's tools (nsys_runs) edit or drop: the GPU
 # synchronizations that nsys_runs.scale_trace repeats, the capture window it extends, and what
 # nsys_runs.slim drops or scrubs.

@@ -1,13 +1,14 @@
 """Nsight's GPU metrics samples (``GPU_METRICS``, recorded with ``--gpu-metrics-devices``), named
 through ``TARGET_INFO_GPU_METRICS``. An optional table: :func:`read_gpu_metrics` returns None
-when the export lacks it."""
+when the export lacks it. :func:`read_cuda_devices` says which GPU each process's CUDA device is."""
 from __future__ import annotations
 
 import sqlite3
 
+import numpy as np
 import pandas as pd
 
-from analysis.load.export_map import GPU_METRIC_NAMES, GPU_METRICS
+from analysis.load.export_map import CUDA_DEVICES, GPU_METRIC_NAMES, GPU_METRICS
 from analysis.load.schema import read_columns
 from analysis.load.tables import MAX_TIME_NS, drop_repeats, keep_rows
 
@@ -21,10 +22,27 @@ METRICS = {
 }
 
 
+# The GPU a sample is of: the low byte of nsys's typeId, nsys's own id of the GPU (TARGET_INFO_CUDA_DEVICE's gpuId).
+GPU_ID_MASK = 0xFF
+
+
+def read_cuda_devices(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
+    """``pid``, ``device_id`` (the CUDA device as the process numbers it, a kernel's) and ``gpu``
+    (nsys's id of that GPU, a GPU metrics sample's); empty when the export does not say (then
+    the two are taken to be alike)."""
+    columns = ["pid", "device_id", "gpu"]
+    table = CUDA_DEVICES.in_export(schema)
+    if table is None or any(CUDA_DEVICES.column(schema, column) is None for column in columns):
+        return pd.DataFrame({column: pd.Series(dtype=np.int64) for column in columns})
+    rows = conn.execute(f"SELECT DISTINCT {', '.join(CUDA_DEVICES.nsys_names(schema, tuple(columns)))} FROM {table}").fetchall()
+    found = pd.DataFrame(rows, columns=columns).apply(pd.to_numeric, errors="coerce").dropna()
+    return found.astype(np.int64).reset_index(drop=True)
+
+
 def read_gpu_metrics(conn: sqlite3.Connection, schema: dict, notes: list[str]) -> pd.DataFrame | None:
     """Samples of :data:`METRICS` in an open export (``schema``: :func:`analysis.load.schema.read_schema`):
-    ``time_ns``, ``gpu`` (nsys's typeId), ``metric`` (our key), ``value``; None when the export has
-    no GPU metrics tables.
+    ``time_ns``, ``gpu`` (nsys's id of the GPU: the low byte of its typeId), ``metric`` (our key),
+    ``value``; None when the export has no GPU metrics tables.
 
     Samples no GPU reports are left out, with a note in ``notes`` counting them: a value that is
     missing, not an integer or outside 0–100 %, a time past 2^53 ns; so are later
@@ -50,5 +68,5 @@ def read_gpu_metrics(conn: sqlite3.Connection, schema: dict, notes: list[str]) -
                         "integer or a percentage outside 0–100, or whose time is past 2^53 ns")
     keys = {name: key for key, name in METRICS.items()}
     samples = samples.merge(names.astype({"gpu": "int64", "metric_id": "int64"}), on=["gpu", "metric_id"])
-    return pd.DataFrame({"time_ns": samples["time_ns"].astype("int64"), "gpu": samples["gpu"].astype("int64"),
+    return pd.DataFrame({"time_ns": samples["time_ns"].astype("int64"), "gpu": samples["gpu"].astype("int64") & GPU_ID_MASK,
                          "metric": samples["metric"].map(keys), "value": samples["value"].astype(float)})

@@ -20,7 +20,7 @@ import pandas as pd
 
 from analysis.load.errors import NoKernels, NoLaunchCalls, NotNsysExport, TruncatedTrace
 from analysis.load.export_map import DIAGNOSTICS, GRAPHS, KERNELS, MARKERS, MEMORY_EVENTS, table_names
-from analysis.load.gpu_metrics import read_gpu_metrics
+from analysis.load.gpu_metrics import read_cuda_devices, read_gpu_metrics
 from analysis.load.input_cache import InputCache
 from analysis.load.inputs import connect_readonly, opened_input
 from analysis.load.launcher import read_launcher_rank
@@ -175,7 +175,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         capture_end_ns=end_ns, cuda_graph_launches=graph_launches, notes=notes, shared_pids=shared,
         gemm_ops=gemm_ops,
         memory_events=read_memory_events(conn, schema, table_notes["memory_events"], shared),
-        gpu_metrics=read_gpu_metrics(conn, schema, table_notes["gpu_metrics"]),
+        gpu_metrics=read_gpu_metrics(conn, schema, table_notes["gpu_metrics"]), cuda_devices=read_cuda_devices(conn, schema),
         nccl_calls=read_message_sizes(conn, schema, strings, shared), launcher_rank=read_launcher_rank(conn, schema),
         profiler_calls=profiler_calls, table_notes=table_notes)
 

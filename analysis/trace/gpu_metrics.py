@@ -1,30 +1,63 @@
 """GPU metrics per phase: the mean of each metric's samples inside the windows of the measured
-phase ranges (samples are evenly spaced, so this is a time average)."""
+phase ranges that ran on the sampled GPU (samples are evenly spaced, so this is a time average)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
 from analysis.load.gpu_metrics import METRICS
+from analysis.trace.multi_gpu.ranks import device_pairs
 
 
-def metrics_per_phase(samples: pd.DataFrame | None, phase_ranges: pd.DataFrame) -> dict:
+def metrics_per_phase(samples: pd.DataFrame | None, phase_ranges: pd.DataFrame, ops: pd.DataFrame,
+                      cuda_devices: pd.DataFrame) -> dict:
     """The summary's ``gpu_metrics``: ``available``, ``samples_per_s`` and ``phases`` (phase ->
-    {metric key: mean %}) over the measured phase ranges."""
+    {metric key: mean %}) over the measured phase ranges, each GPU's samples inside the windows of
+    the ranges that ran on it. A range runs on its own ``device_id`` (a replica's pass), else on
+    every GPU its process launched on (``ops``: the labelled ops' ``pid`` and ``device_id``);
+    ``cuda_devices`` (:attr:`analysis.load.Trace.cuda_devices`) says which sampled GPU a process's
+    device is. Without it a device is the GPU of its number, but where one GPU is sampled and the
+    kernels ran on one, those are the same (a job given one GPU of several)."""
     if samples is None or samples.empty:
         return {"available": False, "samples_per_s": None, "phases": {}}
-    measured = phase_ranges[phase_ranges["measured"]]
+    windows = _gpu_windows(phase_ranges[phase_ranges["measured"].to_numpy(dtype=bool)], ops, cuda_devices,
+                           np.unique(samples["gpu"].to_numpy()))
+    times, gpus = samples["time_ns"].to_numpy(), samples["gpu"].to_numpy()
     phases = {}
-    for phase, windows in measured.groupby("phase", sort=False):
-        windows = windows.sort_values("start_ns")
-        starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
-        at = np.searchsorted(starts, samples["time_ns"].to_numpy(), side="right") - 1
-        inside = (at >= 0) & (samples["time_ns"].to_numpy() <= ends[np.maximum(at, 0)])
-        means = samples[inside].groupby("metric")["value"].mean()
-        if means.empty:
-            continue
-        phases[str(phase)] = {key: float(means[key]) for key in METRICS if key in means}
+    for phase, mine in windows.groupby("phase", sort=False):
+        rows = np.concatenate([found[_inside_windows(times[found], on["start_ns"].to_numpy(), on["end_ns"].to_numpy())]
+                               for gpu, on in mine.groupby("gpu") for found in [np.flatnonzero(gpus == gpu)]])
+        means = samples.iloc[np.sort(rows)].groupby("metric")["value"].mean()
+        if not means.empty:
+            phases[str(phase)] = {key: float(means[key]) for key in METRICS if key in means}
     one = samples[samples["metric"] == samples["metric"].iloc[0]]
     span_s = (one["time_ns"].max() - one["time_ns"].min()) / 1e9
     rate = float((len(one) - 1) / span_s / max(one["gpu"].nunique(), 1)) if span_s > 0 else None
     return {"available": True, "samples_per_s": rate, "phases": phases}
+
+
+def _gpu_windows(ranges: pd.DataFrame, ops: pd.DataFrame, cuda_devices: pd.DataFrame, sampled: np.ndarray) -> pd.DataFrame:
+    """``phase``, ``gpu``, ``start_ns``, ``end_ns`` of each range on each sampled GPU it ran on."""
+    own = ranges["device_id"].to_numpy() >= 0
+    pairs = pd.DataFrame(device_pairs(ops["pid"].to_numpy(), ops["device_id"].to_numpy()) or None,
+                         columns=["pid", "device_id"], dtype=np.int64)
+    spread = ranges[~own].drop(columns="device_id").merge(pairs, on="pid")
+    windows = pd.concat([ranges[own], spread], ignore_index=True)[["pid", "device_id", "phase", "start_ns", "end_ns"]]
+    known = cuda_devices.astype(np.int64).drop_duplicates(["pid", "device_id"])
+    windows = windows.merge(known, on=["pid", "device_id"], how="left")
+    unmapped = windows["gpu"].isna().to_numpy()
+    if len(sampled) == 1 and windows["device_id"].nunique() == 1:
+        gpu = np.full(len(windows), sampled[0])
+    else:
+        gpu = windows["device_id"].to_numpy()
+    windows["gpu"] = np.where(unmapped, gpu, windows["gpu"].fillna(-1).to_numpy()).astype(np.int64)
+    return windows[["phase", "gpu", "start_ns", "end_ns"]]
+
+
+def _inside_windows(times: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Whether each time lies in one of the windows ``[start, end]`` (which may overlap: the ranges
+    of two processes on one GPU)."""
+    order = np.argsort(starts, kind="stable")
+    starts, reach = starts[order], np.maximum.accumulate(ends[order])  # the latest end of the windows started so far
+    at = np.searchsorted(starts, times, side="right") - 1
+    return (at >= 0) & (times <= reach[np.maximum(at, 0)])

@@ -123,7 +123,8 @@ def sections(questions: Sequence[PerTraceQuestion]) -> tuple[Section, ...]:
         Section("timeline", lambda s: step_timeline(s.inputs)),
         # The optional tables' readers note the rows they leave out in the trace's notes: before ``notes``.
         Section("memory_ledger", lambda s: ledger_record(s.trace, s.run.config, s.labelled.structure)),
-        Section("gpu_metrics", lambda s: metrics_per_phase(s.trace.optional_table("gpu_metrics"), s.labelled.phase_ranges)),
+        Section("gpu_metrics", lambda s: metrics_per_phase(s.trace.optional_table("gpu_metrics"), s.labelled.phase_ranges,
+                                                           s.labelled.ops, s.trace.cuda_devices)),
         Section("notes", lambda s: [*s.trace.notes, *s.labelled.notes, *s.run.notes, *unphased_notes(s.inputs),
                                     *between_steps_notes(s.inputs)]),
         Section("schema_version", lambda s: SCHEMA_VERSION),

@@ -147,15 +147,17 @@ def _unlike_processes(records: list[dict]) -> list[str]:
 
 
 def jobs_in_turn(labelled: LabelledOps) -> list[str]:
-    """A note where the processes' measured steps fall in two or more windows of time that do not
-    overlap, each window's processes running at once (a script that starts one job after another,
-    each with processes of its own, under one nsys: DDP variants, one pair of ranks each): the
-    phases' per-pass figures pool every job's passes, and the ranks are numbered across the jobs."""
-    steps = labelled.structure.steps
-    if not labelled.has_steps or steps is None:
+    """A note where the processes' GPU work (first to last operation) falls in two or more windows
+    of time that do not overlap, each window's processes running at once (a script that starts one
+    job after another, each with processes of its own, under one nsys: DDP variants, a pair of ranks
+    each): the phases' per-pass figures pool every job's passes, and the ranks are numbered across
+    the jobs. Processes that run side by side (the ranks of one job, two programs at once) are one."""
+    ops = labelled.ops
+    pids = ops["pid"].to_numpy()
+    if not len(pids) or pids.min() == pids.max():
         return []
-    measured = steps[steps["measured"].to_numpy(dtype=bool)]
-    spans = measured.groupby("pid").agg(start=("start_ns", "min"), end=("end_ns", "max")).sort_values("start")
+    spans = pd.DataFrame({"pid": pids, "start": ops["start_ns"].to_numpy(), "end": ops["end_ns"].to_numpy()}, copy=False) \
+        .groupby("pid").agg(start=("start", "min"), end=("end", "max")).sort_values("start")
     jobs: list[list[int]] = []
     latest_end = np.iinfo(np.int64).min
     for pid, start, end in spans.itertuples():
