@@ -1402,3 +1402,24 @@ def test_steps_none_of_which_is_measured_leave_the_whole_capture_analyzed(tmp_pa
     summary = analyze_trace(build_export(tmp_path / "trace.sqlite", kernels=kernels, ranges=ranges, strings=KERNELS + (nccl,)))
     assert not summary["has_steps"] and summary["overall"]["scope"] == "whole capture"
     assert "but none of the 9 is measured" in summary["structure"]["step_rule"]
+
+
+@pytest.mark.parametrize("warmup_range", [True, False])
+def test_a_warmup_range_before_the_steps_that_holds_none_makes_every_step_measured(tmp_path, warmup_range):
+    """A `warm-up` range around iterations that open no phase range, then the measured ones with
+    their phases, the first of which departs (its optimizer's first step makes its state): the
+    script said where its warm-up ends, so all 4 are measured. Without that range, the departing
+    rule leaves the first out."""
+    script = Script()
+    def unranged_iterations():
+        for _ in range(2):
+            script.kernel(count=3)
+            script.kernel(tid=AUTOGRAD, count=4)
+    script.range("warm-up" if warmup_range else None, unranged_iterations)
+    for i in range(4):
+        script.iteration(extra_kernels=10 if i == 0 else 0)
+    labelled = script.labelled(tmp_path)
+    measured = 4 if warmup_range else 3
+    assert labelled.measured_passes == {"forward": measured, "backward": measured, "optimizer_step": measured}
+    assert (labelled.structure.warmup_rule == "the steps after `warm-up`, which holds none of them: every step is measured") \
+        == warmup_range

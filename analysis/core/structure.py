@@ -1541,6 +1541,8 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
             if rule is None:
                 measured, rule = _profiled_window(steps, profiler_calls, runs.last)
             if rule is None:
+                measured, rule = _warmup_range_before(steps, own)
+            if rule is None:
                 measured, rule, marking = _late_range_warmup(steps, own)
             if rule is None:
                 measured, rule = _tail_range_warmup(steps, containers)
@@ -1737,6 +1739,22 @@ def _profiled_windows(ops: pd.DataFrame, calls: pd.DataFrame | None) -> pd.DataF
             return None
         rows.append((-1, "", "", int(pid), -1, window[0], window[1] - 1, -1))  # a window holds its end: stop before the call
     return _made_windows(rows, WINDOW_COLUMNS)
+
+
+def _warmup_range_before(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarray, str | None]:
+    """Every step measured where, in every process with steps, a range named warm-up that holds
+    none of them and lies in none ends before its first step (a ``warm-up`` range around iterations
+    that open no phase range, then the measured ones, as in ``benchmark``): the script marked where
+    its warm-up ends, and the steps after it are the ones it measures. None where a process has no
+    such range."""
+    warm = own[_named(WARMUP_FAMILY, own["name"])]
+    warm = warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)]
+    first_step = steps.groupby("pid")["start_ns"].min()
+    before = warm[warm["end_ns"].to_numpy() <= warm["pid"].map(first_step).to_numpy(dtype=float)]
+    if before.empty or set(first_step.index) - set(before["pid"]):
+        return np.ones(len(steps), dtype=bool), None
+    shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(before["name"]))))
+    return np.ones(len(steps), dtype=bool), f"the steps after {shown}, which holds none of them: every step is measured"
 
 
 def _late_range_warmup(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarray, str | None, list[str]]:

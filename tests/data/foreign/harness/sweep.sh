@@ -212,6 +212,11 @@ bupt) prof s2025_bupt 150 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/bupt &&
 ball_ddp) prof s2025_ball_ddp2 300 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/ball_ddp && cd /tmp/fw/ball_ddp && exec python3 $F/ball/cs336_systems/ddp_overlap_individual_parameters_benchmarking.py" ;;
 students12) for j in krish charlie bupt; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 students12ddp) for j in ball_ddp; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+# students13 runs the thirteenth batch's one-GPU jobs; kiri and ball import pandas (kiri also tabulate), shipped as wheels in $F/whl.
+kiri) prof s2025_kiri 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/kiri/cs336-basics:$SITE python3 $F/kiri/cs336_systems/benchmarking_script.py --model_size small --seq_len 128 --mode train ;;
+ball) prof s2025_ball 150 --trace=cuda,nvtx -- env PYTHONPATH=$SITE python3 $F/ball/cs336_systems/benchmark.py --model_size small --context_length 256 ;;
+varno) prof s2025_varno 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/varno/cs336-basics:$SITE python3 $F/varno/cs336_systems/demo_and_benchmark/demo_1.14_nsys_profile.py ;;
+students13) for j in kiri ball varno; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 gpt2_epochs) prof gpt2_epochs_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --per-epoch 3 --steps 7 ;;
 gpt2_optnone) prof gpt2_opt_unranged_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range none ;;
 gpt2_optjoined) prof gpt2_bwd_opt_joined_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range joined ;;
@@ -219,6 +224,7 @@ gpt2_optout) prof gpt2_opt_outside_step_nvtx 150 --trace=cuda,nvtx -- python3 $F
 gpt2_tagged) prof gpt2_tagged_phases_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --no-iter-range --phase-format "step_{i}_{phase}" ;;
 gpt2_tagged_steps) prof gpt2_tagged_in_steps_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --phase-format "[iter {i}] {short}" ;;
 gpt2_fwdloss) prof gpt2_forward_loss_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --phase-format "{phase}" --forward-name "forward+loss" ;;
+gpt2_ddp26_metrics) prof gpt2_ddp2_metrics_flags2026 300 $G26B --gpu-metrics-devices=all --gpu-metrics-frequency=200 --cuda-memory-usage=true -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --ddp --nvtx --steps 3 ;;
 two_procs) prof two_procs_nvtx 150 --trace=cuda,nvtx -- bash -c "python3 $F/hf/cnn_train.py --steps 6 & python3 $F/hf/lstm_stream_train.py --nvtx; wait" ;;
 lstm_nvtx) prof lstm_stream_nvtx 120 --trace=cuda,nvtx -- python3 $F/hf/lstm_stream_train.py --nvtx ;;
 lstm26) prof lstm_stream_flags2026 150 $G26B -- python3 $F/hf/lstm_stream_train.py ;;
