@@ -1423,3 +1423,15 @@ def test_a_warmup_range_before_the_steps_that_holds_none_makes_every_step_measur
     assert labelled.measured_passes == {"forward": measured, "backward": measured, "optimizer_step": measured}
     assert (labelled.structure.warmup_rule == "the steps after `warm-up`, which holds none of them: every step is measured") \
         == warmup_range
+
+
+def test_the_timeline_shows_the_first_measured_step_that_launched_anything(tmp_path):
+    """The first measured step's ranges launched no kernel (a skipped batch): the summary stopped
+    with a ValueError (the minimum of no ops' starts); the timeline shows the next step."""
+    script = Script()
+    script.range("warmup_0", lambda: script.iteration(extra_kernels=10))
+    script.range("step_1", lambda: [script.range(name) for name in ("forward", "backward", "optimizer_step")])
+    for i in (2, 3, 4):
+        script.range(f"step_{i}", script.iteration)
+    path = build_export(tmp_path / "trace.sqlite", kernels=script.kernels, ranges=script.ranges, strings=KERNELS)
+    assert analyze_trace(path)["timeline"]["title"] == "step_2"

@@ -23,11 +23,15 @@ MS_DIGITS = 6  # ns precision
 
 
 def step_window(inputs: NsysInputs) -> tuple[str, int, int]:
-    """(title, start_ns, end_ns) of the first measured step: from its first phase range start (or
-    first op start) to its last op end; the whole run when there are no steps."""
+    """(title, start_ns, end_ns) of the first measured step that holds operations: from its first
+    phase range start (or first op start) to its last op end; the whole run when there are no steps."""
     measured = inputs.ops["measured"].to_numpy()  # masks, not copies: the ops may be millions of rows
     steps = inputs.structure.steps
-    steps = steps[steps["measured"].to_numpy(dtype=bool)] if inputs.has_steps else steps.iloc[:0]
+    if inputs.has_steps:  # a step range may hold ranges but launch nothing
+        holding = set(inputs.ops["step"].array[measured].unique())
+        steps = steps[steps["measured"].to_numpy(dtype=bool) & steps["name"].isin(holding).to_numpy()]
+    else:
+        steps = steps.iloc[:0]
     step = str(steps.sort_values("start_ns", kind="stable")["name"].iat[0]) if len(steps) else ""
     in_step = measured & (inputs.ops["step"] == step).to_numpy() if step else measured
     op_start, op_end = inputs.ops["start_ns"].to_numpy()[in_step].min(), inputs.ops["end_ns"].to_numpy()[in_step].max()
