@@ -242,6 +242,8 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
                                                       notes, profiler_calls)
     if has_steps and not steps["measured"].to_numpy(dtype=bool).any():  # every step warm-up or cut off: none to average
         step_rule, has_steps = f"{step_rule}, but none of the {len(steps)} is measured ({warmup_rule})", False
+    elif has_steps and not any(row["measured"] and row["kernels"] for row in step_table):
+        step_rule, has_steps = f"{step_rule}, but no measured step launched a kernel", False
     profiled = None if has_steps else _profiled_windows(ops, profiler_calls)
     regions, fused = _regions(own, labels, phases, names, notes)
     name_of = pd.concat([own["name"], labels["name"]]).set_axis(pd.concat([own["range_id"], labels["range_id"]]))
@@ -983,13 +985,13 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     nested = _contains(candidates.iloc[step_rows], candidates.iloc[step_rows]) > 1
     outer_stems = {stems[r] for r, is_outer in zip(step_rows, nested) if is_outer}
     parts = {stem: _parts_of_steps(candidates, families, stem, optimizers) for stem in outer_stems}
-    for stem in outer_stems:  # a family holding steps of another family is a container, but where
+    for stem in sorted(outer_stems):  # a family holding steps of another family is a container, but where
         # its ranges hold one of theirs each and the optimizer steps they lack, those are its parts
         if parts[stem]:
             for part in parts[stem]:
                 families.pop(part, None)
         elif all(nested[np.flatnonzero(stems[step_rows] == stem)]):
-            families.pop(stem)
+            families.pop(stem, None)  # already gone where it is a part of another's
         elif stem in families:  # only some of its ranges hold another family's (`measured_step` around
             # `training` or `inference`): the same steps, marked by kind; the outer family holds them all
             for inner in [other for other in families if other != stem and other not in outer_stems]:
