@@ -1435,3 +1435,16 @@ def test_the_timeline_shows_the_first_measured_step_that_launched_anything(tmp_p
         script.range(f"step_{i}", script.iteration)
     path = build_export(tmp_path / "trace.sqlite", kernels=script.kernels, ranges=script.ranges, strings=KERNELS)
     assert analyze_trace(path)["timeline"]["title"] == "step_2"
+
+
+@pytest.mark.parametrize("backward", ["Backward (with async all-reduce)", "backward [fp32]"])
+def test_a_bracketed_qualifier_after_a_phases_name_says_no_phase(tmp_path, backward):
+    """``Forward``, ``Backward (with async all-reduce)``, ``Optimizer Step`` (a student's DDP): the
+    qualified backward was no phase (its kernels came from the autograd thread's launches, and the
+    range was listed unused); it is the backward."""
+    script = Script()
+    for i in range(4):
+        script.range(f"Training Step {i}", lambda: script.iteration("Forward", backward, "Optimizer Step"))
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert labelled.structure.phase_names["backward"] == [backward]
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}

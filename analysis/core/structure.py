@@ -84,6 +84,8 @@ PHASE_FAMILIES = {
                                  r"|((param(eter)?s?|weights?)_)?update(_step)?|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"
                                  r"|优化(器)?(步骤|更新|步)?|参数更新"),
 }
+# A bracketed qualifier of a name: ``Backward (with async all-reduce)``, ``forward [bf16]`` (not ``step (3)``).
+QUALIFIER = re.compile(r"\([^()]*[^\W\d_][^()]*\)|\[[^\[\]]*[^\W\d_][^\[\]]*\]")  # with a letter in it
 # What joins the parts of a name that says two things (``comm + optimizer``, ``sync and step``).
 JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
 # ``step`` names the optimizer only inside a training step, after its backward.
@@ -364,7 +366,8 @@ def _phase_of_name(name: str) -> str | None:
     a bare ``step`` part names none: it may be anything. What comes
     before a ``/`` is a namespace (``train/forward``) unless it names a phase itself: then the
     ``/`` joins parts too (``Calculate Loss/Sync`` is the loss, ``Forward/Loss`` the forward,
-    ``Forward/Backward Pass`` names two phases, so none)."""
+    ``Forward/Backward Pass`` names two phases, so none). A bracketed qualifier says no phase
+    (``Backward (with async all-reduce)`` is the backward)."""
     before, _, role = str(name).rpartition("/")
     phase = _phase_of(normal_name(role))
     parts = [normal_name(part) for part in JOINED_PARTS.split(role)]
@@ -373,6 +376,9 @@ def _phase_of_name(name: str) -> str | None:
         if named == {"forward", "loss"}:  # a loss computed with the forward is the forward's, as one inside its range
             named = {"forward"}
         phase = named.pop() if len(named) == 1 else None
+    plain = QUALIFIER.sub(" ", role).strip()
+    if phase is None and plain != role.strip() and normal_name(plain) not in ("", AMBIGUOUS_OPTIMIZER):
+        phase = _phase_of_name(plain)  # ``Backward (with async all-reduce)``, ``Forward [bf16]``
     named_before = _phase_of_name(before) if before else None
     if named_before is None:
         return phase

@@ -217,6 +217,13 @@ kiri) prof s2025_kiri 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/kiri/cs336-basi
 ball) prof s2025_ball 150 --trace=cuda,nvtx -- env PYTHONPATH=$SITE python3 $F/ball/cs336_systems/benchmark.py --model_size small --context_length 256 ;;
 varno) prof s2025_varno 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/varno/cs336-basics:$SITE python3 $F/varno/cs336_systems/demo_and_benchmark/demo_1.14_nsys_profile.py ;;
 students13) for j in kiri ball varno; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+# students14 runs the fourteenth batch's one-GPU jobs; tianqguo_ddp needs 2 GPUs (spawned processes, nccl) and runs on its own via students14ddp.
+radi) prof s2025_radi 150 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/radi && cd /tmp/fw/radi && exec env TORCH_DISABLE_ADDR2LINE=1 PYTHONPATH=$F/radi/cs336-basics:$SITE python3 $F/radi/cs336_systems/benchmarking_model.py --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --warmup_steps 5 --timing_steps 10 --context_length 128 --backward --adam_step" ;;
+staticp) prof s2025_staticp 150 --trace=cuda,nvtx -- bash -c "cd $F/staticp/cs336_systems && exec env PYTHONPATH=$F/staticp/cs336-basics:$SITE python3 $F/staticp/cs336_systems/nsys_profile.py --config small --num-steps 20 --num-warmups 10 --batch-size 1 --sequence-length 128 --annotate_attention --mode train" ;;
+tianqguo) prof s2025_tianqguo 150 --trace=cuda,nvtx --python-backtrace=cuda -- env PYTHONPATH=$F/tianqguo_meta:$F/tianqguo/stanford-cs336/assignment1-basics:$F/tianqguo/stanford-cs336/assignment2-systems:$SITE python3 -m cs336_systems.nsight_systems_profiler.profile_model --model-size small --context-length 128 --batch-size 4 --warmup-steps 5 --measure-steps 10 --profile-type training --use-annotated-attention ;;
+tianqguo_ddp) prof s2025_tianqguo_ddp2 300 --trace=cuda,nvtx --cuda-memory-usage=true -- env PYTHONPATH=$F/tianqguo_meta:$F/tianqguo/stanford-cs336/assignment1-basics:$SITE python3 $F/tianqguo/stanford-cs336/assignment2-systems/cs336_systems/ddp_overlap_individual/profile_overlap.py --implementation overlap --num-steps 3 ;;
+students14) for j in radi staticp tianqguo; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+students14ddp) for j in tianqguo_ddp; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 gpt2_epochs) prof gpt2_epochs_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --per-epoch 3 --steps 7 ;;
 gpt2_optnone) prof gpt2_opt_unranged_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range none ;;
 gpt2_optjoined) prof gpt2_bwd_opt_joined_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range joined ;;
