@@ -194,6 +194,8 @@ def test_namespaced_names_say_their_role_by_their_last_part(tmp_path):
     ("STEP_{i}", "FORWARD", "BACKWARD", "OPTIMIZER_STEP"),
     ("step-{i}", "forward-pass", "backward-pass", "optimizer-step"),
     ("iter {i}", "model forward pass", "model backward pass", "model optimizer"),  # each phase the model's
+    ("step {i}", "run_forward", "run_backward", "run_optimizer"),  # a function's name, as @nvtx.annotate gives it
+    ("step {i}", "Forward Propagation", "Back Propagation", "Adam Update"),
 ])
 def test_common_naming_conventions_name_every_phase(tmp_path, step, forward, backward, optimizer):
     script = Script()

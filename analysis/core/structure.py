@@ -71,16 +71,16 @@ TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
 # Families of names, matched on a name's normal form (lower case, runs of other characters as
 # ``_``) less a trailing index.
 # A name may say the phase of training it is (``train_forward``); never a bare ``train_step``, a step.
-TRAINING = r"(train(ing)?_)?"
+TRAINING = r"(train(ing)?_)?((run|do|compute|perform|execute)_)?"  # train_forward, run_forward (a function's name)
 PHASE_FAMILIES = {
     # Chinese names too (前向传播, 损失计算, 反向传播, 优化器): many of the course's students write them
-    "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop|(_and)?_loss)?|model_eval|inference|eval"
+    "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop(agation)?|(_and)?_loss)?|model_eval|inference|eval"
                           r"|(前向|正向)(传播|计算|过程)?"),
     "loss": re.compile(rf"{TRAINING}(compute_|computing_|calc_|calculate_|calculating_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
                        r"|cross_entropy|criterion|(计算)?损失(计算|函数)?"),
-    "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw)(_pass|_step|_prop)?|backprop(agation)?"
+    "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw)(_pass|_step|_prop(agation)?)?|back_?prop(agation)?"
                            r"|(compute_|computing_|calc_)?grad(s|ient|ients)?|反向(传播|计算|过程)?"),
-    "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optim|opt|optimi[sz]ation)(_step|_update)?|(adam_?w?|sgd|lion|muon)(_step)?)"
+    "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optim|opt|optimi[sz]ation)(_step|_update)?|(adam_?w?|sgd|lion|muon)(_step|_update)?)"
                                  r"|((param(eter)?s?|weights?)_)?update(_step)?|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"
                                  r"|优化(器)?(步骤|更新|步)?|参数更新"),
 }
@@ -91,7 +91,8 @@ JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
 # ``step`` names the optimizer only inside a training step, after its backward.
 AMBIGUOUS_OPTIMIZER = "step"
 # The iteration's number a name starts with, before what the range is (``step_3_forward``,
-# ``[iter 3] backward``, ``epoch0_step5_optimizer``, as normal names).
+# ``[iter 3] backward``, ``epoch0_step5_optimizer``, as normal names; not a bare number: in
+# ``transformer_block_11_forward`` the number is the block's).
 ITERATION_NUMBER = re.compile(r"\d+(?=\D*[^\W\d_])")  # a number with a letter after it
 ITERATION_TAG = re.compile(r"^(?:(?:train(?:ing)?_)?(?:step|iter(?:ation)?|it|batch|epoch|ep|micro(?:_?(?:batch|step))?|mb|accum(?:ulation)?(?:_?step)?)_?\d+_)+(?=[^\W\d_])")
 # The phases an optimizer step's closure runs inside it (``optimizer.step(closure)``).
@@ -706,14 +707,19 @@ def _any_overlap(windows: pd.DataFrame) -> bool:
 
 def _names_by_phase(windows: pd.DataFrame) -> dict[str, list[str]]:
     """Each phase's range names, one per family (:func:`name_families`); names that start with
-    their iteration's number shown once, that number as ``<i>`` (``step_<i>_forward``)."""
+    their iteration's number shown once, that number as ``<i>`` (``step_<i>_forward``) where it
+    varies."""
     shown = {}
     for phase in PHASES:
         names = name_families(sorted(pd.unique(windows.loc[windows["name"] == phase, "range_name"])))
         if names:
             tagged = [name for name in names if ITERATION_TAG.match(normal_name(name))]
-            by_family = {_phase_family(name): ITERATION_NUMBER.sub("<i>", name) for name in tagged}
-            shown[phase] = [name for name in names if name not in tagged] + sorted(set(by_family.values()))
+            families: dict[str, list[str]] = {}
+            for name in tagged:
+                families.setdefault(_phase_family(name), []).append(name)
+            numbered = {family: ITERATION_NUMBER.sub("<i>", found[0]) if len(found) > 1 else found[0]  # one alone as is
+                        for family, found in families.items()}
+            shown[phase] = [name for name in names if name not in tagged] + sorted(set(numbered.values()))
     return shown
 
 
