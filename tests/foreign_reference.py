@@ -58,8 +58,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   before the next one starts are that step's, which runs on to the end of the last of them.
   ``warmup_inside`` (any kind but ``ranges``): the steps that start inside a range of this name
   are warm-up (a script that wraps its warm-up iterations in one ``warmup`` range).
-  ``measured_inside`` (any kind but ``ranges``): the steps that start inside a range of this name
-  are measured, the others warm-up (a script that wraps its measured iterations in one range).
+  ``measured_inside``: the steps that start inside a range of this name are measured, the others
+  warm-up (a script that wraps its measured iterations in one range).
   ``warmup_rule: profiler_window`` (any kind but ``ranges``): the steps that start inside the
   process's window from its first ``cudaProfilerStart`` runtime call to the next
   ``cudaProfilerStop`` (none: to the end) are measured, the others warm-up.
@@ -310,6 +310,10 @@ def _steps_from_ranges(proc: Process, spec: dict, first_n: int, phase_rules: dic
             warm_names.append(r.name)
         else:
             measured.append(r)
+    if spec.get("measured_inside"):  # step ranges outside the range around the measured ones are warm-up
+        regions = proc.named(spec["measured_inside"])
+        warm_names += [r.name for r in measured if not _inside_any(r.start, regions)]
+        measured = [r for r in measured if _inside_any(r.start, regions)]
     if spec.get("warmup_count"):  # iterations with no range of their own inside the region: the script's count
         for region in proc.named(spec["warmup_region"]):
             warm_names += [f"{region.name} #{i}" for i in range(spec["warmup_count"])]

@@ -196,6 +196,7 @@ def test_namespaced_names_say_their_role_by_their_last_part(tmp_path):
     ("iter {i}", "model forward pass", "model backward pass", "model optimizer"),  # each phase the model's
     ("step {i}", "run_forward", "run_backward", "run_optimizer"),  # a function's name, as @nvtx.annotate gives it
     ("step {i}", "Forward Propagation", "Back Propagation", "Adam Update"),
+    ("step {i}", "Forward Pass with autocast", "back", "opt_step"),  # a clause after the phase's name; `back`
 ])
 def test_common_naming_conventions_name_every_phase(tmp_path, step, forward, backward, optimizer):
     script = Script()
@@ -1450,3 +1451,21 @@ def test_a_bracketed_qualifier_after_a_phases_name_says_no_phase(tmp_path, backw
     labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
     assert labelled.structure.phase_names["backward"] == [backward]
     assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+
+
+def test_step_ranges_inside_a_warmup_range_are_warmup_beside_a_warmup_range_of_no_steps(tmp_path):
+    """A script that warms up twice (a student's forward-only benchmark, then its training one):
+    `warmup` around iterations with no phase ranges, then `warmup` around 2 `fwd_back` steps, then
+    `benchmark` around 3. The iterations of the first are warm-up, and so are the steps inside the
+    second, which were measured."""
+    script = Script()
+    def unranged():
+        for _ in range(2):
+            script.kernel(count=3)
+            script.kernel(tid=AUTOGRAD, count=4)
+    script.range("warmup", unranged)
+    script.range("warmup", lambda: [script.range("fwd_back", script.iteration) for _ in range(2)])
+    script.range("benchmark", lambda: [script.range("fwd_back", script.iteration) for _ in range(3)])
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    assert labelled.structure.warmup_rule == "inside `warmup`"

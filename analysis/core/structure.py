@@ -78,7 +78,7 @@ PHASE_FAMILIES = {
                           r"|(前向|正向)(传播|计算|过程)?"),
     "loss": re.compile(rf"{TRAINING}(compute_|computing_|calc_|calculate_|calculating_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
                        r"|cross_entropy|criterion|(计算)?损失(计算|函数)?"),
-    "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw)(_pass|_step|_prop(agation)?)?|back_?prop(agation)?"
+    "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw|back)(_pass|_step|_prop(agation)?)?|back_?prop(agation)?"
                            r"|(compute_|computing_|calc_)?grad(s|ient|ients)?|反向(传播|计算|过程)?"),
     "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optim|opt|optimi[sz]ation)(_step|_update)?|(adam_?w?|sgd|lion|muon)(_step|_update)?)"
                                  r"|((param(eter)?s?|weights?)_)?update(_step)?|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"
@@ -86,6 +86,8 @@ PHASE_FAMILIES = {
 }
 # A bracketed qualifier of a name: ``Backward (with async all-reduce)``, ``forward [bf16]`` (not ``step (3)``).
 QUALIFIER = re.compile(r"\([^()]*[^\W\d_][^()]*\)|\[[^\[\]]*[^\W\d_][^\[\]]*\]")  # with a letter in it
+# A clause that qualifies a name: ``Forward Pass with autocast``, ``backward using the scaler``.
+QUALIFYING_CLAUSE = re.compile(r"\s+(?:with|using|under|via)\s.*$", re.IGNORECASE)
 # What joins the parts of a name that says two things (``comm + optimizer``, ``sync and step``).
 JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
 # ``step`` names the optimizer only inside a training step, after its backward.
@@ -238,7 +240,8 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     inference_windows, phases = phases[inference], phases[~inference]
     warmup_found = ""
     if step_ranges:
-        extra, warmup_found = _warmup_iterations(own, steps, phases, ops, len(ranges) + len(phases) + len(steps))
+        extra, warmup_found = _warmup_iterations(own, steps, phases, ops, len(ranges) + len(phases) + len(steps),
+                                                 inference_windows)
         steps = pd.concat([steps, extra], ignore_index=True)
     has_steps = len(steps) > 0
     steps, warmup_rule, step_table, marking = _warmup(steps, containers, warmup_found, ops, names, has_steps, own,
@@ -367,8 +370,9 @@ def _phase_of_name(name: str) -> str | None:
     a bare ``step`` part names none: it may be anything. What comes
     before a ``/`` is a namespace (``train/forward``) unless it names a phase itself: then the
     ``/`` joins parts too (``Calculate Loss/Sync`` is the loss, ``Forward/Loss`` the forward,
-    ``Forward/Backward Pass`` names two phases, so none). A bracketed qualifier says no phase
-    (``Backward (with async all-reduce)`` is the backward)."""
+    ``Forward/Backward Pass`` names two phases, so none). A bracketed qualifier or a clause after
+    the phase's name says no phase (``Backward (with async all-reduce)`` and ``Forward Pass with
+    autocast`` are the backward and the forward)."""
     before, _, role = str(name).rpartition("/")
     phase = _phase_of(normal_name(role))
     parts = [normal_name(part) for part in JOINED_PARTS.split(role)]
@@ -377,7 +381,7 @@ def _phase_of_name(name: str) -> str | None:
         if named == {"forward", "loss"}:  # a loss computed with the forward is the forward's, as one inside its range
             named = {"forward"}
         phase = named.pop() if len(named) == 1 else None
-    plain = QUALIFIER.sub(" ", role).strip()
+    plain = QUALIFYING_CLAUSE.sub("", QUALIFIER.sub(" ", role)).strip()
     if phase is None and plain != role.strip() and normal_name(plain) not in ("", AMBIGUOUS_OPTIMIZER):
         phase = _phase_of_name(plain)  # ``Backward (with async all-reduce)``, ``Forward [bf16]``
     named_before = _phase_of_name(before) if before else None
@@ -1396,15 +1400,17 @@ def _unranged_measured_iterations(own: pd.DataFrame, steps: pd.DataFrame, ops: p
 
 
 def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame,
-                       first_id: int) -> tuple[pd.DataFrame, str]:
+                       first_id: int, inference: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """Warm-up steps beside step ranges, and the rule that found them: ranges named warm-up that
     neither hold a step nor lie in one (a ``warmup`` range per warm-up step, or one around them
     all: it holds as many iterations as backward runs launched inside it from PyTorch's autograd
     thread, one when it holds none, and with optimizer runs among them as many as those, since
-    several backward runs before one update are one iteration's micro-batches); else iterations
-    made from the phases that ran before the first step range, outside every step."""
+    several backward runs before one update are one iteration's micro-batches; one around
+    ``inference`` forward windows alone, a forward-only benchmark's warm-up, holds none); else
+    iterations made from the phases that ran before the first step range, outside every step."""
     warm = own[_named(WARMUP_FAMILY, own["name"])]
-    warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)])
+    warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)
+                                   & ~((_contains(warm, inference) > 0) & (_contains(warm, phases) == 0))])
     rows = []
     launches = ops[list(KERNEL_PHASE_COLUMNS)]  # the rows kept per window: of these columns only, not every op column
     launched, pids = launches["launch_start_ns"].to_numpy(), launches["pid"].to_numpy()
@@ -1549,6 +1555,8 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
     else:
         if found_rule:
             measured, rule = steps["measured"].to_numpy(), found_rule
+            warm = containers[_named(WARMUP_FAMILY, containers["name"])]  # and step ranges inside a warm-up range
+            measured = measured & ~_inside_any(steps, warm)
         else:
             measured, rule = _named_warmup(steps, containers)
             named = rule is not None

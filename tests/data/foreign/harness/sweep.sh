@@ -224,6 +224,11 @@ tianqguo) prof s2025_tianqguo 150 --trace=cuda,nvtx --python-backtrace=cuda -- e
 tianqguo_ddp) prof s2025_tianqguo_ddp2 300 --trace=cuda,nvtx --cuda-memory-usage=true -- env PYTHONPATH=$F/tianqguo_meta:$F/tianqguo/stanford-cs336/assignment1-basics:$SITE python3 $F/tianqguo/stanford-cs336/assignment2-systems/cs336_systems/ddp_overlap_individual/profile_overlap.py --implementation overlap --num-steps 3 ;;
 students14) for j in radi staticp tianqguo; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 students14ddp) for j in tianqguo_ddp; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+# students15 runs the fifteenth batch's one-GPU jobs (elbiczel, ezej, danz); elbiczel needs elbiczel_meta; ezej imports triton (ships with CUDA torch) via cs336_systems/__init__; danz writes ../benches/ under /tmp/fw/danz.
+elbiczel) prof s2025_elbiczel 150 --trace=cuda,nvtx,osrt -- env PYTHONPATH=$F/elbiczel_meta:$F/elbiczel/cs336-basics:$F/elbiczel:$SITE python3 $F/elbiczel/cs336_systems/run_benchmark.py --context_lengths 128 --run_opt --models S ;;
+ezej) prof s2025_ezej 150 --trace=cuda,nvtx -- bash -c "cd $F/ezej && exec env PYTHONPATH=$F/ezej/cs336-basics:$SITE python3 -m cs336_systems.nvtx_benchmark" ;;
+danz) prof s2025_danz 150 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/danz/benches /tmp/fw/danz/tasks && cd /tmp/fw/danz/tasks && exec env TORCH_DISABLE_ADDR2LINE=1 PYTHONPATH=$F/danz/Stanford_cource/assignment2-systems-main:$SITE python3 $F/danz/Stanford_cource/assignment2-systems-main/cs336_systems/tasks/benchmarking_script.py --device=cuda --num_iters=15 --warmup_iters=5 --context_length=256" ;;
+students15) for j in elbiczel ezej danz; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 gpt2_epochs) prof gpt2_epochs_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --per-epoch 3 --steps 7 ;;
 gpt2_optnone) prof gpt2_opt_unranged_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range none ;;
 gpt2_optjoined) prof gpt2_bwd_opt_joined_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range joined ;;
