@@ -78,7 +78,9 @@ class NsysInputs:
             first = first[first < len(flags)]  # no ops: no run
             measured = np.zeros(len(steps) + 1, dtype=bool)
             measured[step_code[first][flags[first]]] = True  # code -1 (no step) marks the last entry
-            measured_steps = int(measured[:-1].sum())
+            # the measured steps that hold ops; where none does (their ranges launched nothing), the
+            # measured steps all the same, so that every per-step figure is 0 of them, not 0 / 0
+            measured_steps = int(measured[:-1].sum()) or max(int(labelled.structure.steps["measured"].sum()), 1)
         else:
             measured_steps = 1
         return cls(
