@@ -33,8 +33,8 @@ class Trace:
     # lacks them; NCCL calls with their message sizes (load.nccl_payloads), empty without them.
     memory_events: pd.DataFrame | None = None
     gpu_metrics: pd.DataFrame | None = None
-    # Which GPU of the samples' each process's CUDA device is (load.gpu_metrics.read_cuda_devices):
-    # pid, device_id, gpu; empty when the export does not say.
+    # Which sampled GPU each process's CUDA device is (load.gpu_metrics.read_cuda_devices): pid,
+    # device_id, gpu; empty when the export does not say.
     cuda_devices: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["pid", "device_id", "gpu"]))
     nccl_calls: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["pid", "tid", "start_ns", "call", "bytes"]))
     # The rank and world size a launcher gave the one process nsys ran (load.launcher), ``{}`` when
