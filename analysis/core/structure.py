@@ -1406,9 +1406,8 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     several backward runs before one update are one iteration's micro-batches; one around
     ``inference`` forward windows alone, a forward-only benchmark's warm-up, holds none); else
     iterations made from the phases that ran before the first step range, outside every step."""
-    warm = own[_named(WARMUP_FAMILY, own["name"])]
-    warm = _outermost_by_time(warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)
-                                   & ~((_contains(warm, inference) > 0) & (_contains(warm, phases) == 0))])
+    warm = _warmup_ranges_beside(own, steps)
+    warm = _outermost_by_time(warm[~((_contains(warm, inference) > 0) & (_contains(warm, phases) == 0))])
     rows = []
     launches = ops[list(KERNEL_PHASE_COLUMNS)]  # the rows kept per window: of these columns only, not every op column
     launched, pids = launches["launch_start_ns"].to_numpy(), launches["pid"].to_numpy()
@@ -1761,14 +1760,19 @@ def _profiled_windows(ops: pd.DataFrame, calls: pd.DataFrame | None) -> pd.DataF
     return _made_windows(rows, WINDOW_COLUMNS)
 
 
+def _warmup_ranges_beside(own: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """The user's ranges named warm-up that hold none of ``steps`` and lie in none."""
+    warm = own[_named(WARMUP_FAMILY, own["name"])]
+    return warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)]
+
+
 def _warmup_range_before(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarray, str | None]:
     """Every step measured where, in every process with steps, a range named warm-up that holds
     none of them and lies in none ends before its first step (a ``warm-up`` range around iterations
     that open no phase range, then the measured ones, as in ``benchmark``): the script marked where
     its warm-up ends, and the steps after it are the ones it measures. None where a process has no
     such range."""
-    warm = own[_named(WARMUP_FAMILY, own["name"])]
-    warm = warm[(_contains(warm, steps) == 0) & ~_inside_any(warm, steps)]
+    warm = _warmup_ranges_beside(own, steps)
     first_step = steps.groupby("pid")["start_ns"].min()
     before = warm[warm["end_ns"].to_numpy() <= warm["pid"].map(first_step).to_numpy(dtype=float)]
     if before.empty or set(first_step.index) - set(before["pid"]):
