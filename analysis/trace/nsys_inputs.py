@@ -78,9 +78,7 @@ class NsysInputs:
             first = first[first < len(flags)]  # no ops: no run
             measured = np.zeros(len(steps) + 1, dtype=bool)
             measured[step_code[first][flags[first]]] = True  # code -1 (no step) marks the last entry
-            # the measured steps that hold ops; where none does (their ranges launched nothing), the
-            # measured steps all the same, so that every per-step figure is 0 of them, not 0 / 0
-            measured_steps = int(measured[:-1].sum()) or max(int(labelled.structure.steps["measured"].sum()), 1)
+            measured_steps = int(measured[:-1].sum())
         else:
             measured_steps = 1
         return cls(
@@ -107,6 +105,12 @@ class NsysInputs:
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
+
+    @property
+    def steps_averaged(self) -> int:
+        """What per-step figures divide by: the measured steps, 1 where none holds an op (their
+        ranges launched nothing, so every such figure is 0)."""
+        return max(self.measured_steps, 1)
 
     def measured_kernel_rows(self) -> np.ndarray:
         """Whether each op is a kernel of a measured step (a mask over ``ops``, kept)."""

@@ -164,12 +164,12 @@ def overall_summary(inputs: NsysInputs) -> dict:
     step ranges: the program's profiling window where it opened one, else the whole capture), by
     category and by kernel."""
     kernels = inputs.kernel_groups()
-    steps = inputs.measured_steps
+    steps = inputs.steps_averaged
     totals = inputs.kernel_totals(None, steps)
     return {
         "scope": "measured steps" if inputs.has_steps else
                  "profiling window" if inputs.structure.profiled is not None else "whole capture",
-        "passes": steps,
+        "passes": inputs.measured_steps,
         "kernels_per_pass": int(kernels["calls"].sum()) / steps,
         "kernel_ms_per_pass": float(kernels["dur_ns"].sum()) / steps / 1e6,
         "distinct_kernels": len(totals),
@@ -193,7 +193,7 @@ def unphased_notes(inputs: NsysInputs) -> list[str]:
     share = outside_ns / total_ns if total_ns else 0.0
     if share <= UNPHASED_NOTE_SHARE:
         return []
-    steps = inputs.measured_steps
+    steps = inputs.steps_averaged
     return [f"{share:.1%} of the measured steps' kernel time lies in no phase range ({outside_ns / steps / 1e6:.3g} of "
             f"{total_ns / steps / 1e6:.3g} ms per step, {_count_and_leader(int(outside['calls'].sum()), outside, steps)}): "
             "the phase figures leave it out, the overall figures hold it"]
@@ -236,7 +236,7 @@ def between_steps_notes(inputs: NsysInputs) -> list[str]:
     share = between_ns / total_ns if total_ns else 0.0
     if share <= UNPHASED_NOTE_SHARE:
         return []
-    steps = inputs.measured_steps
+    steps = inputs.steps_averaged
     leader = _count_and_leader(len(rows), ops.iloc[rows][["category", "dur_ns"]], steps)
     where = _where_launched(holders[between], durations[rows], inputs.structure.step_ranges,
                             bool(inputs.measured_passes.get("optimizer_step")))
@@ -269,7 +269,7 @@ def device_summaries(inputs: NsysInputs) -> list[dict]:
     :func:`analysis.trace.nsys_inputs.device_keys`)."""
     kernels = inputs.kernel_groups()
     keys = device_keys(kernels["pid"].to_numpy(), kernels["device_id"].to_numpy())
-    steps = inputs.measured_steps
+    steps = inputs.steps_averaged
     busy = device_busy_ns(inputs)
     records = []
     for key in np.unique(keys):
