@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.core.attribution import ops_in_windows
 from analysis.load.gpu_metrics import METRICS
 from analysis.trace.multi_gpu.ranks import device_pairs
 
@@ -22,12 +23,11 @@ def metrics_per_phase(samples: pd.DataFrame | None, phase_ranges: pd.DataFrame, 
         return {"available": False, "samples_per_s": None, "phases": {}}
     windows = _gpu_windows(phase_ranges[phase_ranges["measured"].to_numpy(dtype=bool)], ops, cuda_devices,
                            np.unique(samples["gpu"].to_numpy()))
-    times, gpus = samples["time_ns"].to_numpy(), samples["gpu"].to_numpy()
+    # each sample as an op of its GPU, each window as one of that GPU's: ops_in_windows matches them per GPU
+    at = pd.DataFrame({"pid": samples["gpu"].to_numpy(), "launch_start_ns": samples["time_ns"].to_numpy()}, copy=False)
     phases = {}
     for phase, mine in windows.groupby("phase", sort=False):
-        rows = np.concatenate([found[_inside_windows(times[found], on["start_ns"].to_numpy(), on["end_ns"].to_numpy())]
-                               for gpu, on in mine.groupby("gpu") for found in [np.flatnonzero(gpus == gpu)]])
-        means = samples.iloc[np.sort(rows)].groupby("metric")["value"].mean()
+        means = samples[ops_in_windows(at, mine.rename(columns={"gpu": "pid"})) >= 0].groupby("metric")["value"].mean()
         if not means.empty:
             phases[str(phase)] = {key: float(means[key]) for key in METRICS if key in means}
     one = samples[samples["metric"] == samples["metric"].iloc[0]]
@@ -53,11 +53,3 @@ def _gpu_windows(ranges: pd.DataFrame, ops: pd.DataFrame, cuda_devices: pd.DataF
     windows["gpu"] = np.where(unmapped, gpu, windows["gpu"].fillna(-1).to_numpy()).astype(np.int64)
     return windows[["phase", "gpu", "start_ns", "end_ns"]]
 
-
-def _inside_windows(times: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Whether each time lies in one of the windows ``[start, end]`` (which may overlap: the ranges
-    of two processes on one GPU)."""
-    order = np.argsort(starts, kind="stable")
-    starts, reach = starts[order], np.maximum.accumulate(ends[order])  # the latest end of the windows started so far
-    at = np.searchsorted(starts, times, side="right") - 1
-    return (at >= 0) & (times <= reach[np.maximum(at, 0)])
