@@ -146,17 +146,17 @@ def _unlike_processes(records: list[dict]) -> list[str]:
             "per-pass figures pool every process's passes, so read each process's own figures (per rank)"]
 
 
-def jobs_in_turn(labelled: LabelledOps) -> list[str]:
-    """A note where the processes' GPU work (first to last operation) falls in two or more windows
-    of time that do not overlap, each window's processes running at once (a script that starts one
-    job after another, each with processes of its own, under one nsys: DDP variants, a pair of ranks
-    each): the phases' per-pass figures pool every job's passes, and the ranks are numbered across
-    the jobs. Processes that run side by side (the ranks of one job, two programs at once) are one."""
-    ops = labelled.ops
-    pids = ops["pid"].to_numpy()
+def jobs_in_turn(runs: dict[str, np.ndarray]) -> list[str]:
+    """A note where the processes' kernels (first to last, from :func:`kernel_runs`' ``runs``)
+    fall in two or more windows of time that do not overlap, each window's processes running at
+    once (a script that starts one job after another, each with processes of its own, under one
+    nsys: DDP variants, a pair of ranks each): the phases' per-pass figures pool every job's
+    passes, and the ranks are numbered across the jobs. Processes that run side by side (the ranks
+    of one job, two programs at once) are one."""
+    pids = runs["pid"]
     if not len(pids) or pids.min() == pids.max():
         return []
-    spans = pd.DataFrame({"pid": pids, "start": ops["start_ns"].to_numpy(), "end": ops["end_ns"].to_numpy()}, copy=False) \
+    spans = pd.DataFrame({"pid": pids, "start": runs["start_ns"], "end": runs["end_ns"]}) \
         .groupby("pid").agg(start=("start", "min"), end=("end", "max")).sort_values("start")
     jobs: list[list[int]] = []
     latest_end = np.iinfo(np.int64).min

@@ -81,7 +81,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     steps = step_passes(labelled, trace.ranges)
     records = rank_figures(runs, ranks, labelled, steps)
     trace.notes.extend(rank_notes(records, world_size, world_size_source, trace.launcher_rank, labelled.split_models))
-    trace.notes.extend(jobs_in_turn(labelled))
+    trace.notes.extend(jobs_in_turn(runs))
     return {
         "world_size": world_size,
         "world_size_source": world_size_source,
