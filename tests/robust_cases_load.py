@@ -281,7 +281,7 @@ def _hostile_tables(root: Path) -> Invocation:
 
 
 def _hostile_version(root: Path) -> Invocation:
-    trace = make.edit_export(make.edit_export(_trace(root), f"ALTER TABLE {KERNEL} DROP COLUMN shortName"),
+    trace = make.edit_export(make.edit_export(_trace(root), f"ALTER TABLE {KERNEL} DROP COLUMN demangledName"),
                              "UPDATE META_DATA_EXPORT SET value = ?", params=(f"2025\n{FORGED}\x1b]0;owned\x07",))
     return Invocation(analyze([trace], out=str(root / "out")), [trace], ["out"], check=_no_raw_controls)
 

@@ -249,7 +249,7 @@ def test_gpu_ops_name_and_kind_each_op_in_start_order(kinds, kernel_count, preso
     from types import SimpleNamespace
     rng = np.random.default_rng(kernel_count + len(kinds))
     kernels = pd.DataFrame({"start_ns": rng.integers(0, 5, kernel_count), "end_ns": rng.integers(5, 8, kernel_count),
-                            "name": pd.Categorical(rng.choice(["gemm", "add"], kernel_count))})
+                            "demangled_name": pd.Categorical(rng.choice(["gemm", "add"], kernel_count))})
     memop_kinds = [kinds[i % len(kinds)] for i in range(5)] if kinds else []
     size = 64 if kernel_count != 7 else 2**40
     memops = pd.DataFrame({"kind": memop_kinds, "start_ns": rng.integers(0, 5, len(memop_kinds)),
@@ -264,8 +264,8 @@ def test_gpu_ops_name_and_kind_each_op_in_start_order(kinds, kernel_count, preso
     kind = np.array(["kernel"] * kernel_count + memop_kinds, dtype=object)[order]
     assert ops["op_kind"].tolist() == kind.tolist()
     assert list(ops["op_kind"].cat.categories) == [k for k in OP_KINDS if k in set(kind)]
-    names = np.r_[kernels["name"].astype(str), [f"[CUDA {k}]" for k in memop_kinds]][order]
-    assert ops["name"].astype(str).tolist() == names.tolist()
+    names = np.r_[kernels["demangled_name"].astype(str), [f"[CUDA {k}]" for k in memop_kinds]][order]
+    assert ops["demangled_name"].astype(str).tolist() == names.tolist()
     assert ops["bytes"].tolist() == [0 if k == "kernel" else size for k in kind]
 
 

@@ -99,9 +99,9 @@ def test_read_schema_of_some_tables():
 def test_kernels_come_back_in_time_order_whatever_the_export_order(tmp_path):
     kernels = [(300, 400, 290, 1, 1, 3), (100, 250, 90, 1, 1, 1), (100, 200, 95, 1, 1, 2)]
     trace = load_trace(build_export(tmp_path / "t.sqlite", kernels=kernels))
-    assert trace.kernels[["start_ns", "end_ns", "correlation_id"]].values.tolist() == \
-        [[100, 200, 2], [100, 250, 1], [300, 400, 3]]
-    assert trace.kernels["launch_start_ns"].tolist() == [95, 90, 290]
+    assert trace.kernels[["start_ns", "end_ns", "launch_start_ns"]].values.tolist() == \
+        [[100, 200, 95], [100, 250, 90], [300, 400, 290]]
+    assert "correlation_id" not in trace.kernels  # read for the join only
 
 
 def test_ids_are_narrow_when_they_fit_and_keep_their_value_when_not(tmp_path):
@@ -109,9 +109,9 @@ def test_ids_are_narrow_when_they_fit_and_keep_their_value_when_not(tmp_path):
     kernels = [(100, 200, 90, 7, 8, 1, "kernel_a", 0, 7), (300, 400, 290, 7, 8, 2, "kernel_a", 1, big_stream)]
     trace = load_trace(build_export(tmp_path / "t.sqlite", kernels=kernels))
     kernels = trace.kernels
-    assert {c: kernels[c].dtype for c in ("device_id", "pid", "launch_tid", "correlation_id")} == \
-        {"device_id": np.int8, "pid": np.int32, "launch_tid": np.int32, "correlation_id": np.int32}
-    assert kernels["correlation_id"].tolist() == [1, 2] and kernels["launch_start_ns"].tolist() == [90, 290]
+    assert {c: kernels[c].dtype for c in ("device_id", "pid", "launch_tid")} == \
+        {"device_id": np.int8, "pid": np.int32, "launch_tid": np.int32}
+    assert kernels["launch_start_ns"].tolist() == [90, 290]
     assert kernels["stream_id"].dtype == np.int64 and kernels["stream_id"].tolist() == [7, big_stream]
     assert kernels["pid"].tolist() == [7, 7] and kernels["launch_tid"].tolist() == [8, 8]
 

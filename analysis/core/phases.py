@@ -76,11 +76,12 @@ def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None
                                             categories=name_categories)
     kept = set(kernels.columns) | {"bytes"} if columns is None else set(columns)
     table = {}
-    for column in list(kernels.columns):
+    # The columns left out go first: moved, each is freed before the kept ones are placed beside it.
+    for column in sorted(kernels.columns, key=lambda name: name in kept):
         kernel_column = kernels.pop(column) if move else kernels[column]
         if column not in kept:
             continue
-        if column in ("name", "demangled_name"):
+        if column == "demangled_name":
             both = union_categoricals([kernel_column, memop_names], ignore_order=True)
             table[column] = pd.Categorical.from_codes(place(both.codes[:kernel_count], both.codes[kernel_count:]),
                                                       categories=both.categories)
@@ -159,27 +160,32 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     structure = find_structure(trace.ranges, ops, names, trace.profiler_calls)
     notes = list(structure.notes)
     step_windows, phase_windows = structure.steps, structure.phases
-    in_step, in_phase = ops_in_window_tables(ops, [step_windows, phase_windows])
+    has_steps, profiled = structure.has_steps, structure.profiled
+    # Each op's labels come straight from the search, in as few bytes as hold them (no window
+    # position per op on the way), and join the ops without a copy (with_columns): at millions of
+    # ops each is tens of MB.
+    step_names, step_codes = _label_codes(step_windows["name"])
+    phase_names, phase_codes = _label_codes(phase_windows["name"])
+    tables = [step_windows, phase_windows, phase_windows]
+    labels = [step_codes, phase_codes, narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1))]
+    if has_steps:  # whether each op's launch is in a step, and in a measured one
+        tables += [step_windows, step_windows]
+        labels += [np.append(np.ones(len(step_windows), dtype=bool), False),
+                   np.append(step_windows["measured"].to_numpy(dtype=bool), False)]
+    step, phase, phase_range_id, *stepped = ops_in_window_tables(ops, tables, labels=labels)
     holders = pd.Series(dtype=object)
-    if structure.has_steps:  # the few ops in no step, then the kernels among them: no whole-column temporaries
-        unstepped = np.flatnonzero(in_step < 0)
+    if has_steps:  # the few kernels in no step: no whole-column temporaries
+        in_step, measured = stepped
+        unstepped = np.flatnonzero(~in_step)
+        del in_step
         unstepped = unstepped[(ops["op_kind"].iloc[unstepped] == "kernel").to_numpy()]
         holders = _unstepped_holders(ops, unstepped, trace.ranges, step_windows)
-    # Each window position per op is freed once its labels are made, and the labels join the ops
-    # without a copy (with_columns): at millions of ops each is tens of MB.
-    has_steps, profiled = structure.has_steps, structure.profiled
-    step = _labels(in_step, step_windows["name"])
-    if has_steps:
-        measured = lookup(np.append(step_windows["measured"].to_numpy(dtype=bool), False), in_step)
     else:
         measured = ops_in_windows(ops, profiled) >= 0 if profiled is not None else np.ones(len(ops), dtype=bool)
         analyzed = f"only {PROFILED_WINDOW} is" if profiled is not None else "the whole capture is"
         notes.append(f"no steps: {analyzed} analyzed ({structure.step_rule})")
-    del in_step
-    phase = _labels(in_phase, phase_windows["name"])
-    phase_range_id = lookup(narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1)), in_phase)
-    del in_phase
-    ops = with_columns(ops, step=step, measured=measured, phase=phase, phase_range_id=phase_range_id)
+    ops = with_columns(ops, step=pd.Categorical.from_codes(step, categories=step_names), measured=measured,
+                       phase=pd.Categorical.from_codes(phase, categories=phase_names), phase_range_id=phase_range_id)
     del step, measured, phase, phase_range_id
 
     ranges = trace.ranges
@@ -296,12 +302,13 @@ def _passes_per_device(ops: pd.DataFrame, phase_ranges: pd.DataFrame, split_mode
     return with_columns(ops, phase_range_id=narrow_ids(range_of)), phase_ranges.reset_index(drop=True)
 
 
-def _labels(position: np.ndarray, window_names: pd.Series) -> pd.Categorical:
-    """Name of the window at each position (``""`` for -1), as a categorical."""
+def _label_codes(window_names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The categories of the windows' names and ``""`` (for no window), sorted, and the code of each
+    window's name, then of ``""`` last: the labels of :func:`ops_in_window_tables` that name each
+    op's window, in as few bytes as hold them."""
     categories, codes = np.unique(np.append(window_names.to_numpy(dtype=object).astype(str), ""),
                                   return_inverse=True)
-    codes = codes.astype(np.min_scalar_type(-len(categories)))  # read per op: in as few bytes as hold them
-    return pd.Categorical.from_codes(lookup(codes, position), categories=categories)
+    return categories, codes.astype(np.min_scalar_type(-len(categories)))
 
 
 def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Categorical:

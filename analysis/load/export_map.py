@@ -90,8 +90,9 @@ _ACTIVITY = (("start_ns", "start"), ("end_ns", "end"), ("device_id", "deviceId")
 STRINGS = ExportTable(("StringIds",), _columns(("id", "id", "INTEGER PRIMARY KEY"), ("value", "value", "TEXT NOT NULL")))
 METADATA = ExportTable(("META_DATA_EXPORT", "EXPORT_META_DATA"),
                        _columns(("name", "name", "TEXT"), ("value", "value", "TEXT")))
-KERNELS = ExportTable(("CUPTI_ACTIVITY_KIND_KERNEL",),
-                      _columns(*_ACTIVITY, ("name", "shortName"), ("demangled_name", "demangledName")))
+# The short name (``shortName``) is not read: every figure names a kernel by its demangled name.
+KERNELS = ExportTable(("CUPTI_ACTIVITY_KIND_KERNEL",), _columns(*_ACTIVITY, ("demangled_name", "demangledName"))
+                      + _columns(("name", "shortName"), required=False))
 RUNTIME = ExportTable(("CUPTI_ACTIVITY_KIND_RUNTIME",),
                       _columns(("start_ns", "start"), ("end_ns", "end"), ("tid", "globalTid"),
                                ("correlation_id", "correlationId"), ("name_id", "nameId")))

@@ -91,6 +91,13 @@ class LaunchJoin:
         self.start_ns = np.full(total, -1, dtype=np.int64)
         self.tid = np.full(total, -1, dtype=np.int32)
         self.lock = threading.Lock()
+        self.start()
+
+    def start(self) -> None:
+        """Forget every call joined (in place): each op unclaimed, no call read."""
+        self.claimed.fill(UNCLAIMED)
+        self.start_ns.fill(-1)
+        self.tid.fill(-1)
         self.call_processes: set[int] = set()
         self.first_start: int | None = None
         self.last_start: int | None = None
@@ -158,15 +165,21 @@ class LaunchJoin:
 def join_launch_calls(conn: sqlite3.Connection, schema: dict, strings: StringTable, version: str | None,
                       tables: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], LaunchCalls]:
     """``tables`` (kernels, copies and fills, with whole process keys) joined with their launch
-    calls (:meth:`LaunchJoin.joined`), and what is kept of the calls. The calls whose name says
+    calls (:meth:`LaunchJoin.joined`), and what is kept of the calls. Their ``correlation_id``
+    columns are dropped, from ``tables`` too, once the join has keyed them: at millions of ops
+    each is tens of MB that nothing after the join reads. The calls whose name says
     they launch GPU work are read first (about half of a PyTorch trace's calls); every call is
     read when some op finds none among them."""
+    join = LaunchJoin(tables)
+    for table in tables:  # keyed: nothing after the join reads it
+        del table["correlation_id"]
     if RUNTIME.in_export(schema) is None:
         calls = LaunchCalls(np.zeros(0, dtype=np.int64), None, None, None)
-        return LaunchJoin(tables).joined(tables, calls), calls
+        return join.joined(tables, calls), calls
     require_columns(schema, RUNTIME, version)
     for calls_only in (True, False):
-        join = LaunchJoin(tables)
+        if not calls_only:  # some op found no call among the launch calls: every call, from the start
+            join.start()
         last_end = stream_columns(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), "end_ns",
                                   _launch_filter(schema, strings, calls_only),
                                   lambda part, columns: join.add(part, columns["start_ns"], columns["tid"],

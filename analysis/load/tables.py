@@ -176,16 +176,17 @@ def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def read_kernels(conn: sqlite3.Connection, schema: dict, strings: StringTable
                   ) -> pd.DataFrame:
-    """Kernels; a name that is NULL or not in StringIds reads as :data:`UNNAMED_KERNEL`."""
-    raw = read_columns(conn, schema, KERNELS, tuple(column.tidy for column in KERNELS.columns),
-                       narrow=(*ACTIVITY_IDS, "name", "demangled_name"))
+    """Kernels, named by their demangled names (the short ones are not read: no figure shows them);
+    a name that is NULL or not in StringIds reads as :data:`UNNAMED_KERNEL`."""
+    raw = read_columns(conn, schema, KERNELS, tuple(column.tidy for column in KERNELS.columns if column.required),
+                       narrow=(*ACTIVITY_IDS, "demangled_name"))
     # Each raw column is taken out as it is converted, so that it is freed then, not at the end.
-    names = {column: _named(strings.categorical(raw.pop(column))) for column in ("name", "demangled_name")}
-    return pd.DataFrame({**_activity_columns(raw), **names}, copy=False)
+    names = _named(strings.categorical(raw.pop("demangled_name")))
+    return pd.DataFrame({**_activity_columns(raw), "demangled_name": names}, copy=False)
 
 
 def read_graph_executions(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
-    """Whole CUDA-graph executions as kernel rows: the GPU activity columns of each, and as name and
+    """Whole CUDA-graph executions as kernel rows: the GPU activity columns of each, and as
     demangled name ``[CUDA graph <graphId>]`` (:data:`GRAPH_EXECUTION`). A trace taken with
     ``--cuda-graph-trace=graph`` lists a launched graph as one record, from its first kernel's start
     to its last kernel's end, and none of the kernels inside: this row is then all the trace knows
@@ -194,7 +195,7 @@ def read_graph_executions(conn: sqlite3.Connection, schema: dict) -> pd.DataFram
     graph_ids, codes = np.unique(raw.pop("graph_id"), return_inverse=True)
     names = pd.Categorical.from_codes(codes.reshape(-1), categories=[
         GRAPH_EXECUTION.format(graph_id if graph_id >= 0 else "?") for graph_id in graph_ids])
-    return pd.DataFrame({**_activity_columns(raw), "name": names, "demangled_name": names}, copy=False)
+    return pd.DataFrame({**_activity_columns(raw), "demangled_name": names}, copy=False)
 
 
 def appended(table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
