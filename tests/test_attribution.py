@@ -7,7 +7,7 @@ import pytest
 
 from analysis.core import attribution
 from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, rows_by_key
-from analysis.core.phases import OP_KINDS, gpu_ops, label_ops
+from analysis.core.phases import OP_KINDS, gpu_ops, label_ops, op_ends
 from analysis.core.range_names import RangeNames
 from analysis.load import load_trace
 from analysis.load.tables import position_dtype
@@ -31,6 +31,7 @@ def test_same_thread_rule_reproduces_nsys_gpu_projection(fixture_trace):
     `:backward` holds 5 GPU ops in all, because it only counts the range's own thread."""
     trace = load_trace(fixture_trace(TRAIN))
     ops = gpu_ops(trace)
+    ops = ops.assign(end_ns=op_ends(ops))
     forward = trace.ranges[trace.ranges["name"] == "forward"]
     owner = ops_in_windows(ops, forward, same_thread=True)
     spans = ops[owner >= 0].groupby(owner[owner >= 0]).agg(first=("start_ns", "min"),
@@ -237,6 +238,18 @@ def test_custom_names_label_phases_by_role(tmp_path):
     assert labelled.measured_passes == {"forward": 1, "backward": 1}
     assert labelled.phase_ranges["phase"].tolist() == ["forward", "backward"]
     assert labelled.notes == ["no range is named `l`", "no range is named `o`", "no range is named `qk`", "no range is named `av`"]
+
+
+def test_ops_hold_no_end_and_their_ends_are_the_exports(fixture_trace):
+    """An op's end is its start plus its duration (8 bytes an op not held): every kernel's and
+    memory operation's end as the export has it."""
+    trace = load_trace(fixture_trace(TRAIN))
+    exported = sorted(zip(np.r_[trace.kernels["start_ns"], trace.memops["start_ns"]].tolist(),
+                          np.r_[trace.kernels["end_ns"], trace.memops["end_ns"]].tolist()))
+    ops = gpu_ops(trace)
+    assert "end_ns" not in ops
+    assert list(zip(ops["start_ns"].tolist(), op_ends(ops).tolist())) == exported
+    assert op_ends(ops, [0]).tolist() == [exported[0][1]]
 
 
 @pytest.mark.parametrize("presorted", [False, True])

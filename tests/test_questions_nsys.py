@@ -17,7 +17,7 @@ from analysis.core.attribution import ops_in_windows
 from analysis.core.flops import phase_flops
 from analysis.core.intervals import union_length_per_group
 from analysis.core.kernel_names import kernel_label
-from analysis.core.phases import gpu_ops, label_ops
+from analysis.core.phases import gpu_ops, label_ops, op_ends
 from analysis.core.timings import RunRecord, read_run_record, timings_json_path
 from analysis.load import load_trace
 from analysis.questions import nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
@@ -83,6 +83,7 @@ def test_kernel_totals_over_the_whole_trace_equal_nsys_cuda_gpu_kern_sum(fixture
 
 def test_same_thread_forward_projections_add_up_to_nsys_nvtx_gpu_proj_sum(fixture_trace, train_trace):
     ops = gpu_ops(train_trace)
+    ops = ops.assign(end_ns=op_ends(ops))
     forward = train_trace.ranges[train_trace.ranges["name"] == "forward"].reset_index(drop=True)
     window = ops_in_windows(ops, forward, same_thread=True)
     held = ops[window >= 0].assign(window=window[window >= 0])

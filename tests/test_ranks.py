@@ -307,7 +307,7 @@ def test_communication_columns_mark_only_kernels_and_rows_are_copied_only_when_s
     names = pd.Series(pd.Categorical(["ncclDevKernel_AllGather_RING_LL", "gemm", None, "ncclDevKernel_AllGather_RING_LL",
                                       "[CUDA memcpy Device-to-Device]"]))
     labelled = communication_columns(pd.DataFrame({"demangled_name": names, "pid": 1, "device_id": 0,
-                                                   "start_ns": [0, 1, 2, 10, 10], "end_ns": [5, 2, 3, 14, 12]}),
+                                                   "start_ns": [0, 1, 2, 10, 10], "dur_ns": [5, 1, 1, 4, 2]}),
                                      np.array([True, True, True, False, True]))
     # the fourth op is no kernel: not communication whatever its name; the memcpy covers nothing
     assert labelled["collective"].tolist() == ["all_gather", "", "", "", ""]

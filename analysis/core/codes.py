@@ -101,13 +101,34 @@ def run_sums(values: np.ndarray, first: np.ndarray, where: np.ndarray | None = N
     import numpy as np
 
     sums = np.zeros(len(first), dtype=np.int64)
-    low = 0  # the first run of the slice
-    while low < len(first):
-        high = max(int(np.searchsorted(first, first[low] + RUN_SUM_ROWS, side="left")), low + 1)
-        rows = slice(first[low], first[high] if high < len(first) else len(values))
+    for runs, rows in _run_slices(first, len(values)):
         part = values[rows].astype(np.int64, copy=where is not None)  # a copy only to be written to
         if where is not None:
             part[~where[rows]] = 0
-        sums[low:high] = np.add.reduceat(part, first[low:high] - first[low])
-        low = high
+        sums[runs] = np.add.reduceat(part, first[runs] - first[runs.start])
     return sums
+
+
+def run_maxima(first: np.ndarray, count: int, values_of) -> np.ndarray:
+    """Greatest value over each run ``first[i] .. first[i + 1] - 1`` of ``count`` rows (``first`` as
+    :func:`run_sums` reads it), as int64, the values made by ``values_of(rows)`` (a slice of rows)
+    a slice of runs at a time: a derived column (an op's end, its start plus its duration) is never
+    made whole."""
+    import numpy as np
+
+    maxima = np.zeros(len(first), dtype=np.int64)
+    for runs, rows in _run_slices(first, count):
+        maxima[runs] = np.maximum.reduceat(values_of(rows), first[runs] - first[runs.start])
+    return maxima
+
+
+def _run_slices(first, count: int):
+    """Slices of runs about :data:`RUN_SUM_ROWS` rows long (each run whole), with their rows: pairs
+    (runs, rows) of slices, in order."""
+    import numpy as np
+
+    low = 0  # the first run of the slice
+    while low < len(first):
+        high = max(int(np.searchsorted(first, first[low] + RUN_SUM_ROWS, side="left")), low + 1)
+        yield slice(low, high), slice(first[low], first[high] if high < len(first) else count)
+        low = high

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows
+from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, positions_where_all
 from analysis.core.codes import lookup, run_starts
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import PROFILED_WINDOW, REGIONS, RunStructure, find_structure
@@ -33,7 +33,9 @@ OP_KINDS = ("kernel", "memcpy", "memset")
 # thread (-1 for none), read by the labelling of attention parts and dropped there.
 INNERMOST_RANGE = "innermost_range_id"
 # The columns of the ops that finding the structure and labelling read.
-LABELLING_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "launch_start_ns", "launch_tid", "op_kind", "demangled_name")
+LABELLING_COLUMNS = ("start_ns", "dur_ns", "pid", "launch_start_ns", "launch_tid", "op_kind", "demangled_name")
+# The kernels' column the ops leave out: an op's end is its start plus its duration (:func:`op_ends`).
+DERIVED_END = "end_ns"
 
 
 @dataclass
@@ -56,7 +58,9 @@ class LabelledOps:
 
 def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None = None) -> pd.DataFrame:
     """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``;
-    with ``columns``, only those of the kernels' columns and ``bytes`` (``op_kind`` always).
+    with ``columns``, only those of the kernels' columns and ``bytes`` (``op_kind`` always). No
+    ``end_ns``: at millions of ops it is 8 bytes an op that the start and the 4-byte duration
+    give (:func:`op_ends`).
 
     Built column by column (one ordering, no whole-table copies): at millions of kernels the table
     is the largest thing the analysis holds. With ``move``, the trace's kernel and
@@ -74,7 +78,7 @@ def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None
     name_categories = kind_names.sort_values()
     memop_names = pd.Categorical.from_codes(name_categories.get_indexer(kind_names)[memop_kind_codes],
                                             categories=name_categories)
-    kept = set(kernels.columns) | {"bytes"} if columns is None else set(columns)
+    kept = (set(kernels.columns) | {"bytes"} if columns is None else set(columns)) - {DERIVED_END}
     table = {}
     # The columns left out go first: moved, each is freed before the kept ones are placed beside it.
     for column in sorted(kernels.columns, key=lambda name: name in kept):
@@ -133,6 +137,12 @@ def _merged_order(kernels: pd.DataFrame, memops: pd.DataFrame) -> tuple[np.ndarr
     return memop_at, np.arange(len(memops)), place
 
 
+def op_ends(ops: pd.DataFrame, rows: slice | np.ndarray = slice(None)) -> np.ndarray:
+    """The end of each op of ``rows`` (a slice, mask or positions; every op unless told): its start
+    plus its duration, as int64, the end nsys recorded (the durations were found as end minus start)."""
+    return ops["start_ns"].to_numpy()[rows] + ops["dur_ns"].to_numpy()[rows]
+
+
 def trace_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
     """What the labelling reads of the trace's operations whatever the range names: :func:`gpu_ops`
     with :data:`INNERMOST_RANGE` (:func:`analysis.core.attribution.innermost_ranges`), the table
@@ -159,6 +169,11 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
             del ops[column]
     structure = find_structure(trace.ranges, ops, names, trace.profiler_calls)
     notes = list(structure.notes)
+    ranges = trace.ranges
+    # The attention part of each op first, while the ops hold no other label: its search over
+    # every range of the launching thread is the labelling's largest.
+    innermost = ops.pop(INNERMOST_RANGE).to_numpy() if INNERMOST_RANGE in ops else None
+    region = _regions(ops, ranges, structure.regions, innermost)
     step_windows, phase_windows = structure.steps, structure.phases
     has_steps, profiled = structure.has_steps, structure.profiled
     # Each op's labels come straight from the search, in as few bytes as hold them (no window
@@ -168,28 +183,32 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     phase_names, phase_codes = _label_codes(phase_windows["name"])
     tables = [step_windows, phase_windows, phase_windows]
     labels = [step_codes, phase_codes, narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1))]
-    if has_steps:  # whether each op's launch is in a step, and in a measured one
-        tables += [step_windows, step_windows]
-        labels += [np.append(np.ones(len(step_windows), dtype=bool), False),
-                   np.append(step_windows["measured"].to_numpy(dtype=bool), False)]
+    # Whether each op's launch is in a step: its step's name says so, unless some step is unnamed.
+    unnamed_step = bool((step_names[step_codes[:-1]] == "").any())
+    if has_steps:  # whether each op's launch is in a measured step (and in a step at all, where needed)
+        tables.append(step_windows)
+        labels.append(np.append(step_windows["measured"].to_numpy(dtype=bool), False))
+        if unnamed_step:
+            tables.append(step_windows)
+            labels.append(np.append(np.ones(len(step_windows), dtype=bool), False))
     step, phase, phase_range_id, *stepped = ops_in_window_tables(ops, tables, labels=labels)
     holders = pd.Series(dtype=object)
-    if has_steps:  # the few kernels in no step: no whole-column temporaries
-        in_step, measured = stepped
-        unstepped = np.flatnonzero(~in_step)
-        del in_step
-        unstepped = unstepped[(ops["op_kind"].iloc[unstepped] == "kernel").to_numpy()]
-        holders = _unstepped_holders(ops, unstepped, trace.ranges, step_windows)
+    if has_steps:  # the few kernels in no step, found a chunk at a time: no whole-column temporaries
+        measured = stepped[0]
+        unstepped = positions_where_all((stepped[1],), (False,)) if unnamed_step else \
+            positions_where_all((step,), (step_codes[-1],))
+        del stepped
+        unstepped = unstepped[(ops["op_kind"].iloc[unstepped] == "kernel").to_numpy()].astype(np.int64)
+        holders = _unstepped_holders(ops, unstepped, ranges, step_windows, innermost)
     else:
         measured = ops_in_windows(ops, profiled) >= 0 if profiled is not None else np.ones(len(ops), dtype=bool)
         analyzed = f"only {PROFILED_WINDOW} is" if profiled is not None else "the whole capture is"
         notes.append(f"no steps: {analyzed} analyzed ({structure.step_rule})")
+    del innermost
     ops = with_columns(ops, step=pd.Categorical.from_codes(step, categories=step_names), measured=measured,
-                       phase=pd.Categorical.from_codes(phase, categories=phase_names), phase_range_id=phase_range_id)
-    del step, measured, phase, phase_range_id
-
-    ranges = trace.ranges
-    ops = with_columns(ops, region=_regions(ops, ranges, structure.regions))
+                       phase=pd.Categorical.from_codes(phase, categories=phase_names), phase_range_id=phase_range_id,
+                       region=region)
+    del step, measured, phase, phase_range_id, region
     phase_ranges = _phase_ranges(phase_windows, step_windows, has_steps, profiled)
     parent = phase_windows["parent_id"].to_numpy(dtype=np.int64)
     phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "") \
@@ -206,15 +225,16 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
                        split_models=split_models)
 
 
-def _unstepped_holders(ops: pd.DataFrame, rows: np.ndarray, ranges: pd.DataFrame, steps: pd.DataFrame) -> pd.Series:
+def _unstepped_holders(ops: pd.DataFrame, rows: np.ndarray, ranges: pd.DataFrame, steps: pd.DataFrame,
+                       innermost: np.ndarray | None = None) -> pd.Series:
     """For the kernels at ``rows`` (launched in no step), the family label of the outermost range
     on the launching thread that holds no step's start (what the user named the work between
     steps: ``rollout``, ``evaluate``; a range around the whole run is passed over), "" when no
-    range holds the launch."""
+    range holds the launch. ``innermost``: each op's :data:`INNERMOST_RANGE` where the ops came
+    with it, else found for these kernels."""
     if not len(rows) or not len(ranges):
         return pd.Series([""] * len(rows), index=rows, dtype=object)
-    launched = ops.iloc[rows]
-    innermost = launched[INNERMOST_RANGE].to_numpy() if INNERMOST_RANGE in ops else innermost_ranges(launched, ranges)
+    innermost = innermost[rows] if innermost is not None else innermost_ranges(ops.iloc[rows], ranges)
     step_starts = {pid: np.sort(group.to_numpy()) for pid, group in steps.groupby("pid")["start_ns"]}
     starts, ends = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy()
     pids, parents, range_names = ranges["pid"].to_numpy(), ranges["parent_id"].to_numpy(), ranges["name"].to_numpy()
@@ -311,12 +331,13 @@ def _label_codes(window_names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return categories, codes.astype(np.min_scalar_type(-len(categories)))
 
 
-def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series) -> pd.Categorical:
+def _regions(ops: pd.DataFrame, ranges: pd.DataFrame, parts: pd.Series, innermost: np.ndarray | None = None
+             ) -> pd.Categorical:
     """For each op, the attention part (:data:`REGIONS`) of the nearest same-thread range
     enclosing its launch that is one (``parts``: part by ``range_id``; ``""`` when none). Finer
-    ranges inside a region (per-op ranges) do not hide it."""
+    ranges inside a region (per-op ranges) do not hide it. ``innermost``: each op's
+    :data:`INNERMOST_RANGE` where the ops came with it, else searched for."""
     categories = ["", *REGIONS]
-    innermost = ops.pop(INNERMOST_RANGE).to_numpy() if INNERMOST_RANGE in ops else None
     if not len(ranges) or parts.empty:
         return pd.Categorical.from_codes(np.zeros(len(ops), dtype=np.int8), categories=categories)
     code = np.zeros(len(ranges) + 1, dtype=np.int8)  # the last one for "no range"

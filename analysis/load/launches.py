@@ -67,29 +67,34 @@ class LaunchJoin:
         self.correlation_bits = max(largest, 0).bit_length()
         total = sum(self.sizes)
         self.packed = (len(self.processes) - 1).bit_length() + self.correlation_bits <= 31 and total < 1 << ROW_BITS
-        keys, rows = [], []
-        offset = 0
+        # Written a chunk at a time into arrays of every op's length (cut to the keyed ones after):
+        # no list of chunks beside a concatenation of them.
+        keys = np.empty(total, dtype=np.int64)
+        rows = None if self.packed else np.empty(total, dtype=np.int64)
+        filled = offset = 0
         for table_pids, table_correlation in zip(pids, correlation):
             for low in range(0, len(table_pids), JOIN_CHUNK_OPS):
                 key, keyed = self._keys(table_pids[low:low + JOIN_CHUNK_OPS], table_correlation[low:low + JOIN_CHUNK_OPS])
                 at = np.flatnonzero(keyed)
-                keys.append(key[at])
-                rows.append(at + (offset + low))
+                found = slice(filled, filled + len(at))
+                if self.packed:  # the key above the op's row
+                    np.left_shift(key[at], ROW_BITS, out=keys[found])
+                    keys[found] |= at + (offset + low)
+                else:
+                    keys[found], rows[found] = key[at], at + (offset + low)
+                filled += len(at)
             offset += len(table_pids)
-        keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-        rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        keys = keys[:filled]
         if self.packed:
-            keys <<= ROW_BITS
-            keys |= rows
-            del rows
             keys.sort()  # in place: key, then row
             self.sorted_keys, self.rows = keys, None
         else:
+            rows = rows[:filled]
             order = np.argsort(keys, kind="stable")
             self.sorted_keys, self.rows = keys[order], rows[order]
-        self.claimed = np.full(total, UNCLAIMED, dtype=np.int8)
-        self.start_ns = np.full(total, -1, dtype=np.int64)
-        self.tid = np.full(total, -1, dtype=np.int32)
+        self.claimed = np.empty(total, dtype=np.int8)
+        self.start_ns = np.empty(total, dtype=np.int64)
+        self.tid = np.empty(total, dtype=np.int32)
         self.lock = threading.Lock()
         self.start()
 

@@ -141,7 +141,6 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         notes.append(f"{unnamed:,} kernels have no name in the trace; they are listed as {UNNAMED_KERNEL}")
     memops = drop_unusable_times(read_memops(conn, schema), "memory copies and fills", notes)
     (kernels, memops), calls = join_launch_calls(conn, schema, strings, version, [kernels, memops])
-    kernels, memops = with_durations(kernels), with_durations(memops)
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
     if unlinked:
         notes.append(f"{unlinked:,} of {len(kernels):,} kernels have no launch call in the trace "
@@ -157,6 +156,9 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     profiler_calls = read_profiler_calls(conn, schema, strings)
     shared, (kernels, memops, events, gemm_ops, profiler_calls) = _name_processes(
         (kernels, memops, events, gemm_ops, profiler_calls), calls.processes, notes)
+    # The durations join the ops once their process keys are pids: each column made beside the
+    # tables at a time of its own, at millions of kernels each is tens of MB.
+    kernels, memops = with_durations(kernels), with_durations(memops)
     start_ns, end_ns = _capture_window((kernels, memops, events), calls)
     ranges = ranges_of(events, end_ns, notes)
     marks = marks_of(events)

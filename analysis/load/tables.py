@@ -120,8 +120,13 @@ def pid_column(keys: np.ndarray, shared) -> np.ndarray:
     """Process keys as the trace's ``pid`` column: the 24-bit pid (what nsys shows), or the whole
     key where processes on different hosts share that pid (``shared``: :func:`shared_pids`)."""
     keys = np.asarray(keys)  # int64, or int32 where every key fits (process_of)
+    if not len(shared):  # pids alone, which fit 32 bits: masked a chunk at a time, no whole-length temporary
+        pids = np.empty(len(keys), dtype=np.int32)
+        for low in range(0, len(keys), JOIN_CHUNK_OPS):
+            np.bitwise_and(keys[low:low + JOIN_CHUNK_OPS], ID_MASK, out=pids[low:low + JOIN_CHUNK_OPS], casting="unsafe")
+        return pids
     masked = keys & ID_MASK
-    return narrow_ids(np.where(np.isin(masked, np.asarray(shared, dtype=np.int64)), keys, masked) if len(shared) else masked)
+    return narrow_ids(np.where(np.isin(masked, np.asarray(shared, dtype=np.int64)), keys, masked))
 
 
 def tid_of(global_id) -> np.ndarray:
@@ -278,7 +283,7 @@ def with_durations(ops: pd.DataFrame) -> pd.DataFrame:
     """``ops`` (ends never before starts: :func:`drop_unusable_times`) with ``dur_ns`` (end minus
     start) after ``end_ns``: int32 where every duration fits (a kernel runs for less than 2.1 s),
     else int64. Found in chunks, so that no whole-length int64 difference is made beside the
-    column; added past the launch join, whose peak it would raise."""
+    column; added once the launch join and the naming of processes are done, whose peaks it would raise."""
     start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
     chunks = [slice(low, low + JOIN_CHUNK_OPS) for low in range(0, len(ops), JOIN_CHUNK_OPS)]
     longest = max((int((end[rows] - start[rows]).max()) for rows in chunks), default=0)

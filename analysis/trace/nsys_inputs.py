@@ -25,11 +25,11 @@ from analysis.core.timings import RunRecord
 # only in it repeat one configuration.
 REPEAT_COUNTER = re.compile(r"[\s_,;:-]*(?:[A-Za-z]\w*\s*[=:]\s*)?\d+$")
 # The columns of the labelled ops the questions read (a slim copy keeps the filters cheap).
-OP_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "stream_id", "op_kind", "demangled_name", "step",
+OP_COLUMNS = ("start_ns", "dur_ns", "pid", "device_id", "stream_id", "op_kind", "demangled_name", "step",
               "measured", "phase", "phase_range_id", "region")
 # The columns of :meth:`NsysInputs.measured_kernels` (what the per-kernel figures read; not the
 # ones that are the same on every row there, ``op_kind`` and ``measured``).
-MEASURED_COLUMNS = ("start_ns", "end_ns", "dur_ns", "pid", "device_id", "demangled_name", "phase", "phase_range_id",
+MEASURED_COLUMNS = ("start_ns", "dur_ns", "pid", "device_id", "demangled_name", "phase", "phase_range_id",
                     "region", "category", "tensor_core")
 # Rows of a chunk searched at a time for the first row of each group in :func:`kernel_groups`:
 # every row of the trace's first slice is of a group not met yet, few rows of a later one.

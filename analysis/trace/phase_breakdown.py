@@ -64,7 +64,7 @@ def range_figures(ops: pd.DataFrame, range_ids: pd.Index) -> dict[str, np.ndarra
     as the ops is made; a chunk's counts and sums are taken per run of consecutive ops of one
     range and kind, then added up per range."""
     count = len(range_ids)
-    start, end, dur = (ops[column].to_numpy() for column in ("start_ns", "end_ns", "dur_ns"))
+    start, dur = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
     measured, range_of = ops["measured"].to_numpy(), ops["phase_range_id"].to_numpy()
     is_kernel = (ops["op_kind"] == "kernel").to_numpy()
     position_of_id = id_table(range_ids.to_numpy(), range_of.max(initial=-1))
@@ -80,7 +80,8 @@ def range_figures(ops: pd.DataFrame, range_ids: pd.Index) -> dict[str, np.ndarra
         if not len(rows):
             continue
         group = position[rows]
-        starts, ends = start[part][rows], end[part][rows]
+        starts = start[part][rows]
+        ends = starts + dur[part][rows]
         range_kind = group * 2 + is_kernel[part][rows]
         first = run_starts(range_kind)  # a range's ops come together: runs of one range and kind, far fewer than rows
         run_kind, run_rows = range_kind[first], np.diff(np.append(first, len(rows)))
@@ -293,12 +294,13 @@ def device_busy_ns(inputs: NsysInputs) -> pd.Series:
     ops = inputs.ops
     measured = inputs.measured_kernel_rows()
     device, distinct = device_numbers(ops["pid"].to_numpy(), ops["device_id"].to_numpy())
-    start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
+    start, dur = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
     busy = np.zeros(len(distinct), dtype=np.int64)
     reach = np.full(len(distinct), np.iinfo(np.int64).min)  # the union's latest end so far, per device
     for part in _time_chunks(start):
         rows = np.flatnonzero(measured[part])
-        busy += union_length_per_group(device[part][rows], start[part][rows], end[part][rows], len(distinct),
+        starts = start[part][rows]
+        busy += union_length_per_group(device[part][rows], starts, starts + dur[part][rows], len(distinct),
                                        scratch=True, reach=reach)
     return pd.Series(busy, index=distinct)
 

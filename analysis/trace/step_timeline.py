@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.codes import run_starts
+from analysis.core.phases import op_ends
 from analysis.trace.nsys_inputs import NsysInputs
 
 RESOLUTION_DIVISIONS = 2000  # finer than a pixel of the report's figure (7.5 in at 150 dpi)
@@ -34,7 +35,7 @@ def step_window(inputs: NsysInputs) -> tuple[str, int, int]:
         steps = steps.iloc[:0]
     step = str(steps.sort_values("start_ns", kind="stable")["name"].iat[0]) if len(steps) else ""
     in_step = measured & (inputs.ops["step"] == step).to_numpy() if step else measured
-    op_start, op_end = inputs.ops["start_ns"].to_numpy()[in_step].min(), inputs.ops["end_ns"].to_numpy()[in_step].max()
+    op_start, op_end = inputs.ops["start_ns"].to_numpy()[in_step].min(), op_ends(inputs.ops, in_step).max()
     ranges = inputs.phase_ranges[inputs.phase_ranges["step"] == step] if step else inputs.phase_ranges
     start = min(op_start, ranges["start_ns"].min()) if not ranges.empty else op_start
     end = max(op_end, ranges["end_ns"].max()) if not ranges.empty else op_end
@@ -118,8 +119,11 @@ def step_timeline(inputs: NsysInputs) -> dict | None:
     if not inputs.ops["measured"].any():
         return None
     title, start_ns, end_ns = step_window(inputs)
-    in_window = (inputs.ops["start_ns"] >= start_ns) & (inputs.ops["end_ns"] <= end_ns)
-    ops = inputs.ops.loc[in_window, ["stream_id", "category", "start_ns", "end_ns"]]
+    starts = inputs.ops["start_ns"].to_numpy()
+    in_window = np.flatnonzero((starts >= start_ns) & (starts <= end_ns))  # the ends of these alone
+    ends = op_ends(inputs.ops, in_window)
+    in_window, ends = in_window[ends <= end_ns], ends[ends <= end_ns]
+    ops = inputs.ops.iloc[in_window][["stream_id", "category", "start_ns"]].assign(end_ns=ends)
     bars = bounded_bars(ops, end_ns - start_ns)
     ranges = inputs.phase_ranges
     ranges = ranges[(ranges["start_ns"] >= start_ns) & (ranges["end_ns"] <= end_ns)]

@@ -20,6 +20,7 @@ import pandas as pd
 from analysis.core.classify import is_communication
 from analysis.core.codes import lookup, value_codes
 from analysis.core.intervals import uncovered_ns
+from analysis.core.phases import op_ends
 from analysis.load.tables import with_columns
 
 # Display order; the first pattern that matches a kernel name wins (ReduceScatter before
@@ -61,12 +62,12 @@ def communication_columns(ops: pd.DataFrame, is_kernel: np.ndarray) -> pd.DataFr
 def exposed_ns(ops: pd.DataFrame, is_communication: np.ndarray, is_kernel: np.ndarray) -> np.ndarray:
     """For each op, the ns of it that no compute kernel (a kernel, ``is_kernel``, that is not
     communication) of its (process, GPU) covers, for the communication kernels; 0 for the other
-    ops. ``ops`` needs ``pid, device_id, start_ns, end_ns``."""
+    ops. ``ops`` needs ``pid, device_id, start_ns, dur_ns``."""
     result = np.zeros(len(ops), dtype=np.int64)  # untouched pages: no memory when none communicates
     if not is_communication.any():
         return result
     starts = ops["start_ns"].to_numpy()
-    ends = ops["end_ns"].to_numpy()
+    ends = op_ends(ops)
     is_compute = is_kernel & ~is_communication
     for rows in ops.groupby(["pid", "device_id"], sort=False).indices.values():
         comm = rows[is_communication[rows]]

@@ -17,7 +17,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from analysis.core.codes import code_positions, distinct, run_sums, value_codes
+from analysis.core.codes import code_positions, distinct, run_maxima, run_sums, value_codes
 from analysis.core.intervals import span_per_group
 from analysis.core.phases import PHASES, LabelledOps
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
@@ -226,12 +226,11 @@ def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray) -> dict[str, np.ndarra
     runs = {column: values[kernel_first] for column, values in keys.items()}
     runs["phase"] = code_positions(value_codes(ops["phase"])[1], RUN_PHASES, -1)[runs["phase"]]
     runs["kernels"] = np.diff(np.append(first, count))[kept]
-    for column, reduce in (("dur_ns", np.add), ("exposed_ns", np.add), ("start_ns", np.minimum), ("end_ns", np.maximum)):
-        values = ops[column].to_numpy()
-        if reduce is np.add:  # in int64: a run's summed ns may pass the 32 bits of a column of durations
-            runs[column] = run_sums(values, first)[kept]
-        else:
-            runs[column] = reduce.reduceat(values, first)[kept] if count else values[:0]
+    for column in ("dur_ns", "exposed_ns"):  # in int64: a run's summed ns may pass the 32 bits of a column of durations
+        runs[column] = run_sums(ops[column].to_numpy(), first)[kept]
+    start, dur = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
+    runs["start_ns"] = np.minimum.reduceat(start, first)[kept] if count else start[:0]
+    runs["end_ns"] = run_maxima(first, count, lambda rows: start[rows] + dur[rows])[kept]  # the ops hold no end
     return runs
 
 

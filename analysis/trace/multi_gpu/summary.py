@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.classify import is_communication
-from analysis.core.phases import LabelledOps
+from analysis.core.phases import LabelledOps, op_ends
 from analysis.load import Trace
 from analysis.load.tables import with_columns
 from analysis.trace.multi_gpu.communication import collective_figures, collective_of, communication_columns
@@ -29,7 +29,7 @@ from analysis.trace.summary_schema import CommunicationRecord
 # The columns of the labelled ops the communication figures read: those of every trace, then the
 # streams and launches, read only between ranks or around NCCL kernels (the ranks' timeline, FSDP
 # blocks, message sizes).
-RANK_COLUMNS = ["start_ns", "end_ns", "dur_ns", "pid", "device_id", "demangled_name", "measured", "step", "phase",
+RANK_COLUMNS = ["start_ns", "dur_ns", "pid", "device_id", "demangled_name", "measured", "step", "phase",
                 "phase_range_id"]
 LAUNCH_COLUMNS = ["stream_id", "launch_start_ns", "launch_tid"]
 COLUMNS = RANK_COLUMNS + LAUNCH_COLUMNS
@@ -64,7 +64,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     between_ranks = len(ranks) > 1 or runs["is_communication"].any()
     # Without figures between ranks the launch columns may have been dropped (reads_launches): the
     # figures below get none of the rows, and empty columns of every name.
-    kernels = kernel_rows(ops, is_kernel) if between_ranks else \
+    kernels = with_ends(kernel_rows(ops, is_kernel)) if between_ranks else \
         with_columns(ops.iloc[:0], **{column: np.zeros(0, np.int64) for column in LAUNCH_ONLY if column not in ops})
     del ops
     kernels = with_columns(kernels, bytes=message_bytes(trace, kernels))
@@ -91,6 +91,12 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
         "skew": skew(kernels, ranks),
         "timeline": rank_timeline(kernels, ranks, labelled),
     }
+
+
+def with_ends(kernels: pd.DataFrame) -> pd.DataFrame:
+    """``kernels`` with ``end_ns`` (:func:`analysis.core.phases.op_ends`), which the figures between
+    ranks read: the kernels' copy has it, the labelled ops do not."""
+    return with_columns(kernels, end_ns=op_ends(kernels))
 
 
 def kernel_rows(ops: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
