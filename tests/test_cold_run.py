@@ -74,3 +74,36 @@ def test_the_command_line_has_openblas_start_one_thread_unless_told(tmp_path):
                                 cwd=REPO, env=env, check=True)
         seen.append(result.stdout.splitlines()[-1])
     assert seen == ["1", "3"]
+
+
+# The command line's malloc settings after a run: the environment's, and what glibc was told.
+MALLOC = """
+import os, sys
+from analysis.app import engine
+told = []
+import ctypes
+real = ctypes.CDLL
+class Libc:
+    def __init__(self, *args):
+        self.libc = real(*args)
+    def __getattr__(self, name):
+        if name == "mallopt":
+            return lambda option, value: told.append([option, value]) or 1
+        return getattr(self.libc, name)
+ctypes.CDLL = Libc
+from analysis.app.cli import main
+main(sys.argv[1:])
+print([os.environ.get(v) for _, v, _ in engine.MALLOC_SETTINGS], told)
+"""
+
+
+def test_the_command_line_has_malloc_return_large_blocks_unless_told(tmp_path):
+    options = [str(TRACE), "--format", "json", "--no-cache", "--out", str(tmp_path)]
+    seen = []
+    for told in (None, "65536"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | (
+            {"MALLOC_MMAP_THRESHOLD_": told} if told else {})
+        result = subprocess.run([sys.executable, "-c", MALLOC, *options], capture_output=True, text=True,
+                                cwd=REPO, env=env, check=True)
+        seen.append(result.stdout.splitlines()[-1])
+    assert seen == [f"['{4 << 20}', '1'] [[-3, {4 << 20}], [-8, 1]]", "['65536', '1'] [[-8, 1]]"]

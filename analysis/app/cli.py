@@ -26,6 +26,7 @@ from analysis.app.engine import (
     imports_uncollected,
     leave_out_pyarrow,
     one_blas_thread,
+    returned_memory,
 )
 from analysis.core.range_names import RangeNames
 from analysis.core.safe_write import write_file
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status instead of exiting."""
     leave_out_pyarrow()
     one_blas_thread()
+    returned_memory()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         command, parser, argv = (_diff, _diff_parser(), argv[1:]) if argv[:1] == ["diff"] else \
