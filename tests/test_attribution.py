@@ -1,16 +1,18 @@
 """The kernel-to-range rule on the reference training trace and on hand-made edge cases."""
 from __future__ import annotations
 
+import sqlite3
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from analysis.core import attribution
 from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, rows_by_key
-from analysis.core.phases import OP_KINDS, gpu_ops, label_ops, op_ends
+from analysis.core.phases import OP_KINDS, gpu_ops, label_ops
 from analysis.core.range_names import RangeNames
 from analysis.load import load_trace
-from analysis.load.tables import position_dtype
+from analysis.load.tables import op_ends, position_dtype
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
 
@@ -243,9 +245,13 @@ def test_custom_names_label_phases_by_role(tmp_path):
 def test_ops_hold_no_end_and_their_ends_are_the_exports(fixture_trace):
     """An op's end is its start plus its duration (8 bytes an op not held): every kernel's and
     memory operation's end as the export has it."""
-    trace = load_trace(fixture_trace(TRAIN))
-    exported = sorted(zip(np.r_[trace.kernels["start_ns"], trace.memops["start_ns"]].tolist(),
-                          np.r_[trace.kernels["end_ns"], trace.memops["end_ns"]].tolist()))
+    path = fixture_trace(TRAIN)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        exported = sorted(db.execute(" UNION ALL ".join(
+            f"SELECT start, end FROM {table}" for table in
+            ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"))).fetchall())
+    trace = load_trace(path)
+    assert "end_ns" not in trace.kernels and "end_ns" not in trace.memops
     ops = gpu_ops(trace)
     assert "end_ns" not in ops
     assert list(zip(ops["start_ns"].tolist(), op_ends(ops).tolist())) == exported
@@ -261,19 +267,20 @@ def test_gpu_ops_name_and_kind_each_op_in_start_order(kinds, kernel_count, preso
     come in time order (merged) or not (sorted). Sizes are int32 where they fit."""
     from types import SimpleNamespace
     rng = np.random.default_rng(kernel_count + len(kinds))
-    kernels = pd.DataFrame({"start_ns": rng.integers(0, 5, kernel_count), "end_ns": rng.integers(5, 8, kernel_count),
+    kernels = pd.DataFrame({"start_ns": rng.integers(0, 5, kernel_count), "dur_ns": rng.integers(0, 8, kernel_count),
                             "demangled_name": pd.Categorical(rng.choice(["gemm", "add"], kernel_count))})
     memop_kinds = [kinds[i % len(kinds)] for i in range(5)] if kinds else []
     size = 64 if kernel_count != 7 else 2**40
     memops = pd.DataFrame({"kind": memop_kinds, "start_ns": rng.integers(0, 5, len(memop_kinds)),
-                           "end_ns": rng.integers(5, 8, len(memop_kinds)), "name": "", "bytes": size})
+                           "dur_ns": rng.integers(0, 8, len(memop_kinds)), "name": "", "bytes": size})
     if presorted:  # as the loader leaves them; ties on start and end between the tables
-        kernels = kernels.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
-        memops = memops.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True)
+        kernels = kernels.sort_values(["start_ns", "dur_ns"], kind="stable").reset_index(drop=True)
+        memops = memops.sort_values(["start_ns", "dur_ns"], kind="stable").reset_index(drop=True)
         memop_kinds = memops["kind"].tolist()
     ops = gpu_ops(SimpleNamespace(kernels=kernels, memops=memops))
     assert ops["bytes"].dtype == (np.int64 if size > np.iinfo(np.int32).max and kinds else np.int32)
-    order = np.lexsort((np.r_[kernels["end_ns"], memops["end_ns"]], np.r_[kernels["start_ns"], memops["start_ns"]]))
+    ends = np.r_[kernels["start_ns"] + kernels["dur_ns"], memops["start_ns"] + memops["dur_ns"]]
+    order = np.lexsort((ends, np.r_[kernels["start_ns"], memops["start_ns"]]))
     kind = np.array(["kernel"] * kernel_count + memop_kinds, dtype=object)[order]
     assert ops["op_kind"].tolist() == kind.tolist()
     assert list(ops["op_kind"].cat.categories) == [k for k in OP_KINDS if k in set(kind)]

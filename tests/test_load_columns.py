@@ -99,8 +99,8 @@ def test_read_schema_of_some_tables():
 def test_kernels_come_back_in_time_order_whatever_the_export_order(tmp_path):
     kernels = [(300, 400, 290, 1, 1, 3), (100, 250, 90, 1, 1, 1), (100, 200, 95, 1, 1, 2)]
     trace = load_trace(build_export(tmp_path / "t.sqlite", kernels=kernels))
-    assert trace.kernels[["start_ns", "end_ns", "launch_start_ns"]].values.tolist() == \
-        [[100, 200, 95], [100, 250, 90], [300, 400, 290]]
+    assert trace.kernels[["start_ns", "dur_ns", "launch_start_ns"]].values.tolist() == \
+        [[100, 100, 95], [100, 150, 90], [300, 100, 290]]
     assert "correlation_id" not in trace.kernels  # read for the join only
 
 
@@ -175,7 +175,7 @@ def test_streamed_launch_join_is_the_join_row_by_row(count):
     launches = pd.DataFrame({"start_ns": rng.integers(0, 100, count * 2), "pid": rng.choice([1 << 30, 3], count * 2),
                              "tid": rng.integers(0, 5, count * 2),
                              "correlation_id": rng.integers(-1, count + 1, count * 2)})  # ties
-    tables_ = [pd.DataFrame({"start_ns": np.arange(n), "end_ns": np.arange(n) + 1,
+    tables_ = [pd.DataFrame({"start_ns": np.arange(n), "dur_ns": np.ones(n, dtype=np.int32),
                              "pid": rng.choice([1 << 30, 3, 4], n), "correlation_id": rng.integers(-1, count + 2, n)})
                for n in (count, count // 2)]
     calls = LaunchCalls(np.zeros(0, np.int64), 0 if count else None, 0, 0)
@@ -197,7 +197,7 @@ def test_streamed_launch_join_of_wide_keys_is_the_join_row_by_row():
     correlation = rng.integers(-1, 20, 40) + np.int64(1 << 33)
     launches = pd.DataFrame({"start_ns": rng.integers(0, 100, 40), "pid": np.full(40, 3),
                              "tid": rng.integers(0, 5, 40), "correlation_id": correlation})
-    ops = pd.DataFrame({"start_ns": np.arange(30), "end_ns": np.arange(30) + 1, "pid": rng.choice([3, 4], 30),
+    ops = pd.DataFrame({"start_ns": np.arange(30), "dur_ns": np.ones(30, dtype=np.int32), "pid": rng.choice([3, 4], 30),
                         "correlation_id": rng.choice(np.append(correlation, [-1, 1 << 34]), 30)})
     join = streamed_join([ops], launches, 7, 2, rng)
     assert not join.packed
@@ -214,7 +214,7 @@ def test_launch_calls_are_streamed_from_the_export_in_slices(tmp_path):
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     schema = read_schema(conn)
     strings = tables.StringTable(conn, schema)
-    ops = tables.read_kernels(conn, schema, strings)  # whole process keys, as the loader joins them
+    ops = tables.with_durations(tables.read_kernels(conn, schema, strings))  # whole process keys, as the loader joins them
     joined, calls = launches.join_launch_calls(conn, schema, strings, None, [ops])
     assert joined[0]["launch_start_ns"].tolist() == [k[2] for k in kernels]
     assert calls.processes.tolist() == ops["pid"].unique().tolist()
@@ -233,7 +233,7 @@ def test_durations_are_int32_where_every_one_fits_and_the_same_in_chunks(monkeyp
         for chunk in (1, 3, 1 << 20):
             monkeypatch.setattr(tables, "JOIN_CHUNK_OPS", chunk)
             timed = tables.with_durations(ops)
-            assert list(timed.columns) == ["start_ns", "end_ns", "dur_ns", "device_id"]
+            assert list(timed.columns) == ["start_ns", "dur_ns", "device_id"]  # in place of the ends
             wide = count and longest > np.iinfo(np.int32).max  # no rows: every duration fits
             assert timed["dur_ns"].dtype == (np.int64 if wide else np.int32)
             assert timed["dur_ns"].tolist() == (end - start).tolist()

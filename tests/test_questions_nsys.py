@@ -17,9 +17,10 @@ from analysis.core.attribution import ops_in_windows
 from analysis.core.flops import phase_flops
 from analysis.core.intervals import union_length_per_group
 from analysis.core.kernel_names import kernel_label
-from analysis.core.phases import gpu_ops, label_ops, op_ends
+from analysis.core.phases import gpu_ops, label_ops
 from analysis.core.timings import RunRecord, read_run_record, timings_json_path
 from analysis.load import load_trace
+from analysis.load.tables import op_ends
 from analysis.questions import nsys_a, nsys_b, nsys_c, nsys_d, nsys_e
 from analysis.questions.registry import PER_TRACE
 from analysis.questions.sentences import efficiency_sentence, with_sentences

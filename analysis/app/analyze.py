@@ -60,10 +60,10 @@ def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), in
         trace = loader.load_trace(path, nvtx.RangeFilter(), inputs)
         loader.require_claimable_kernels(trace)
         # No question reads the trace's own tables, nor other columns of the ops than the summary's.
-        labelled = phases.label_ops(trace, names, move_tables=True, columns=summary.READ_COLUMNS)
+        labelled = phases.label_ops(trace, names, move_tables=True, columns=summary.read_columns(trace.kernels, trace.memops))
     else:
         trace, ops = tables.load_with(path, nvtx.RangeFilter(), inputs, ops_product())
-        labelled = phases.label_ops(trace, names, ops=ops, columns=summary.READ_COLUMNS)
+        labelled = phases.label_ops(trace, names, ops=ops, columns=summary.read_columns(ops))
         del ops  # the labelled ops now: the summary keeps only the columns it reads, the rest freed
     return summary.summarize(trace, PER_TRACE, labelled)
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import union_categoricals
 
 from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, positions_where_all
 from analysis.core.codes import lookup, run_starts
@@ -34,8 +33,6 @@ OP_KINDS = ("kernel", "memcpy", "memset")
 INNERMOST_RANGE = "innermost_range_id"
 # The columns of the ops that finding the structure and labelling read.
 LABELLING_COLUMNS = ("start_ns", "dur_ns", "pid", "launch_start_ns", "launch_tid", "op_kind", "demangled_name")
-# The kernels' column the ops leave out: an op's end is its start plus its duration (:func:`op_ends`).
-DERIVED_END = "end_ns"
 
 
 @dataclass
@@ -58,9 +55,8 @@ class LabelledOps:
 
 def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None = None) -> pd.DataFrame:
     """Kernels and memory operations in one table sorted by start, with ``op_kind`` and ``bytes``;
-    with ``columns``, only those of the kernels' columns and ``bytes`` (``op_kind`` always). No
-    ``end_ns``: at millions of ops it is 8 bytes an op that the start and the 4-byte duration
-    give (:func:`op_ends`).
+    with ``columns``, only those of the kernels' columns and ``bytes`` (``op_kind`` always). As
+    the loader's tables, they hold durations, not ends (:func:`analysis.load.tables.op_ends`).
 
     Built column by column (one ordering, no whole-table copies): at millions of kernels the table
     is the largest thing the analysis holds. With ``move``, the trace's kernel and
@@ -78,20 +74,21 @@ def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None
     name_categories = kind_names.sort_values()
     memop_names = pd.Categorical.from_codes(name_categories.get_indexer(kind_names)[memop_kind_codes],
                                             categories=name_categories)
-    kept = (set(kernels.columns) | {"bytes"} if columns is None else set(columns)) - {DERIVED_END}
+    kept = set(kernels.columns) | {"bytes"} if columns is None else set(columns)
+    order = list(kernels.columns)
     table = {}
-    # The columns left out go first: moved, each is freed before the kept ones are placed beside it.
-    for column in sorted(kernels.columns, key=lambda name: name in kept):
+    # The columns left out go first: moved, each is freed before the kept ones are placed beside it;
+    # then the widest, whose placed copy beside the moved column is the largest, while the least is held.
+    for column in sorted(order, key=lambda name: (name in kept, -_row_bytes(kernels[name]))):
         kernel_column = kernels.pop(column) if move else kernels[column]
         if column not in kept:
             continue
         if column == "demangled_name":
-            both = union_categoricals([kernel_column, memop_names], ignore_order=True)
-            table[column] = pd.Categorical.from_codes(place(both.codes[:kernel_count], both.codes[kernel_count:]),
-                                                      categories=both.categories)
+            table[column] = _with_memop_names(kernel_column.array, memop_names, place)
         else:
             table[column] = place(kernel_column.to_numpy(), memops[column].to_numpy())
         del kernel_column
+    table = {column: table[column] for column in order if column in table}  # in the kernels' order
     total = kernel_count + len(memops)
     is_memcpy = np.asarray(memop_kinds == "memcpy", dtype=bool)[memop_kind_codes]
     used = [kernel_count > 0, is_memcpy.any(), not is_memcpy.all()]  # the kinds present, in OP_KINDS's order
@@ -106,6 +103,24 @@ def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None
     return pd.DataFrame(table, copy=False)
 
 
+def _row_bytes(column: pd.Series) -> int:
+    """Bytes a row of ``column`` takes (a categorical's: its code's)."""
+    return column.array.codes.itemsize if isinstance(column.dtype, pd.CategoricalDtype) else column.dtype.itemsize
+
+
+def _with_memop_names(kernel_names: pd.Categorical, memop_names: pd.Categorical, place: Callable) -> pd.Categorical:
+    """The kernels' and memops' names as one categorical placed by ``place`` (:func:`_merged_order`),
+    its categories the kernels' then the memops' new ones (as ``union_categoricals`` orders them):
+    the kernels' codes are kept as they are, where pandas' union recodes them through a 64-bit
+    copy of every code."""
+    categories = kernel_names.categories.append(memop_names.categories)
+    categories = categories[~categories.duplicated()]
+    memop_codes = categories.get_indexer(memop_names.categories)[memop_names.codes]
+    code_type = np.min_scalar_type(-len(categories))
+    return pd.Categorical.from_codes(place(kernel_names.codes.astype(code_type, copy=False), memop_codes.astype(code_type)),
+                                     categories=categories)
+
+
 def _merged_order(kernels: pd.DataFrame, memops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, Callable]:
     """Where the kernels and memory operations go in one table sorted by start, then end (kernels
     first on ties, each table's rows in their order): the memops' rows in it, which memop each
@@ -114,16 +129,17 @@ def _merged_order(kernels: pd.DataFrame, memops: pd.DataFrame) -> tuple[np.ndarr
     Both tables sorted by start and end already (the loader sorts them) are merged: each memop
     goes after the kernels that sort no later, the kernel columns fill the other rows, and no sort
     order or concatenated copy of a column is made. Else both are concatenated and sorted."""
-    kernel_start, kernel_end = kernels["start_ns"].to_numpy(), kernels["end_ns"].to_numpy()
-    memop_start, memop_end = memops["start_ns"].to_numpy(), memops["end_ns"].to_numpy()
-    if not (sorted_by(kernel_start, kernel_end) and sorted_by(memop_start, memop_end)):
-        order = np.lexsort((np.concatenate([kernel_end, memop_end]), np.concatenate([kernel_start, memop_start])))
+    # On equal starts, durations order ops as their ends do.
+    kernel_start, kernel_dur = kernels["start_ns"].to_numpy(), kernels["dur_ns"].to_numpy()
+    memop_start, memop_dur = memops["start_ns"].to_numpy(), memops["dur_ns"].to_numpy()
+    if not (sorted_by(kernel_start, kernel_dur) and sorted_by(memop_start, memop_dur)):
+        order = np.lexsort((np.concatenate([kernel_dur, memop_dur]), np.concatenate([kernel_start, memop_start])))
         memop_at = np.flatnonzero(order >= len(kernels))
         return memop_at, order[memop_at] - len(kernels), lambda kernel, memop: np.concatenate([kernel, memop])[order]
     before = np.searchsorted(kernel_start, memop_start, side="left")  # kernels that start earlier
     same_start = np.searchsorted(kernel_start, memop_start, side="right")
     for memop in np.flatnonzero(same_start > before):  # and those of the same start that end no later
-        before[memop] += np.searchsorted(kernel_end[before[memop]:same_start[memop]], memop_end[memop], side="right")
+        before[memop] += np.searchsorted(kernel_dur[before[memop]:same_start[memop]], memop_dur[memop], side="right")
     memop_at = before + np.arange(len(memops))
     is_kernel = np.ones(len(kernels) + len(memops), dtype=bool)
     is_kernel[memop_at] = False
@@ -135,12 +151,6 @@ def _merged_order(kernels: pd.DataFrame, memops: pd.DataFrame) -> tuple[np.ndarr
         return merged
 
     return memop_at, np.arange(len(memops)), place
-
-
-def op_ends(ops: pd.DataFrame, rows: slice | np.ndarray = slice(None)) -> np.ndarray:
-    """The end of each op of ``rows`` (a slice, mask or positions; every op unless told): its start
-    plus its duration, as int64, the end nsys recorded (the durations were found as end minus start)."""
-    return ops["start_ns"].to_numpy()[rows] + ops["dur_ns"].to_numpy()[rows]
 
 
 def trace_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
@@ -178,20 +188,18 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     has_steps, profiled = structure.has_steps, structure.profiled
     # Each op's labels come straight from the search, in as few bytes as hold them (no window
     # position per op on the way), and join the ops without a copy (with_columns): at millions of
-    # ops each is tens of MB.
+    # ops each is tens of MB. Steps first: whether each op's launch is in a measured step, and in a
+    # step at all (its step's name says so, unless some step is unnamed).
     step_names, step_codes = _label_codes(step_windows["name"])
-    phase_names, phase_codes = _label_codes(phase_windows["name"])
-    tables = [step_windows, phase_windows, phase_windows]
-    labels = [step_codes, phase_codes, narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1))]
-    # Whether each op's launch is in a step: its step's name says so, unless some step is unnamed.
     unnamed_step = bool((step_names[step_codes[:-1]] == "").any())
-    if has_steps:  # whether each op's launch is in a measured step (and in a step at all, where needed)
+    tables, labels = [step_windows], [step_codes]
+    if has_steps:
         tables.append(step_windows)
         labels.append(np.append(step_windows["measured"].to_numpy(dtype=bool), False))
         if unnamed_step:
             tables.append(step_windows)
             labels.append(np.append(np.ones(len(step_windows), dtype=bool), False))
-    step, phase, phase_range_id, *stepped = ops_in_window_tables(ops, tables, labels=labels)
+    step, *stepped = ops_in_window_tables(ops, tables, labels=labels)
     holders = pd.Series(dtype=object)
     if has_steps:  # the few kernels in no step, found a chunk at a time: no whole-column temporaries
         measured = stepped[0]
@@ -205,6 +213,13 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
         analyzed = f"only {PROFILED_WINDOW} is" if profiled is not None else "the whole capture is"
         notes.append(f"no steps: {analyzed} analyzed ({structure.step_rule})")
     del innermost
+    if columns is not None and "launch_tid" not in columns and not _several_devices(ops):
+        del ops["launch_tid"]  # read last by the holders' search (several GPUs: by _split_models too)
+    phase_names, phase_codes = _label_codes(phase_windows["name"])
+    phase, phase_range_id = ops_in_window_tables(ops, [phase_windows, phase_windows], labels=[
+        phase_codes, narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1))])
+    if columns is not None and "launch_start_ns" not in columns:
+        del ops["launch_start_ns"]  # read last by the phases' search
     ops = with_columns(ops, step=pd.Categorical.from_codes(step, categories=step_names), measured=measured,
                        phase=pd.Categorical.from_codes(phase, categories=phase_names), phase_range_id=phase_range_id,
                        region=region)
@@ -261,15 +276,19 @@ def _unstepped_holders(ops: pd.DataFrame, rows: np.ndarray, ranges: pd.DataFrame
 REPLICA_THREAD_SHARE = 0.5
 
 
+def _several_devices(ops: pd.DataFrame) -> bool:
+    """Whether ``ops`` ran on more than one GPU number."""
+    devices = ops["device_id"].to_numpy() if "device_id" in ops else np.zeros(0)
+    return bool(len(devices)) and devices.min() != devices.max()
+
+
 def _split_models(ops: pd.DataFrame) -> tuple[int, ...]:
     """The processes whose forward passes ran on several GPUs launched mostly from threads that
     launch onto more than one of them: one model split across the GPUs (naive model or pipeline
     parallelism), whose pass is every GPU's work, not a replica per GPU (:func:`_passes_per_device`)."""
-    if "device_id" not in ops or not len(ops) or "launch_tid" not in ops:
+    if "launch_tid" not in ops or not _several_devices(ops):
         return ()
     devices = ops["device_id"].to_numpy()
-    if devices.min() == devices.max():
-        return ()
     forward = np.flatnonzero((ops["phase"] == "forward").to_numpy() & (ops["op_kind"] == "kernel").to_numpy())
     launches = pd.DataFrame({"pid": ops["pid"].to_numpy()[forward], "tid": ops["launch_tid"].to_numpy()[forward],
                              "device": devices[forward]})

@@ -153,15 +153,17 @@ class LaunchJoin:
 
     def joined(self, tables: list[pd.DataFrame], calls: LaunchCalls) -> list[pd.DataFrame]:
         """``tables`` with their launch call's ``launch_start_ns`` and ``launch_tid`` (-1 where
-        none; ``launch_tid`` int64 when no call was read), each sorted by start and end; an
+        none; ``launch_tid`` int64 when no call was read), each sorted by start and end (their
+        ``dur_ns``: :func:`analysis.load.tables.with_durations`); an
         export already in that order (the usual case) is not sorted again."""
         tid = self.tid if calls.any_read else self.tid.astype(np.int64)
         out, offset = [], 0
         for table, size in zip(tables, self.sizes):
             rows = slice(offset, offset + size)
             table = with_columns(table, launch_start_ns=self.start_ns[rows], launch_tid=tid[rows])
-            if not sorted_by(table["start_ns"].to_numpy(), table["end_ns"].to_numpy()):
-                table = table.sort_values(["start_ns", "end_ns"], kind="stable")
+            # By start, then end: on equal starts, durations order ops as their ends do.
+            if not sorted_by(table["start_ns"].to_numpy(), table["dur_ns"].to_numpy()):
+                table = table.sort_values(["start_ns", "dur_ns"], kind="stable")
             out.append(table.reset_index(drop=True))
             offset += size
         return out

@@ -281,21 +281,30 @@ def read_profiler_calls(conn: sqlite3.Connection, schema: dict, strings: StringT
 
 def with_durations(ops: pd.DataFrame) -> pd.DataFrame:
     """``ops`` (ends never before starts: :func:`drop_unusable_times`) with ``dur_ns`` (end minus
-    start) after ``end_ns``: int32 where every duration fits (a kernel runs for less than 2.1 s),
-    else int64. Found in chunks, so that no whole-length int64 difference is made beside the
-    column; added once the launch join and the naming of processes are done, whose peaks it would raise."""
+    start) in place of ``end_ns``: int32 where every duration fits (a kernel runs for less than
+    2.1 s), else int64. Found in chunks, so that no whole-length int64 difference is made beside
+    the column. An op's end is then its start plus its duration (:func:`op_ends`): at millions of
+    kernels an end column is 8 bytes an op held from the load to the last figure."""
     start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
     chunks = [slice(low, low + JOIN_CHUNK_OPS) for low in range(0, len(ops), JOIN_CHUNK_OPS)]
     longest = max((int((end[rows] - start[rows]).max()) for rows in chunks), default=0)
     durations = np.empty(len(ops), dtype=np.int32 if longest <= INT32.max else np.int64)
     for rows in chunks:
         np.subtract(end[rows], start[rows], out=durations[rows], casting="unsafe")  # fits: checked above
-    columns = {}
-    for column in ops.columns:
-        columns[column] = ops[column]
-        if column == "end_ns":
-            columns["dur_ns"] = durations
-    return pd.DataFrame(columns, copy=False)
+    return pd.DataFrame({("dur_ns" if column == "end_ns" else column): durations if column == "end_ns" else ops[column]
+                         for column in ops.columns}, copy=False)
+
+
+def op_ends(ops: pd.DataFrame, rows: slice | np.ndarray = slice(None)) -> np.ndarray:
+    """The end of each op of ``rows`` (a slice, mask or positions; every op unless told): its start
+    plus its duration (:func:`with_durations`), as int64: the end nsys recorded."""
+    return ops["start_ns"].to_numpy()[rows] + ops["dur_ns"].to_numpy()[rows]
+
+
+def latest_end(ops: pd.DataFrame) -> int | None:
+    """The latest end of ``ops`` (None for none), found :data:`JOIN_CHUNK_OPS` rows at a time."""
+    return max((int(op_ends(ops, slice(low, low + JOIN_CHUNK_OPS)).max()) for low in range(0, len(ops), JOIN_CHUNK_OPS)),
+               default=None)
 
 
 def with_columns(table: pd.DataFrame, **columns) -> pd.DataFrame:

@@ -118,9 +118,10 @@ class NsysInputs:
                           & (self.ops["op_kind"] == "kernel").to_numpy())
 
     def measured_kernels(self, phases: tuple[str, ...] | None = None,
-                         columns: tuple[str, ...] = MEASURED_COLUMNS) -> pd.DataFrame:
+                         columns: tuple[str, ...] = MEASURED_COLUMNS, regions: tuple[str, ...] | None = None
+                         ) -> pd.DataFrame:
         """Kernel rows of measured steps (their ``columns``, :data:`MEASURED_COLUMNS` unless
-        told), in the given phases (all, when ``phases`` is None).
+        told), in the given phases and regions (all, when ``phases`` or ``regions`` is None).
 
         Selected from the ops at each call, not kept: at millions of kernels a kept selection
         would cost as much memory as the rows it holds. Figures that only add kernels up read
@@ -128,6 +129,8 @@ class NsysInputs:
         rows = self.measured_kernel_rows()
         if phases is not None:
             rows = rows & self.ops["phase"].isin(phases).to_numpy()
+        if regions is not None:
+            rows = rows & self.ops["region"].isin(regions).to_numpy()
         return self.ops.loc[rows, list(columns)]
 
     def kernel_groups(self, phases: tuple[str, ...] | None = None) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.codes import run_starts
-from analysis.core.phases import op_ends
+from analysis.load.tables import op_ends
 from analysis.trace.nsys_inputs import NsysInputs
 
 RESOLUTION_DIVISIONS = 2000  # finer than a pixel of the report's figure (7.5 in at 150 dpi)

@@ -96,6 +96,14 @@ SUMMARY_KEYS = tuple(typing.get_type_hints(TraceSummary))  # the keys of a summa
 READ_COLUMNS = frozenset(OP_COLUMNS) | frozenset(COMMUNICATION_COLUMNS)
 
 
+def read_columns(*tables: pd.DataFrame) -> frozenset[str]:
+    """The columns of the ops that the sections read: :data:`READ_COLUMNS`, less the launch columns
+    where the communication figures read none (:func:`reads_launches` of ``tables``: the ops, or
+    the kernel and memop tables they are made of). The labelling drops each other column once it
+    has read it last."""
+    return READ_COLUMNS if reads_launches(*tables) else READ_COLUMNS - frozenset(LAUNCH_ONLY)
+
+
 class PerTraceQuestion(Protocol):
     """A question answered per trace (the registry's ``PER_TRACE``): its key in the summary's
     ``questions`` and the computation of its figures (:mod:`analysis.trace.question_figures`)."""
@@ -150,14 +158,14 @@ def summarize(trace: Trace, questions: Sequence[PerTraceQuestion], labelled: Lab
     """The stored summary of a loaded trace (see the module docstring for its keys): each of
     :func:`sections` built in turn. ``questions``: the per-trace questions whose records fill
     ``questions`` (the registry's ``PER_TRACE``, which :func:`analysis.app.analyze.analyze_trace`
-    passes); ``labelled`` is ``label_ops(trace, names, columns=READ_COLUMNS)`` when the caller has it already (it carries
+    passes); ``labelled`` is ``label_ops(trace, names, columns=read_columns(...))`` when the caller has it already (it carries
     its own names). ``labelled.ops`` keeps only the columns the sections read (those of
     :class:`NsysInputs` and of the communication figures, less the launch columns where the
     communication figures read none: :func:`reads_launches`), then, once the communication figures
     are done, only those of :class:`NsysInputs`: at millions of kernels every column dropped is
     memory the sections' own tables can use."""
-    labelled = labelled if labelled is not None else label_ops(trace, names, columns=READ_COLUMNS)
-    kept = READ_COLUMNS if reads_launches(labelled.ops) else READ_COLUMNS - frozenset(LAUNCH_ONLY)
+    labelled = labelled if labelled is not None else label_ops(trace, names, columns=read_columns(trace.kernels, trace.memops))
+    kept = read_columns(labelled.ops)
     labelled.ops = labelled.ops[[column for column in labelled.ops.columns if column in kept]]
     run = read_run_record(trace.marks, trace.path, labelled.structure.step_ranges)
     sources = SummarySources(trace, labelled, run, trace.gpu_name or (run.config or {}).get("gpu_name"))

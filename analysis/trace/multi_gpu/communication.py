@@ -20,8 +20,7 @@ import pandas as pd
 from analysis.core.classify import is_communication
 from analysis.core.codes import lookup, value_codes
 from analysis.core.intervals import uncovered_ns
-from analysis.core.phases import op_ends
-from analysis.load.tables import with_columns
+from analysis.load.tables import op_ends, with_columns
 
 # Display order; the first pattern that matches a kernel name wins (ReduceScatter before
 # AllReduce: both contain "Reduce").

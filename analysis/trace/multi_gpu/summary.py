@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.classify import is_communication
-from analysis.core.phases import LabelledOps, op_ends
+from analysis.core.phases import LabelledOps
 from analysis.load import Trace
-from analysis.load.tables import with_columns
+from analysis.load.tables import op_ends, with_columns
 from analysis.trace.multi_gpu.communication import collective_figures, collective_of, communication_columns
 from analysis.trace.multi_gpu.fsdp import block_figures
 from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
@@ -37,14 +37,17 @@ COLUMNS = RANK_COLUMNS + LAUNCH_COLUMNS
 LAUNCH_ONLY = ("launch_start_ns", "launch_tid")
 
 
-def reads_launches(ops: pd.DataFrame) -> bool:
-    """Whether :func:`communication_summary` reads the ops' :data:`LAUNCH_ONLY` columns: only where
+def reads_launches(*tables: pd.DataFrame) -> bool:
+    """Whether :func:`communication_summary` reads the :data:`LAUNCH_ONLY` columns of the ops made
+    of ``tables`` (the labelled ops, or the kernel and memop tables they are made of): only where
     the ops run on more than one (process, GPU) or some kernel's name says it communicates. Where
     it does not, a caller may drop them (at millions of ops, 12 bytes an op)."""
-    pids, devices = ops["pid"].to_numpy(), ops["device_id"].to_numpy()
-    one_gpu = not len(ops) or (pids.min() == pids.max() and devices.min() == devices.max())
-    names = ops["demangled_name"]
-    distinct = names.cat.categories if isinstance(names.dtype, pd.CategoricalDtype) else pd.unique(names.to_numpy())
+    held = [table for table in tables if len(table)]
+    one_gpu = all(min(table[column].min() for table in held) == max(table[column].max() for table in held)
+                  for column in ("pid", "device_id")) if held else True
+    names = [table["demangled_name"] for table in tables if "demangled_name" in table]
+    distinct = [name for column in names for name in (
+        column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else pd.unique(column.to_numpy()))]
     return not one_gpu or any(is_communication(str(name)) for name in distinct)
 
 
@@ -94,7 +97,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
 
 
 def with_ends(kernels: pd.DataFrame) -> pd.DataFrame:
-    """``kernels`` with ``end_ns`` (:func:`analysis.core.phases.op_ends`), which the figures between
+    """``kernels`` with ``end_ns`` (:func:`analysis.load.tables.op_ends`), which the figures between
     ranks read: the kernels' copy has it, the labelled ops do not."""
     return with_columns(kernels, end_ns=op_ends(kernels))
 

@@ -108,7 +108,7 @@ def figures(inputs: NsysInputs, phases: dict[str, dict]) -> dict:
     )
     if record["matmul_gemm_ms_per_pass"]:
         record["runtime_ratio"] = record["softmax_ms_per_pass"] / record["matmul_gemm_ms_per_pass"]
-        rows = inputs.measured_kernels(("forward",), PASS_COLUMNS)
+        rows = inputs.measured_kernels(("forward",), PASS_COLUMNS, regions=REGIONS)  # the three parts' kernels only
         in_ranges = rows["region"].isin((scores_part, final_part))
         by_pass = (rows[rows["region"] == softmax_part].groupby("phase_range_id")["dur_ns"].sum()
                    / rows[in_ranges & (rows["category"] == GEMM)].groupby("phase_range_id")["dur_ns"].sum()).dropna()
