@@ -1469,3 +1469,15 @@ def test_step_ranges_inside_a_warmup_range_are_warmup_beside_a_warmup_range_of_n
     labelled = script.labelled(tmp_path)
     assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
     assert labelled.structure.warmup_rule == "inside `warmup`"
+
+
+def test_kernels_in_no_step_are_told_apart_from_those_of_an_unnamed_step(tmp_path):
+    """A step range without a name labels its ops "" as no step does: the kernels in no step are
+    then found by the search itself, not by their step's name."""
+    script = Script()
+    script.range("", script.iteration)
+    script.kernel(count=2)
+    labelled = script.labelled(tmp_path)
+    assert list(labelled.structure.steps["name"]) == [""]
+    assert labelled.unstepped_holders.index.tolist() == [9, 10]
+    assert labelled.ops["measured"].tolist() == [True] * 9 + [False] * 2

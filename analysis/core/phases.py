@@ -169,8 +169,9 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     ops (:func:`gpu_ops`), the trace keeping empty ones. ``ops``: the trace's operations as
     :func:`trace_ops` made them (the trace's own tables then unread), labelled in place. With
     ``columns`` (those the caller reads), the ops hold only them, those the labelling reads
-    (:data:`LABELLING_COLUMNS`) and the labels: at millions of ops each column left out is tens of
-    MB for the whole analysis."""
+    (:data:`LABELLING_COLUMNS`) and the labels, and of the launch columns only those the caller
+    reads once the labelling has read them last: at millions of ops each column left out is tens
+    of MB for the whole analysis."""
     wanted = None if columns is None else {*columns, *LABELLING_COLUMNS}
     if ops is None:
         ops = gpu_ops(trace, move=move_tables, columns=wanted)

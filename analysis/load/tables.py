@@ -164,8 +164,8 @@ ACTIVITY_IDS = ("device_id", "stream_id", "correlation_id")
 
 
 def _activity_columns(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The columns every GPU activity table (kernel, memcpy, memset) shares but ``dur_ns``
-    (:func:`with_durations`, once the launch join is done); GPU and stream numbers in the fewest
+    """The columns every GPU activity table (kernel, memcpy, memset) shares, with ``end_ns`` (the
+    loader puts ``dur_ns`` in its place: :func:`with_durations`); GPU and stream numbers in the fewest
     bytes that hold them, the other ids in 32 bits where they fit (correlation ids too: CUPTI counts
     them in 32 bits); times stay 64-bit. The id columns are
     taken out of ``raw``, each freed once converted."""
