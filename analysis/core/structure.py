@@ -50,7 +50,15 @@ from analysis.core.classify import is_communication
 from analysis.core.codes import distinct, lookup, run_starts, run_sums, value_codes
 from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
-from analysis.core.structure_text import INDEXED, family_label, name_families, name_stem, normal_name, role_name
+from analysis.core.structure_text import (
+    INDEXED,
+    family_label,
+    name_families,
+    name_stem,
+    normal_name,
+    role_name,
+    shown_families,
+)
 from analysis.load.nvtx import OP_LEVEL
 from analysis.load.tables import sorted_by
 from cs336_profile import contract
@@ -1026,7 +1034,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     steps = _with_trailing_phases(steps, phases, notes)
     containers = _containers(candidates, held)
     containers = containers[~containers["range_id"].isin(steps["range_id"])]
-    shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps["range_name"]))))
+    shown = shown_families(steps["range_name"])
     rule = f"the ranges {shown} each hold one pass of the phases"
     if accumulating & set(families):
         inner = sorted(set(candidates["name"].iloc[np.concatenate(list(micro_batches.values()))])) if micro_batches else []
@@ -1137,7 +1145,7 @@ def _unphased_steps(candidates: pd.DataFrame, ops: pd.DataFrame) -> tuple[pd.Dat
     (family,) = found.values()
     steps = _windows(family, "step")
     steps["name"] = _step_labels(steps)
-    shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps["range_name"]))))
+    shown = shown_families(steps["range_name"])
     return steps.assign(measured=True), (f"no phase found; the ranges {shown} follow one another and launch most of "
                                          "the kernel time, each one pass of the run's work")
 
@@ -1693,14 +1701,14 @@ def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.nda
     """Steps named warm-up, or inside a range named warm-up."""
     own_name = _named(WARMUP_FAMILY, steps["range_name"])
     if own_name.any() and not own_name.all():
-        shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(steps.loc[own_name, "range_name"]))))
+        shown = shown_families(steps.loc[own_name, "range_name"])
         return ~own_name, f"named {shown}"
     for family, warm_inside in ((WARMUP_FAMILY, True), (MEASURED_FAMILY, False)):
         named = containers[_named(family, containers["name"])]
         inside = _inside_any(steps, named)
         if inside.any() and not inside.all():
             where = "inside" if warm_inside else "outside"
-            shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(named["name"]))))
+            shown = shown_families(named["name"])
             return (~inside if warm_inside else inside), f"{where} {shown}"
     return np.ones(len(steps), dtype=bool), None
 
@@ -1777,7 +1785,7 @@ def _warmup_range_before(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.nda
     before = warm[warm["end_ns"].to_numpy() <= warm["pid"].map(first_step).to_numpy(dtype=float)]
     if before.empty or set(first_step.index) - set(before["pid"]):
         return np.ones(len(steps), dtype=bool), None
-    shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(before["name"]))))
+    shown = shown_families(before["name"])
     return np.ones(len(steps), dtype=bool), f"the steps after {shown}, which holds none of them: every step is measured"
 
 
@@ -1848,7 +1856,7 @@ def _tail_range_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[n
             return np.ones(len(steps), dtype=bool), None
         measured[rows] = tail[1]
         held_by.add(str(containers["name"].iat[tail[0]]))
-    shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(held_by)))
+    shown = shown_families(held_by)
     return measured, f"outside {shown}, the range around each process's last steps"
 
 

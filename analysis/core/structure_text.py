@@ -50,6 +50,12 @@ def name_families(names: list[str]) -> list[str]:
     return kept
 
 
+def shown_families(names) -> str:
+    """``names`` as a rule's text lists them: each family once (:func:`name_families`, in name
+    order), as its :func:`family_label` in backticks (``step_0``, ``step_1`` -> ```step_<i>```)."""
+    return ", ".join(f"`{family_label(name)}`" for name in name_families(sorted(set(names))))
+
+
 # A bracketed last part that names one instance: ``all_reduce grad [layers.0.attn.q_proj.weight]``.
 INSTANCE_PART = re.compile(r"\[[^\[\]]*\]$")
 
