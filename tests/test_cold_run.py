@@ -107,3 +107,10 @@ def test_the_command_line_has_malloc_return_large_blocks_unless_told(tmp_path):
                                 cwd=REPO, env=env, check=True)
         seen.append(result.stdout.splitlines()[-1])
     assert seen == [f"['{4 << 20}', '1'] [[-3, {4 << 20}], [-8, 1]]", "['65536', '1'] [[-8, 1]]"]
+    # A run served from the results cache analyzes nothing, and leaves malloc as it is.
+    cached = [str(TRACE), "--format", "json", "--out", str(tmp_path / "cached")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    for _ in range(2):
+        result = subprocess.run([sys.executable, "-c", MALLOC, *cached], capture_output=True, text=True,
+                                cwd=REPO, env=env, check=True)
+    assert result.stdout.splitlines()[-1] == "[None, None] []"

@@ -58,7 +58,6 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status instead of exiting."""
     leave_out_pyarrow()
     one_blas_thread()
-    returned_memory()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         command, parser, argv = (_diff, _diff_parser(), argv[1:]) if argv[:1] == ["diff"] else \
@@ -203,9 +202,11 @@ def analyze_one(path: Path, names: RangeNames = RangeNames(), inputs: InputCache
     that analyzes: a run whose every trace is in the results cache never loads it, and the table
     cache is imported only when ``tables`` is given (``--no-cache`` runs never load it). The
     analysis modules (pandas among them) are imported without the garbage collector
-    (:func:`analysis.app.engine.imports_uncollected`)."""
+    (:func:`analysis.app.engine.imports_uncollected`), and malloc set to give large blocks back
+    (:func:`analysis.app.engine.returned_memory`)."""
     from analysis.app.analyze import analysis_modules, stored_summary
 
+    returned_memory()
     with imports_uncollected():
         analysis_modules()
     try:

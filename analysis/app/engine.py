@@ -58,9 +58,11 @@ def returned_memory() -> None:
     that the analysis' chunk-sized temporaries (a few MiB each, made and freed by the thousand at
     millions of ops) come from the heap, whose freed pieces the process keeps: at 20M kernels the
     peak resident memory held about 100 MiB of them. A fixed threshold of 4 MiB maps them on their
-    own instead, and one arena keeps the reading threads' leftovers in one place. Set in the
-    environment too, so the local pool's processes start so; a setting the user made stays, and
-    nothing happens where the C library is not glibc."""
+    own instead, and one arena keeps the reading threads' leftovers in one place. Called by each
+    process that analyzes a trace (a run served from the results cache makes no call); the
+    settings go into the environment too, which says they are made and passes them to processes
+    started later. A setting the user made stays, and nothing happens where the C library is not
+    glibc."""
     import ctypes
 
     try:
