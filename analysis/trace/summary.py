@@ -99,8 +99,8 @@ READ_COLUMNS = frozenset(OP_COLUMNS) | frozenset(COMMUNICATION_COLUMNS)
 def read_columns(*tables: pd.DataFrame) -> frozenset[str]:
     """The columns of the ops that the sections read: :data:`READ_COLUMNS`, less the launch columns
     where the communication figures read none (:func:`reads_launches` of ``tables``: the ops, or
-    the kernel and memop tables they are made of). The labelling drops each other column once it
-    has read it last."""
+    the kernel and memop tables they are made of). The labelling drops the launch columns left out
+    once it has read them last."""
     return READ_COLUMNS if reads_launches(*tables) else READ_COLUMNS - frozenset(LAUNCH_ONLY)
 
 

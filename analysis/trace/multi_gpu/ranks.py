@@ -20,6 +20,7 @@ import pandas as pd
 from analysis.core.codes import code_positions, distinct, run_maxima, run_sums, value_codes
 from analysis.core.intervals import span_per_group
 from analysis.core.phases import PHASES, LabelledOps
+from analysis.load.tables import op_ends
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
 
 WHOLE_STEP = "step"  # the phase key of a rank's figures over its whole measured steps
@@ -228,9 +229,9 @@ def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray) -> dict[str, np.ndarra
     runs["kernels"] = np.diff(np.append(first, count))[kept]
     for column in ("dur_ns", "exposed_ns"):  # in int64: a run's summed ns may pass the 32 bits of a column of durations
         runs[column] = run_sums(ops[column].to_numpy(), first)[kept]
-    start, dur = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
+    start = ops["start_ns"].to_numpy()
     runs["start_ns"] = np.minimum.reduceat(start, first)[kept] if count else start[:0]
-    runs["end_ns"] = run_maxima(first, count, lambda rows: start[rows] + dur[rows])[kept]  # the ops hold no end
+    runs["end_ns"] = run_maxima(first, count, lambda rows: op_ends(ops, rows))[kept]  # the ops hold no end
     return runs
 
 
