@@ -408,6 +408,35 @@ def test_pass_figures_from_runs_are_those_of_the_kernels():
                     direct_pass_figures(kernels.assign(step=kernels["step"].cat.codes), mine, 2, "step")
 
 
+def test_runs_and_exposed_time_read_in_chunks_are_those_of_the_whole_ops(monkeypatch):
+    """Kernels of two processes and GPUs interleaved in time, read a few ops at a time: the runs
+    are each one GPU's stretch and give the same figures as the whole ops read at once, and each
+    communication kernel's exposed time is what every compute kernel of its GPU leaves uncovered."""
+    from analysis.core.intervals import uncovered_ns
+    from analysis.trace.multi_gpu import communication, ranks
+
+    rng = np.random.default_rng(23)
+    for count in (1, 5, 40, 300):
+        kernels = random_kernels(rng, count)
+        kernels["device_id"] = rng.integers(0, 2, count).astype(np.int32)
+        whole = kernel_runs(kernels, np.ones(count, dtype=bool))
+        comm = kernels["is_communication"].to_numpy()
+        exposed = communication.exposed_ns(kernels, comm, np.ones(count, dtype=bool))
+        monkeypatch.setattr(ranks, "CHUNK_OPS", 7)
+        monkeypatch.setattr(communication, "CHUNK_OPS", 3)
+        chunked = kernel_runs(kernels, np.ones(count, dtype=bool))
+        assert rank_figure_keys(chunked) == rank_figure_keys(whole)
+        assert chunked["kernels"].sum() == count
+        assert communication.exposed_ns(kernels, comm, np.ones(count, dtype=bool)).tolist() == exposed.tolist()
+        monkeypatch.undo()
+        device = kernels["pid"].to_numpy() * 10 + kernels["device_id"].to_numpy()
+        start, end = kernels["start_ns"].to_numpy(), kernels["end_ns"].to_numpy()
+        for row in np.flatnonzero(comm):
+            cover = (device == device[row]) & ~comm
+            assert exposed[row] == uncovered_ns(start[row:row + 1], end[row:row + 1], start[cover], end[cover])[0]
+        assert not exposed[~comm].any()
+
+
 def _rank(pid: int, device: int, kernels_per_step: float, passes: int = 4) -> dict:
     return {"pid": pid, "device_id": device, "rank": pid, "passes": passes,
             "phases": {"step": {"passes": passes, "kernels_per_pass": kernels_per_step}}}

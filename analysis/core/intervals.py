@@ -5,6 +5,7 @@ groups).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from analysis.core.codes import run_starts
@@ -30,6 +31,56 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     first = np.flatnonzero(begins)
     last = np.append(first[1:], len(starts)) - 1
     return starts[first], reach[last]
+
+
+def union_overlapping(pieces: Iterable[tuple[np.ndarray, np.ndarray]], starts: np.ndarray, ends: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals of :func:`union` of the intervals given piece by piece (``(starts, ends)``
+    pairs, the pieces' starts ascending, each piece after the ones before it) that overlap one of
+    the intervals ``[starts[i], ends[i])``: all that :func:`covered_ns` of those intervals reads
+    of the union, made without holding every interval of the pieces, only one piece and the
+    union's intervals kept."""
+    import numpy as np
+
+    order = np.argsort(starts, kind="stable")
+    sorted_starts, reach_of_starts = np.asarray(starts)[order], np.maximum.accumulate(np.asarray(ends)[order])
+
+    def overlapping(merged_starts: np.ndarray, merged_ends: np.ndarray) -> np.ndarray:
+        """Whether each merged interval overlaps one of the intervals (one that starts before it
+        ends and ends after it starts)."""
+        before = np.searchsorted(sorted_starts, merged_ends, side="left")
+        return (before > 0) & (reach_of_starts[np.maximum(before - 1, 0)] > merged_starts)
+
+    kept_starts, kept_ends = [], []
+
+    def keep(merged_starts: np.ndarray, merged_ends: np.ndarray) -> None:
+        rows = overlapping(merged_starts, merged_ends)
+        kept_starts.append(merged_starts[rows])
+        kept_ends.append(merged_ends[rows])
+
+    open_start = open_reach = None  # the merged interval the next piece may extend
+    for piece_starts, piece_ends in pieces:
+        if not len(piece_starts) or not len(sorted_starts):
+            continue
+        reach = np.maximum.accumulate(np.asarray(piece_ends, dtype=np.int64))
+        if open_reach is not None:
+            np.maximum(reach, open_reach, out=reach)
+        begins = np.empty(len(piece_starts), dtype=bool)
+        begins[0] = open_reach is None or piece_starts[0] > open_reach
+        begins[1:] = piece_starts[1:] > reach[:-1]
+        first = np.flatnonzero(begins)
+        if not len(first):  # the piece only extends the open interval
+            open_reach = reach[-1]
+            continue
+        if open_reach is not None:  # closed by the piece's first new interval
+            keep(np.array([open_start], dtype=np.int64), np.array([reach[first[0] - 1] if first[0] else open_reach]))
+        last = np.append(first[1:], len(piece_starts)) - 1
+        keep(np.asarray(piece_starts[first[:-1]], dtype=np.int64), reach[last[:-1]])
+        open_start, open_reach = int(piece_starts[first[-1]]), reach[-1]
+    if open_reach is not None:
+        keep(np.array([open_start], dtype=np.int64), np.array([open_reach], dtype=np.int64))
+    empty = np.zeros(0, dtype=np.int64)
+    return np.concatenate([empty, *kept_starts]), np.concatenate([empty, *kept_ends])
 
 
 def covered_ns(starts: np.ndarray, ends: np.ndarray, cover_starts: np.ndarray,

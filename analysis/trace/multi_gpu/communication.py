@@ -17,10 +17,12 @@ import re
 import numpy as np
 import pandas as pd
 
+from analysis.core.attribution import CHUNK_OPS
 from analysis.core.classify import is_communication
 from analysis.core.codes import lookup, value_codes
-from analysis.core.intervals import uncovered_ns
+from analysis.core.intervals import uncovered_ns, union_overlapping
 from analysis.load.tables import op_ends, with_columns
+from analysis.trace.nsys_inputs import device_numbers
 
 # Display order; the first pattern that matches a kernel name wins (ReduceScatter before
 # AllReduce: both contain "Reduce").
@@ -61,19 +63,35 @@ def communication_columns(ops: pd.DataFrame, is_kernel: np.ndarray) -> pd.DataFr
 def exposed_ns(ops: pd.DataFrame, is_communication: np.ndarray, is_kernel: np.ndarray) -> np.ndarray:
     """For each op, the ns of it that no compute kernel (a kernel, ``is_kernel``, that is not
     communication) of its (process, GPU) covers, for the communication kernels; 0 for the other
-    ops. ``ops`` needs ``pid, device_id, start_ns, dur_ns``."""
-    result = np.zeros(len(ops), dtype=np.int64)  # untouched pages: no memory when none communicates
+    ops. ``ops`` (in time order) need ``pid, device_id, start_ns, dur_ns``.
+
+    Each (process, GPU) with communication kernels is read in turn, its compute kernels
+    :data:`~analysis.core.attribution.CHUNK_OPS` ops at a time, and of their union only the
+    intervals that overlap a communication kernel are kept (:func:`union_overlapping`): at
+    millions of kernels the compute kernels' rows are never held whole."""
+    # In the durations' integers (an op's exposed ns are at most its duration); untouched pages:
+    # no memory when none communicates.
+    result = np.zeros(len(ops), dtype=ops["dur_ns"].dtype)
     if not is_communication.any():
         return result
+    device, devices = device_numbers(ops["pid"].to_numpy(), ops["device_id"].to_numpy())
     starts = ops["start_ns"].to_numpy()
-    ends = op_ends(ops)
     is_compute = is_kernel & ~is_communication
-    for rows in ops.groupby(["pid", "device_id"], sort=False).indices.values():
-        comm = rows[is_communication[rows]]
-        if not len(comm):
-            continue
-        compute = rows[is_compute[rows]]
-        result[comm] = uncovered_ns(starts[comm], ends[comm], starts[compute], ends[compute])
+    communicating = np.flatnonzero(is_communication)
+    for number in np.unique(device[communicating]):
+        comm = communicating[device[communicating] == number]
+        comm_starts, comm_ends = starts[comm], op_ends(ops, comm)
+
+        def compute_kernels(number=number):
+            """The device's compute kernels' starts and ends, a chunk of ops at a time."""
+            for low in range(0, len(ops), CHUNK_OPS):
+                chunk = slice(low, low + CHUNK_OPS)
+                rows = low + np.flatnonzero(is_compute[chunk] & (device[chunk] == number) if len(devices) > 1
+                                            else is_compute[chunk])
+                yield starts[rows], op_ends(ops, rows)
+
+        cover_starts, cover_ends = union_overlapping(compute_kernels(), comm_starts, comm_ends)
+        result[comm] = uncovered_ns(comm_starts, comm_ends, cover_starts, cover_ends)
     return result
 
 

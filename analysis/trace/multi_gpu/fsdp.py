@@ -35,18 +35,13 @@ ALL_GATHER = "all_gather"
 NS_PER_MS = 1e6
 
 
-def block_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, ranges: pd.DataFrame,
-                  labelled: LabelledOps) -> list[dict]:
+def block_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, blocks: pd.DataFrame) -> list[dict]:
     """One record per rank and block: ``pid, device_id, rank, block, passes, allgather_ms,
     lead_ms, min_lead_ms, wait_ms, late_passes`` (passes whose lead was negative); ``[]`` when
-    the trace has no ``layer_<i>`` ranges in measured forward passes or no all-gathers there.
+    there are no ``blocks`` (:func:`layer_blocks`) or no all-gathers in their forward passes.
 
-    ``kernels``: kernel rows of ``labelled.ops`` with ``communication_columns``."""
-    if not (kernels["collective"] == ALL_GATHER).any():
-        return []  # no block owns an all-gather
-    blocks = _blocks(ranges, labelled)
-    if not len(blocks):
-        return []
+    ``kernels``: kernel rows of ``labelled.ops`` with ``communication_columns`` and ``end_ns``,
+    every one (a block's compute stream is read whole)."""
     rows = [row for rank in ranks.itertuples(index=False) for row in _rank_blocks(kernels, rank, blocks)]
     if not rows:
         return []
@@ -65,9 +60,9 @@ def block_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, ranges: pd.DataFra
             for (rank, block), r in table.iterrows()]
 
 
-def _blocks(ranges: pd.DataFrame, labelled: LabelledOps) -> pd.DataFrame:
-    """``layer_<i>`` ranges inside measured forward ranges, with ``block`` and ``forward_id``
-    (the forward range's ``range_id``)."""
+def layer_blocks(ranges: pd.DataFrame, labelled: LabelledOps) -> pd.DataFrame:
+    """The blocks: ``layer_<i>`` ranges inside measured forward ranges, with ``block`` and
+    ``forward_id`` (the forward range's ``range_id``)."""
     named = ranges[ranges["name"].str.startswith(LAYER_PREFIX).to_numpy()]
     if named.empty:
         return named.assign(block=np.int64(0), forward_id=np.int64(0))

@@ -7,6 +7,8 @@ so the record stays small whatever the trace.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -17,24 +19,26 @@ from analysis.trace.summary_schema import RankTimelineRecord
 COMPUTE, COMMUNICATION = "compute", "communication"
 
 
-def rank_timeline(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: LabelledOps
-                  ) -> RankTimelineRecord | None:
+def rank_timeline(spans: pd.DataFrame, kernels_within: Callable[[int, int], pd.DataFrame], ranks: pd.DataFrame,
+                  labelled: LabelledOps) -> RankTimelineRecord | None:
     """The record (null with fewer than two ranks or no measured step they all ran): ``title``
     (the step, or ``whole capture`` in a trace without steps), ``duration_ms``, ``bars`` (``rank,
     stream, kind, start_ms, dur_ms``; ``kind`` is compute or communication; ms from the step's
     start, its first phase range or kernel on any rank) and ``phases`` (``rank, phase, start_ms,
-    dur_ms``). ``kernels`` carry ``communication_columns``."""
-    step = _common_step(kernels, ranks)
+    dur_ms``). ``spans`` are the kernels' runs (:func:`analysis.trace.multi_gpu.ranks.run_spans`),
+    which give the step and its window; ``kernels_within(start, end)`` the kernel rows, with
+    ``communication_columns`` and ``end_ns``, that start and end inside a window: only the step's
+    window's kernels are read."""
+    step = _common_step(spans, ranks)
     if step is None:
         return None
     rank_of = ranks.set_index(["pid", "device_id"])["rank"]
-    in_step = kernels.loc[(kernels["step"] == step).to_numpy() & kernels["measured"].to_numpy(), ["start_ns", "end_ns"]]
+    in_step = spans.loc[(spans["step"] == step).to_numpy() & spans["measured"].to_numpy(), ["start_ns", "end_ns"]]
     ranges = labelled.phase_ranges
     ranges = ranges[(ranges["step"] == step).to_numpy()].merge(ranks[["pid", "rank"]], on="pid")
     start = int(min(in_step["start_ns"].min(), ranges["start_ns"].min() if len(ranges) else np.inf))
     end = int(max(in_step["end_ns"].max(), ranges["end_ns"].max() if len(ranges) else -np.inf))
-    during = kernels.loc[(kernels["start_ns"] >= start).to_numpy() & (kernels["end_ns"] <= end).to_numpy(),
-                         ["pid", "device_id", "stream_id", "start_ns", "end_ns", "is_communication"]]
+    during = kernels_within(start, end)[["pid", "device_id", "stream_id", "start_ns", "end_ns", "is_communication"]]
     during = during.assign(
         rank=rank_of.reindex(pd.MultiIndex.from_frame(during[["pid", "device_id"]])).to_numpy(),
         category=np.where(during["is_communication"], COMMUNICATION, COMPUTE))
@@ -54,12 +58,12 @@ def rank_timeline(kernels: pd.DataFrame, ranks: pd.DataFrame, labelled: Labelled
     }
 
 
-def _common_step(kernels: pd.DataFrame, ranks: pd.DataFrame) -> str | None:
-    """The lowest-numbered measured step name that every rank has kernels in; ``""`` (the whole
-    capture) when the measured kernels carry no step names."""
+def _common_step(spans: pd.DataFrame, ranks: pd.DataFrame) -> str | None:
+    """The lowest-numbered measured step name that every rank has kernels in (``spans``: the
+    kernels' runs); ``""`` (the whole capture) when the measured kernels carry no step names."""
     if len(ranks) < 2:
         return None
-    pairs = kernels.loc[kernels["measured"].to_numpy(), ["step", "pid", "device_id"]].drop_duplicates()
+    pairs = spans.loc[spans["measured"].to_numpy(), ["step", "pid", "device_id"]].drop_duplicates()
     counts = pairs.groupby("step", observed=True).size()
     shared = [str(step) for step, count in counts.items() if count == len(ranks)]
     if shared == [""]:

@@ -17,10 +17,12 @@ import json
 import numpy as np
 import pandas as pd
 
+from analysis.core.attribution import CHUNK_OPS
 from analysis.core.codes import code_positions, distinct, run_maxima, run_sums, value_codes
 from analysis.core.intervals import span_per_group
 from analysis.core.phases import PHASES, LabelledOps
 from analysis.load.tables import op_ends
+from analysis.trace.nsys_inputs import device_numbers
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
 
 WHOLE_STEP = "step"  # the phase key of a rank's figures over its whole measured steps
@@ -204,35 +206,78 @@ RUN_PHASES = (*PHASES, "")
 
 
 def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray) -> dict[str, np.ndarray]:
-    """Runs of consecutive kernels alike in :data:`RUN_KEYS` (``phase`` as its position in
-    :data:`RUN_PHASES`, ``step`` as an integer code, one per name): per run, those keys and
-    ``kernels`` (how many), ``dur_ns`` and ``exposed_ns`` (summed), ``start_ns`` (the first
-    start) and ``end_ns`` (the last end). ``ops`` are labelled ops with :func:`communication_columns`,
-    ``is_kernel`` marks the kernels among them: the other ops end a run and make none, so the
-    kernel rows are read where they are, never copied. The
-    labelled ops are in time order, so a phase range's kernels make a few runs, and the figures
-    read thousands of runs where there are millions of kernels; the sums are the kernels' sums
-    (a run cut in two by a memory operation sums to the same)."""
-    keys = {column: value_codes(ops[column])[0] if column in ("phase", "step") else ops[column].to_numpy()
-            for column in RUN_KEYS}
-    count = len(ops)
+    """Runs of consecutive kernels of one (process, GPU) alike in :data:`RUN_KEYS` (``phase`` as
+    its position in :data:`RUN_PHASES`, ``step`` as an integer code, one per name): per run, those
+    keys and ``kernels`` (how many), ``dur_ns`` and ``exposed_ns`` (summed), ``start_ns`` (the
+    first start) and ``end_ns`` (the last end). ``ops`` are labelled ops with
+    :func:`communication_columns`, ``is_kernel`` marks the kernels among them: the other ops end
+    a run and make none.
+
+    The labelled ops are in time order, so a phase range's kernels make a few runs, and the
+    figures read thousands of runs where there are millions of kernels; the sums are the
+    kernels' sums (a run cut in two sums to the same, and every figure reads sums, first starts
+    and last ends). The ops are read :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time
+    and, on a trace of several (process, GPU)s, whose kernels interleave in time, each one's rows
+    of a chunk in turn: a run is a stretch of one GPU's ops, and only a chunk's rows are ever
+    copied. The runs come chunk by chunk, each chunk's GPU by GPU."""
+    device, devices = device_numbers(ops["pid"].to_numpy(), ops["device_id"].to_numpy())
+    columns = {column: value_codes(ops[column])[0] if column in ("phase", "step") else ops[column].to_numpy()
+               for column in (*RUN_KEYS, "dur_ns", "exposed_ns", "start_ns")}
+    parts = []
+    for low in range(0, max(len(ops), 1), CHUNK_OPS):
+        chunk = slice(low, low + CHUNK_OPS)
+        if len(devices) <= 1:
+            parts.append(_chunk_runs(columns, is_kernel, ops, chunk))
+            continue
+        numbers = device[chunk]
+        for number in np.unique(numbers):
+            parts.append(_chunk_runs(columns, is_kernel, ops, low + np.flatnonzero(numbers == number)))
+    runs = {column: np.concatenate([part[column] for part in parts]) for column in parts[0]}
+    runs["phase"] = code_positions(value_codes(ops["phase"])[1], RUN_PHASES, -1)[runs["phase"]]
+    return runs
+
+
+def _chunk_runs(columns: dict[str, np.ndarray], is_kernel: np.ndarray, ops: pd.DataFrame,
+                rows: slice | np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`kernel_runs` of the ops ``rows`` (a slice, or positions in order) alone, ``phase``
+    still as the ops' codes; ``columns``: the ops' columns that the runs read."""
+    keys = [columns[column][rows] for column in RUN_KEYS]
+    kinds = is_kernel[rows]
+    count = len(kinds)
     changes = np.zeros(count, dtype=bool)
     changes[:1] = True
-    for values in (*keys.values(), is_kernel):
+    for values in (*keys, kinds):
         changes[1:] |= values[1:] != values[:-1]
     first = np.flatnonzero(changes)
     del changes
-    kept = is_kernel[first]  # the runs of kernels
-    kernel_first = first[kept]
-    runs = {column: values[kernel_first] for column, values in keys.items()}
-    runs["phase"] = code_positions(value_codes(ops["phase"])[1], RUN_PHASES, -1)[runs["phase"]]
+    kept = kinds[first]  # the runs of kernels
+    runs = {column: values[first[kept]] for column, values in zip(RUN_KEYS, keys)}
     runs["kernels"] = np.diff(np.append(first, count))[kept]
     for column in ("dur_ns", "exposed_ns"):  # in int64: a run's summed ns may pass the 32 bits of a column of durations
-        runs[column] = run_sums(ops[column].to_numpy(), first)[kept]
-    start = ops["start_ns"].to_numpy()
+        runs[column] = run_sums(columns[column][rows], first)[kept]
+    start = columns["start_ns"][rows]
     runs["start_ns"] = np.minimum.reduceat(start, first)[kept] if count else start[:0]
-    runs["end_ns"] = run_maxima(first, count, lambda rows: op_ends(ops, rows))[kept]  # the ops hold no end
+    runs["end_ns"] = run_maxima(first, count, lambda part: op_ends(ops, _within(rows, part)))[kept]  # the ops hold no end
     return runs
+
+
+def _within(rows: slice | np.ndarray, part: slice) -> slice | np.ndarray:
+    """The ops of ``part`` (a slice of positions among ``rows``) as rows of the ops."""
+    return slice(rows.start + part.start, rows.start + part.stop) if isinstance(rows, slice) else rows[part]
+
+
+def run_spans(runs: dict[str, np.ndarray], steps: pd.Index) -> pd.DataFrame:
+    """The runs of :func:`kernel_runs` as a table of ``measured, pid, device_id, step, phase,
+    start_ns, end_ns``: ``step`` a categorical of the step names ``steps`` (the categories of
+    the ops' ``step``, which the runs' codes number) and ``phase`` the phase's name (None for a
+    value outside :data:`RUN_PHASES`). What the figures that read only first starts and last ends
+    per step, phase and rank read in place of the kernel rows."""
+    phase_names = np.array([*RUN_PHASES, None], dtype=object)  # position -1 reads None
+    return pd.DataFrame({
+        "measured": runs["measured"], "pid": runs["pid"], "device_id": runs["device_id"],
+        "step": pd.Categorical.from_codes(runs["step"], categories=steps),
+        "phase": phase_names[runs["phase"]], "start_ns": runs["start_ns"], "end_ns": runs["end_ns"],
+    })
 
 
 def pass_figures(runs: dict[str, np.ndarray], rows: np.ndarray, passes: int, instance: np.ndarray) -> dict:
@@ -302,8 +347,10 @@ def rank_figures(runs: dict[str, np.ndarray], ranks: pd.DataFrame, labelled: Lab
     return records
 
 
-def skew(kernels: pd.DataFrame, ranks: pd.DataFrame) -> dict:
-    """How far the ranks drift apart, per measured step (GPU time of each rank's kernels).
+def skew(spans: pd.DataFrame, ranks: pd.DataFrame) -> dict:
+    """How far the ranks drift apart, per measured step (GPU time of each rank's kernels), from
+    the kernels' runs (:func:`run_spans`: a first start and last end over runs are those over
+    their kernels).
 
     ``steps``: one record per step name that at least two ranks ran: ``step``, ``ranks``,
     ``start_spread_ms`` / ``end_spread_ms`` (latest minus earliest first kernel start / last
@@ -313,15 +360,15 @@ def skew(kernels: pd.DataFrame, ranks: pd.DataFrame) -> dict:
     """
     if len(ranks) < 2:
         return {"steps": [], "max_start_spread_ms": None, "max_end_spread_ms": None}
-    measured = kernels.loc[kernels["measured"].to_numpy() & (kernels["step"] != "").to_numpy(),
-                           ["pid", "device_id", "step", "phase", "start_ns", "end_ns"]]
+    measured = spans.loc[spans["measured"].to_numpy() & (spans["step"] != "").to_numpy(),
+                         ["pid", "device_id", "step", "phase", "start_ns", "end_ns"]]
     rank_of = ranks.set_index(["pid", "device_id"])["rank"]
     measured = measured.assign(rank=rank_of.reindex(
         pd.MultiIndex.from_frame(measured[["pid", "device_id"]])).to_numpy())
-    spans = _spans(measured, ["step", "rank"])
+    step_spans = _spans(measured, ["step", "rank"])
     phase_spans = _spans(measured[(measured["phase"] != "").to_numpy()], ["step", "phase", "rank"])
     steps = []
-    for step, per_rank in spans.groupby("step", sort=False):
+    for step, per_rank in step_spans.groupby("step", sort=False):
         if len(per_rank) < 2:
             continue
         phase_spread = {

@@ -6,11 +6,12 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.classify import is_communication
+from analysis.core.codes import value_codes
 from analysis.core.phases import LabelledOps
 from analysis.load import Trace
 from analysis.load.tables import op_ends, with_columns
 from analysis.trace.multi_gpu.communication import collective_figures, collective_of, communication_columns
-from analysis.trace.multi_gpu.fsdp import block_figures
+from analysis.trace.multi_gpu.fsdp import ALL_GATHER, block_figures, layer_blocks
 from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
 from analysis.trace.multi_gpu.rank_timeline import rank_timeline
 from analysis.trace.multi_gpu.ranks import (
@@ -21,6 +22,7 @@ from analysis.trace.multi_gpu.ranks import (
     rank_figures,
     rank_notes,
     rank_table,
+    run_spans,
     skew,
     step_passes,
 )
@@ -55,10 +57,13 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     """``world_size``, ``ranks``, ``collectives``, ``fsdp_blocks``, ``skew`` and ``timeline`` of
     a labelled trace (``labelled = label_ops(trace)``; the trace's kernel table may be emptied already).
 
-    The per-rank figures read runs of the labelled ops where they are. The figures of collectives,
-    FSDP blocks, skew and the ranks' timeline read a copy of the kernel rows, made only when there
-    are several ranks or communication kernels: with one rank and none, each of them is empty
-    whatever the rows, so they get none (a trace of one GPU without NCCL kernels copies nothing)."""
+    The per-rank figures and the skew between ranks read runs of the labelled ops where they are
+    (:func:`kernel_runs`), and the ranks' timeline the kernels of one step's window. Only the
+    figures of collectives read a copy of kernel rows, those that communicate; only the FSDP
+    blocks, which need every kernel of a rank's stream, a copy of every kernel row, made where
+    some kernel all-gathers. With one rank and no communication kernel, each figure between
+    ranks is empty whatever the rows, so they read none (a trace of one GPU without NCCL kernels
+    copies nothing)."""
     is_kernel = (labelled.ops["op_kind"] == "kernel").to_numpy()
     ops = communication_columns(pd.DataFrame({column: labelled.ops[column] for column in COLUMNS
                                               if column in labelled.ops}, copy=False), is_kernel)
@@ -67,10 +72,9 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     between_ranks = len(ranks) > 1 or runs["is_communication"].any()
     # Without figures between ranks the launch columns may have been dropped (reads_launches): the
     # figures below get none of the rows, and empty columns of every name.
-    kernels = with_ends(kernel_rows(ops, is_kernel)) if between_ranks else \
+    communicating = with_ends(kernel_rows(ops, is_kernel & ops["is_communication"].to_numpy())) if between_ranks else \
         with_columns(ops.iloc[:0], **{column: np.zeros(0, np.int64) for column in LAUNCH_ONLY if column not in ops})
-    del ops
-    kernels = with_columns(kernels, bytes=message_bytes(trace, kernels))
+    communicating = with_columns(communicating, bytes=message_bytes(trace, communicating))
     marked = set(config_values(trace.marks, "world_size").values())
     sizes = {size for size in marked if size >= 1}
     if marked - sizes:
@@ -85,20 +89,32 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     records = rank_figures(runs, ranks, labelled, steps)
     trace.notes.extend(rank_notes(records, world_size, world_size_source, trace.launcher_rank, labelled.split_models))
     trace.notes.extend(jobs_in_turn(runs))
+    spans = run_spans(runs, value_codes(ops["step"])[1])
     return {
         "world_size": world_size,
         "world_size_source": world_size_source,
         "ranks": records,
-        "collectives": collective_figures(kernels, ranks, steps, world_size),
-        "fsdp_blocks": block_figures(kernels, ranks, trace.ranges, labelled),
-        "skew": skew(kernels, ranks),
-        "timeline": rank_timeline(kernels, ranks, labelled),
+        "collectives": collective_figures(communicating, ranks, steps, world_size),
+        "fsdp_blocks": fsdp_figures(ops, is_kernel, communicating, ranks, trace.ranges, labelled),
+        "skew": skew(spans, ranks),
+        "timeline": rank_timeline(spans, lambda start, end: kernels_within(ops, is_kernel, start, end), ranks, labelled),
     }
+
+
+def fsdp_figures(ops: pd.DataFrame, is_kernel: np.ndarray, communicating: pd.DataFrame, ranks: pd.DataFrame,
+                 ranges: pd.DataFrame, labelled: LabelledOps) -> list[dict]:
+    """:func:`block_figures` of the kernels (``is_kernel``) of ``ops``; ``[]`` without an all-gather
+    among the ``communicating`` kernels or without blocks (:func:`layer_blocks`), where no copy of
+    the kernel rows is made."""
+    if not (communicating["collective"] == ALL_GATHER).any():
+        return []
+    blocks = layer_blocks(ranges, labelled)
+    return block_figures(with_ends(kernel_rows(ops, is_kernel)), ranks, blocks) if len(blocks) else []
 
 
 def with_ends(kernels: pd.DataFrame) -> pd.DataFrame:
     """``kernels`` with ``end_ns`` (:func:`analysis.load.tables.op_ends`), which the figures between
-    ranks read: the kernels' copy has it, the labelled ops do not."""
+    ranks read: the kernels' copies have it, the labelled ops do not."""
     return with_columns(kernels, end_ns=op_ends(kernels))
 
 
@@ -107,6 +123,17 @@ def kernel_rows(ops: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
     if rows.all():
         return ops
     return pd.DataFrame({column: ops[column].array[rows] for column in ops.columns}, copy=False)
+
+
+def kernels_within(ops: pd.DataFrame, is_kernel: np.ndarray, start: int, end: int) -> pd.DataFrame:
+    """The kernels (``is_kernel``) of ``ops``, which are in time order, that start at ``start``
+    or later and end at ``end`` or earlier, with :func:`with_ends`: the rows of that window alone
+    are read."""
+    starts = ops["start_ns"].to_numpy()
+    low, high = np.searchsorted(starts, start, side="left"), np.searchsorted(starts, end, side="right")
+    window = slice(low, high)
+    rows = low + np.flatnonzero(is_kernel[window] & (op_ends(ops, window) <= end))
+    return with_ends(pd.DataFrame({column: ops[column].array[rows] for column in ops.columns}, copy=False))
 
 
 def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
