@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis.app.analyze import analyze_trace
+from analysis.core import attribution
 from analysis.core.attribution import ops_in_windows
 from analysis.core.phases import label_ops
 from analysis.core.range_names import RangeNames
@@ -1023,10 +1024,11 @@ def test_optimizer_dot_step_and_block_ranges(tmp_path):
 
 
 @pytest.mark.parametrize("in_launch_order", [False, True])
-def test_step_figures_match_the_attribution_rule_kernel_by_kernel(in_launch_order):
-    """Counting by the stretches between step bounds gives what the rule gives kernel by kernel:
-    nested and touching windows, launches on a bound or missing (-1), several processes, ops out
-    of launch order or in it, memcpys left out."""
+def test_step_figures_match_the_attribution_rule_kernel_by_kernel(in_launch_order, monkeypatch):
+    """Counting by the stretches between step bounds, or launch by launch a chunk at a time, gives
+    what the rule gives kernel by kernel: nested and touching windows, launches on a bound or
+    missing (-1), several processes, ops out of launch order or in it, memcpys left out, and the
+    communication kernels' time out of the work."""
     from analysis.core.structure import _step_figures
     rng = np.random.default_rng(7)
     windows = pd.DataFrame({"pid": [1, 1, 1, 1, 2, 2, 2], "start_ns": [0, 100, 100, 40, 50, 120, -10],
@@ -1034,10 +1036,13 @@ def test_step_figures_match_the_attribution_rule_kernel_by_kernel(in_launch_orde
     count = 5_000
     ops = pd.DataFrame({"pid": rng.choice([1, 2, 3], count), "launch_start_ns": rng.integers(-1, 320, count),
                         "dur_ns": rng.integers(1, 1_000, count),
-                        "op_kind": rng.choice(["kernel", "memcpy"], count, p=[0.9, 0.1])})
+                        "op_kind": rng.choice(["kernel", "memcpy"], count, p=[0.9, 0.1]),
+                        "demangled_name": pd.Categorical(rng.choice(["sgemm", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"],
+                                                                    count, p=[0.8, 0.2]))})
     ops.loc[::50, "launch_start_ns"] = -1
     if in_launch_order:
         ops = ops.sort_values(["pid", "launch_start_ns"], kind="stable", ignore_index=True)
+    monkeypatch.setattr(attribution, "CHUNK_OPS", 700)  # launches out of order are read a chunk at a time
     figures = _step_figures(windows, ops)
     kernels = ops[ops["op_kind"] == "kernel"]
     holder = ops_in_windows(kernels, windows)
@@ -1045,6 +1050,10 @@ def test_step_figures_match_the_attribution_rule_kernel_by_kernel(in_launch_orde
     assert figures["kernels"].tolist() == np.bincount(holder[held], minlength=len(windows)).tolist()
     assert figures["kernel_ns"].tolist() == np.bincount(
         holder[held], weights=kernels["dur_ns"].to_numpy()[held], minlength=len(windows)).tolist()
+    # work leaves out the communication kernels' time
+    work = held & (kernels["demangled_name"] == "sgemm").to_numpy()
+    assert figures["work_ns"].tolist() == np.bincount(
+        holder[work], weights=kernels["dur_ns"].to_numpy()[work], minlength=len(windows)).tolist()
 
 
 def test_rows_starting_inside_each_window():

@@ -1646,31 +1646,38 @@ def _step_figures(steps: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
 
     Which step holds a launch (:func:`analysis.core.attribution.ops_in_windows`, the rule written
     once) depends only on the launch's process and time, and changes only where a step starts or
-    just after one ends. So the kernels, sorted by process and launch, are cut at those times,
-    each piece is summed, and the rule is asked once per piece, for its first kernel."""
-    from analysis.core.attribution import ops_in_windows
+    just after one ends. So ops in order of process and launch (the usual trace of one process)
+    are cut at those times, each piece is summed, and the rule is asked once per piece, for its
+    first op. Ops in another order (the processes of several GPUs interleave) look up their step
+    launch by launch, :data:`~analysis.core.attribution.CHUNK_OPS` at a time: none is copied or
+    sorted whole. Summed ns are whole numbers in float64, exact in any order below 2**53."""
+    from analysis.core.attribution import CHUNK_OPS, ops_in_windows
     kernel = (ops["op_kind"] == "kernel").to_numpy(dtype=bool) if "op_kind" in ops else np.ones(len(ops), dtype=bool)
     pids, launched, durations = (ops[column].to_numpy() for column in ("pid", "launch_start_ns", "dur_ns"))
     communicating = _communicating(ops)
     work = kernel & ~communicating
-    # The ops are most often in this order already, memory operations among them: they are then
-    # read where they are (a piece's memory operations count for nothing), with no copy of the
-    # kernels' columns; else the kernels are taken out and sorted.
-    if not sorted_by(pids, launched):
-        pids, launched, durations, work, kernel = (values[kernel] for values in (pids, launched, durations, work, kernel))
-        if not sorted_by(pids, launched):
-            order = np.lexsort((launched, pids))
-            pids, launched, durations, work = pids[order], launched[order], durations[order], work[order]
-    first = _piece_starts(pids, launched, steps)
-    holder = ops_in_windows(pd.DataFrame({"pid": pids[first], "launch_start_ns": launched[first]}), steps)
-    held = holder >= 0
+    if sorted_by(pids, launched):  # a piece's memory operations count for nothing
+        first = _piece_starts(pids, launched, steps)
+        holder = ops_in_windows(pd.DataFrame({"pid": pids[first], "launch_start_ns": launched[first]}), steps)
+        held = holder >= 0
 
-    def per_step(summed: np.ndarray) -> np.ndarray:
-        return np.bincount(holder[held], weights=summed[held], minlength=len(steps))
+        def per_step(summed: np.ndarray) -> np.ndarray:
+            return np.bincount(holder[held], weights=summed[held], minlength=len(steps))
 
-    kernel_ns = per_step(run_sums(durations, first, where=kernel))
-    return pd.DataFrame({"kernels": per_step(run_sums(kernel, first)).astype(np.int64), "kernel_ns": kernel_ns,
-                         "work_ns": per_step(run_sums(durations, first, where=work)) if communicating.any() else kernel_ns})
+        kernel_ns = per_step(run_sums(durations, first, where=kernel))
+        kernels = per_step(run_sums(kernel, first))
+        work_ns = per_step(run_sums(durations, first, where=work)) if communicating.any() else kernel_ns
+    else:
+        kernels, kernel_ns, work_ns = (np.zeros(len(steps)) for _ in range(3))
+        for low in range(0, len(ops), CHUNK_OPS):
+            rows = slice(low, low + CHUNK_OPS)
+            holder = ops_in_windows(pd.DataFrame({"pid": pids[rows], "launch_start_ns": launched[rows]}), steps)
+            held = (holder >= 0) & kernel[rows]
+            kernels += np.bincount(holder[held], minlength=len(steps))
+            kernel_ns += np.bincount(holder[held], weights=durations[rows][held], minlength=len(steps))
+            held &= work[rows]
+            work_ns += np.bincount(holder[held], weights=durations[rows][held], minlength=len(steps))
+    return pd.DataFrame({"kernels": kernels.astype(np.int64), "kernel_ns": kernel_ns, "work_ns": work_ns})
 
 
 def _communicating(ops: pd.DataFrame) -> np.ndarray:
