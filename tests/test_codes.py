@@ -74,3 +74,18 @@ def test_run_sums_are_int64_sums_per_run_in_slices_of_any_length(monkeypatch, ro
         assert sums.dtype == np.int64 and sums.tolist() == [int(values[a:b].astype(np.int64).sum()) for a, b in bounds]
         assert run_sums(values, first, where).tolist() == \
             [int(values[a:b].astype(np.int64)[where[a:b]].sum()) for a, b in bounds]
+
+
+def test_counted_rows_are_the_distinct_rows_with_their_counts_read_a_slice_at_a_time(monkeypatch):
+    rng = np.random.default_rng(3)
+    pid = rng.choice([7, 9, 1 << 40], 1_000)
+    tid = rng.integers(-1, 4, 1_000).astype(np.int32)
+    device = rng.integers(0, 3, 1_000).astype(np.int8)
+    where = rng.random(1_000) < 0.7
+    expected = pd.DataFrame({"pid": pid, "tid": tid, "device": device})[where].value_counts().sort_index()
+    monkeypatch.setattr(codes, "RUN_SUM_ROWS", 64)  # 16 slices, one row of a combination in several
+    found, counts = codes.counted_rows([pid, tid, device], where)
+    assert found.dtype == np.int64 and [tuple(row) for row in found.tolist()] == list(expected.index)
+    assert counts.tolist() == expected.tolist()
+    assert codes.counted_rows([pid, tid], np.zeros(1_000, dtype=bool))[0].shape == (0, 2)
+    assert codes.counted_rows([pid[:0]])[1].tolist() == []

@@ -1,6 +1,7 @@
 """Integer codes of table columns: the code of each value of a column, its distinct values, the
 position of each coded value in a known tuple, the position of each id among others, the values of
-a table at millions of positions, and where runs of equal consecutive values begin.
+a table at millions of positions, where runs of equal consecutive values begin, and the distinct
+rows of several columns with their counts.
 
 numpy and pandas are imported by the functions: the interval helpers, which a run served from the
 results cache imports, build on this module.
@@ -132,3 +133,42 @@ def _run_slices(first, count: int):
         high = max(int(np.searchsorted(first, first[low] + RUN_SUM_ROWS, side="left")), low + 1)
         yield slice(low, high), slice(first[low], first[high] if high < len(first) else count)
         low = high
+
+
+def counted_rows(columns: Sequence[np.ndarray], where: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``columns`` (integer arrays of one length), of those ``where`` marks
+    (every row without it), as an int64 array of one row each, sorted, and how many rows each
+    is. Found :data:`RUN_SUM_ROWS` rows at a time, each slice's runs of equal rows counted before
+    they are sorted: at millions of rows a stacked copy of the columns, or the hash table of a
+    grouping, would be as large as they are."""
+    import numpy as np
+
+    parts = [_distinct_rows([np.zeros(0, dtype=np.int64)] * len(columns), np.zeros(0, dtype=np.int64))]
+    for low in range(0, len(columns[0]) if columns else 0, RUN_SUM_ROWS):
+        rows = slice(low, low + RUN_SUM_ROWS)
+        taken = [column[rows] if where is None else column[rows][where[rows]] for column in columns]
+        changes = np.zeros(len(taken[0]), dtype=bool)
+        changes[:1] = True
+        for values in taken:  # runs of equal consecutive rows first: a trace's rows come in runs
+            changes[1:] |= values[1:] != values[:-1]
+        first = np.flatnonzero(changes)
+        parts.append(_distinct_rows([values[first].astype(np.int64) for values in taken],
+                                    np.diff(np.append(first, len(changes)))))
+    stacked = np.concatenate([part[0] for part in parts])
+    return _distinct_rows(list(stacked.T), np.concatenate([part[1] for part in parts]))
+
+
+def _distinct_rows(columns: list[np.ndarray], counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``columns`` (int64), sorted, and the summed ``counts`` of each: the
+    rows sorted by every column (a lexsort), then cut where one changes."""
+    import numpy as np
+
+    order = np.lexsort(columns[::-1])
+    columns = [values[order] for values in columns]
+    changes = np.zeros(len(order), dtype=bool)
+    changes[:1] = True
+    for values in columns:
+        changes[1:] |= values[1:] != values[:-1]
+    first = np.flatnonzero(changes)
+    distinct = np.column_stack([values[first] for values in columns]) if columns else np.zeros((len(first), 0), np.int64)
+    return distinct.astype(np.int64, copy=False), np.add.reduceat(counts[order], first) if len(first) else counts[:0]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, positions_where_all
-from analysis.core.codes import lookup, run_starts
+from analysis.core.codes import counted_rows, lookup
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import PROFILED_WINDOW, REGIONS, RunStructure, find_structure
 from analysis.core.structure_text import family_label
@@ -289,14 +289,18 @@ def _split_models(ops: pd.DataFrame) -> tuple[int, ...]:
     parallelism), whose pass is every GPU's work, not a replica per GPU (:func:`_passes_per_device`)."""
     if "launch_tid" not in ops or not _several_devices(ops):
         return ()
-    devices = ops["device_id"].to_numpy()
-    forward = np.flatnonzero((ops["phase"] == "forward").to_numpy() & (ops["op_kind"] == "kernel").to_numpy())
-    launches = pd.DataFrame({"pid": ops["pid"].to_numpy()[forward], "tid": ops["launch_tid"].to_numpy()[forward],
-                             "device": devices[forward]})
-    one_gpu_thread = launches.groupby(["pid", "tid"])["device"].transform("nunique").to_numpy() == 1
-    several_gpus = launches.groupby("pid")["device"].transform("nunique").to_numpy() > 1
-    share = pd.Series(one_gpu_thread[several_gpus]).groupby(launches["pid"].to_numpy()[several_gpus]).mean()
-    return tuple(int(pid) for pid in share.index[share.to_numpy() < REPLICA_THREAD_SHARE])
+    forward = (ops["phase"] == "forward").to_numpy() & (ops["op_kind"] == "kernel").to_numpy()
+    # The forward kernels' distinct (process, thread, GPU) with how many each launched, sorted.
+    launches, kernels = counted_rows([ops[column].to_numpy() for column in ("pid", "launch_tid", "device_id")], forward)
+    thread = np.cumsum(np.r_[True, (launches[1:, :2] != launches[:-1, :2]).any(axis=1)]) - 1 if len(launches) else launches[:, 0]
+    one_gpu_thread = np.bincount(thread)[thread] == 1  # each row is one more GPU of its thread
+    pids, gpus = np.unique(np.unique(launches[:, [0, 2]], axis=0)[:, 0], return_counts=True)
+    split = []
+    for pid in pids[gpus > 1]:
+        mine = launches[:, 0] == pid
+        if kernels[mine & one_gpu_thread].sum() / kernels[mine].sum() < REPLICA_THREAD_SHARE:
+            split.append(int(pid))
+    return tuple(split)
 
 
 def _passes_per_device(ops: pd.DataFrame, phase_ranges: pd.DataFrame, split_models: tuple[int, ...] = ()
@@ -315,11 +319,8 @@ def _passes_per_device(ops: pd.DataFrame, phase_ranges: pd.DataFrame, split_mode
     if devices.min() == devices.max():
         return ops, phase_ranges
     range_of = ops["phase_range_id"].to_numpy()
-    held = np.flatnonzero(range_of >= 0)
-    if not len(held):
-        return ops, phase_ranges
-    keys = (range_of[held].astype(np.int64) << 16) | devices[held].astype(np.int64)  # CUDA ordinals fit 16 bits
-    pairs = np.unique(keys[run_starts(keys)])  # an op's neighbours share its range and GPU: runs, then pairs
+    found, _ = counted_rows([range_of, devices], range_of >= 0)  # each range's GPUs
+    pairs = np.unique((found[:, 0] << 16) | found[:, 1])  # CUDA ordinals fit 16 bits
     ranges, count = np.unique(pairs >> 16, return_counts=True)
     ranges = ranges[count > 1]
     if split_models:  # a split model's pass is every GPU's work
@@ -331,7 +332,8 @@ def _passes_per_device(ops: pd.DataFrame, phase_ranges: pd.DataFrame, split_mode
     first_id = int(max(phase_ranges["range_id"].max(), range_of.max())) + 1
     new_ids = np.full(len(pairs), -1, dtype=np.int64)
     new_ids[split] = np.arange(first_id, first_id + int(split.sum()))
-    renamed = new_ids[np.searchsorted(pairs, keys)]
+    held = np.flatnonzero(range_of >= 0)
+    renamed = new_ids[np.searchsorted(pairs, (range_of[held].astype(np.int64) << 16) | devices[held].astype(np.int64))]
     range_of = range_of.astype(np.int64)
     range_of[held[renamed >= 0]] = renamed[renamed >= 0]
     rows = [phase_ranges[~phase_ranges["range_id"].isin(ranges)]]
