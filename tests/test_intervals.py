@@ -1,14 +1,7 @@
 """Interval arithmetic: exact cases and a brute-force check on random intervals."""
 import numpy as np
 
-from analysis.core.intervals import (
-    covered_ns,
-    span_per_group,
-    uncovered_ns,
-    union,
-    union_length_per_group,
-    union_overlapping,
-)
+from analysis.core.intervals import covered_by_pieces, covered_ns, span_per_group, union, union_length_per_group
 
 
 def test_union_merges_overlapping_and_touching_intervals():
@@ -18,12 +11,11 @@ def test_union_merges_overlapping_and_touching_intervals():
 
 def test_communication_covered_by_two_compute_kernels():
     # comm [0, 10) with compute [2, 5) and [8, 12): 5 ns exposed, 5 ns overlapped
-    assert uncovered_ns([0], [10], [2, 8], [5, 12]).tolist() == [5]
     assert covered_ns([0], [10], [2, 8], [5, 12]).tolist() == [5]
 
 
 def test_no_cover_and_nested_cover():
-    assert uncovered_ns([3, 0], [7, 4], [], []).tolist() == [4, 4]
+    assert covered_ns([3, 0], [7, 4], [], []).tolist() == [0, 0]
     # a cover interval inside another counts once; an interval inside a cover is all covered
     assert covered_ns([0, 3], [10, 4], [1, 2], [9, 5]).tolist() == [8, 1]
 
@@ -41,34 +33,25 @@ def test_matches_brute_force_on_random_intervals():
     assert covered_ns(starts, ends, cover_starts, cover_ends).tolist() == expected
 
 
-def test_union_given_in_pieces_keeps_the_merged_intervals_that_overlap_and_covers_the_same():
+def test_cover_given_in_pieces_covers_what_the_whole_cover_covers():
     rng = np.random.default_rng(11)
     for _ in range(50):
         cover_starts = np.sort(rng.integers(0, 2000, 300))
         cover_ends = cover_starts + rng.integers(0, 30, 300)
         starts = rng.integers(0, 2000, 40)
-        ends = starts + rng.integers(0, 60, 40)
+        ends = starts + rng.integers(0, 400, 40)  # some span many pieces
         cuts = np.sort(rng.integers(0, 301, 5))  # pieces of any length, empty ones too
         pieces = [(cover_starts[low:high], cover_ends[low:high]) for low, high in zip([0, *cuts], [*cuts, 300])]
-        kept_starts, kept_ends = union_overlapping(pieces, starts, ends)
-        merged = set(zip(*(part.tolist() for part in union(cover_starts, cover_ends))))
-        kept = list(zip(kept_starts.tolist(), kept_ends.tolist()))
-        assert set(kept) <= merged and kept == sorted(kept)
-        # every merged interval left out overlaps none of the intervals
-        for low, high in merged - set(kept):
-            assert not ((starts < high) & (ends > low)).any()
-        assert covered_ns(starts, ends, kept_starts, kept_ends).tolist() == \
+        assert covered_by_pieces(pieces, starts, ends).tolist() == \
             covered_ns(starts, ends, cover_starts, cover_ends).tolist()
 
 
-def test_union_given_in_pieces_of_nothing_or_for_no_interval_is_empty():
-    pieces = [(np.array([0, 5]), np.array([3, 9]))]
-    assert [part.tolist() for part in union_overlapping([], np.array([1]), np.array([2]))] == [[], []]
-    assert [part.tolist() for part in union_overlapping(pieces, np.array([], dtype=np.int64),
-                                                        np.array([], dtype=np.int64))] == [[], []]
-    # an interval that only touches a merged one (ends where it starts) keeps nothing
-    assert [part.tolist() for part in union_overlapping(pieces, np.array([9]), np.array([12]))] == [[], []]
-    assert [part.tolist() for part in union_overlapping(pieces, np.array([8]), np.array([12]))] == [[5], [9]]
+def test_cover_given_in_pieces_of_nothing_or_for_no_interval():
+    pieces = [(np.array([0, 5]), np.array([3, 9])), (np.array([8, 20]), np.array([12, 21]))]
+    assert covered_by_pieces([], np.array([1]), np.array([2])).tolist() == [0]
+    assert covered_by_pieces(pieces, np.array([], dtype=np.int64), np.array([], dtype=np.int64)).tolist() == []
+    # [5, 9) and [8, 12) merge across the pieces into [5, 12); an interval touching it is not covered
+    assert covered_by_pieces(pieces, np.array([4, 12, 2]), np.array([13, 15, 21])).tolist() == [7, 0, 9]
 
 
 def sweep_union_lengths(group, starts, ends, groups):

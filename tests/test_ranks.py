@@ -412,7 +412,7 @@ def test_runs_and_exposed_time_read_in_chunks_are_those_of_the_whole_ops(monkeyp
     """Kernels of two processes and GPUs interleaved in time, read a few ops at a time: the runs
     are each one GPU's stretch and give the same figures as the whole ops read at once, and each
     communication kernel's exposed time is what every compute kernel of its GPU leaves uncovered."""
-    from analysis.core.intervals import uncovered_ns
+    from analysis.core.intervals import covered_ns
     from analysis.trace.multi_gpu import communication, ranks
 
     rng = np.random.default_rng(23)
@@ -423,7 +423,7 @@ def test_runs_and_exposed_time_read_in_chunks_are_those_of_the_whole_ops(monkeyp
         comm = kernels["is_communication"].to_numpy()
         exposed = communication.exposed_ns(kernels, comm, np.ones(count, dtype=bool))
         monkeypatch.setattr(ranks, "CHUNK_OPS", 7)
-        monkeypatch.setattr(communication, "CHUNK_OPS", 3)
+        monkeypatch.setattr(communication, "COVER_CHUNK_OPS", 3)
         chunked = kernel_runs(kernels, np.ones(count, dtype=bool))
         assert rank_figure_keys(chunked) == rank_figure_keys(whole)
         assert chunked["kernels"].sum() == count
@@ -433,7 +433,8 @@ def test_runs_and_exposed_time_read_in_chunks_are_those_of_the_whole_ops(monkeyp
         start, end = kernels["start_ns"].to_numpy(), kernels["end_ns"].to_numpy()
         for row in np.flatnonzero(comm):
             cover = (device == device[row]) & ~comm
-            assert exposed[row] == uncovered_ns(start[row:row + 1], end[row:row + 1], start[cover], end[cover])[0]
+            covered = covered_ns(start[row:row + 1], end[row:row + 1], start[cover], end[cover])[0]
+            assert exposed[row] == end[row] - start[row] - covered
         assert not exposed[~comm].any()
 
 

@@ -33,54 +33,56 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return starts[first], reach[last]
 
 
-def union_overlapping(pieces: Iterable[tuple[np.ndarray, np.ndarray]], starts: np.ndarray, ends: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """The intervals of :func:`union` of the intervals given piece by piece (``(starts, ends)``
-    pairs, the pieces' starts ascending, each piece after the ones before it) that overlap one of
-    the intervals ``[starts[i], ends[i])``: all that :func:`covered_ns` of those intervals reads
-    of the union, made without holding every interval of the pieces, only one piece and the
-    union's intervals kept."""
+def covered_by_pieces(pieces: Iterable[tuple[np.ndarray, np.ndarray]], starts: np.ndarray, ends: np.ndarray
+                      ) -> np.ndarray:
+    """:func:`covered_ns` of the intervals ``[starts[i], ends[i])`` by cover intervals given
+    piece by piece (``(starts, ends)`` pairs, the pieces' starts ascending, each piece after the
+    ones before it): each merged interval of the cover's union adds its overlap with the
+    intervals once it is closed, so no more than one piece of the cover is held. Whole ns in
+    int64: the same sums in any order."""
     import numpy as np
 
+    starts, ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+    covered = np.zeros(len(starts), dtype=np.int64)
     order = np.argsort(starts, kind="stable")
-    sorted_starts, reach_of_starts = np.asarray(starts)[order], np.maximum.accumulate(np.asarray(ends)[order])
+    sorted_starts, reach = starts[order], np.maximum.accumulate(ends[order]) if len(starts) else ends
 
-    def overlapping(merged_starts: np.ndarray, merged_ends: np.ndarray) -> np.ndarray:
-        """Whether each merged interval overlaps one of the intervals (one that starts before it
-        ends and ends after it starts)."""
-        before = np.searchsorted(sorted_starts, merged_ends, side="left")
-        return (before > 0) & (reach_of_starts[np.maximum(before - 1, 0)] > merged_starts)
-
-    kept_starts, kept_ends = [], []
-
-    def keep(merged_starts: np.ndarray, merged_ends: np.ndarray) -> None:
-        rows = overlapping(merged_starts, merged_ends)
-        kept_starts.append(merged_starts[rows])
-        kept_ends.append(merged_ends[rows])
+    def add(merged_starts: np.ndarray, merged_ends: np.ndarray) -> None:
+        """Add the overlap of the merged intervals (sorted, disjoint) with every interval that
+        can reach them: those starting before the last one ends, from the first whose reach
+        passes the first one's start."""
+        if not len(merged_starts) or not len(starts):
+            return
+        low = np.searchsorted(reach, merged_starts[0], side="right")
+        rows = order[low:np.searchsorted(sorted_starts, merged_ends[-1], side="left")]
+        lengths = merged_ends - merged_starts
+        before = np.concatenate(([0], np.cumsum(lengths)))
+        covered[rows] += np.maximum(_covered_before(merged_starts, lengths, before, ends[rows])
+                                    - _covered_before(merged_starts, lengths, before, starts[rows]), 0)
 
     open_start = open_reach = None  # the merged interval the next piece may extend
     for piece_starts, piece_ends in pieces:
-        if not len(piece_starts) or not len(sorted_starts):
+        if not len(piece_starts):
             continue
-        reach = np.maximum.accumulate(np.asarray(piece_ends, dtype=np.int64))
+        piece_reach = np.maximum.accumulate(np.asarray(piece_ends, dtype=np.int64))
         if open_reach is not None:
-            np.maximum(reach, open_reach, out=reach)
+            np.maximum(piece_reach, open_reach, out=piece_reach)
         begins = np.empty(len(piece_starts), dtype=bool)
         begins[0] = open_reach is None or piece_starts[0] > open_reach
-        begins[1:] = piece_starts[1:] > reach[:-1]
+        begins[1:] = piece_starts[1:] > piece_reach[:-1]
         first = np.flatnonzero(begins)
         if not len(first):  # the piece only extends the open interval
-            open_reach = reach[-1]
+            open_reach = int(piece_reach[-1])
             continue
         if open_reach is not None:  # closed by the piece's first new interval
-            keep(np.array([open_start], dtype=np.int64), np.array([reach[first[0] - 1] if first[0] else open_reach]))
+            add(np.array([open_start], dtype=np.int64),
+                np.array([piece_reach[first[0] - 1] if first[0] else open_reach], dtype=np.int64))
         last = np.append(first[1:], len(piece_starts)) - 1
-        keep(np.asarray(piece_starts[first[:-1]], dtype=np.int64), reach[last[:-1]])
-        open_start, open_reach = int(piece_starts[first[-1]]), reach[-1]
+        add(np.asarray(piece_starts[first[:-1]], dtype=np.int64), piece_reach[last[:-1]])
+        open_start, open_reach = int(piece_starts[first[-1]]), int(piece_reach[-1])
     if open_reach is not None:
-        keep(np.array([open_start], dtype=np.int64), np.array([open_reach], dtype=np.int64))
-    empty = np.zeros(0, dtype=np.int64)
-    return np.concatenate([empty, *kept_starts]), np.concatenate([empty, *kept_ends])
+        add(np.array([open_start], dtype=np.int64), np.array([open_reach], dtype=np.int64))
+    return covered
 
 
 def covered_ns(starts: np.ndarray, ends: np.ndarray, cover_starts: np.ndarray,
@@ -96,23 +98,18 @@ def covered_ns(starts: np.ndarray, ends: np.ndarray, cover_starts: np.ndarray,
         return np.zeros(len(starts), dtype=np.int64)
     lengths = merged_ends - merged_starts
     before = np.concatenate(([0], np.cumsum(lengths)))  # cover length before merged interval k
-
-    def covered_before(t: np.ndarray) -> np.ndarray:
-        """Cover length in (-inf, t)."""
-        k = np.searchsorted(merged_starts, t, side="right") - 1
-        inside = np.clip(t - merged_starts[np.maximum(k, 0)], 0, lengths[np.maximum(k, 0)])
-        return np.where(k >= 0, before[np.maximum(k, 0)] + inside, 0)
-
-    return np.maximum(covered_before(ends) - covered_before(starts), 0)
+    return np.maximum(_covered_before(merged_starts, lengths, before, ends)
+                      - _covered_before(merged_starts, lengths, before, starts), 0)
 
 
-def uncovered_ns(starts: np.ndarray, ends: np.ndarray, cover_starts: np.ndarray,
-                 cover_ends: np.ndarray) -> np.ndarray:
-    """For each interval, how many ns of it no cover interval overlaps."""
+def _covered_before(merged_starts: np.ndarray, lengths: np.ndarray, before: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Cover length in (-inf, t) of the disjoint sorted intervals ``merged_starts`` (their
+    ``lengths``, and ``before``: the summed length of those before each)."""
     import numpy as np
 
-    length = np.asarray(ends, dtype=np.int64) - np.asarray(starts, dtype=np.int64)
-    return length - covered_ns(starts, ends, cover_starts, cover_ends)
+    k = np.searchsorted(merged_starts, t, side="right") - 1
+    inside = np.clip(t - merged_starts[np.maximum(k, 0)], 0, lengths[np.maximum(k, 0)])
+    return np.where(k >= 0, before[np.maximum(k, 0)] + inside, 0)
 
 
 def within_earlier(starts: np.ndarray, ends: np.ndarray, groups: np.ndarray) -> np.ndarray:

@@ -157,7 +157,9 @@ class LaunchJoin:
         ``dur_ns``: :func:`analysis.load.tables.with_durations`); an
         export already in that order (the usual case) is not sorted again. A table sorted here
         is moved into its sorted copy (:func:`analysis.load.tables.sorted_rows`): ``tables``
-        are left without columns."""
+        are left without columns. The join's sorted keys and claims are released first: no call
+        is joined after this."""
+        self.sorted_keys = self.rows = self.claimed = None
         tid = self.tid if calls.any_read else self.tid.astype(np.int64)
         out, offset = [], 0
         for table, size in zip(tables, self.sizes):

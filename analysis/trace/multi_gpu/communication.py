@@ -17,13 +17,14 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.core.attribution import CHUNK_OPS
 from analysis.core.classify import is_communication
-from analysis.core.codes import lookup, value_codes
-from analysis.core.intervals import uncovered_ns, union_overlapping
+from analysis.core.codes import counted_rows, lookup, value_codes
+from analysis.core.intervals import covered_by_pieces
 from analysis.load.tables import op_ends, with_columns
-from analysis.trace.nsys_inputs import device_numbers
 
+# Ops read at a time for a GPU's compute kernels in :func:`exposed_ns`: the union's temporaries
+# (about 100 B an op of the chunk) stay a few tens of MiB whatever the trace's length.
+COVER_CHUNK_OPS = 1 << 18
 # Display order; the first pattern that matches a kernel name wins (ReduceScatter before
 # AllReduce: both contain "Reduce").
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv", "other")
@@ -66,32 +67,30 @@ def exposed_ns(ops: pd.DataFrame, is_communication: np.ndarray, is_kernel: np.nd
     ops. ``ops`` (in time order) need ``pid, device_id, start_ns, dur_ns``.
 
     Each (process, GPU) with communication kernels is read in turn, its compute kernels
-    :data:`~analysis.core.attribution.CHUNK_OPS` ops at a time, and of their union only the
-    intervals that overlap a communication kernel are kept (:func:`union_overlapping`): at
-    millions of kernels the compute kernels' rows are never held whole."""
+    :data:`COVER_CHUNK_OPS` ops at a time, each piece of their union adding its overlap with the
+    communication kernels (:func:`covered_by_pieces`): at millions of kernels neither the
+    compute kernels' rows nor their union is held whole."""
     # In the durations' integers (an op's exposed ns are at most its duration); untouched pages:
     # no memory when none communicates.
     result = np.zeros(len(ops), dtype=ops["dur_ns"].dtype)
     if not is_communication.any():
         return result
-    device, devices = device_numbers(ops["pid"].to_numpy(), ops["device_id"].to_numpy())
+    pids, devices = ops["pid"].to_numpy(), ops["device_id"].to_numpy()
     starts = ops["start_ns"].to_numpy()
     is_compute = is_kernel & ~is_communication
     communicating = np.flatnonzero(is_communication)
-    for number in np.unique(device[communicating]):
-        comm = communicating[device[communicating] == number]
+    for pid, device in counted_rows([pids[communicating], devices[communicating]])[0].tolist():
+        comm = communicating[(pids[communicating] == pid) & (devices[communicating] == device)]
         comm_starts, comm_ends = starts[comm], op_ends(ops, comm)
 
-        def compute_kernels(number=number):
-            """The device's compute kernels' starts and ends, a chunk of ops at a time."""
-            for low in range(0, len(ops), CHUNK_OPS):
-                chunk = slice(low, low + CHUNK_OPS)
-                rows = low + np.flatnonzero(is_compute[chunk] & (device[chunk] == number) if len(devices) > 1
-                                            else is_compute[chunk])
+        def compute_kernels(pid=pid, device=device):
+            """The (process, GPU)'s compute kernels' starts and ends, a chunk of ops at a time."""
+            for low in range(0, len(ops), COVER_CHUNK_OPS):
+                chunk = slice(low, low + COVER_CHUNK_OPS)
+                rows = low + np.flatnonzero(is_compute[chunk] & (pids[chunk] == pid) & (devices[chunk] == device))
                 yield starts[rows], op_ends(ops, rows)
 
-        cover_starts, cover_ends = union_overlapping(compute_kernels(), comm_starts, comm_ends)
-        result[comm] = uncovered_ns(comm_starts, comm_ends, cover_starts, cover_ends)
+        result[comm] = comm_ends - comm_starts - covered_by_pieces(compute_kernels(), comm_starts, comm_ends)
     return result
 
 
