@@ -13,6 +13,7 @@ id), then process id.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -270,8 +271,8 @@ def run_spans(runs: dict[str, np.ndarray], steps: pd.Index) -> pd.DataFrame:
     """The runs of :func:`kernel_runs` as a table of ``measured, pid, device_id, step, phase,
     start_ns, end_ns``: ``step`` a categorical of the step names ``steps`` (the categories of
     the ops' ``step``, which the runs' codes number) and ``phase`` the phase's name (None for a
-    value outside :data:`RUN_PHASES`). What the figures that read only first starts and last ends
-    per step, phase and rank read in place of the kernel rows."""
+    value outside :data:`RUN_PHASES`): what the ranks' timeline reads, in place of the kernel
+    rows, to find its step and that step's window."""
     phase_names = np.array([*RUN_PHASES, None], dtype=object)  # position -1 reads None
     return pd.DataFrame({
         "measured": runs["measured"], "pid": runs["pid"], "device_id": runs["device_id"],
@@ -347,57 +348,70 @@ def rank_figures(runs: dict[str, np.ndarray], ranks: pd.DataFrame, labelled: Lab
     return records
 
 
-def skew(spans: pd.DataFrame, ranks: pd.DataFrame) -> dict:
+def skew(runs: dict[str, np.ndarray], steps: pd.Index, ranks: pd.DataFrame) -> dict:
     """How far the ranks drift apart, per measured step (GPU time of each rank's kernels), from
-    the kernels' runs (:func:`run_spans`: a first start and last end over runs are those over
-    their kernels).
+    the kernels' runs (:func:`kernel_runs`, whose ``step`` codes number ``steps``): a first start
+    and last end over runs are those over their kernels.
 
-    ``steps``: one record per step name that at least two ranks ran: ``step``, ``ranks``,
-    ``start_spread_ms`` / ``end_spread_ms`` (latest minus earliest first kernel start / last
-    kernel end among the ranks), ``duration_spread_ms`` (longest minus shortest first-start to
-    last-end span) and ``phase_duration_spread_ms`` {phase: the same for each phase's span}.
+    ``steps``: one record per step name that at least two ranks ran, in order of the number the
+    name ends in (then of the name): ``step``, ``ranks``, ``start_spread_ms`` / ``end_spread_ms``
+    (latest minus earliest first kernel start / last kernel end among the ranks),
+    ``duration_spread_ms`` (longest minus shortest first-start to last-end span) and
+    ``phase_duration_spread_ms`` {phase: the same for each phase's span}.
     ``max_start_spread_ms``, ``max_end_spread_ms``: the largest over the steps (null when none).
     """
     if len(ranks) < 2:
         return {"steps": [], "max_start_spread_ms": None, "max_end_spread_ms": None}
-    measured = spans.loc[spans["measured"].to_numpy() & (spans["step"] != "").to_numpy(),
-                         ["pid", "device_id", "step", "phase", "start_ns", "end_ns"]]
-    rank_of = ranks.set_index(["pid", "device_id"])["rank"]
-    measured = measured.assign(rank=rank_of.reindex(
-        pd.MultiIndex.from_frame(measured[["pid", "device_id"]])).to_numpy())
-    step_spans = _spans(measured, ["step", "rank"])
-    phase_spans = _spans(measured[(measured["phase"] != "").to_numpy()], ["step", "phase", "rank"])
-    steps = []
-    for step, per_rank in step_spans.groupby("step", sort=False):
-        if len(per_rank) < 2:
+    names = [str(name) for name in steps]
+    rank = np.full(len(runs["pid"]), -1, dtype=np.int64)  # each run's rank's position (-1: none)
+    for position, (pid, device) in enumerate(zip(ranks["pid"], ranks["device_id"])):
+        rank[(runs["pid"] == pid) & (runs["device_id"] == device)] = position
+    step, phase = runs["step"].astype(np.int64), runs["phase"].astype(np.int64)
+    kept = runs["measured"] & (rank >= 0) & np.array([bool(name) for name in names] + [False])[step]
+    first, last = _group_spans(step[kept] * len(ranks) + rank[kept], runs, kept, len(names) * len(ranks))
+    in_phase = kept & (phase >= 0) & (phase < len(PHASES))
+    phase_first, phase_last = _group_spans((step[in_phase] * len(PHASES) + phase[in_phase]) * len(ranks) + rank[in_phase],
+                                           runs, in_phase, len(names) * len(PHASES) * len(ranks))
+    first, last = first.reshape(len(names), len(ranks)), last.reshape(len(names), len(ranks))
+    phase_first = phase_first.reshape(len(names), len(PHASES), len(ranks))
+    phase_last = phase_last.reshape(len(names), len(PHASES), len(ranks))
+    records = []
+    for code in sorted(range(len(names)), key=lambda code: _step_order(names[code])):
+        ran = first[code] <= last[code]  # the ranks with kernels in the step
+        if ran.sum() < 2:
             continue
-        phase_spread = {
-            phase: _spread(rows["span_ns"])
-            for phase in PHASES
-            if len(rows := phase_spans[(phase_spans["step"] == step)
-                                       & (phase_spans["phase"] == phase)]) >= 2
-        }
-        steps.append({"step": step, "ranks": len(per_rank),
-                      "start_spread_ms": _spread(per_rank["start_ns"]),
-                      "end_spread_ms": _spread(per_rank["end_ns"]),
-                      "duration_spread_ms": _spread(per_rank["span_ns"]),
-                      "phase_duration_spread_ms": phase_spread})
-    return {"steps": steps,
-            "max_start_spread_ms": max((s["start_spread_ms"] for s in steps), default=None),
-            "max_end_spread_ms": max((s["end_spread_ms"] for s in steps), default=None)}
+        phase_spread = {}
+        for position, phase in enumerate(PHASES):
+            phase_ran = phase_first[code, position] <= phase_last[code, position]
+            if phase_ran.sum() >= 2:
+                phase_spread[phase] = _spread(phase_last[code, position][phase_ran] - phase_first[code, position][phase_ran])
+        records.append({"step": names[code], "ranks": int(ran.sum()),
+                        "start_spread_ms": _spread(first[code][ran]), "end_spread_ms": _spread(last[code][ran]),
+                        "duration_spread_ms": _spread(last[code][ran] - first[code][ran]),
+                        "phase_duration_spread_ms": phase_spread})
+    return {"steps": records,
+            "max_start_spread_ms": max((s["start_spread_ms"] for s in records), default=None),
+            "max_end_spread_ms": max((s["end_spread_ms"] for s in records), default=None)}
 
 
-def _spans(kernels: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """First kernel start, last kernel end and their distance per group of ``by``, steps in
-    the order of their number."""
-    spans = kernels.groupby(by, observed=True, sort=False).agg(
-        start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
-    spans["step"] = spans["step"].astype(str)
-    number = spans["step"].str.extract(r"(\d+)$", expand=False).astype(float)
-    spans = spans.assign(number=number).sort_values(["number", *by], kind="stable")
-    return spans.assign(span_ns=spans["end_ns"] - spans["start_ns"]).drop(columns="number")
+def _group_spans(group: np.ndarray, runs: dict[str, np.ndarray], rows: np.ndarray, groups: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The first start and last end of the runs ``rows`` (a mask) per ``group`` number (one per
+    row of the mask, 0 to ``groups`` - 1); a group without runs has a first start above its last end."""
+    first = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(groups, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(first, group, runs["start_ns"][rows])
+    np.maximum.at(last, group, runs["end_ns"][rows])
+    return first, last
 
 
-def _spread(values: pd.Series) -> float:
+def _step_order(name: str) -> tuple:
+    """A step's place among the steps: by the number its name ends in (names without one last),
+    then by name."""
+    digits = re.search(r"(\d+)$", name)
+    return (digits is None, float(digits.group(1)) if digits else 0.0, name)
+
+
+def _spread(values: np.ndarray) -> float:
     """Largest minus smallest, in ms."""
     return float(values.max() - values.min()) / NS_PER_MS

@@ -89,15 +89,16 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     records = rank_figures(runs, ranks, labelled, steps)
     trace.notes.extend(rank_notes(records, world_size, world_size_source, trace.launcher_rank, labelled.split_models))
     trace.notes.extend(jobs_in_turn(runs))
-    spans = run_spans(runs, value_codes(ops["step"])[1])
+    step_names = value_codes(ops["step"])[1]
     return {
         "world_size": world_size,
         "world_size_source": world_size_source,
         "ranks": records,
         "collectives": collective_figures(communicating, ranks, steps, world_size),
         "fsdp_blocks": fsdp_figures(ops, is_kernel, communicating, ranks, trace.ranges, labelled),
-        "skew": skew(spans, ranks),
-        "timeline": rank_timeline(spans, lambda start, end: kernels_within(ops, is_kernel, start, end), ranks, labelled),
+        "skew": skew(runs, step_names, ranks),
+        "timeline": rank_timeline(run_spans(runs, step_names), lambda start, end: kernels_within(ops, is_kernel, start, end),
+                                  ranks, labelled),
     }
 
 
