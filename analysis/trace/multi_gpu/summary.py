@@ -120,8 +120,9 @@ def with_ends(kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def kernel_rows(ops: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
-    """The ``rows`` (a mask) of ``ops``, taken column by column; nothing is copied when every row is taken."""
-    if rows.all():
+    """The ``rows`` (a mask, or positions) of ``ops``, taken column by column; nothing is copied
+    when a mask takes every row."""
+    if rows.dtype == bool and rows.all():
         return ops
     return pd.DataFrame({column: ops[column].array[rows] for column in ops.columns}, copy=False)
 
@@ -133,8 +134,7 @@ def kernels_within(ops: pd.DataFrame, is_kernel: np.ndarray, start: int, end: in
     starts = ops["start_ns"].to_numpy()
     low, high = np.searchsorted(starts, start, side="left"), np.searchsorted(starts, end, side="right")
     window = slice(low, high)
-    rows = low + np.flatnonzero(is_kernel[window] & (op_ends(ops, window) <= end))
-    return with_ends(pd.DataFrame({column: ops[column].array[rows] for column in ops.columns}, copy=False))
+    return with_ends(kernel_rows(ops, low + np.flatnonzero(is_kernel[window] & (op_ends(ops, window) <= end))))
 
 
 def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
