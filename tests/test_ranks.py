@@ -422,7 +422,7 @@ def test_runs_and_exposed_time_read_in_chunks_are_those_of_the_whole_ops(monkeyp
         whole = kernel_runs(kernels, np.ones(count, dtype=bool))
         comm = kernels["is_communication"].to_numpy()
         exposed = communication.exposed_ns(kernels, comm, np.ones(count, dtype=bool))
-        monkeypatch.setattr(ranks, "CHUNK_OPS", 7)
+        monkeypatch.setattr(ranks, "RUN_CHUNK_OPS", 7)
         monkeypatch.setattr(communication, "COVER_CHUNK_OPS", 3)
         chunked = kernel_runs(kernels, np.ones(count, dtype=bool))
         assert rank_figure_keys(chunked) == rank_figure_keys(whole)

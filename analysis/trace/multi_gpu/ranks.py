@@ -18,7 +18,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.core.attribution import CHUNK_OPS
 from analysis.core.codes import code_positions, distinct, run_maxima, run_sums, value_codes
 from analysis.core.intervals import span_per_group
 from analysis.core.phases import PHASES, LabelledOps
@@ -201,6 +200,8 @@ def phase_passes(labelled: LabelledOps) -> dict[tuple[int, int, str], int]:
 # The kernel columns that tell pass figures' rows apart: consecutive kernels alike in all of them
 # are one run, and the figures read runs (see :func:`kernel_runs`).
 RUN_KEYS = ("measured", "pid", "device_id", "phase", "phase_range_id", "step", "is_communication")
+# Ops read at a time by :func:`kernel_runs`: a chunk's copied keys (about 40 B an op) stay a few MiB.
+RUN_CHUNK_OPS = 1 << 18
 # The phases a run's ``phase`` numbers: its position here (-1 for any other value); "" is outside
 # every phase range.
 RUN_PHASES = (*PHASES, "")
@@ -217,21 +218,20 @@ def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray) -> dict[str, np.ndarra
     The labelled ops are in time order, so a phase range's kernels make a few runs, and the
     figures read thousands of runs where there are millions of kernels; the sums are the
     kernels' sums (a run cut in two sums to the same, and every figure reads sums, first starts
-    and last ends). The ops are read :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time
-    and, on a trace of several (process, GPU)s, whose kernels interleave in time, each one's rows
-    of a chunk in turn: a run is a stretch of one GPU's ops, and only a chunk's rows are ever
-    copied. The runs come chunk by chunk, each chunk's GPU by GPU."""
-    device, devices = device_numbers(ops["pid"].to_numpy(), ops["device_id"].to_numpy())
+    and last ends). The ops are read :data:`RUN_CHUNK_OPS` rows at a time and, on a trace of
+    several (process, GPU)s, whose kernels interleave in time, each one's rows of a chunk in turn:
+    a run is a stretch of one GPU's ops, and only a chunk's rows are ever copied. The runs come
+    chunk by chunk, each chunk's GPU by GPU."""
     columns = {column: value_codes(ops[column])[0] if column in ("phase", "step") else ops[column].to_numpy()
                for column in (*RUN_KEYS, "dur_ns", "exposed_ns", "start_ns")}
     parts = []
-    for low in range(0, max(len(ops), 1), CHUNK_OPS):
-        chunk = slice(low, low + CHUNK_OPS)
+    for low in range(0, max(len(ops), 1), RUN_CHUNK_OPS):
+        chunk = slice(low, low + RUN_CHUNK_OPS)
+        numbers, devices = device_numbers(columns["pid"][chunk], columns["device_id"][chunk])
         if len(devices) <= 1:
             parts.append(_chunk_runs(columns, is_kernel, ops, chunk))
             continue
-        numbers = device[chunk]
-        for number in np.unique(numbers):
+        for number in range(len(devices)):
             parts.append(_chunk_runs(columns, is_kernel, ops, low + np.flatnonzero(numbers == number)))
     runs = {column: np.concatenate([part[column] for part in parts]) for column in parts[0]}
     runs["phase"] = code_positions(value_codes(ops["phase"])[1], RUN_PHASES, -1)[runs["phase"]]
