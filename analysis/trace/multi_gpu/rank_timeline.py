@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from analysis.core.codes import counted_rows
 from analysis.core.phases import LabelledOps
 from analysis.trace.step_timeline import MAX_BARS, NS_PER_MS, bounded_bars, milliseconds
 from analysis.trace.summary_schema import RankTimelineRecord
@@ -19,25 +20,26 @@ from analysis.trace.summary_schema import RankTimelineRecord
 COMPUTE, COMMUNICATION = "compute", "communication"
 
 
-def rank_timeline(spans: pd.DataFrame, kernels_within: Callable[[int, int], pd.DataFrame], ranks: pd.DataFrame,
-                  labelled: LabelledOps) -> RankTimelineRecord | None:
+def rank_timeline(runs: dict[str, np.ndarray], steps: pd.Index, kernels_within: Callable[[int, int], pd.DataFrame],
+                  ranks: pd.DataFrame, labelled: LabelledOps) -> RankTimelineRecord | None:
     """The record (null with fewer than two ranks or no measured step they all ran): ``title``
     (the step, or ``whole capture`` in a trace without steps), ``duration_ms``, ``bars`` (``rank,
     stream, kind, start_ms, dur_ms``; ``kind`` is compute or communication; ms from the step's
     start, its first phase range or kernel on any rank) and ``phases`` (``rank, phase, start_ms,
-    dur_ms``). ``spans`` are the kernels' runs (:func:`analysis.trace.multi_gpu.ranks.run_spans`),
-    which give the step and its window; ``kernels_within(start, end)`` the kernel rows, with
-    ``communication_columns`` and ``end_ns``, that start and end inside a window: only the step's
-    window's kernels are read."""
-    step = _common_step(spans, ranks)
-    if step is None:
+    dur_ms``). ``runs`` are the kernels' runs (:func:`analysis.trace.multi_gpu.ranks.kernel_runs`,
+    whose ``step`` codes number ``steps``), which give the step and its window;
+    ``kernels_within(start, end)`` the kernel rows, with ``communication_columns`` and ``end_ns``,
+    that start and end inside a window: only the step's window's kernels are read."""
+    code = _common_step(runs, steps, ranks)
+    if code is None:
         return None
+    step = str(steps[code])
     rank_of = ranks.set_index(["pid", "device_id"])["rank"]
-    in_step = spans.loc[(spans["step"] == step).to_numpy() & spans["measured"].to_numpy(), ["start_ns", "end_ns"]]
+    in_step = runs["measured"] & (runs["step"] == code)
     ranges = labelled.phase_ranges
     ranges = ranges[(ranges["step"] == step).to_numpy()].merge(ranks[["pid", "rank"]], on="pid")
-    start = int(min(in_step["start_ns"].min(), ranges["start_ns"].min() if len(ranges) else np.inf))
-    end = int(max(in_step["end_ns"].max(), ranges["end_ns"].max() if len(ranges) else -np.inf))
+    start = int(min(runs["start_ns"][in_step].min(), ranges["start_ns"].min() if len(ranges) else np.inf))
+    end = int(max(runs["end_ns"][in_step].max(), ranges["end_ns"].max() if len(ranges) else -np.inf))
     during = kernels_within(start, end)[["pid", "device_id", "stream_id", "start_ns", "end_ns", "is_communication"]]
     during = during.assign(
         rank=rank_of.reindex(pd.MultiIndex.from_frame(during[["pid", "device_id"]])).to_numpy(),
@@ -58,16 +60,17 @@ def rank_timeline(spans: pd.DataFrame, kernels_within: Callable[[int, int], pd.D
     }
 
 
-def _common_step(spans: pd.DataFrame, ranks: pd.DataFrame) -> str | None:
-    """The lowest-numbered measured step name that every rank has kernels in (``spans``: the
-    kernels' runs); ``""`` (the whole capture) when the measured kernels carry no step names."""
+def _common_step(runs: dict[str, np.ndarray], steps: pd.Index, ranks: pd.DataFrame) -> int | None:
+    """The code (among ``steps``) of the lowest-numbered measured step name that every rank has
+    kernels in; that of ``""`` (the whole capture) when the measured kernels carry no step names."""
     if len(ranks) < 2:
         return None
-    pairs = spans.loc[spans["measured"].to_numpy(), ["step", "pid", "device_id"]].drop_duplicates()
-    counts = pairs.groupby("step", observed=True).size()
-    shared = [str(step) for step, count in counts.items() if count == len(ranks)]
-    if shared == [""]:
-        return ""
-    shared = [step for step in shared if step]
+    measured = runs["measured"]
+    pairs = counted_rows([runs[column][measured] for column in ("step", "pid", "device_id")])[0]
+    codes, counts = np.unique(pairs[pairs[:, 0] >= 0, 0], return_counts=True)  # the ranks of each step
+    shared = [int(code) for code, count in zip(codes, counts) if count == len(ranks)]
+    if [str(steps[code]) for code in shared] == [""]:
+        return shared[0]
+    shared = [code for code in shared if str(steps[code])]
     number = lambda name: int(name.rsplit("_", 1)[-1]) if name.rsplit("_", 1)[-1].isdigit() else -1  # noqa: E731
-    return min(shared, key=number) if shared else None
+    return min(shared, key=lambda code: number(str(steps[code]))) if shared else None

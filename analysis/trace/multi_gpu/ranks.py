@@ -267,20 +267,6 @@ def _within(rows: slice | np.ndarray, part: slice) -> slice | np.ndarray:
     return slice(rows.start + part.start, rows.start + part.stop) if isinstance(rows, slice) else rows[part]
 
 
-def run_spans(runs: dict[str, np.ndarray], steps: pd.Index) -> pd.DataFrame:
-    """The runs of :func:`kernel_runs` as a table of ``measured, pid, device_id, step, phase,
-    start_ns, end_ns``: ``step`` a categorical of the step names ``steps`` (the categories of
-    the ops' ``step``, which the runs' codes number) and ``phase`` the phase's name (None for a
-    value outside :data:`RUN_PHASES`): what the ranks' timeline reads, in place of the kernel
-    rows, to find its step and that step's window."""
-    phase_names = np.array([*RUN_PHASES, None], dtype=object)  # position -1 reads None
-    return pd.DataFrame({
-        "measured": runs["measured"], "pid": runs["pid"], "device_id": runs["device_id"],
-        "step": pd.Categorical.from_codes(runs["step"], categories=steps),
-        "phase": phase_names[runs["phase"]], "start_ns": runs["start_ns"], "end_ns": runs["end_ns"],
-    })
-
-
 def pass_figures(runs: dict[str, np.ndarray], rows: np.ndarray, passes: int, instance: np.ndarray) -> dict:
     """Figures per pass of some measured kernels of one rank: those of the runs ``rows`` (a
     mask of :func:`kernel_runs`); ``instance`` (one value per run: ``phase_range_id`` or the

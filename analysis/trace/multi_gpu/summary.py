@@ -22,7 +22,6 @@ from analysis.trace.multi_gpu.ranks import (
     rank_figures,
     rank_notes,
     rank_table,
-    run_spans,
     skew,
     step_passes,
 )
@@ -97,7 +96,7 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
         "collectives": collective_figures(communicating, ranks, steps, world_size),
         "fsdp_blocks": fsdp_figures(ops, is_kernel, communicating, ranks, trace.ranges, labelled),
         "skew": skew(runs, step_names, ranks),
-        "timeline": rank_timeline(run_spans(runs, step_names), lambda start, end: kernels_within(ops, is_kernel, start, end),
+        "timeline": rank_timeline(runs, step_names, lambda start, end: kernels_within(ops, is_kernel, start, end),
                                   ranks, labelled),
     }
 
