@@ -20,7 +20,7 @@ import pandas as pd
 
 from analysis.load.export_map import RUNTIME
 from analysis.load.schema import require_columns, stream_columns
-from analysis.load.tables import ID_MASK, JOIN_CHUNK_OPS, StringTable, distinct_keys, sorted_by, sorted_rows, with_columns
+from analysis.load.tables import ID_MASK, JOIN_CHUNK_OPS, StringTable, distinct_keys, with_columns
 
 # API calls that put work on the GPU: kernel and graph launches, copies, fills.
 LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
@@ -153,24 +153,20 @@ class LaunchJoin:
 
     def joined(self, tables: list[pd.DataFrame], calls: LaunchCalls) -> list[pd.DataFrame]:
         """``tables`` with their launch call's ``launch_start_ns`` and ``launch_tid`` (-1 where
-        none; ``launch_tid`` int64 when no call was read), each sorted by start and end (their
-        ``dur_ns``: :func:`analysis.load.tables.with_durations`); an
-        export already in that order (the usual case) is not sorted again. A table sorted here
-        is moved into its sorted copy (:func:`analysis.load.tables.sorted_rows`): ``tables``
-        are left without columns. The join's sorted keys and claims are released first: no call
-        is joined after this."""
+        none; ``launch_tid`` int64 when no call was read), in their order (the loader puts them in
+        time order before the join: :func:`analysis.load.tables.in_time_order`). The join's sorted
+        keys and claims are released first: no call is joined after this. The first table's
+        columns are views of the join's arrays and the others' copies, so that once the first's
+        (the kernels, nearly every op) are released, so are the arrays."""
         self.sorted_keys = self.rows = self.claimed = None
         tid = self.tid if calls.any_read else self.tid.astype(np.int64)
         out, offset = [], 0
         for table, size in zip(tables, self.sizes):
             rows = slice(offset, offset + size)
-            launches = {"launch_start_ns": self.start_ns[rows], "launch_tid": tid[rows]}
-            # By start, then end: on equal starts, durations order ops as their ends do.
-            if sorted_by(table["start_ns"].to_numpy(), table["dur_ns"].to_numpy()):
-                out.append(with_columns(table, **launches).reset_index(drop=True))
-            else:  # the table's columns are moved (the ops of several processes, read in the export's order)
-                order = np.lexsort((table["dur_ns"].to_numpy(), table["start_ns"].to_numpy()))
-                out.append(sorted_rows(table, order, **launches))
+            launch_start, launch_tid = self.start_ns[rows], tid[rows]
+            if offset:
+                launch_start, launch_tid = launch_start.copy(), launch_tid.copy()
+            out.append(with_columns(table, launch_start_ns=launch_start, launch_tid=launch_tid).reset_index(drop=True))
             offset += size
         return out
 

@@ -43,6 +43,7 @@ from analysis.load.tables import (
     StringTable,
     appended,
     drop_unusable_times,
+    in_time_order,
     latest_end,
     pid_column,
     read_gpus,
@@ -141,8 +142,10 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     if unnamed:
         notes.append(f"{unnamed:,} kernels have no name in the trace; they are listed as {UNNAMED_KERNEL}")
     memops = drop_unusable_times(read_memops(conn, schema), "memory copies and fills", notes)
-    # Durations in place of ends from here on: 4 bytes an op instead of 8, before the launch join's peak.
+    # Durations in place of ends from here on: 4 bytes an op instead of 8, before the launch join's peak;
+    # in time order before the join too, so a table sorted is never held beside the join's arrays.
     kernels, memops = with_durations(kernels), with_durations(memops)
+    kernels, memops = in_time_order(kernels), in_time_order(memops)  # each moved column by column, once bound alone
     (kernels, memops), calls = join_launch_calls(conn, schema, strings, version, [kernels, memops])
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
     if unlinked:
