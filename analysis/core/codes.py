@@ -71,6 +71,18 @@ def run_starts(values: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
 
 
+def row_starts(columns: Sequence[np.ndarray]) -> np.ndarray:
+    """Positions where a run of equal consecutive rows of ``columns`` (arrays of one length)
+    begins, a row differing from the one before in some column: 0 first; none for no rows."""
+    import numpy as np
+
+    changes = np.zeros(len(columns[0]), dtype=bool)
+    changes[:1] = True
+    for values in columns:
+        changes[1:] |= values[1:] != values[:-1]
+    return np.flatnonzero(changes)
+
+
 # Positions read at a time by :func:`lookup`: their 64-bit copy stays in the processor's cache.
 LOOKUP_ROWS = 1 << 16
 
@@ -147,13 +159,9 @@ def counted_rows(columns: Sequence[np.ndarray], where: np.ndarray | None = None)
     for low in range(0, len(columns[0]) if columns else 0, RUN_SUM_ROWS):
         rows = slice(low, low + RUN_SUM_ROWS)
         taken = [column[rows] if where is None else column[rows][where[rows]] for column in columns]
-        changes = np.zeros(len(taken[0]), dtype=bool)
-        changes[:1] = True
-        for values in taken:  # runs of equal consecutive rows first: a trace's rows come in runs
-            changes[1:] |= values[1:] != values[:-1]
-        first = np.flatnonzero(changes)
+        first = row_starts(taken)  # runs of equal consecutive rows first: a trace's rows come in runs
         parts.append(_distinct_rows([values[first].astype(np.int64) for values in taken],
-                                    np.diff(np.append(first, len(changes)))))
+                                    np.diff(np.append(first, len(taken[0])))))
     stacked = np.concatenate([part[0] for part in parts])
     return _distinct_rows(list(stacked.T), np.concatenate([part[1] for part in parts]))
 
@@ -165,10 +173,6 @@ def _distinct_rows(columns: list[np.ndarray], counts: np.ndarray) -> tuple[np.nd
 
     order = np.lexsort(columns[::-1])
     columns = [values[order] for values in columns]
-    changes = np.zeros(len(order), dtype=bool)
-    changes[:1] = True
-    for values in columns:
-        changes[1:] |= values[1:] != values[:-1]
-    first = np.flatnonzero(changes)
+    first = row_starts(columns)
     distinct = np.column_stack([values[first] for values in columns]) if columns else np.zeros((len(first), 0), np.int64)
     return distinct.astype(np.int64, copy=False), np.add.reduceat(counts[order], first) if len(first) else counts[:0]

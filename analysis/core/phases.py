@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.attribution import innermost_ranges, ops_in_window_tables, ops_in_windows, positions_where_all
-from analysis.core.codes import counted_rows, lookup
+from analysis.core.codes import counted_rows, lookup, row_starts
 from analysis.core.range_names import RangeNames
 from analysis.core.structure import PROFILED_WINDOW, REGIONS, RunStructure, find_structure
 from analysis.core.structure_text import family_label
@@ -292,8 +292,8 @@ def _split_models(ops: pd.DataFrame) -> tuple[int, ...]:
     forward = (ops["phase"] == "forward").to_numpy() & (ops["op_kind"] == "kernel").to_numpy()
     # The forward kernels' distinct (process, thread, GPU) with how many each launched, sorted.
     launches, kernels = counted_rows([ops[column].to_numpy() for column in ("pid", "launch_tid", "device_id")], forward)
-    thread = np.cumsum(np.r_[True, (launches[1:, :2] != launches[:-1, :2]).any(axis=1)]) - 1 if len(launches) else launches[:, 0]
-    one_gpu_thread = np.bincount(thread)[thread] == 1  # each row is one more GPU of its thread
+    gpus_of_thread = np.diff(np.append(row_starts([launches[:, 0], launches[:, 1]]), len(launches)))  # a row per GPU
+    one_gpu_thread = np.repeat(gpus_of_thread == 1, gpus_of_thread)
     pids, gpus = np.unique(np.unique(launches[:, [0, 2]], axis=0)[:, 0], return_counts=True)
     split = []
     for pid in pids[gpus > 1]:

@@ -18,7 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.core.codes import code_positions, distinct, run_maxima, run_sums, value_codes
+from analysis.core.codes import code_positions, distinct, row_starts, run_maxima, run_sums, value_codes
 from analysis.core.intervals import span_per_group
 from analysis.core.phases import PHASES, LabelledOps
 from analysis.load.tables import op_ends
@@ -245,12 +245,7 @@ def _chunk_runs(columns: dict[str, np.ndarray], is_kernel: np.ndarray, ops: pd.D
     keys = [columns[column][rows] for column in RUN_KEYS]
     kinds = is_kernel[rows]
     count = len(kinds)
-    changes = np.zeros(count, dtype=bool)
-    changes[:1] = True
-    for values in (*keys, kinds):
-        changes[1:] |= values[1:] != values[:-1]
-    first = np.flatnonzero(changes)
-    del changes
+    first = row_starts([*keys, kinds])
     kept = kinds[first]  # the runs of kernels
     runs = {column: values[first[kept]] for column, values in zip(RUN_KEYS, keys)}
     runs["kernels"] = np.diff(np.append(first, count))[kept]
