@@ -301,6 +301,14 @@ def op_ends(ops: pd.DataFrame, rows: slice | np.ndarray = slice(None)) -> np.nda
     return ops["start_ns"].to_numpy()[rows] + ops["dur_ns"].to_numpy()[rows]
 
 
+def ops_within(ops: pd.DataFrame, start: int, end: int) -> np.ndarray:
+    """Positions of the ``ops`` (in time order: sorted by start) that start at ``start`` or later
+    and end at ``end`` or earlier: only the rows that start inside the window are read."""
+    starts = ops["start_ns"].to_numpy()
+    low, high = np.searchsorted(starts, start, side="left"), np.searchsorted(starts, end, side="right")
+    return low + np.flatnonzero(op_ends(ops, slice(low, high)) <= end)
+
+
 def latest_end(ops: pd.DataFrame) -> int | None:
     """The latest end of ``ops`` (None for none), found :data:`JOIN_CHUNK_OPS` rows at a time."""
     return max((int(op_ends(ops, slice(low, low + JOIN_CHUNK_OPS)).max()) for low in range(0, len(ops), JOIN_CHUNK_OPS)),
@@ -327,19 +335,16 @@ def in_time_order(table: pd.DataFrame) -> pd.DataFrame:
     return sorted_rows(table, order)
 
 
-def sorted_rows(table: pd.DataFrame, order: np.ndarray, **columns: np.ndarray) -> pd.DataFrame:
-    """The rows of ``table`` with ``columns`` (arrays of its length) added, in ``order``
-    (positions), with a default index. Taken a column at a time, each column of ``table`` deleted
-    from it once taken, so that ``table`` is left without columns: at millions of rows the table
-    is never held twice, as a sort of the whole table would hold it. ``order`` is kept in 32 bits
-    where the rows allow."""
+def sorted_rows(table: pd.DataFrame, order: np.ndarray) -> pd.DataFrame:
+    """The rows of ``table`` in ``order`` (positions), with a default index. Taken a column at a
+    time, each column of ``table`` deleted from it once taken, so that ``table`` is left without
+    columns: at millions of rows the table is never held twice, as a sort of the whole table would
+    hold it. ``order`` is kept in 32 bits where the rows allow."""
     order = order.astype(position_dtype(len(table)), copy=False)
     taken = {}
     for column in list(table.columns):
         taken[column] = table[column].array.take(order)
         del table[column]
-    for column, values in columns.items():
-        taken[column] = values.take(order)
     return pd.DataFrame(taken, copy=False)
 
 

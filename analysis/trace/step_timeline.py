@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.codes import run_starts
-from analysis.load.tables import op_ends
+from analysis.load.tables import op_ends, ops_within
 from analysis.trace.nsys_inputs import NsysInputs
 
 RESOLUTION_DIVISIONS = 2000  # finer than a pixel of the report's figure (7.5 in at 150 dpi)
@@ -119,11 +119,8 @@ def step_timeline(inputs: NsysInputs) -> dict | None:
     if not inputs.ops["measured"].any():
         return None
     title, start_ns, end_ns = step_window(inputs)
-    starts = inputs.ops["start_ns"].to_numpy()
-    in_window = np.flatnonzero((starts >= start_ns) & (starts <= end_ns))  # the ends of these alone
-    ends = op_ends(inputs.ops, in_window)
-    in_window, ends = in_window[ends <= end_ns], ends[ends <= end_ns]
-    ops = inputs.ops.iloc[in_window][["stream_id", "category", "start_ns"]].assign(end_ns=ends)
+    in_window = ops_within(inputs.ops, start_ns, end_ns)
+    ops = inputs.ops.iloc[in_window][["stream_id", "category", "start_ns"]].assign(end_ns=op_ends(inputs.ops, in_window))
     bars = bounded_bars(ops, end_ns - start_ns)
     ranges = inputs.phase_ranges
     ranges = ranges[(ranges["start_ns"] >= start_ns) & (ranges["end_ns"] <= end_ns)]

@@ -9,7 +9,7 @@ from analysis.core.classify import is_communication
 from analysis.core.codes import value_codes
 from analysis.core.phases import LabelledOps
 from analysis.load import Trace
-from analysis.load.tables import op_ends, with_columns
+from analysis.load.tables import op_ends, ops_within, with_columns
 from analysis.trace.multi_gpu.communication import collective_figures, collective_of, communication_columns
 from analysis.trace.multi_gpu.fsdp import ALL_GATHER, block_figures, layer_blocks
 from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
@@ -128,12 +128,10 @@ def kernel_rows(ops: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
 
 def kernels_within(ops: pd.DataFrame, is_kernel: np.ndarray, start: int, end: int) -> pd.DataFrame:
     """The kernels (``is_kernel``) of ``ops``, which are in time order, that start at ``start``
-    or later and end at ``end`` or earlier, with :func:`with_ends`: the rows of that window alone
-    are read."""
-    starts = ops["start_ns"].to_numpy()
-    low, high = np.searchsorted(starts, start, side="left"), np.searchsorted(starts, end, side="right")
-    window = slice(low, high)
-    return with_ends(kernel_rows(ops, low + np.flatnonzero(is_kernel[window] & (op_ends(ops, window) <= end))))
+    or later and end at ``end`` or earlier (:func:`analysis.load.tables.ops_within`), with
+    :func:`with_ends`: the rows of that window alone are read."""
+    rows = ops_within(ops, start, end)
+    return with_ends(kernel_rows(ops, rows[is_kernel[rows]]))
 
 
 def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
