@@ -6,7 +6,7 @@ import shutil
 import sqlite3
 
 from analysis import analyze_trace
-from analysis.load import RangeFilter, load_trace
+from analysis.load import RangeFilter, load_trace, nvtx
 from analysis.load.nvtx import OP_LEVEL
 
 TRAIN = "small_ctx128_train_fp32.sqlite"
@@ -57,3 +57,23 @@ def test_op_level_names_are_skipped_in_text_and_in_registered_strings(fixture_tr
     assert {"my forward block", "forward: mine"} <= names
     assert not names & {"aten::add", "aten::mm, seq = 4", "autograd::engine::evaluate_function: MmBackward0",
                         "warmup (sizes = [[1]])"}
+
+
+def test_ranges_and_marks_read_a_few_rows_at_a_time_are_those_read_at_once(fixture_trace, tmp_path, monkeypatch):
+    """The NVTX rows are turned into columns a chunk at a time: chunks of 7 rows, with names inline
+    and registered, an open range and a domain, give the tables of one chunk."""
+    trace = tmp_path / TRAIN
+    shutil.copyfile(fixture_trace(TRAIN), trace)
+    with sqlite3.connect(trace) as conn:
+        conn.execute("INSERT INTO StringIds (id, value) VALUES (900002, 'my forward block')")
+        conn.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, textId, globalTid, domainId) "
+                         "VALUES (?, ?, 59, ?, ?, 0, ?)",
+                         [(1, 2, None, 900002, 0), (3, None, "still open", None, 0), (5, 6, "in a domain", None, 7)])
+        conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (0, 75, 'mine', 0, 7)")
+    whole = load_trace(trace, RangeFilter())
+    assert len(whole.ranges) > 7 and {"my forward block", "still open", "in a domain"} <= set(whole.ranges["name"])
+    monkeypatch.setattr(nvtx, "READ_CHUNK_ROWS", 7)
+    chunked = load_trace(trace, RangeFilter())
+    assert chunked.ranges.equals(whole.ranges)
+    assert chunked.marks.equals(whole.marks)
+    assert whole.ranges.loc[whole.ranges["name"] == "in a domain", "domain"].tolist() == ["mine"]

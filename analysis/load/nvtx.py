@@ -73,12 +73,12 @@ def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable,
     always = ", ".join(map(str, NVTX_MARK + (NVTX_DOMAIN_CREATE,)))
     condition = "1" if ranges is None else ranges.where(conn, strings, schema)
     ints = ", ".join(f'coalesce("{c}", -1)' if c else "-1" for c in (NVTX.column(schema, t) for t in NVTX_INTS))
-    rows = conn.execute(
+    cursor = conn.execute(
         f"SELECT {ints}, {text or 'NULL'} FROM {table_name} "
-        f"WHERE {event_type} IN ({always}) OR ({event_type} IN ({kinds}) AND ({condition}))").fetchall()
-    table = np.array(rows, dtype=object).reshape(len(rows), len(NVTX_INTS) + 1)
-    raw = {c: int_column(table[:, i]) for i, c in enumerate(NVTX_INTS)}
-    name = nvtx_names(table[:, -1], raw["text_id"], strings)
+        f"WHERE {event_type} IN ({always}) OR ({event_type} IN ({kinds}) AND ({condition}))")
+    *ints_read, texts = _columns_of(cursor, len(NVTX_INTS) + 1)
+    raw = dict(zip(NVTX_INTS, ints_read))
+    name = nvtx_names(texts, raw["text_id"], strings)
     end_tid = np.where(raw["end_tid"] >= 0, raw["end_tid"], raw["tid"])
     events = pd.DataFrame({
         "start_ns": raw["start_ns"],
@@ -99,6 +99,25 @@ def read_nvtx(conn: sqlite3.Connection, schema: dict, strings: StringTable,
     domain[custom] = [names_of_domains.get(key, "") for key in zip(
         events["pid"].to_numpy()[custom], events["domain_id"].to_numpy()[custom])]
     return events.assign(domain=domain).drop(columns="domain_id")
+
+
+# Rows of an NVTX query turned into columns at a time: the rows as Python tuples cost about 300
+# bytes each, tens of MB for every hundred thousand ranges if fetched whole.
+READ_CHUNK_ROWS = 1 << 16
+
+
+def _columns_of(cursor: sqlite3.Cursor, width: int) -> list[np.ndarray]:
+    """The rows of ``cursor`` (``width`` values each) as columns: each but the last an int64 column
+    (:func:`int_column`), the last (the names) an object column; read :data:`READ_CHUNK_ROWS` rows
+    at a time."""
+    parts: list[list[np.ndarray]] = []
+    while rows := cursor.fetchmany(READ_CHUNK_ROWS):
+        table = np.array(rows, dtype=object).reshape(len(rows), width)
+        del rows
+        parts.append([int_column(table[:, i]) for i in range(width - 1)] + [table[:, -1].copy()])
+    if not parts:
+        return [np.zeros(0, dtype=np.int64) for _ in range(width - 1)] + [np.zeros(0, dtype=object)]
+    return [np.concatenate(column) for column in zip(*parts)]
 
 
 def read_gemm_ops(conn: sqlite3.Connection, schema: dict, strings: StringTable) -> pd.DataFrame:
