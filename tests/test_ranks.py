@@ -13,9 +13,9 @@ from analysis.core.classify import RULES, classify_name
 from analysis.core.phases import label_ops
 from analysis.load import load_trace
 from analysis.load.export_map import NVTX, PAYLOAD_SCHEMAS
-from analysis.trace.multi_gpu.communication import collective_of, communication_columns
+from analysis.trace.multi_gpu.communication import collective_columns, collective_of, exposed_ns
 from analysis.trace.multi_gpu.ranks import RUN_KEYS, RUN_PHASES, device_pairs, kernel_runs, pass_figures, rank_notes
-from analysis.trace.multi_gpu.summary import COLUMNS, communication_summary, kernel_rows
+from analysis.trace.multi_gpu.summary import COLUMNS, LAUNCH_ONLY, communication_summary, kernel_rows
 from tests.synthetic import ALL_REDUCE, GEMM, US, add_environment, build_export, global_tid, rank_process
 
 
@@ -82,7 +82,7 @@ def test_skew_between_ranks(two_ranks):
 
 
 def test_communication_is_the_first_classification_rule():
-    # communication_columns classifies with this rule alone, which is exact only while it wins
+    # collective_columns classifies with this rule alone, which is exact only while it wins
     assert RULES[0].category == "communication"
     assert classify_name(ALL_REDUCE) == "communication" and collective_of(ALL_REDUCE) == "all_reduce"
 
@@ -252,8 +252,11 @@ def test_message_sizes_from_nccl_payloads_give_bytes_and_bus_bandwidth(tmp_path)
                                    for tid, at, part in ((2, 408, 1), (1, 903, 2))
                                    for index in range(3)])
     trace = load_trace(path)
-    summary = communication_summary(trace, label_ops(trace))
+    labelled = label_ops(trace)
+    summary = communication_summary(trace, labelled)
     assert (summary["world_size"], summary["world_size_source"]) == (2, "config mark")
+    # the sizes are matched by launch; no FSDP block reads every kernel's launch, so the ops keep none
+    assert not set(LAUNCH_ONLY) & set(labelled.ops.columns)
     rows = summary["collectives"]
     assert [r["bytes_per_call"] for r in rows] == [3 * mib, 1.5 * mib]
     # all-reduce on 2 ranks moves 2(n-1)/n = 1 bus byte per message byte; 110 µs per step
@@ -297,7 +300,7 @@ def test_device_pairs_are_sorted_by_device_then_process():
     assert device_pairs(pid[:1], device[:1]) == [(200, 0)]
 
 
-def test_communication_columns_mark_only_kernels_and_rows_are_copied_only_when_some_are_left_out():
+def test_collective_columns_mark_only_kernels_and_rows_are_copied_only_when_some_are_left_out():
     ops = pd.DataFrame({column: np.arange(4) for column in COLUMNS})
     assert kernel_rows(ops, np.ones(4, dtype=bool)) is ops
     kernels = kernel_rows(ops, np.array([True, False, True, False]))
@@ -306,9 +309,10 @@ def test_communication_columns_mark_only_kernels_and_rows_are_copied_only_when_s
     assert len(kernel_rows(ops, np.zeros(4, dtype=bool))) == 0
     names = pd.Series(pd.Categorical(["ncclDevKernel_AllGather_RING_LL", "gemm", None, "ncclDevKernel_AllGather_RING_LL",
                                       "[CUDA memcpy Device-to-Device]"]))
-    labelled = communication_columns(pd.DataFrame({"demangled_name": names, "pid": 1, "device_id": 0,
-                                                   "start_ns": [0, 1, 2, 10, 10], "dur_ns": [5, 1, 1, 4, 2]}),
-                                     np.array([True, True, True, False, True]))
+    is_kernel = np.array([True, True, True, False, True])
+    labelled = collective_columns(pd.DataFrame({"demangled_name": names, "pid": 1, "device_id": 0,
+                                                "start_ns": [0, 1, 2, 10, 10], "dur_ns": [5, 1, 1, 4, 2]}), is_kernel)
+    labelled["exposed_ns"] = exposed_ns(labelled, labelled["is_communication"].to_numpy(), is_kernel)
     # the fourth op is no kernel: not communication whatever its name; the memcpy covers nothing
     assert labelled["collective"].tolist() == ["all_gather", "", "", "", ""]
     assert labelled["is_communication"].tolist() == [True, False, False, False, False]

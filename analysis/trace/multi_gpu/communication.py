@@ -43,11 +43,10 @@ def collective_of(demangled: str) -> str:
                 "other")
 
 
-def communication_columns(ops: pd.DataFrame, is_kernel: np.ndarray) -> pd.DataFrame:
-    """``ops`` (rows of ``LabelledOps.ops``; ``is_kernel`` marks the kernels among them) with three
-    columns added: ``is_communication``, ``collective`` (a categorical of ``""``, for compute
-    kernels and other operations, and :data:`COLLECTIVES`) and ``exposed_ns`` (0 but for
-    communication kernels)."""
+def collective_columns(ops: pd.DataFrame, is_kernel: np.ndarray) -> pd.DataFrame:
+    """``ops`` (rows of ``LabelledOps.ops``; ``is_kernel`` marks the kernels among them) with two
+    columns added: ``is_communication`` and ``collective`` (a categorical of ``""``, for compute
+    kernels and other operations, and :data:`COLLECTIVES`)."""
     codes, distinct = value_codes(ops["demangled_name"])
     categories = ["", *COLLECTIVES]
     collectives = np.array([categories.index(collective_of(str(name))) if is_communication(str(name))
@@ -55,10 +54,8 @@ def communication_columns(ops: pd.DataFrame, is_kernel: np.ndarray) -> pd.DataFr
     collective_codes = lookup(collectives, codes)  # code -1 (no name) takes the trailing ""
     if not is_kernel.all():  # a memory operation is no communication, whatever its name
         collective_codes[~is_kernel] = 0
-    communicates = collective_codes != 0
     collective = pd.Categorical.from_codes(collective_codes, categories=pd.Index(categories, dtype=object))
-    return with_columns(ops, is_communication=communicates, collective=collective,
-                        exposed_ns=exposed_ns(ops, communicates, is_kernel))
+    return with_columns(ops, is_communication=collective_codes != 0, collective=collective)
 
 
 def exposed_ns(ops: pd.DataFrame, is_communication: np.ndarray, is_kernel: np.ndarray) -> np.ndarray:
@@ -112,7 +109,7 @@ def collective_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, passes: dict[
     ``bytes_per_call`` (mean NCCL message size) and ``bus_bandwidth_gb_per_s`` (bus bytes over
     kernel time), null unless every call has its size in the trace.
 
-    ``kernels`` are rows with :func:`communication_columns` and ``bytes`` (-1 when unknown);
+    ``kernels`` are rows with :func:`collective_columns`, ``exposed_ns`` and ``bytes`` (-1 when unknown);
     ``passes`` maps a process id to its number of measured steps."""
     comm = kernels[kernels["measured"].to_numpy() & kernels["is_communication"].to_numpy()]
     if not len(comm):

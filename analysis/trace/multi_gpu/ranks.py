@@ -212,7 +212,7 @@ def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray) -> dict[str, np.ndarra
     its position in :data:`RUN_PHASES`, ``step`` as an integer code, one per name): per run, those
     keys and ``kernels`` (how many), ``dur_ns`` and ``exposed_ns`` (summed), ``start_ns`` (the
     first start) and ``end_ns`` (the last end). ``ops`` are labelled ops with
-    :func:`communication_columns`, ``is_kernel`` marks the kernels among them: the other ops end
+    :func:`~analysis.trace.multi_gpu.communication.collective_columns` and ``exposed_ns``, ``is_kernel`` marks the kernels among them: the other ops end
     a run and make none.
 
     The labelled ops are in time order, so a phase range's kernels make a few runs, and the
@@ -304,7 +304,7 @@ def rank_figures(runs: dict[str, np.ndarray], ranks: pd.DataFrame, labelled: Lab
     range) and ``step``.
 
     ``runs`` is :func:`kernel_runs` of the kernel rows of ``labelled.ops`` with
-    :func:`communication_columns`; ``steps`` is :func:`step_passes`."""
+    :func:`~analysis.trace.multi_gpu.communication.collective_columns` and ``exposed_ns``; ``steps`` is :func:`step_passes`."""
     phases = phase_passes(labelled)
     records = []
     for rank in ranks.itertuples(index=False):

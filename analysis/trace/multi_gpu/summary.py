@@ -10,7 +10,7 @@ from analysis.core.codes import value_codes
 from analysis.core.phases import LabelledOps
 from analysis.load import Trace
 from analysis.load.tables import op_ends, ops_within, with_columns
-from analysis.trace.multi_gpu.communication import collective_figures, collective_of, communication_columns
+from analysis.trace.multi_gpu.communication import collective_columns, collective_figures, collective_of, exposed_ns
 from analysis.trace.multi_gpu.fsdp import ALL_GATHER, block_figures, layer_blocks
 from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
 from analysis.trace.multi_gpu.rank_timeline import rank_timeline
@@ -62,17 +62,29 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     blocks, which need every kernel of a rank's stream, a copy of every kernel row, made where
     some kernel all-gathers. With one rank and no communication kernel, each figure between
     ranks is empty whatever the rows, so they read none (a trace of one GPU without NCCL kernels
-    copies nothing)."""
+    copies nothing). The launch columns (:data:`LAUNCH_ONLY`) leave ``labelled.ops`` once the
+    communicating rows are copied with them, unless the FSDP blocks read every kernel's."""
     is_kernel = (labelled.ops["op_kind"] == "kernel").to_numpy()
-    ops = communication_columns(pd.DataFrame({column: labelled.ops[column] for column in COLUMNS
-                                              if column in labelled.ops}, copy=False), is_kernel)
+    ops = collective_columns(pd.DataFrame({column: labelled.ops[column] for column in COLUMNS
+                                           if column in labelled.ops}, copy=False), is_kernel)
+    communicates = ops["is_communication"].to_numpy()
+    # The launch columns are read only with the communication kernels' rows (message sizes, the
+    # all-gathers' order in FSDP blocks), copied here; every op keeps them only where the FSDP
+    # blocks copy every kernel row. At millions of ops, 12 bytes an op left out.
+    communicating = kernel_rows(ops, communicates)
+    blocks = fsdp_blocks(communicating, trace.ranges, labelled)
+    if blocks is None and any(column in ops for column in LAUNCH_ONLY):
+        ops = ops.drop(columns=list(LAUNCH_ONLY))
+        labelled.ops = labelled.ops.drop(columns=[column for column in LAUNCH_ONLY if column in labelled.ops])
+    exposed = exposed_ns(ops, communicates, is_kernel)
+    ops = with_columns(ops, exposed_ns=exposed)
+    # Without figures between ranks the launch columns may have been dropped (reads_launches): then
+    # no kernel communicates, and the figures below get none of the rows, with empty columns of every name.
+    communicating = with_ends(with_columns(communicating, exposed_ns=exposed[communicates], **{
+        column: np.zeros(0, np.int64) for column in LAUNCH_ONLY if column not in communicating}))
+    del exposed
     runs = kernel_runs(ops, is_kernel)
     ranks = rank_table(runs, trace.marks, trace.notes, trace.launcher_rank)
-    between_ranks = len(ranks) > 1 or runs["is_communication"].any()
-    # Without figures between ranks the launch columns may have been dropped (reads_launches): the
-    # figures below get none of the rows, and empty columns of every name.
-    communicating = with_ends(kernel_rows(ops, is_kernel & ops["is_communication"].to_numpy())) if between_ranks else \
-        with_columns(ops.iloc[:0], **{column: np.zeros(0, np.int64) for column in LAUNCH_ONLY if column not in ops})
     communicating = with_columns(communicating, bytes=message_bytes(trace, communicating))
     marked = set(config_values(trace.marks, "world_size").values())
     sizes = {size for size in marked if size >= 1}
@@ -94,22 +106,26 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
         "world_size_source": world_size_source,
         "ranks": records,
         "collectives": collective_figures(communicating, ranks, steps, world_size),
-        "fsdp_blocks": fsdp_figures(ops, is_kernel, communicating, ranks, trace.ranges, labelled),
+        "fsdp_blocks": fsdp_figures(ops, is_kernel, blocks, ranks),
         "skew": skew(runs, step_names, ranks),
         "timeline": rank_timeline(runs, step_names, lambda start, end: kernels_within(ops, is_kernel, start, end),
                                   ranks, labelled),
     }
 
 
-def fsdp_figures(ops: pd.DataFrame, is_kernel: np.ndarray, communicating: pd.DataFrame, ranks: pd.DataFrame,
-                 ranges: pd.DataFrame, labelled: LabelledOps) -> list[dict]:
-    """:func:`block_figures` of the kernels (``is_kernel``) of ``ops``; ``[]`` without an all-gather
-    among the ``communicating`` kernels or without blocks (:func:`layer_blocks`), where no copy of
-    the kernel rows is made."""
+def fsdp_blocks(communicating: pd.DataFrame, ranges: pd.DataFrame, labelled: LabelledOps) -> pd.DataFrame | None:
+    """The blocks the FSDP figures read (:func:`layer_blocks`) where some of the ``communicating``
+    kernels all-gathers; else None, and no FSDP figure is made."""
     if not (communicating["collective"] == ALL_GATHER).any():
-        return []
+        return None
     blocks = layer_blocks(ranges, labelled)
-    return block_figures(with_ends(kernel_rows(ops, is_kernel)), ranks, blocks) if len(blocks) else []
+    return blocks if len(blocks) else None
+
+
+def fsdp_figures(ops: pd.DataFrame, is_kernel: np.ndarray, blocks: pd.DataFrame | None, ranks: pd.DataFrame) -> list[dict]:
+    """:func:`block_figures` of the kernels (``is_kernel``) of ``ops`` and the ``blocks``
+    (:func:`fsdp_blocks`); ``[]`` without blocks, where no copy of the kernel rows is made."""
+    return [] if blocks is None else block_figures(with_ends(kernel_rows(ops, is_kernel)), ranks, blocks)
 
 
 def with_ends(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -135,7 +151,7 @@ def kernels_within(ops: pd.DataFrame, is_kernel: np.ndarray, start: int, end: in
 
 
 def message_bytes(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
-    """:func:`analysis.trace.multi_gpu.nccl_payloads.kernel_bytes` of ``kernels`` (with ``communication_columns``)
+    """:func:`analysis.trace.multi_gpu.nccl_payloads.kernel_bytes` of ``kernels`` (with ``collective_columns`` and ``exposed_ns``)
     and the trace's NCCL calls (``trace.nccl_calls``); every kernel's bytes are -1, unknown, when
     none communicates."""
     if not kernels["is_communication"].any():  # read only for communication kernels: one byte each does
