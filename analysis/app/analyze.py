@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from analysis.core.range_names import RangeNames
 from analysis.load.input_cache import InputCache, files_sha256
+from analysis.load.progress import stage
 from analysis.questions.registry import PER_TRACE
 from analysis.questions.sentences import with_sentences
 from analysis.trace.summary_schema import SHOWN, STORED, json_schema
@@ -56,13 +57,16 @@ def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), in
     ``tables``, the trace's operations as the labelling reads them whatever the range names
     (:func:`analysis.core.phases.trace_ops`) are kept with its tables too (:func:`ops_product`)."""
     phases, loader, nvtx, summary = analysis_modules()
+    name = Path(path).name
     if tables is None:
         trace = loader.load_trace(path, nvtx.RangeFilter(), inputs)
         loader.require_claimable_kernels(trace)
+        stage(f"{name}: finding its structure")
         # No question reads the trace's own tables, nor other columns of the ops than the summary's.
         labelled = phases.label_ops(trace, names, move_tables=True, columns=summary.read_columns(trace.kernels, trace.memops))
     else:
         trace, ops = tables.load_with(path, nvtx.RangeFilter(), inputs, ops_product())
+        stage(f"{name}: finding its structure")
         labelled = phases.label_ops(trace, names, ops=ops, columns=summary.read_columns(ops))
         del ops  # the labelled ops now: the summary keeps only the columns it reads, the rest freed
     return summary.summarize(trace, PER_TRACE, labelled)
@@ -80,6 +84,7 @@ def ops_product() -> Product:
 
     def make(trace):
         loader.require_claimable_kernels(trace)
+        stage(f"{Path(trace.path).name}: ordering its operations")
         return phases.trace_ops(trace, move=True)
 
     return Product(name="ops", code=ops_code_hash(), replaces=("kernels", "memops"), make=make)

@@ -12,7 +12,9 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -33,6 +35,7 @@ from analysis.core.safe_write import write_file
 from analysis.core.text import printable
 from analysis.load.errors import TraceError
 from analysis.load.input_cache import MIB, InputCache, file_sha256
+from analysis.load.progress import listening
 from analysis.questions.sentences import with_sentences
 from cs336_profile.contract import PHASES, trace_stem
 from cs336_profile.results import unwritable_reason
@@ -42,6 +45,7 @@ DEFAULT_FORMATS = ("html", "md", "json")
 DEFAULT_OUT = "report"
 RESULTS_DB = "results.db"
 TRACE_TABLES = "trace-tables"  # the table cache's folder in <out> (analysis.load.table_cache)
+TICK_S = 0.5  # how often the progress bar's clock moves while a trace is analyzed in this process
 Made = TypeVar("Made")
 
 EPILOG = """\
@@ -256,7 +260,7 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
         if cached is not None:
             finished(path, cached)
     todo = [p for p in unique if p not in results]
-    with _progress_bar(len(todo)) as progress:
+    with _progress_bar(len(todo)) as progress, _stages_shown(progress, engine.in_process(len(todo))):
         for path, (summary, error) in engine.map(analyze_one, todo, names, inputs, None if engine.uses_dask else tables,
                                                  lost=lambda why: (None, why)):
             error = error or _other_content(summary, digests.get(path))
@@ -327,6 +331,53 @@ def _progress_bar(total: int):
     from tqdm import tqdm
 
     return tqdm(total=total, desc="analyzing", unit="trace", file=sys.stderr)
+
+
+@contextmanager
+def _stages_shown(progress, in_process: bool) -> Iterator[None]:
+    """While the traces are analyzed in this process (one trace, or ``--jobs 1``) under a progress
+    bar, the bar names the stage of the trace being analyzed (:mod:`analysis.load.progress`) and
+    its clock ticks each :data:`TICK_S`: a trace of tens of millions of kernels takes minutes."""
+    if not in_process or isinstance(progress, _Lines):
+        yield
+        return
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(TICK_S):
+            progress.refresh()
+
+    progress.bar_format = STAGE_BAR_FORMAT
+    ticking = threading.Thread(target=tick, name="progress clock", daemon=True)
+    ticking.start()
+    try:
+        with listening(lambda what: progress.set_postfix_str(fitted(printable(what), progress.ncols))):
+            yield
+    finally:
+        stop.set()
+        ticking.join()
+        progress.set_postfix_str("")
+
+
+# While it names stages the bar shows the count and the time spent, no rate (of traces, when one
+# trace takes minutes); its own characters (description, percentage, a bar of ten, count, time)
+# leave a stage's text the rest of the terminal's width, with room for counts of three digits and
+# an hour or more.
+STAGE_BAR_FORMAT = "{l_bar}{bar:10}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+BAR_CHARS = 46
+MIN_STAGE_CHARS = 20
+
+
+def fitted(stage: str, columns: int | None) -> str:
+    """A stage's text (``<trace>: <what it does>``) cut to what a bar ``columns`` wide leaves it:
+    the trace's name loses its start first (an ellipsis in its place); where what it does does not
+    fit beside any of it, that alone, cut at its end."""
+    width = max(MIN_STAGE_CHARS, (columns or 0) - BAR_CHARS) if columns else len(stage)
+    if len(stage) <= width:
+        return stage
+    name, separator, doing = stage.rpartition(": ")
+    kept = width - len(separator) - len(doing) - 1
+    return f"…{name[-kept:]}{separator}{doing}" if separator and kept > 0 else doing[:width]
 
 
 def _cached(cache: ResultsCache | None, path: Path) -> dict | None:

@@ -115,6 +115,11 @@ class Engine:
     def uses_dask(self) -> bool:
         return self.address is not None or self.scheduler_file is not None
 
+    def in_process(self, tasks: int) -> bool:
+        """Whether :meth:`map` runs ``tasks`` tasks in this process, one after another: one task,
+        or one job, and no cluster."""
+        return not self.uses_dask and (self.jobs == 1 or tasks <= 1)
+
     def map(self, task: Callable[..., Outcome], paths: list[Path], *args,
             lost: Callable[[str], Outcome]) -> Iterator[tuple[Path, Outcome]]:
         """Yield ``(path, task(path, *args))`` as each finishes. ``task`` is a module-level
@@ -122,7 +127,7 @@ class Engine:
         ``lost(why)`` instead, so that one trace cannot end the batch."""
         if self.uses_dask:
             yield from self._on_dask(task, paths, args, lost)
-        elif self.jobs == 1 or len(paths) <= 1:
+        elif self.in_process(len(paths)):
             for path in paths:
                 yield path, task(path, *args)
         else:

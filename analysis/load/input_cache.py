@@ -28,6 +28,7 @@ from pathlib import Path
 
 from analysis.load.errors import NsysReportGiven, TraceError, TruncatedTrace
 from analysis.load.local_key import seal, seal_holds
+from analysis.load.progress import stage
 
 MIB = 1 << 20
 STALE_PART_S = 3600.0
@@ -181,6 +182,7 @@ def decompress_xz(path: Path, folder: Path, settings: InputCache) -> Path:
     if ready:
         return target
     bound = settings.bound(path.stat().st_size)
+    stage(f"{path.name}: decompressing")
     try:
         with _part_file(target) as part, lzma.open(path) as source, open(part, "wb") as out:
             written = 0
@@ -205,6 +207,7 @@ def export_report(path: Path, nsys: str, folder: Path, settings: InputCache) -> 
     target, ready = _sealed_copy(path, folder, settings)
     if ready:
         return target
+    stage(f"{path.name}: exporting with nsys export")
     with _part_file(target, ".part.sqlite") as part:  # nsys adds .sqlite to a name without it
         try:
             returncode, output = _run_bounded([nsys, "export", "--type", "sqlite", "--force-overwrite", "true",

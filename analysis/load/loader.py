@@ -28,6 +28,7 @@ from analysis.load.launches import LaunchCalls, join_launch_calls
 from analysis.load.memory_events import read_memory_events
 from analysis.load.nccl_payloads import read_message_sizes
 from analysis.load.nvtx import RangeFilter, marks_of, ranges_of, read_gemm_ops, read_nvtx
+from analysis.load.progress import stage
 from analysis.load.schema import (
     count_rows,
     export_metadata,
@@ -126,6 +127,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         said = cuda_diagnostics(conn, schema)
         raise NoKernels("has no CUDA kernel records (was it captured with `-t cuda`, and did the program launch "
                         "kernels?)" + ("; nsys said: " + " ".join(f"“{text}”" for text in said) if said else ""))
+    stage(f"{path.name}: reading kernels")
     strings = StringTable(conn, schema)
     notes: list[str] = []
     # Whole CUDA-graph executions (a graph traced as one record) are kernel rows of their own.
@@ -146,6 +148,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     # in time order before the join too, so a table sorted is never held beside the join's arrays.
     kernels, memops = with_durations(kernels), with_durations(memops)
     kernels, memops = in_time_order(kernels), in_time_order(memops)  # each moved column by column, once bound alone
+    stage(f"{path.name}: reading launch calls")
     (kernels, memops), calls = join_launch_calls(conn, schema, strings, version, [kernels, memops])
     unlinked = int((kernels["launch_start_ns"] < 0).sum())
     if unlinked:
@@ -157,6 +160,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         # block's backward by its autograd nodes' ranges: with tensor-level memory events every
         # range is read.
         ranges = None
+    stage(f"{path.name}: reading NVTX ranges")
     events = read_nvtx(conn, schema, strings, ranges)
     gemm_ops = read_gemm_ops(conn, schema, strings)
     profiler_calls = read_profiler_calls(conn, schema, strings)
@@ -173,6 +177,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     # The optional tables, from the same connection: their notes (rows left out) wait on the trace
     # for the summary to place them (Trace.optional_table).
     table_notes: dict[str, list[str]] = {"memory_events": [], "gpu_metrics": []}
+    stage(f"{path.name}: reading the other tables")
     return Trace(
         path=path, nsys_version=version, schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
         kernels=kernels, memops=memops, ranges=ranges, marks=marks,

@@ -52,6 +52,7 @@ from analysis.load.input_cache import InputCache, file_sha256, files_sha256, rem
 from analysis.load.loader import load_trace
 from analysis.load.local_key import seal, seal_holds
 from analysis.load.nvtx import RangeFilter
+from analysis.load.progress import stage
 from analysis.load.trace import Trace
 
 LOADER_PACKAGE = Path(__file__).resolve().parent
@@ -103,7 +104,10 @@ class TableCache:
         path = Path(path)
         key = self._key(path, ranges)
         if key is not None:
-            kept = read_product(self.folder / product_entry_name(key, product), product_key(key, product))
+            kept_folder = self.folder / product_entry_name(key, product)
+            if kept_folder.is_dir():
+                stage(f"{path.name}: reading its kept tables")
+            kept = read_product(kept_folder, product_key(key, product))
             trace = read_entry(self.folder / entry_name(key), key, path, leave_out=product.replaces) \
                 if kept is not None else None
             if trace is not None:
@@ -112,7 +116,7 @@ class TableCache:
         made = product.make(trace)
         if stored:  # replacing the product's entries made by other code
             self._store(self.folder / product_entry_name(key, product), product_key(key, product),
-                        {product.name: made}, stale=f"{entry_name(key)}{PRODUCT_SEPARATOR}{product.name}-*")
+                        {product.name: made}, path.name, stale=f"{entry_name(key)}{PRODUCT_SEPARATOR}{product.name}-*")
         return trace, made
 
     def _key(self, path: Path, ranges: RangeFilter | None) -> dict | None:
@@ -143,12 +147,13 @@ class TableCache:
         by other loader code and the products made from them: never served again."""
         fields = {field.name: getattr(trace, field.name) for field in dataclasses.fields(trace)
                   if field.name not in CALL_FIELDS}
-        return self._store(entry, key, fields, stale=f"{entry.name[:NAME_CHARS]}-*")
+        return self._store(entry, key, fields, Path(trace.path).name, stale=f"{entry.name[:NAME_CHARS]}-*")
 
-    def _store(self, entry: Path, key: dict, fields: dict, stale: str) -> bool:
-        """Write ``fields`` as ``entry``, removing the other entries whose names match ``stale``;
-        whether it is there. A field of no known encoding, or a folder that cannot be written
-        (full disk, read-only), leaves it uncached: the analysis goes on."""
+    def _store(self, entry: Path, key: dict, fields: dict, name: str, stale: str) -> bool:
+        """Write ``fields`` (of the trace named ``name``) as ``entry``, removing the other entries
+        whose names match ``stale``; whether it is there. A field of no known encoding, or a folder
+        that cannot be written (full disk, read-only), leaves it uncached: the analysis goes on."""
+        stage(f"{name}: keeping its loaded tables")
         part = entry.with_name(f"{entry.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{PART_SUFFIX}")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)

@@ -73,6 +73,7 @@ from analysis.core.phases import LabelledOps, label_ops
 from analysis.core.range_names import RangeNames
 from analysis.core.timings import read_run_record
 from analysis.load import Trace, file_sha256
+from analysis.load.progress import stage
 from analysis.trace import efficiency
 from analysis.trace.gpu_metrics import metrics_per_phase
 from analysis.trace.memory_ledger import ledger_record
@@ -169,6 +170,7 @@ def summarize(trace: Trace, questions: Sequence[PerTraceQuestion], labelled: Lab
     labelled.ops = labelled.ops[[column for column in labelled.ops.columns if column in kept]]
     run = read_run_record(trace.marks, trace.path, labelled.structure.step_ranges)
     sources = SummarySources(trace, labelled, run, trace.gpu_name or (run.config or {}).get("gpu_name"))
+    stage(f"{Path(trace.path).name}: summarizing")
     built = {}
     for section in sections(questions):
         built[section.key] = section.build(sources, *(built[key] for key in section.needs))
