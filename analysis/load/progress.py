@@ -11,7 +11,8 @@ _listeners: list[Callable[[str], None]] = []
 
 
 def stage(what: str) -> None:
-    """Announce that the analysis now does ``what`` (a few words, e.g. ``reading x.sqlite: kernels``)."""
+    """Announce that the analysis now does ``what`` (the trace's name and a few words, e.g.
+    ``x.sqlite: reading kernels``)."""
     for listener in _listeners:
         listener(what)
 
