@@ -58,8 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.request import pathname2url
 
-from analysis.load.export_map import KERNELS
-from benchmarks.analysis_speed import REPO, compile_checkout, floor_queries
+from benchmarks.analysis_speed import REPO, compile_checkout, floor_queries, kernel_count
 
 PEER_QUERIES = (("top_kernels",), ("nvtx_layer_breakdown", "-p", "auto_depth=false"))
 PEER_CACHE_SUFFIX = ".nsys-cache"  # nsys_ai.parquet_cache._cache_dir_for
@@ -250,15 +249,6 @@ def trace_rows(result: TraceRuns) -> list[str]:
         first = (f"{result.trace.name:<40} {result.kernels:>11,}" if not rows else f"{'':<40} {'':>11}")
         rows.append(f"{first} {name:<9} {cells}")
     return rows
-
-
-def kernel_count(trace: Path) -> int:
-    """The kernels of a trace."""
-    conn = sqlite3.connect(f"file:{pathname2url(str(trace.resolve()))}?mode=ro&immutable=1", uri=True)
-    try:
-        return conn.execute(f"SELECT count(*) FROM {KERNELS.name}").fetchone()[0]
-    finally:
-        conn.close()
 
 
 def main(argv: list[str] | None = None) -> int:
