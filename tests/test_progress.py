@@ -3,6 +3,7 @@ the export, with its tables kept and served, and from a compressed input; and th
 progress bar, which names them while it analyzes in its own process and keeps its clock moving."""
 from __future__ import annotations
 
+import io
 import lzma
 import shutil
 import threading
@@ -12,6 +13,7 @@ import pytest
 from analysis.app import cli
 from analysis.app.analyze import stored_summary
 from analysis.app.engine import Engine
+from analysis.load import progress as progress_module
 from analysis.load.input_cache import InputCache
 from analysis.load.progress import listening, stage
 from analysis.load.table_cache import TableCache
@@ -75,7 +77,7 @@ class FakeBar:
 def test_the_bar_names_each_stage_and_its_clock_moves_while_traces_run_here(monkeypatch):
     monkeypatch.setattr(cli, "TICK_S", 0.01)
     bar = FakeBar()
-    with cli._stages_shown(bar, in_process=True):
+    with cli._stages_shown(bar):
         stage("run.sqlite: reading kernels")
         stage("bad\nname.sqlite: summarizing")
         assert bar.refreshed.wait(5)
@@ -87,18 +89,19 @@ def test_the_bar_names_each_stage_and_its_clock_moves_while_traces_run_here(monk
     assert bar.postfixes[-1] == ""
 
 
-@pytest.mark.parametrize("bar, in_process", [(FakeBar(), False), (cli._Lines(), True)])
-def test_no_stage_is_shown_for_a_pool_of_processes_or_without_a_terminal(monkeypatch, bar, in_process):
-    monkeypatch.setattr(cli, "TICK_S", 0.01)
-    with cli._stages_shown(bar, in_process=in_process):
-        stage("run.sqlite: reading kernels")
-    assert getattr(bar, "postfixes", []) == []
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
 
-def test_traces_run_in_this_process_one_at_a_time_with_one_trace_or_one_job_and_no_cluster():
-    assert Engine(jobs=4).in_process(1) and Engine(jobs=1).in_process(5)
-    assert not Engine(jobs=4).in_process(2)
-    assert not Engine(jobs=1, address="tcp://127.0.0.1:8786").in_process(1)
+@pytest.mark.parametrize("terminal, stages", [(False, True), (True, False), (True, True)])
+def test_stages_are_shown_only_on_a_terminal_for_traces_run_in_this_process(monkeypatch, terminal, stages):
+    monkeypatch.setattr(cli.sys, "stderr", Terminal() if terminal else io.StringIO())
+    with cli._progress_bar(2, stages=stages) as bar:
+        assert bool(progress_module._listeners) == (terminal and stages)
+        assert isinstance(bar, cli._Lines) != terminal
+        assert (getattr(bar, "bar_format", None) == cli.STAGE_BAR_FORMAT) == (terminal and stages)
+    assert not progress_module._listeners
 
 
 @pytest.mark.parametrize("what, columns, shown", [
@@ -112,3 +115,9 @@ def test_a_stage_is_cut_to_the_terminals_width_trace_name_first(what, columns, s
     text = cli.fitted(f"gpt2_ddp2_flags2026.sqlite.xz: {what}", columns)
     assert text == shown
     assert columns is None or len(text) <= max(cli.MIN_STAGE_CHARS, columns - cli.BAR_CHARS)
+
+
+def test_traces_run_in_this_process_one_at_a_time_with_one_trace_or_one_job_and_no_cluster():
+    assert Engine(jobs=4).in_process(1) and Engine(jobs=1).in_process(5)
+    assert not Engine(jobs=4).in_process(2)
+    assert not Engine(jobs=1, address="tcp://127.0.0.1:8786").in_process(1)

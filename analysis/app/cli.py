@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TypeVar
 
@@ -45,7 +45,6 @@ DEFAULT_FORMATS = ("html", "md", "json")
 DEFAULT_OUT = "report"
 RESULTS_DB = "results.db"
 TRACE_TABLES = "trace-tables"  # the table cache's folder in <out> (analysis.load.table_cache)
-TICK_S = 0.5  # how often the progress bar's clock moves while a trace is analyzed in this process
 Made = TypeVar("Made")
 
 EPILOG = """\
@@ -260,7 +259,7 @@ def analyze_many(paths: list[Path], engine: Engine, cache: ResultsCache | None, 
         if cached is not None:
             finished(path, cached)
     todo = [p for p in unique if p not in results]
-    with _progress_bar(len(todo)) as progress, _stages_shown(progress, engine.in_process(len(todo))):
+    with _progress_bar(len(todo), stages=engine.in_process(len(todo))) as progress:
         for path, (summary, error) in engine.map(analyze_one, todo, names, inputs, None if engine.uses_dask else tables,
                                                  lost=lambda why: (None, why)):
             error = error or _other_content(summary, digests.get(path))
@@ -311,12 +310,6 @@ def say(line: str, progress=None) -> None:
 class _Lines:
     """The progress bar's stand-in when stderr is not a terminal: failure lines only."""
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        return None
-
     def write(self, line: str, file=sys.stderr) -> None:
         print(line, file=file)
 
@@ -324,23 +317,36 @@ class _Lines:
         return None
 
 
-def _progress_bar(total: int):
-    """A progress bar on a terminal (tqdm, imported only then), plain failure lines otherwise."""
+@contextmanager
+def _progress_bar(total: int, stages: bool) -> Iterator:
+    """A progress bar of ``total`` traces on a terminal (tqdm, imported only then), plain failure
+    lines otherwise. With ``stages`` (the traces run in this process) the bar names each one's
+    stage as it goes (:func:`_stages_shown`)."""
     if not sys.stderr.isatty():
-        return _Lines()
+        yield _Lines()
+        return
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="analyzing", unit="trace", file=sys.stderr)
+    with tqdm(total=total, desc="analyzing", unit="trace", file=sys.stderr) as progress, \
+            _stages_shown(progress) if stages else nullcontext():
+        yield progress
+
+
+# While it names stages the bar shows the count and the time spent, no rate (of traces, when one
+# trace takes minutes); its own characters (description, percentage, a bar of ten, count, time)
+# leave a stage's text the rest of the terminal's width, with room for counts of three digits and
+# an hour or more. Its clock moves every TICK_S.
+STAGE_BAR_FORMAT = "{l_bar}{bar:10}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+BAR_CHARS = 46
+MIN_STAGE_CHARS = 20
+TICK_S = 0.5
 
 
 @contextmanager
-def _stages_shown(progress, in_process: bool) -> Iterator[None]:
-    """While the traces are analyzed in this process (one trace, or ``--jobs 1``) under a progress
-    bar, the bar names the stage of the trace being analyzed (:mod:`analysis.load.progress`) and
-    its clock ticks each :data:`TICK_S`: a trace of tens of millions of kernels takes minutes."""
-    if not in_process or isinstance(progress, _Lines):
-        yield
-        return
+def _stages_shown(progress) -> Iterator[None]:
+    """While the block runs, the bar ``progress`` names the stage of the trace this process
+    analyzes (:mod:`analysis.load.progress`) and its clock ticks each :data:`TICK_S`: a trace of
+    tens of millions of kernels takes minutes."""
     stop = threading.Event()
 
     def tick() -> None:
@@ -357,15 +363,6 @@ def _stages_shown(progress, in_process: bool) -> Iterator[None]:
         stop.set()
         ticking.join()
         progress.set_postfix_str("")
-
-
-# While it names stages the bar shows the count and the time spent, no rate (of traces, when one
-# trace takes minutes); its own characters (description, percentage, a bar of ten, count, time)
-# leave a stage's text the rest of the terminal's width, with room for counts of three digits and
-# an hour or more.
-STAGE_BAR_FORMAT = "{l_bar}{bar:10}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
-BAR_CHARS = 46
-MIN_STAGE_CHARS = 20
 
 
 def fitted(stage: str, columns: int | None) -> str:
