@@ -104,6 +104,20 @@ def test_kernels_come_back_in_time_order_whatever_the_export_order(tmp_path):
     assert "correlation_id" not in trace.kernels  # read for the join only
 
 
+def test_ops_in_order_of_start_but_not_of_duration_on_ties_are_sorted_as_a_whole_sort_would():
+    """Ops of several GPUs in order of start, some of equal starts out of duration order: only
+    those move, to where sorting the whole table by start, then duration (stable), puts them."""
+    rng = np.random.default_rng(3)
+    for count in (2, 3, 10, 200):
+        start = np.sort(rng.integers(0, count // 2 + 1, count))  # many ties
+        table = pd.DataFrame({"start_ns": start, "dur_ns": rng.integers(0, 4, count).astype(np.int32),
+                              "name": pd.Categorical(rng.choice(["a", "b"], count)), "row": np.arange(count)})
+        expected = table.iloc[np.lexsort((table["dur_ns"], table["start_ns"]))].reset_index(drop=True)
+        pd.testing.assert_frame_equal(tables.in_time_order(table.copy()), expected)
+    unordered = pd.DataFrame({"start_ns": [5, 1, 1], "dur_ns": [1, 3, 2], "row": [0, 1, 2]})
+    assert tables.in_time_order(unordered)["row"].tolist() == [2, 1, 0]
+
+
 def test_ids_are_narrow_when_they_fit_and_keep_their_value_when_not(tmp_path):
     big_stream = 2**40 + 3
     kernels = [(100, 200, 90, 7, 8, 1, "kernel_a", 0, 7), (300, 400, 290, 7, 8, 2, "kernel_a", 1, big_stream)]

@@ -13,9 +13,10 @@ from analysis.core.classify import RULES, classify_name
 from analysis.core.phases import label_ops
 from analysis.load import load_trace
 from analysis.load.export_map import NVTX, PAYLOAD_SCHEMAS
-from analysis.trace.multi_gpu.communication import collective_columns, collective_of, exposed_ns
+from analysis.trace.multi_gpu.communication import collective_columns, collective_of, communication_kernels, exposed_ns
 from analysis.trace.multi_gpu.ranks import RUN_KEYS, RUN_PHASES, device_pairs, kernel_runs, pass_figures, rank_notes
-from analysis.trace.multi_gpu.summary import COLUMNS, LAUNCH_ONLY, communication_summary, kernel_rows
+from analysis.trace.multi_gpu.summary import COLUMNS, LAUNCH_ONLY, communication_summary, kernel_rows, launches_read
+from analysis.trace.summary import ops_read
 from tests.synthetic import ALL_REDUCE, GEMM, US, add_environment, build_export, global_tid, rank_process
 
 
@@ -238,20 +239,26 @@ def _add_allreduce_payloads(path, calls):
                          (start, start + 3 * US, global_tid(pid, tid), blob))
 
 
-def test_message_sizes_from_nccl_payloads_give_bytes_and_bus_bandwidth(tmp_path):
+def _two_ranks_with_payloads(tmp_path) -> str:
+    """Two ranks of a DDP job whose all-reduces carry NCCL payloads: each step's are launched 410 µs
+    into it from thread 2 and 905 µs into it from thread 1; their calls start 2 µs earlier, the
+    second half the size of the first (4 and 2 MiB on rank 0, 2 and 1 on rank 1)."""
     first = rank_process(100, 1, 0, 0, [])
     second = rank_process(200, 0, 1, 0, [])
     path = build_export(tmp_path / "payloads.sqlite", ranges=first[0] + second[0],
                         marks=first[1] + second[1], kernels=first[2] + second[2],
                         strings=(GEMM, ALL_REDUCE))
-    # each step's all-reduces are launched 410 µs into it from thread 2 and 905 µs into it from
-    # thread 1; their calls start 2 µs earlier, the second half the size of the first
     mib = 1 << 20
     _add_allreduce_payloads(path, [(pid, tid, (index + 1) * 10_000 * US + at * US, size // part)
                                    for pid, size in ((100, 4 * mib), (200, 2 * mib))
                                    for tid, at, part in ((2, 408, 1), (1, 903, 2))
                                    for index in range(3)])
-    trace = load_trace(path)
+    return path
+
+
+def test_message_sizes_from_nccl_payloads_give_bytes_and_bus_bandwidth(tmp_path):
+    mib = 1 << 20
+    trace = load_trace(_two_ranks_with_payloads(tmp_path))
     labelled = label_ops(trace)
     summary = communication_summary(trace, labelled)
     assert (summary["world_size"], summary["world_size_source"]) == (2, "config mark")
@@ -262,6 +269,36 @@ def test_message_sizes_from_nccl_payloads_give_bytes_and_bus_bandwidth(tmp_path)
     # all-reduce on 2 ranks moves 2(n-1)/n = 1 bus byte per message byte; 110 µs per step
     assert [r["bus_bandwidth_gb_per_s"] for r in rows] == pytest.approx(
         [6 * mib / 110_000, 3 * mib / 110_000])
+
+
+def test_the_labelling_keeps_the_launches_of_the_communication_kernels_alone_and_the_figures_are_the_same(tmp_path):
+    """Labelled as the summary labels them (:func:`ops_read`), the ops hold no launch column once
+    labelled; the communication kernels' launches are kept beside them, and match each call's
+    size to its kernel as when every op keeps its launch."""
+    path = _two_ranks_with_payloads(tmp_path)
+    trace = load_trace(path)
+    columns, launch_rows = ops_read(trace.ranges, trace.kernels, trace.memops)
+    assert not set(LAUNCH_ONLY) & columns and launch_rows is not None
+    labelled = label_ops(trace, columns=columns, launch_rows=launch_rows)
+    assert not set(LAUNCH_ONLY) & set(labelled.ops.columns)
+    assert labelled.launches.index.tolist() == np.flatnonzero(communication_kernels(labelled.ops)).tolist()
+    assert len(labelled.launches) == 12  # two all-reduces a step, three steps, two ranks
+    whole = load_trace(path)
+    summary = communication_summary(trace, labelled)
+    assert summary == communication_summary(whole, label_ops(whole))
+    assert [r["bytes_per_call"] for r in summary["collectives"]] == [3 * (1 << 20), 1.5 * (1 << 20)]
+
+
+def test_every_ops_launches_are_read_only_where_fsdp_blocks_may_be_found():
+    def names(*kernels):
+        return pd.DataFrame({"demangled_name": pd.Categorical(kernels)})
+
+    layers, plain = pd.DataFrame({"name": ["forward", "layer_0"]}), pd.DataFrame({"name": ["forward"]})
+    gather, reduce = "ncclDevKernel_AllGather_RING_LL", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    assert launches_read(layers, names("gemm", gather)) == "every"
+    assert launches_read(plain, names("gemm", gather)) == "communication"
+    assert launches_read(layers, names("gemm", reduce)) == "communication"
+    assert launches_read(layers, names("gemm"), names("[CUDA memcpy Device-to-Device]")) == "none"
 
 
 @pytest.mark.parametrize("environment, world_size, source, rank, bus_factor", [
@@ -312,11 +349,13 @@ def test_collective_columns_mark_only_kernels_and_rows_are_copied_only_when_some
     is_kernel = np.array([True, True, True, False, True])
     labelled = collective_columns(pd.DataFrame({"demangled_name": names, "pid": 1, "device_id": 0,
                                                 "start_ns": [0, 1, 2, 10, 10], "dur_ns": [5, 1, 1, 4, 2]}), is_kernel)
-    labelled["exposed_ns"] = exposed_ns(labelled, labelled["is_communication"].to_numpy(), is_kernel)
     # the fourth op is no kernel: not communication whatever its name; the memcpy covers nothing
     assert labelled["collective"].tolist() == ["all_gather", "", "", "", ""]
     assert labelled["is_communication"].tolist() == [True, False, False, False, False]
-    assert labelled["exposed_ns"].tolist() == [3, 0, 0, 0, 0]  # [1, 2) and [2, 3) compute
+    assert communication_kernels(labelled.assign(op_kind=np.where(is_kernel, "kernel", "memcpy"))).tolist() == \
+        labelled["is_communication"].tolist()
+    # one value per communication kernel: [1, 2) and [2, 3) compute
+    assert exposed_ns(labelled, labelled["is_communication"].to_numpy(), is_kernel).tolist() == [3]
 
 
 def direct_pass_figures(kernels: pd.DataFrame, rows: np.ndarray, passes: int, instance: str) -> dict:
@@ -360,31 +399,38 @@ def random_kernels(rng: np.random.Generator, count: int) -> pd.DataFrame:
 
 def assert_same_runs_among_other_ops(rng: np.random.Generator, kernels: pd.DataFrame, runs: dict) -> None:
     """The runs of ``kernels`` with other ops (alike in every key) put between them, some at the
-    ends and some side by side: those ops make no run and the runs' figures stay those of the
-    kernels (runs cut in two sum to the same)."""
+    ends and some side by side: those ops make no run and cut none."""
     other = rng.random(len(kernels) + 1) < 0.3
     at = np.repeat(np.arange(len(kernels) + 1), np.where(other, rng.integers(1, 3, len(kernels) + 1), 0))
     order = np.argsort(np.concatenate([np.arange(len(kernels)) * 2 + 1, at * 2]), kind="stable")
-    ops = pd.concat([kernels, kernels.iloc[np.minimum(at, len(kernels) - 1)]]).iloc[order].reset_index(drop=True)
+    copies = kernels.iloc[np.minimum(at, len(kernels) - 1)].assign(is_communication=False)  # no op but a kernel communicates
+    ops = pd.concat([kernels, copies]).iloc[order].reset_index(drop=True)
     is_kernel = np.concatenate([np.ones(len(kernels), dtype=bool), np.zeros(len(at), dtype=bool)])[order]
-    among = kernel_runs(ops, is_kernel)
+    among = kernel_runs(ops, is_kernel, exposed_of(kernels))
     assert among["kernels"].sum() == len(kernels)
     assert rank_figure_keys(among) == rank_figure_keys(runs)
-    assert len(kernel_runs(ops, np.zeros(len(ops), dtype=bool))["kernels"]) == 0  # no kernels, no runs
-    assert len(kernel_runs(ops.iloc[:0], is_kernel[:0])["kernels"]) == 0
+    # the other ops are passed over: they cut no run
+    assert {column: values.tolist() for column, values in among.items()} == {column: values.tolist() for column, values in runs.items()}
+    no_kernel = kernel_runs(ops.assign(is_communication=False), np.zeros(len(ops), dtype=bool), exposed_of(kernels)[:0])
+    assert len(no_kernel["kernels"]) == 0  # no kernels, no runs
+    assert len(kernel_runs(ops.iloc[:0], is_kernel[:0], exposed_of(kernels)[:0])["kernels"]) == 0
+
+
+def exposed_of(kernels: pd.DataFrame) -> np.ndarray:
+    """The ``exposed_ns`` of ``kernels``' communication kernels, as :func:`exposed_ns` gives them."""
+    return kernels["exposed_ns"].to_numpy()[kernels["is_communication"].to_numpy()]
 
 
 def rank_figure_keys(runs: dict) -> dict:
     """What the rank figures read of runs, whatever their cuts: the kernels, time and span of
     each combination of run keys."""
-    keys = [tuple(int(runs[column][i]) for column in RUN_KEYS if column != "is_communication")
-            + (bool(runs["is_communication"][i]),) for i in range(len(runs["kernels"]))]
+    keys = [tuple(int(runs[column][i]) for column in RUN_KEYS) for i in range(len(runs["kernels"]))]
     figures = {}
     for i, key in enumerate(keys):
-        kernels, dur, exposed, start, end = figures.get(key, (0, 0, 0, np.inf, -np.inf))
+        kernels, dur, comm, exposed, start, end = figures.get(key, (0, 0, 0, 0, np.inf, -np.inf))
         figures[key] = (kernels + int(runs["kernels"][i]), dur + int(runs["dur_ns"][i]),
-                        exposed + int(runs["exposed_ns"][i]), min(start, int(runs["start_ns"][i])),
-                        max(end, int(runs["end_ns"][i])))
+                        comm + int(runs["communication_ns"][i]), exposed + int(runs["exposed_ns"][i]),
+                        min(start, int(runs["start_ns"][i])), max(end, int(runs["end_ns"][i])))
     return figures
 
 
@@ -392,7 +438,7 @@ def test_pass_figures_from_runs_are_those_of_the_kernels():
     rng = np.random.default_rng(5)
     for count in [1, 2, 3, 10, 60, 400] * 5:
         kernels = random_kernels(rng, count)
-        runs = kernel_runs(kernels, np.ones(count, dtype=bool))
+        runs = kernel_runs(kernels, np.ones(count, dtype=bool), exposed_of(kernels))
         assert_same_runs_among_other_ops(rng, kernels, runs)
         assert runs["kernels"].sum() == count
         for pid in (7, 9):
@@ -423,23 +469,23 @@ def test_runs_and_exposed_time_read_in_chunks_are_those_of_the_whole_ops(monkeyp
     for count in (1, 5, 40, 300):
         kernels = random_kernels(rng, count)
         kernels["device_id"] = rng.integers(0, 2, count).astype(np.int32)
-        whole = kernel_runs(kernels, np.ones(count, dtype=bool))
+        whole = kernel_runs(kernels, np.ones(count, dtype=bool), exposed_of(kernels))
         comm = kernels["is_communication"].to_numpy()
         exposed = communication.exposed_ns(kernels, comm, np.ones(count, dtype=bool))
         monkeypatch.setattr(ranks, "RUN_CHUNK_OPS", 7)
         monkeypatch.setattr(communication, "COVER_CHUNK_OPS", 3)
-        chunked = kernel_runs(kernels, np.ones(count, dtype=bool))
+        chunked = kernel_runs(kernels, np.ones(count, dtype=bool), exposed_of(kernels))
         assert rank_figure_keys(chunked) == rank_figure_keys(whole)
         assert chunked["kernels"].sum() == count
         assert communication.exposed_ns(kernels, comm, np.ones(count, dtype=bool)).tolist() == exposed.tolist()
         monkeypatch.undo()
         device = kernels["pid"].to_numpy() * 10 + kernels["device_id"].to_numpy()
         start, end = kernels["start_ns"].to_numpy(), kernels["end_ns"].to_numpy()
-        for row in np.flatnonzero(comm):
+        assert len(exposed) == comm.sum()
+        for at, row in enumerate(np.flatnonzero(comm)):
             cover = (device == device[row]) & ~comm
             covered = covered_ns(start[row:row + 1], end[row:row + 1], start[cover], end[cover])[0]
-            assert exposed[row] == end[row] - start[row] - covered
-        assert not exposed[~comm].any()
+            assert exposed[at] == end[row] - start[row] - covered
 
 
 def _rank(pid: int, device: int, kernels_per_step: float, passes: int = 4) -> dict:

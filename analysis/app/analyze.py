@@ -63,11 +63,13 @@ def stored_summary(path: str | os.PathLike, names: RangeNames = RangeNames(), in
         loader.require_claimable_kernels(trace)
         stage(f"{name}: finding its structure")
         # No question reads the trace's own tables, nor other columns of the ops than the summary's.
-        labelled = phases.label_ops(trace, names, move_tables=True, columns=summary.read_columns(trace.kernels, trace.memops))
+        columns, launch_rows = summary.ops_read(trace.ranges, trace.kernels, trace.memops)
+        labelled = phases.label_ops(trace, names, move_tables=True, columns=columns, launch_rows=launch_rows)
     else:
         trace, ops = tables.load_with(path, nvtx.RangeFilter(), inputs, ops_product())
         stage(f"{name}: finding its structure")
-        labelled = phases.label_ops(trace, names, ops=ops, columns=summary.read_columns(ops))
+        columns, launch_rows = summary.ops_read(trace.ranges, ops)
+        labelled = phases.label_ops(trace, names, ops=ops, columns=columns, launch_rows=launch_rows)
         del ops  # the labelled ops now: the summary keeps only the columns it reads, the rest freed
     return summary.summarize(trace, PER_TRACE, labelled)
 

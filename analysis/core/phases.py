@@ -51,6 +51,9 @@ class LabelledOps:
     # Processes whose forward passes ran on several GPUs from one thread: one model split across
     # them (model parallelism), each pass holding every GPU's work (:func:`_split_models`).
     split_models: tuple[int, ...] = ()
+    # The launch columns of the rows :func:`label_ops`' ``launch_rows`` chose, indexed by their row
+    # in ``ops``, which no longer holds them; None where none were asked for.
+    launches: pd.DataFrame | None = None
 
 
 def gpu_ops(trace: Trace, *, move: bool = False, columns: Collection[str] | None = None) -> pd.DataFrame:
@@ -163,7 +166,8 @@ def trace_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
 
 
 def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bool = False,
-              ops: pd.DataFrame | None = None, columns: Collection[str] | None = None) -> LabelledOps:
+              ops: pd.DataFrame | None = None, columns: Collection[str] | None = None,
+              launch_rows: Callable[[pd.DataFrame], np.ndarray] | None = None) -> LabelledOps:
     """Find the run's structure (``names``: the roles the user named) and label every operation;
     with ``move_tables`` the trace's kernel and memory-operation tables move into the labelled
     ops (:func:`gpu_ops`), the trace keeping empty ones. ``ops``: the trace's operations as
@@ -171,7 +175,9 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     ``columns`` (those the caller reads), the ops hold only them, those the labelling reads
     (:data:`LABELLING_COLUMNS`) and the labels, and of the launch columns only those the caller
     reads once the labelling has read them last: at millions of ops each column left out is tens
-    of MB for the whole analysis."""
+    of MB for the whole analysis. ``launch_rows``: a function of the ops giving the rows (a mask)
+    whose launch columns the caller reads though ``columns`` leaves them out, kept in
+    ``LabelledOps.launches``."""
     wanted = None if columns is None else {*columns, *LABELLING_COLUMNS}
     if ops is None:
         ops = gpu_ops(trace, move=move_tables, columns=wanted)
@@ -214,13 +220,18 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
         analyzed = f"only {PROFILED_WINDOW} is" if profiled is not None else "the whole capture is"
         notes.append(f"no steps: {analyzed} analyzed ({structure.step_rule})")
     del innermost
+    launches = _launches_of(ops, launch_rows(ops)) if launch_rows is not None else None
     if columns is not None and "launch_tid" not in columns and not _several_devices(ops):
         del ops["launch_tid"]  # read last by the holders' search (several GPUs: by _split_models too)
-    phase_names, phase_codes = _label_codes(phase_windows["name"])
-    phase, phase_range_id = ops_in_window_tables(ops, [phase_windows, phase_windows], labels=[
-        phase_codes, narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1))])
+    # The phase window of each op as its position (a few thousand windows: 16 bits), its name and
+    # range id looked up once the launches are let go, not held beside them.
+    phase_window = ops_in_windows(ops, phase_windows)
     if columns is not None and "launch_start_ns" not in columns:
         del ops["launch_start_ns"]  # read last by the phases' search
+    phase_names, phase_codes = _label_codes(phase_windows["name"])
+    phase = lookup(phase_codes, phase_window)
+    phase_range_id = lookup(narrow_ids(np.append(phase_windows["range_id"].to_numpy(), -1)), phase_window)
+    del phase_window
     ops = with_columns(ops, step=pd.Categorical.from_codes(step, categories=step_names), measured=measured,
                        phase=pd.Categorical.from_codes(phase, categories=phase_names), phase_range_id=phase_range_id,
                        region=region)
@@ -230,6 +241,8 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     phase_ranges["parent_name"] = np.where(parent >= 0, ranges["name"].to_numpy(dtype=object)[np.maximum(parent, 0)], "") \
         if len(ranges) else ""
     split_models = _split_models(ops)
+    if columns is not None and "launch_tid" not in columns and "launch_tid" in ops:
+        del ops["launch_tid"]  # read last by _split_models
     ops, phase_ranges = _passes_per_device(ops, phase_ranges, split_models)
     measured = phase_ranges[phase_ranges["measured"]]
     counts = measured["phase"].value_counts()
@@ -238,7 +251,14 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
         notes.append("no phases found: no phase ranges, no PyTorch labels, and no backward launched from another thread")
     return LabelledOps(ops=ops, phase_ranges=phase_ranges, measured_passes=passes,
                        has_steps=has_steps, structure=structure, notes=notes, unstepped_holders=holders,
-                       split_models=split_models)
+                       split_models=split_models, launches=launches)
+
+
+def _launches_of(ops: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """The launch columns of the ``rows`` (a mask) of ``ops``, indexed by their row."""
+    positions = np.flatnonzero(rows)
+    return pd.DataFrame({column: ops[column].to_numpy()[positions] for column in ("launch_start_ns", "launch_tid")},
+                        index=positions)
 
 
 def _unstepped_holders(ops: pd.DataFrame, rows: np.ndarray, ranges: pd.DataFrame, steps: pd.DataFrame,

@@ -29,6 +29,8 @@ OP_LEVEL = re.compile(r"^\w+::|, seq = |op_id = |sizes = \[")
 # PyTorch's op ranges of matmul calls with their input shapes (``--pytorch=autograd-shapes-nvtx``):
 # ``aten::addmm, seq = 6, op_id = 678, sizes = [[1536], [1024, 512], [512, 1536], [], []], …``.
 GEMM_OP = re.compile(r"^aten::(?:mm|addmm|bmm|baddbmm), .*sizes = \[")
+# The ``kind`` of a range: pushed and popped on one thread, or started and ended anywhere.
+RANGE_KINDS = pd.Index(["push_pop", "start_end"])
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,9 @@ def ranges_of(events: pd.DataFrame, capture_end_ns: int, notes: list[str]) -> pd
     start = ranges["start_ns"].to_numpy()
     ranges = keep_rows(ranges, (start >= 0) & (start < MAX_TIME_NS), notes,
                        "NVTX ranges whose start time is missing, negative or past 2^53 ns").copy()
-    ranges["kind"] = np.where(ranges["event_type"].isin(NVTX_PUSH_POP), "push_pop", "start_end")
+    # A code a range, not a string: at a million ranges a column of strings is tens of MB.
+    ranges["kind"] = pd.Categorical.from_codes(np.where(ranges["event_type"].isin(NVTX_PUSH_POP), 0, 1).astype(np.int8),
+                                               categories=RANGE_KINDS)
     ranges["is_open"] = ranges["end_ns"].isna().to_numpy()
     ranges["end_ns"] = ranges["end_ns"].fillna(capture_end_ns).astype(np.int64)
     ranges["name"] = ranges["name"].fillna("").astype(str)

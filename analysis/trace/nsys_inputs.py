@@ -206,40 +206,45 @@ def kernel_groups(ops: pd.DataFrame, measured_kernel: np.ndarray) -> pd.DataFram
     device, phase, region and name; the groups are counted and summed by bincount and their
     first rows found by a reversed assignment (over :data:`FIRST_ROW_SLICE` rows at a time, each
     of only the rows of groups not met before), so the rows are neither sorted nor copied. Those
-    passes go :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time (their sums added:
-    integer ns summed in float64 stay exact below 2**53), so no array of 64-bit numbers as long
+    passes, and the numbering, go :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time
+    (their sums added: integer ns summed in float64 stay exact below 2**53), so no array as long
     as the ops is made."""
-    device, distinct_devices = device_numbers(ops["pid"].to_numpy(), ops["device_id"].to_numpy())
-    parts = [(device, len(distinct_devices))]
-    for column in ("phase", "region", "demangled_name"):
-        codes, values = value_codes(ops[column])
-        parts.append((codes, len(values)))
-    groups = math.prod(count + 1 for _, count in parts)  # codes run from -1 (missing) to count - 1
-    # Numbered in the narrowest integers that hold them (the passes over millions of rows are the cost).
-    group = np.zeros(len(ops), dtype=np.int16 if groups < 2**15 else np.int32 if groups < 2**31 else np.int64)
-    missing = 0  # the number of the group of missing values only (every code -1)
-    for codes, count in parts:
-        group *= count + 1
-        group += codes
-        missing = missing * (count + 1) - 1
-    group -= missing  # from 0
+    pid, device_id = ops["pid"].to_numpy(), ops["device_id"].to_numpy()
+    devices = distinct_devices(pid, device_id)
+    coded = [value_codes(ops[column]) for column in ("phase", "region", "demangled_name")]
+    codes = [column for column, _ in coded]
+    counts = [len(devices), *(len(values) for _, values in coded)]
+
+    def numbers(part: slice) -> np.ndarray:
+        """The group number of each row of ``part``: its codes (-1, missing, to count - 1) in mixed radix, from 0."""
+        device = device_positions(devices, pid[part], device_id[part])
+        group, missing = np.zeros(len(device), dtype=np.int64), 0
+        for column, count in zip([device, *(column[part] for column in codes)], counts):
+            group *= count + 1
+            group += column
+            missing = missing * (count + 1) - 1
+        return group - missing
+
+    chunks = [slice(low, low + CHUNK_OPS) for low in range(0, len(ops), CHUNK_OPS)]
+    groups = math.prod(count + 1 for count in counts)
     if groups > len(ops):  # more possible groups than rows: number only those present
-        group, numbered = pd.factorize(group)
-        groups = len(numbered)
+        present_groups = np.unique(np.concatenate([np.unique(numbers(part)) for part in chunks] or [np.zeros(0, np.int64)]))
+        groups, group_of = len(present_groups), lambda part: np.searchsorted(present_groups, numbers(part))
+    else:
+        group_of = numbers
     durations = ops["dur_ns"].to_numpy()
     calls = np.zeros(groups + 1, dtype=np.int64)
     summed_ns = np.zeros(groups + 1)
     first_row = np.full(groups + 1, -1, dtype=np.int64)
-    for low in range(0, len(ops), CHUNK_OPS):
-        part = slice(low, low + CHUNK_OPS)
-        chunk = group[part].astype(np.intp)
+    for part in chunks:
+        chunk = group_of(part)
         chunk[~measured_kernel[part]] = groups  # one bin past the groups
         calls += np.bincount(chunk, minlength=groups + 1)
         summed_ns += np.bincount(chunk, weights=durations[part], minlength=groups + 1)
         for sub in range(0, len(chunk), FIRST_ROW_SLICE):  # after the first slice, few rows are of a new group
             piece = chunk[sub:sub + FIRST_ROW_SLICE]
             new = np.flatnonzero(first_row[piece] < 0)[::-1]  # rows of groups no earlier slice has, last first
-            first_row[piece[new]] = low + sub + new  # each group's last write: its first row
+            first_row[piece[new]] = part.start + sub + new  # each group's last write: its first row
     calls, summed_ns = calls[:groups], summed_ns[:groups].astype(np.int64)
     present = np.flatnonzero(calls)
     present = present[np.argsort(first_row[present])]
@@ -254,21 +259,36 @@ def device_keys(pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
 
 
 def device_numbers(pid: np.ndarray, device_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's position among the distinct :func:`device_keys` in ascending order, and those
-    keys. The keys are made :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time (no
-    64-bit key per row at once); the rows of a trace of one device (the common case, told by the
-    columns' least and greatest values, without keys) are numbered as int8 zeros, the others as int32."""
-    if len(pid) and pid.min() == pid.max() and device_id.min() == device_id.max():
-        return np.zeros(len(pid), dtype=np.int8), device_keys(pid[:1], device_id[:1])
-    chunks = [slice(low, low + CHUNK_OPS) for low in range(0, len(pid), CHUNK_OPS)]
-    distinct = np.unique(np.concatenate([np.unique(device_keys(pid[rows], device_id[rows])) for rows in chunks]
-                                        or [np.zeros(0, dtype=np.int64)]))
+    """Each row's position among the distinct :func:`device_keys` in ascending order
+    (:func:`distinct_devices`), and those keys: the rows of a trace of one device numbered as
+    int8 zeros, the others as int32, found :data:`~analysis.core.attribution.CHUNK_OPS` rows at
+    a time (no 64-bit key per row at once)."""
+    distinct = distinct_devices(pid, device_id)
     if len(distinct) <= 1:
         return np.zeros(len(pid), dtype=np.int8), distinct
     position = np.empty(len(pid), dtype=np.int32)
-    for rows in chunks:
-        position[rows] = np.searchsorted(distinct, device_keys(pid[rows], device_id[rows]))
+    for low in range(0, len(pid), CHUNK_OPS):
+        rows = slice(low, low + CHUNK_OPS)
+        position[rows] = device_positions(distinct, pid[rows], device_id[rows])
     return position, distinct
+
+
+def device_positions(distinct: np.ndarray, pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
+    """Each row's position among ``distinct`` (:func:`distinct_devices` of these rows or more):
+    zeros, with no keys made, where there is one device."""
+    if len(distinct) <= 1:
+        return np.zeros(len(pid), dtype=np.int64)
+    return np.searchsorted(distinct, device_keys(pid, device_id))
+
+
+def distinct_devices(pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
+    """The distinct :func:`device_keys` of the rows, ascending: made
+    :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time, and without keys for a trace of
+    one device (the common case, told by the columns' least and greatest values)."""
+    if len(pid) and pid.min() == pid.max() and device_id.min() == device_id.max():
+        return device_keys(pid[:1], device_id[:1])
+    return np.unique(np.concatenate([np.unique(device_keys(pid[low:low + CHUNK_OPS], device_id[low:low + CHUNK_OPS]))
+                                     for low in range(0, len(pid), CHUNK_OPS)] or [np.zeros(0, dtype=np.int64)]))
 
 
 def kernel_totals(kernels: pd.DataFrame, passes: int) -> pd.DataFrame:

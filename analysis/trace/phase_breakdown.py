@@ -18,7 +18,7 @@ from analysis.core.attribution import CHUNK_OPS
 from analysis.core.codes import code_positions, id_table, lookup, run_starts, run_sums, value_codes
 from analysis.core.intervals import span_per_group, union_length_per_group
 from analysis.core.phases import PHASES
-from analysis.trace.nsys_inputs import NsysInputs, category_ms, device_keys, device_numbers, kernel_totals
+from analysis.trace.nsys_inputs import NsysInputs, category_ms, device_keys, device_positions, distinct_devices, kernel_totals
 
 TOP_KERNELS_PER_PHASE = 10
 TOP_KERNELS_OVERALL = 100
@@ -293,15 +293,16 @@ def device_busy_ns(inputs: NsysInputs) -> pd.Series:
     of no measured kernel); the union is folded over chunks of the ops (:func:`_time_chunks`)."""
     ops = inputs.ops
     measured = inputs.measured_kernel_rows()
-    device, distinct = device_numbers(ops["pid"].to_numpy(), ops["device_id"].to_numpy())
+    pid, device_id = ops["pid"].to_numpy(), ops["device_id"].to_numpy()
+    distinct = distinct_devices(pid, device_id)
     start, dur = ops["start_ns"].to_numpy(), ops["dur_ns"].to_numpy()
     busy = np.zeros(len(distinct), dtype=np.int64)
     reach = np.full(len(distinct), np.iinfo(np.int64).min)  # the union's latest end so far, per device
     for part in _time_chunks(start):
         rows = np.flatnonzero(measured[part])
         starts = start[part][rows]
-        busy += union_length_per_group(device[part][rows], starts, starts + dur[part][rows], len(distinct),
-                                       scratch=True, reach=reach)
+        device = device_positions(distinct, pid[part][rows], device_id[part][rows])
+        busy += union_length_per_group(device, starts, starts + dur[part][rows], len(distinct), scratch=True, reach=reach)
     return pd.Series(busy, index=distinct)
 
 

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -77,8 +77,9 @@ from analysis.load.progress import stage
 from analysis.trace import efficiency
 from analysis.trace.gpu_metrics import metrics_per_phase
 from analysis.trace.memory_ledger import ledger_record
+from analysis.trace.multi_gpu.communication import communication_kernels
 from analysis.trace.multi_gpu.summary import COLUMNS as COMMUNICATION_COLUMNS
-from analysis.trace.multi_gpu.summary import LAUNCH_ONLY, communication_summary, reads_launches
+from analysis.trace.multi_gpu.summary import LAUNCH_ONLY, communication_summary, launches_read
 from analysis.trace.nsys_inputs import OP_COLUMNS, NsysInputs
 from analysis.trace.phase_breakdown import (
     between_steps_notes,
@@ -97,12 +98,16 @@ SUMMARY_KEYS = tuple(typing.get_type_hints(TraceSummary))  # the keys of a summa
 READ_COLUMNS = frozenset(OP_COLUMNS) | frozenset(COMMUNICATION_COLUMNS)
 
 
-def read_columns(*tables: pd.DataFrame) -> frozenset[str]:
-    """The columns of the ops that the sections read: :data:`READ_COLUMNS`, less the launch columns
-    where the communication figures read none (:func:`reads_launches` of ``tables``: the ops, or
-    the kernel and memop tables they are made of). The labelling drops the launch columns left out
-    once it has read them last."""
-    return READ_COLUMNS if reads_launches(*tables) else READ_COLUMNS - frozenset(LAUNCH_ONLY)
+def ops_read(ranges: pd.DataFrame, *tables: pd.DataFrame) -> tuple[frozenset[str], Callable[[pd.DataFrame], np.ndarray] | None]:
+    """What the sections read of the ops made of ``tables`` (the ops, or the kernel and memop
+    tables they are made of) in a trace of these ``ranges``: the columns of every op,
+    :data:`READ_COLUMNS` less the launch columns unless the communication figures read every
+    op's; and, where they read those of the communication kernels alone, the function that finds
+    those rows, for :func:`~analysis.core.phases.label_ops`' ``launch_rows`` (:func:`launches_read`).
+    The labelling drops the launch columns left out once it has read them last."""
+    read = launches_read(ranges, *tables)
+    columns = READ_COLUMNS if read == "every" else READ_COLUMNS - frozenset(LAUNCH_ONLY)
+    return columns, communication_kernels if read == "communication" else None
 
 
 class PerTraceQuestion(Protocol):
@@ -159,14 +164,16 @@ def summarize(trace: Trace, questions: Sequence[PerTraceQuestion], labelled: Lab
     """The stored summary of a loaded trace (see the module docstring for its keys): each of
     :func:`sections` built in turn. ``questions``: the per-trace questions whose records fill
     ``questions`` (the registry's ``PER_TRACE``, which :func:`analysis.app.analyze.analyze_trace`
-    passes); ``labelled`` is ``label_ops(trace, names, columns=read_columns(...))`` when the caller has it already (it carries
-    its own names). ``labelled.ops`` keeps only the columns the sections read (those of
-    :class:`NsysInputs` and of the communication figures, less the launch columns where the
-    communication figures read none: :func:`reads_launches`), then, once the communication figures
-    are done, only those of :class:`NsysInputs`: at millions of kernels every column dropped is
-    memory the sections' own tables can use."""
-    labelled = labelled if labelled is not None else label_ops(trace, names, columns=read_columns(trace.kernels, trace.memops))
-    kept = read_columns(labelled.ops)
+    passes); ``labelled`` is ``label_ops(trace, names, ...)`` with what :func:`ops_read` gives when the caller
+    has it already (it carries its own names). ``labelled.ops`` keeps only the columns the sections
+    read (those of :class:`NsysInputs` and of the communication figures, less the launch columns
+    unless the communication figures read every op's: :func:`ops_read`), then, once the
+    communication figures are done, only those of :class:`NsysInputs`: at millions of kernels
+    every column dropped is memory the sections' own tables can use."""
+    if labelled is None:
+        columns, launch_rows = ops_read(trace.ranges, trace.kernels, trace.memops)
+        labelled = label_ops(trace, names, columns=columns, launch_rows=launch_rows)
+    kept = ops_read(trace.ranges, labelled.ops)[0]
     labelled.ops = labelled.ops[[column for column in labelled.ops.columns if column in kept]]
     run = read_run_record(trace.marks, trace.path, labelled.structure.step_ranges)
     sources = SummarySources(trace, labelled, run, trace.gpu_name or (run.config or {}).get("gpu_name"))

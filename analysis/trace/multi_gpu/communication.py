@@ -43,51 +43,67 @@ def collective_of(demangled: str) -> str:
                 "other")
 
 
+# The categories of the ``collective`` column: "" (no collective) first.
+COLLECTIVE_CATEGORIES = ("", *COLLECTIVES)
+
+
 def collective_columns(ops: pd.DataFrame, is_kernel: np.ndarray) -> pd.DataFrame:
     """``ops`` (rows of ``LabelledOps.ops``; ``is_kernel`` marks the kernels among them) with two
     columns added: ``is_communication`` and ``collective`` (a categorical of ``""``, for compute
     kernels and other operations, and :data:`COLLECTIVES`)."""
+    codes = _collective_codes(ops, is_kernel)
+    collective = pd.Categorical.from_codes(codes, categories=pd.Index(COLLECTIVE_CATEGORIES, dtype=object))
+    return with_columns(ops, is_communication=codes != 0, collective=collective)
+
+
+def communication_kernels(ops: pd.DataFrame) -> np.ndarray:
+    """Which of ``ops`` (with ``op_kind`` and ``demangled_name``) are communication kernels: the
+    rows :func:`collective_columns` marks ``is_communication``."""
+    return _collective_codes(ops, (ops["op_kind"] == "kernel").to_numpy()) != 0
+
+
+def _collective_codes(ops: pd.DataFrame, is_kernel: np.ndarray) -> np.ndarray:
+    """Each op's position in :data:`COLLECTIVE_CATEGORIES` (int8): 0 for compute kernels and other
+    operations, each name asked once."""
     codes, distinct = value_codes(ops["demangled_name"])
-    categories = ["", *COLLECTIVES]
-    collectives = np.array([categories.index(collective_of(str(name))) if is_communication(str(name))
+    collectives = np.array([COLLECTIVE_CATEGORIES.index(collective_of(str(name))) if is_communication(str(name))
                             else 0 for name in distinct] + [0], dtype=np.int8)
     collective_codes = lookup(collectives, codes)  # code -1 (no name) takes the trailing ""
     if not is_kernel.all():  # a memory operation is no communication, whatever its name
         collective_codes[~is_kernel] = 0
-    collective = pd.Categorical.from_codes(collective_codes, categories=pd.Index(categories, dtype=object))
-    return with_columns(ops, is_communication=collective_codes != 0, collective=collective)
+    return collective_codes
 
 
 def exposed_ns(ops: pd.DataFrame, is_communication: np.ndarray, is_kernel: np.ndarray) -> np.ndarray:
-    """For each op, the ns of it that no compute kernel (a kernel, ``is_kernel``, that is not
-    communication) of its (process, GPU) covers, for the communication kernels; 0 for the other
-    ops. ``ops`` (in time order) need ``pid, device_id, start_ns, dur_ns``.
+    """For each communication kernel (``is_communication``), in order, the ns of it that no
+    compute kernel (a kernel, ``is_kernel``, that is not communication) of its (process, GPU)
+    covers. ``ops`` (in time order) need ``pid, device_id, start_ns, dur_ns``.
 
     Each (process, GPU) with communication kernels is read in turn, its compute kernels
     :data:`COVER_CHUNK_OPS` ops at a time, each piece of their union adding its overlap with the
     communication kernels (:func:`covered_by_pieces`): at millions of kernels neither the
-    compute kernels' rows nor their union is held whole."""
-    # In the durations' integers (an op's exposed ns are at most its duration); untouched pages:
-    # no memory when none communicates.
-    result = np.zeros(len(ops), dtype=ops["dur_ns"].dtype)
-    if not is_communication.any():
+    compute kernels' rows nor their union is held whole, and no column of every op is made."""
+    communicating = np.flatnonzero(is_communication)
+    # In the durations' integers: an op's exposed ns are at most its duration.
+    result = np.zeros(len(communicating), dtype=ops["dur_ns"].dtype)
+    if not len(communicating):
         return result
     pids, devices = ops["pid"].to_numpy(), ops["device_id"].to_numpy()
     starts = ops["start_ns"].to_numpy()
-    is_compute = is_kernel & ~is_communication
-    communicating = np.flatnonzero(is_communication)
     for pid, device in counted_rows([pids[communicating], devices[communicating]])[0].tolist():
-        comm = communicating[(pids[communicating] == pid) & (devices[communicating] == device)]
+        mine = (pids[communicating] == pid) & (devices[communicating] == device)
+        comm = communicating[mine]
         comm_starts, comm_ends = starts[comm], op_ends(ops, comm)
 
         def compute_kernels(pid=pid, device=device):
             """The (process, GPU)'s compute kernels' starts and ends, a chunk of ops at a time."""
             for low in range(0, len(ops), COVER_CHUNK_OPS):
                 chunk = slice(low, low + COVER_CHUNK_OPS)
-                rows = low + np.flatnonzero(is_compute[chunk] & (pids[chunk] == pid) & (devices[chunk] == device))
+                rows = low + np.flatnonzero(is_kernel[chunk] & ~is_communication[chunk]
+                                            & (pids[chunk] == pid) & (devices[chunk] == device))
                 yield starts[rows], op_ends(ops, rows)
 
-        result[comm] = comm_ends - comm_starts - covered_by_pieces(compute_kernels(), comm_starts, comm_ends)
+        result[mine] = comm_ends - comm_starts - covered_by_pieces(compute_kernels(), comm_starts, comm_ends)
     return result
 
 

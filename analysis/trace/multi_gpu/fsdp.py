@@ -40,7 +40,7 @@ def block_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, blocks: pd.DataFra
     lead_ms, min_lead_ms, wait_ms, late_passes`` (passes whose lead was negative); ``[]`` when
     there are no ``blocks`` (:func:`layer_blocks`) or no all-gathers in their forward passes.
 
-    ``kernels``: kernel rows of ``labelled.ops`` with ``collective_columns``, ``exposed_ns`` and ``end_ns``,
+    ``kernels``: kernel rows of ``labelled.ops`` with ``collective_columns`` and ``end_ns``,
     every one (a block's compute stream is read whole)."""
     rows = [row for rank in ranks.itertuples(index=False) for row in _rank_blocks(kernels, rank, blocks)]
     if not rows:

@@ -28,7 +28,7 @@ def rank_timeline(runs: dict[str, np.ndarray], steps: pd.Index, kernels_within: 
     start, its first phase range or kernel on any rank) and ``phases`` (``rank, phase, start_ms,
     dur_ms``). ``runs`` are the kernels' runs (:func:`analysis.trace.multi_gpu.ranks.kernel_runs`,
     whose ``step`` codes number ``steps``), which give the step and its window;
-    ``kernels_within(start, end)`` the kernel rows, with ``collective_columns``, ``exposed_ns`` and ``end_ns``,
+    ``kernels_within(start, end)`` the kernel rows, with ``collective_columns`` and ``end_ns``,
     that start and end inside a window: only the step's window's kernels are read."""
     code = _common_step(runs, steps, ranks)
     if code is None:

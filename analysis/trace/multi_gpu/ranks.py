@@ -199,7 +199,7 @@ def phase_passes(labelled: LabelledOps) -> dict[tuple[int, int, str], int]:
 
 # The kernel columns that tell pass figures' rows apart: consecutive kernels alike in all of them
 # are one run, and the figures read runs (see :func:`kernel_runs`).
-RUN_KEYS = ("measured", "pid", "device_id", "phase", "phase_range_id", "step", "is_communication")
+RUN_KEYS = ("measured", "pid", "device_id", "phase", "phase_range_id", "step")
 # Ops read at a time by :func:`kernel_runs`: a chunk's copied keys (about 40 B an op) stay a few MiB.
 RUN_CHUNK_OPS = 1 << 18
 # The phases a run's ``phase`` numbers: its position here (-1 for any other value); "" is outside
@@ -207,59 +207,64 @@ RUN_CHUNK_OPS = 1 << 18
 RUN_PHASES = (*PHASES, "")
 
 
-def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray) -> dict[str, np.ndarray]:
+def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray, exposed: np.ndarray) -> dict[str, np.ndarray]:
     """Runs of consecutive kernels of one (process, GPU) alike in :data:`RUN_KEYS` (``phase`` as
     its position in :data:`RUN_PHASES`, ``step`` as an integer code, one per name): per run, those
-    keys and ``kernels`` (how many), ``dur_ns`` and ``exposed_ns`` (summed), ``start_ns`` (the
-    first start) and ``end_ns`` (the last end). ``ops`` are labelled ops with
-    :func:`~analysis.trace.multi_gpu.communication.collective_columns` and ``exposed_ns``, ``is_kernel`` marks the kernels among them: the other ops end
-    a run and make none.
+    keys and ``kernels`` (how many), ``dur_ns``, ``communication_ns`` (the communication kernels'
+    ``dur_ns``) and ``exposed_ns`` (summed), ``start_ns`` (the first start) and ``end_ns`` (the
+    last end). ``ops`` are labelled ops with
+    :func:`~analysis.trace.multi_gpu.communication.collective_columns`, ``is_kernel`` marks the
+    kernels among them (the other ops are passed over), and ``exposed`` holds the exposed ns of
+    the communication kernels (``is_communication``), in their order
+    (:func:`~analysis.trace.multi_gpu.communication.exposed_ns`).
 
-    The labelled ops are in time order, so a phase range's kernels make a few runs, and the
-    figures read thousands of runs where there are millions of kernels; the sums are the
-    kernels' sums (a run cut in two sums to the same, and every figure reads sums, first starts
-    and last ends). The ops are read :data:`RUN_CHUNK_OPS` rows at a time and, on a trace of
-    several (process, GPU)s, whose kernels interleave in time, each one's rows of a chunk in turn:
-    a run is a stretch of one GPU's ops, and only a chunk's rows are ever copied. The runs come
+    The labelled ops are in time order, so a phase range's kernels make a run or a few, and the
+    figures read hundreds of runs where there are millions of kernels; the sums are the kernels'
+    sums (a run cut in two sums to the same, and every figure reads sums, first starts and last
+    ends). The ops are read :data:`RUN_CHUNK_OPS` rows at a time and, on a trace of several
+    (process, GPU)s, whose kernels interleave in time, each one's rows of a chunk in turn: a run
+    is a stretch of one GPU's kernels, and only a chunk's rows are ever copied. The runs come
     chunk by chunk, each chunk's GPU by GPU."""
     columns = {column: value_codes(ops[column])[0] if column in ("phase", "step") else ops[column].to_numpy()
-               for column in (*RUN_KEYS, "dur_ns", "exposed_ns", "start_ns")}
+               for column in (*RUN_KEYS, "dur_ns", "start_ns")}
+    communicating = np.flatnonzero(ops["is_communication"].to_numpy())
     parts = []
     for low in range(0, max(len(ops), 1), RUN_CHUNK_OPS):
         chunk = slice(low, low + RUN_CHUNK_OPS)
+        kernels = is_kernel[chunk]
         numbers, devices = device_numbers(columns["pid"][chunk], columns["device_id"][chunk])
-        if len(devices) <= 1:
-            parts.append(_chunk_runs(columns, is_kernel, ops, chunk))
-            continue
-        for number in range(len(devices)):
-            parts.append(_chunk_runs(columns, is_kernel, ops, low + np.flatnonzero(numbers == number)))
-    runs = {column: np.concatenate([part[column] for part in parts]) for column in parts[0]}
+        for number in range(max(len(devices), 1)):
+            rows = low + np.flatnonzero(kernels & (numbers == number) if len(devices) > 1 else kernels)
+            parts.append(_chunk_runs(columns, ops, rows, communicating, exposed))
+    runs = {}
+    for column in list(parts[0]):  # a column at a time, its parts let go once joined
+        runs[column] = np.concatenate([part.pop(column) for part in parts])
     runs["phase"] = code_positions(value_codes(ops["phase"])[1], RUN_PHASES, -1)[runs["phase"]]
     return runs
 
 
-def _chunk_runs(columns: dict[str, np.ndarray], is_kernel: np.ndarray, ops: pd.DataFrame,
-                rows: slice | np.ndarray) -> dict[str, np.ndarray]:
-    """:func:`kernel_runs` of the ops ``rows`` (a slice, or positions in order) alone, ``phase``
-    still as the ops' codes; ``columns``: the ops' columns that the runs read."""
+def _chunk_runs(columns: dict[str, np.ndarray], ops: pd.DataFrame, rows: np.ndarray, communicating: np.ndarray,
+                exposed: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`kernel_runs` of the kernels ``rows`` (positions in order) alone, ``phase`` still as
+    the ops' codes; ``columns``: the ops' columns that the runs read; ``communicating``: the rows
+    of the communication kernels, whose exposed ns ``exposed`` holds."""
     keys = [columns[column][rows] for column in RUN_KEYS]
-    kinds = is_kernel[rows]
-    count = len(kinds)
-    first = row_starts([*keys, kinds])
-    kept = kinds[first]  # the runs of kernels
-    runs = {column: values[first[kept]] for column, values in zip(RUN_KEYS, keys)}
-    runs["kernels"] = np.diff(np.append(first, count))[kept]
-    for column in ("dur_ns", "exposed_ns"):  # in int64: a run's summed ns may pass the 32 bits of a column of durations
-        runs[column] = run_sums(columns[column][rows], first)[kept]
-    start = columns["start_ns"][rows]
-    runs["start_ns"] = np.minimum.reduceat(start, first)[kept] if count else start[:0]
-    runs["end_ns"] = run_maxima(first, count, lambda part: op_ends(ops, _within(rows, part)))[kept]  # the ops hold no end
+    count = len(rows)
+    first = row_starts(keys)
+    runs = {column: values[first] for column, values in zip(RUN_KEYS, keys)}
+    runs["kernels"] = np.diff(np.append(first, count))
+    durations = columns["dur_ns"][rows]
+    at = np.minimum(np.searchsorted(communicating, rows), max(len(communicating) - 1, 0))
+    communicates = communicating[at] == rows if len(communicating) else np.zeros(count, dtype=bool)
+    chunk_exposed = np.zeros(count, dtype=np.int64)
+    chunk_exposed[communicates] = exposed[at[communicates]]
+    # in int64: a run's summed ns may pass the 32 bits of a column of durations
+    runs["dur_ns"] = run_sums(durations, first)
+    runs["communication_ns"] = run_sums(durations, first, where=communicates)
+    runs["exposed_ns"] = run_sums(chunk_exposed, first)
+    runs["start_ns"] = np.minimum.reduceat(columns["start_ns"][rows], first) if count else columns["start_ns"][:0]
+    runs["end_ns"] = run_maxima(first, count, lambda part: op_ends(ops, rows[part]))  # the ops hold no end
     return runs
-
-
-def _within(rows: slice | np.ndarray, part: slice) -> slice | np.ndarray:
-    """The ops of ``part`` (a slice of positions among ``rows``) as rows of the ops."""
-    return slice(rows.start + part.start, rows.start + part.stop) if isinstance(rows, slice) else rows[part]
 
 
 def pass_figures(runs: dict[str, np.ndarray], rows: np.ndarray, passes: int, instance: np.ndarray) -> dict:
@@ -268,9 +273,8 @@ def pass_figures(runs: dict[str, np.ndarray], rows: np.ndarray, passes: int, ins
     step code) tells the passes apart, for the GPU span of each pass: first kernel start to last
     kernel end. ``gpu_span_ms_spread`` is the longest minus the shortest span (0 with one pass)."""
     dur = runs["dur_ns"][rows]
-    comm = runs["is_communication"][rows]
-    comm_ns = dur[comm].sum()
-    exposed = runs["exposed_ns"][rows][comm].sum()
+    comm_ns = runs["communication_ns"][rows].sum()
+    exposed = runs["exposed_ns"][rows].sum()
     spans = _instance_spans(instance[rows], runs["start_ns"][rows], runs["end_ns"][rows])
     return {
         "kernels_per_pass": int(runs["kernels"][rows].sum()) / passes,
@@ -303,8 +307,8 @@ def rank_figures(runs: dict[str, np.ndarray], ranks: pd.DataFrame, labelled: Lab
     measured step, ``outside_phases`` (when measured kernels were launched outside every phase
     range) and ``step``.
 
-    ``runs`` is :func:`kernel_runs` of the kernel rows of ``labelled.ops`` with
-    :func:`~analysis.trace.multi_gpu.communication.collective_columns` and ``exposed_ns``; ``steps`` is :func:`step_passes`."""
+    ``runs`` is :func:`kernel_runs` of ``labelled.ops`` with
+    :func:`~analysis.trace.multi_gpu.communication.collective_columns`; ``steps`` is :func:`step_passes`."""
     phases = phase_passes(labelled)
     records = []
     for rank in ranks.itertuples(index=False):

@@ -26,6 +26,7 @@ from analysis.trace.multi_gpu.ranks import (
     step_passes,
 )
 from analysis.trace.summary_schema import CommunicationRecord
+from cs336_profile.contract import LAYER_PREFIX
 
 # The columns of the labelled ops the communication figures read: those of every trace, then the
 # streams and launches, read only between ranks or around NCCL kernels (the ranks' timeline, FSDP
@@ -38,18 +39,23 @@ COLUMNS = RANK_COLUMNS + LAUNCH_COLUMNS
 LAUNCH_ONLY = ("launch_start_ns", "launch_tid")
 
 
-def reads_launches(*tables: pd.DataFrame) -> bool:
-    """Whether :func:`communication_summary` reads the :data:`LAUNCH_ONLY` columns of the ops made
-    of ``tables`` (the labelled ops, or the kernel and memop tables they are made of): only where
-    the ops run on more than one (process, GPU) or some kernel's name says it communicates. Where
-    it does not, a caller may drop them (at millions of ops, 12 bytes an op)."""
-    held = [table for table in tables if len(table)]
-    one_gpu = all(min(table[column].min() for table in held) == max(table[column].max() for table in held)
-                  for column in ("pid", "device_id")) if held else True
+def launches_read(ranges: pd.DataFrame, *tables: pd.DataFrame) -> str:
+    """Whose :data:`LAUNCH_ONLY` columns :func:`communication_summary` reads, of the ops made of
+    ``tables`` (the labelled ops, or the kernel and memop tables they are made of) in a trace of
+    these ``ranges``: ``"every"`` op's where it may find FSDP blocks (some kernel all-gathers and
+    some range is named ``layer_<i>``: a block's stream is read whole), the ``"communication"``
+    kernels' where some kernel's name communicates (their message sizes), else ``"none"``. At
+    millions of ops, every op's are 12 bytes an op."""
     names = [table["demangled_name"] for table in tables if "demangled_name" in table]
-    distinct = [name for column in names for name in (
-        column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else pd.unique(column.to_numpy()))]
-    return not one_gpu or any(is_communication(str(name)) for name in distinct)
+    distinct = {str(name) for column in names for name in (
+        column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else pd.unique(column.to_numpy()))}
+    communicating = [name for name in distinct if is_communication(name)]
+    if not communicating:
+        return "none"
+    if any(collective_of(name) == ALL_GATHER for name in communicating) and \
+            ranges["name"].str.startswith(LAYER_PREFIX).any():
+        return "every"
+    return "communication"
 
 
 def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationRecord:
@@ -62,8 +68,10 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     blocks, which need every kernel of a rank's stream, a copy of every kernel row, made where
     some kernel all-gathers. With one rank and no communication kernel, each figure between
     ranks is empty whatever the rows, so they read none (a trace of one GPU without NCCL kernels
-    copies nothing). The launch columns (:data:`LAUNCH_ONLY`) leave ``labelled.ops`` once the
-    communicating rows are copied with them, unless the FSDP blocks read every kernel's."""
+    copies nothing). The communicating rows take the launch columns (:data:`LAUNCH_ONLY`) from
+    ``labelled.launches`` where the labelling kept theirs alone (:func:`launches_read`); else
+    the columns leave ``labelled.ops`` once those rows are copied with them, unless the FSDP
+    blocks read every kernel's."""
     is_kernel = (labelled.ops["op_kind"] == "kernel").to_numpy()
     ops = collective_columns(pd.DataFrame({column: labelled.ops[column] for column in COLUMNS
                                            if column in labelled.ops}, copy=False), is_kernel)
@@ -72,18 +80,20 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
     # all-gathers' order in FSDP blocks), copied here; every op keeps them only where the FSDP
     # blocks copy every kernel row. At millions of ops, 12 bytes an op left out.
     communicating = kernel_rows(ops, communicates)
+    if labelled.launches is not None:  # the labelling kept the communication kernels' alone
+        launches = labelled.launches.loc[np.flatnonzero(communicates)]
+        communicating = with_columns(communicating, **{column: launches[column].to_numpy() for column in launches})
     blocks = fsdp_blocks(communicating, trace.ranges, labelled)
     if blocks is None and any(column in ops for column in LAUNCH_ONLY):
         ops = ops.drop(columns=list(LAUNCH_ONLY))
         labelled.ops = labelled.ops.drop(columns=[column for column in LAUNCH_ONLY if column in labelled.ops])
     exposed = exposed_ns(ops, communicates, is_kernel)
-    ops = with_columns(ops, exposed_ns=exposed)
-    # Without figures between ranks the launch columns may have been dropped (reads_launches): then
+    # Without figures between ranks the launch columns may have been dropped (launches_read): then
     # no kernel communicates, and the figures below get none of the rows, with empty columns of every name.
-    communicating = with_ends(with_columns(communicating, exposed_ns=exposed[communicates], **{
+    communicating = with_ends(with_columns(communicating, exposed_ns=exposed, **{
         column: np.zeros(0, np.int64) for column in LAUNCH_ONLY if column not in communicating}))
+    runs = kernel_runs(ops, is_kernel, exposed)
     del exposed
-    runs = kernel_runs(ops, is_kernel)
     ranks = rank_table(runs, trace.marks, trace.notes, trace.launcher_rank)
     communicating = with_columns(communicating, bytes=message_bytes(trace, communicating))
     marked = set(config_values(trace.marks, "world_size").values())
