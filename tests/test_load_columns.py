@@ -205,16 +205,18 @@ def test_streamed_launch_join_is_the_join_row_by_row(count):
             assert table["launch_tid"].dtype == (np.int32 if count else np.int64)
 
 
-def test_streamed_launch_join_of_wide_keys_is_the_join_row_by_row():
-    """Correlation ids past 32 bits (keys and rows held apart, not packed): the same rows."""
+@pytest.mark.parametrize("bits, packed", [(33, True), (59, False)])
+def test_streamed_launch_join_of_wide_keys_is_the_join_row_by_row(bits, packed):
+    """Correlation ids past 32 bits, packed above the rows while key and row fit 63 bits (a
+    hundred million ops' ids), else held apart: the same rows."""
     rng = np.random.default_rng(5)
-    correlation = rng.integers(-1, 20, 40) + np.int64(1 << 33)
+    correlation = rng.integers(-1, 20, 40) + np.int64(1 << bits)
     launches = pd.DataFrame({"start_ns": rng.integers(0, 100, 40), "pid": np.full(40, 3),
                              "tid": rng.integers(0, 5, 40), "correlation_id": correlation})
     ops = pd.DataFrame({"start_ns": np.arange(30), "dur_ns": np.ones(30, dtype=np.int32), "pid": rng.choice([3, 4], 30),
-                        "correlation_id": rng.choice(np.append(correlation, [-1, 1 << 34]), 30)})
+                        "correlation_id": rng.choice(np.append(correlation, [-1, 1 << (bits + 1)]), 30)})
     join = streamed_join([ops], launches, 7, 2, rng)
-    assert not join.packed
+    assert join.packed == packed
     joined = join.joined([ops], LaunchCalls(np.zeros(0, np.int64), 0, 0, 0))[0]
     expected = first_launch_rows(ops, launches)
     assert joined["launch_start_ns"].tolist() == [launches["start_ns"][row] if row >= 0 else -1 for row in expected]

@@ -26,8 +26,8 @@ from analysis.load.tables import ID_MASK, JOIN_CHUNK_OPS, StringTable, distinct_
 LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
 # No slice of the call table has claimed an op yet (:attr:`LaunchJoin.claimed`).
 UNCLAIMED = np.iinfo(np.int8).max
-# Bits of an op's row under its key in a packed sort entry (:class:`LaunchJoin`).
-ROW_BITS = 32
+# Bits of a packed sort entry (:class:`LaunchJoin`): a key above an op's row in a non-negative int64.
+PACKED_BITS = 63
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,10 @@ class LaunchJoin:
 
     Each op's key is its process's position among the ops' processes above its correlation id;
     an op whose id is missing (-1) has none. The keys are held sorted, each packed above its op's
-    row in one int64 where the key fits in 31 bits (the usual trace; else keys and rows apart),
-    so that a chunk's calls find their ops by a search. Where several calls share an op's key,
+    row in one int64 where the key's bits and a row's fit in 63 (the usual trace, even at a
+    hundred million ops with correlation ids past 2**31; else keys and rows apart, a sort order
+    and both copied by it: several times the memory), so that a chunk's calls find their ops by
+    a search. Where several calls share an op's key,
     the op takes the first in the table's rowid order: chunks of one slice come in that order,
     and an op claimed by a later slice is claimed again by an earlier one (:attr:`claimed`)."""
 
@@ -66,7 +68,8 @@ class LaunchJoin:
         largest = max((int(column.max()) for column in correlation if len(column)), default=0)
         self.correlation_bits = max(largest, 0).bit_length()
         total = sum(self.sizes)
-        self.packed = (len(self.processes) - 1).bit_length() + self.correlation_bits <= 31 and total < 1 << ROW_BITS
+        self.row_bits = max(total - 1, 0).bit_length()
+        self.packed = (len(self.processes) - 1).bit_length() + self.correlation_bits + self.row_bits <= PACKED_BITS
         # Written a chunk at a time into arrays of every op's length (cut to the keyed ones after):
         # no list of chunks beside a concatenation of them.
         keys = np.empty(total, dtype=np.int64)
@@ -78,7 +81,7 @@ class LaunchJoin:
                 at = np.flatnonzero(keyed)
                 found = slice(filled, filled + len(at))
                 if self.packed:  # the key above the op's row
-                    np.left_shift(key[at], ROW_BITS, out=keys[found])
+                    np.left_shift(key[at], self.row_bits, out=keys[found])
                     keys[found] |= at + (offset + low)
                 else:
                     keys[found], rows[found] = key[at], at + (offset + low)
@@ -121,9 +124,10 @@ class LaunchJoin:
         processes = pd.unique(call_process)
         calls = np.flatnonzero(keyed)
         key = key[calls]
+        row_mask = (1 << self.row_bits) - 1
         if self.packed:
-            left = np.searchsorted(self.sorted_keys, key << ROW_BITS, side="left")
-            right = np.searchsorted(self.sorted_keys, (key << ROW_BITS) | ((1 << ROW_BITS) - 1), side="right")
+            left = np.searchsorted(self.sorted_keys, key << self.row_bits, side="left")
+            right = np.searchsorted(self.sorted_keys, (key << self.row_bits) | row_mask, side="right")
         else:
             left = np.searchsorted(self.sorted_keys, key, side="left")
             right = np.searchsorted(self.sorted_keys, key, side="right")
@@ -133,7 +137,7 @@ class LaunchJoin:
         # Every op of each call's run of keys, in call order: the run's start, then a step per op.
         at = np.repeat(left - np.cumsum(ops_per_call) + ops_per_call, ops_per_call) + np.arange(int(ops_per_call.sum()))
         call_of = np.repeat(calls, ops_per_call)
-        rows = self.sorted_keys[at] & ((1 << ROW_BITS) - 1) if self.packed else self.rows[at]
+        rows = self.sorted_keys[at] & row_mask if self.packed else self.rows[at]
         rows, first = np.unique(rows, return_index=True)  # an op's first call in this chunk
         call_of = call_of[first]
         with self.lock:
