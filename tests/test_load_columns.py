@@ -135,6 +135,20 @@ def test_capture_ends_with_a_launch_call_that_ends_after_every_kernel(tmp_path):
     assert trace.capture_end_ns == 305  # the call starts at 300 and lasts 5 ns
 
 
+@pytest.mark.parametrize("wide_row", [0, 1])
+def test_an_id_column_too_wide_for_int32_is_read_in_int64_and_the_others_stay_narrow(wide_row):
+    """A value past 32 bits in the last row (known before the read) or further up (the read starts
+    again): that column comes in int64, the other narrow one still in int32, every value kept."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (a INTEGER NOT NULL, b INTEGER NOT NULL)")
+    rows = [(1, 3), (2, 5), (3, 7)]
+    rows[wide_row * 2] = (rows[wide_row * 2][0], 1 << 40)
+    conn.executemany("INSERT INTO t VALUES (?, ?)", rows)
+    columns, _ = read_ints_and_largest(conn, read_schema(conn), "t", ("a", "b"), None, chunk_rows=1, narrow=("a", "b"))
+    assert (columns["a"].dtype, columns["b"].dtype) == (np.int32, np.int64)
+    assert [columns["a"].tolist(), columns["b"].tolist()] == [list(column) for column in zip(*rows)]
+
+
 def test_ids_are_narrowed_only_when_every_value_fits():
     fits = narrow_ids(np.array([-1, 0, np.iinfo(np.int32).max], dtype=np.int64))
     assert fits.dtype == np.int32 and fits.tolist() == [-1, 0, np.iinfo(np.int32).max]

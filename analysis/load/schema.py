@@ -107,15 +107,38 @@ def read_ints_and_largest(conn: sqlite3.Connection, schema: dict, table: str, co
     scan of the table: a query of its own would scan the table again.
 
     The ``narrow`` columns (ids) are read into int32 columns, half the memory of int64 ones while
-    the table is read; a value that does not fit makes the whole read start again in int64."""
-    try:
-        return _read_ints_and_largest(conn, schema, table, columns, largest, where, chunk_rows, workers, narrow)
-    except _NotNarrow:
-        return _read_ints_and_largest(conn, schema, table, columns, largest, where, chunk_rows, workers, ())
+    the table is read. One whose value in the table's last row does not fit is read in int64 from
+    the start (ids grow with the rows: correlation ids pass 2**31 at about a hundred million
+    kernels); a value that does not fit further up makes the read start again with that column in
+    int64, once the first read's arrays are let go."""
+    narrow = _fitting_at_end(conn, schema, table, narrow)
+    while True:
+        try:
+            return _read_ints_and_largest(conn, schema, table, columns, largest, where, chunk_rows, workers, narrow)
+        except _NotNarrow as wide:
+            column = wide.column
+        # Out of the handler: its traceback, which holds the first read's arrays, is gone.
+        narrow = tuple(name for name in narrow if name != column)
 
 
 class _NotNarrow(ValueError):
     """A value of a column read in int32 that does not fit it."""
+
+    def __init__(self, column: str):
+        super().__init__(column)
+        self.column = column
+
+
+def _fitting_at_end(conn: sqlite3.Connection, schema: dict, table: str, narrow: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``narrow`` columns whose value in the table's last row fits int32 (or is not an
+    integer: the read decides); those the export lacks are kept."""
+    present = [name for name in narrow if name in schema[table]]
+    if not present:
+        return narrow
+    row = conn.execute(f'SELECT {", ".join(f"{chr(34)}{name}{chr(34)}" for name in present)} FROM {table} '
+                       f'WHERE rowid = (SELECT max(rowid) FROM {table})').fetchone()
+    wide = {name for name, value in zip(present, row or ()) if type(value) is int and not INT32.min <= value <= INT32.max}
+    return tuple(name for name in narrow if name not in wide)
 
 
 def _read_ints_and_largest(conn: sqlite3.Connection, schema: dict, table: str, columns: tuple[str, ...],
@@ -235,9 +258,9 @@ class _ChunkReader:
         def into_out(chunk: list[np.ndarray]) -> None:
             nonlocal filled
             count = len(chunk[0])
-            for column, part in zip(out, chunk):
+            for name, column, part in zip(self.columns, out, chunk):
                 if column.dtype == np.int32 and len(part) and not (INT32.min <= part.min() and part.max() <= INT32.max):
-                    raise _NotNarrow
+                    raise _NotNarrow(name)
                 column[filled:filled + count] = part
             filled += count
 
