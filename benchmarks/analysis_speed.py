@@ -4,7 +4,8 @@
 
 For each trace: the floor (sqlite3 `fetchall` of the columns the loader reads from the kernel,
 runtime API, NVTX and StringIds tables; best of a few runs, the file warm in the page cache), then
-`analysis.analyze_trace` in a fresh Python process, timed inside that process around the
+`analysis.analyze_trace` in a fresh Python process set up as analyze-nsys sets up the processes
+that analyze (glibc's malloc giving large freed blocks back), timed inside that process around the
 call, with the process's peak resident memory and its resident memory before the call
 (interpreter plus imports). Memory comes from /proc/self/status (VmHWM, VmRSS): getrusage's
 ru_maxrss would carry over the parent's peak through fork and exec. With `--runs N` the analysis
@@ -99,9 +100,13 @@ def read_floor_s(trace: Path) -> tuple[float, int]:
 
 
 def _analyze_here(trace: Path) -> dict:
-    """Child-process side: run the analysis once and report its time and memory."""
+    """Child-process side: run the analysis once and report its time and memory, in a process set
+    up as analyze-nsys sets up those that analyze (malloc giving large freed blocks back:
+    :func:`analysis.app.engine.returned_memory`)."""
     from analysis import analyze_trace
+    from analysis.app.engine import returned_memory
 
+    returned_memory()
     baseline_rss_bytes = _memory_bytes("VmRSS")
     started = time.perf_counter()
     analyze_trace(trace)
