@@ -223,7 +223,7 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     launches = _launches_of(ops, launch_rows(ops)) if launch_rows is not None else None
     if columns is not None and "launch_tid" not in columns and not _several_devices(ops):
         del ops["launch_tid"]  # read last by the holders' search (several GPUs: by _split_models too)
-    # The phase window of each op as its position (a few thousand windows: 16 bits), its name and
+    # The phase window of each op as its position (16 bits below 32,768 windows), its name and
     # range id looked up once the launches are let go, not held beside them.
     phase_window = ops_in_windows(ops, phase_windows)
     if columns is not None and "launch_start_ns" not in columns:

@@ -52,13 +52,13 @@ class LaunchJoin:
     API calls handed over a chunk at a time (:meth:`add`).
 
     Each op's key is its process's position among the ops' processes above its correlation id;
-    an op whose id is missing (-1) has none. The keys are held sorted, each packed above its op's
-    row in one int64 where the key's bits and a row's fit in 63 (the usual trace, even at a
-    hundred million ops with correlation ids past 2**31; else keys and rows apart, a sort order
-    and both copied by it: several times the memory), so that a chunk's calls find their ops by
-    a search. Where several calls share an op's key,
-    the op takes the first in the table's rowid order: chunks of one slice come in that order,
-    and an op claimed by a later slice is claimed again by an earlier one (:attr:`claimed`)."""
+    an op whose id is missing (-1) has none. The keys are held sorted, so that a chunk's calls
+    find their ops by a search: each packed above its op's row in one int64 where the key's bits
+    and a row's fit in 63 (the usual trace, even at a hundred million ops with correlation ids
+    past 2**31), else keys and rows apart, with a sort order and both copied by it (several times
+    the memory). Where several calls share an op's key, the op takes the first in the table's
+    rowid order: chunks of one slice come in that order, and an op claimed by a later slice is
+    claimed again by an earlier one (:attr:`claimed`)."""
 
     def __init__(self, tables: list[pd.DataFrame]):
         self.sizes = [len(table) for table in tables]

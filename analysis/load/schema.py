@@ -135,8 +135,8 @@ def _fitting_at_end(conn: sqlite3.Connection, schema: dict, table: str, narrow: 
     present = [name for name in narrow if name in schema[table]]
     if not present:
         return narrow
-    row = conn.execute(f'SELECT {", ".join(f"{chr(34)}{name}{chr(34)}" for name in present)} FROM {table} '
-                       f'WHERE rowid = (SELECT max(rowid) FROM {table})').fetchone()
+    quoted = ", ".join(f'"{name}"' for name in present)
+    row = conn.execute(f"SELECT {quoted} FROM {table} WHERE rowid = (SELECT max(rowid) FROM {table})").fetchone()
     wide = {name for name, value in zip(present, row or ()) if type(value) is int and not INT32.min <= value <= INT32.max}
     return tuple(name for name in narrow if name not in wide)
 

@@ -77,10 +77,10 @@ def communication_summary(trace: Trace, labelled: LabelledOps) -> CommunicationR
                                            if column in labelled.ops}, copy=False), is_kernel)
     communicates = ops["is_communication"].to_numpy()
     # The launch columns are read only with the communication kernels' rows (message sizes, the
-    # all-gathers' order in FSDP blocks), copied here; every op keeps them only where the FSDP
-    # blocks copy every kernel row. At millions of ops, 12 bytes an op left out.
+    # all-gathers' order in FSDP blocks), copied here: from the ops where every op keeps them (the
+    # FSDP blocks may copy every kernel row), else from what the labelling kept of them.
     communicating = kernel_rows(ops, communicates)
-    if labelled.launches is not None:  # the labelling kept the communication kernels' alone
+    if labelled.launches is not None:
         launches = labelled.launches.loc[np.flatnonzero(communicates)]
         communicating = with_columns(communicating, **{column: launches[column].to_numpy() for column in launches})
     blocks = fsdp_blocks(communicating, trace.ranges, labelled)
