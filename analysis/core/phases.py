@@ -158,11 +158,12 @@ def _merged_order(kernels: pd.DataFrame, memops: pd.DataFrame) -> tuple[np.ndarr
 
 def trace_ops(trace: Trace, *, move: bool = False) -> pd.DataFrame:
     """What the labelling reads of the trace's operations whatever the range names: :func:`gpu_ops`
-    with :data:`INNERMOST_RANGE` (:func:`analysis.core.attribution.innermost_ranges`), the table
-    :func:`label_ops` takes as ``ops`` (and a re-analysis from kept tables keeps)."""
-    ops = gpu_ops(trace, move=move)
-    ops[INNERMOST_RANGE] = narrow_ids(innermost_ranges(ops, trace.ranges))
-    return ops
+    of the kernels' columns (no ``bytes``: nothing after the labelling reads the ops' sizes, 4 B
+    an op) with :data:`INNERMOST_RANGE` (:func:`analysis.core.attribution.innermost_ranges`), the
+    table :func:`label_ops` takes as ``ops`` (and a re-analysis from kept tables keeps)."""
+    ops = gpu_ops(trace, move=move, columns=list(trace.kernels.columns))
+    # Joined without a copy (with_columns): a column set on the table would be copied into it.
+    return with_columns(ops, **{INNERMOST_RANGE: narrow_ids(innermost_ranges(ops, trace.ranges))})
 
 
 def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bool = False,
