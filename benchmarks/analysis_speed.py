@@ -20,6 +20,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.request import pathname2url
@@ -82,10 +83,19 @@ def floor_queries(conn: sqlite3.Connection) -> dict[str, str]:
     return queries
 
 
+def read_only_uri(trace: Path) -> str:
+    """The SQLite URI of ``trace`` opened read-only and immutable, as the analyzer opens its inputs."""
+    return f"file:{pathname2url(str(trace.resolve()))}?mode=ro&immutable=1"
+
+
+def read_only(trace: Path) -> closing[sqlite3.Connection]:
+    """A connection to ``trace`` (:func:`read_only_uri`), closed at the end of a ``with`` block."""
+    return closing(sqlite3.connect(read_only_uri(trace), uri=True))
+
+
 def read_floor_s(trace: Path) -> tuple[float, int]:
     """Best time of `FLOOR_RUNS` plain reads of the needed columns, and the kernel count."""
-    conn = sqlite3.connect(f"file:{pathname2url(str(trace.resolve()))}?mode=ro&immutable=1", uri=True)
-    try:
+    with read_only(trace) as conn:
         queries = floor_queries(conn)
         best_s, kernels = float("inf"), 0
         for _ in range(FLOOR_RUNS):
@@ -95,8 +105,6 @@ def read_floor_s(trace: Path) -> tuple[float, int]:
             kernels = len(rows.get(KERNELS.name, ()))
             del rows
         return best_s, kernels
-    finally:
-        conn.close()
 
 
 def _analyze_here(trace: Path) -> dict:
@@ -130,11 +138,8 @@ def analyze_in_subprocess(trace: Path) -> dict:
 
 def kernel_count(trace: Path) -> int:
     """The kernels of a trace: the rows of its export's kernel table."""
-    conn = sqlite3.connect(f"file:{pathname2url(str(trace.resolve()))}?mode=ro&immutable=1", uri=True)
-    try:
+    with read_only(trace) as conn:
         return conn.execute(f"SELECT count(*) FROM {KERNELS.name}").fetchone()[0]
-    finally:
-        conn.close()
 
 
 def measure(trace: Path, runs: int = 1, floor: bool = True) -> Measurement:

@@ -48,7 +48,6 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -56,9 +55,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.request import pathname2url
 
-from benchmarks.analysis_speed import REPO, compile_checkout, floor_queries, kernel_count
+from benchmarks.analysis_speed import REPO, compile_checkout, floor_queries, kernel_count, read_only, read_only_uri
 
 PEER_QUERIES = (("top_kernels",), ("nvtx_layer_breakdown", "-p", "auto_depth=false"))
 PEER_CACHE_SUFFIX = ".nsys-cache"  # nsys_ai.parquet_cache._cache_dir_for
@@ -125,17 +123,13 @@ def run_process(command: list[str], env: dict[str, str] | None = None, cwd: Path
 
 def trace_floor_queries(trace: Path) -> list[str]:
     """The floor's SELECTs for this trace (`benchmarks.analysis_speed.floor_queries`)."""
-    conn = sqlite3.connect(f"file:{pathname2url(str(trace.resolve()))}?mode=ro&immutable=1", uri=True)
-    try:
+    with read_only(trace) as conn:
         return list(floor_queries(conn).values())
-    finally:
-        conn.close()
 
 
 def floor_run(trace: Path, queries: list[str]) -> Run:
     """A fresh interpreter reading the floor's columns."""
-    uri = f"file:{pathname2url(str(trace.resolve()))}?mode=ro&immutable=1"
-    return run_process([sys.executable, "-c", FLOOR_SCRIPT, uri, *queries])[0]
+    return run_process([sys.executable, "-c", FLOOR_SCRIPT, read_only_uri(trace), *queries])[0]
 
 
 def check_peer(peer_python: str) -> None:
