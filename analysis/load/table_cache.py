@@ -295,14 +295,17 @@ def _array_sha256(array: np.ndarray) -> str:
 
 def _load_arrays(folder: Path, arrays: dict) -> dict[str, np.ndarray]:
     """Every array the manifest lists, by file name, each checked against the manifest's dtype,
-    shape and hash. The files are read here, one after another: reading a header parses it with
-    ``ast``, which Python 3.11 cannot do on several threads at once. The hashes, most of an
-    entry's reading at about a GB/s a core, run on threads, since hashing releases the GIL, each
-    from when its array is read: they overlap the reading of the next files."""
+    shape and hash. Each file is mapped copy-on-write rather than read: its pages come from the
+    system's file cache as the hash reads them, without a copy into fresh memory (whose pages the
+    system would first zero), and a write to the array changes this process' copy alone. The
+    files are opened here, one after another: reading a header parses it with ``ast``, which
+    Python 3.11 cannot do on several threads at once. The hashes, most of an entry's reading at
+    about a GB/s a core, run on threads, since hashing releases the GIL, each from when its array
+    is opened: they overlap the opening of the next files."""
     loaded, hashes = {}, {}
     with ThreadPoolExecutor() as pool:
         for name, expected in arrays.items():
-            array = np.load(folder / name, allow_pickle=False)
+            array = np.asarray(np.load(folder / name, mmap_mode="c", allow_pickle=False))
             if array.dtype.str != expected["dtype"] or list(array.shape) != expected["shape"]:
                 raise DamagedEntry(f"{name} is not the array its manifest lists")
             loaded[name] = array
