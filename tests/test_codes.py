@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from analysis.core import codes
-from analysis.core.codes import code_positions, id_positions, lookup, run_starts, run_sums, value_codes
+from analysis.core.codes import code_positions, id_positions, lookup, run_starts, run_sums, starting_with, value_codes
 
 
 @pytest.mark.parametrize("column", [
@@ -17,6 +17,18 @@ def test_value_codes_number_the_values_and_mark_missing_ones(column):
     codes, values = value_codes(column)
     assert [None if code < 0 else values[code] for code in codes] == ["b", None, "a", "b"]
 
+
+@pytest.mark.parametrize("column", [
+    pd.Series(["layer_1", "", "layer_", "lay", "x_layer_2", None, "layer_1"], dtype="str"),
+    pd.Series(["layer_1", "", "layer_", "lay", "x_layer_2", None, "layer_1"], dtype=object),
+    pd.Series(pd.Categorical(["layer_1", "", "layer_", "lay", "x_layer_2", None, "layer_1"],
+                             categories=["layer_9", "layer_1", "", "layer_", "lay", "x_layer_2"])),
+    pd.Series([], dtype="str"),
+], ids=["str", "object", "categorical", "empty"])
+def test_starting_with_is_the_row_by_row_test_and_false_where_missing(column):
+    expected = [isinstance(name, str) and name.startswith("layer_") for name in column]
+    assert starting_with(column, "layer_").tolist() == expected
+    assert starting_with(column, "layer_").dtype == bool
 
 def test_code_positions_look_codes_up_in_a_known_tuple():
     values = pd.Index(["backward", "mystery", "forward"])

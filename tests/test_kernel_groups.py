@@ -20,7 +20,8 @@ from analysis.trace.nsys_inputs import (
     NsysInputs,
     category_ms,
     device_keys,
-    device_numbers,
+    device_positions,
+    distinct_devices,
     kernel_groups,
     kernel_totals,
     op_classes,
@@ -282,25 +283,27 @@ def test_device_busy_time_is_the_union_of_its_measured_kernels(seed, chunk):
 
 
 @pytest.mark.parametrize("chunk", [3, 1 << 20])
-def test_device_numbers_rank_the_distinct_keys(monkeypatch, chunk):
-    """The same in chunks of a few rows as in one: empty, one device, several."""
+def test_device_positions_rank_the_distinct_keys(monkeypatch, chunk):
+    """The same in chunks of a few rows as in one: empty, one device, several, and more than are
+    found one pass each (FEW_DEVICES)."""
     monkeypatch.setattr(nsys_inputs, "CHUNK_OPS", chunk)
     rng = np.random.default_rng(0)
     for pid, device_id in ((np.array([], dtype=np.int32), np.array([], dtype=np.int32)),
-                           (np.full(5, 3), np.full(5, 1)), (rng.integers(0, 3, 200), rng.integers(0, 4, 200))):
-        numbers, distinct = device_numbers(pid, device_id)
-        expected_distinct, expected_numbers = np.unique(device_keys(pid, device_id), return_inverse=True)
+                           (np.full(5, 3), np.full(5, 1)), (rng.integers(0, 3, 200), rng.integers(0, 4, 200)),
+                           (rng.integers(0, 2, 50), np.full(50, 2))):
+        distinct = distinct_devices(pid, device_id)
+        expected_distinct, expected_positions = np.unique(device_keys(pid, device_id), return_inverse=True)
         assert distinct.tolist() == expected_distinct.tolist()
-        assert numbers.tolist() == expected_numbers.tolist()
+        assert device_positions(distinct, pid, device_id).tolist() == expected_positions.tolist()
 
 
 def test_device_keys_keep_large_pids_apart_and_in_order():
     """pids read as int32 (as the loader keeps them), large enough to wrap an int32 key."""
     pid = np.array([40_000, 40_000 + 65_536, 40_000, 2_000_000, 7], dtype=np.int32)
     device_id = np.array([1, 1, 0, 3, 2], dtype=np.int32)
-    numbers, _ = device_numbers(pid, device_id)
+    positions = device_positions(distinct_devices(pid, device_id), pid, device_id)
     pairs = sorted(set(zip(pid.tolist(), device_id.tolist())))
-    assert numbers.tolist() == [pairs.index(pair) for pair in zip(pid.tolist(), device_id.tolist())]
+    assert positions.tolist() == [pairs.index(pair) for pair in zip(pid.tolist(), device_id.tolist())]
 
 
 @pytest.mark.parametrize("seed", range(20))

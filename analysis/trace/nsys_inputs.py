@@ -258,21 +258,6 @@ def device_keys(pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
     return pid.astype(np.int64) * 65536 + device_id
 
 
-def device_numbers(pid: np.ndarray, device_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's position among the distinct :func:`device_keys` in ascending order
-    (:func:`distinct_devices`), and those keys: the rows of a trace of one device numbered as
-    int8 zeros, the others as int32, found :data:`~analysis.core.attribution.CHUNK_OPS` rows at
-    a time (no 64-bit key per row at once)."""
-    distinct = distinct_devices(pid, device_id)
-    if len(distinct) <= 1:
-        return np.zeros(len(pid), dtype=np.int8), distinct
-    position = np.empty(len(pid), dtype=np.int32)
-    for low in range(0, len(pid), CHUNK_OPS):
-        rows = slice(low, low + CHUNK_OPS)
-        position[rows] = device_positions(distinct, pid[rows], device_id[rows])
-    return position, distinct
-
-
 def device_positions(distinct: np.ndarray, pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
     """Each row's position among ``distinct`` (:func:`distinct_devices` of these rows or more):
     zeros, with no keys made, where there is one device."""
@@ -283,12 +268,29 @@ def device_positions(distinct: np.ndarray, pid: np.ndarray, device_id: np.ndarra
 
 def distinct_devices(pid: np.ndarray, device_id: np.ndarray) -> np.ndarray:
     """The distinct :func:`device_keys` of the rows, ascending: made
-    :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time, and without keys for a trace of
-    one device (the common case, told by the columns' least and greatest values)."""
+    :data:`~analysis.core.attribution.CHUNK_OPS` rows at a time (:func:`_distinct_keys`), and
+    without keys for a trace of one device (the common case, told by the columns' least and
+    greatest values)."""
     if len(pid) and pid.min() == pid.max() and device_id.min() == device_id.max():
         return device_keys(pid[:1], device_id[:1])
-    return np.unique(np.concatenate([np.unique(device_keys(pid[low:low + CHUNK_OPS], device_id[low:low + CHUNK_OPS]))
+    return np.unique(np.concatenate([_distinct_keys(device_keys(pid[low:low + CHUNK_OPS], device_id[low:low + CHUNK_OPS]))
                                      for low in range(0, len(pid), CHUNK_OPS)] or [np.zeros(0, dtype=np.int64)]))
+
+
+# Devices :func:`_distinct_keys` finds one pass each before it hashes the keys left.
+FEW_DEVICES = 8
+
+
+def _distinct_keys(keys: np.ndarray) -> np.ndarray:
+    """``np.unique(keys)`` for the few devices of a trace: the least key, then the least of the
+    rows of other keys, and so on, a pass over the keys left for each (about a third of the time
+    of hashing every row, where two GPUs interleave); the keys left after :data:`FEW_DEVICES`
+    are hashed."""
+    found = []
+    while len(keys) and len(found) < FEW_DEVICES:
+        found.append(keys.min())
+        keys = keys[keys != found[-1]]
+    return np.concatenate([np.array(found, dtype=np.int64), np.unique(keys)])
 
 
 def kernel_totals(kernels: pd.DataFrame, passes: int) -> pd.DataFrame:

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.attribution import ops_in_windows
+from analysis.core.codes import starting_with
 from analysis.core.phases import LabelledOps
 from cs336_profile.contract import LAYER_PREFIX
 
@@ -63,7 +64,7 @@ def block_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, blocks: pd.DataFra
 def layer_blocks(ranges: pd.DataFrame, labelled: LabelledOps) -> pd.DataFrame:
     """The blocks: ``layer_<i>`` ranges inside measured forward ranges, with ``block`` and
     ``forward_id`` (the forward range's ``range_id``)."""
-    named = ranges[ranges["name"].str.startswith(LAYER_PREFIX).to_numpy()]
+    named = ranges[starting_with(ranges["name"], LAYER_PREFIX)]
     if named.empty:
         return named.assign(block=np.int64(0), forward_id=np.int64(0))
     index = named["name"].str.extract(BLOCK_RANGE, expand=False)

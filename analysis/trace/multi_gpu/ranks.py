@@ -22,7 +22,7 @@ from analysis.core.codes import code_positions, distinct, row_starts, run_maxima
 from analysis.core.intervals import span_per_group
 from analysis.core.phases import PHASES, LabelledOps
 from analysis.load.tables import op_ends
-from analysis.trace.nsys_inputs import device_numbers
+from analysis.trace.nsys_inputs import device_positions, distinct_devices
 from cs336_profile.contract import CONFIG_EVENT, MARK_DOMAIN
 
 WHOLE_STEP = "step"  # the phase key of a rank's figures over its whole measured steps
@@ -228,11 +228,12 @@ def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray, exposed: np.ndarray) -
     columns = {column: value_codes(ops[column])[0] if column in ("phase", "step") else ops[column].to_numpy()
                for column in (*RUN_KEYS, "dur_ns", "start_ns")}
     communicating = np.flatnonzero(ops["is_communication"].to_numpy())
+    devices = distinct_devices(columns["pid"], columns["device_id"])
     parts = []
     for low in range(0, max(len(ops), 1), RUN_CHUNK_OPS):
         chunk = slice(low, low + RUN_CHUNK_OPS)
         kernels = is_kernel[chunk]
-        numbers, devices = device_numbers(columns["pid"][chunk], columns["device_id"][chunk])
+        numbers = device_positions(devices, columns["pid"][chunk], columns["device_id"][chunk])
         for number in range(max(len(devices), 1)):
             rows = low + np.flatnonzero(kernels & (numbers == number) if len(devices) > 1 else kernels)
             parts.append(_chunk_runs(columns, ops, rows, communicating, exposed))

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.classify import is_communication
-from analysis.core.codes import value_codes
+from analysis.core.codes import starting_with, value_codes
 from analysis.core.phases import LabelledOps
 from analysis.load import Trace
 from analysis.load.tables import op_ends, ops_within, with_columns
@@ -53,7 +53,7 @@ def launches_read(ranges: pd.DataFrame, *tables: pd.DataFrame) -> str:
     if not communicating:
         return "none"
     if any(collective_of(name) == ALL_GATHER for name in communicating) and \
-            ranges["name"].str.startswith(LAYER_PREFIX).any():
+            starting_with(ranges["name"], LAYER_PREFIX).any():
         return "every"
     return "communication"
 
