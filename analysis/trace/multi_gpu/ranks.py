@@ -226,8 +226,8 @@ def kernel_runs(ops: pd.DataFrame, is_kernel: np.ndarray, exposed: np.ndarray) -
     is a stretch of one GPU's kernels, and only a chunk's rows are ever copied. The runs come
     chunk by chunk, each chunk's GPU by GPU."""
     columns = {column: value_codes(ops[column])[0] if column in ("phase", "step") else ops[column].to_numpy()
-               for column in (*RUN_KEYS, "dur_ns", "start_ns")}
-    communicating = np.flatnonzero(ops["is_communication"].to_numpy())
+               for column in (*RUN_KEYS, "dur_ns", "start_ns", "is_communication")}
+    communicating = np.flatnonzero(columns["is_communication"])
     devices = distinct_devices(columns["pid"], columns["device_id"])
     parts = []
     for low in range(0, max(len(ops), 1), RUN_CHUNK_OPS):
@@ -248,17 +248,16 @@ def _chunk_runs(columns: dict[str, np.ndarray], ops: pd.DataFrame, rows: np.ndar
                 exposed: np.ndarray) -> dict[str, np.ndarray]:
     """:func:`kernel_runs` of the kernels ``rows`` (positions in order) alone, ``phase`` still as
     the ops' codes; ``columns``: the ops' columns that the runs read; ``communicating``: the rows
-    of the communication kernels, whose exposed ns ``exposed`` holds."""
+    of the communication kernels (``is_communication``), whose exposed ns ``exposed`` holds."""
     keys = [columns[column][rows] for column in RUN_KEYS]
     count = len(rows)
     first = row_starts(keys)
     runs = {column: values[first] for column, values in zip(RUN_KEYS, keys)}
     runs["kernels"] = np.diff(np.append(first, count))
     durations = columns["dur_ns"][rows]
-    at = np.minimum(np.searchsorted(communicating, rows), max(len(communicating) - 1, 0))
-    communicates = communicating[at] == rows if len(communicating) else np.zeros(count, dtype=bool)
+    communicates = columns["is_communication"][rows]
     chunk_exposed = np.zeros(count, dtype=np.int64)
-    chunk_exposed[communicates] = exposed[at[communicates]]
+    chunk_exposed[communicates] = exposed[np.searchsorted(communicating, rows[communicates])]
     # in int64: a run's summed ns may pass the 32 bits of a column of durations
     runs["dur_ns"] = run_sums(durations, first)
     runs["communication_ns"] = run_sums(durations, first, where=communicates)
