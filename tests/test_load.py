@@ -50,6 +50,9 @@ def test_nesting_of_push_pop_ranges(fixture_trace):
     assert set(parents) == {"forward"}
     steps = ranges[ranges["name"].str.match(r"^(warmup|step)_\d+$")]
     assert (steps["depth"] == 0).all() and (steps["parent_id"] == -1).all()
+    # held in 32 bits, as every trace's ids, threads and depths fit
+    assert {str(ranges[column].dtype) for column in ("range_id", "tid", "end_tid", "depth", "parent_id")} == {"int32"}
+    assert ranges["range_id"].tolist() == list(range(len(ranges)))
 
 
 def test_registered_strings_and_domains(fixture_trace):

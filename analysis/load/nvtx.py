@@ -18,7 +18,7 @@ from analysis.load.schema import (
     int_column,
     require_columns,
 )
-from analysis.load.tables import MAX_TIME_NS, StringTable, keep_rows, process_of, tid_of
+from analysis.load.tables import MAX_TIME_NS, StringTable, keep_rows, narrow_ids, process_of, tid_of
 
 # Op-level ranges (``aten::mm``, ``autograd::engine::…``, ``cub::…``, ``emit_nvtx``'s
 # ``aten::add, seq = 3`` and ``autograd-shapes-nvtx``'s ``sizes = [[…]]``): a trace may hold
@@ -148,6 +148,10 @@ def read_gemm_ops(conn: sqlite3.Connection, schema: dict, strings: StringTable) 
                          "tid": tid_of(global_tid)[found], "name": names[found]}, columns=columns)
 
 
+# The columns of the ranges :func:`ranges_of` keeps in 32 bits where they fit.
+NARROW_RANGE_COLUMNS = ("range_id", "tid", "end_tid", "depth", "parent_id")
+
+
 def ranges_of(events: pd.DataFrame, capture_end_ns: int, notes: list[str]) -> pd.DataFrame:
     """NVTX ranges sorted by start, ``range_id`` = row, with depth and parent (push/pop nest per thread)."""
     is_range = events["event_type"].isin(NVTX_PUSH_POP + NVTX_START_END)
@@ -172,7 +176,10 @@ def ranges_of(events: pd.DataFrame, capture_end_ns: int, notes: list[str]) -> pd
                      "the capture")
     columns = ["range_id", "name", "domain", "kind", "start_ns", "end_ns", "is_open", "pid",
                "tid", "end_tid", "depth", "parent_id"]
-    return ranges[columns]
+    ranges = ranges[columns]
+    # Ids, threads and depths in 32 bits where they fit (every trace's): 20 B a range, which the
+    # analysis holds from the load to the end (tens of MB at millions of ranges).
+    return ranges.assign(**{column: narrow_ids(ranges[column].to_numpy()) for column in NARROW_RANGE_COLUMNS})
 
 
 def _nesting(ranges: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
