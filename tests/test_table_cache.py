@@ -243,6 +243,34 @@ def test_array_headers_are_parsed_on_the_calling_thread_only(fixture_trace, tmp_
     assert readers == {threading.current_thread()}
 
 
+def test_a_write_to_a_served_table_leaves_its_entry_whole(fixture_trace, tmp_path, monkeypatch):
+    """The files are mapped copy-on-write: a column changed in place changes the process' copy only."""
+    path = fixture_trace(TRAIN)
+    cache = TableCache(tmp_path / "tables", min_rows=0)
+    read = cache.load(path, RangeFilter())
+    served = served_from_cache(cache, path, monkeypatch)
+    starts = served.kernels["start_ns"].to_numpy()
+    starts.flags.writeable = True
+    starts[:] = -1
+    assert (served.kernels["start_ns"] == -1).all()
+    assert_same_trace(read, served_from_cache(cache, path, monkeypatch))
+
+
+def test_files_that_cannot_be_mapped_are_read(fixture_trace, tmp_path, monkeypatch):
+    """A file system that cannot map files (np.load's mapping fails with OSError) still serves the entry."""
+    path = fixture_trace(TRAIN)
+    cache = TableCache(tmp_path / "tables", min_rows=0)
+    read = cache.load(path, RangeFilter())
+    real_load = np.load
+
+    def unmappable(file, *args, mmap_mode=None, **kwargs):
+        if mmap_mode is not None:
+            raise OSError(19, "No such device")
+        return real_load(file, *args, **kwargs)
+
+    monkeypatch.setattr(table_cache_module.np, "load", unmappable)
+    assert_same_trace(read, served_from_cache(cache, path, monkeypatch))
+
 def test_a_linked_tables_folder_is_neither_read_nor_written(fixture_trace, tmp_path):
     path = fixture_trace(FORWARD)
     elsewhere = tmp_path / "elsewhere"

@@ -267,6 +267,7 @@ def _read_fields(folder: Path, key: dict, leave_out: tuple[str, ...] = ()) -> di
         sealed = (folder / SEAL).read_text()
     except (OSError, UnicodeDecodeError):
         return None  # no entry (or one being replaced): read the export
+    loaded: dict[str, np.ndarray] = {}
     try:
         if not seal_holds(sealed, MANIFEST, manifest_text):
             raise DamagedEntry("its seal does not hold")
@@ -285,8 +286,12 @@ def _read_fields(folder: Path, key: dict, leave_out: tuple[str, ...] = ()) -> di
         return {name: _decode_frame(spec["table"], load, empty=name in leave_out) if "table" in spec
                 else _decode_plain(spec["value"]) for name, spec in fields.items()}
     except (DamagedEntry, OSError, ValueError, KeyError, TypeError, IndexError):
-        _remove(folder)
-        return None
+        pass
+    # Removed once the arrays read are let go (here, and with the exception): a file still mapped
+    # cannot be removed on every system.
+    loaded.clear()
+    _remove(folder)
+    return None
 
 
 def _array_sha256(array: np.ndarray) -> str:
@@ -305,7 +310,7 @@ def _load_arrays(folder: Path, arrays: dict) -> dict[str, np.ndarray]:
     loaded, hashes = {}, {}
     with ThreadPoolExecutor() as pool:
         for name, expected in arrays.items():
-            array = np.asarray(np.load(folder / name, mmap_mode="c", allow_pickle=False))
+            array = _mapped(folder / name)
             if array.dtype.str != expected["dtype"] or list(array.shape) != expected["shape"]:
                 raise DamagedEntry(f"{name} is not the array its manifest lists")
             loaded[name] = array
@@ -314,6 +319,15 @@ def _load_arrays(folder: Path, arrays: dict) -> dict[str, np.ndarray]:
             if hashes[name].result() != expected["sha256"]:
                 raise DamagedEntry(f"{name} is not the array its manifest lists")
     return loaded
+
+
+def _mapped(path: Path) -> np.ndarray:
+    """The array of the ``.npy`` file ``path``, mapped copy-on-write; read into memory where the
+    file system cannot map files."""
+    try:
+        return np.asarray(np.load(path, mmap_mode="c", allow_pickle=False))
+    except OSError:
+        return np.load(path, allow_pickle=False)
 
 
 def _encode_plain(value):
