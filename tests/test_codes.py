@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from analysis.core import codes
-from analysis.core.codes import code_positions, id_positions, lookup, run_starts, run_sums, starting_with, value_codes
+from analysis.core.codes import code_positions, id_positions, lookup, per_name, run_starts, run_sums, value_codes
 
 
 @pytest.mark.parametrize("column", [
@@ -25,10 +25,18 @@ def test_value_codes_number_the_values_and_mark_missing_ones(column):
                              categories=["layer_9", "layer_1", "", "layer_", "lay", "x_layer_2"])),
     pd.Series([], dtype="str"),
 ], ids=["str", "object", "categorical", "empty"])
-def test_starting_with_is_the_row_by_row_test_and_false_where_missing(column):
-    expected = [isinstance(name, str) and name.startswith("layer_") for name in column]
-    assert starting_with(column, "layer_").tolist() == expected
-    assert starting_with(column, "layer_").dtype == bool
+def test_per_name_is_each_rule_row_by_row_with_missing_names_as_nan(column):
+    def starts(name):
+        return isinstance(name, str) and name.startswith("layer_")
+
+    expected = [starts(name) for name in column]
+    assert per_name(column, starts, dtype=bool).tolist() == expected
+    assert per_name(column, starts, dtype=bool).dtype == bool
+    lengths, missing = per_name(column, lambda name: len(name) if isinstance(name, str) else -1,
+                                lambda name: name != name, dtype=object)  # NaN is not itself
+    assert lengths.tolist() == [len(name) if isinstance(name, str) else -1 for name in column]
+    assert missing.tolist() == [not isinstance(name, str) for name in column]
+
 
 def test_code_positions_look_codes_up_in_a_known_tuple():
     values = pd.Index(["backward", "mystery", "forward"])

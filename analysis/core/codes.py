@@ -1,7 +1,7 @@
-"""Integer codes of table columns: the code of each value of a column, its distinct values, which
-values start with a prefix, the position of each coded value in a known tuple, the position of each
-id among others, the values of a table at millions of positions, where runs of equal consecutive
-values begin, and the distinct rows of several columns with their counts.
+"""Integer codes of table columns: the code of each value of a column, its distinct values, a rule
+worked out once per distinct name, the position of each coded value in a known tuple, the position
+of each id among others, the values of a table at millions of positions, where runs of equal
+consecutive values begin, and the distinct rows of several columns with their counts.
 
 numpy and pandas are imported by the functions: the interval helpers, which a run served from the
 results cache imports, build on this module.
@@ -27,15 +27,17 @@ def value_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
     return codes, pd.Index(values)
 
 
-def starting_with(column: pd.Series, prefix: str) -> np.ndarray:
-    """Whether each value of a column of names starts with ``prefix`` (False where missing): each
-    distinct name is tested once (:func:`value_codes`), where ``column.str.startswith`` calls
-    Python once per row (the millions of NVTX ranges of a long trace)."""
+def per_name(names, *rules, dtype=object) -> np.ndarray | list[np.ndarray]:
+    """Each of ``rules`` of each of ``names`` (the array of the one rule, else one per rule), worked
+    out once per distinct name (a trace repeats a few names many times, an NVTX range's name
+    millions of times), the names told apart once; a missing name is given to the rules as NaN."""
     import numpy as np
+    import pandas as pd
 
-    codes, values = value_codes(column)
-    starts = np.array([isinstance(value, str) and value.startswith(prefix) for value in values] + [False], dtype=bool)
-    return starts[codes]
+    codes, uniques = pd.factorize(np.asarray(names, dtype=object))  # a missing name: -1, the last result
+    values = [*uniques, np.nan] if (codes < 0).any() else list(uniques)
+    ruled = [np.array([rule(name) for name in values], dtype=dtype)[codes] for rule in rules]
+    return ruled[0] if len(rules) == 1 else ruled
 
 
 def distinct(values: np.ndarray) -> np.ndarray:

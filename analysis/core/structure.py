@@ -47,7 +47,7 @@ import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from analysis.core.classify import is_communication
-from analysis.core.codes import distinct, lookup, run_starts, run_sums, value_codes
+from analysis.core.codes import distinct, lookup, per_name, run_starts, run_sums, value_codes
 from analysis.core.intervals import within_earlier
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import (
@@ -282,12 +282,12 @@ def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     a role (``normal``, ``stem``: the last ``/``-separated part) and the stem of their whole names
     (``family``: ``train/step_3`` and ``eval/step_3`` are of two families), and PyTorch's labels;
     op-level ranges and library domains in neither."""
-    op_level_name, torch_label = _per_name(ranges["name"], lambda n: bool(OP_LEVEL.search(n) or LIBRARY_NAME.search(n)),
+    op_level_name, torch_label = per_name(ranges["name"], lambda n: bool(OP_LEVEL.search(n) or LIBRARY_NAME.search(n)),
                                            lambda n: TORCH_LABEL.search(n) is not None, dtype=bool)
-    op_level = op_level_name | _per_name(ranges["domain"].astype(str), lambda d: d.lower() in LIBRARY_DOMAINS, dtype=bool)
+    op_level = op_level_name | per_name(ranges["domain"].astype(str), lambda d: d.lower() in LIBRARY_DOMAINS, dtype=bool)
     own = ranges[~op_level & ~torch_label]
-    normal, family = _per_name(own["name"], role_name, _phase_family)
-    return own.assign(normal=normal, stem=_per_name(normal, name_stem), family=family), ranges[torch_label & ~op_level]
+    normal, family = per_name(own["name"], role_name, _phase_family)
+    return own.assign(normal=normal, stem=per_name(normal, name_stem), family=family), ranges[torch_label & ~op_level]
 
 
 def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str],
@@ -322,15 +322,6 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
 
 # ----------------------------------------------------------------------------- names
 
-def _per_name(names, *rules, dtype=object) -> np.ndarray | list[np.ndarray]:
-    """Each of ``rules`` of each of ``names`` (the array of the one rule, else one per rule), worked
-    out once per distinct name (a trace repeats a few names many times), the names told apart once."""
-    codes, uniques = pd.factorize(np.asarray(names, dtype=object))  # a missing name: -1, the last result
-    values = [*uniques, np.nan] if (codes < 0).any() else list(uniques)
-    ruled = [np.array([rule(name) for name in values], dtype=dtype)[codes] for rule in rules]
-    return ruled[0] if len(rules) == 1 else ruled
-
-
 def _named(family: re.Pattern, names) -> np.ndarray:
     """Whether each of ``names`` is of ``family`` (warm-up, measured): its whole name's stem or
     the stem of one of its ``/`` parts (``WarmUpStep3``, ``warmup/step_3``, ``train/warmup_3``),
@@ -341,7 +332,7 @@ def _named(family: re.Pattern, names) -> np.ndarray:
 
     def named(name) -> bool:
         return any(of_family(name_stem(normal_name(part))) for part in (str(name), *str(name).split("/")))
-    return _per_name(names, named, dtype=bool)
+    return per_name(names, named, dtype=bool)
 
 
 def _phase_of(normal: str) -> str | None:
@@ -457,7 +448,7 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
         phase = own["name"].map(given).to_numpy(dtype=object)
         _note_missing(given, own, notes)
     else:
-        phase = _per_name(own["name"], _phase_of_name)
+        phase = per_name(own["name"], _phase_of_name)
         if not pd.notna(phase).any():
             phase = _tagged_phases(own["name"], notes)
         phase = _resolve_ambiguous_step(own, phase)
@@ -964,7 +955,7 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     if names.step_prefix is not None:
         return (*_prefixed_steps(own, names, notes), False)
     candidates = own[~own["range_id"].isin(phases["range_id"]) & ~own["name"].isin(phases["range_name"])
-                     & ~_per_name(own["name"], _names_several_phases, dtype=bool)]
+                     & ~per_name(own["name"], _names_several_phases, dtype=bool)]
     if phases.empty and (unphased := _unphased_steps(candidates, ops)) is not None:
         return (*unphased, own.iloc[:0], False)
     if candidates.empty or phases.empty:
@@ -2038,7 +2029,7 @@ def _regions(own: pd.DataFrame, labels: pd.DataFrame, phases: pd.DataFrame, name
 def _matmuls_beside_softmax(own: pd.DataFrame, softmax: pd.DataFrame) -> pd.Series:
     """Ranges named like a plain matmul that share their parent with a softmax part range: the
     scores matmul when they end before it starts, the final matmul when they start after it ends."""
-    plain = own[_per_name(own["normal"], lambda n: bool(PLAIN_MATMUL.fullmatch(n)) and _region_of(n) is None, dtype=bool)]
+    plain = own[per_name(own["normal"], lambda n: bool(PLAIN_MATMUL.fullmatch(n)) and _region_of(n) is None, dtype=bool)]
     plain = plain[plain["parent_id"].isin(softmax["parent_id"]) & (plain["parent_id"] >= 0)]
     if plain.empty:
         return pd.Series(dtype=object)

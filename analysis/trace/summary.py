@@ -166,15 +166,14 @@ def summarize(trace: Trace, questions: Sequence[PerTraceQuestion], labelled: Lab
     ``questions`` (the registry's ``PER_TRACE``, which :func:`analysis.app.analyze.analyze_trace`
     passes); ``labelled`` is ``label_ops(trace, names, ...)`` with what :func:`ops_read` gives when the caller
     has it already (it carries its own names). ``labelled.ops`` keeps only the columns the sections
-    read (those of :class:`NsysInputs` and of the communication figures, less the launch columns
-    unless the communication figures read every op's: :func:`ops_read`), then, once the
-    communication figures are done, only those of :class:`NsysInputs`: at millions of kernels
-    every column dropped is memory the sections' own tables can use."""
+    read (those of :class:`NsysInputs` and of the communication figures; the labelling has let go
+    of the launch columns unless the communication figures read every op's: :func:`ops_read`),
+    then, once the communication figures are done, only those of :class:`NsysInputs`: at millions
+    of kernels every column dropped is memory the sections' own tables can use."""
     if labelled is None:
         columns, launch_rows = ops_read(trace.ranges, trace.kernels, trace.memops)
         labelled = label_ops(trace, names, columns=columns, launch_rows=launch_rows)
-    kept = ops_read(trace.ranges, labelled.ops)[0]
-    labelled.ops = labelled.ops[[column for column in labelled.ops.columns if column in kept]]
+    labelled.ops = labelled.ops[[column for column in labelled.ops.columns if column in READ_COLUMNS]]
     run = read_run_record(trace.marks, trace.path, labelled.structure.step_ranges)
     sources = SummarySources(trace, labelled, run, trace.gpu_name or (run.config or {}).get("gpu_name"))
     stage(f"{Path(trace.path).name}: summarizing")

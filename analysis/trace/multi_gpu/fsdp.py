@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.attribution import ops_in_windows
-from analysis.core.codes import starting_with
+from analysis.core.codes import per_name
 from analysis.core.phases import LabelledOps
 from cs336_profile.contract import LAYER_PREFIX
 
@@ -61,10 +61,15 @@ def block_figures(kernels: pd.DataFrame, ranks: pd.DataFrame, blocks: pd.DataFra
             for (rank, block), r in table.iterrows()]
 
 
+def is_layer_name(name) -> bool:
+    """Whether an NVTX range's name starts as a block's does (``layer_<i>``; a missing one, NaN, does not)."""
+    return isinstance(name, str) and name.startswith(LAYER_PREFIX)
+
+
 def layer_blocks(ranges: pd.DataFrame, labelled: LabelledOps) -> pd.DataFrame:
     """The blocks: ``layer_<i>`` ranges inside measured forward ranges, with ``block`` and
     ``forward_id`` (the forward range's ``range_id``)."""
-    named = ranges[starting_with(ranges["name"], LAYER_PREFIX)]
+    named = ranges[per_name(ranges["name"], is_layer_name, dtype=bool)]
     if named.empty:
         return named.assign(block=np.int64(0), forward_id=np.int64(0))
     index = named["name"].str.extract(BLOCK_RANGE, expand=False)

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.classify import is_communication
-from analysis.core.codes import starting_with, value_codes
+from analysis.core.codes import per_name, value_codes
 from analysis.core.phases import LabelledOps
 from analysis.load import Trace
 from analysis.load.tables import op_ends, ops_within, with_columns
 from analysis.trace.multi_gpu.communication import collective_columns, collective_figures, collective_of, exposed_ns
-from analysis.trace.multi_gpu.fsdp import ALL_GATHER, block_figures, layer_blocks
+from analysis.trace.multi_gpu.fsdp import ALL_GATHER, block_figures, is_layer_name, layer_blocks
 from analysis.trace.multi_gpu.nccl_payloads import kernel_bytes
 from analysis.trace.multi_gpu.rank_timeline import rank_timeline
 from analysis.trace.multi_gpu.ranks import (
@@ -26,7 +26,6 @@ from analysis.trace.multi_gpu.ranks import (
     step_passes,
 )
 from analysis.trace.summary_schema import CommunicationRecord
-from cs336_profile.contract import LAYER_PREFIX
 
 # The columns of the labelled ops the communication figures read: those of every trace, then the
 # streams and launches, read only between ranks or around NCCL kernels (the ranks' timeline, FSDP
@@ -53,7 +52,7 @@ def launches_read(ranges: pd.DataFrame, *tables: pd.DataFrame) -> str:
     if not communicating:
         return "none"
     if any(collective_of(name) == ALL_GATHER for name in communicating) and \
-            starting_with(ranges["name"], LAYER_PREFIX).any():
+            per_name(ranges["name"], is_layer_name, dtype=bool).any():
         return "every"
     return "communication"
 
