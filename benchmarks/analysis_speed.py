@@ -93,6 +93,29 @@ def read_only(trace: Path) -> closing[sqlite3.Connection]:
     return closing(sqlite3.connect(read_only_uri(trace), uri=True))
 
 
+# A fresh interpreter's read of the floor's columns: sqlite3 alone, or after ``import numpy``
+# (what any analyzer built on numpy pays before it does anything with the rows), with OpenBLAS
+# asked for one thread as analyze-nsys asks (:func:`analysis.app.engine.one_blas_thread`).
+FLOOR_SCRIPT = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], uri=True)
+rows = [conn.execute(sql).fetchall() for sql in sys.argv[2:]]
+"""
+
+
+def floor_command(trace: Path, queries: list[str], numpy: bool = False) -> list[str]:
+    """The command line of a fresh interpreter that reads the floor's ``queries`` of ``trace``
+    (:func:`floor_queries`), importing numpy first where ``numpy``."""
+    first = "import os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); import numpy" if numpy else ""
+    return [sys.executable, "-c", first + FLOOR_SCRIPT, read_only_uri(trace), *queries]
+
+
+def trace_floor_queries(trace: Path) -> list[str]:
+    """The floor's SELECTs for this trace (:func:`floor_queries`)."""
+    with read_only(trace) as conn:
+        return list(floor_queries(conn).values())
+
+
 def read_floor_s(trace: Path) -> tuple[float, int]:
     """Best time of `FLOOR_RUNS` plain reads of the needed columns, and the kernel count."""
     with read_only(trace) as conn:

@@ -5,7 +5,10 @@
 For each trace: `nsys stats` with the three reports that answer the same questions
 (`cuda_gpu_kern_sum`, `nvtx_kern_sum`, `nvtx_gpu_proj_sum`, CSV to a temporary folder) and
 `analyze-nsys TRACE --format json --no-cache --jobs 1`, each a fresh process timed from the
-outside, alternating, `--runs` times; prints the medians and their ratio. Without `nsys` on the
+outside, alternating, `--runs` times; prints the medians and their ratio. Beside them, timed the
+same way, the floor of any Python analyzer of the export: a fresh interpreter that reads the
+columns the loader reads with `sqlite3` (`benchmarks.analysis_speed`'s floor), and the same after
+`import numpy` (the least an analyzer built on numpy does before it reads a row's meaning). Without `nsys` on the
 PATH it says so and times analyze-nsys alone. First it prints what a Python process there starts
 with: the versions of Python, numpy, pandas and pyarrow, whether imports find compiled bytecode
 (a host that sets PYTHONDONTWRITEBYTECODE over packages installed without it compiles every
@@ -26,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.analysis_speed import REPO, compile_checkout
+from benchmarks.analysis_speed import REPO, compile_checkout, floor_command, trace_floor_queries
 
 NSYS_REPORTS = ("cuda_gpu_kern_sum", "nvtx_kern_sum", "nvtx_gpu_proj_sum")
 
@@ -87,19 +90,24 @@ def main(argv: list[str] | None = None) -> int:
     yardsticks = {code: statistics.median(wall_s([sys.executable, "-c", code], []) for _ in range(args.runs))
                   for code in ("pass", "import numpy", "import pandas")}
     print("python -c: " + ", ".join(f"'{code}' {seconds:.2f} s" for code, seconds in yardsticks.items()))
-    print(f"{'trace':<48} {'nsys s':>7} {'analyze-nsys s':>14} {'nsys / analyze-nsys':>20}")
+    print(f"{'trace':<48} {'nsys s':>7} {'read s':>7} {'numpy+read s':>12} {'analyze-nsys s':>14} "
+          f"{'nsys / analyze-nsys':>20}")
     with tempfile.TemporaryDirectory(prefix="nsys_compare_") as tmp:
         for trace in args.traces:
-            nsys_times, ours = [], []
+            queries = trace_floor_queries(trace)
+            nsys_times, reads, numpy_reads, ours = [], [], [], []
             for _ in range(args.runs):
                 if nsys:
                     reports = [Path(tmp) / f"{trace.stem}_{report}.csv" for report in NSYS_REPORTS]
                     nsys_times.append(wall_s(nsys_command(nsys, trace, Path(tmp)), reports))
+                reads.append(wall_s(floor_command(trace, queries), []))
+                numpy_reads.append(wall_s(floor_command(trace, queries, numpy=True), []))
                 ours.append(wall_s(analyzer_command(trace, Path(tmp)), [Path(tmp) / f"{trace.stem}.json"]))
             ours_s = statistics.median(ours)
             theirs = f"{statistics.median(nsys_times):7.2f}" if nsys_times else f"{'-':>7}"
             ratio = f"{statistics.median(nsys_times) / ours_s:19.2f}x" if nsys_times else f"{'-':>20}"
-            print(f"{trace.name:<48} {theirs} {ours_s:14.2f} {ratio}", flush=True)
+            print(f"{trace.name:<48} {theirs} {statistics.median(reads):7.2f} {statistics.median(numpy_reads):12.2f} "
+                  f"{ours_s:14.2f} {ratio}", flush=True)
     return 0
 
 

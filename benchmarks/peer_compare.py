@@ -56,7 +56,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.analysis_speed import REPO, compile_checkout, floor_queries, kernel_count, read_only, read_only_uri
+from benchmarks.analysis_speed import REPO, compile_checkout, floor_command, kernel_count, trace_floor_queries
 
 PEER_QUERIES = (("top_kernels",), ("nvtx_layer_breakdown", "-p", "auto_depth=false"))
 PEER_CACHE_SUFFIX = ".nsys-cache"  # nsys_ai.parquet_cache._cache_dir_for
@@ -65,14 +65,6 @@ RESULTS_DB = "results.db"  # analysis.app.cli.RESULTS_DB
 MODES = ("floor", "peer cold", "peer warm", "ours cold", "ours first", "ours warm", "ours renamed", "ours again")
 MIB = 1 << 20
 TIME = "/usr/bin/time"  # GNU time: the peak RSS and CPU time of a process and its reaped children
-
-# The floor's child: the interpreter alone and sqlite3, the queries given on its command line.
-FLOOR_SCRIPT = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], uri=True)
-rows = [conn.execute(sql).fetchall() for sql in sys.argv[2:]]
-"""
-
 
 @dataclass
 class Run:
@@ -121,15 +113,9 @@ def run_process(command: list[str], env: dict[str, str] | None = None, cwd: Path
     return Run(elapsed, float(user_s) + float(system_s), int(peak_kib) * 1024), stdout
 
 
-def trace_floor_queries(trace: Path) -> list[str]:
-    """The floor's SELECTs for this trace (`benchmarks.analysis_speed.floor_queries`)."""
-    with read_only(trace) as conn:
-        return list(floor_queries(conn).values())
-
-
 def floor_run(trace: Path, queries: list[str]) -> Run:
     """A fresh interpreter reading the floor's columns."""
-    return run_process([sys.executable, "-c", FLOOR_SCRIPT, read_only_uri(trace), *queries])[0]
+    return run_process(floor_command(trace, queries))[0]
 
 
 def check_peer(peer_python: str) -> None:
