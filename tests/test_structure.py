@@ -1392,6 +1392,32 @@ def test_measured_steps_of_widely_different_kernel_time_are_noted(tmp_path, fact
     assert bool(noted) == (factor >= 10)
 
 
+@pytest.mark.parametrize("varying", ["compute", "communication"])
+def test_steps_noted_as_unlike_by_their_work_not_by_waits_in_communication_kernels(tmp_path, varying):
+    """Six ``train_step`` ranges with an all-reduce in each backward: where the compute kernels
+    alternate between two lengths 50× apart the note is made and says communication is left out;
+    where only the all-reduce does (one rank waiting longer for the others in some steps, the
+    same work in every step, as on an FSDP rank) there is no note."""
+    nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    script = Script()
+
+    def step(long):
+        compute, wait = (500 if long and varying == "compute" else 10), (5000 if long and varying == "communication" else 10)
+        script.range("forward", lambda: script.kernel(count=3, duration=compute))
+        script.range("backward", lambda: (script.kernel(tid=AUTOGRAD, count=4, duration=compute),
+                                          script.kernel(tid=AUTOGRAD, name=nccl, duration=wait)))
+        script.range("optimizer_step", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2, duration=compute))
+
+    for i in range(6):
+        script.range("train_step", lambda i=i: step(i % 2 == 1))
+    path = build_export(tmp_path / "trace.sqlite", kernels=script.kernels, ranges=script.ranges, strings=KERNELS + (nccl,))
+    labelled = label_ops(load_trace(path, RangeFilter()), RangeNames())
+    assert labelled.structure.steps["measured"].all()
+    noted = [n for n in labelled.notes if n.startswith("the measured steps of process 100 differ widely")]
+    assert len(noted) == (varying == "compute")
+    assert all("ms of kernels (communication kernels left out) (50×)" in note for note in noted)
+
+
 def test_steps_none_of_which_is_measured_leave_the_whole_capture_analyzed(tmp_path):
     """Three processes whose last step the capture's end cut off and whose others are warm-up
     (``warmup_0``, ``warmup_1``, ``iter 2``, each pass in ranges of unknown names): no step is

@@ -1588,16 +1588,18 @@ UNLIKE_STEPS_FACTOR = 10
 def _note_unlike_steps(steps: pd.DataFrame, figures: pd.DataFrame, notes: list[str]) -> None:
     """A note where a process's measured steps' kernel times span :data:`UNLIKE_STEPS_FACTOR` or
     more (the shortest and the longest): per-step figures average them, which a sweep over sizes
-    in one loop makes meaningless; batches of varying length stay well under it."""
-    time, measured = figures["kernel_ns"].to_numpy(), steps["measured"].to_numpy(dtype=bool)
+    in one loop makes meaningless; batches of varying length stay well under it. The times leave
+    the communication kernels out (``work_ns``): theirs is mostly a rank's wait for the others,
+    which varies from step to step with the same work."""
+    time, measured = figures["work_ns"].to_numpy(), steps["measured"].to_numpy(dtype=bool)
     for pid, rows in steps.groupby("pid", sort=False).indices.items():
         mine = time[rows[measured[rows]]]
         if len(mine) < 2 or mine.min() <= 0 or mine.max() < UNLIKE_STEPS_FACTOR * mine.min():
             continue
         low, high = (f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}" for ms in (mine.min() / 1e6, mine.max() / 1e6))
         notes.append(f"the measured steps of process {pid} differ widely: {len(mine)} steps of {low} to {high} ms of "
-                     f"kernels ({mine.max() / mine.min():,.0f}×), so they may be different work (a benchmark over sizes "
-                     "in one loop), which the per-step figures average together")
+                     f"kernels{_without_communication(figures)} ({mine.max() / mine.min():,.0f}×), so they may be "
+                     "different work (a benchmark over sizes in one loop), which the per-step figures average together")
         return
 
 
