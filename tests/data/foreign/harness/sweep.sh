@@ -56,6 +56,8 @@ ddp_accum) prof gpt2_ddp2_accum_nvtx 240 --trace=cuda,nvtx -- torchrun --standal
 ddp_accum26) prof gpt2_ddp2_accum_flags2026 240 $G26B -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --ddp --steps 3 --accum 2 ;;
 fsdp) prof gpt2_fsdp2_nvtx 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --fsdp --nvtx ;;
 fsdp26) prof gpt2_fsdp2_flags2026 240 $G26B -- torchrun --standalone --nproc_per_node 2 $F/hf/gpt2_train.py --fsdp --steps 3 ;;
+ddp4) prof gpt2_ddp4_nvtx 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 4 $F/hf/gpt2_train.py --ddp --nvtx ;;
+fsdp4_26) prof gpt2_fsdp4_flags2026 240 $G26B -- torchrun --standalone --nproc_per_node 4 $F/hf/gpt2_train.py --fsdp --steps 3 ;;
 compile) prof gpt2_compile_no_nvtx 200 --trace=cuda -- python3 $F/hf/gpt2_train.py --compile --warmup 3 ;;
 enzo26async) prof enzo26async 240 $G26 --cuda-memory-usage=true -- env PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync PYTHONPATH=$F/enzo/cs336-basics:$F/enzo:$SITE python3 -m cs336_systems.nsys_profile.cde workload --model-size small --context-length 128 --warmup 2 --steps 2 ;;
 sara50) prof sara50 240 --trace=cuda,cudnn,cublas,nvtx --pytorch=autograd-nvtx --gpu-metrics-devices=0 --gpu-metrics-frequency=50 -- env PYTHONPATH=$F/sara/cs336_basics_mine:$F/sara:$SITE python3 -m cs336_systems.benchmarking --config $F/sara_small4_ctx128.json ;;
