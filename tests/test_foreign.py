@@ -87,6 +87,14 @@ def test_passes_and_phase_kernels_per_rank(name):
             assert close(mine["phases"][PHASE[phase]]["kernel_ms_per_pass"], figures["kernel_ms_per_pass"]), phase
 
 
+@pytest.mark.parametrize("name", [n for n in ALL if n not in SINGLE and n.startswith(("gpt2_ddp", "gpt2_fsdp"))])
+def test_ranks_doing_the_same_work_every_step_are_not_noted_as_unlike(name):
+    """The harness's DDP and FSDP runs do the same work in every step; a rank's NCCL kernels hold
+    its wait for the others, which varies from step to step (0 to 120 ms against 9 ms of compute
+    on an FSDP rank of four): no note may call those steps different work."""
+    assert not [note for note in summary(name)["notes"] if "differ widely" in note]
+
+
 @pytest.mark.parametrize("name", SINGLE_FORWARD)
 def test_nsys_a_forward_time(name):
     reference, answer = single(name)["nsys_a"], summary(name)["questions"]["a"]
