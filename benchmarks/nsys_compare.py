@@ -8,12 +8,12 @@ For each trace: `nsys stats` with the three reports that answer the same questio
 outside, alternating, `--runs` times; prints the medians and their ratio. Beside them, timed the
 same way, the floor of any Python analyzer of the export: a fresh interpreter that reads the
 columns the loader reads with `sqlite3` (`benchmarks.analysis_speed`'s floor), and the same after
-`import numpy` (the least an analyzer built on numpy does before it reads a row's meaning). Without `nsys` on the
-PATH it says so and times analyze-nsys alone. First it prints what a Python process there starts
-with: the versions of Python, numpy, pandas and pyarrow, whether imports find compiled bytecode
-(a host that sets PYTHONDONTWRITEBYTECODE over packages installed without it compiles every
-module at every start), and the yardsticks of a Python analyzer's fixed cost, timed the same way:
-an empty interpreter, `import numpy` and `import pandas`.
+`import numpy` (the least an analyzer built on numpy does before it reads a row's meaning).
+Without `nsys` on the PATH it says so and times analyze-nsys alone. First it prints what a
+Python process there starts with: the versions of Python, numpy, pandas and pyarrow, whether
+imports find compiled bytecode (a host that sets PYTHONDONTWRITEBYTECODE over packages installed
+without it compiles every module at every start), and the yardsticks of a Python analyzer's fixed
+cost, timed the same way: an empty interpreter, `import numpy` and `import pandas`.
 """
 from __future__ import annotations
 
