@@ -231,6 +231,8 @@ elbiczel) prof s2025_elbiczel 150 --trace=cuda,nvtx,osrt -- env PYTHONPATH=$F/el
 ezej) prof s2025_ezej 150 --trace=cuda,nvtx -- bash -c "cd $F/ezej && exec env PYTHONPATH=$F/ezej/cs336-basics:$SITE python3 -m cs336_systems.nvtx_benchmark" ;;
 danz) prof s2025_danz 150 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/danz/benches /tmp/fw/danz/tasks && cd /tmp/fw/danz/tasks && exec env TORCH_DISABLE_ADDR2LINE=1 PYTHONPATH=$F/danz/Stanford_cource/assignment2-systems-main:$SITE python3 $F/danz/Stanford_cource/assignment2-systems-main/cs336_systems/tasks/benchmarking_script.py --device=cuda --num_iters=15 --warmup_iters=5 --context_length=256" ;;
 students15) for j in elbiczel ezej danz; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+# students16 runs the sixteenth batch's one-GPU job: halfempty (2026; 5 warm-up and 100 measured steps hard-coded, no step ranges, the measured ones inside `profile_region`).
+halfempty) prof s2026_halfempty 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/halfempty/cs336-basics:$SITE python3 $F/halfempty/cs336_systems/benchmark.py ;;
 gpt2_epochs) prof gpt2_epochs_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --per-epoch 3 --steps 7 ;;
 gpt2_optnone) prof gpt2_opt_unranged_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range none ;;
 gpt2_optjoined) prof gpt2_bwd_opt_joined_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range joined ;;
