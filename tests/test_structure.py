@@ -58,7 +58,10 @@ class Script:
         self.range(optimizer, lambda: self.kernel(name=OPTIMIZER_KERNEL, count=2))
 
     def labelled(self, tmp_path, names=RangeNames()):
-        path = build_export(tmp_path / "trace.sqlite", kernels=self.kernels, ranges=self.ranges, strings=KERNELS)
+        """The labelled ops of the trace written so far; kernel names beyond :data:`KERNELS` get
+        string ids after theirs."""
+        strings = tuple(dict.fromkeys(KERNELS + tuple(kernel[-1] for kernel in self.kernels)))
+        path = build_export(tmp_path / "trace.sqlite", kernels=self.kernels, ranges=self.ranges, strings=strings)
         return label_ops(load_trace(path, RangeFilter()), names)
 
 
@@ -1410,8 +1413,7 @@ def test_steps_noted_as_unlike_by_their_work_not_by_waits_in_communication_kerne
 
     for i in range(6):
         script.range("train_step", lambda i=i: step(i % 2 == 1))
-    path = build_export(tmp_path / "trace.sqlite", kernels=script.kernels, ranges=script.ranges, strings=KERNELS + (nccl,))
-    labelled = label_ops(load_trace(path, RangeFilter()), RangeNames())
+    labelled = script.labelled(tmp_path)
     assert labelled.structure.steps["measured"].all()
     noted = [n for n in labelled.notes if n.startswith("the measured steps of process 100 differ widely")]
     assert len(noted) == (varying == "compute")
