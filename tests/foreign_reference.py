@@ -34,8 +34,11 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ranges matching ``warmup_count_by`` inside it (or, where they have no range of their own, are
   ``warmup_count``, the script's number); ``warmup_count_outside`` counts warm-up iterations
   by the ranges matching it that lie outside every measured step (a script whose warm-up
-  iterations carry the same phase ranges and no step range). A forward outside every step (an
-  inference pass, ``inference_forward``) is not measured.
+  iterations carry the same phase ranges and no step range); ``warmup_before: autograd_runs``
+  counts as warm-up iterations the runs of launches from the autograd thread (the backward
+  passes, :func:`_backward_runs`) that start before the first measured step (a script whose
+  warm-up iterations have no range at all). A forward outside every step (an inference pass,
+  ``inference_forward``) is not measured.
   ``phase_sequence``: no step ranges; a step runs from each ``first`` phase range to the end of
   the next ``last`` phase range (a later ``first`` range before that same ``last`` one is in the
   same step: gradient accumulation); warm-up steps without ranges are invisible (``warmup_unmarked``
@@ -83,7 +86,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
 - Phases (manifest ``phases``): ranges with one of the listed names (``outermost``: not inside
   another range of the same name; ``main_thread``: on the main thread only), or for a backward
   with no range (``autograd_thread``) each run of launches from threads other than the main one,
-  cut as for ``optimizer_kernel_runs`` below, and for an optimizer step with no range
+  cut as for ``optimizer_kernel_runs`` below, for a forward with no range (``before_backward``)
+  the main thread's launches before each such run, from the first after the previous run to just
+  before the run's first launch, and for an optimizer step with no range
   (``optimizer_runs``) each run of ``multi_tensor_apply_kernel`` launches as defined there; a phase range inside
   another range of the same phase is not a separate pass. ``closure`` (an optimizer step that runs
   its step's passes: ``optimizer.step(closure)``, as PyTorch Lightning does) names the pass ranges
@@ -322,6 +327,10 @@ def _steps_from_ranges(proc: Process, spec: dict, first_n: int, phase_rules: dic
         for region in proc.named(spec["warmup_region"]):
             inner = [r for r in proc.ranges if region.start <= r.start and r.end <= region.end and count_re.search(r.name)]
             warm_names += [f"{region.name}/{r.name}" for r in outermost(inner)]
+    if spec.get("warmup_before") == "autograd_runs":  # iterations with no range before the step ranges
+        first = min((r.start for r in measured), default=1 << 62)
+        runs = _backward_runs(proc.kernels, proc.pid)
+        warm_names += [f"(before steps) #{i}" for i, (start, _) in enumerate(runs) if proc.kernels[start].launch < first]
     if spec.get("warmup_count_outside"):
         count_re = re.compile(spec["warmup_count_outside"])
         outside = [r for r in proc.ranges if count_re.search(r.name) and not _inside_any(r.start, measured)]
@@ -456,6 +465,14 @@ def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
     if rule.get("autograd_thread"):  # a backward with no range: each run of launches from that thread
         return [Range(proc.kernels[first].launch, proc.kernels[last].launch, "backward (autograd thread)", proc.pid)
                 for first, last in _backward_runs(proc.kernels, proc.pid)]
+    if rule.get("before_backward"):  # a forward with no range: the main thread's launches before each backward
+        found, after = [], 0
+        for first, last in _backward_runs(proc.kernels, proc.pid):
+            forward = [k for k in proc.kernels[after:first] if k.tid == proc.pid]
+            if forward:
+                found.append(Range(forward[0].launch, proc.kernels[first].launch - 1, "forward (main thread)", proc.pid))
+            after = last + 1
+        return found
     if rule.get("optimizer_runs"):  # an optimizer step with no range: each run of its fused kernels
         return [Range(proc.kernels[first].launch, proc.kernels[last].launch, "optimizer run", proc.pid)
                 for first, last in _optimizer_runs(proc)]

@@ -811,6 +811,61 @@ def test_a_forward_range_around_several_calls_of_the_model_holds_one_pass_per_ca
         assert (labelled.ops.loc[labelled.ops["phase"] == "forward", "phase_range_id"].value_counts() == 2 + 2 * layers).all()
 
 
+def loop_in_a_phase_range(script: Script, phase: str, backward: bool, outside: int = 0, differing: bool = False) -> None:
+    """A benchmark whose warm-up runs 3 iterations with no range (a forward and a backward each)
+    and whose measured loop lies in one range named like a phase (``forward`` or ``backward``:
+    what the loop times) around ``it0`` … ``it3``, each a forward and, with ``backward``, the
+    autograd thread's backward; ``outside`` kernels launched in the phase range before the loop,
+    and with ``differing`` the last iteration one kernel more."""
+    for _ in range(3):
+        script.kernel(count=3)
+        script.kernel(tid=AUTOGRAD, count=4)
+
+    def loop():
+        script.kernel(count=outside)
+        for i in range(4):
+            script.range(f"it{i}", lambda: (script.kernel(count=3 + (differing and i == 3)),
+                                            script.kernel(tid=AUTOGRAD, count=4 * backward)))
+    script.range(phase, loop)
+
+
+def test_a_forward_range_around_a_loop_of_forward_iterations_holds_one_pass_per_iteration(tmp_path):
+    """``forward`` around ``it<i>`` that launch the same kernels and all of the range's: each is a
+    measured step and its forward pass; the unranged iterations before them are the warm-up."""
+    script = Script()
+    loop_in_a_phase_range(script, "forward", backward=False)
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps
+    assert measured_steps(labelled) == [f"it{i}" for i in range(4)]
+    assert int((~steps["measured"]).sum()) == 3
+    assert labelled.measured_passes == {"forward": 4}
+    assert (labelled.ops.loc[labelled.ops["measured"], "phase"] == "forward").sum() == 4 * 3
+    assert any("`forward` holds 4 iterations `it<i>`" in note for note in labelled.notes)
+
+
+def test_a_backward_range_around_a_loop_of_whole_iterations_is_no_pass(tmp_path):
+    """``backward`` around ``it<i>`` that each launch a forward and, from the autograd thread, a
+    backward: the range marks the loop, not a pass; each iteration is a step with both passes."""
+    script = Script()
+    loop_in_a_phase_range(script, "backward", backward=True)
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"it{i}" for i in range(4)]
+    assert int((~labelled.structure.steps["measured"]).sum()) == 3
+    assert labelled.measured_passes == {"forward": 4, "backward": 4}
+    assert any("`backward` holds 4 iterations `it<i>`" in note for note in labelled.notes)
+
+
+@pytest.mark.parametrize("outside, differing", [(1, False), (0, True)])
+def test_a_phase_range_around_iterations_that_are_parts_of_it_stays_one_pass(tmp_path, outside, differing):
+    """A forward range with a kernel outside its ``it<i>`` ranges (an embedding before its
+    layers), or whose ranges launch different kernels, is one pass, as it says."""
+    script = Script()
+    loop_in_a_phase_range(script, "forward", backward=False, outside=outside, differing=differing)
+    labelled = script.labelled(tmp_path)
+    assert len(labelled.phase_ranges[labelled.phase_ranges["phase"] == "forward"]) == 1
+    assert not any("holds 4 iterations" in note for note in labelled.notes)
+
+
 def test_phase_ranges_only_in_the_warmup_leave_the_measured_ranges_iterations_to_the_kernels(tmp_path):
     """A script that annotates only its warm-up iterations (``Forward Pass`` and ``Backward Pass``
     inside ``Warmup Phase``) and times the others inside ``Timing Phase`` with no range: the warm-up
@@ -1153,7 +1208,7 @@ def test_a_range_only_the_later_iterations_hold_tells_their_warmup(tmp_path):
     assert list(structure.steps["measured"]) == [False, False, True, True, True, True]
     assert structure.warmup_rule == "the steps before `grad_all_reduce` first appears (it is in every later step)"
     assert "grad_all_reduce" not in structure.unused
-    assert describe(structure.record()).startswith("structure from the kernels (no range names a phase): ")
+    assert describe(structure.record()).startswith("structure from the kernels (no range marks one pass of a phase): ")
     # The forward found from the kernels starts at the model's own range, not at the previous
     # iteration's gradient sync and optimizer launches.
     forward = labelled.ops[labelled.ops["measured"] & (labelled.ops["phase"] == "forward")]

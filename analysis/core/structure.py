@@ -26,7 +26,11 @@ kernels when neither has any phase:
 
 A phase range inside another phase's range is part of it, but for the forward, loss and backward
 an optimizer step runs in a closure (``optimizer.step(closure)``, PyTorch Lightning): they are
-passes, and the optimizer step is what follows them. A forward followed by its loss or
+passes, and the optimizer step is what follows them. A forward or backward range around a loop
+of whole iterations (``forward`` around ``it0`` … ``it9``, which launch the same kernels and all of
+the range's) names what the loop times, not a pass: in a forward range whose iterations launch
+from the main thread alone each iteration is a forward pass; otherwise the phases come from what
+the iterations hold. A forward followed by its loss or
 backward is a *training* forward; another forward (an inference pass) is left out of the training
 phases and counted on its own. Without step ranges, steps are made from the phases: each training
 forward starts one, and in a process with optimizer steps a training forward with no optimizer
@@ -296,8 +300,10 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
     the kernels when neither has any or neither has the backward (the phases still lacking);
     overlapping windows of one phase merged; the source's name."""
     phases, source = _own_phases(own, names, notes), "ranges"
-    phases = _calls_of_the_model(phases, own, notes, first_id)
-    first_id += int((phases["range_id"].to_numpy() >= first_id).sum())  # ids the calls took
+    if names.phases is None:
+        phases = _loops_in_phase_ranges(phases, own, ops, notes, first_id)
+    phases = _calls_of_the_model(phases, own, notes, first_id + int((phases["range_id"].to_numpy() >= first_id).sum()))
+    first_id += int((phases["range_id"].to_numpy() >= first_id).sum())  # ids the iterations and calls took
     if names.phases is None and len(labels):
         from_labels = _pytorch_phases(labels)
         from_labels = from_labels[~from_labels["name"].isin(phases["name"])]
@@ -491,6 +497,76 @@ def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
         f"{len(tags)} tags name the same phases, and each of their ranges is a pass"
     notes.append(f"phase ranges named {shown}: {which}")
     return names.map({name: phase for t in tags for name, phase in tagged[t].items()}).to_numpy(dtype=object)
+
+
+# The phases whose range may hold a loop of whole iterations rather than one pass.
+LOOP_PHASES = ("forward", "backward")
+
+
+def _loops_in_phase_ranges(windows: pd.DataFrame, own: pd.DataFrame, ops: pd.DataFrame, notes: list[str],
+                           first_id: int) -> pd.DataFrame:
+    """Phase windows less the forward and backward ranges that hold a loop rather than one pass:
+    ranges of one family (not blocks) among the range's own children, two or more, that never
+    overlap, each launch the same kernels (names and counts) and together launch every kernel the
+    range does (``forward`` around ``it0`` … ``it9``: a region named after what the loop times).
+    Where the iterations launch from their process's main thread alone and the range names the
+    forward, each iteration is a forward pass (one window each, ids from ``first_id``, the range
+    as their parent); else (a thread besides launches each one's backward) the range is no pass,
+    and the phases come from what the iterations hold. A note says which."""
+    rows = np.flatnonzero(np.isin(windows["name"].to_numpy(), LOOP_PHASES) & (windows["range_id"].to_numpy() < first_id))
+    if not len(rows) or own.empty:
+        return windows
+    ids = windows["range_id"].to_numpy()[rows]
+    children = own[np.isin(own["parent_id"].to_numpy(), ids) & ~np.isin(own["range_id"].to_numpy(), ids)]
+    children = children[~per_name(children["family"], lambda stem: bool(BLOCK_FAMILY.fullmatch(stem)), dtype=bool)]
+    loops = [group for group in children.groupby(["parent_id", "family"], sort=True).indices.values() if len(group) > 1]
+    loops = [group for group in loops if not _overlapping(children.iloc[group])]
+    if not loops:
+        return windows
+    from analysis.core.attribution import ops_in_window_tables
+    held_by = np.array([int(np.flatnonzero(ids == children["parent_id"].iat[group[0]])[0]) for group in loops])
+    holders = windows.iloc[rows[held_by]]
+    in_holder, in_iteration = ops_in_window_tables(ops, [holders, children.iloc[np.concatenate(loops)]])
+    held = np.flatnonzero(in_holder >= 0)  # the ops the ranges launch, each with its range's loop and iteration
+    loop, iteration = in_holder[held], in_iteration[held]
+    loop_of = np.repeat(np.arange(len(loops)), list(map(len, loops)))
+    kernel = ops["op_kind"].to_numpy()[held] == "kernel"
+    outside = kernel & ((iteration < 0) | (loop_of[np.maximum(iteration, 0)] != loop))
+    whole = np.bincount(loop[outside], minlength=len(loops)) == 0  # no kernel of the range outside its loop
+    inside = kernel & ~outside & whole[loop]
+    codes = pd.factorize(ops["demangled_name"].to_numpy()[held[inside]])[0]
+    by_iteration = np.lexsort((codes, iteration[inside]))
+    found, codes = iteration[inside][by_iteration], codes[by_iteration]  # each iteration's kernels, in one slice
+    launch_tids = ops["launch_tid"].to_numpy()[held]
+    made, replaced, dropped = [], [], []
+    for k in np.flatnonzero(whole):
+        group, window = loops[k], holders.iloc[k]
+        positions = np.flatnonzero(loop_of == k)
+        low, high = np.searchsorted(found, [positions[0], positions[-1] + 1])
+        kernels = np.split(codes[low:high], np.searchsorted(found[low:high], positions[1:]) if high > low else [])
+        if high == low or any(len(other) != len(kernels[0]) or (other != kernels[0]).any() for other in kernels[1:]):
+            continue
+        tids = launch_tids[(loop == k) & (iteration >= 0)]
+        only_main = bool((tids == _main_thread(int(window["pid"]), tids)).all())
+        shown = family_label(children["name"].iat[group[0]])
+        if window["name"] == "forward" and only_main:
+            loop_ranges = children.iloc[group].sort_values("start_ns", kind="stable")
+            made += [(first_id + len(made) + j, "forward", window["range_name"], window["pid"], window["tid"],
+                      int(start), int(end), int(window["range_id"]))
+                     for j, (start, end) in enumerate(zip(loop_ranges["start_ns"], loop_ranges["end_ns"]))]
+            replaced.append(rows[held_by[k]])
+            notes.append(f"the forward range `{window['range_name']}` holds {len(group)} iterations `{shown}` that "
+                         "launch the same kernels and all of its own: a loop, each iteration a forward pass")
+        elif not only_main:
+            dropped.append(rows[held_by[k]])
+            notes.append(f"the {window['name']} range `{window['range_name']}` holds {len(group)} iterations "
+                         f"`{shown}` that launch the same kernels and all of its own, from more than one thread: "
+                         "a loop of whole iterations, not a pass; their phases are found inside them")
+    if not replaced and not dropped:
+        return windows
+    loops_made = _made_windows(made, WINDOW_COLUMNS).astype({"range_id": np.int64, "parent_id": np.int64})
+    kept = windows.drop(windows.index[replaced + dropped])
+    return pd.concat([kept, loops_made], ignore_index=True).sort_values("start_ns", kind="stable").reset_index(drop=True)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1404,7 +1480,9 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     thread, one when it holds none, and with optimizer runs among them as many as those, since
     several backward runs before one update are one iteration's micro-batches; one around
     ``inference`` forward windows alone, a forward-only benchmark's warm-up, holds none); else
-    iterations made from the phases that ran before the first step range, outside every step."""
+    iterations made from the phases that ran before the first step range, outside every step, or
+    from the kernels launched before it where those phases make none (backward passes found from
+    the kernels, whose forwards have ranges in the steps alone)."""
     warm = _warmup_ranges_beside(own, steps)
     warm = _outermost_by_time(warm[~((_contains(warm, inference) > 0) & (_contains(warm, phases) == 0))])
     rows = []
@@ -1425,6 +1503,10 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
         before = phases[(phases["end_ns"].to_numpy() <= phases["pid"].map(first_step).to_numpy())
                         & ~_inside_any(phases, steps)]
         made = _steps_from_phases(before, _training_forwards(before), 0)
+        if len(before) and made.empty:  # the kernels' backward passes alone: the ranges name the forward in steps
+            first = pd.Series(pids).map(first_step).to_numpy(dtype=float, na_value=-np.inf)
+            before = _kernel_phases(launches[launched < first], 0)
+            made = _steps_from_phases(before, _training_forwards(before), 0)
         rows = list(zip(made["pid"], made["tid"], made["start_ns"], made["end_ns"], ["(warm-up iteration)"] * len(made)))
         rule = "the iterations before the step ranges (their phases ran outside every step)" if rows else ""
     found = _made_windows(rows, ["pid", "tid", "start_ns", "end_ns", "range_name"])

@@ -38,7 +38,7 @@ def describe(record: dict) -> str:
     base, filled = record["source"].removesuffix("+kernels"), record["source"].endswith("+kernels")
     ranges = record["step_ranges"] or record["block_family"] or unused or any(record["attention_names"].values())
     source = {"ranges": "NVTX ranges", "pytorch": "PyTorch's labels", "ranges+pytorch": "NVTX ranges and PyTorch's labels",
-              "kernels": "the kernels (no range names a phase)" if ranges else "kernels alone (no NVTX range names a step or phase)",
+              "kernels": "the kernels (no range marks one pass of a phase)" if ranges else "kernels alone (no NVTX range names a step or phase)",
               "none": "NVTX ranges" if record["step_ranges"] else "nothing found"}[base]
     if filled:
         source += ", the phases they lack from the kernels"

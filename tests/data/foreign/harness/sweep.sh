@@ -233,6 +233,9 @@ danz) prof s2025_danz 150 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/danz/be
 students15) for j in elbiczel ezej danz; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 # students16 runs the sixteenth batch's one-GPU job: halfempty (2026; 5 warm-up and 100 measured steps hard-coded, no step ranges, the measured ones inside `profile_region`).
 halfempty) prof s2026_halfempty 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/halfempty/cs336-basics:$SITE python3 $F/halfempty/cs336_systems/benchmark.py ;;
+# mocibb and mocibbfwd run one 2025 benchmark in its two modes: 5 warm-up iterations with no range, then one range named after the mode (`backward` or `forward`) around `it0` … `it9`.
+mocibb) prof s2025_mocibb 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/mocibb/assignment2-systems/cs336-basics:$SITE python3 $F/mocibb/assignment2-systems/benchmark.py --mode backward --device cuda --context_length 256 --warmup_steps 5 --num_steps 10 ;;
+mocibbfwd) prof s2025_mocibb_fwd 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/mocibb/assignment2-systems/cs336-basics:$SITE python3 $F/mocibb/assignment2-systems/benchmark.py --mode forward --device cuda --context_length 256 --warmup_steps 5 --num_steps 10 ;;
 gpt2_epochs) prof gpt2_epochs_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --per-epoch 3 --steps 7 ;;
 gpt2_optnone) prof gpt2_opt_unranged_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range none ;;
 gpt2_optjoined) prof gpt2_bwd_opt_joined_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_train.py --nvtx --opt-range joined ;;
