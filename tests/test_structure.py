@@ -811,6 +811,32 @@ def test_a_forward_range_around_several_calls_of_the_model_holds_one_pass_per_ca
         assert (labelled.ops.loc[labelled.ops["phase"] == "forward", "phase_range_id"].value_counts() == 2 + 2 * layers).all()
 
 
+def test_phases_in_a_step_namespace_with_block_ranges_named_by_direction(tmp_path):
+    """``step/forward``, ``step/loss``, ``step/backward``, ``step/optimizer_step`` inside
+    ``profile/train_step``, and module hooks' ``block/<ii>/forward`` (main thread) and
+    ``block/<ii>/backward`` (autograd thread): the ``step`` namespace names no optimizer step, and a
+    block's range is its share of a pass, not a pass."""
+    script = Script()
+
+    def train_step():
+        script.range("step/zero_grad", lambda: script.kernel())
+        script.range("step/forward", lambda: [script.range(f"block/{k:02d}/forward", lambda: script.kernel(count=2))
+                                              for k in range(2)])
+        script.range("step/loss", lambda: script.kernel())
+        script.range("step/backward", lambda: [script.range(f"block/{k:02d}/backward", lambda: script.kernel(
+            tid=AUTOGRAD, count=2), tid=AUTOGRAD) for k in (1, 0)])
+        script.range("step/optimizer_step", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2))
+
+    for _ in range(3):
+        script.range("profile/train_step", train_step)
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"profile/train_step #{i}" for i in range(3)]
+    assert labelled.measured_passes == {"forward": 3, "loss": 3, "backward": 3, "optimizer_step": 3}
+    assert labelled.structure.phase_names == {"forward": ["step/forward"], "loss": ["step/loss"],
+                                              "backward": ["step/backward"], "optimizer_step": ["step/optimizer_step"]}
+    assert (labelled.ops.loc[labelled.ops["phase"] == "backward", "launch_tid"] == AUTOGRAD).sum() == 3 * 4
+
+
 def loop_in_a_phase_range(script: Script, phase: str, backward: bool, outside: int = 0, differing: bool = False) -> None:
     """A benchmark whose warm-up runs 3 iterations with no range (a forward and a backward each)
     and whose measured loop lies in one range named like a phase (``forward`` or ``backward``:

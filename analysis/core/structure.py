@@ -375,7 +375,9 @@ def _phase_of_name(name: str) -> str | None:
     ``/`` joins parts too (``Calculate Loss/Sync`` is the loss, ``Forward/Loss`` the forward,
     ``Forward/Backward Pass`` names two phases, so none). A bracketed qualifier or a clause after
     the phase's name says no phase (``Backward (with async all-reduce)`` and ``Forward Pass with
-    autocast`` are the backward and the forward)."""
+    autocast`` are the backward and the forward). A namespace of a block (``block/00/forward``,
+    ``layer_3/backward``) names a block's share of a pass, no phase; a bare ``step`` namespace
+    names none (``step/forward`` is the forward)."""
     before, _, role = str(name).rpartition("/")
     phase = _phase_of(normal_name(role))
     parts = [normal_name(part) for part in JOINED_PARTS.split(role)]
@@ -387,7 +389,11 @@ def _phase_of_name(name: str) -> str | None:
     plain = QUALIFYING_CLAUSE.sub("", QUALIFIER.sub(" ", role)).strip()
     if phase is None and plain != role.strip() and normal_name(plain) not in ("", AMBIGUOUS_OPTIMIZER):
         phase = _phase_of_name(plain)  # ``Backward (with async all-reduce)``, ``Forward [bf16]``
-    named_before = _phase_of_name(before) if before else None
+    spaces = [name_stem(normal_name(part)) for part in before.split("/")] if before else []
+    if any(BLOCK_FAMILY.fullmatch(space) for space in spaces):  # ``block/00/forward``: a block's part of a pass
+        return None
+    # a bare ``step`` before the role is the step's namespace (``step/forward``), no optimizer step
+    named_before = _phase_of_name(before) if before and spaces[-1] != AMBIGUOUS_OPTIMIZER else None
     if named_before is None:
         return phase
     if {named_before, phase} == {"forward", "loss"}:  # ``Forward/Loss``
