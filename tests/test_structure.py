@@ -869,16 +869,18 @@ def test_a_forward_range_around_a_loop_of_forward_iterations_holds_one_pass_per_
     assert any("`forward` holds 4 iterations `it<i>`" in note for note in labelled.notes)
 
 
-def test_a_backward_range_around_a_loop_of_whole_iterations_is_no_pass(tmp_path):
-    """``backward`` around ``it<i>`` that each launch a forward and, from the autograd thread, a
-    backward: the range marks the loop, not a pass; each iteration is a step with both passes."""
+@pytest.mark.parametrize("phase", ["backward", "forward"])
+def test_a_phase_range_around_a_loop_of_whole_iterations_is_no_pass(tmp_path, phase):
+    """``backward`` (or ``forward``) around ``it<i>`` that each launch a forward and, from the
+    autograd thread, a backward: the range marks the loop, not a pass; each iteration is a step
+    with both passes."""
     script = Script()
-    loop_in_a_phase_range(script, "backward", backward=True)
+    loop_in_a_phase_range(script, phase, backward=True)
     labelled = script.labelled(tmp_path)
     assert measured_steps(labelled) == [f"it{i}" for i in range(4)]
     assert int((~labelled.structure.steps["measured"]).sum()) == 3
     assert labelled.measured_passes == {"forward": 4, "backward": 4}
-    assert any("`backward` holds 4 iterations `it<i>`" in note for note in labelled.notes)
+    assert any(f"`{phase}` holds 4 iterations `it<i>`" in note for note in labelled.notes)
 
 
 @pytest.mark.parametrize("outside, differing", [(1, False), (0, True)])

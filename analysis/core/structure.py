@@ -525,12 +525,19 @@ def _loops_in_phase_ranges(windows: pd.DataFrame, own: pd.DataFrame, ops: pd.Dat
     ids = windows["range_id"].to_numpy()[rows]
     children = own[np.isin(own["parent_id"].to_numpy(), ids) & ~np.isin(own["range_id"].to_numpy(), ids)]
     children = children[~per_name(children["family"], lambda stem: bool(BLOCK_FAMILY.fullmatch(stem)), dtype=bool)]
-    loops = [group for group in children.groupby(["parent_id", "family"], sort=True).indices.values() if len(group) > 1]
-    loops = [group for group in loops if not _overlapping(children.iloc[group])]
+    pairs = np.stack([children["parent_id"].to_numpy(), pd.factorize(children["family"])[0]], axis=1)
+    family_in = np.unique(pairs, axis=0, return_inverse=True)[1].ravel() if len(pairs) else np.zeros(0, np.int64)
+    order = np.lexsort((children["start_ns"].to_numpy(), family_in))  # each family's ranges in a range, in time order
+    in_order, starts, ends = family_in[order], children["start_ns"].to_numpy()[order], children["end_ns"].to_numpy()[order]
+    overlapping = set(in_order[1:][(in_order[1:] == in_order[:-1]) & (starts[1:] < ends[:-1])].tolist())
+    cuts = np.flatnonzero(np.diff(in_order)) + 1
+    loops = [rows for g, rows in zip(in_order[np.r_[0, cuts]].tolist(), np.split(order, cuts))
+             if len(rows) > 1 and g not in overlapping] if len(order) else []
     if not loops:
         return windows
     from analysis.core.attribution import ops_in_window_tables
-    held_by = np.array([int(np.flatnonzero(ids == children["parent_id"].iat[group[0]])[0]) for group in loops])
+    position, parents = {int(i): k for k, i in enumerate(ids)}, children["parent_id"].to_numpy()
+    held_by = np.array([position[int(parents[loop_rows[0]])] for loop_rows in loops])
     holders = windows.iloc[rows[held_by]]
     in_holder, in_iteration = ops_in_window_tables(ops, [holders, children.iloc[np.concatenate(loops)]])
     held = np.flatnonzero(in_holder >= 0)  # the ops the ranges launch, each with its range's loop and iteration
