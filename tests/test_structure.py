@@ -837,6 +837,31 @@ def test_phases_in_a_step_namespace_with_block_ranges_named_by_direction(tmp_pat
     assert (labelled.ops.loc[labelled.ops["phase"] == "backward", "launch_tid"] == AUTOGRAD).sum() == 3 * 4
 
 
+@pytest.mark.parametrize("calls, alike", [(3, True), (3, False), (1, True)])
+def test_a_warmup_range_around_forward_calls_holds_one_iteration_per_call(tmp_path, calls, alike):
+    """A forward-only benchmark: ``warmup`` around 3 model calls with no range of their own, each
+    opening the model's 2 attention ranges as every measured step does: 3 warm-up iterations, each
+    its own call's kernels where the calls launch alike (else cut where its first range opens);
+    one call is one iteration."""
+    script = Script()
+
+    def model(extra=0):
+        script.kernel(count=1 + extra)  # the embedding, before the first attention range
+        for _ in range(2):
+            script.range("attn", lambda: script.kernel(count=2))
+
+    script.range("warmup", lambda: [model(extra=int(not alike and i == 0)) for i in range(calls)])
+    for i in range(4):
+        script.range(f"step_{i}", lambda: script.range("forward", model))
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps
+    assert measured_steps(labelled) == [f"step_{i}" for i in range(4)]
+    warm = steps[~steps["measured"]]
+    assert len(warm) == calls
+    kernels = labelled.ops[labelled.ops["step"].isin(warm["name"])].groupby("step", sort=False).size().tolist()
+    assert kernels == ([5] * calls if alike else [6 + 1, 5, 5 - 1])
+
+
 def loop_in_a_phase_range(script: Script, phase: str, backward: bool, outside: int = 0, differing: bool = False) -> None:
     """A benchmark whose warm-up runs 3 iterations with no range (a forward and a backward each)
     and whose measured loop lies in one range named like a phase (``forward`` or ``backward``:
@@ -1222,6 +1247,23 @@ def unranged_iteration(script, sync_range=None):
     script.kernel(tid=AUTOGRAD, count=4)
     script.range(sync_range, lambda: script.kernel(count=2))
     script.kernel(count=5)  # the optimizer, parameter by parameter
+
+
+@pytest.mark.parametrize("model_range, forward_kernels", [("embed", 2 + 2), ("attention", 1 + 2 + 2)])
+def test_a_forward_from_the_kernels_starts_at_the_models_first_range_unless_it_is_attention(
+        tmp_path, model_range, forward_kernels):
+    """Iterations with no phase range: a non-fused optimizer's launches before each forward are
+    not the forward's where a range marks the model's start (``embed``); an attention range
+    starts inside the model, after the embedding's launch, which stays the forward's."""
+    script = Script()
+    for _ in range(4):
+        script.kernel()  # the embedding, or the optimizer's last launch where `embed` opens the model
+        script.range(model_range, lambda: script.kernel(count=2))
+        script.range(model_range, lambda: script.kernel(count=2)) if model_range == "attention" else script.kernel(count=2)
+        script.kernel(tid=AUTOGRAD, count=4)
+    labelled = script.labelled(tmp_path)
+    forward = labelled.ops[(labelled.ops["phase"] == "forward") & labelled.ops["measured"]]
+    assert forward.groupby("step").size().unique().tolist() == [forward_kernels]
 
 
 def test_a_range_only_the_later_iterations_hold_tells_their_warmup(tmp_path):

@@ -918,8 +918,10 @@ def _forwards_from_model_ranges(phases: pd.DataFrame, own: pd.DataFrame) -> pd.D
     mark the model: a forward from the kernels starts at the first launch after the previous
     iteration, so it also holds what ran between (an optimizer that is not fused, a gradient
     sync, a data scatter); a family of ranges that starts in every forward window of a process
-    (``embed``, ``layer<i>``) marks where the model's forward begins. A window reaches back to
-    the end of the phase before it (the first to the capture's start): no launch lies between."""
+    (``embed``, ``layer<i>``) marks where the model's forward begins, unless it is attention
+    (:func:`_inside_the_model`: the embedding and the first layer's projections run before the
+    first attention range). A window reaches back to the end of the phase before it (the first to
+    the capture's start): no launch lies between."""
     forwards = np.flatnonzero(phases["name"].to_numpy() == "forward")
     if not len(forwards) or own.empty:
         return phases
@@ -930,7 +932,7 @@ def _forwards_from_model_ranges(phases: pd.DataFrame, own: pd.DataFrame) -> pd.D
         windows = np.flatnonzero(pids == pid)  # in time order, none overlapping: the previous one ended last
         previous = np.searchsorted(windows, rows) - 1
         previous_end = np.where(previous >= 0, ends[windows[np.maximum(previous, 0)]] + 1, np.iinfo(np.int64).min)
-        mine = own[own_pids == pid]
+        mine = own[(own_pids == pid) & ~per_name(own["name"], _inside_the_model, dtype=bool)]
         first = np.full(len(rows), np.iinfo(np.int64).max)
         for _, family in mine.groupby("family", sort=False):
             times = np.sort(family["start_ns"].to_numpy())
@@ -941,6 +943,17 @@ def _forwards_from_model_ranges(phases: pd.DataFrame, own: pd.DataFrame) -> pd.D
         found = first < np.iinfo(np.int64).max
         starts[rows[found]] = first[found]
     return phases.assign(start_ns=starts)
+
+
+# A range of attention by its name's parts (``scaled dot product attention``, ``self_attn``, ``sdpa``).
+ATTENTION_NAME = re.compile(r"(^|_)(attn|attention|sdpa)(_|$)")
+
+
+def _inside_the_model(name: str) -> bool:
+    """Whether a range of this name runs inside the model's forward, never at its start:
+    attention or one of its parts."""
+    normal = normal_name(name)
+    return bool(ATTENTION_NAME.search(normal)) or _region_of_name(name, normal) is not None
 
 
 def _merge_close_runs(runs: list[tuple[int, int]], other: np.ndarray) -> list[tuple[int, int]]:
@@ -1508,7 +1521,11 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
         updates = found.loc[found["name"] == "optimizer_step", "start_ns"].to_numpy()
         if len(updates):  # an iteration ends with the last backward run before each update
             ends = np.unique(ends[np.maximum(np.searchsorted(ends, updates) - 1, 0)])
-        bounds = [window.start_ns, *ends[:-1], window.end_ns] if len(ends) > 1 else [window.start_ns, window.end_ns]
+        if len(ends) > 1:
+            bounds = [window.start_ns, *ends[:-1], window.end_ns]
+        else:  # no backward run, or one: forward iterations counted by ranges of the model, if any
+            starts = _forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy()) if not len(ends) else []
+            bounds = [window.start_ns, *starts, window.end_ns]
         rows += [(window.pid, window.tid, start, end, window.name) for start, end in zip(bounds[:-1], bounds[1:])]
     rule = "inside " + ", ".join(f"`{n}`" for n in name_families(sorted(set(warm["name"])))) if rows else ""
     if not rows:
@@ -1521,11 +1538,40 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
             before = _kernel_phases(launches[launched < first], 0)
             made = _steps_from_phases(before, _training_forwards(before), 0)
         rows = list(zip(made["pid"], made["tid"], made["start_ns"], made["end_ns"], ["(warm-up iteration)"] * len(made)))
-        rule = "the iterations before the step ranges (their phases ran outside every step)" if rows else ""
+        rule = "the iterations before the step ranges, whose phases ran outside every step" if rows else ""
     found = _made_windows(rows, ["pid", "tid", "start_ns", "end_ns", "range_name"])
     found = found.assign(range_id=np.arange(first_id, first_id + len(found), dtype=np.int64), parent_id=-1, measured=False)
     found["name"] = [f"{name} #{k}" for name, k in zip(found["range_name"], found.groupby(["pid", "range_name"]).cumcount())]
     return found[[*WINDOW_COLUMNS, "measured"]], rule
+
+
+def _forward_iterations(window, own: pd.DataFrame, steps: pd.DataFrame, launched: np.ndarray) -> list[int]:
+    """Where a warm-up range with no backward run holds several forward iterations: the start of
+    each after the first, told by the user's ranges that each step of its process holds k >= 1
+    times alike (the model's attention ranges, 12 a pass): the range holds n = c / k iterations
+    when each such family occurs c times in it, a multiple of k, and every family gives the same n
+    (``warmup`` around 3 calls of a model with 12 attention ranges holds 36). An iteration starts
+    at the launch that opens its share of the range's ``launched`` times where they divide by n
+    (alike iterations launch alike kernels), else at its first range of the family that opens
+    soonest. Empty otherwise."""
+    mine = own[(own["pid"].to_numpy() == window.pid) & ~own["range_id"].isin(steps["range_id"]).to_numpy()]
+    measured = steps[steps["pid"].to_numpy() == window.pid]
+    inside = (mine["start_ns"].to_numpy() >= window.start_ns) & (mine["end_ns"].to_numpy() <= window.end_ns)
+    if not len(measured) or not inside.any():
+        return []
+    counts, starts = {}, {}
+    for family, rows in mine.groupby("family", sort=True).indices.items():
+        per_step = _contains(measured, mine.iloc[rows])
+        held = np.sort(mine["start_ns"].to_numpy()[rows][inside[rows]])
+        if per_step[0] >= 1 and (per_step == per_step[0]).all() and len(held) and len(held) % per_step[0] == 0:
+            counts[family], starts[family] = len(held) // per_step[0], held[::per_step[0]]
+    if len(set(counts.values())) != 1 or next(iter(counts.values())) < 2:
+        return []
+    n = next(iter(counts.values()))
+    if len(launched) % n == 0:
+        return [int(start) for start in np.sort(launched)[len(launched) // n::len(launched) // n]]
+    first = min(starts.values(), key=lambda held: held[0])  # the family that opens each iteration soonest
+    return [int(start) for start in first[1:]]
 
 
 def _step_labels(steps: pd.DataFrame) -> np.ndarray:
