@@ -32,7 +32,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   leading steps any of them does);
   ``warmup_region`` names a range around all warm-up iterations, which are then counted by the
   ranges matching ``warmup_count_by`` inside it (or, where they have no range of their own, are
-  ``warmup_count``, the script's number); ``warmup_count_outside`` counts warm-up iterations
+  ``warmup_count``, the script's number, per such range; also for the other kinds, whose steps the
+  phases make: a warm-up range around iterations with no phase range); ``warmup_count_outside`` counts warm-up iterations
   by the ranges matching it that lie outside every measured step (a script whose warm-up
   iterations carry the same phase ranges and no step range); ``warmup_before: autograd_runs``
   counts as warm-up iterations the runs of launches from the autograd thread (the backward
@@ -791,6 +792,8 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
         else:
             warm_names = [f"{r.name} #{i}" for i, r in enumerate(steps[:first_n])]
             measured = steps[first_n:]
+        for region in proc.named(spec.get("warmup_region", [])):  # iterations with no phase range inside it
+            warm_names += [f"{region.name} #{i}" for i in range(spec["warmup_count"])]
     cut = _cut_last(con, proc, measured) if spec.get("capture_cut") else []
     measured = [r for r in measured if r not in cut]
     windows = measured

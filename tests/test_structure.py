@@ -1573,8 +1573,9 @@ def test_steps_none_of_which_is_measured_leave_the_whole_capture_analyzed(tmp_pa
 def test_a_warmup_range_before_the_steps_that_holds_none_makes_every_step_measured(tmp_path, warmup_range):
     """A `warm-up` range around iterations that open no phase range, then the measured ones with
     their phases, the first of which departs (its optimizer's first step makes its state): the
-    script said where its warm-up ends, so all 4 are measured. Without that range, the departing
-    rule leaves the first out."""
+    script said where its warm-up ends, so all 4 are measured, and the range's 2 iterations (its
+    backward runs) are the warm-up steps. Without that range, the departing rule leaves the first
+    out."""
     script = Script()
     def unranged_iterations():
         for _ in range(2):
@@ -1586,8 +1587,8 @@ def test_a_warmup_range_before_the_steps_that_holds_none_makes_every_step_measur
     labelled = script.labelled(tmp_path)
     measured = 4 if warmup_range else 3
     assert labelled.measured_passes == {"forward": measured, "backward": measured, "optimizer_step": measured}
-    assert (labelled.structure.warmup_rule == "the steps after `warm-up`, which holds none of them: every step is measured") \
-        == warmup_range
+    assert (labelled.structure.warmup_rule == "inside `warm-up`") == warmup_range
+    assert int((~labelled.structure.steps["measured"]).sum()) == 2 if warmup_range else 1
 
 
 def test_the_timeline_shows_the_first_measured_step_that_launched_anything(tmp_path):

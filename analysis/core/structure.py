@@ -251,9 +251,9 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         source += "+kernels" if not source.endswith("+kernels") else ""
     inference_windows, phases = phases[inference], phases[~inference]
     warmup_found = ""
-    if step_ranges:
+    if len(steps) and (step_ranges or names.warmup_steps is None):  # steps made from phases: warm-up ranges alone
         extra, warmup_found = _warmup_iterations(own, steps, phases, ops, len(ranges) + len(phases) + len(steps),
-                                                 inference_windows)
+                                                 inference_windows, before_steps=step_ranges)
         steps = pd.concat([steps, extra], ignore_index=True)
     has_steps = len(steps) > 0
     steps, warmup_rule, step_table, marking = _warmup(steps, containers, warmup_found, ops, names, has_steps, own,
@@ -1499,8 +1499,8 @@ def _unranged_measured_iterations(own: pd.DataFrame, steps: pd.DataFrame, ops: p
 
 
 def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame,
-                       first_id: int, inference: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """Warm-up steps beside step ranges, and the rule that found them: ranges named warm-up that
+                       first_id: int, inference: pd.DataFrame, before_steps: bool = True) -> tuple[pd.DataFrame, str]:
+    """Warm-up steps beside the steps, and the rule that found them: ranges named warm-up that
     neither hold a step nor lie in one (a ``warmup`` range per warm-up step, or one around them
     all: it holds as many iterations as backward runs launched inside it from PyTorch's autograd
     thread, one when it holds none, and with optimizer runs among them as many as those, since
@@ -1508,7 +1508,8 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     ``inference`` forward windows alone, a forward-only benchmark's warm-up, holds none); else
     iterations made from the phases that ran before the first step range, outside every step, or
     from the kernels launched before it where those phases make none (backward passes found from
-    the kernels, whose forwards have ranges in the steps alone)."""
+    the kernels, whose forwards have ranges in the steps alone); with ``before_steps`` False
+    (steps made from the phases, which hold those already) warm-up ranges alone."""
     warm = _warmup_ranges_beside(own, steps)
     warm = _outermost_by_time(warm[~((_contains(warm, inference) > 0) & (_contains(warm, phases) == 0))])
     rows = []
@@ -1525,10 +1526,12 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
             bounds = [window.start_ns, *ends[:-1], window.end_ns]
         else:  # no backward run, or one: forward iterations counted by ranges of the model, if any
             starts = _forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy()) if not len(ends) else []
+            if not before_steps and not len(ends) and not starts:  # no pass in it: no iteration to count
+                continue
             bounds = [window.start_ns, *starts, window.end_ns]
         rows += [(window.pid, window.tid, start, end, window.name) for start, end in zip(bounds[:-1], bounds[1:])]
     rule = "inside " + ", ".join(f"`{n}`" for n in name_families(sorted(set(warm["name"])))) if rows else ""
-    if not rows:
+    if not rows and before_steps:
         first_step = steps.groupby("pid")["start_ns"].min()
         before = phases[(phases["end_ns"].to_numpy() <= phases["pid"].map(first_step).to_numpy())
                         & ~_inside_any(phases, steps)]
