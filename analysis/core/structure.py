@@ -251,7 +251,9 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         source += "+kernels" if not source.endswith("+kernels") else ""
     inference_windows, phases = phases[inference], phases[~inference]
     warmup_found = ""
-    if len(steps) and (step_ranges or names.warmup_steps is None):  # steps made from phases: warm-up ranges alone
+    # beside step ranges: warm-up ranges, else the iterations before them; beside steps made from the
+    # phases (which hold those before already): warm-up ranges alone, where no flag tells the warm-up
+    if step_ranges or (len(steps) and names.warmup_steps is None and names.warmup_prefix is None):
         extra, warmup_found = _warmup_iterations(own, steps, phases, ops, len(ranges) + len(phases) + len(steps),
                                                  inference_windows, before_steps=step_ranges)
         steps = pd.concat([steps, extra], ignore_index=True)
@@ -531,8 +533,8 @@ def _loops_in_phase_ranges(windows: pd.DataFrame, own: pd.DataFrame, ops: pd.Dat
     in_order, starts, ends = family_in[order], children["start_ns"].to_numpy()[order], children["end_ns"].to_numpy()[order]
     overlapping = set(in_order[1:][(in_order[1:] == in_order[:-1]) & (starts[1:] < ends[:-1])].tolist())
     cuts = np.flatnonzero(np.diff(in_order)) + 1
-    loops = [rows for g, rows in zip(in_order[np.r_[0, cuts]].tolist(), np.split(order, cuts))
-             if len(rows) > 1 and g not in overlapping] if len(order) else []
+    loops = [members for family, members in zip(in_order[np.r_[0, cuts]].tolist(), np.split(order, cuts))
+             if len(members) > 1 and family not in overlapping] if len(order) else []
     if not loops:
         return windows
     from analysis.core.attribution import ops_in_window_tables
