@@ -1249,17 +1249,23 @@ def unranged_iteration(script, sync_range=None):
     script.kernel(count=5)  # the optimizer, parameter by parameter
 
 
-@pytest.mark.parametrize("model_range, forward_kernels", [("embed", 2 + 2), ("attention", 1 + 2 + 2)])
+@pytest.mark.parametrize("model_range, forward_kernels", [
+    ("embed", 2 + 2), ("attention", 1 + 2 + 2), ("attention/Computing matrix multiplication", 1 + 2 + 2)])
 def test_a_forward_from_the_kernels_starts_at_the_models_first_range_unless_it_is_attention(
         tmp_path, model_range, forward_kernels):
     """Iterations with no phase range: a non-fused optimizer's launches before each forward are
-    not the forward's where a range marks the model's start (``embed``); an attention range
-    starts inside the model, after the embedding's launch, which stays the forward's."""
+    not the forward's where a range marks the model's start (``embed``); an attention range, or
+    one inside it, starts inside the model, after the embedding's launch, which stays the forward's."""
     script = Script()
+    outer, _, inner = model_range.partition("/")
+
+    def part():
+        script.range(outer, lambda: script.range(inner, lambda: script.kernel(count=2)) if inner else script.kernel(count=2))
+
     for _ in range(4):
         script.kernel()  # the embedding, or the optimizer's last launch where `embed` opens the model
-        script.range(model_range, lambda: script.kernel(count=2))
-        script.range(model_range, lambda: script.kernel(count=2)) if model_range == "attention" else script.kernel(count=2)
+        part()
+        part() if outer == "attention" else script.kernel(count=2)
         script.kernel(tid=AUTOGRAD, count=4)
     labelled = script.labelled(tmp_path)
     forward = labelled.ops[(labelled.ops["phase"] == "forward") & labelled.ops["measured"]]

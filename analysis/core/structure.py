@@ -137,7 +137,8 @@ PRODUCT_PARTS = {"k": contract.ATTENTION_SCORES_RANGE, "key": contract.ATTENTION
                  "keys": contract.ATTENTION_SCORES_RANGE, "v": contract.FINAL_MATMUL_RANGE,
                  "value": contract.FINAL_MATMUL_RANGE, "values": contract.FINAL_MATMUL_RANGE}
 # A range named like a plain matmul, which part it is told by its place beside the softmax.
-PLAIN_MATMUL = re.compile(r"(.*_)?(((attn|attention)_)?(matmul|mm|bmm|einsum|gemm)(_?\d+)?|(attn|attention)_out(put)?(_comput(e|ation))?)")
+PLAIN_MATMUL = re.compile(r"(.*_)?(((attn|attention)_)?(matmul|mm|bmm|einsum|gemm|matrix_multipl(y|ication))(_?\d+)?"
+                          r"|(attn|attention)_out(put)?(_comput(e|ation))?)")
 BLOCK_FAMILY = re.compile(r"(transformer_)?(layer|block|decoder_layer|encoder_layer|h)")
 OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
 
@@ -920,21 +921,23 @@ def _forwards_from_model_ranges(phases: pd.DataFrame, own: pd.DataFrame) -> pd.D
     mark the model: a forward from the kernels starts at the first launch after the previous
     iteration, so it also holds what ran between (an optimizer that is not fused, a gradient
     sync, a data scatter); a family of ranges that starts in every forward window of a process
-    (``embed``, ``layer<i>``) marks where the model's forward begins, unless it is attention
-    (:func:`_inside_the_model`: the embedding and the first layer's projections run before the
-    first attention range). A window reaches back to the end of the phase before it (the first to
+    (``embed``, ``layer<i>``) marks where the model's forward begins, unless it is attention or
+    lies in an attention range (:func:`_inside_the_model`: the embedding and the first layer's
+    projections run before the first attention range). A window reaches back to the end of the phase before it (the first to
     the capture's start): no launch lies between."""
     forwards = np.flatnonzero(phases["name"].to_numpy() == "forward")
     if not len(forwards) or own.empty:
         return phases
     starts, ends = phases["start_ns"].to_numpy().copy(), phases["end_ns"].to_numpy()
     pids, own_pids = phases["pid"].to_numpy(), own["pid"].to_numpy()
+    attention = per_name(own["name"], _inside_the_model, dtype=bool)  # and ranges inside attention ranges
+    attention |= np.isin(own["parent_id"].to_numpy(), own["range_id"].to_numpy()[attention])
     for pid in np.unique(pids[forwards]):
         rows = forwards[pids[forwards] == pid]
         windows = np.flatnonzero(pids == pid)  # in time order, none overlapping: the previous one ended last
         previous = np.searchsorted(windows, rows) - 1
         previous_end = np.where(previous >= 0, ends[windows[np.maximum(previous, 0)]] + 1, np.iinfo(np.int64).min)
-        mine = own[(own_pids == pid) & ~per_name(own["name"], _inside_the_model, dtype=bool)]
+        mine = own[(own_pids == pid) & ~attention]
         first = np.full(len(rows), np.iinfo(np.int64).max)
         for _, family in mine.groupby("family", sort=False):
             times = np.sort(family["start_ns"].to_numpy())
