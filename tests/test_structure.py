@@ -1594,7 +1594,7 @@ def test_a_warmup_range_before_the_steps_that_holds_none_makes_every_step_measur
     measured = 4 if warmup_range else 3
     assert labelled.measured_passes == {"forward": measured, "backward": measured, "optimizer_step": measured}
     assert (labelled.structure.warmup_rule == "inside `warm-up`") == warmup_range
-    assert int((~labelled.structure.steps["measured"]).sum()) == 2 if warmup_range else 1
+    assert int((~labelled.structure.steps["measured"]).sum()) == (2 if warmup_range else 1)
 
 
 def test_the_timeline_shows_the_first_measured_step_that_launched_anything(tmp_path):
