@@ -428,18 +428,27 @@ def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Rang
     steps, phases = [], {"forward": [], "backward": [], "optimizer": []}
     begin = 0
     for first, last in runs:
-        body = ks[begin:first]
         steps.append(Range(ks[begin].launch, ks[last].launch, "kernels..optimizer run", proc.pid))
-        after = 0  # where the next forward's launches begin in the body
-        for first_b, last_b in _backward_runs(body, proc.pid):
-            forward = [k for k in body[after:first_b] if k.tid == proc.pid]
-            if forward:
-                phases["forward"].append(Range(forward[0].launch, body[first_b].launch - 1, "forward (main thread)", proc.pid))
-            phases["backward"].append(Range(body[first_b].launch, body[last_b].launch, "backward (autograd thread)", proc.pid))
-            after = last_b + 1
+        forwards, backwards = _unranged_passes(ks[begin:first], proc.pid)
+        phases["forward"] += forwards
+        phases["backward"] += backwards
         phases["optimizer"].append(Range(ks[first].launch, ks[last].launch, "optimizer run", proc.pid))
         begin = last + 1
     return steps, phases
+
+
+def _unranged_passes(kernels: list[Kernel], pid: int) -> tuple[list[Range], list[Range]]:
+    """The forward and backward passes of ``kernels`` (in launch order) with no range: each backward
+    is a run of :func:`_backward_runs`, from its first to its last launch; its forward, the main
+    thread's launches from the first after the previous run to just before the run's first launch."""
+    forwards, backwards, after = [], [], 0  # where the next forward's launches begin
+    for first, last in _backward_runs(kernels, pid):
+        forward = [k for k in kernels[after:first] if k.tid == pid]
+        if forward:
+            forwards.append(Range(forward[0].launch, kernels[first].launch - 1, "forward (main thread)", pid))
+        backwards.append(Range(kernels[first].launch, kernels[last].launch, "backward (autograd thread)", pid))
+        after = last + 1
+    return forwards, backwards
 
 
 def _backward_runs(body: list[Kernel], main_tid: int) -> list[tuple[int, int]]:
@@ -464,16 +473,9 @@ def _backward_runs(body: list[Kernel], main_tid: int) -> list[tuple[int, int]]:
 
 def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
     if rule.get("autograd_thread"):  # a backward with no range: each run of launches from that thread
-        return [Range(proc.kernels[first].launch, proc.kernels[last].launch, "backward (autograd thread)", proc.pid)
-                for first, last in _backward_runs(proc.kernels, proc.pid)]
+        return _unranged_passes(proc.kernels, proc.pid)[1]
     if rule.get("before_backward"):  # a forward with no range: the main thread's launches before each backward
-        found, after = [], 0
-        for first, last in _backward_runs(proc.kernels, proc.pid):
-            forward = [k for k in proc.kernels[after:first] if k.tid == proc.pid]
-            if forward:
-                found.append(Range(forward[0].launch, proc.kernels[first].launch - 1, "forward (main thread)", proc.pid))
-            after = last + 1
-        return found
+        return _unranged_passes(proc.kernels, proc.pid)[0]
     if rule.get("optimizer_runs"):  # an optimizer step with no range: each run of its fused kernels
         return [Range(proc.kernels[first].launch, proc.kernels[last].launch, "optimizer run", proc.pid)
                 for first, last in _optimizer_runs(proc)]

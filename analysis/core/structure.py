@@ -449,6 +449,14 @@ def _made_windows(rows: list[tuple], columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns).astype({c: np.int64 for c in ("pid", "tid", "start_ns", "end_ns")})
 
 
+def _replaced_windows(windows: pd.DataFrame, rows: list[int], made: list[tuple]) -> pd.DataFrame:
+    """``windows`` less those at positions ``rows``, with the windows ``made`` (rows of
+    :data:`WINDOW_COLUMNS`, ids and parents integers too) in their place, in time order."""
+    made_windows = _made_windows(made, WINDOW_COLUMNS).astype({"range_id": np.int64, "parent_id": np.int64})
+    return pd.concat([windows.drop(windows.index[rows]), made_windows], ignore_index=True) \
+        .sort_values("start_ns", kind="stable").reset_index(drop=True)
+
+
 def _windows(rows: pd.DataFrame, phase: np.ndarray | str) -> pd.DataFrame:
     return pd.DataFrame({
         "range_id": rows["range_id"].to_numpy(), "name": phase, "range_name": rows["name"].to_numpy(),
@@ -578,11 +586,7 @@ def _loops_in_phase_ranges(windows: pd.DataFrame, own: pd.DataFrame, ops: pd.Dat
             notes.append(f"the {window['name']} range `{window['range_name']}` holds {len(group)} iterations "
                          f"`{shown}` that launch the same kernels and all of its own, from more than one thread: "
                          "a loop of whole iterations, not a pass; their phases are found inside them")
-    if not replaced and not dropped:
-        return windows
-    loops_made = _made_windows(made, WINDOW_COLUMNS).astype({"range_id": np.int64, "parent_id": np.int64})
-    kept = windows.drop(windows.index[replaced + dropped])
-    return pd.concat([kept, loops_made], ignore_index=True).sort_values("start_ns", kind="stable").reset_index(drop=True)
+    return _replaced_windows(windows, replaced + dropped, made) if replaced or dropped else windows
 
 
 @functools.lru_cache(maxsize=4096)
@@ -642,11 +646,7 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
         split.append(row)
         notes.append(f"the forward range `{window['range_name']}` holds {len(opens)} calls of the model (a range of "
                      "the model's first part starts each, one of its last part ends each): each call is a forward pass")
-    if not split:
-        return windows
-    calls = pd.DataFrame(made, columns=WINDOW_COLUMNS).astype({c: np.int64 for c in ("range_id", "pid", "tid", "start_ns", "end_ns", "parent_id")})
-    return pd.concat([windows.drop(windows.index[split]), calls], ignore_index=True).sort_values("start_ns", kind="stable") \
-        .reset_index(drop=True)
+    return _replaced_windows(windows, split, made) if split else windows
 
 
 # The phases a window of an earlier phase may hold that are never part of it: a backward inside
@@ -930,8 +930,9 @@ def _forwards_from_model_ranges(phases: pd.DataFrame, own: pd.DataFrame) -> pd.D
         return phases
     starts, ends = phases["start_ns"].to_numpy().copy(), phases["end_ns"].to_numpy()
     pids, own_pids = phases["pid"].to_numpy(), own["pid"].to_numpy()
-    attention = per_name(own["name"], _inside_the_model, dtype=bool)  # and ranges inside attention ranges
-    attention |= np.isin(own["parent_id"].to_numpy(), own["range_id"].to_numpy()[attention])
+    attention = per_name(own["name"], _inside_the_model, dtype=bool)
+    while (inside := ~attention & np.isin(own["parent_id"].to_numpy(), own["range_id"].to_numpy()[attention])).any():
+        attention |= inside  # and the ranges inside attention ranges, at any depth
     for pid in np.unique(pids[forwards]):
         rows = forwards[pids[forwards] == pid]
         windows = np.flatnonzero(pids == pid)  # in time order, none overlapping: the previous one ended last
@@ -1542,7 +1543,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
                         & ~_inside_any(phases, steps)]
         made = _steps_from_phases(before, _training_forwards(before), 0)
         if len(before) and made.empty:  # the kernels' backward passes alone: the ranges name the forward in steps
-            first = pd.Series(pids).map(first_step).to_numpy(dtype=float, na_value=-np.inf)
+            first = pd.Series(pids).map(first_step).fillna(np.iinfo(np.int64).min).to_numpy(dtype=np.int64)
             before = _kernel_phases(launches[launched < first], 0)
             made = _steps_from_phases(before, _training_forwards(before), 0)
         rows = list(zip(made["pid"], made["tid"], made["start_ns"], made["end_ns"], ["(warm-up iteration)"] * len(made)))
