@@ -98,8 +98,9 @@ PHASE_FAMILIES = {
 }
 # A bracketed qualifier of a name: ``Backward (with async all-reduce)``, ``forward [bf16]`` (not ``step (3)``).
 QUALIFIER = re.compile(r"\([^()]*[^\W\d_][^()]*\)|\[[^\[\]]*[^\W\d_][^\[\]]*\]")  # with a letter in it
-# A clause that qualifies a name: ``Forward Pass with autocast``, ``backward using the scaler``.
-QUALIFYING_CLAUSE = re.compile(r"\s+(?:with|using|under|via)\s.*$", re.IGNORECASE)
+# A clause that qualifies a name: ``Forward Pass with autocast``, ``backward using the scaler``,
+# ``forward_for_backward`` (the forward whose backward comes next): words apart by spaces or ``_``.
+QUALIFYING_CLAUSE = re.compile(r"[\s_]+(?:with|using|under|via|for)[\s_].*$", re.IGNORECASE)
 # What joins the parts of a name that says two things (``comm + optimizer``, ``sync and step``).
 JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
 # ``step`` names the optimizer only inside a training step, after its backward.
