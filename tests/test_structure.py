@@ -81,6 +81,33 @@ def test_a_warmup_range_around_steps_named_with_a_space(tmp_path):
     assert "inside `warmup`" in labelled.structure.warmup_rule
 
 
+@pytest.mark.parametrize("warmup_name", ["{phase} warmup", "warmup_{phase}", "Warm-up {phase}"])
+def test_phases_named_apart_in_the_warmup_iterations(tmp_path, warmup_name):
+    """The warm-up iterations' phases carry a warm-up word beside the phase's name
+    (`forward pass warmup` and `forward pass`): they are the same phases, and the iterations before
+    the plain names first appear are warm-up, not the first measured one."""
+    script = Script()
+    for _ in range(3):
+        script.iteration(*(warmup_name.format(phase=p) for p in ("forward pass", "backward pass", "optimizer step")))
+    for _ in range(4):
+        script.iteration("forward pass", "backward pass", "optimizer step")
+    labelled = script.labelled(tmp_path)
+    assert list(labelled.structure.steps["measured"]) == [False] * 3 + [True] * 4
+    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+    assert labelled.structure.phase_names["forward"] == sorted(["forward pass", warmup_name.format(phase="forward pass")])
+
+
+def test_a_warmup_step_range_is_no_optimizer_step(tmp_path):
+    script = Script()
+    for _ in range(2):
+        script.range("warmup_step", script.iteration)
+    for i in range(4):
+        script.range(f"step_{i}", script.iteration)
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"step_{i}" for i in range(4)]
+    assert labelled.structure.phase_names["optimizer_step"] == ["optimizer_step"]
+
+
 def test_measure_ranges_with_the_warmup_outside_them(tmp_path):
     script = Script()
     for _ in range(2):

@@ -115,6 +115,8 @@ CLOSURE_PHASES = ("forward", "loss", "backward")
 # A name that says it is a step (``train_step``, ``iteration_3``, ``batch``).
 STEP_FAMILY = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)(_.*)?")
 WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in|dry_?run|untimed)(_.*)?|预热.*")
+# A warm-up word before or after a phase's name (``forward pass warmup``, ``warmup_backward``).
+WARMUP_WORD = re.compile(r"^(?:warm(?:ing)?_?up|burn_?in|dry_?run|untimed)_|_(?:warm(?:ing)?_?up|burn_?in|dry_?run|untimed)$")
 # A step's word before the part that says warm-up or measured (``step_warmup``, ``iter_measured``).
 STEP_WORD = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)_")
 # A range around the measured steps: steps outside it are warm-up.
@@ -475,10 +477,21 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
         phase = per_name(own["name"], _phase_of_name)
         if not pd.notna(phase).any():
             phase = _tagged_phases(own["name"], notes)
+        unnamed = pd.isna(phase)
+        phase[unnamed] = per_name(own["name"][unnamed], _warmup_phase_of_name)
         phase = _resolve_ambiguous_step(own, phase)
     keep = pd.notna(phase)
     windows = _windows(own[keep], phase[keep])
     return _outermost_per_phase(windows)
+
+
+def _warmup_phase_of_name(name: str) -> str | None:
+    """The phase a name says after a warm-up word before or after it is left out (``forward pass
+    warmup`` beside ``forward pass``: the script names its warm-up iterations' phases apart);
+    never the optimizer for a bare ``step`` (``warmup_step`` is a warm-up iteration)."""
+    normal = normal_name(name)
+    bare = WARMUP_WORD.sub("", normal, count=1)
+    return _phase_of(bare) if bare not in (normal, AMBIGUOUS_OPTIMIZER) else None
 
 
 TAG_SHOWN = 48  # at most this many characters of the pattern of tagged phase names are shown in a note
