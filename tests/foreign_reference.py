@@ -43,9 +43,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ``phase_sequence``: no step ranges; a step runs from each ``first`` phase range to the end of
   the next ``last`` phase range (a later ``first`` range before that same ``last`` one is in the
   same step: gradient accumulation); warm-up steps without ranges are invisible (``warmup_unmarked``
-  records how many the script ran); with ``inference_forwards``, a ``first`` range whose next
-  ``first`` or ``backward`` range (the first to start after it ends) is a ``first`` one is an
-  evaluation pass and starts no step.
+  records how many the script ran); with ``inference_forwards``, each ``backward`` range, in
+  start order, takes the latest ``first`` range that started before it and that none took yet,
+  and a ``first`` range no backward takes is an evaluation pass and starts no step.
   ``runs`` (a list, from the script's source: its steps per run, for a script that trains several
   configurations one after another under the same names): only the last run is measured, the
   steps of the earlier ones are warm-up, and the departing rule reads the last run's steps alone.
@@ -70,8 +70,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   ``pytorch_labels`` (``--pytorch=functions-trace``): a step runs from the start of an outermost
   ``torch.nn.modules.Module.__call__`` range on the main thread (the model call) to the end of the
   next ``optimizer`` range (``torch.optim.AdamW.step``); with ``inference_calls``, a model call
-  whose next model call or ``backward`` range (the first to start after it ends) is a model call
-  is an evaluation pass and starts no step.
+  that no ``backward`` range takes (as for ``inference_forwards``) is an evaluation pass and
+  starts no step.
   ``group: K`` (any kind but ``ranges``; a script that updates K models in turn, each with its
   own optimizer): each K consecutive steps in time are one step, from the first's start to the
   K-th's end.
@@ -370,10 +370,16 @@ def _departing(proc: Process, steps: list[Range]) -> int:
 
 
 def _training_only(firsts: list[Range], backwards: list[Range]) -> list[Range]:
-    """``firsts`` less evaluation passes: a first range whose next first or backward range (the
-    first to start after it ends) is a first range."""
-    following = sorted([(r.start, "first") for r in firsts] + [(b.start, "backward") for b in backwards])
-    return [r for r in firsts if next((kind for start, kind in following if start >= r.end), "first") == "backward"]
+    """``firsts`` less evaluation passes: each backward range, in start order, takes the latest
+    first range that started before it and that no backward took yet; a first range none takes is
+    an evaluation pass."""
+    taken, waiting = set(), []
+    for start, kind, index in sorted([(r.start, 0, i) for i, r in enumerate(firsts)] + [(b.start, 1, -1) for b in backwards]):
+        if kind == 0:
+            waiting.append(index)
+        elif waiting:
+            taken.add(waiting.pop())
+    return [r for i, r in enumerate(firsts) if i in taken]
 
 
 def _steps_from_phases(proc: Process, spec: dict, phases: dict) -> list[Range]:

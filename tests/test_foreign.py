@@ -83,6 +83,9 @@ def test_passes_and_phase_kernels_per_rank(name):
     for reference in REFERENCE[name]["processes"]:
         mine = ranks[reference["pid"]]
         for phase, figures in reference["phases"].items():
+            if reference["passes"][phase] == 0:  # a phase of other ranks only (the loss of a pipeline's last stage)
+                assert PHASE[phase] not in mine["phases"], phase
+                continue
             assert mine["phases"][PHASE[phase]]["passes"] == reference["passes"][phase]
             assert close(mine["phases"][PHASE[phase]]["kernel_ms_per_pass"], figures["kernel_ms_per_pass"]), phase
 

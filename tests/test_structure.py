@@ -108,6 +108,27 @@ def test_a_warmup_step_range_is_no_optimizer_step(tmp_path):
     assert labelled.structure.phase_names["optimizer_step"] == ["optimizer_step"]
 
 
+def test_forwards_ahead_of_their_backwards_are_training_ones(tmp_path):
+    """A pipeline schedule runs two micro-batches' forwards before the first backward (1F1B):
+    each backward takes the latest forward not yet taken, so every forward is a training pass;
+    an evaluation forward after the optimizer step, which no backward takes, is an inference one."""
+    script = Script()
+
+    def forward():
+        script.range("forward", lambda: script.kernel(count=3))
+
+    def backward():
+        script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4))
+
+    for i in range(4):
+        script.range(f"step_{i}", lambda: (forward(), forward(), backward(), forward(), backward(), backward(),
+                                           script.range("optimizer_step", lambda: script.kernel(name=OPTIMIZER_KERNEL))))
+        forward()  # an evaluation pass between the steps
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert labelled.measured_passes == {"forward": 9, "backward": 9, "optimizer_step": 3}
+    assert labelled.structure.inference_passes == 4
+
+
 def test_measure_ranges_with_the_warmup_outside_them(tmp_path):
     script = Script()
     for _ in range(2):

@@ -996,20 +996,31 @@ def _optimizer_run(names: np.ndarray, other: np.ndarray, start: int) -> tuple[in
 
 
 def _training_forwards(phases: pd.DataFrame) -> np.ndarray:
-    """Whether each phase window is a training forward: a forward whose next phase in its process,
-    the first to start after the forward ends, is a loss or a backward (a loss inside an inference
-    forward does not make it a training one)."""
+    """Whether each phase window is a training forward: a forward that a backward of its process
+    takes, each backward (in start order) taking the latest forward that started before it and
+    that no backward took yet. A forward no backward takes (an evaluation pass, a warm-up forward
+    alone) is an inference one. Last in, first out, so a pipeline schedule's forwards of several
+    micro-batches ahead of their backwards (1F1B, GPipe) are all training ones, and a forward right
+    before a backward always is."""
     names = phases["name"].to_numpy()
     if not (names == "backward").any():  # a forward-only run: every forward is the pass
         return names == "forward"
     training = np.zeros(len(phases), dtype=bool)
-    starts, ends = phases["start_ns"].to_numpy(), phases["end_ns"].to_numpy()
+    starts = phases["start_ns"].to_numpy()
     for _, rows in phases.groupby("pid", sort=False).indices.items():
         rows = rows[np.argsort(starts[rows], kind="stable")]
-        forwards = rows[names[rows] == "forward"]
-        after = np.searchsorted(starts[rows], ends[forwards], side="left")
-        following = names[rows[np.minimum(after, len(rows) - 1)]]
-        training[forwards] = (after < len(rows)) & ((following == "loss") | (following == "backward"))
+        rows = rows[np.isin(names[rows], ("forward", "backward"))]
+        is_forward = names[rows] == "forward"
+        followed = np.append(~is_forward[1:], False)  # the next forward or backward is a backward
+        if (followed | ~is_forward).all():  # each forward taken by the backward right after it
+            training[rows[is_forward]] = True
+            continue
+        waiting: list[int] = []  # forwards no backward took yet, in start order
+        for row, forward in zip(rows.tolist(), is_forward.tolist()):
+            if forward:
+                waiting.append(row)
+            elif waiting:
+                training[waiting.pop()] = True
     return training
 
 
