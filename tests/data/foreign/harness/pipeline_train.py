@@ -24,12 +24,11 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import nn
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_train import Block  # noqa: E402
+from tp_train import Block, next_token_loss  # noqa: E402
 
 
 class FirstStage(nn.Module):
@@ -55,10 +54,6 @@ class LastStage(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x))
-
-
-def next_token_loss(logits, ids):
-    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
 
 
 def main() -> None:

@@ -50,8 +50,11 @@ class LM(nn.Module):
         x = self.embed(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))
         for block in self.blocks:
             x = block(x)
-        logits = self.head(self.norm(x))
-        return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+        return next_token_loss(self.head(self.norm(x)), ids)
+
+
+def next_token_loss(logits, ids):
+    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
 
 
 def main() -> None:
