@@ -28,7 +28,7 @@ from torch import nn
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_train import Block, next_token_loss  # noqa: E402
+from tp_train import Block, next_token_loss, nvtx_range, synchronize  # noqa: E402
 
 
 class FirstStage(nn.Module):
@@ -95,30 +95,23 @@ def main() -> None:
     torch.manual_seed(0)  # the same batch on both ranks: the first feeds it, the last takes it as the target
     ids = torch.randint(0, a.vocab, (a.batch, a.ctx), device=dev)
 
-    def rng(name):
-        return torch.cuda.nvtx.range(name) if a.nvtx else contextlib.nullcontext()
-
-    def sync():
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-
     times, losses = [], []
     with torch.autograd.profiler.emit_nvtx() if a.emit_nvtx else contextlib.nullcontext():
         for _ in range(a.warmup + a.steps):
             t0 = time.perf_counter()
-            with rng("train_step"):
-                with rng("fwd_bwd"):
+            with nvtx_range(a.nvtx, "train_step"):
+                with nvtx_range(a.nvtx, "fwd_bwd"):
                     if rank == 0:
                         schedule.step(ids)
                     else:
                         losses.clear()
                         schedule.step(target=ids, losses=losses)
-                with rng("optimizer"):
+                with nvtx_range(a.nvtx, "optimizer"):
                     opt.step()
                     opt.zero_grad(set_to_none=True)
-            sync()
+            synchronize(dev)
             times.append(time.perf_counter() - t0)
-    sync()
+    synchronize(dev)
     if rank == world - 1:
         print("schedule", a.schedule, "micro-batches", a.microbatches, "loss", float(torch.stack(losses).detach().mean()),
               "step ms", [round(t * 1e3, 1) for t in times])

@@ -57,6 +57,15 @@ def next_token_loss(logits, ids):
     return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
 
 
+def nvtx_range(on: bool, name: str):
+    return torch.cuda.nvtx.range(name) if on else contextlib.nullcontext()
+
+
+def synchronize(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--layers", type=int, default=4)
@@ -86,27 +95,20 @@ def main() -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)  # DTensor and plain tensors do not mix in foreach
     x = torch.randint(0, a.vocab, (a.batch, a.ctx), device=dev)
 
-    def rng(name):
-        return torch.cuda.nvtx.range(name) if a.nvtx else contextlib.nullcontext()
-
-    def sync():
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-
     times = []
     for _ in range(a.warmup + a.steps):
         t0 = time.perf_counter()
-        with rng("train_step"):
-            with rng("forward"):
+        with nvtx_range(a.nvtx, "train_step"):
+            with nvtx_range(a.nvtx, "forward"):
                 loss = model(x)
-            with rng("backward"):
+            with nvtx_range(a.nvtx, "backward"):
                 loss.backward()
-            with rng("optimizer"):
+            with nvtx_range(a.nvtx, "optimizer"):
                 opt.step()
                 opt.zero_grad(set_to_none=True)
-        sync()
+        synchronize(dev)
         times.append(time.perf_counter() - t0)
-    sync()
+    synchronize(dev)
     if rank == 0:
         print("world", world, "params per rank", sum(q.to_local().numel() if hasattr(q, "to_local") else q.numel()
                                                       for q in model.parameters()),
