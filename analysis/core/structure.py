@@ -30,9 +30,10 @@ passes, and the optimizer step is what follows them. A forward or backward range
 of whole iterations (``forward`` around ``it0`` … ``it9``, which launch the same kernels and all of
 the range's) names what the loop times, not a pass: in a forward range whose iterations launch
 from the main thread alone each iteration is a forward pass; otherwise the phases come from what
-the iterations hold. A forward followed by its loss or
-backward is a *training* forward; another forward (an inference pass) is left out of the training
-phases and counted on its own. Without step ranges, steps are made from the phases: each training
+the iterations hold. A forward that a backward takes (each backward taking the latest forward
+not yet taken, so a pipeline's forwards ahead of their backwards are all taken) is a *training*
+forward; another forward (an inference pass) is left out of the training phases and counted on
+its own. Without step ranges, steps are made from the phases: each training
 forward starts one, and in a process with optimizer steps a training forward with no optimizer
 step since the previous one continues its step (gradient accumulation). Warm-up steps are those
 named warm-up or in ranges named warm-up beside the steps; else the iterations whose phases ran
@@ -116,7 +117,8 @@ CLOSURE_PHASES = ("forward", "loss", "backward")
 STEP_FAMILY = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)(_.*)?")
 WARMUP_FAMILY = re.compile(r"(warm(_?up)?|burn_?in|dry_?run|untimed)(_.*)?|预热.*")
 # A warm-up word before or after a phase's name (``forward pass warmup``, ``warmup_backward``).
-WARMUP_WORD = re.compile(r"^(?:warm(?:ing)?_?up|burn_?in|dry_?run|untimed)_|_(?:warm(?:ing)?_?up|burn_?in|dry_?run|untimed)$")
+_WARMUP_WORDS = r"(?:warm(?:ing)?_?up|burn_?in|dry_?run|untimed)"
+WARMUP_WORD = re.compile(rf"^{_WARMUP_WORDS}_|_{_WARMUP_WORDS}$")
 # A step's word before the part that says warm-up or measured (``step_warmup``, ``iter_measured``).
 STEP_WORD = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)_")
 # A range around the measured steps: steps outside it are warm-up.
