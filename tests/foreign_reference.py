@@ -37,8 +37,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   by the ranges matching it that lie outside every measured step (a script whose warm-up
   iterations carry the same phase ranges and no step range); ``warmup_before: autograd_runs``
   counts as warm-up iterations the runs of launches from the autograd thread (the backward
-  passes, :func:`_backward_runs`) that start before the first measured step (a script whose
-  warm-up iterations have no range at all). A forward outside every step (an inference pass,
+  passes, :func:`_backward_runs`) that start before the first step range, measured or not (a
+  script whose warm-up iterations have no step or phase range). A forward outside every step (an inference pass,
   ``inference_forward``) is not measured.
   ``phase_sequence``: no step ranges; a step runs from each ``first`` phase range to the end of
   the next ``last`` phase range (a later ``first`` range before that same ``last`` one is in the
@@ -329,7 +329,7 @@ def _steps_from_ranges(proc: Process, spec: dict, first_n: int, phase_rules: dic
             inner = [r for r in proc.ranges if region.start <= r.start and r.end <= region.end and count_re.search(r.name)]
             warm_names += [f"{region.name}/{r.name}" for r in outermost(inner)]
     if spec.get("warmup_before") == "autograd_runs":  # iterations with no range before the step ranges
-        first = min((r.start for r in measured), default=1 << 62)
+        first = min((r.start for r in steps), default=1 << 62)
         runs = _backward_runs(proc.kernels, proc.pid)
         warm_names += [f"(before steps) #{i}" for i, (start, _) in enumerate(runs) if proc.kernels[start].launch < first]
     if spec.get("warmup_count_outside"):

@@ -153,6 +153,52 @@ def test_unindexed_train_step_with_step_as_the_optimizer_and_a_departing_first_s
     assert labelled.structure.phase_names["forward"] == ["model_eval"]
 
 
+def unranged_iteration(script: Script) -> None:
+    """A warm-up iteration with no range at all: forward, backward (the autograd thread), optimizer."""
+    script.kernel(count=3)
+    script.kernel(tid=AUTOGRAD, count=4)
+    script.kernel(name=OPTIMIZER_KERNEL, count=2)
+
+
+@pytest.mark.parametrize("departing", [False, True])
+def test_iterations_with_no_range_before_the_step_ranges_are_warmup(tmp_path, departing):
+    """A script whose warm-up iterations have no range and whose measured steps have theirs: the
+    iterations before the first step range are found by their backward passes and are warm-up;
+    the rule that reads the step ranges still applies to them (a first step that departs from the
+    steady state is warm-up too)."""
+    script = Script()
+    script.kernel(count=5)  # the model's set-up
+    for _ in range(3):
+        unranged_iteration(script)
+    for i in range(6):
+        script.range(f"step_{i}", lambda: script.iteration(extra_kernels=8 if departing and i == 0 else 0))
+    labelled = script.labelled(tmp_path)
+    first = 1 if departing else 0
+    assert measured_steps(labelled) == [f"step_{i}" for i in range(first, 6)]
+    assert labelled.measured_passes == {"forward": 6 - first, "backward": 6 - first, "optimizer_step": 6 - first}
+    rule = labelled.structure.warmup_rule
+    assert rule.startswith("the 3 iterations before the step ranges, with no step or phase range, found from the kernels; ")
+    assert rule.endswith("departs from the later steps' (a count outside theirs, a time over 1.5× their median and 3 "
+                         "median absolute deviations above it)" if departing else
+                         "no leading step departs from the later steps' kernel count, kernel time or CPU span")
+    steps = labelled.structure.steps
+    assert (~steps["measured"]).sum() == 3 + first
+    assert list(steps["name"])[:3] == [f"(iteration with no step range) #{k}" for k in range(3)]
+
+
+def test_set_up_kernels_before_the_step_ranges_are_no_iteration(tmp_path):
+    """Kernels before the first step range with no backward among them (the model's set-up, a
+    forward with no gradient) make no warm-up iteration."""
+    script = Script()
+    script.kernel(count=40)
+    for i in range(4):
+        script.range(f"step_{i}", script.iteration)
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"step_{i}" for i in range(4)]
+    assert len(labelled.structure.steps) == 4
+    assert labelled.structure.warmup_rule == "no leading step departs from the later steps' kernel count, kernel time or CPU span"
+
+
 def test_steps_that_differ_among_themselves_leave_out_only_the_step_that_stands_out(tmp_path):
     """Batches of varying length: the later steps' kernel counts and times differ several-fold
     among themselves, so a step like one of them is measured; only the first, with more kernels

@@ -38,7 +38,9 @@ forward starts one, and in a process with optimizer steps a training forward wit
 step since the previous one continues its step (gradient accumulation). Warm-up steps are those
 named warm-up or in ranges named warm-up beside the steps; else the iterations whose phases ran
 before the first step range; else those outside a ``measured…`` range; else the leading steps
-whose kernel count, kernel time or CPU span departs from the later steps'. ``RangeNames`` given
+whose kernel count, kernel time or CPU span departs from the later steps'; and beside whichever
+rule reads the step ranges, the iterations with no step or phase range before them, found by their
+backward passes from the kernels. ``RangeNames`` given
 by the user (the command line's flags) override each role.
 """
 from __future__ import annotations
@@ -1569,12 +1571,16 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
         before = phases[(phases["end_ns"].to_numpy() <= phases["pid"].map(first_step).to_numpy())
                         & ~_inside_any(phases, steps)]
         made = _steps_from_phases(before, _training_forwards(before), 0)
-        if len(before) and made.empty:  # the kernels' backward passes alone: the ranges name the forward in steps
+        named = WARMUP_ITERATION
+        if made.empty:  # the kernels' backward passes alone: the ranges name the phases in steps, or none before
             first = pd.Series(pids).map(first_step).fillna(np.iinfo(np.int64).min).to_numpy(dtype=np.int64)
+            named = WARMUP_ITERATION if len(before) else UNRANGED_ITERATION
             before = _kernel_phases(launches[launched < first], 0)
-            made = _steps_from_phases(before, _training_forwards(before), 0)
-        rows = list(zip(made["pid"], made["tid"], made["start_ns"], made["end_ns"], ["(warm-up iteration)"] * len(made)))
-        rule = "the iterations before the step ranges, whose phases ran outside every step" if rows else ""
+            if named == WARMUP_ITERATION or (before["name"] == "backward").to_numpy().any():  # not a model's set-up alone
+                made = _steps_from_phases(before, _training_forwards(before), 0)
+        rows = list(zip(made["pid"], made["tid"], made["start_ns"], made["end_ns"], [named] * len(made)))
+        rule = "the iterations before the step ranges, whose phases ran outside every step" \
+            if rows and named == WARMUP_ITERATION else ""
     found = _made_windows(rows, ["pid", "tid", "start_ns", "end_ns", "range_name"])
     found = found.assign(range_id=np.arange(first_id, first_id + len(found), dtype=np.int64), parent_id=-1, measured=False)
     found["name"] = [f"{name} #{k}" for name, k in zip(found["range_name"], found.groupby(["pid", "range_name"]).cumcount())]
@@ -1644,6 +1650,11 @@ def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int
     return _iterations(rows, first_id)
 
 
+# The names of warm-up iterations the analysis makes beside the step ranges: from phases (ranged or
+# from the kernels) outside every step, their rule the warm-up's; and from the kernels of a process
+# whose phases before its first step have no range at all, warm-up beside whatever rule reads the steps.
+WARMUP_ITERATION = "(warm-up iteration)"
+UNRANGED_ITERATION = "(iteration with no step range)"
 UPDATE_PERIODS_SEEN = 3  # a period of updates is believed after this many periods repeat the one before
 
 
@@ -1702,6 +1713,27 @@ def _iterations(rows: list[tuple], first_id: int) -> pd.DataFrame:
 def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
             names: RangeNames, has_steps: bool, own: pd.DataFrame, notes: list[str],
             profiler_calls: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
+    """:func:`_warmup_of_steps` of the steps but the iterations in no range before a process's step
+    ranges (:data:`UNRANGED_ITERATION`), which are warm-up beside them, the rule saying how many."""
+    unranged = (steps["range_name"] == UNRANGED_ITERATION).to_numpy(dtype=bool) if has_steps else np.zeros(0, bool)
+    if not unranged.any():
+        return _warmup_of_steps(steps, containers, found_rule, ops, names, has_steps, own, notes, profiler_calls)
+    ranged, rule, table, marking = _warmup_of_steps(steps[~unranged], containers, found_rule, ops, names, has_steps,
+                                                    own, notes, profiler_calls)
+    before = steps[unranged].sort_values(["pid", "start_ns"], kind="stable").assign(measured=False, cut=False)
+    figures = _step_figures(before, ops)
+    table = _step_table(before, figures) + table  # in the order of the steps concatenated below
+    steps = pd.concat([before, ranged], ignore_index=True)
+    order = np.lexsort((steps["start_ns"].to_numpy(), steps["pid"].to_numpy()))
+    count = len(before)
+    iterations = f"the {count} iterations" if count > 1 else "the iteration"
+    rule = f"{iterations} before the step ranges, with no step or phase range, found from the kernels; and {rule}"
+    return steps.iloc[order].reset_index(drop=True), rule, [table[i] for i in order], marking
+
+
+def _warmup_of_steps(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
+                     names: RangeNames, has_steps: bool, own: pd.DataFrame, notes: list[str],
+                     profiler_calls: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
     """Mark warm-up steps (``measured`` False), say by which rule, and name the user's ranges that
     told them where none is a step (:func:`_late_range_warmup`; ``own``: the user's ranges);
     ``found_rule`` says how the warm-up steps already among ``steps`` were found ("" when none were);
@@ -1751,10 +1783,15 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
     steps = steps.assign(measured=np.asarray(measured, dtype=bool) & runs.last & every, cut=cut)
     _note_unlike_steps(steps, figures, notes)
     rule = runs.rule + rule
-    table = [{"step": str(s.name), "pid": int(s.pid), "measured": bool(s.measured), "cut": bool(s.cut),
-              "cpu_span_ms": (s.end_ns - s.start_ns) / 1e6, "kernels": int(k), "kernel_ms": t / 1e6}
-             for s, k, t in zip(steps.itertuples(), figures["kernels"], figures["kernel_ns"])]
-    return steps, rule, table, marking
+    return steps, rule, _step_table(steps, figures), marking
+
+
+def _step_table(steps: pd.DataFrame, figures: pd.DataFrame) -> list[dict]:
+    """One row per step: its label, process, whether measured or cut, CPU span and kernels
+    (``figures``: :func:`_step_figures` of ``steps``)."""
+    return [{"step": str(s.name), "pid": int(s.pid), "measured": bool(s.measured), "cut": bool(s.cut),
+             "cpu_span_ms": (s.end_ns - s.start_ns) / 1e6, "kernels": int(k), "kernel_ms": t / 1e6}
+            for s, k, t in zip(steps.itertuples(), figures["kernels"], figures["kernel_ns"])]
 
 
 # Measured steps of one process whose kernel times differ by this factor or more are noted: they may
