@@ -199,6 +199,29 @@ def test_set_up_kernels_before_the_step_ranges_are_no_iteration(tmp_path):
     assert labelled.structure.warmup_rule == "no leading step departs from the later steps' kernel count, kernel time or CPU span"
 
 
+def test_phase_ranges_inside_another_phase_are_named_as_held_not_unused(tmp_path):
+    """A loss range and a model-call range inside each forward range: the forward counts their
+    kernels, and the structure says so instead of listing them unused; a range of no phase stays
+    unused."""
+    script = Script()
+
+    def forward():
+        script.range("model_forward", lambda: script.kernel(count=3))
+        script.range("loss_computation", lambda: script.kernel())
+
+    for i in range(4):
+        script.range(f"step_{i}", lambda: [script.range("zero_grad"), script.range("forward", forward),
+                                           script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4))])
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    record = labelled.structure.record()
+    assert labelled.measured_passes == {"forward": 3, "backward": 3}
+    assert record["held_names"] == [{"phase": "forward", "inside": "forward", "names": ["model_forward"]},
+                                    {"phase": "loss", "inside": "forward", "names": ["loss_computation"]}]
+    assert record["unused_names"] == ["zero_grad"]
+    assert "; inside the forward's ranges, counted there: forward `model_forward`, loss `loss_computation`; " \
+           "unused: `zero_grad`" in describe(record)
+
+
 def test_steps_that_differ_among_themselves_leave_out_only_the_step_that_stands_out(tmp_path):
     """Batches of varying length: the later steps' kernel counts and times differ several-fold
     among themselves, so a step like one of them is measured; only the first, with more kernels

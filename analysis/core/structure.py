@@ -182,6 +182,8 @@ class RunStructure:
     block_family: str | None = None
     block_ranges: pd.Series = field(default_factory=lambda: pd.Series(dtype=np.int64))  # block index by range_id
     phase_names: dict[str, list[str]] = field(default_factory=dict)
+    # Names of a phase whose ranges all lie inside a phase's windows, which count their kernels.
+    held_names: list[dict] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     step_table: list[dict] = field(default_factory=list)
@@ -210,6 +212,7 @@ class RunStructure:
             "block_family": self.block_family,
             "inference_passes": int(self.inference_passes),
             "inference_names": list(self.inference_names),
+            "held_names": [dict(entry) for entry in self.held_names],
             "unused_names": list(self.unused),
             "step_table": list(self.step_table),
         }
@@ -281,14 +284,51 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         containers["name"], name_of.reindex(block_ranges.index).dropna(), pd.Series(marking, dtype=object))))
     if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
         used |= set(own.loc[_named(WARMUP_FAMILY, own["name"]), "name"])
-    unused = [family_label(n) for n in name_families(sorted(
-        set(pd.unique(own["name"])) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}))]
+    left = set(pd.unique(own["name"])) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}
+    held = _held_by_other_phases(own[own["name"].isin(left)], phases) if names.phases is None else []
+    left -= {name for entry in held for name in entry["names"]}
+    held = [{**entry, "names": [family_label(n) for n in name_families(entry["names"])]} for entry in held]
+    unused = [family_label(n) for n in name_families(sorted(left))]
     return RunStructure(
         steps=steps, phases=phases.reset_index(drop=True), regions=regions, region_names=region_names, has_steps=has_steps,
         step_ranges=step_ranges, source=source, step_rule=step_rule, warmup_rule=warmup_rule,
         inference_passes=len(inference_windows), inference_names=name_families(sorted(set(inference_windows["range_name"]))),
         fused_attention=fused, block_family=block_family, block_ranges=block_ranges,
-        phase_names=_names_by_phase(phases), unused=unused, notes=notes, step_table=step_table, profiled=profiled)
+        phase_names=_names_by_phase(phases), held_names=held, unused=unused, notes=notes, step_table=step_table,
+        profiled=profiled)
+
+
+def _held_by_other_phases(ranges: pd.DataFrame, phases: pd.DataFrame) -> list[dict]:
+    """Of ``ranges`` (the user's, not used for any role), those whose name says a phase and that
+    each lie inside a phase window of their process (a ``loss`` range inside the forward's, a
+    ``model_forward`` inside ``forward``): that phase counts their kernels. One entry per phase and
+    holding phase, ``{"phase", "inside", "names"}`` (the holder: the phase whose window holds the
+    first range)."""
+    said = per_name(ranges["name"], lambda n: _phase_of_name(n) or _warmup_phase_of_name(n))
+    ranges = ranges[pd.notna(said)].assign(said=said[pd.notna(said)])
+    found: dict[tuple[str, str], list[str]] = {}
+    for (name, phase), mine in ranges.groupby(["name", "said"], sort=True):
+        holders = [_holder(phases[phases["pid"].to_numpy() == pid], rows) for pid, rows in mine.groupby("pid")]
+        if holders and all(holder is not None for holder in holders):
+            found.setdefault((phase, holders[0]), []).append(name)
+    order = sorted(found, key=lambda key: (PHASES.index(key[1]), PHASES.index(key[0])))
+    return [{"phase": phase, "inside": holder, "names": found[phase, holder]} for phase, holder in order]
+
+
+def _holder(windows: pd.DataFrame, ranges: pd.DataFrame) -> str | None:
+    """The phase of the window holding the first of ``ranges`` when every one of them lies inside a
+    window of ``windows`` (one process's phases), else None."""
+    if windows.empty:
+        return None
+    windows = windows.sort_values("start_ns", kind="stable")
+    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
+    reach = np.maximum.accumulate(ends)
+    before = np.searchsorted(starts, ranges["start_ns"].to_numpy(), side="right") - 1
+    if not ((before >= 0) & (reach[np.maximum(before, 0)] >= ranges["end_ns"].to_numpy())).all():
+        return None
+    first = ranges.sort_values("start_ns", kind="stable").iloc[0]
+    holding = (starts <= first["start_ns"]) & (ends >= first["end_ns"])
+    return str(windows["name"].to_numpy()[np.flatnonzero(holding)[-1]])
 
 
 def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -20,6 +20,11 @@ def describe(record: dict) -> str:
     phases = ", ".join(f"{phase} " + "/".join(f"`{shortened(n)}`" for n in names)
                        for phase, names in record["phase_names"].items() if names)
     parts = [steps, phases or "no phases"]
+    holders = dict.fromkeys(held["inside"] for held in record.get("held_names", []))
+    for holder in holders:
+        shown = ", ".join(f"{held['phase']} " + "/".join(f"`{shortened(n)}`" for n in held["names"])
+                          for held in record["held_names"] if held["inside"] == holder)
+        parts.append(f"inside the {holder}'s ranges, counted there: {shown}")
     attention = [f"{part} " + "/".join(f"`{n}`" for n in names)
                  for part, names in record["attention_names"].items() if names]
     if attention:

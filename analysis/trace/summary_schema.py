@@ -20,10 +20,10 @@ import json
 import typing
 from typing import Annotated, Any, TypedDict, Union
 
-SCHEMA_VERSION = 7  # 1: before the summary carried its timeline and schema version; 2: before communication;
+SCHEMA_VERSION = 8  # 1: before the summary carried its timeline and schema version; 2: before communication;
 # 3: before (e) split the matmul ranges into their GEMMs and the rest and phase_shapes; 4: before the memory
 # ledger and GPU metrics; 5: before the run's structure replaced the range names looked for; 6: before the
-# structure counted the last steps a capture's end cut off
+# structure counted the last steps a capture's end cut off; 7: before it named the phase ranges held by a phase
 
 WRITTEN = "written"  # annotation of a key a writer adds to the shown summary (a sentence)
 STORED_ONLY = "stored only"  # annotation of a figure the stored summary keeps for a writer alone
@@ -38,6 +38,13 @@ class StepFiguresRecord(TypedDict):
     cpu_span_ms: float
     kernels: int
     kernel_ms: float
+
+
+class HeldNamesRecord(TypedDict):
+    """Range names of a phase that lie inside a phase's ranges, whose figures hold them."""
+    phase: str
+    inside: str
+    names: list[str]
 
 
 class StructureRecord(TypedDict):
@@ -58,6 +65,7 @@ class StructureRecord(TypedDict):
     block_family: str | None
     inference_passes: int
     inference_names: list[str]
+    held_names: list[HeldNamesRecord]
     unused_names: list[str]
     step_table: list[StepFiguresRecord]
 
