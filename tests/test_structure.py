@@ -319,6 +319,8 @@ def test_namespaced_names_say_their_role_by_their_last_part(tmp_path):
     ("step {i}", "Forward Propagation", "Back Propagation", "Adam Update"),
     ("step {i}", "Forward Pass with autocast", "back", "opt_step"),  # a clause after the phase's name; `back`
     ("step {i}", "forward_for_backward", "backward_with_scaler", "optimizer_step"),  # clauses joined by `_`
+    ("step {i}", "forwad pass", "backwrad pass", "optimize step"),  # a letter's slips; the verb of the optimizer
+    ("step {i}", "Foward", "Bakward", "optimzer"),
 ])
 def test_common_naming_conventions_name_every_phase(tmp_path, step, forward, backward, optimizer):
     script = Script()

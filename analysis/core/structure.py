@@ -95,7 +95,7 @@ PHASE_FAMILIES = {
                        r"|cross_entropy|criterion|(计算)?损失(计算|函数)?"),
     "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw|back)(_pass|_step|_prop(agation)?)?|back_?prop(agation)?"
                            r"|(compute_|computing_|calc_)?grad(s|ient|ients)?|反向(传播|计算|过程)?"),
-    "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optim|opt|optimi[sz]ation)(_step|_update)?|(adam_?w?|sgd|lion|muon)(_step|_update)?)"
+    "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optimi[sz]e|optim|opt|optimi[sz]ation)(_step|_update)?|(adam_?w?|sgd|lion|muon)(_step|_update)?)"
                                  r"|((param(eter)?s?|weights?)_)?update(_step)?|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"
                                  r"|优化(器)?(步骤|更新|步)?|参数更新"),
 }
@@ -393,8 +393,9 @@ def _named(family: re.Pattern, names) -> np.ndarray:
 
 def _phase_of(normal: str) -> str | None:
     """The phase a name's family says, if any, also after the iteration's number it starts with
-    (``step_3_forward``, ``epoch0_it5_backward``); an indexed ``step_3`` or ``update_3`` is a
-    step, never the optimizer."""
+    (``step_3_forward``, ``epoch0_it5_backward``) or with a phase's word misspelt by one letter
+    (``forwad_pass``, :func:`_spelt_right`); an indexed ``step_3`` or ``update_3`` is a step,
+    never the optimizer."""
     stem = name_stem(normal)
     if stem != normal and stem in (AMBIGUOUS_OPTIMIZER, "update"):
         return None
@@ -402,7 +403,34 @@ def _phase_of(normal: str) -> str | None:
         if family.fullmatch(stem) or family.fullmatch(normal):
             return phase
     tag = ITERATION_TAG.match(normal)
-    return _phase_of(normal[tag.end():]) if tag else None
+    if tag:
+        return _phase_of(normal[tag.end():])
+    corrected = _spelt_right(normal)
+    return _phase_of(corrected) if corrected != normal else None
+
+
+# The words of phase names long enough that one letter missing, added, changed or swapped with the
+# next (``forwad``, ``backwrad``, ``optimzer``) can only be a slip of the hand.
+SPELT_WORDS = ("forward", "backward", "optimizer")
+
+
+def _spelt_right(normal: str) -> str:
+    """``normal`` with each word one letter's slip away from a word of :data:`SPELT_WORDS` written
+    as that word."""
+    return "_".join(next((word for word in SPELT_WORDS if _one_slip(part, word)), part) for part in normal.split("_"))
+
+
+def _one_slip(written: str, word: str) -> bool:
+    """Whether ``written`` is ``word`` with one letter missing, added, changed, or swapped with the
+    next one (not ``word`` itself)."""
+    if written == word or abs(len(written) - len(word)) > 1:
+        return False
+    if len(written) == len(word):
+        differ = [i for i, (a, b) in enumerate(zip(written, word)) if a != b]
+        return len(differ) == 1 or (len(differ) == 2 and differ[1] == differ[0] + 1
+                                    and written[differ[0]] == word[differ[1]] and written[differ[1]] == word[differ[0]])
+    shorter, longer = sorted((written, word), key=len)
+    return any(longer[:i] + longer[i + 1:] == shorter for i in range(len(longer)))
 
 
 def _phase_family(name: str) -> str:
