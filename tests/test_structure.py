@@ -611,6 +611,24 @@ def test_phase_names_tagged_with_the_runs_settings_name_their_phases(tmp_path, p
     assert any(note.startswith(f"phase ranges named {shown}") for note in labelled.notes)
 
 
+@pytest.mark.parametrize("names, forwards", [
+    (("small_forward",), 4),  # a forward-only benchmark with the model's size in its one phase's name
+    (("forward_bf16",), 4),
+    (("attention_forward",), 0),  # a module's forward: no pass
+    (("attn_forward", "mlp_forward"), 0),  # two tags name the forward: parts of the model
+])
+def test_a_forward_named_with_a_tag_alone(tmp_path, names, forwards):
+    """Where no name says a phase and the only tagged names say the forward, the one tag's ranges
+    are the forward passes, unless the tag names a part of the model or several tags name it."""
+    script = Script()
+    for _ in range(5):
+        script.range(names[0], lambda: [script.kernel(count=3), *(script.range(name, script.kernel) for name in names[1:])])
+        script.kernel()  # the next inputs, outside the ranges
+    labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
+    assert labelled.measured_passes.get("forward", 0) == forwards
+    assert labelled.structure.phase_names.get("forward", []) == (list(names) if forwards else [])
+
+
 @pytest.mark.parametrize("pattern, shown", [("step_{i}_{phase}", "step_<i>_forward"), ("[iter {i}] {phase}", "[iter <i>] forward"),
                                             ("Step {i}: {phase}", "Step <i>: forward"), ("epoch0_it{i}/{phase}", "epoch<i>_it<i>/forward")])
 @pytest.mark.parametrize("step_ranges", [True, False])

@@ -588,6 +588,8 @@ def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
                     by_tag.setdefault(pattern, {})[name] = phase
     tagged = {tag: found for tag, found in by_tag.items() if len(set(found.values())) > 1}
     if not tagged:
+        tagged = _tagged_forward(by_tag)
+    if not tagged:
         return np.full(len(names), None, dtype=object)
     tag = max(tagged, key=lambda t: (len(tagged[t]), len(t)))
     side, phases = tag.startswith("<phase>"), set(tagged[tag].values())
@@ -600,6 +602,24 @@ def _tagged_phases(names: pd.Series, notes: list[str]) -> np.ndarray:
         f"{len(tags)} tags name the same phases, and each of their ranges is a pass"
     notes.append(f"phase ranges named {shown}: {which}")
     return names.map({name: phase for t in tags for name, phase in tagged[t].items()}).to_numpy(dtype=object)
+
+
+# Words that name a part of a model, not the model: ``attention_forward`` is a module's forward.
+MODEL_PART = re.compile(r"(self_|multi_head_|cross_)?(attention|attn|mha|sdpa|mlp|ffn|feed_forward|ff|block|layer|"
+                        r"transformer_block|embedding|embed|norm|rms_?norm|layer_?norm|ln|head|lm_head|rope|"
+                        r"encoder|decoder|module|submodule|linear|conv)(_?\d+)?")
+
+
+def _tagged_forward(by_tag: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """In a trace where no name says a phase, the one tag whose names say the forward alone (a
+    forward-only benchmark's ``small_forward``: the model's size written into its one phase's
+    name), unless it names a part of the model (:data:`MODEL_PART`, ``attention_forward``) or
+    another tag names the forward too. Empty otherwise."""
+    forward = {tag: found for tag, found in by_tag.items() if set(found.values()) == {"forward"}}
+    if len(forward) != 1:
+        return {}
+    tag = next(iter(forward))
+    return {} if MODEL_PART.fullmatch(tag.replace("<phase>", "").strip("_")) else forward
 
 
 # The phases whose range may hold a loop of whole iterations rather than one pass.
