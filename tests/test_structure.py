@@ -629,6 +629,36 @@ def test_a_forward_named_with_a_tag_alone(tmp_path, names, forwards):
     assert labelled.structure.phase_names.get("forward", []) == (list(names) if forwards else [])
 
 
+@pytest.mark.parametrize("beside", [None, "train_loop", "record_param_comms, op_id = 9"])
+def test_record_function_scopes_under_emit_nvtx_are_the_users_ranges(tmp_path, beside):
+    """``emit_nvtx`` names each ``record_function`` scope ``<scope>, op_id = <n>`` (a new number
+    each time) beside PyTorch's op ranges: where every range of the user's is such a scope and one
+    names a phase, the scopes are the user's ranges (``warmup`` around the warm-up iterations);
+    beside a range of another name they are left out, as PyTorch's own scopes (``record_param_comms``)
+    alone are."""
+    script, op_id = Script(), iter(range(1, 10_000))
+
+    def scoped(name):
+        return f"{name}, op_id = {next(op_id)}"
+
+    def iteration(prefix=""):
+        script.range(scoped(f"{prefix}forward"), lambda: [script.kernel(count=3), script.range(f"aten::mm, seq = 1, op_id = {next(op_id)}")])
+        script.range(scoped(f"{prefix}backward"), lambda: script.kernel(tid=AUTOGRAD, count=4))
+        script.range(f"MmBackward0, op_id = {next(op_id)}", tid=AUTOGRAD)
+
+    if beside:
+        script.range(beside if beside != "train_loop" else "train_loop", script.kernel)
+    script.range(scoped("warmup"), lambda: [iteration("warmup_") for _ in range(2)])
+    script.range(scoped("benchmark"), lambda: [iteration() for _ in range(4)])
+    labelled = script.labelled(tmp_path)
+    if beside == "train_loop":  # a range of the user's beside the scopes: they are left out
+        assert labelled.structure.phase_names.get("forward", []) == ["(forward, from kernels)"]
+        return
+    assert labelled.structure.warmup_rule == "inside `warmup`"
+    assert labelled.measured_passes == {"forward": 4, "backward": 4}
+    assert labelled.structure.phase_names == {"forward": ["forward", "warmup_forward"], "backward": ["backward", "warmup_backward"]}
+
+
 @pytest.mark.parametrize("pattern, shown", [("step_{i}_{phase}", "step_<i>_forward"), ("[iter {i}] {phase}", "[iter <i>] forward"),
                                             ("Step {i}: {phase}", "Step <i>: forward"), ("epoch0_it{i}/{phase}", "epoch<i>_it<i>/forward")])
 @pytest.mark.parametrize("step_ranges", [True, False])

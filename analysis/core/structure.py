@@ -66,7 +66,7 @@ from analysis.core.structure_text import (
     role_name,
     shown_families,
 )
-from analysis.load.nvtx import OP_LEVEL
+from analysis.load.nvtx import OP_LEVEL, RECORD_FUNCTION_SCOPE
 from analysis.load.tables import sorted_by
 from cs336_profile import contract
 
@@ -339,9 +339,24 @@ def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     op_level_name, torch_label = per_name(ranges["name"], lambda n: bool(OP_LEVEL.search(n) or LIBRARY_NAME.search(n)),
                                            lambda n: TORCH_LABEL.search(n) is not None, dtype=bool)
     op_level = op_level_name | per_name(ranges["domain"].astype(str), lambda d: d.lower() in LIBRARY_DOMAINS, dtype=bool)
-    own = ranges[~op_level & ~torch_label]
+    own = _own_scopes(ranges[~op_level & ~torch_label])
     normal, family = per_name(own["name"], role_name, _phase_family)
     return own.assign(normal=normal, stem=per_name(normal, name_stem), family=family), ranges[torch_label & ~op_level]
+
+
+def _own_scopes(own: pd.DataFrame) -> pd.DataFrame:
+    """The user's ranges, where every one is a record-function scope (``forward, op_id = 7`` under
+    ``emit_nvtx``, :data:`~analysis.load.nvtx.RECORD_FUNCTION_SCOPE`) and one of them names a phase,
+    named by their scopes; else the scopes left out: PyTorch's own (compile timers,
+    ``record_param_comms``) look alike."""
+    scope, named = per_name(own["name"], lambda n: isinstance(n, str) and RECORD_FUNCTION_SCOPE.match(n) is not None,
+                            lambda n: isinstance(n, str) and bool(RECORD_FUNCTION_SCOPE.match(n))
+                            and _phase_of_name(RECORD_FUNCTION_SCOPE.match(n)[1]) is not None, dtype=bool)
+    if not scope.any():
+        return own
+    if not scope.all() or not named.any():
+        return own[~scope]
+    return own.assign(name=per_name(own["name"], lambda n: RECORD_FUNCTION_SCOPE.match(n)[1]))
 
 
 def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str],
@@ -614,9 +629,9 @@ def _tagged_forward(by_tag: dict[str, dict[str, str]]) -> dict[str, dict[str, st
     """In a trace where no name says a phase, the one tag whose names say the forward alone (a
     forward-only benchmark's ``small_forward``: the model's size written into its one phase's
     name), unless it names a part of the model (:data:`MODEL_PART`, ``attention_forward``) or
-    another tag names the forward too. Empty otherwise."""
+    another tag names a phase too. Empty otherwise."""
     forward = {tag: found for tag, found in by_tag.items() if set(found.values()) == {"forward"}}
-    if len(forward) != 1:
+    if len(forward) != 1 or len(by_tag) > 1:  # a tag per phase's name (``forward_a``, ``bwd_b``): no run's tag
         return {}
     tag = next(iter(forward))
     return {} if MODEL_PART.fullmatch(tag.replace("<phase>", "").strip("_")) else forward

@@ -20,10 +20,16 @@ from analysis.load.schema import (
 )
 from analysis.load.tables import MAX_TIME_NS, StringTable, keep_rows, narrow_ids, process_of, tid_of
 
+# Under ``emit_nvtx`` (and ``autograd-shapes-nvtx``) a ``torch.profiler.record_function`` scope is
+# a range named ``<scope>, op_id = <n>``: read where its name is one as people write them (lower
+# case, words joined by ``_`` or spaces), not a kernel's (``triton_…``) or a tensor's ``detach``;
+# PyTorch's own scopes (compile timers, ``record_param_comms``) look alike, so the structure takes
+# them for the user's only in a trace with no other range of the user's, where one names a phase.
+RECORD_FUNCTION_SCOPE = re.compile(r"^(?!triton_|detach_?,)([a-z][a-z0-9_ ]*), op_id = \d+$")
 # Op-level ranges (``aten::mm``, ``autograd::engine::…``, ``cub::…``, ``emit_nvtx``'s
-# ``aten::add, seq = 3`` and ``autograd-shapes-nvtx``'s ``sizes = [[…]]``): a trace may hold
-# hundreds of thousands, and no step, phase or attention part is one.
-OP_LEVEL = re.compile(r"^\w+::|, seq = |op_id = |sizes = \[")
+# ``aten::add, seq = 3`` and ``MmBackward0, op_id = 7``, ``autograd-shapes-nvtx``'s ``sizes =
+# [[…]]``): a trace may hold hundreds of thousands, and no step, phase or attention part is one.
+OP_LEVEL = re.compile(rf"^\w+::|, seq = |sizes = \[|^(?!{RECORD_FUNCTION_SCOPE.pattern[1:]}).*op_id = ")
 
 
 # PyTorch's op ranges of matmul calls with their input shapes (``--pytorch=autograd-shapes-nvtx``):
