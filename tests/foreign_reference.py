@@ -7,7 +7,9 @@ attention parts) come from ``manifest.json``, written by hand from each script's
 
 Definitions (every figure is per process: a DDP trace has one entry per rank):
 
-- Names: an NVTX range's name is ``text``, else ``StringIds[textId]``. Ranges are push/pop and
+- Names: an NVTX range's name is ``text``, else ``StringIds[textId]``; with
+  ``record_function_scopes`` (a trace whose ranges are ``record_function`` scopes under
+  ``emit_nvtx``), ``<scope>, op_id = <n>`` is named ``<scope>``. Ranges are push/pop and
   start/end ranges (eventType 59, 60) with an end. Process of a row: ``(globalTid >> 24) & 0xFFFFFF``
   (``globalPid`` likewise); thread: ``globalTid & 0xFFFFFF``; the main thread is the one whose id is
   the process id.
@@ -236,7 +238,9 @@ def _columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
 
 
-def load(path: Path) -> tuple[dict[int, Process], sqlite3.Connection]:
+def load(path: Path, scopes: bool = False) -> tuple[dict[int, Process], sqlite3.Connection]:
+    """The trace's processes; with ``scopes`` (``emit_nvtx``'s record-function scopes), a range
+    named ``<scope>, op_id = <n>`` (a lower-case scope name) is named ``<scope>``."""
     con = connect(path)
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     strings = dict(con.execute("SELECT id, value FROM StringIds"))
@@ -266,6 +270,8 @@ def load(path: Path) -> tuple[dict[int, Process], sqlite3.Connection]:
                else "SELECT start, end, text, NULL, globalTid FROM NVTX_EVENTS")
         for start, end, text, tid_, gtid in con.execute(sql + " WHERE eventType IN (59, 60) AND end IS NOT NULL"):
             name = text if text is not None else strings.get(tid_)
+            if scopes and name is not None:
+                name = re.sub(r"^([a-z][a-z0-9_ ]*), op_id = \d+$", r"\1", name)
             pid = (gtid >> 24) & 0xFFFFFF
             if name is None or pid not in procs:
                 continue
@@ -695,7 +701,7 @@ def _mem_f(proc: Process, con: sqlite3.Connection, step: Range, spec: dict) -> d
 def reference_for(path: Path, entry: dict) -> list[dict]:
     """One entry per process. Where warm-up is the departing rule and every process has as many
     steps (the ranks of one job), each leaves out the most leading steps any process does."""
-    procs, con = load(path)
+    procs, con = load(path, scopes=entry.get("record_function_scopes", False))
     order = sorted(procs, key=lambda p: (min((k.device for k in procs[p].kernels), default=-1), p))
     entries = {pid: _entry_for(procs[pid], entry) for pid in order}
     steps = {pid: _candidate_steps(procs[pid], entries[pid])[0] for pid in order}
