@@ -17,7 +17,9 @@ passes), --opt-range joined puts the backward and the optimizer step in one ``bw
 --opt-range outside ranges it as ``opt`` after the iteration's range has closed. --phase-format
 names the phase ranges (``step_{i}_{phase}``: each iteration's number in its phases' names),
 --forward-name the forward's alone (``forward+loss``), and --no-iter-range leaves out the
-iteration's range.
+iteration's range. With --record-function the ranges are ``torch.profiler.record_function`` scopes
+instead of NVTX ranges: nsys records them only under its ``--pytorch=autograd-nvtx`` or
+``autograd-shapes-nvtx`` (each as ``<name>, op_id = <n>``).
 """
 
 import argparse
@@ -57,6 +59,7 @@ def main() -> None:
                         "{i} the iteration (step_{i}_{phase})")
     p.add_argument("--forward-name", default=None, help="the forward's range name instead (forward+loss)")
     p.add_argument("--no-iter-range", action="store_true", help="no range around each iteration")
+    p.add_argument("--record-function", action="store_true", help="with --nvtx: record_function scopes, not NVTX ranges")
     a = p.parse_args()
 
     rank = 0
@@ -93,7 +96,9 @@ def main() -> None:
 
     def rng(name):
         ranged = a.nvtx and (rank == 0 or not a.nvtx_rank0)
-        return torch.cuda.nvtx.range(name) if ranged else contextlib.nullcontext()
+        if not ranged:
+            return contextlib.nullcontext()
+        return torch.profiler.record_function(name) if a.record_function else torch.cuda.nvtx.range(name)
 
     def phase(short, i):
         name = a.phase_format.format(short=short, phase=PHASE_WORDS[short], i=i)
