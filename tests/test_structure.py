@@ -177,7 +177,7 @@ def test_iterations_with_no_range_before_the_step_ranges_are_warmup(tmp_path, de
     assert measured_steps(labelled) == [f"step_{i}" for i in range(first, 6)]
     assert labelled.measured_passes == {"forward": 6 - first, "backward": 6 - first, "optimizer_step": 6 - first}
     rule = labelled.structure.warmup_rule
-    assert rule.startswith("the 3 iterations before the step ranges, with no step or phase range, found from the kernels; ")
+    assert rule.startswith("the 3 iterations before the first step, with no step or phase range, found from the kernels; ")
     assert rule.endswith("departs from the later steps' (a count outside theirs, a time over 1.5× their median and 3 "
                          "median absolute deviations above it)" if departing else
                          "no leading step departs from the later steps' kernel count, kernel time or CPU span")
@@ -1358,12 +1358,14 @@ def whole_run(script, name, set_up_kernels=0, warmup_pass=False):
 
 def test_a_range_around_the_whole_run_with_an_unranged_warmup_pass_is_no_step(tmp_path):
     """The warm-up pass has no ranges but its backward still launches from the autograd thread:
-    the range around both passes is the run, the step is made from the ranged pass alone."""
+    the range around both passes is the run, the step is made from the ranged pass alone, and the
+    warm-up pass before it, found from the kernels, is a warm-up step."""
     script = Script()
     whole_run(script, "train_step", warmup_pass=True)  # a step's name does not save it: it holds two passes
     labelled = script.labelled(tmp_path)
     steps = labelled.structure.steps
-    assert list(steps["range_name"]) == ["(iteration)"] and steps["measured"].all()
+    assert list(steps["range_name"]) == ["(iteration with no step range)", "(iteration)"]
+    assert list(steps["measured"]) == [False, True]
     assert any("`train_step` is no step" in note and "warm-up pass" in note for note in labelled.notes)
     measured = labelled.ops[labelled.ops["measured"]]
     assert len(measured) == 3 + 4 and set(measured["phase"]) == {"forward", "backward"}
@@ -1748,8 +1750,8 @@ def test_a_warmup_range_before_the_steps_that_holds_none_makes_every_step_measur
     """A `warm-up` range around iterations that open no phase range, then the measured ones with
     their phases, the first of which departs (its optimizer's first step makes its state): the
     script said where its warm-up ends, so all 4 are measured, and the range's 2 iterations (its
-    backward runs) are the warm-up steps. Without that range, the departing rule leaves the first
-    out."""
+    backward runs) are the warm-up steps. Without that range, those 2 iterations are found from
+    the kernels before the first step, and the departing rule leaves the first measured one out."""
     script = Script()
     def unranged_iterations():
         for _ in range(2):
@@ -1762,7 +1764,7 @@ def test_a_warmup_range_before_the_steps_that_holds_none_makes_every_step_measur
     measured = 4 if warmup_range else 3
     assert labelled.measured_passes == {"forward": measured, "backward": measured, "optimizer_step": measured}
     assert (labelled.structure.warmup_rule == "inside `warm-up`") == warmup_range
-    assert int((~labelled.structure.steps["measured"]).sum()) == (2 if warmup_range else 1)
+    assert int((~labelled.structure.steps["measured"]).sum()) == (2 if warmup_range else 3)
 
 
 def test_the_timeline_shows_the_first_measured_step_that_launched_anything(tmp_path):

@@ -1647,7 +1647,8 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     iterations made from the phases that ran before the first step range, outside every step, or
     from the kernels launched before it where those phases make none (backward passes found from
     the kernels, whose forwards have ranges in the steps alone); with ``before_steps`` False
-    (steps made from the phases, which hold those already) warm-up ranges alone."""
+    (steps made from the phases, which hold those already) warm-up ranges, else the iterations
+    before the first step that no phase range marks, from the kernels alike."""
     warm = _warmup_ranges_beside(own, steps)
     warm = _outermost_by_time(warm[~((_contains(warm, inference) > 0) & (_contains(warm, phases) == 0))])
     rows = []
@@ -1669,10 +1670,10 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
             bounds = [window.start_ns, *starts, window.end_ns]
         rows += [(window.pid, window.tid, start, end, window.name) for start, end in zip(bounds[:-1], bounds[1:])]
     rule = "inside " + ", ".join(f"`{n}`" for n in name_families(sorted(set(warm["name"])))) if rows else ""
-    if not rows and before_steps:
+    if not rows and len(steps):
         first_step = steps.groupby("pid")["start_ns"].min()
         before = phases[(phases["end_ns"].to_numpy() <= phases["pid"].map(first_step).to_numpy())
-                        & ~_inside_any(phases, steps)]
+                        & ~_inside_any(phases, steps)] if before_steps else phases.iloc[:0]
         made = _steps_from_phases(before, _training_forwards(before), 0)
         named = WARMUP_ITERATION
         if made.empty:  # the kernels' backward passes alone: the ranges name the phases in steps, or none before
@@ -1830,7 +1831,7 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
     order = np.lexsort((steps["start_ns"].to_numpy(), steps["pid"].to_numpy()))
     count = len(before)
     iterations = f"the {count} iterations" if count > 1 else "the iteration"
-    rule = f"{iterations} before the step ranges, with no step or phase range, found from the kernels; and {rule}"
+    rule = f"{iterations} before the first step, with no step or phase range, found from the kernels; and {rule}"
     return steps.iloc[order].reset_index(drop=True), rule, [table[i] for i in order], marking
 
 
