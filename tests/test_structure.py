@@ -321,6 +321,7 @@ def test_namespaced_names_say_their_role_by_their_last_part(tmp_path):
     ("step {i}", "forward_for_backward", "backward_with_scaler", "optimizer_step"),  # clauses joined by `_`
     ("step {i}", "forwad pass", "backwrad pass", "optimize step"),  # a letter's slips; the verb of the optimizer
     ("step {i}", "Foward", "Bakward", "optimzer"),
+    ("step {i}", "Forward-Pass", "Backward-Pass", "Optimizer-Pass"),
 ])
 def test_common_naming_conventions_name_every_phase(tmp_path, step, forward, backward, optimizer):
     script = Script()
@@ -364,7 +365,8 @@ def test_step_families_one_after_the_other_are_several_runs(tmp_path):
 
 @pytest.mark.parametrize("warmup, step", [("burn_in_{i}", "step_{i}"), ("warmup/step_{i}", "train/step_{i}"),
                                            ("train/warmup_{i}", "train/step_{i}"), ("WarmUpStep{i}", "TrainStep{i}"),
-                                           ("dry_run_{i}", "step_{i}"), ("untimed_{i}", "timed_{i}")])
+                                           ("dry_run_{i}", "step_{i}"), ("untimed_{i}", "timed_{i}"),
+                                           ("benchmark.warmup.step", "benchmark.measure.step")])  # dotted parts
 def test_warmup_steps_named_in_other_ways(tmp_path, warmup, step):
     script = Script()
     for i in range(2):
@@ -372,8 +374,25 @@ def test_warmup_steps_named_in_other_ways(tmp_path, warmup, step):
     for i in range(2, 6):
         script.range(step.format(i=i), script.iteration)
     labelled = script.labelled(tmp_path)
-    assert measured_steps(labelled) == [step.format(i=i) for i in range(2, 6)]
+    measured = [step.format(i=i) for i in range(2, 6)]
+    assert [name.split(" #")[0] for name in measured_steps(labelled)] == measured
     assert labelled.structure.warmup_rule.startswith("named")
+
+
+def test_a_warmup_range_around_iterations_beside_step_ranges_holds_them(tmp_path):
+    """``warmup`` around 3 iterations whose phases (``warmup_step_<i>/forward`` …) have no step
+    range, then ``step_<i>`` ranges: the warm-up range holds 3 warm-up iterations, not one step of
+    three models."""
+    script = Script()
+    script.range("warmup", lambda: [script.iteration(f"warmup_step_{i}/forward", f"warmup_step_{i}/backward",
+                                                     f"warmup_step_{i}/optimizer_step") for i in range(3)])
+    for i in range(5):
+        script.range(f"step_{i}", lambda: script.iteration(f"step_{i}/forward", f"step_{i}/backward", f"step_{i}/optimizer_step"))
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"step_{i}" for i in range(5)]
+    assert labelled.structure.warmup_rule == "inside `warmup`"
+    assert int((~labelled.structure.steps["measured"]).sum()) == 3
+    assert labelled.structure.phase_names["forward"] == ["step_<i>/forward"]
 
 
 def test_a_backward_with_no_range_comes_from_the_kernels(tmp_path):
@@ -570,6 +589,8 @@ def test_attention_parts_by_family(tmp_path):
     ("attn_scores", "attn_probs", "attn_output"),
     ("attention_scores_computation", "attention_weights_computation", "attention_output_computation"),
     ("bmm1", "softmax", "bmm2"),
+    ("compute attention scores", "compute softmax", "final matmal"),  # a letter's slip
+    ("attention scores", "Computing softmax", "Computing matmul with values (V matrix)"),
 ])
 def test_attention_parts_named_for_the_probabilities_and_numbered_matmuls(tmp_path, scores, softmax, final):
     """The attention probabilities (weights) are the softmax's output, so a range named for them is

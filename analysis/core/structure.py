@@ -95,7 +95,7 @@ PHASE_FAMILIES = {
                        r"|cross_entropy|criterion|(计算)?损失(计算|函数)?"),
     "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw|back)(_pass|_step|_prop(agation)?)?|back_?prop(agation)?"
                            r"|(compute_|computing_|calc_)?grad(s|ient|ients)?|反向(传播|计算|过程)?"),
-    "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optimi[sz]e|optim|opt|optimi[sz]ation)(_step|_update)?|(adam_?w?|sgd|lion|muon)(_step|_update)?)"
+    "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optimi[sz]e|optim|opt|optimi[sz]ation)(_step|_update|_pass)?|(adam_?w?|sgd|lion|muon)(_step|_update)?)"
                                  r"|((param(eter)?s?|weights?)_)?update(_step)?|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"
                                  r"|优化(器)?(步骤|更新|步)?|参数更新"),
 }
@@ -112,7 +112,7 @@ AMBIGUOUS_OPTIMIZER = "step"
 # ``[iter 3] backward``, ``epoch0_step5_optimizer``, as normal names; not a bare number: in
 # ``transformer_block_11_forward`` the number is the block's).
 ITERATION_NUMBER = re.compile(r"\d+(?=\D*[^\W\d_])")  # a number with a letter after it
-ITERATION_TAG = re.compile(r"^(?:(?:train(?:ing)?_)?(?:step|iter(?:ation)?|it|batch|epoch|ep|micro(?:_?(?:batch|step))?|mb|accum(?:ulation)?(?:_?step)?)_?\d+_)+(?=[^\W\d_])")
+ITERATION_TAG = re.compile(r"^(?:(?:train(?:ing)?_|warm(?:_?up)?_)?(?:step|iter(?:ation)?|it|batch|epoch|ep|micro(?:_?(?:batch|step))?|mb|accum(?:ulation)?(?:_?step)?)_?\d+_)+(?=[^\W\d_])")
 # The phases an optimizer step's closure runs inside it (``optimizer.step(closure)``).
 CLOSURE_PHASES = ("forward", "loss", "backward")
 # A name that says it is a step (``train_step``, ``iteration_3``, ``batch``).
@@ -135,6 +135,7 @@ REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the soft
     # q·k, not the q, k, v projections (``Compute Q, K, V``)
     (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_(?!v(_|$))|$)|query_key).*")),
     (contract.FINAL_MATMUL_RANGE, re.compile(r".*((final|value)_?(matmul|mm|bmm|einsum|gemm|product)"
+                                             r"|(matmul|mm|bmm|einsum|product)_(with|by|and)_(the_)?(values?|v)(_|$)"
                                              r"|(^|_)(pv|p_v|av|attn_v|attention_v|sv|weighted_sum|out_matmul|output_matmul)(_|$)).*")),
 )
 # A name written as a matrix product (``Q @ K^T``, ``attn @ V``): its right operand says the part,
@@ -395,14 +396,14 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
 
 def _named(family: re.Pattern, names) -> np.ndarray:
     """Whether each of ``names`` is of ``family`` (warm-up, measured): its whole name's stem or
-    the stem of one of its ``/`` parts (``WarmUpStep3``, ``warmup/step_3``, ``train/warmup_3``),
-    also after a step's word (``step_warmup``, ``iter_measured``)."""
+    the stem of one of its ``/`` or ``.`` parts (``WarmUpStep3``, ``warmup/step_3``, ``train/warmup_3``,
+    ``benchmark.warmup.step``), also after a step's word (``step_warmup``, ``iter_measured``)."""
     def of_family(stem: str) -> bool:
         after_step = STEP_WORD.match(stem)
         return bool(family.fullmatch(stem) or (after_step and family.fullmatch(stem[after_step.end():])))
 
     def named(name) -> bool:
-        return any(of_family(name_stem(normal_name(part))) for part in (str(name), *str(name).split("/")))
+        return any(of_family(name_stem(normal_name(part))) for part in (str(name), *re.split(r"[/.]", str(name))))
     return per_name(names, named, dtype=bool)
 
 
@@ -427,12 +428,12 @@ def _phase_of(normal: str) -> str | None:
 # The words of phase names long enough that one letter missing, added, changed or swapped with the
 # next (``forwad``, ``backwrad``, ``optimzer``) can only be a slip of the hand.
 SPELT_WORDS = ("forward", "backward", "optimizer")
+PART_WORDS = ("matmul", "softmax", "attention")  # likewise the words of attention parts' names
 
 
-def _spelt_right(normal: str) -> str:
-    """``normal`` with each word one letter's slip away from a word of :data:`SPELT_WORDS` written
-    as that word."""
-    return "_".join(next((word for word in SPELT_WORDS if _one_slip(part, word)), part) for part in normal.split("_"))
+def _spelt_right(normal: str, words: tuple[str, ...] = SPELT_WORDS) -> str:
+    """``normal`` with each word one letter's slip away from one of ``words`` written as that word."""
+    return "_".join(next((word for word in words if _one_slip(part, word)), part) for part in normal.split("_"))
 
 
 def _one_slip(written: str, word: str) -> bool:
@@ -512,9 +513,12 @@ def _region_of_name(name: str, normal: str) -> str | None:
 
 
 def _region_of(normal: str) -> str | None:
-    for region, family in REGION_FAMILIES:
-        if family.fullmatch(normal):
-            return region
+    """The attention part a normal name's family says (:data:`REGION_FAMILIES`), also with a
+    part's word misspelt by one letter (``final_matmal``, :func:`_spelt_right`)."""
+    for candidate in dict.fromkeys((normal, _spelt_right(normal, PART_WORDS))):
+        for region, family in REGION_FAMILIES:
+            if family.fullmatch(candidate):
+                return region
     return None
 
 
@@ -1226,7 +1230,9 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
         elif (optimizers[rows][held[rows] > 0] == 1).all():  # gradient accumulation: passes, then one update
             families[stem] = rows
             accumulating.add(stem)
-        elif (models := _passes_per_model(candidates.iloc[rows[held[rows] > 0]], phases)) > 1:
+        elif not _named(WARMUP_FAMILY, candidates["name"].iloc[rows[:1]])[0] \
+                and (models := _passes_per_model(candidates.iloc[rows[held[rows] > 0]], phases)) > 1:
+            # (a range named warm-up around several iterations is no step of several models: it holds the warm-up)
             families[stem] = rows
             several_models[stem] = models
     micro_batches = _micro_batches(candidates, families, accumulating, optimizers)
