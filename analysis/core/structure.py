@@ -286,7 +286,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
         used |= set(own.loc[_named(WARMUP_FAMILY, own["name"]), "name"])
     left = set(pd.unique(own["name"])) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}
-    held = _held_by_other_phases(own[own["name"].isin(left)], phases) if names.phases is None else []
+    held = _held_by_phases(own[own["name"].isin(left)], phases) if names.phases is None else []
     left -= {name for entry in held for name in entry["names"]}
     held = [{**entry, "names": [family_label(n) for n in name_families(entry["names"])]} for entry in held]
     unused = [family_label(n) for n in name_families(sorted(left))]
@@ -299,7 +299,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         profiled=profiled)
 
 
-def _held_by_other_phases(ranges: pd.DataFrame, phases: pd.DataFrame) -> list[dict]:
+def _held_by_phases(ranges: pd.DataFrame, phases: pd.DataFrame) -> list[dict]:
     """Of ``ranges`` (the user's, not used for any role), those whose name says a phase and that
     each lie inside a phase window of their process (a ``loss`` range inside the forward's, a
     ``model_forward`` inside ``forward``): that phase counts their kernels. One entry per phase and
@@ -350,14 +350,17 @@ def _own_scopes(own: pd.DataFrame) -> pd.DataFrame:
     ``emit_nvtx``, :data:`~analysis.load.nvtx.RECORD_FUNCTION_SCOPE`) and one of them names a phase,
     named by their scopes; else the scopes left out: PyTorch's own (compile timers,
     ``record_param_comms``) look alike."""
-    scope, named = per_name(own["name"], lambda n: isinstance(n, str) and RECORD_FUNCTION_SCOPE.match(n) is not None,
-                            lambda n: isinstance(n, str) and bool(RECORD_FUNCTION_SCOPE.match(n))
-                            and _phase_of_name(RECORD_FUNCTION_SCOPE.match(n)[1]) is not None, dtype=bool)
+    def scope_of(name) -> str | None:
+        match = RECORD_FUNCTION_SCOPE.match(name) if isinstance(name, str) else None
+        return match[1] if match else None
+
+    scopes = per_name(own["name"], scope_of)
+    scope = pd.notna(scopes)
     if not scope.any():
         return own
-    if not scope.all() or not named.any():
+    if not scope.all() or not any(_phase_of_name(name) is not None for name in set(scopes)):
         return own[~scope]
-    return own.assign(name=per_name(own["name"], lambda n: RECORD_FUNCTION_SCOPE.match(n)[1]))
+    return own.assign(name=scopes)
 
 
 def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str],
@@ -1760,9 +1763,10 @@ def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int
     return _iterations(rows, first_id)
 
 
-# The names of warm-up iterations the analysis makes beside the step ranges: from phases (ranged or
-# from the kernels) outside every step, their rule the warm-up's; and from the kernels of a process
-# whose phases before its first step have no range at all, warm-up beside whatever rule reads the steps.
+# The names of warm-up iterations the analysis makes beside the steps: from phases (ranged or from
+# the kernels) outside every step range, their rule the warm-up's; and from the kernels of a process
+# whose iterations before its first step have no step or phase range, warm-up beside whatever rule
+# reads the steps.
 WARMUP_ITERATION = "(warm-up iteration)"
 UNRANGED_ITERATION = "(iteration with no step range)"
 UPDATE_PERIODS_SEEN = 3  # a period of updates is believed after this many periods repeat the one before
@@ -1823,8 +1827,9 @@ def _iterations(rows: list[tuple], first_id: int) -> pd.DataFrame:
 def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
             names: RangeNames, has_steps: bool, own: pd.DataFrame, notes: list[str],
             profiler_calls: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
-    """:func:`_warmup_of_steps` of the steps but the iterations in no range before a process's step
-    ranges (:data:`UNRANGED_ITERATION`), which are warm-up beside them, the rule saying how many."""
+    """:func:`_warmup_of_steps` of the steps but the iterations with no step or phase range before a
+    process's first step (:data:`UNRANGED_ITERATION`), which are warm-up beside them, the rule
+    saying how many."""
     unranged = (steps["range_name"] == UNRANGED_ITERATION).to_numpy(dtype=bool) if has_steps else np.zeros(0, bool)
     if not unranged.any():
         return _warmup_of_steps(steps, containers, found_rule, ops, names, has_steps, own, notes, profiler_calls)
