@@ -303,33 +303,23 @@ def _held_by_phases(ranges: pd.DataFrame, phases: pd.DataFrame) -> list[dict]:
     """Of ``ranges`` (the user's, not used for any role), those whose name says a phase and that
     each lie inside a phase window of their process (a ``loss`` range inside the forward's, a
     ``model_forward`` inside ``forward``): that phase counts their kernels. One entry per phase and
-    holding phase, ``{"phase", "inside", "names"}`` (the holder: the phase whose window holds the
-    first range)."""
+    holding phase, ``{"phase", "inside", "names"}`` (the holder: the phase of the window that
+    holds the name's first range, :func:`analysis.core.attribution.ops_in_windows`' rule)."""
+    from analysis.core.attribution import ops_in_windows
     said = per_name(ranges["name"], lambda n: _phase_of_name(n) or _warmup_phase_of_name(n))
-    ranges = ranges[pd.notna(said)].assign(said=said[pd.notna(said)])
+    ranges = ranges[pd.notna(said)].assign(said=said[pd.notna(said)]).sort_values("start_ns", kind="stable")
+    if ranges.empty or phases.empty:
+        return []
+    window = ops_in_windows(pd.DataFrame({"pid": ranges["pid"].to_numpy(), "launch_start_ns": ranges["start_ns"].to_numpy()}),
+                            phases)
+    inside = (window >= 0) & (ranges["end_ns"].to_numpy() <= phases["end_ns"].to_numpy()[window])
+    ranges = ranges.assign(inside=inside, holder=phases["name"].to_numpy()[window])
     found: dict[tuple[str, str], list[str]] = {}
     for (name, phase), mine in ranges.groupby(["name", "said"], sort=True):
-        holders = [_holder(phases[phases["pid"].to_numpy() == pid], rows) for pid, rows in mine.groupby("pid")]
-        if holders and all(holder is not None for holder in holders):
-            found.setdefault((phase, holders[0]), []).append(name)
+        if mine["inside"].all():
+            found.setdefault((phase, mine["holder"].iat[0]), []).append(name)
     order = sorted(found, key=lambda key: (PHASES.index(key[1]), PHASES.index(key[0])))
     return [{"phase": phase, "inside": holder, "names": found[phase, holder]} for phase, holder in order]
-
-
-def _holder(windows: pd.DataFrame, ranges: pd.DataFrame) -> str | None:
-    """The phase of the window holding the first of ``ranges`` when every one of them lies inside a
-    window of ``windows`` (one process's phases), else None."""
-    if windows.empty:
-        return None
-    windows = windows.sort_values("start_ns", kind="stable")
-    starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
-    reach = np.maximum.accumulate(ends)
-    before = np.searchsorted(starts, ranges["start_ns"].to_numpy(), side="right") - 1
-    if not ((before >= 0) & (reach[np.maximum(before, 0)] >= ranges["end_ns"].to_numpy())).all():
-        return None
-    first = ranges.sort_values("start_ns", kind="stable").iloc[0]
-    holding = (starts <= first["start_ns"]) & (ends >= first["end_ns"])
-    return str(windows["name"].to_numpy()[np.flatnonzero(holding)[-1]])
 
 
 def _own_and_labels(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -1827,39 +1817,38 @@ def _iterations(rows: list[tuple], first_id: int) -> pd.DataFrame:
 def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
             names: RangeNames, has_steps: bool, own: pd.DataFrame, notes: list[str],
             profiler_calls: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
-    """:func:`_warmup_of_steps` of the steps but the iterations with no step or phase range before a
-    process's first step (:data:`UNRANGED_ITERATION`), which are warm-up beside them, the rule
-    saying how many."""
-    unranged = (steps["range_name"] == UNRANGED_ITERATION).to_numpy(dtype=bool) if has_steps else np.zeros(0, bool)
-    if not unranged.any():
-        return _warmup_of_steps(steps, containers, found_rule, ops, names, has_steps, own, notes, profiler_calls)
-    ranged, rule, table, marking = _warmup_of_steps(steps[~unranged], containers, found_rule, ops, names, has_steps,
-                                                    own, notes, profiler_calls)
-    before = steps[unranged].sort_values(["pid", "start_ns"], kind="stable").assign(measured=False, cut=False)
-    figures = _step_figures(before, ops)
-    table = _step_table(before, figures) + table  # in the order of the steps concatenated below
-    steps = pd.concat([before, ranged], ignore_index=True)
-    order = np.lexsort((steps["start_ns"].to_numpy(), steps["pid"].to_numpy()))
-    count = len(before)
-    iterations = f"the {count} iterations" if count > 1 else "the iteration"
-    rule = f"{iterations} before the first step, with no step or phase range, found from the kernels; and {rule}"
-    return steps.iloc[order].reset_index(drop=True), rule, [table[i] for i in order], marking
-
-
-def _warmup_of_steps(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
-                     names: RangeNames, has_steps: bool, own: pd.DataFrame, notes: list[str],
-                     profiler_calls: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
-    """Mark warm-up steps (``measured`` False), say by which rule, and name the user's ranges that
-    told them where none is a step (:func:`_late_range_warmup`; ``own``: the user's ranges);
-    ``found_rule`` says how the warm-up steps already among ``steps`` were found ("" when none were);
-    ``profiler_calls``: the program's cudaProfilerStart/Stop calls (:func:`_profiled_window`).
-    A last step cut off by the capture's end (:func:`_cut_at_capture_end`) is left out too, its
-    ``cut`` column set and a line in ``notes`` saying why."""
-    marking: list[str] = []
+    """Mark warm-up steps (``measured`` False) and cut steps, say by which rule, with each step's
+    figures (:func:`_step_table`), and name the user's ranges that told them (:func:`_warmup_of_steps`,
+    which reads every step but the iterations with no step or phase range before a process's first
+    step, :data:`UNRANGED_ITERATION`: those are warm-up beside them, the rule saying how many)."""
     if not has_steps or steps.empty:
-        return steps, "no steps", [], marking
+        return steps, "no steps", [], []
     steps = steps.sort_values(["pid", "start_ns"], kind="stable").reset_index(drop=True)
     figures = _step_figures(steps, ops)
+    read = (steps["range_name"] != UNRANGED_ITERATION).to_numpy(dtype=bool)
+    measured, cut = np.zeros(len(steps), dtype=bool), np.zeros(len(steps), dtype=bool)
+    measured[read], cut[read], rule, marking = _warmup_of_steps(
+        steps[read].reset_index(drop=True), figures[read].reset_index(drop=True), containers, found_rule, ops, names,
+        own, notes, profiler_calls)
+    if not read.all():
+        count = int((~read).sum())
+        iterations = f"the {count} iterations" if count > 1 else "the iteration"
+        rule = f"{iterations} before the first step, with no step or phase range, found from the kernels; and {rule}"
+    steps = steps.assign(measured=measured, cut=cut)
+    return steps, rule, _step_table(steps, figures), marking
+
+
+def _warmup_of_steps(steps: pd.DataFrame, figures: pd.DataFrame, containers: pd.DataFrame, found_rule: str,
+                     ops: pd.DataFrame, names: RangeNames, own: pd.DataFrame, notes: list[str],
+                     profiler_calls: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray, str, list[str]]:
+    """Which of ``steps`` (sorted by process and start; ``figures``: their :func:`_step_figures`)
+    are measured and which cut, by which rule, and the user's ranges that told the warm-up where
+    none is a step (:func:`_late_range_warmup`; ``own``: the user's ranges); ``found_rule`` says
+    how the warm-up steps already among ``steps`` were found ("" when none were);
+    ``profiler_calls``: the program's cudaProfilerStart/Stop calls (:func:`_profiled_window`).
+    A last step cut off by the capture's end (:func:`_cut_at_capture_end`) is left out too, and a
+    line in ``notes`` says why."""
+    marking: list[str] = []
     cut = _cut_at_capture_end(steps, figures, ops, notes)
     every = ~cut  # the steps the rules below read
     numbered = _numbered_runs(steps)
@@ -1895,10 +1884,9 @@ def _warmup_of_steps(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: 
             runs = Runs(every)  # the names make the runs before the last its warm-up, numbered apart
         if not runs.rule:  # warm-up told otherwise: runs among the measured steps
             runs = _runs(steps, figures, np.asarray(measured, dtype=bool) & every)
-    steps = steps.assign(measured=np.asarray(measured, dtype=bool) & runs.last & every, cut=cut)
-    _note_unlike_steps(steps, figures, notes)
-    rule = runs.rule + rule
-    return steps, rule, _step_table(steps, figures), marking
+    measured = np.asarray(measured, dtype=bool) & runs.last & every
+    _note_unlike_steps(steps.assign(measured=measured), figures, notes)
+    return measured, cut, runs.rule + rule, marking
 
 
 def _step_table(steps: pd.DataFrame, figures: pd.DataFrame) -> list[dict]:
