@@ -1051,12 +1051,14 @@ def test_a_warmup_range_around_forward_calls_holds_one_iteration_per_call(tmp_pa
     assert kernels == ([5] * calls if alike else [6 + 1, 5, 5 - 1])
 
 
-def loop_in_a_phase_range(script: Script, phase: str, backward: bool, outside: int = 0, differing: bool = False) -> None:
+def loop_in_a_phase_range(script: Script, phase: str, backward: bool, outside: int = 0, differing: bool = False,
+                          marks: int = 0) -> None:
     """A benchmark whose warm-up runs 3 iterations with no range (a forward and a backward each)
     and whose measured loop lies in one range named like a phase (``forward`` or ``backward``:
     what the loop times) around ``it0`` … ``it3``, each a forward and, with ``backward``, the
     autograd thread's backward; ``outside`` kernels launched in the phase range before the loop,
-    and with ``differing`` the last iteration one kernel more."""
+    with ``differing`` the last iteration one kernel more, and ``marks`` ranges ``log`` that
+    launch nothing after the loop, in the phase range."""
     for _ in range(3):
         script.kernel(count=3)
         script.kernel(tid=AUTOGRAD, count=4)
@@ -1066,14 +1068,18 @@ def loop_in_a_phase_range(script: Script, phase: str, backward: bool, outside: i
         for i in range(4):
             script.range(f"it{i}", lambda: (script.kernel(count=3 + (differing and i == 3)),
                                             script.kernel(tid=AUTOGRAD, count=4 * backward)))
+        for _ in range(marks):
+            script.range("log", lambda: None)
     script.range(phase, loop)
 
 
-def test_a_forward_range_around_a_loop_of_forward_iterations_holds_one_pass_per_iteration(tmp_path):
+@pytest.mark.parametrize("marks", [0, 2])
+def test_a_forward_range_around_a_loop_of_forward_iterations_holds_one_pass_per_iteration(tmp_path, marks):
     """``forward`` around ``it<i>`` that launch the same kernels and all of the range's: each is a
-    measured step and its forward pass; the unranged iterations before them are the warm-up."""
+    measured step and its forward pass; the unranged iterations before them are the warm-up. Ranges
+    of another name beside the loop (``log`` twice, launching nothing) change nothing."""
     script = Script()
-    loop_in_a_phase_range(script, "forward", backward=False)
+    loop_in_a_phase_range(script, "forward", backward=False, marks=marks)
     labelled = script.labelled(tmp_path)
     steps = labelled.structure.steps
     assert measured_steps(labelled) == [f"it{i}" for i in range(4)]

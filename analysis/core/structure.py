@@ -666,29 +666,32 @@ def _loops_in_phase_ranges(windows: pd.DataFrame, own: pd.DataFrame, ops: pd.Dat
         return windows
     from analysis.core.attribution import ops_in_window_tables
     position, parents = {int(i): k for k, i in enumerate(ids)}, children["parent_id"].to_numpy()
-    held_by = np.array([position[int(parents[loop_rows[0]])] for loop_rows in loops])
-    holders = windows.iloc[rows[held_by]]
+    holding, holder_of = np.unique([position[int(parents[loop_rows[0]])] for loop_rows in loops], return_inverse=True)
+    holder_rows, holder_of = rows[holding], holder_of.ravel()  # each range that holds a loop once; each loop's range
+    holders = windows.iloc[holder_rows]
     in_holder, in_iteration = ops_in_window_tables(ops, [holders, children.iloc[np.concatenate(loops)]])
-    held = np.flatnonzero(in_holder >= 0)  # the ops the ranges launch, each with its range's loop and iteration
-    loop, iteration = in_holder[held], in_iteration[held]
+    held = np.flatnonzero(in_holder >= 0)  # the ops the ranges launch, each with its range and iteration
+    holder, iteration = in_holder[held], in_iteration[held]
     loop_of = np.repeat(np.arange(len(loops)), list(map(len, loops)))
-    kernel = ops["op_kind"].to_numpy()[held] == "kernel"
-    outside = kernel & ((iteration < 0) | (loop_of[np.maximum(iteration, 0)] != loop))
-    whole = np.bincount(loop[outside], minlength=len(loops)) == 0  # no kernel of the range outside its loop
-    inside = kernel & ~outside & whole[loop]
-    codes = pd.factorize(ops["demangled_name"].to_numpy()[held[inside]])[0]
+    loop = np.where(iteration >= 0, loop_of[np.maximum(iteration, 0)], -1)
+    kernel = (ops["op_kind"].iloc[held] == "kernel").to_numpy()
+    looped = kernel & (loop >= 0) & (holder_of[np.maximum(loop, 0)] == holder)  # a kernel of an iteration in its range
+    range_kernels = np.bincount(holder[kernel], minlength=len(holders))[holder_of]
+    whole = (np.bincount(loop[looped], minlength=len(loops)) == range_kernels) & (range_kernels > 0)
+    inside = looped & whole[np.maximum(loop, 0)]  # the kernels of loops that launch every kernel of their range
+    codes = value_codes(ops["demangled_name"])[0][held[inside]]
     by_iteration = np.lexsort((codes, iteration[inside]))
     found, codes = iteration[inside][by_iteration], codes[by_iteration]  # each iteration's kernels, in one slice
     launch_tids = ops["launch_tid"].to_numpy()[held]
     made, replaced, dropped = [], [], []
     for k in np.flatnonzero(whole):
-        group, window = loops[k], holders.iloc[k]
+        group, window = loops[k], holders.iloc[holder_of[k]]
         positions = np.flatnonzero(loop_of == k)
         low, high = np.searchsorted(found, [positions[0], positions[-1] + 1])
         kernels = np.split(codes[low:high], np.searchsorted(found[low:high], positions[1:]) if high > low else [])
         if high == low or any(len(other) != len(kernels[0]) or (other != kernels[0]).any() for other in kernels[1:]):
             continue
-        tids = launch_tids[(loop == k) & (iteration >= 0)]
+        tids = launch_tids[loop == k]
         only_main = bool((tids == _main_thread(int(window["pid"]), tids)).all())
         shown = family_label(children["name"].iat[group[0]])
         if window["name"] == "forward" and only_main:
@@ -696,11 +699,11 @@ def _loops_in_phase_ranges(windows: pd.DataFrame, own: pd.DataFrame, ops: pd.Dat
             made += [(first_id + len(made) + j, "forward", window["range_name"], window["pid"], window["tid"],
                       int(start), int(end), int(window["range_id"]))
                      for j, (start, end) in enumerate(zip(loop_ranges["start_ns"], loop_ranges["end_ns"]))]
-            replaced.append(rows[held_by[k]])
+            replaced.append(holder_rows[holder_of[k]])
             notes.append(f"the forward range `{window['range_name']}` holds {len(group)} iterations `{shown}` that "
                          "launch the same kernels and all of its own: a loop, each iteration a forward pass")
         elif not only_main:
-            dropped.append(rows[held_by[k]])
+            dropped.append(holder_rows[holder_of[k]])
             notes.append(f"the {window['name']} range `{window['range_name']}` holds {len(group)} iterations "
                          f"`{shown}` that launch the same kernels and all of its own, from more than one thread: "
                          "a loop of whole iterations, not a pass; their phases are found inside them")
