@@ -98,7 +98,11 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   it may hold; an optimizer range holding any of them starts 1 ns after the last of them ends.
   ``calls`` (one range around a loop of model calls) names the range that opens each call: the
   range is cut into one pass per call, from each such range's start to just before the next's
-  (the first from the range's start, the last to its end). A phase range is measured when its start
+  (the first from the range's start, the last to its end). ``calls_count: K`` (one range around
+  a loop of K model calls that have no range of their own, K from the script) cuts the range's
+  kernels, in launch order, into K slices of as many kernels; pass j runs from slice j's first
+  launch (the range's start for the first) to just before the next slice's first launch (the last
+  to the range's end). A phase range is measured when its start
   lies in a measured step. Passes per phase = measured phase
   ranges. Per pass = the sum over measured passes divided by their number.
 - nsys a: mean CPU span (end - start) of the measured forward ranges, their mean kernel time
@@ -505,6 +509,8 @@ def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
         found = [Range(start, end, r.name, r.tid) for r in found
                  for opens in [sorted(c.start for c in proc.named(rule["calls"]) if r.start <= c.start and c.end <= r.end)]
                  for start, end in zip([r.start, *opens[1:]], [o - 1 for o in opens[1:]] + [r.end])]
+    if rule.get("calls_count"):  # one range around K model calls with no range: K slices of its kernels
+        found = [piece for r in found for piece in _cut_into_calls(proc, r, rule["calls_count"])]
     if rule.get("closure"):  # an optimizer step running its step's passes: the update follows the last
         passes = proc.named(rule["closure"])
         found = [Range(max(held) + 1, r.end, r.name, r.tid) if held else r for r in found
@@ -517,6 +523,13 @@ def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
             continue
         out.append(r)
     return out
+
+
+def _cut_into_calls(proc: Process, r: Range, calls: int) -> list[Range]:
+    """``r`` cut into ``calls`` passes of as many of its kernels each (launch order)."""
+    launches = sorted(k.launch for k in proc.launched_in(r.start, r.end))
+    opens = [launches[j * len(launches) // calls] for j in range(1, calls)]
+    return [Range(start, end, r.name, r.tid) for start, end in zip([r.start, *opens], [o - 1 for o in opens] + [r.end])]
 
 
 def _inside_any(t: int, windows: list[Range]) -> bool:

@@ -322,6 +322,8 @@ def test_namespaced_names_say_their_role_by_their_last_part(tmp_path):
     ("step {i}", "forwad pass", "backwrad pass", "optimize step"),  # a letter's slips; the verb of the optimizer
     ("step {i}", "Foward", "Bakward", "optimzer"),
     ("step {i}", "Forward-Pass", "Backward-Pass", "Optimizer-Pass"),
+    ("step {i}", "benchmark_forward", "backward", "optimizer_step"),  # a timing word before one phase's name
+    ("step {i}", "timed_fwd", "profile_bwd", "measure_opt"),
 ])
 def test_common_naming_conventions_name_every_phase(tmp_path, step, forward, backward, optimizer):
     script = Script()
@@ -1112,6 +1114,47 @@ def test_a_phase_range_around_iterations_that_are_parts_of_it_stays_one_pass(tmp
     labelled = script.labelled(tmp_path)
     assert len(labelled.phase_ranges[labelled.phase_ranges["phase"] == "forward"]) == 1
     assert not any("holds 4 iterations" in note for note in labelled.notes)
+
+
+def forward_calls(script: Script, calls: int, tid: int = MAIN) -> None:
+    """``calls`` calls of a model with no range of their own: an embedding, two alike layers, a head."""
+    for _ in range(calls):
+        script.kernel(name="embedding_kernel", tid=tid)
+        script.kernel(count=2, tid=tid)
+        script.kernel(name="softmax_warp_forward", count=2, tid=tid)
+        script.kernel(name="head_kernel", tid=tid)
+
+
+def test_a_forward_range_around_unranged_calls_holds_one_pass_per_call(tmp_path):
+    """A forward-only benchmark: ``warmup`` around 3 calls of the model and ``benchmark_forward``
+    around 5, none with a range of its own, every kernel from the main thread. Each range's
+    kernels repeat one call's 6 five (three) times over: 5 measured forward passes, 3 warm-up."""
+    script = Script()
+    script.range("warmup", lambda: forward_calls(script, 3))
+    script.range("benchmark_forward", lambda: forward_calls(script, 5))
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 5}
+    assert int((~labelled.structure.steps["measured"]).sum()) == 3
+    forwards = labelled.phase_ranges[labelled.phase_ranges["phase"] == "forward"]
+    assert len(forwards) == 5
+    kernels = labelled.ops[labelled.ops["measured"]].groupby("step", sort=False).size()
+    assert kernels.tolist() == [6] * 5
+    assert any("`benchmark_forward` launches the same kernels 5 times over" in note for note in labelled.notes)
+
+
+@pytest.mark.parametrize("case", ["one call", "calls unalike", "a second thread"])
+def test_a_forward_range_whose_kernels_do_not_repeat_alone_stays_one_pass(tmp_path, case):
+    """The range stays one pass where its kernels are one call's, where the last call launches one
+    kernel more, or where the process launches from a second thread too (a backward pass on the
+    autograd thread elsewhere in it: a training run, whose forward ranges are not split so)."""
+    script = Script()
+    script.range("benchmark_forward", lambda: (forward_calls(script, 1 if case == "one call" else 5),
+                                               script.kernel(count=int(case == "calls unalike"))))
+    if case == "a second thread":
+        script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4))
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes["forward"] == 1
+    assert not any("launches the same kernels" in note for note in labelled.notes)
 
 
 def test_phase_ranges_only_in_the_warmup_leave_the_measured_ranges_iterations_to_the_kernels(tmp_path):

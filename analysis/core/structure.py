@@ -30,7 +30,9 @@ passes, and the optimizer step is what follows them. A forward or backward range
 of whole iterations (``forward`` around ``it0`` … ``it9``, which launch the same kernels and all of
 the range's) names what the loop times, not a pass: in a forward range whose iterations launch
 from the main thread alone each iteration is a forward pass; otherwise the phases come from what
-the iterations hold. A forward that a backward takes (each backward taking the latest forward
+the iterations hold. So is a forward range around a loop of calls with no range of their own, in
+a process with no autograd thread, whose kernels repeat one call's sequence k >= 2 times: each
+repeat is a forward pass (so are a warm-up range's). A forward that a backward takes (each backward taking the latest forward
 not yet taken, so a pipeline's forwards ahead of their backwards are all taken) is a *training*
 forward; another forward (an inference pass) is left out of the training phases and counted on
 its own. Without step ranges, steps are made from the phases: each training
@@ -85,8 +87,9 @@ TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
 
 # Families of names, matched on a name's normal form (lower case, runs of other characters as
 # ``_``) less a trailing index.
-# A name may say the phase of training it is (``train_forward``); never a bare ``train_step``, a step.
-TRAINING = r"(train(ing)?_)?((run|do|compute|perform|execute)_)?"  # train_forward, run_forward (a function's name)
+# A name may say the phase of training it is (``train_forward``) or that it is timed
+# (``benchmark_forward``, ``timed_backward``); never a bare ``train_step``, a step.
+TRAINING = r"(train(ing)?_|bench(mark(ed)?)?_|timed_|timing_|measured?_|profiled?_)?((run|do|compute|perform|execute)_)?"
 PHASE_FAMILIES = {
     # Chinese names too (前向传播, 损失计算, 反向传播, 优化器): many of the course's students write them
     "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop(agation)?|(_and)?_loss)?|model_eval|inference|eval"
@@ -362,6 +365,7 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
     if names.phases is None:
         phases = _loops_in_phase_ranges(phases, own, ops, notes, first_id)
     phases = _calls_of_the_model(phases, own, notes, first_id + int((phases["range_id"].to_numpy() >= first_id).sum()))
+    phases = _repeated_forwards(phases, ops, notes, first_id, first_id + int((phases["range_id"].to_numpy() >= first_id).sum()))
     first_id += int((phases["range_id"].to_numpy() >= first_id).sum())  # ids the iterations and calls took
     if names.phases is None and len(labels):
         from_labels = _pytorch_phases(labels)
@@ -768,6 +772,69 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
         notes.append(f"the forward range `{window['range_name']}` holds {len(opens)} calls of the model (a range of "
                      "the model's first part starts each, one of its last part ends each): each call is a forward pass")
     return _replaced_windows(windows, split, made) if split else windows
+
+
+# The fewest kernels one call's sequence holds to be a pass of its own (:func:`_repeats`).
+LEAST_PASS_KERNELS = 3
+
+
+def _repeats(codes: np.ndarray, least: int = LEAST_PASS_KERNELS) -> int:
+    """How many times ``codes`` (kernel names' codes in launch order) repeats its shortest
+    repeating sequence back to back where that sequence holds ``least`` codes or more, else 1
+    (``abcabcabc``: 3; ``aaaaaa`` or ``abababab``, a layer's kernels over and over, 1)."""
+    count = len(codes)
+    for period in range(1, count // 2 + 1):
+        if count % period == 0 and (codes.reshape(-1, period) == codes[:period]).all():
+            return count // period if period >= least else 1
+    return 1
+
+
+def _repeated_forwards(windows: pd.DataFrame, ops: pd.DataFrame, notes: list[str], made_from: int,
+                       first_id: int) -> pd.DataFrame:
+    """Forward ranges of the user's (ids below ``made_from``: not windows made from them) around a loop of calls that have no
+    range of their own, in a process that launches its kernels from one thread (no backward pass
+    on PyTorch's autograd thread: a forward-only benchmark): where the range's kernels are k >= 2
+    repeats of one sequence (:func:`_repeat_starts`), each repeat is a forward pass, from its first
+    launch to the next one's (the first from the range's start, the last to its end; ids from
+    ``first_id``, the range as their parent). A note names each such range."""
+    rows = np.flatnonzero((windows["name"].to_numpy() == "forward") & (windows["range_id"].to_numpy() < made_from))
+    if not len(rows):
+        return windows
+    from analysis.core.attribution import ops_in_windows, rows_by_key
+    launched = (ops["op_kind"] == "kernel").to_numpy() & (ops["launch_start_ns"].to_numpy() >= 0)
+    pids, tids = ops["pid"].to_numpy(), ops["launch_tid"].to_numpy()
+    one_thread = {pid: bool(len(mine) and mine.min() == mine.max()) for pid in set(windows["pid"].to_numpy()[rows].tolist())
+                  for mine in [tids[launched & (pids == pid)]]}
+    rows = rows[[one_thread[pid] for pid in windows["pid"].to_numpy()[rows].tolist()]]
+    if not len(rows):
+        return windows
+    forwards, kernels = windows.iloc[rows], ops[launched]
+    in_window = ops_in_windows(kernels, forwards)
+    made, split = [], []
+    for (k,), held in sorted(rows_by_key(in_window).items()):
+        starts = _repeat_starts(kernels.iloc[held]) if k >= 0 else []
+        if not starts:
+            continue
+        window = forwards.iloc[k]
+        made += [(first_id + len(made) + j, "forward", window["range_name"], window["pid"], window["tid"],
+                  int(start), int(end), int(window["range_id"]))
+                 for j, (start, end) in enumerate(zip([window["start_ns"], *starts],
+                                                      [*(start - 1 for start in starts), window["end_ns"]]))]
+        split.append(rows[k])
+        notes.append(f"the forward range `{window['range_name']}` launches the same kernels {len(starts) + 1} times "
+                     "over, from one thread: a loop of calls, each a forward pass")
+    return _replaced_windows(windows, split, made) if split else windows
+
+
+def _repeat_starts(kernels: pd.DataFrame) -> list[int]:
+    """Where ``kernels`` (rows with ``launch_start_ns`` and ``demangled_name``), in launch order,
+    are k >= 2 repeats of one call's sequence (:func:`_repeats`), the launch times that start the
+    second call and each later one; else empty."""
+    order = np.argsort(kernels["launch_start_ns"].to_numpy(), kind="stable")
+    count = _repeats(value_codes(kernels["demangled_name"])[0][order])
+    if count < 2:
+        return []
+    return [int(t) for t in kernels["launch_start_ns"].to_numpy()[order][len(order) // count::len(order) // count]]
 
 
 # The phases a window of an earlier phase may hold that are never part of it: a backward inside
@@ -1644,8 +1711,10 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     neither hold a step nor lie in one (a ``warmup`` range per warm-up step, or one around them
     all: it holds as many iterations as backward runs launched inside it from PyTorch's autograd
     thread, one when it holds none, and with optimizer runs among them as many as those, since
-    several backward runs before one update are one iteration's micro-batches; one around
-    ``inference`` forward windows alone, a forward-only benchmark's warm-up, holds none); else
+    several backward runs before one update are one iteration's micro-batches; with no backward
+    run, as many forward iterations as the user's ranges or the repeats of one call's kernels
+    tell (:func:`_forward_iterations`, :func:`_repeat_starts`); one around ``inference`` forward
+    windows alone, a forward-only benchmark's warm-up, holds none); else
     iterations made from the phases that ran before the first step range, outside every step, or
     from the kernels launched before it where those phases make none (backward passes found from
     the kernels, whose forwards have ranges in the steps alone); with ``before_steps`` False
@@ -1666,7 +1735,8 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
         if len(ends) > 1:
             bounds = [window.start_ns, *ends[:-1], window.end_ns]
         else:  # no backward run, or one: forward iterations counted by ranges of the model, if any
-            starts = _forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy()) if not len(ends) else []
+            starts = (_forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy())
+                      or _repeat_starts(inside[(inside["op_kind"] == "kernel").to_numpy()])) if not len(ends) else []
             if not before_steps and not len(ends) and not starts:  # no pass in it: no iteration to count
                 continue
             bounds = [window.start_ns, *starts, window.end_ns]
