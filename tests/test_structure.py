@@ -1157,6 +1157,32 @@ def test_a_forward_range_whose_kernels_do_not_repeat_alone_stays_one_pass(tmp_pa
     assert not any("launches the same kernels" in note for note in labelled.notes)
 
 
+@pytest.mark.parametrize("warmup_range", [True, False])
+def test_forwards_after_a_training_warmup_are_the_measured_passes(tmp_path, warmup_range):
+    """A forward-only benchmark that warms up with training iterations (``Warm-up`` around
+    ``Warm-up Step <i>`` with ``Forward`` and ``Backward``), then times 5 ``Forward`` ranges that no
+    backward takes: those are its measured passes, each a step. Where no range names the training
+    iterations warm-up (``Train Step <i>``), the same forwards after them are evaluation passes."""
+    script = Script()
+
+    def warmup():
+        for i in range(3):
+            script.range(f"{'Warm-up' if warmup_range else 'Train'} Step {i + 1}", lambda: (script.range("Forward", lambda: script.kernel(count=3)),
+                                                           script.range("Backward", lambda: script.kernel(tid=AUTOGRAD, count=4))))
+    script.range("Warm-up" if warmup_range else None, warmup)
+    for _ in range(5):
+        script.range("Forward", lambda: script.kernel(count=3))
+    labelled = script.labelled(tmp_path)
+    if warmup_range:
+        assert labelled.measured_passes == {"forward": 5}
+        assert int((~labelled.structure.steps["measured"]).sum()) == 3
+        assert labelled.structure.inference_passes == 0
+        assert any("a forward-only benchmark warmed up by training" in note for note in labelled.notes)
+    else:
+        assert labelled.structure.inference_passes == 5
+        assert not any("warmed up by training" in note for note in labelled.notes)
+
+
 def test_phase_ranges_only_in_the_warmup_leave_the_measured_ranges_iterations_to_the_kernels(tmp_path):
     """A script that annotates only its warm-up iterations (``Forward Pass`` and ``Backward Pass``
     inside ``Warmup Phase``) and times the others inside ``Timing Phase`` with no range: the warm-up

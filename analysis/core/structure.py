@@ -231,6 +231,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     notes: list[str] = []
     phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges))
     training = _training_forwards(phases)
+    training |= _measured_after_training_warmup(phases, training, own, notes)
     inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
     steps, step_rule, containers, several_runs = _steps(own, phases[~inference], ops, names, notes)
     step_ranges = steps is not None
@@ -1196,6 +1197,33 @@ def _training_forwards(phases: pd.DataFrame) -> np.ndarray:
             elif waiting:
                 training[waiting.pop()] = True
     return training
+
+
+def _measured_after_training_warmup(phases: pd.DataFrame, training: np.ndarray, own: pd.DataFrame,
+                                    notes: list[str]) -> np.ndarray:
+    """The forwards that no backward takes but that are a forward-only benchmark's measured passes:
+    in a process whose training forwards all lie in ranges named warm-up (a script that warms up
+    with training iterations, then times forwards alone), its other forwards outside those ranges,
+    after the first of them. These start steps as training forwards do, instead of being
+    evaluation passes beside training steps; a note says so."""
+    found = np.zeros(len(phases), dtype=bool)
+    warm = own[_named(WARMUP_FAMILY, own["name"])]
+    if not training.any() or warm.empty:
+        return found
+    forward = (phases["name"] == "forward").to_numpy()
+    in_warmup = _inside_any(phases, warm)
+    pids = phases["pid"].to_numpy()
+    for pid in np.unique(pids[training]):
+        mine = pids == pid
+        if not in_warmup[mine & training].all():
+            continue
+        after = phases["start_ns"].to_numpy() > phases["end_ns"].to_numpy()[mine & training].max()
+        found |= mine & forward & ~training & ~in_warmup & after
+    if found.any():
+        shown = ", ".join(f"`{n}`" for n in name_families(sorted(set(warm["name"]))))
+        notes.append(f"every training iteration lies in {shown}, and {int(found.sum())} forward passes that no backward "
+                     "takes follow it: a forward-only benchmark warmed up by training, its forwards measured")
+    return found
 
 
 # ----------------------------------------------------------------------------- steps

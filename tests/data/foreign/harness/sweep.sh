@@ -309,6 +309,18 @@ rohan) prof s2026_rohan 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/rohan/cs336-b
 rohanfwd) prof s2026_rohan_fwd 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/rohan/cs336-basics:$F/rohan:$SITE python3 $F/rohan/cs336_systems/benchmarking.py --mode forward --model-size small --context-length 128 --batch-size 4 --warmup-steps 3 --steps 5 --device cuda --nvtx --nvtx-attention ;;
 thomas) prof s2025_thomas 150 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/thomas && cd /tmp/fw/thomas && exec env PYTHONPATH=$F/thomas/cs336-basics:$SITE python3 $F/thomas/cs336_systems/benchmark.py" ;;
 vangbs) prof s2026_vangbs 150 --trace=cuda,nvtx -- bash -c "mkdir -p /tmp/fw/vangbs/data && cd /tmp/fw/vangbs && exec env PYTHONPATH=$F/vangbs/cs336-basics:$SITE python3 $F/vangbs/cs336_systems/benchmarking.py" ;;
+# students24 jobs (one GPU each): jasonyao (2025; no step range, 3 warm-up iterations at the top level, 5 in
+# `Measurement Loop`, each an inference `forward` then a training `forward` and `backward`), jsun and jsun_fwd (2025;
+# `Warm-up Step <i>` in `Warm-up`, the measured iterations with no range inside `Benchmark Forward+Backward` or
+# `Benchmark Forward Only`), igear (2025; an unindexed `training_step` per iteration, warm-up alike).
+jasonyao) prof s2025_jasonyao 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/jasonyao/cs336-basics:$SITE python3 $F/jasonyao/cs336_systems/profile_model.py ;;
+jsun) prof s2025_jsun 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/jsun/cs336-basics:$SITE python3 $F/jsun/cs336_systems/benchmark_script.py --context_length 128 --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --batch_size 4 --num_warmup 3 --num_steps 5 --benchmark_type both --nvtx ;;
+jsun_fwd) prof s2025_jsun_fwd 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/jsun/cs336-basics:$SITE python3 $F/jsun/cs336_systems/benchmark_script.py --context_length 128 --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --batch_size 4 --num_warmup 3 --num_steps 5 --benchmark_type forward --nvtx ;;
+igear) prof s2025_igear 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/igear/cs336-basics:$SITE python3 $F/igear/cs336_systems/benchmark_nvtx.py --use_nvtx --include_backward --include_optimizer --num_layers 12 --d_model 768 --num_heads 12 --d_ff 3072 --context_length 128 --sequence_length 128 --batch_size 4 --warmup_steps 3 --measure_steps 5 ;;
+# GPT-2 forward-only benchmark loops inside one range, the calls with no range of their own:
+# `inference` with a synchronize after each call; `benchmark_forward` with one after the loop.
+inferloop) prof gpt2_inferloop_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_infer_loop.py --sync ;;
+inferloop_nosync) prof gpt2_inferloop_nosync_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_infer_loop.py --range-name benchmark_forward ;;
 pp) prof pipeline2_nvtx 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/pipeline_train.py --nvtx ;;
 pp_gpipe) prof pipeline2_gpipe_nvtx 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/pipeline_train.py --nvtx --schedule gpipe ;;
 pp26) prof pipeline2_flags2026 240 $G26B -- torchrun --standalone --nproc_per_node 2 $F/hf/pipeline_train.py --steps 4 ;;
