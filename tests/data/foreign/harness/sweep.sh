@@ -317,6 +317,22 @@ jasonyao) prof s2025_jasonyao 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/jasonya
 jsun) prof s2025_jsun 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/jsun/cs336-basics:$SITE python3 $F/jsun/cs336_systems/benchmark_script.py --context_length 128 --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --batch_size 4 --num_warmup 3 --num_steps 5 --benchmark_type both --nvtx ;;
 jsun_fwd) prof s2025_jsun_fwd 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/jsun/cs336-basics:$SITE python3 $F/jsun/cs336_systems/benchmark_script.py --context_length 128 --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --batch_size 4 --num_warmup 3 --num_steps 5 --benchmark_type forward --nvtx ;;
 igear) prof s2025_igear 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/igear/cs336-basics:$SITE python3 $F/igear/cs336_systems/benchmark_nvtx.py --use_nvtx --include_backward --include_optimizer --num_layers 12 --d_model 768 --num_heads 12 --d_ff 3072 --context_length 128 --sequence_length 128 --batch_size 4 --warmup_steps 3 --measure_steps 5 ;;
+# students24a jobs (one GPU each): ab2163 and ab2163_fwd (2026; `measurement_step_<i>` around a plain `step`, the
+# warm-up's bare `step` ranges at the top level, the model the student's own assignment-1 package), aspisov (2025; no
+# arguments, the large model at context 512; 5 warm-up iterations with no step or phase range, `benchmark_steps` around
+# `step_<i>` holding `forward_pass` and `backward_pass`; it writes a memory snapshot into its working folder).
+ab2163) prof s2026_ab2163 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/ab2163_a1:$SITE python3 $F/ab2163/cs336_systems/profile_model.py --mode full --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --vocab_size 10000 --context_length 128 --batch_size 8 --warmup_steps 3 --num_steps 5 --device cuda ;;
+ab2163_fwd) prof s2026_ab2163_fwd 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/ab2163_a1:$SITE python3 $F/ab2163/cs336_systems/profile_model.py --mode forward --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --vocab_size 10000 --context_length 128 --batch_size 8 --warmup_steps 3 --num_steps 5 --device cuda ;;
+aspisov) prof s2025_aspisov 200 --trace=cuda,nvtx -- bash -c "cd /tmp/fw && exec env PYTHONPATH=$F/aspisov/cs336-basics:$SITE python3 $F/aspisov/cs336_systems/benchmark.py" ;;
+# students24c jobs (one GPU each): shubhav and shubhav_fwd (2026; positional arguments, the model always compiled,
+# the warm-up iterations with phase ranges and no step range, `step_<i>` under emit_nvtx), ethan98 and ethan98_fwd
+# (2025; `warm-up` around 3 bare iterations, the measured ones top-level phases with no step range), semioz (2026;
+# `warmup` and `measurement` regions of flat phases, activation checkpointing re-running attention ranges in backward).
+shubhav) prof s2026_shubhav 300 --trace=cuda,nvtx -- env PYTHONPATH=$SITE python3 $F/shubhav/benchmarking.py small 128 3 5 full fp32 profile ;;
+shubhav_fwd) prof s2026_shubhav_fwd 240 --trace=cuda,nvtx -- env PYTHONPATH=$SITE python3 $F/shubhav/benchmarking.py small 128 3 5 forward fp32 profile ;;
+ethan98) prof s2025_ethan98 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/ethan98/cs336-basics:$F/ethan98:$SITE python3 $F/ethan98/cs336_systems/benchmark.py --model_name small --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --context_length 128 --batch_size 4 --warmup_steps 3 --timing_steps 5 --log_file /tmp/fw/ethan98.csv ;;
+ethan98_fwd) prof s2025_ethan98_fwd 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/ethan98/cs336-basics:$F/ethan98:$SITE python3 $F/ethan98/cs336_systems/benchmark.py --model_name small --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --context_length 128 --batch_size 4 --warmup_steps 3 --timing_steps 5 --forward_only --log_file /tmp/fw/ethan98_fwd.csv ;;
+semioz) prof s2026_semioz 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/semioz/cs336-basics:$F/semioz:$SITE python3 $F/semioz/scripts/benchmark.py --model-size small --context-length 128 --batch-size 4 --mode train_step --warmup-steps 3 --measurement-steps 5 --annotate-attention --checkpoint-chunk-size 3 ;;
 # GPT-2 forward-only benchmark loops inside one range, the calls with no range of their own:
 # `inference` with a synchronize after each call; `benchmark_forward` with one after the loop.
 inferloop) prof gpt2_inferloop_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_infer_loop.py --sync ;;
