@@ -1220,7 +1220,8 @@ def _measured_after_training_warmup(phases: pd.DataFrame, training: np.ndarray, 
         after = phases["start_ns"].to_numpy() > phases["end_ns"].to_numpy()[mine & training].max()
         found |= mine & forward & ~training & ~in_warmup & after
     if found.any():
-        shown = ", ".join(f"`{n}`" for n in name_families(sorted(set(warm["name"]))))
+        holding = _outermost_by_time(warm[_contains(warm, phases[training]) > 0])
+        shown = ", ".join(f"`{family_label(n)}`" for n in name_families(sorted(set(holding["name"]))))
         notes.append(f"every training iteration lies in {shown}, and {int(found.sum())} forward passes that no backward "
                      "takes follow it: a forward-only benchmark warmed up by training, its forwards measured")
     return found
