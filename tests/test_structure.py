@@ -1183,6 +1183,23 @@ def test_forwards_after_a_training_warmup_are_the_measured_passes(tmp_path, warm
         assert not any("warmed up by training" in note for note in labelled.notes)
 
 
+def test_a_region_named_after_a_benchmark_of_two_phases_is_no_phase(tmp_path):
+    """``Benchmark Forward+Backward`` around 5 iterations of ``Forward`` and ``Backward`` (no step
+    range), after ``Warm-up`` around 3 ``Warm-up Step <i>``: a timing word before ``forward``
+    and a second phase after it name two phases, so the region is no backward; 5 measured steps."""
+    script = Script()
+
+    def iteration():
+        script.range("Forward", lambda: script.kernel(count=3))
+        script.range("Backward", lambda: script.kernel(tid=AUTOGRAD, count=4))
+    script.range("Warm-up", lambda: [script.range(f"Warm-up Step {i + 1}", iteration) for i in range(3)])
+    script.range("Benchmark Forward+Backward", lambda: [iteration() for _ in range(5)])
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 5, "backward": 5}
+    assert int((~labelled.structure.steps["measured"]).sum()) == 3
+    assert labelled.structure.phase_names["backward"] == ["Backward"]
+
+
 def test_phase_ranges_only_in_the_warmup_leave_the_measured_ranges_iterations_to_the_kernels(tmp_path):
     """A script that annotates only its warm-up iterations (``Forward Pass`` and ``Backward Pass``
     inside ``Warmup Phase``) and times the others inside ``Timing Phase`` with no range: the warm-up
