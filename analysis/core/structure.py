@@ -792,9 +792,9 @@ def _repeats(codes: np.ndarray, least: int = LEAST_PASS_KERNELS) -> int:
 
 def _repeated_forwards(windows: pd.DataFrame, ops: pd.DataFrame, notes: list[str], made_from: int,
                        first_id: int) -> pd.DataFrame:
-    """Forward ranges of the user's (ids below ``made_from``: not windows made from them) around a loop of calls that have no
-    range of their own, in a process that launches its kernels from one thread (no backward pass
-    on PyTorch's autograd thread: a forward-only benchmark): where the range's kernels are k >= 2
+    """Forward ranges of the user's (ids below ``made_from``, not windows made from them) around a
+    loop of calls that have no range of their own, in a process that launches its kernels from one
+    thread (no backward pass on PyTorch's autograd thread: a forward-only benchmark): where the range's kernels are k >= 2
     repeats of one sequence (:func:`_repeat_starts`), each repeat is a forward pass, from its first
     launch to the next one's (the first from the range's start, the last to its end; ids from
     ``first_id``, the range as their parent). A note names each such range."""
