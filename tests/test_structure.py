@@ -1142,6 +1142,29 @@ def test_a_forward_range_around_unranged_calls_holds_one_pass_per_call(tmp_path)
     assert any("`benchmark_forward` launches the same kernels 5 times over" in note for note in labelled.notes)
 
 
+def test_a_forward_range_around_cuda_graph_replays_holds_one_pass_per_replay(tmp_path):
+    """A compiled model replayed as a CUDA graph: each call an input copy and one whole graph's
+    execution (``[CUDA graph 1]``), two kernels a call, fewer than a call's sequence needs
+    otherwise; the graph is a call's work by itself: 5 passes."""
+    script = Script()
+    script.range("benchmark_forward", lambda: [(script.kernel(name="copy_kernel"), script.kernel(name="[CUDA graph 1]"))
+                                               for _ in range(5)])
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 5}
+
+
+def test_a_warmup_range_whose_first_call_differs_holds_as_many_calls_as_end_it(tmp_path):
+    """``warmup`` around 3 calls whose first launches 4 more kernels before its run (a compile, a
+    library's set-up), then ``benchmark_forward`` around 5 alike: the warm-up's kernels end with 3
+    repeats of a measured call's, the first call's extra kernels before them: 3 warm-up calls."""
+    script = Script()
+    script.range("warmup", lambda: (script.kernel(name="autotune_kernel", count=4), forward_calls(script, 3)))
+    script.range("benchmark_forward", lambda: forward_calls(script, 5))
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 5}
+    assert int((~labelled.structure.steps["measured"]).sum()) == 3
+
+
 @pytest.mark.parametrize("case", ["one call", "calls unalike", "a second thread"])
 def test_a_forward_range_whose_kernels_do_not_repeat_alone_stays_one_pass(tmp_path, case):
     """The range stays one pass where its kernels are one call's, where the last call launches one

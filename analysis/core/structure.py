@@ -69,7 +69,7 @@ from analysis.core.structure_text import (
     shown_families,
 )
 from analysis.load.nvtx import OP_LEVEL, RECORD_FUNCTION_SCOPE
-from analysis.load.tables import sorted_by
+from analysis.load.tables import GRAPH_EXECUTION, sorted_by
 from cs336_profile import contract
 
 PHASES = contract.PHASES
@@ -777,6 +777,7 @@ def _calls_of_the_model(windows: pd.DataFrame, own: pd.DataFrame, notes: list[st
 
 # The fewest kernels one call's sequence holds to be a pass of its own (:func:`_repeats`).
 LEAST_PASS_KERNELS = 3
+GRAPH_EXECUTION_PREFIX = GRAPH_EXECUTION.split("{")[0]  # ``[CUDA graph ``: a whole graph's execution
 
 
 def _repeats(codes: np.ndarray, least: int = LEAST_PASS_KERNELS) -> int:
@@ -830,9 +831,14 @@ def _repeated_forwards(windows: pd.DataFrame, ops: pd.DataFrame, notes: list[str
 def _repeat_starts(kernels: pd.DataFrame) -> list[int]:
     """Where ``kernels`` (rows with ``launch_start_ns`` and ``demangled_name``), in launch order,
     are k >= 2 repeats of one call's sequence (:func:`_repeats`), the launch times that start the
-    second call and each later one; else empty."""
+    second call and each later one; else empty. A whole CUDA graph's execution in the sequence
+    (``[CUDA graph <id>]``, a compiled model's replay) is a call's work by itself: its sequence
+    may be shorter."""
     order = np.argsort(kernels["launch_start_ns"].to_numpy(), kind="stable")
-    count = _repeats(value_codes(kernels["demangled_name"])[0][order])
+    codes, names = value_codes(kernels["demangled_name"])
+    used = names[np.unique(codes[codes >= 0])].astype(str)
+    graphs = bool(used.str.startswith(GRAPH_EXECUTION_PREFIX).any())
+    count = _repeats(codes[order], least=1 if graphs else LEAST_PASS_KERNELS)
     if count < 2:
         return []
     return [int(t) for t in kernels["launch_start_ns"].to_numpy()[order][len(order) // count::len(order) // count]]
@@ -1764,8 +1770,10 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
         if len(ends) > 1:
             bounds = [window.start_ns, *ends[:-1], window.end_ns]
         else:  # no backward run, or one: forward iterations counted by ranges of the model, if any
+            kernels = inside[(inside["op_kind"] == "kernel").to_numpy()]
             starts = (_forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy())
-                      or _repeat_starts(inside[(inside["op_kind"] == "kernel").to_numpy()])) if not len(ends) else []
+                      or _repeat_starts(kernels) or _calls_after_a_first(kernels, _last_step_kernels(window.pid, steps, launches))
+                      ) if not len(ends) else []
             if not before_steps and not len(ends) and not starts:  # no pass in it: no iteration to count
                 continue
             bounds = [window.start_ns, *starts, window.end_ns]
@@ -1790,6 +1798,36 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     found = found.assign(range_id=np.arange(first_id, first_id + len(found), dtype=np.int64), parent_id=-1, measured=False)
     found["name"] = [f"{name} #{k}" for name, k in zip(found["range_name"], found.groupby(["pid", "range_name"]).cumcount())]
     return found[[*WINDOW_COLUMNS, "measured"]], rule
+
+
+def _last_step_kernels(pid: int, steps: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+    """The kernel rows launched in the last step of process ``pid`` (none where it has no step)."""
+    mine = steps[steps["pid"].to_numpy() == pid]
+    if mine.empty:
+        return launches.iloc[:0]
+    last = mine.iloc[int(np.argmax(mine["start_ns"].to_numpy()))]
+    launched = launches["launch_start_ns"].to_numpy()
+    return launches[(launches["pid"].to_numpy() == pid) & (launched >= last["start_ns"]) & (launched <= last["end_ns"])
+                    & (launches["op_kind"] == "kernel").to_numpy()]
+
+
+def _calls_after_a_first(kernels: pd.DataFrame, call: pd.DataFrame) -> list[int]:
+    """Where ``kernels`` (a warm-up range's, in launch order) end with t >= 2 repeats of ``call``'s
+    sequence (a measured step's kernels, :data:`LEAST_PASS_KERNELS` or more, or a CUDA graph's
+    execution) after other kernels, the launch times that start the second repeat and each later
+    one: the range holds t calls, the kernels before the repeats the first call's (a first call
+    compiles, tunes or initialises before it runs; a model replayed as a CUDA graph whose first
+    calls run eagerly is counted short). Empty otherwise."""
+    names = kernels.sort_values("launch_start_ns", kind="stable")["demangled_name"].astype(str).to_numpy()
+    one = call.sort_values("launch_start_ns", kind="stable")["demangled_name"].astype(str).to_numpy()
+    graph = any(name.startswith(GRAPH_EXECUTION_PREFIX) for name in one)
+    if not len(one) or (len(one) < LEAST_PASS_KERNELS and not graph):
+        return []
+    repeats = 0
+    while len(names) > (repeats + 1) * len(one) and (names[len(names) - (repeats + 1) * len(one):][:len(one)] == one).all():
+        repeats += 1
+    launched = np.sort(kernels["launch_start_ns"].to_numpy())
+    return [int(launched[len(names) - j * len(one)]) for j in range(repeats - 1, 0, -1)]
 
 
 def _forward_iterations(window, own: pd.DataFrame, steps: pd.DataFrame, launched: np.ndarray) -> list[int]:

@@ -1,7 +1,8 @@
 """Hugging Face GPT-2 forward-only benchmark (random weights), for foreign-trace tests: one range
 around the warm-up calls (``warmup``) and one around the timed calls (``--range-name``), the calls
 themselves with no range of their own, as a benchmark that times a loop inside one range does;
-with --sync a synchronize after each call, else one after the loop."""
+with --sync a synchronize after each call, else one after the loop; with --compile-mode the model
+is ``torch.compile``d in that mode (``reduce-overhead`` replays each call as a CUDA graph)."""
 
 import argparse
 import time
@@ -21,11 +22,14 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--range-name", default="inference")
     p.add_argument("--sync", action="store_true")
+    p.add_argument("--compile-mode", default=None)
     a = p.parse_args()
 
     torch.manual_seed(0)
     cfg = GPT2Config(n_layer=a.layers, n_embd=a.d_model, n_head=a.heads, n_positions=a.context)
     model = GPT2LMHeadModel(cfg).cuda().eval()
+    if a.compile_mode:
+        model = torch.compile(model, mode=a.compile_mode)
     x = torch.randint(0, cfg.vocab_size, (a.batch, a.context), device="cuda")
 
     def calls(count: int) -> None:

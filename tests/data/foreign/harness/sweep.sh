@@ -334,8 +334,11 @@ ethan98) prof s2025_ethan98 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_m
 ethan98_fwd) prof s2025_ethan98_fwd 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/ethan98/cs336-basics:$F/ethan98:$SITE python3 $F/ethan98/cs336_systems/benchmark.py --model_name small --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --context_length 128 --batch_size 4 --warmup_steps 3 --timing_steps 5 --forward_only --log_file /tmp/fw/ethan98_fwd.csv ;;
 semioz) prof s2026_semioz 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/semioz/cs336-basics:$F/semioz:$SITE python3 $F/semioz/scripts/benchmark.py --model-size small --context-length 128 --batch-size 4 --mode train_step --warmup-steps 3 --measurement-steps 5 --annotate-attention --checkpoint-chunk-size 3 ;;
 # GPT-2 forward-only benchmark loops inside one range, the calls with no range of their own:
-# `inference` with a synchronize after each call; `benchmark_forward` with one after the loop.
+# `inference` with a synchronize after each call; `benchmark_forward` with one after the loop; the model
+# compiled, replayed as CUDA graphs (reduce-overhead) or not.
 inferloop) prof gpt2_inferloop_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_infer_loop.py --sync ;;
+inferloop_graphs) prof gpt2_inferloop_graphs_nvtx 300 --trace=cuda,nvtx -- python3 $F/hf/gpt2_infer_loop.py --sync --compile-mode reduce-overhead --warmup 3 ;;
+inferloop_compiled) prof gpt2_inferloop_compiled_nvtx 300 --trace=cuda,nvtx -- python3 $F/hf/gpt2_infer_loop.py --compile-mode default --warmup 3 ;;
 inferloop_nosync) prof gpt2_inferloop_nosync_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/gpt2_infer_loop.py --range-name benchmark_forward ;;
 pp) prof pipeline2_nvtx 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/pipeline_train.py --nvtx ;;
 pp_gpipe) prof pipeline2_gpipe_nvtx 240 --trace=cuda,nvtx -- torchrun --standalone --nproc_per_node 2 $F/hf/pipeline_train.py --nvtx --schedule gpipe ;;
