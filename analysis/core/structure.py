@@ -1748,7 +1748,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     thread, one when it holds none, and with optimizer runs among them as many as those, since
     several backward runs before one update are one iteration's micro-batches; with no backward
     run, as many forward iterations as the user's ranges or the repeats of one call's kernels
-    tell (:func:`_forward_iterations`, :func:`_repeat_starts`); one around ``inference`` forward
+    tell (:func:`_forward_iterations`, :func:`_repeat_starts`, :func:`_calls_after_a_first`); one around ``inference`` forward
     windows alone, a forward-only benchmark's warm-up, holds none); else
     iterations made from the phases that ran before the first step range, outside every step, or
     from the kernels launched before it where those phases make none (backward passes found from
