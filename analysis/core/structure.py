@@ -828,6 +828,13 @@ def _repeated_forwards(windows: pd.DataFrame, ops: pd.DataFrame, notes: list[str
     return _replaced_windows(windows, split, made) if split else windows
 
 
+def _least_call_kernels(names) -> int:
+    """The fewest kernels a call's sequence of these kernel ``names`` holds to be a pass:
+    :data:`LEAST_PASS_KERNELS`, or 1 where one is a whole CUDA graph's execution (a compiled
+    model's replay, a call's work by itself)."""
+    return 1 if any(str(name).startswith(GRAPH_EXECUTION_PREFIX) for name in names) else LEAST_PASS_KERNELS
+
+
 def _repeat_starts(kernels: pd.DataFrame) -> list[int]:
     """Where ``kernels`` (rows with ``launch_start_ns`` and ``demangled_name``), in launch order,
     are k >= 2 repeats of one call's sequence (:func:`_repeats`), the launch times that start the
@@ -836,9 +843,7 @@ def _repeat_starts(kernels: pd.DataFrame) -> list[int]:
     may be shorter."""
     order = np.argsort(kernels["launch_start_ns"].to_numpy(), kind="stable")
     codes, names = value_codes(kernels["demangled_name"])
-    used = names[np.unique(codes[codes >= 0])].astype(str)
-    graphs = bool(used.str.startswith(GRAPH_EXECUTION_PREFIX).any())
-    count = _repeats(codes[order], least=1 if graphs else LEAST_PASS_KERNELS)
+    count = _repeats(codes[order], least=_least_call_kernels(names[np.unique(codes[codes >= 0])]))
     if count < 2:
         return []
     return [int(t) for t in kernels["launch_start_ns"].to_numpy()[order][len(order) // count::len(order) // count]]
@@ -1748,7 +1753,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     thread, one when it holds none, and with optimizer runs among them as many as those, since
     several backward runs before one update are one iteration's micro-batches; with no backward
     run, as many forward iterations as the user's ranges or the repeats of one call's kernels
-    tell (:func:`_forward_iterations`, :func:`_repeat_starts`, :func:`_calls_after_a_first`); one around ``inference`` forward
+    tell (:func:`_forward_iterations`, :func:`_unranged_call_starts`); one around ``inference`` forward
     windows alone, a forward-only benchmark's warm-up, holds none); else
     iterations made from the phases that ran before the first step range, outside every step, or
     from the kernels launched before it where those phases make none (backward passes found from
@@ -1770,10 +1775,8 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
         if len(ends) > 1:
             bounds = [window.start_ns, *ends[:-1], window.end_ns]
         else:  # no backward run, or one: forward iterations counted by ranges of the model, if any
-            kernels = inside[(inside["op_kind"] == "kernel").to_numpy()]
             starts = (_forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy())
-                      or _repeat_starts(kernels) or _calls_after_a_first(kernels, _last_step_kernels(window.pid, steps, launches))
-                      ) if not len(ends) else []
+                      or _unranged_call_starts(inside, window.pid, steps, launches)) if not len(ends) else []
             if not before_steps and not len(ends) and not starts:  # no pass in it: no iteration to count
                 continue
             bounds = [window.start_ns, *starts, window.end_ns]
@@ -1800,6 +1803,15 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     return found[[*WINDOW_COLUMNS, "measured"]], rule
 
 
+def _unranged_call_starts(inside: pd.DataFrame, pid: int, steps: pd.DataFrame, launches: pd.DataFrame) -> list[int]:
+    """Where a warm-up range's launches (``inside``, of process ``pid``) hold several calls of the
+    model with no range of their own, the launch time that starts each call after the first: its
+    kernels repeat one call's sequence (:func:`_repeat_starts`), else end with repeats of the
+    kernels of the process's last step (:func:`_calls_after_a_first`). Empty otherwise."""
+    kernels = inside[(inside["op_kind"] == "kernel").to_numpy()]
+    return _repeat_starts(kernels) or _calls_after_a_first(kernels, _last_step_kernels(pid, steps, launches))
+
+
 def _last_step_kernels(pid: int, steps: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
     """The kernel rows launched in the last step of process ``pid`` (none where it has no step)."""
     mine = steps[steps["pid"].to_numpy() == pid]
@@ -1820,8 +1832,7 @@ def _calls_after_a_first(kernels: pd.DataFrame, call: pd.DataFrame) -> list[int]
     calls run eagerly is counted short). Empty otherwise."""
     names = kernels.sort_values("launch_start_ns", kind="stable")["demangled_name"].astype(str).to_numpy()
     one = call.sort_values("launch_start_ns", kind="stable")["demangled_name"].astype(str).to_numpy()
-    graph = any(name.startswith(GRAPH_EXECUTION_PREFIX) for name in one)
-    if not len(one) or (len(one) < LEAST_PASS_KERNELS and not graph):
+    if not len(one) or len(one) < _least_call_kernels(one):
         return []
     repeats = 0
     while len(names) > (repeats + 1) * len(one) and (names[len(names) - (repeats + 1) * len(one):][:len(one)] == one).all():
