@@ -66,6 +66,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   are warm-up (a script that wraps its warm-up iterations in one ``warmup`` range).
   ``measured_inside``: the steps that start inside a range of this name are measured, the others
   warm-up (a script that wraps its measured iterations in one range).
+  ``warmup_rule: script``: the first ``script_warmup_steps`` steps of the last run are warm-up,
+  the count read from the script's source (a script that marks its warm-up only by how it times
+  the later steps: a CUDA event recorded after the warm-up, or a synchronize after each timed step).
   ``warmup_rule: profiler_window`` (any kind but ``ranges``): the steps that start inside the
   process's window from its first ``cudaProfilerStart`` runtime call to the next
   ``cudaProfilerStop`` (none: to the end) are measured, the others warm-up.
@@ -718,6 +721,14 @@ def _mem_f(proc: Process, con: sqlite3.Connection, step: Range, spec: dict) -> d
 
 # --------------------------------------------------------------------------------------- driver
 
+def _leading_warmup(proc: Process, steps: list[Range], spec: dict) -> int:
+    """How many of the last run's leading ``steps`` are warm-up by the manifest's ``warmup_rule``:
+    ``departing`` (:func:`_departing`), ``script`` (the script's own count, ``script_warmup_steps``),
+    else none."""
+    rule = spec.get("warmup_rule")
+    return _departing(proc, steps) if rule == "departing" else spec["script_warmup_steps"] if rule == "script" else 0
+
+
 def reference_for(path: Path, entry: dict) -> list[dict]:
     """One entry per process. Where warm-up is the departing rule and every process has as many
     steps (the ranks of one job), each leaves out the most leading steps any process does."""
@@ -728,8 +739,7 @@ def reference_for(path: Path, entry: dict) -> list[dict]:
     earlier = sum(entry["steps"].get("runs", [0])[:-1])  # the steps of the runs before the last one
     if entry["steps"].get("capture_cut"):  # a step the capture's end cut off is no step the rule reads
         steps = {pid: [r for r in rs if r not in _cut_last(con, procs[pid], rs)] for pid, rs in steps.items()}
-    departing = {pid: earlier + (_departing(procs[pid], steps[pid][earlier:])
-                                 if entries[pid]["steps"].get("warmup_rule") == "departing" else 0) for pid in order}
+    departing = {pid: earlier + _leading_warmup(procs[pid], steps[pid][earlier:], entries[pid]["steps"]) for pid in order}
     if len(order) > 1 and len({len(s) for s in steps.values()}) == 1:
         departing = dict.fromkeys(order, max(departing.values()))
     out = [_process_reference(procs[pid], con, entries[pid], departing[pid]) for pid in order]

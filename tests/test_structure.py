@@ -835,8 +835,9 @@ def test_loss_names_with_a_verb(tmp_path, tag):
     assert script.labelled(tmp_path).measured_passes.get("loss") == 3
 
 
-def export_with_profiler_calls(tmp_path, script: Script, calls: list[tuple[str, int]]):
-    """The script's trace with runtime rows for the program's own profiler calls (name, time)."""
+def export_with_host_calls(tmp_path, script: Script, calls: list[tuple[str, int]]):
+    """The script's trace with runtime rows for the program's own calls (name, time): the
+    profiler's start and stop, waits for the GPU, event records."""
     path = build_export(tmp_path / "trace.sqlite", kernels=script.kernels, ranges=script.ranges, strings=KERNELS)
     conn = sqlite3.connect(path)
     for k, (name, time) in enumerate(calls):
@@ -861,7 +862,7 @@ def test_steps_outside_the_programs_profiler_window_are_warmup(tmp_path, stop):
         script.range("train_step", script.iteration)
         if i == 4 and stop:
             calls.append(("cudaProfilerStop_v4000", script.now))
-    labelled = label_ops(load_trace(export_with_profiler_calls(tmp_path, script, calls), RangeFilter()))
+    labelled = label_ops(load_trace(export_with_host_calls(tmp_path, script, calls), RangeFilter()))
     assert list(labelled.structure.steps["measured"]) == [False, False, True, True, True, not stop]
     assert labelled.structure.warmup_rule.startswith("outside the program's cudaProfilerStart")
 
@@ -877,11 +878,66 @@ def test_a_profiler_window_opened_in_each_run_measures_the_last_runs_steps_insid
             if i == 4:
                 calls.append(("cudaProfilerStart_v4000", script.now))
             script.range(f"step_{i}", lambda extra=extra: script.iteration(extra_kernels=extra))
-    labelled = label_ops(load_trace(export_with_profiler_calls(tmp_path, script, calls), RangeFilter()))
+    labelled = label_ops(load_trace(export_with_host_calls(tmp_path, script, calls), RangeFilter()))
     steps = labelled.structure.steps.sort_values("start_ns")
     assert list(steps["measured"]) == [False] * 10 + [True] * 2
     assert labelled.structure.warmup_rule.startswith("the numbering of `step_<i>` starts over once: 2 runs")
     assert "its warm-up: outside the program's cudaProfilerStart" in labelled.structure.warmup_rule
+
+
+def timed_loop(tmp_path, warmup: int, timed: int, calls_after) -> list[bool]:
+    """Which of ``warmup`` + ``timed`` alike iterations with no step range are measured, where
+    ``calls_after(i, timed_loop)`` gives the runtime calls the program makes after iteration i
+    (0 before the first), ``timed_loop`` saying whether the calls come from the timed loop's part."""
+    script, calls = Script(), []
+    for i in range(warmup + timed + 1):
+        calls += [(name, script.now) for name in calls_after(i, i >= warmup)]
+        script.now += 50
+        if i < warmup + timed:
+            script.iteration()
+    labelled = label_ops(load_trace(export_with_host_calls(tmp_path, script, calls), RangeFilter()))
+    return list(labelled.structure.steps.sort_values("start_ns")["measured"]), labelled.structure.warmup_rule
+
+
+def test_steps_before_a_loop_timed_by_cuda_events_are_warmup(tmp_path):
+    """Eight alike iterations with no step range; the program records a CUDA event after the
+    third and after the last (a timer around the loop): the first three are warm-up, however
+    alike they are."""
+    measured, rule = timed_loop(tmp_path, 3, 5, lambda i, timed: ["cudaEventRecordWithFlags_v11010"] * (i in (3, 8)))
+    assert measured == [False] * 3 + [True] * 5
+    assert rule.startswith("3 leading steps before a timed loop: CUDA events are recorded after them and after the last")
+
+
+@pytest.mark.parametrize("timer", ["cudaDeviceSynchronize_v3020", "cudaEventRecord_v3020 cudaEventSynchronize_v3020"])
+def test_steps_no_wait_follows_before_steps_each_followed_by_one_are_warmup(tmp_path, timer):
+    """Seven alike iterations with no step range; a synchronize follows each of the last five
+    (a loop that times each step, by the host's clock or by an event recorded after each step and
+    waited for) and none of the first two: those two are warm-up."""
+    measured, rule = timed_loop(tmp_path, 2, 5, lambda i, timed: timer.split() * (i > 2))
+    assert measured == [False] * 2 + [True] * 5
+    assert rule.startswith("2 leading steps before a timed loop: no wait for the GPU follows them")
+
+
+@pytest.mark.parametrize("calls", ["sync after each", "sync after the warm-up and the last", "record before all",
+                                   "record after the warm-up alone", "record between every timed step",
+                                   "sync after one timed step"])
+def test_calls_that_do_not_mark_a_timed_loop_leave_the_warmup_to_the_other_rules(tmp_path, calls):
+    """Waits and records that do not set leading steps apart leave them to the departing rule (no
+    step departs here): a wait after every step (``.item()`` each step), waits after the warm-up
+    and after the last step alone (a timer around the loop read by the host), an event recorded
+    before the first step, one recorded after the warm-up with none after the last step, events
+    recorded between all the later steps (a side stream's, as a prefetch records them), a wait
+    after one step of the timed loop alone."""
+    def made(i, timed):
+        return {"sync after each": ["cudaStreamSynchronize_v3020"] * (i > 0),
+                "sync after the warm-up and the last": ["cudaDeviceSynchronize_v3020"] * (i in (3, 8)),
+                "record before all": ["cudaEventRecord_v3020"] * (i in (0, 8)),
+                "record after the warm-up alone": ["cudaEventRecord_v3020"] * (i == 3),
+                "record between every timed step": ["cudaEventRecord_v3020"] * timed,
+                "sync after one timed step": ["cudaDeviceSynchronize_v3020"] * (i == 5)}[calls]
+    measured, rule = timed_loop(tmp_path, 3, 5, made)
+    assert measured == [True] * 8
+    assert rule == "no leading step departs from the later steps' kernel count, kernel time or CPU span"
 
 
 @pytest.mark.parametrize("iterations", [2, 3])
@@ -1720,7 +1776,7 @@ def test_without_steps_only_the_programs_profiler_window_is_measured(tmp_path):
         script.range("Backward", lambda: script.kernel(tid=AUTOGRAD, count=4))
         if i == 3:
             calls.append(("cudaProfilerStop_v4000", script.now))
-    labelled = label_ops(load_trace(export_with_profiler_calls(tmp_path, script, calls), RangeFilter()))
+    labelled = label_ops(load_trace(export_with_host_calls(tmp_path, script, calls), RangeFilter()))
     assert not labelled.has_steps
     assert labelled.measured_passes == {"backward": 2}
     assert int(labelled.ops["measured"].sum()) == 8

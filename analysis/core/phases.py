@@ -185,7 +185,7 @@ def label_ops(trace: Trace, names: RangeNames = RangeNames(), *, move_tables: bo
     elif wanted is not None:
         for column in [c for c in ops.columns if c not in wanted and c != INNERMOST_RANGE]:
             del ops[column]
-    structure = find_structure(trace.ranges, ops, names, trace.profiler_calls)
+    structure = find_structure(trace.ranges, ops, names, trace.host_calls)
     notes = list(structure.notes)
     ranges = trace.ranges
     # The attention part of each op first, while the ops hold no other label: its search over

@@ -39,7 +39,9 @@ its own. Without step ranges, steps are made from the phases: each training
 forward starts one, and in a process with optimizer steps a training forward with no optimizer
 step since the previous one continues its step (gradient accumulation). Warm-up steps are those
 named warm-up or in ranges named warm-up beside the steps; else the iterations whose phases ran
-before the first step range; else those outside a ``measured…`` range; else the leading steps
+before the first step range; else those outside a ``measured…`` range; else those before a timed
+loop (:func:`_timed_loop`: CUDA events recorded after them and after the last step alone, or a
+wait for the GPU after each later step alone); else the leading steps
 whose kernel count, kernel time or CPU span departs from the later steps'; and beside whichever
 rule reads the step ranges, the iterations with no step or phase range before them, found by their
 backward passes from the kernels. ``RangeNames`` given
@@ -223,10 +225,11 @@ class RunStructure:
 
 
 def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = RangeNames(),
-                   profiler_calls: pd.DataFrame | None = None) -> RunStructure:
+                   host_calls: pd.DataFrame | None = None) -> RunStructure:
     """The run's structure from ``ranges`` (:attr:`analysis.load.Trace.ranges`), ``ops`` (GPU
     operations with ``pid``, ``launch_tid``, ``launch_start_ns``, ``dur_ns``, ``demangled_name``)
-    and the program's ``cudaProfilerStart``/``Stop`` calls (:attr:`analysis.load.Trace.profiler_calls`)."""
+    and the program's ``cudaProfilerStart``/``Stop`` calls, waits for the GPU and CUDA event records
+    (:attr:`analysis.load.Trace.host_calls`)."""
     own, labels = _own_and_labels(ranges)
     notes: list[str] = []
     phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges))
@@ -275,10 +278,10 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         steps = pd.concat([steps, extra], ignore_index=True)
     has_steps = len(steps) > 0
     steps, warmup_rule, step_table, marking = _warmup(steps, containers, warmup_found, ops, names, has_steps, own,
-                                                      notes, profiler_calls)
+                                                      notes, host_calls)
     if has_steps and not steps["measured"].to_numpy(dtype=bool).any():  # every step warm-up or cut off: none to average
         step_rule, has_steps = f"{step_rule}, but none of the {len(steps)} is measured ({warmup_rule})", False
-    profiled = None if has_steps else _profiled_windows(ops, profiler_calls)
+    profiled = None if has_steps else _profiled_windows(ops, host_calls)
     regions, fused = _regions(own, labels, phases, names, notes)
     name_of = pd.concat([own["name"], labels["name"]]).set_axis(pd.concat([own["range_id"], labels["range_id"]]))
     region_range_names = name_of.loc[regions.index]  # the name of each range used as an attention part
@@ -1967,7 +1970,7 @@ def _iterations(rows: list[tuple], first_id: int) -> pd.DataFrame:
 
 def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops: pd.DataFrame,
             names: RangeNames, has_steps: bool, own: pd.DataFrame, notes: list[str],
-            profiler_calls: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
+            host_calls: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str, list[dict], list[str]]:
     """Mark warm-up steps (``measured`` False) and cut steps, say by which rule, with each step's
     figures (:func:`_step_table`), and name the user's ranges that told them (:func:`_warmup_of_steps`,
     which reads every step but the iterations with no step or phase range before a process's first
@@ -1980,7 +1983,7 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
     measured, cut = np.zeros(len(steps), dtype=bool), np.zeros(len(steps), dtype=bool)
     measured[read], cut[read], rule, marking = _warmup_of_steps(
         steps[read].reset_index(drop=True), figures[read].reset_index(drop=True), containers, found_rule, ops, names,
-        own, notes, profiler_calls)
+        own, notes, host_calls)
     if not read.all():
         count = int((~read).sum())
         iterations = f"the {count} iterations" if count > 1 else "the iteration"
@@ -1991,12 +1994,13 @@ def _warmup(steps: pd.DataFrame, containers: pd.DataFrame, found_rule: str, ops:
 
 def _warmup_of_steps(steps: pd.DataFrame, figures: pd.DataFrame, containers: pd.DataFrame, found_rule: str,
                      ops: pd.DataFrame, names: RangeNames, own: pd.DataFrame, notes: list[str],
-                     profiler_calls: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray, str, list[str]]:
+                     host_calls: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray, str, list[str]]:
     """Which of ``steps`` (sorted by process and start; ``figures``: their :func:`_step_figures`)
     are measured and which cut, by which rule, and the user's ranges that told the warm-up where
     none is a step (:func:`_late_range_warmup`; ``own``: the user's ranges); ``found_rule`` says
     how the warm-up steps already among ``steps`` were found ("" when none were);
-    ``profiler_calls``: the program's cudaProfilerStart/Stop calls (:func:`_profiled_window`).
+    ``host_calls``: the program's cudaProfilerStart/Stop calls (:func:`_profiled_window`), waits
+    for the GPU and event records (:func:`_timed_loop`).
     A last step cut off by the capture's end (:func:`_cut_at_capture_end`) is left out too, and a
     line in ``notes`` says why."""
     marking: list[str] = []
@@ -2021,16 +2025,18 @@ def _warmup_of_steps(steps: pd.DataFrame, figures: pd.DataFrame, containers: pd.
             measured, rule = _named_warmup(steps, containers)
             named = rule is not None
             if rule is None:
-                measured, rule = _profiled_window(steps, profiler_calls, runs.last)
+                measured, rule = _profiled_window(steps, host_calls, runs.last)
             if rule is None:
                 measured, rule = _warmup_range_before(steps, own)
             if rule is None:
                 measured, rule, marking = _late_range_warmup(steps, own)
             if rule is None:
                 measured, rule = _tail_range_warmup(steps, containers)
-            if rule is None:  # runs first: each run's leading steps depart from its own later ones
+            if rule is None:  # runs first: each run's warm-up told within it
                 runs = numbered or _runs(steps, figures, every)
-                measured, rule = _departing_steps(steps, figures, runs.last & every)
+                measured, rule = _timed_loop(steps, ops, host_calls, runs.last & every)
+                if rule is None:
+                    measured, rule = _departing_steps(steps, figures, runs.last & every)
         if numbered and (found_rule or named) and not (np.asarray(measured, dtype=bool) & ~numbered.last).any():
             runs = Runs(every)  # the names make the runs before the last its warm-up, numbered apart
         if not runs.rule:  # warm-up told otherwise: runs among the measured steps
@@ -2421,6 +2427,72 @@ def _stands_out(value: float, later: np.ndarray) -> bool:
     median = np.median(later)
     spread = np.median(np.abs(later - median))
     return bool(value > WARMUP_TIME_FACTOR * median and value > median + WARMUP_SPREAD_MADS * spread)
+
+
+# The fewest steps a timed loop's pattern of waits for the GPU must show after the warm-up
+# (:func:`_timed_loop`): one would be any loop's last step before a final synchronize.
+TIMED_LOOP_STEPS_MIN = 2
+
+
+def _timed_loop(steps: pd.DataFrame, ops: pd.DataFrame, calls: pd.DataFrame | None, considered: np.ndarray
+                ) -> tuple[np.ndarray, str | None]:
+    """The warm-up of a benchmark that times its loop and leaves its warm-up untimed, told by the
+    program's calls between its steps (``calls``: :attr:`analysis.load.Trace.host_calls`; a gap
+    runs from a step's last launch to the next step's first, from any thread of its process):
+
+    - CUDA events recorded (``torch.cuda.Event.record()``) in two gaps alone, after some leading
+      steps and after the last step (a timer around the loop; events recorded between steps, as
+      a side stream's are, tell nothing): the leading steps are the warm-up;
+    - else leading steps that no wait for the GPU (``torch.cuda.synchronize()``, ``.item()``)
+      follows, each of at least :data:`TIMED_LOOP_STEPS_MIN` later ones followed by one: the
+      leading steps are the warm-up.
+
+    Every process with ``considered`` steps (each one's last run) must show the same pattern;
+    else (every step measured, None)."""
+    measured = np.ones(len(steps), dtype=bool)
+    if calls is None or not calls["call"].isin(("sync", "record")).any():
+        return measured, None
+    pids, starts, ends = (steps[c].to_numpy() for c in ("pid", "start_ns", "end_ns"))
+    launch_pid, launch_start = ops["pid"].to_numpy(), ops["launch_start_ns"].to_numpy()
+    call_pid, call_start, call = (calls[c].to_numpy() for c in ("pid", "start_ns", "call"))
+    gaps = {}  # each process's considered rows and, for each kind of call, which gaps hold one
+    for pid in pd.unique(pids[considered]):
+        rows = np.flatnonzero((pids == pid) & considered)
+        launches = np.sort(launch_start[(launch_pid == pid) & (launch_start >= 0)])
+        first = np.searchsorted(launches, starts[rows], side="left")
+        last = np.searchsorted(launches, ends[rows], side="right") - 1
+        own = first <= last  # a step with no launch is bounded by its window
+        first_launch = np.where(own, launches[np.minimum(first, len(launches) - 1)], starts[rows])
+        last_launch = np.where(own, launches[np.maximum(last, 0)], ends[rows])
+        before = ends[(pids == pid) & ~considered & (ends <= starts[rows[0]])]
+        bounds = np.r_[before.max(initial=np.iinfo(np.int64).min), last_launch]  # gap i: after step i (0: before all)
+        until = np.r_[first_launch, np.iinfo(np.int64).max]
+        held = {}
+        for kind in ("record", "sync"):
+            times = np.sort(call_start[(call_pid == pid) & (call == kind)])
+            held[kind] = np.searchsorted(times, until, side="left") > np.searchsorted(times, bounds, side="right")
+        gaps[pid] = rows, held
+    leading = {}
+    for pid, (rows, held) in gaps.items():
+        recorded = np.flatnonzero(held["record"])
+        if len(recorded) == 2 and 1 <= recorded[0] < len(rows) and recorded[1] == len(rows):
+            leading[pid] = int(recorded[0])
+    how = "CUDA events are recorded after them and after the last step alone (a timer around the loop, " \
+          "torch.cuda.Event.record)"
+    if len(leading) < len(gaps):
+        leading = {}
+        for pid, (rows, held) in gaps.items():
+            waited = held["sync"][1:]  # after each step
+            count = int(np.argmax(waited)) if waited.any() else len(rows)
+            if 1 <= count <= len(rows) - TIMED_LOOP_STEPS_MIN and waited[count:].all():
+                leading[pid] = count
+        how = "no wait for the GPU follows them, and one follows each later step (a timed loop's torch.cuda.synchronize)"
+    if not gaps or len(leading) < len(gaps):
+        return measured, None
+    for pid, (rows, _) in gaps.items():
+        measured[rows[:leading[pid]]] = False
+    left_out = int((~measured).sum())
+    return measured, f"{left_out} leading step{'s' if left_out != 1 else ''} before a timed loop: {how}"
 
 
 def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) -> tuple[np.ndarray, str]:

@@ -6,21 +6,30 @@ kernels would be the load's largest table. Instead the ops' join keys are sorted
 call table is read a chunk at a time (:func:`analysis.load.schema.stream_columns`): each chunk's
 calls are looked up among the ops' keys, and the calls' start and thread are written into the
 ops' columns there. Of the calls themselves only what the load reads later is kept
-(:class:`LaunchCalls`: their processes and the span of their times).
+(:class:`LaunchCalls`: their processes, the span of their times, and the program's calls that
+tell what it measures, read in the same pass).
 """
 from __future__ import annotations
 
 import re
 import sqlite3
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from analysis.load.export_map import RUNTIME
 from analysis.load.schema import require_columns, stream_columns
-from analysis.load.tables import ID_MASK, JOIN_CHUNK_OPS, StringTable, distinct_keys, with_columns
+from analysis.load.tables import (
+    HOST_CALL_API,
+    ID_MASK,
+    JOIN_CHUNK_OPS,
+    StringTable,
+    distinct_keys,
+    host_calls_of,
+    with_columns,
+)
 
 # API calls that put work on the GPU: kernel and graph launches, copies, fills.
 LAUNCH_API = re.compile(r"Launch|Memcpy|Memset|memcpy|memset")
@@ -33,13 +42,15 @@ PACKED_BITS = 63
 @dataclass(frozen=True)
 class LaunchCalls:
     """What the load keeps of the API calls read by the join: their whole process keys (globalTid
-    >> 24, distinct), the earliest and latest call start (NULL as -1) and the latest call end
-    (None without calls)."""
+    >> 24, distinct), the earliest and latest call start (NULL as -1), the latest call end (None
+    without calls), and the program's profiler calls, waits for the GPU and event records
+    (:func:`analysis.load.tables.host_calls_of`)."""
 
     processes: np.ndarray
     first_start_ns: int | None
     last_start_ns: int | None
     last_end_ns: int | None
+    host_calls: pd.DataFrame = field(default_factory=lambda: host_calls_of(*[np.zeros(0, np.int64)] * 3, None))
 
     @property
     def any_read(self) -> bool:
@@ -181,8 +192,9 @@ def join_launch_calls(conn: sqlite3.Connection, schema: dict, strings: StringTab
     calls (:meth:`LaunchJoin.joined`), and what is kept of the calls. Their ``correlation_id``
     columns are dropped, from ``tables`` too, once the join has keyed them: at millions of ops
     each is tens of MB that nothing after the join reads. The calls whose name says
-    they launch GPU work are read first (about half of a PyTorch trace's calls); every call is
-    read when some op finds none among them."""
+    they launch GPU work are read first (about half of a PyTorch trace's calls), with the calls of
+    :data:`~analysis.load.tables.HOST_CALL_API` (a few, kept: no second pass over the table reads
+    them); every call is read when some op finds none among them."""
     join = LaunchJoin(tables)
     for table in tables:  # keyed: nothing after the join reads it
         del table["correlation_id"]
@@ -190,22 +202,47 @@ def join_launch_calls(conn: sqlite3.Connection, schema: dict, strings: StringTab
         calls = LaunchCalls(np.zeros(0, dtype=np.int64), None, None, None)
         return join.joined(tables, calls), calls
     require_columns(schema, RUNTIME, version)
+    host_ids = np.array(strings.ids_matching(HOST_CALL_API), dtype=np.int64)
     for calls_only in (True, False):
         if not calls_only:  # some op found no call among the launch calls: every call, from the start
             join.start()
-        last_end = stream_columns(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id"), "end_ns",
-                                  _launch_filter(schema, strings, calls_only),
-                                  lambda part, columns: join.add(part, columns["start_ns"], columns["tid"],
-                                                                 columns["correlation_id"]))
+        host = _HostCalls(host_ids)
+        last_end = stream_columns(conn, schema, RUNTIME, ("start_ns", "tid", "correlation_id", "name_id"), "end_ns",
+                                  _launch_filter(schema, strings, calls_only, host_ids), host.consumer(join))
         if join.all_found():
             break
     calls = LaunchCalls(np.array(sorted(join.call_processes), dtype=np.int64), join.first_start, join.last_start,
-                        last_end)
+                        last_end, host.calls(strings))
     return join.joined(tables, calls), calls
 
 
-def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool) -> str:
+class _HostCalls:
+    """The calls named by ``ids`` (:data:`~analysis.load.tables.HOST_CALL_API`'s) among the chunks
+    the join reads, gathered as they come."""
+
+    def __init__(self, ids: np.ndarray):
+        self.ids, self.parts, self.lock = ids, [], threading.Lock()
+
+    def consumer(self, join: LaunchJoin):
+        """What :func:`~analysis.load.schema.stream_columns` hands each chunk to: ``join``, then this."""
+        def consume(part: int, columns: dict) -> None:
+            join.add(part, columns["start_ns"], columns["tid"], columns["correlation_id"])
+            if len(self.ids):
+                mine = np.isin(columns["name_id"], self.ids)
+                if mine.any():
+                    with self.lock:
+                        self.parts.append([columns[c][mine] for c in ("start_ns", "tid", "name_id")])
+        return consume
+
+    def calls(self, strings: StringTable) -> pd.DataFrame:
+        """The calls gathered (:func:`~analysis.load.tables.host_calls_of`)."""
+        columns = [np.concatenate([part[c] for part in self.parts]) if self.parts else np.zeros(0, np.int64)
+                   for c in range(3)]
+        return host_calls_of(*columns, strings)
+
+
+def _launch_filter(schema: dict, strings: StringTable, launch_calls_only: bool, host_ids: np.ndarray) -> str:
     if not launch_calls_only:
         return ""
-    ids = strings.ids_matching(LAUNCH_API)
+    ids = [*strings.ids_matching(LAUNCH_API), *host_ids.tolist()]
     return f"WHERE \"{RUNTIME.column(schema, 'name_id')}\" IN ({', '.join(map(str, ids)) or 'NULL'})"

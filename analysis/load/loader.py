@@ -51,7 +51,6 @@ from analysis.load.tables import (
     read_graph_executions,
     read_kernels,
     read_memops,
-    read_profiler_calls,
     shared_pids,
     with_columns,
     with_durations,
@@ -163,9 +162,8 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
     stage(f"{path.name}: reading NVTX ranges")
     events = read_nvtx(conn, schema, strings, ranges)
     gemm_ops = read_gemm_ops(conn, schema, strings)
-    profiler_calls = read_profiler_calls(conn, schema, strings)
-    shared, (kernels, memops, events, gemm_ops, profiler_calls) = _name_processes(
-        (kernels, memops, events, gemm_ops, profiler_calls), calls.processes, notes)
+    shared, (kernels, memops, events, gemm_ops, host_calls) = _name_processes(
+        (kernels, memops, events, gemm_ops, calls.host_calls), calls.processes, notes)
     start_ns, end_ns = _capture_window((kernels, memops, events), calls)
     ranges = ranges_of(events, end_ns, notes)
     marks = marks_of(events)
@@ -187,7 +185,7 @@ def _read_trace(conn: sqlite3.Connection, path: Path, ranges: RangeFilter | None
         memory_events=read_memory_events(conn, schema, table_notes["memory_events"], shared),
         gpu_metrics=read_gpu_metrics(conn, schema, table_notes["gpu_metrics"]), cuda_devices=read_cuda_devices(conn, schema),
         nccl_calls=read_message_sizes(conn, schema, strings, shared), launcher_rank=read_launcher_rank(conn, schema),
-        profiler_calls=profiler_calls, table_notes=table_notes)
+        host_calls=host_calls, table_notes=table_notes)
 
 
 def _name_processes(tables: tuple[pd.DataFrame, ...], call_processes: np.ndarray, notes: list[str]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from analysis.load.export_map import CUDA_GPUS, GRAPHS, KERNELS, MEMCPY, MEMSET, OLD_GPUS, RUNTIME, STRINGS
+from analysis.load.export_map import CUDA_GPUS, GRAPHS, KERNELS, MEMCPY, MEMSET, OLD_GPUS, STRINGS
 from analysis.load.schema import read_columns, require_columns
 
 ID_MASK = 0xFFFFFF
@@ -18,8 +18,12 @@ MAX_TIME_NS = 1 << 53
 UNNAMED_KERNEL = "(kernel without a name)"
 # The kernel name a whole CUDA-graph execution is listed under (:func:`read_graph_executions`).
 GRAPH_EXECUTION = "[CUDA graph {}]"
-# The program's own calls that start and stop a profiler's capture (what --capture-range=cudaProfilerApi follows).
-PROFILER_API = re.compile(r"^cu(da)?Profiler(Start|Stop)(_v\d+)?$")
+# The program's own calls that tell what it measures, by the kind :func:`host_calls_of` gives
+# each: those that start and stop a profiler's capture (what --capture-range=cudaProfilerApi
+# follows), the host's waits for the GPU (``torch.cuda.synchronize()``, ``.item()``) and the
+# records of CUDA events (``torch.cuda.Event.record()``, a timed loop's bounds).
+HOST_CALL_API = re.compile(r"^cu(?:da)?(?:Profiler(?P<profiler>Start|Stop)|(?P<sync>Device|Ctx|Stream|Event)Synchronize"
+                           r"|(?P<record>EventRecord)(?:WithFlags)?)(?:_v\d+|_ptsz)*$")
 INT32 = np.iinfo(np.int32)
 # Rows taken at a time by the load's passes over whole columns (the launch join's keys, durations,
 # distinct processes): each pass's temporaries stay a few MiB whatever the trace's length.
@@ -263,20 +267,22 @@ def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def read_profiler_calls(conn: sqlite3.Connection, schema: dict, strings: StringTable) -> pd.DataFrame:
-    """The program's ``cudaProfilerStart`` and ``cudaProfilerStop`` calls (the runtime's or the
-    driver's): ``pid`` (the whole process key), ``start_ns``, ``call`` (``start`` or ``stop``),
-    in time order. The runtime table is read for them only where the strings name such a call."""
-    ids = strings.ids_matching(PROFILER_API) if RUNTIME.in_export(schema) is not None else []
-    if not ids:
-        return pd.DataFrame({"pid": np.zeros(0, dtype=np.int64), "start_ns": np.zeros(0, dtype=np.int64),
-                             "call": np.zeros(0, dtype=object)})
-    where = f"WHERE \"{RUNTIME.column(schema, 'name_id')}\" IN ({', '.join(map(str, ids))})"
-    raw = read_columns(conn, schema, RUNTIME, ("start_ns", "tid", "name_id"), where)
-    names = strings.lookup(raw["name_id"])
-    calls = pd.DataFrame({"pid": process_of(raw["tid"]), "start_ns": raw["start_ns"],
-                          "call": np.where([PROFILER_API.match(n)[2] == "Start" for n in names], "start", "stop")})
+def host_calls_of(start_ns: np.ndarray, tid: np.ndarray, name_id: np.ndarray, strings: StringTable | None) -> pd.DataFrame:
+    """The program's calls of :data:`HOST_CALL_API` among API calls read (their start, globalTid
+    and name id, every name one of :data:`HOST_CALL_API`'s; no ``strings`` needed without calls): ``pid`` (the whole process key),
+    ``start_ns``, ``call`` (``start`` or ``stop`` for the profiler's, ``sync`` for a wait for
+    the GPU, ``record`` for an event's record), in time order."""
+    ids, codes = np.unique(np.asarray(name_id, dtype=np.int64), return_inverse=True)
+    kinds = np.array([_host_call_kind(name) for name in strings.lookup(ids)] if len(ids) else [], dtype=object)
+    calls = pd.DataFrame({"pid": process_of(np.asarray(tid, dtype=np.int64)), "start_ns": np.asarray(start_ns, dtype=np.int64),
+                          "call": kinds[codes.reshape(-1)]})
     return calls.sort_values("start_ns", kind="stable").reset_index(drop=True)
+
+
+def _host_call_kind(name: str) -> str:
+    """The kind :func:`host_calls_of` gives a call of :data:`HOST_CALL_API` named ``name``."""
+    match = HOST_CALL_API.match(name)
+    return match["profiler"].lower() if match["profiler"] else "sync" if match["sync"] else "record"
 
 
 def with_durations(ops: pd.DataFrame) -> pd.DataFrame:

@@ -40,9 +40,10 @@ class Trace:
     # The rank and world size a launcher gave the one process nsys ran (load.launcher), ``{}`` when
     # the environment nsys started in holds none (nsys started the launcher, or there was none).
     launcher_rank: dict = field(default_factory=dict)
-    # The program's cudaProfilerStart/Stop calls (load.tables.read_profiler_calls): pid, start_ns,
-    # call ("start" or "stop"); empty when it made none.
-    profiler_calls: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["pid", "start_ns", "call"]))
+    # The program's cudaProfilerStart/Stop calls, waits for the GPU and CUDA event records
+    # (load.tables.host_calls_of, read with the launch calls): pid, start_ns, call ("start",
+    # "stop", "sync" or "record").
+    host_calls: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["pid", "start_ns", "call"]))
     # Notes of the optional tables' readers (rows left out), by field name, until optional_table takes them.
     table_notes: dict[str, list[str]] = field(default_factory=dict)
 
