@@ -33,7 +33,7 @@ def test_a_dense_trace_gives_the_summary_of_its_plain_twin(fixture_trace, tmp_pa
     everything = load_trace(dense)
     assert len(everything.ranges) == len(load_trace(plain).ranges) + added
     read = load_trace(dense, RangeFilter())
-    wanted = ~everything.ranges["name"].str.contains(OP_LEVEL)
+    wanted = [not (isinstance(name, str) and OP_LEVEL.search(name)) for name in everything.ranges["name"]]
     columns = ["name", "kind", "start_ns", "end_ns", "pid", "tid"]
     assert read.ranges[columns].equals(everything.ranges.loc[wanted, columns].reset_index(drop=True))
     assert len(read.ranges) <= len(everything.ranges) - added

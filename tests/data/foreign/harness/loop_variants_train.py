@@ -18,6 +18,11 @@ inside), ``backward`` and ``optimizer`` (AdamW step + zero_grad).
 - --optimizer-in-backward: no optimizer step after the backward: each parameter's own AdamW steps
   from its post-accumulate-grad hook, inside the backward (PyTorch's "optimizer step in the
   backward pass" recipe); no ``optimizer`` range.
+- --timer host: the --warmup iterations with no synchronize, then a ``torch.cuda.synchronize()``
+  after each of the --steps timed ones (a benchmark timed by the host's clock, warm-up untimed).
+- --timer events: the --warmup iterations, one synchronize, a CUDA event recorded, the --steps
+  timed iterations with no synchronize, a second event recorded, a synchronize, and the time
+  between the events (a benchmark timed by CUDA events around its loop).
 """
 
 import argparse
@@ -46,6 +51,7 @@ def main() -> None:
     p.add_argument("--data-parallel", action="store_true")
     p.add_argument("--muon", action="store_true")
     p.add_argument("--optimizer-in-backward", action="store_true")
+    p.add_argument("--timer", choices=("host", "events"), default=None)
     a = p.parse_args()
 
     dev = torch.device("cuda", 0)
@@ -82,7 +88,11 @@ def main() -> None:
         return out.loss.mean() if a.data_parallel else out.loss
 
     times = []
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for i in range(a.warmup + a.steps):
+        if a.timer == "events" and i == a.warmup:
+            torch.cuda.synchronize()
+            start.record()
         t0 = time.perf_counter()
         if copy_stream is not None:
             with torch.cuda.stream(copy_stream), rng("prefetch"):
@@ -107,9 +117,13 @@ def main() -> None:
                     with rng("eval_forward"):
                         loss_of(model(input_ids=x, labels=x, use_cache=False))
             model.train()
-        if not a.no_sync:
+        if not a.no_sync and a.timer != "events" and (a.timer != "host" or i >= a.warmup):
             torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
+    if a.timer == "events":
+        end.record()
+        torch.cuda.synchronize()
+        print("timed loop ms", round(start.elapsed_time(end), 1))
     torch.cuda.synchronize()
     print("gpt2 params", sum(q.numel() for q in model.parameters()), "step ms", [round(t * 1e3, 1) for t in times])
 

@@ -333,6 +333,13 @@ shubhav_fwd) prof s2026_shubhav_fwd 240 --trace=cuda,nvtx -- env PYTHONPATH=$SIT
 ethan98) prof s2025_ethan98 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/ethan98/cs336-basics:$F/ethan98:$SITE python3 $F/ethan98/cs336_systems/benchmark.py --model_name small --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --context_length 128 --batch_size 4 --warmup_steps 3 --timing_steps 5 --log_file /tmp/fw/ethan98.csv ;;
 ethan98_fwd) prof s2025_ethan98_fwd 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/ethan98/cs336-basics:$F/ethan98:$SITE python3 $F/ethan98/cs336_systems/benchmark.py --model_name small --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --context_length 128 --batch_size 4 --warmup_steps 3 --timing_steps 5 --forward_only --log_file /tmp/fw/ethan98_fwd.csv ;;
 semioz) prof s2026_semioz 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/semioz/cs336-basics:$F/semioz:$SITE python3 $F/semioz/scripts/benchmark.py --model-size small --context-length 128 --batch-size 4 --mode train_step --warmup-steps 3 --measurement-steps 5 --annotate-attention --checkpoint-chunk-size 3 ;;
+# GPT-2 training benchmarks whose warm-up only their timing tells apart: no synchronize in the
+# warm-up and one after each timed step (timerhost, timerhost26), or CUDA events recorded around
+# the timed loop (timerev, timerev0).
+timerhost) prof gpt2_timer_host_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/loop_variants_train.py --nvtx --timer host --warmup 3 --steps 5 ;;
+timerhost26) prof gpt2_timer_host_flags2026 200 $G26B -- python3 $F/hf/loop_variants_train.py --timer host --warmup 3 --steps 4 ;;
+timerev) prof gpt2_timer_events_nvtx 150 --trace=cuda,nvtx -- python3 $F/hf/loop_variants_train.py --nvtx --timer events --warmup 3 --steps 5 ;;
+timerev0) prof gpt2_timer_events_no_nvtx 150 --trace=cuda -- python3 $F/hf/loop_variants_train.py --timer events --warmup 3 --steps 5 ;;
 # GPT-2 forward-only benchmark loops inside one range, the calls with no range of their own:
 # `inference` with a synchronize after each call; `benchmark_forward` with one after the loop; the model
 # compiled, replayed as CUDA graphs (reduce-overhead) or not.
