@@ -2462,8 +2462,8 @@ def _timed_loop(steps: pd.DataFrame, ops: pd.DataFrame, calls: pd.DataFrame | No
         first = np.searchsorted(launches, starts[rows], side="left")
         last = np.searchsorted(launches, ends[rows], side="right") - 1
         own = first <= last  # a step with no launch is bounded by its window
-        first_launch = np.where(own, launches[np.minimum(first, len(launches) - 1)], starts[rows])
-        last_launch = np.where(own, launches[np.maximum(last, 0)], ends[rows])
+        first_launch, last_launch = starts[rows].copy(), ends[rows].copy()
+        first_launch[own], last_launch[own] = launches[first[own]], launches[last[own]]
         before = ends[(pids == pid) & ~considered & (ends <= starts[rows[0]])]
         bounds = np.r_[before.max(initial=np.iinfo(np.int64).min), last_launch]  # gap i: after step i (0: before all)
         until = np.r_[first_launch, np.iinfo(np.int64).max]
