@@ -77,6 +77,11 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   next ``optimizer`` range (``torch.optim.AdamW.step``); with ``inference_calls``, a model call
   that no ``backward`` range takes (as for ``inference_forwards``) is an evaluation pass and
   starts no step.
+  ``between_waits`` (no NVTX phase, a hand-written optimizer with no fused kernel): each span
+  between two ``cudaDeviceSynchronize`` calls of the process (the first from the capture's start)
+  that holds a launch from another thread (the autograd thread) is a step, from its first launch to
+  its last; its backward is those launches, its forward the main thread's before them, its
+  optimizer step the main thread's after them (a script that synchronizes after each update).
   ``group: K`` (any kind but ``ranges``; a script that updates K models in turn, each with its
   own optimizer): each K consecutive steps in time are one step, from the first's start to the
   K-th's end.
@@ -95,7 +100,10 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   cut as for ``optimizer_kernel_runs`` below, for a forward with no range (``before_backward``)
   the main thread's launches before each such run, from the first after the previous run to just
   before the run's first launch, and for an optimizer step with no range
-  (``optimizer_runs``) each run of ``multi_tensor_apply_kernel`` launches as defined there; a phase range inside
+  (``optimizer_runs``) each run of ``multi_tensor_apply_kernel`` launches as defined there, or for
+  one with neither a range nor a fused kernel (a hand-written optimizer, ``after_backward_in``: a
+  regex of step ranges; ``backward``: the backward's range names, or ``autograd_thread``) the main
+  thread's launches in each such step after its backward; a phase range inside
   another range of the same phase is not a separate pass. ``closure`` (an optimizer step that runs
   its step's passes: ``optimizer.step(closure)``, as PyTorch Lightning does) names the pass ranges
   it may hold; an optimizer range holding any of them starts 1 ns after the last of them ends.
@@ -126,7 +134,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   Attention kernels (flash, fmha) are not matmul here.
 - nsys e: inside measured forward ranges, kernel time per forward pass in the softmax part range
   and in the two matmul part ranges (scores and value; one figure when a script uses one name for
-  both), all kernels launched in them, and the matmul kernels among them.
+  both), all kernels launched in them, and the matmul kernels among them; none where the manifest
+  lists a part with no name (the script ranges it not: the three parts are needed).
 - mem-f (traces with ``CUDA_GPU_MEMORY_USAGE_EVENTS`` and a ``mem_f`` manifest entry): in the
   first measured step, the blocks are the direct children of the model call (outermost
   ``Module.__call__`` on the main thread) that repeat with the same non-zero number of nested
@@ -463,6 +472,33 @@ def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Rang
     return steps, phases
 
 
+def _steps_between_waits(proc: Process, con: sqlite3.Connection) -> tuple[list[Range], dict[str, list[Range]]]:
+    """Steps and phases of ``between_waits``: each span between two of the process's
+    ``cudaDeviceSynchronize`` calls (the first from the capture's start) that holds a launch from
+    another thread than the main one is a step, from its first launch to its last; its backward
+    the other thread's launches, its forward the main thread's before them, its optimizer step the
+    main thread's after them."""
+    waits = [start for (start,) in con.execute(
+        """SELECT r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
+        WHERE s.value LIKE 'cudaDeviceSynchronize%' AND ((r.globalTid >> 24) & 16777215) = ? ORDER BY r.start""",
+        (proc.pid,))]
+    steps, phases = [], {"forward": [], "backward": [], "optimizer": []}
+    for low, high in zip([-1, *waits], waits):
+        body = [k for k in proc.kernels if low < k.launch < high]
+        other = [i for i, k in enumerate(body) if k.tid != proc.pid]
+        if not other:
+            continue
+        steps.append(Range(body[0].launch, body[-1].launch, "between waits", proc.pid))
+        before = [k for k in body[:other[0]] if k.tid == proc.pid]
+        after = [k for k in body[other[-1] + 1:] if k.tid == proc.pid]
+        if before:
+            phases["forward"].append(Range(before[0].launch, body[other[0]].launch - 1, "forward (main thread)", proc.pid))
+        phases["backward"].append(Range(body[other[0]].launch, body[other[-1]].launch, "backward (autograd thread)", proc.pid))
+        if after:
+            phases["optimizer"].append(Range(after[0].launch, after[-1].launch, "update (main thread)", proc.pid))
+    return steps, phases
+
+
 def _unranged_passes(kernels: list[Kernel], pid: int) -> tuple[list[Range], list[Range]]:
     """The forward and backward passes of ``kernels`` (in launch order) with no range: each backward
     is a run of :func:`_backward_runs`, from its first to its last launch; its forward, the main
@@ -502,6 +538,8 @@ def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
         return _unranged_passes(proc.kernels, proc.pid)[1]
     if rule.get("before_backward"):  # a forward with no range: the main thread's launches before each backward
         return _unranged_passes(proc.kernels, proc.pid)[0]
+    if rule.get("after_backward_in"):  # an update with no range and no fused kernel: the main thread's launches
+        return _updates_after_backward(proc, rule)  # after the backward in each step range
     if rule.get("optimizer_runs"):  # an optimizer step with no range: each run of its fused kernels
         return [Range(proc.kernels[first].launch, proc.kernels[last].launch, "optimizer run", proc.pid)
                 for first, last in _optimizer_runs(proc)]
@@ -525,6 +563,25 @@ def _phase_ranges(proc: Process, rule: dict) -> list[Range]:
         if out and out[-1].start <= r.start and r.end <= out[-1].end:
             continue
         out.append(r)
+    return out
+
+
+def _updates_after_backward(proc: Process, rule: dict) -> list[Range]:
+    """In each range whose name matches ``after_backward_in``, the main thread's kernel launches
+    after its backward: after the end of the last range named in ``backward`` inside it, or with
+    ``backward: autograd_thread``, after its last launch from another thread; from the first such
+    launch to the last (none where there is none)."""
+    out = []
+    for step in [r for r in proc.ranges if re.search(rule["after_backward_in"], r.name)]:
+        kernels = proc.launched_in(step.start, step.end)
+        if rule["backward"] == "autograd_thread":
+            other = [k.launch for k in kernels if k.tid != proc.pid]
+            done = max(other, default=None)
+        else:
+            done = max((r.end for r in proc.named(rule["backward"]) if step.start <= r.start and r.end <= step.end), default=None)
+        after = [k for k in kernels if done is not None and k.launch > done and k.tid == proc.pid]
+        if after:
+            out.append(Range(after[0].launch, after[-1].launch, "update (main thread)", proc.pid))
     return out
 
 
@@ -587,6 +644,8 @@ def _leader(kernels: list[Kernel], passes: int) -> dict | None:
 # ------------------------------------------------------------------------------------ attention
 
 def _attention(proc: Process, forwards: list[Range], spec: dict) -> dict | None:
+    if any(spec.get(part) == [] for part in ("softmax", "matmul_scores", "matmul_value")):
+        return None  # a part the script leaves unranged: (e) needs all three
     parts = {}
     for part in ("softmax", "matmul_scores", "matmul_value", "matmul"):
         if spec.get(part):
@@ -735,7 +794,7 @@ def reference_for(path: Path, entry: dict) -> list[dict]:
     procs, con = load(path, scopes=entry.get("record_function_scopes", False))
     order = sorted(procs, key=lambda p: (min((k.device for k in procs[p].kernels), default=-1), p))
     entries = {pid: _entry_for(procs[pid], entry) for pid in order}
-    steps = {pid: _candidate_steps(procs[pid], entries[pid])[0] for pid in order}
+    steps = {pid: _candidate_steps(procs[pid], entries[pid], con)[0] for pid in order}
     earlier = sum(entry["steps"].get("runs", [0])[:-1])  # the steps of the runs before the last one
     if entry["steps"].get("capture_cut"):  # a step the capture's end cut off is no step the rule reads
         steps = {pid: [r for r in rs if r not in _cut_last(con, procs[pid], rs)] for pid, rs in steps.items()}
@@ -789,7 +848,7 @@ def _launcher_rank(con: sqlite3.Connection) -> dict | None:
     return {"rank": int(found["RANK"]), "world_size": int(found["WORLD_SIZE"])} if len(found) == 2 else None
 
 
-def _candidate_steps(proc: Process, entry: dict) -> tuple[list[Range], dict[str, list[Range]] | None]:
+def _candidate_steps(proc: Process, entry: dict, con: sqlite3.Connection) -> tuple[list[Range], dict[str, list[Range]] | None]:
     """Every step of ``proc`` by the manifest's rule, warm-up included, and for steps from the
     kernels their phases."""
     spec, phase_rules = entry["steps"], entry.get("phases", {})
@@ -802,6 +861,8 @@ def _candidate_steps(proc: Process, entry: dict) -> tuple[list[Range], dict[str,
         steps, kernel_phases = _steps_from_labels(proc, spec, phase_rules), None
     elif kind == "optimizer_kernel_runs":
         steps, kernel_phases = _steps_from_kernels(proc)
+    elif kind == "between_waits":
+        steps, kernel_phases = _steps_between_waits(proc, con)
     else:
         raise ValueError(f"unknown steps kind {kind}")
     group = spec.get("group", 1)  # K models updated in turn: each K consecutive steps are one
@@ -816,7 +877,7 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
         kernel_phases = None
         measured, warm_names = _steps_from_ranges(proc, spec, first_n, phase_rules)
     else:
-        steps, kernel_phases = _candidate_steps(proc, entry)
+        steps, kernel_phases = _candidate_steps(proc, entry, con)
         if spec.get("warmup_rule") == "profiler_window":
             low, high = _profiler_window(con, proc.pid)
             measured = [r for r in steps if low <= r.start < high]

@@ -593,6 +593,7 @@ def test_attention_parts_by_family(tmp_path):
     ("bmm1", "softmax", "bmm2"),
     ("compute attention scores", "compute softmax", "final matmal"),  # a letter's slip
     ("attention scores", "Computing softmax", "Computing matmul with values (V matrix)"),
+    ("compute attention_scores", "compute attention_weights", "compute attention_output"),
 ])
 def test_attention_parts_named_for_the_probabilities_and_numbered_matmuls(tmp_path, scores, softmax, final):
     """The attention probabilities (weights) are the softmax's output, so a range named for them is
@@ -918,6 +919,15 @@ def test_steps_no_wait_follows_before_steps_each_followed_by_one_are_warmup(tmp_
     assert rule.startswith("2 leading steps before a timed loop: no wait for the GPU follows them")
 
 
+def test_steps_before_steps_each_waited_for_before_and_after_are_warmup(tmp_path):
+    """Seven alike iterations with no step range; the last five each between two synchronizes (a
+    timer around each): the second warm-up step is followed by one wait, the next step's own, so
+    it is warm-up too."""
+    measured, rule = timed_loop(tmp_path, 2, 5, lambda i, timed: ["cudaDeviceSynchronize_v3020"] * ((2 <= i < 7) + (i >= 3)))
+    assert measured == [False] * 2 + [True] * 5
+    assert rule.startswith("2 leading steps before a timed loop: no wait for the GPU follows them but the next step's own")
+
+
 @pytest.mark.parametrize("calls", ["sync after each", "sync after the warm-up and the last", "record before all",
                                    "record after the warm-up alone", "record between every timed step",
                                    "sync after one timed step"])
@@ -938,6 +948,46 @@ def test_calls_that_do_not_mark_a_timed_loop_leave_the_warmup_to_the_other_rules
     measured, rule = timed_loop(tmp_path, 3, 5, made)
     assert measured == [True] * 8
     assert rule == "no leading step departs from the later steps' kernel count, kernel time or CPU span"
+
+
+def test_an_update_with_no_fused_kernel_is_told_by_the_forwards_that_follow_it(tmp_path):
+    """No NVTX; a hand-written optimizer (a loop over the parameters: elementwise kernels, no
+    ``multi_tensor_apply``) after each backward, the first iteration's batch made on the GPU
+    before its forward. Every later forward launches the update's kernels, then the first
+    forward's: that lead is the update of the iteration before, so each step holds its own update
+    (the last one's too) and no forward holds one."""
+    script = Script()
+    script.kernel(name="randint_kernel", count=2)
+    for _ in range(5):
+        script.kernel(count=3)
+        script.kernel(name="softmax_warp_forward", count=2)
+        script.kernel(tid=AUTOGRAD, count=6)
+        script.kernel(name="adam_elementwise_kernel", count=4)
+        script.kernel(name="sqrt_elementwise_kernel", count=2)
+        script.now += 1000
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes.get("optimizer_step") == len(labelled.structure.steps[labelled.structure.steps["measured"]])
+    kernels = labelled.ops.groupby("step", sort=False).size()
+    assert kernels.tolist() == [19] + [17] * 4  # the first step also holds the batch's 2 kernels
+    forward = labelled.ops[labelled.ops["phase"] == "forward"]
+    assert not forward["demangled_name"].str.contains("elementwise").any()
+
+
+def test_a_region_named_after_the_backward_around_the_loss_backward_and_update_is_no_pass(tmp_path):
+    """``forward stage of llm``, then ``backward:`` around ``compute loss``, ``loss.backward
+    compute:`` and ``optimize step:``: the region is no backward and no step; the ranges inside
+    it are the loss, the backward and the update, and each forward starts a step."""
+    script = Script()
+    for _ in range(4):
+        script.range("forward stage of llm", lambda: script.kernel(count=3))
+        script.range("backward:", lambda: (script.range("compute loss", lambda: script.kernel()),
+                                           script.range("loss.backward compute:", lambda: script.kernel(tid=AUTOGRAD, count=4)),
+                                           script.range("optimize step:", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2))))
+    labelled = script.labelled(tmp_path)
+    assert labelled.structure.phase_names == {"forward": ["forward stage of llm"], "loss": ["compute loss"],
+                                              "backward": ["loss.backward compute:"], "optimizer_step": ["optimize step:"]}
+    assert labelled.structure.steps["range_name"].unique().tolist() == ["(iteration)"]
+    assert len(labelled.structure.steps) == 4
 
 
 @pytest.mark.parametrize("iterations", [2, 3])
@@ -981,17 +1031,18 @@ def test_kernels_between_steps_made_from_the_phases_are_noted(tmp_path, between)
 
 def test_kernels_between_steps_with_no_optimizer_found_are_placed_after_the_backward(tmp_path):
     """No step ranges and no optimizer phase (a forward and a backward range each iteration, then
-    a loop over the parameters on the main thread): the note places the unheld kernels after each
-    step's backward, not after an optimizer step the trace does not have."""
+    kernels on the main thread, as many as the iteration's index and a few: not one update's
+    sequence repeated): the note places the unheld kernels after each step's backward, not after
+    an optimizer step the trace does not have."""
     from analysis.core.timings import RunRecord
     from analysis.trace.nsys_inputs import NsysInputs
     from analysis.trace.phase_breakdown import between_steps_notes
 
     script = Script()
-    for _ in range(5):
+    for i in range(5):
         script.range("forward", lambda: script.kernel(count=3))
         script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4))
-        script.kernel(count=6)  # the parameters' updates, in no range
+        script.kernel(count=6 + i)  # in no range
     labelled = script.labelled(tmp_path, RangeNames(warmup_steps=1))
     assert "optimizer_step" not in labelled.measured_passes
     (note,) = between_steps_notes(NsysInputs.build(labelled, RunRecord(), None))
@@ -1196,6 +1247,19 @@ def test_a_forward_range_around_unranged_calls_holds_one_pass_per_call(tmp_path)
     kernels = labelled.ops[labelled.ops["measured"]].groupby("step", sort=False).size()
     assert kernels.tolist() == [6] * 5
     assert any("`benchmark_forward` launches the same kernels 5 times over" in note for note in labelled.notes)
+
+
+def test_a_measured_range_around_unranged_calls_holds_one_forward_pass_per_call(tmp_path):
+    """A forward-only benchmark whose one range, ``measurement``, is around its 5 timed calls,
+    none with a range of its own, every kernel from the main thread: 5 forward passes, each a
+    step; the 3 calls before it are no step."""
+    script = Script()
+    forward_calls(script, 3)
+    script.range("measurement", lambda: forward_calls(script, 5))
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 5}
+    assert labelled.structure.steps["measured"].tolist() == [True] * 5
+    assert any("the measured range `measurement` launches the same kernels 5 times over" in note for note in labelled.notes)
 
 
 def test_a_forward_range_around_cuda_graph_replays_holds_one_pass_per_replay(tmp_path):

@@ -94,11 +94,11 @@ TORCH_SDPA = "torch.nn.functional.scaled_dot_product_attention"
 TRAINING = r"(train(ing)?_|bench(mark(ed)?)?_|timed_|timing_|measured?_|profiled?_)?((run|do|compute|perform|execute)_)?"
 PHASE_FAMILIES = {
     # Chinese names too (前向传播, 损失计算, 反向传播, 优化器): many of the course's students write them
-    "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_prop(agation)?|(_and)?_loss)?|model_eval|inference|eval"
+    "forward": re.compile(rf"{TRAINING}(model_)?(forward|fwd|fw)(_pass|_only|_step|_stage|_prop(agation)?|(_and)?_loss)?|model_eval|inference|eval"
                           r"|(前向|正向)(传播|计算|过程)?"),
     "loss": re.compile(rf"{TRAINING}(compute_|computing_|calc_|calculate_|calculating_|cross_|ce_)?loss(_?fn|_function|_compute|_computation|_calc|_calculation)?"
                        r"|cross_entropy|criterion|(计算)?损失(计算|函数)?"),
-    "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw|back)(_pass|_step|_prop(agation)?)?|back_?prop(agation)?"
+    "backward": re.compile(rf"{TRAINING}(model_|loss_)?(backward|bwd|bw|back)(_pass|_step|_stage|_prop(agation)?|_compute)?|back_?prop(agation)?"
                            r"|(compute_|computing_|calc_)?grad(s|ient|ients)?|反向(传播|计算|过程)?"),
     "optimizer_step": re.compile(rf"{TRAINING}(model_)?((optimizer|optimi[sz]e|optim|opt|optimi[sz]ation)(_step|_update|_pass)?|(adam_?w?|sgd|lion|muon)(_step|_update)?)"
                                  r"|((param(eter)?s?|weights?)_)?update(_step)?|update_(param(eter)?s|weights)|apply_grad(ient)?s|step"
@@ -107,8 +107,9 @@ PHASE_FAMILIES = {
 # A bracketed qualifier of a name: ``Backward (with async all-reduce)``, ``forward [bf16]`` (not ``step (3)``).
 QUALIFIER = re.compile(r"\([^()]*[^\W\d_][^()]*\)|\[[^\[\]]*[^\W\d_][^\[\]]*\]")  # with a letter in it
 # A clause that qualifies a name: ``Forward Pass with autocast``, ``backward using the scaler``,
-# ``forward_for_backward`` (the forward whose backward comes next): words apart by spaces or ``_``.
-QUALIFYING_CLAUSE = re.compile(r"[\s_]+(?:with|using|under|via|for)[\s_].*$", re.IGNORECASE)
+# ``forward_for_backward`` (the forward whose backward comes next), ``forward stage of llm``:
+# words apart by spaces or ``_``.
+QUALIFYING_CLAUSE = re.compile(r"[\s_]+(?:with|using|under|via|for|of)[\s_].*$", re.IGNORECASE)
 # What joins the parts of a name that says two things (``comm + optimizer``, ``sync and step``).
 JOINED_PARTS = re.compile(r"\s*(?:\+|&|,|\band\b)\s*", re.IGNORECASE)
 # ``step`` names the optimizer only inside a training step, after its backward.
@@ -129,14 +130,14 @@ WARMUP_WORD = re.compile(rf"^{_WARMUP_WORDS}_|_{_WARMUP_WORDS}$")
 # A step's word before the part that says warm-up or measured (``step_warmup``, ``iter_measured``).
 STEP_WORD = re.compile(r"(train(ing)?_)?(step|iter(ation)?|batch)_")
 # A range around the measured steps: steps outside it are warm-up.
-MEASURED_FAMILY = re.compile(r"(measure[ds]?|timed|timing|benchmark(ed)?|profiled?)(_(steps?|iters?|iterations?|loop|region|runs?|phase))?")
+MEASURED_FAMILY = re.compile(r"(measure(ments?|[ds])?|timed|timing|benchmark(ed)?|profiled?)(_(steps?|iters?|iterations?|loop|region|runs?|phase))?")
 # NVTX domains of libraries, not of the user's code: their ranges are never a role.
 LIBRARY_DOMAINS = frozenset({"nccl", "cccl", "cub", "cublas", "cublaslt", "cudnn", "nvshmem", "tensorrt"})
 # Ranges libraries push in the default domain (NCCL's API calls in some nsys versions).
 LIBRARY_NAME = re.compile(r"^nccl[A-Z]")
 REGION_FAMILIES = (  # first match wins: a name with "softmax" in it is the softmax
     # the attention probabilities (weights) are the softmax's output
-    (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*|sm|(attn|attention)_(probs?|probabilities|weights)(_.*)?")),
+    (contract.SOFTMAX_RANGE, re.compile(r".*softmax.*|sm|(.*_)?(attn|attention)_(probs?|probabilities|weights)(_.*)?")),
     # q·k, not the q, k, v projections (``Compute Q, K, V``)
     (contract.ATTENTION_SCORES_RANGE, re.compile(r".*(score|(^|_)q_?k(t|_t)?(_(?!v(_|$))|$)|query_key).*")),
     (contract.FINAL_MATMUL_RANGE, re.compile(r".*((final|value)_?(matmul|mm|bmm|einsum|gemm|product)"
@@ -377,8 +378,11 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
         if len(from_labels):
             source = "ranges+pytorch" if len(phases) else "pytorch"
             phases = pd.concat([phases, from_labels], ignore_index=True).sort_values("start_ns", kind="stable")
+    from_kernels = phases.iloc[:0]  # the phases found from the kernels beside the ranges
     if phases.empty and names.phases is None:
         phases = _forwards_from_model_ranges(_kernel_phases(ops, first_id), own)
+        if phases.empty:
+            phases = _measured_calls(own, ops, notes, first_id)
         source = "kernels" if len(phases) else "none"
     elif names.phases is None and {"backward", "optimizer_step"} - set(phases["name"]):
         # a backward with no range, or an optimizer step with none (found by its fused kernels)
@@ -387,10 +391,12 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
         if (phases["name"] == "backward").any():
             from_kernels = _after_a_ranged_backward(from_kernels, every, phases)
         if len(from_kernels):
-            source += "+kernels"
             phases = pd.concat([phases, from_kernels], ignore_index=True).sort_values("start_ns", kind="stable")
     phases = _cut_at_later_phases(phases, kernels_from=first_id)
-    return _merge_overlapping(_updates_after_closures(_outside_other_phases(phases), notes), notes), source
+    phases = _merge_overlapping(_updates_after_closures(_outside_other_phases(phases), notes), notes)
+    if phases["range_id"].isin(from_kernels["range_id"]).any():  # some found from the kernels stayed
+        source += "+kernels"
+    return phases, source
 
 
 # ----------------------------------------------------------------------------- names
@@ -574,7 +580,30 @@ def _own_phases(own: pd.DataFrame, names: RangeNames, notes: list[str]) -> pd.Da
         phase = _resolve_ambiguous_step(own, phase)
     keep = pd.notna(phase)
     windows = _windows(own[keep], phase[keep])
-    return _outermost_per_phase(windows)
+    return _outermost_per_phase(_less_phase_regions(windows))
+
+
+def _names_a_pass(name: str) -> bool:
+    """Whether a range's name says a forward, loss or backward pass: never a step, whatever it
+    holds (a region named after a phase, :func:`_less_phase_regions`), though it may hold steps."""
+    return _phase_of_name(name) in ("forward", "loss", "backward")
+
+
+def _less_phase_regions(windows: pd.DataFrame) -> pd.DataFrame:
+    """Phase windows less the forward, loss and backward ranges that hold a range of their own
+    phase and an optimizer step's: a region named after a phase around several (``backward:``
+    around ``compute loss``, ``loss.backward compute:`` and ``optimize step:``), whose phase is
+    the range inside it."""
+    names = windows["name"].to_numpy()
+    updates = windows[names == "optimizer_step"]
+    if updates.empty:
+        return windows
+    region = np.zeros(len(windows), dtype=bool)
+    for phase in ("forward", "loss", "backward"):
+        rows = np.flatnonzero(names == phase)
+        mine = windows.iloc[rows]
+        region[rows] = (_contains(mine, mine) > 1) & (_contains(mine, updates) > 0)
+    return windows[~region] if region.any() else windows
 
 
 def _warmup_phase_of_name(name: str) -> str | None:
@@ -795,13 +824,13 @@ def _repeats(codes: np.ndarray, least: int = LEAST_PASS_KERNELS) -> int:
 
 
 def _repeated_forwards(windows: pd.DataFrame, ops: pd.DataFrame, notes: list[str], made_from: int,
-                       first_id: int) -> pd.DataFrame:
+                       first_id: int, what: str = "forward range") -> pd.DataFrame:
     """Forward ranges of the user's (ids below ``made_from``, not windows made from them) around a
     loop of calls that have no range of their own, in a process that launches its kernels from one
     thread (no backward pass on PyTorch's autograd thread: a forward-only benchmark): where the range's kernels are k >= 2
     repeats of one sequence (:func:`_repeat_starts`), each repeat is a forward pass, from its first
     launch to the next one's (the first from the range's start, the last to its end; ids from
-    ``first_id``, the range as their parent). A note names each such range."""
+    ``first_id``, the range as their parent). A note names each such range, as ``what``."""
     rows = np.flatnonzero((windows["name"].to_numpy() == "forward") & (windows["range_id"].to_numpy() < made_from))
     if not len(rows):
         return windows
@@ -826,9 +855,22 @@ def _repeated_forwards(windows: pd.DataFrame, ops: pd.DataFrame, notes: list[str
                  for j, (start, end) in enumerate(zip([window["start_ns"], *starts],
                                                       [*(start - 1 for start in starts), window["end_ns"]]))]
         split.append(rows[k])
-        notes.append(f"the forward range `{window['range_name']}` launches the same kernels {len(starts) + 1} times "
+        notes.append(f"the {what} `{window['range_name']}` launches the same kernels {len(starts) + 1} times "
                      "over, from one thread: a loop of calls, each a forward pass")
     return _replaced_windows(windows, split, made) if split else windows
+
+
+def _measured_calls(own: pd.DataFrame, ops: pd.DataFrame, notes: list[str], first_id: int) -> pd.DataFrame:
+    """Forward passes (ids from ``first_id``) in the user's measured ranges (``measurement``,
+    :data:`MEASURED_FAMILY`) of a process that launches from one thread, where a range's kernels
+    repeat one call's sequence k >= 2 times (:func:`_repeated_forwards`): a forward-only benchmark
+    whose calls have no range of their own. Empty where none does."""
+    measured = _outermost_by_time(own[_named(MEASURED_FAMILY, own["name"])])
+    if measured.empty:
+        return pd.DataFrame(columns=WINDOW_COLUMNS)
+    made_from = int(own["range_id"].max()) + 1
+    calls = _repeated_forwards(_windows(measured, "forward"), ops, notes, made_from, first_id, "measured range")
+    return calls[calls["range_id"].to_numpy() >= first_id].reset_index(drop=True)
 
 
 def _least_call_kernels(names) -> int:
@@ -1078,8 +1120,9 @@ def _after_a_ranged_backward(found: pd.DataFrame, every: pd.DataFrame, phases: p
 def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
     """Phase windows from kernel launches alone: backward = each run of launches from a thread
     other than the main one, optimizer = the run of ``multi_tensor_apply_kernel`` launches after
-    it, forward = from the main thread's first kernel launch after the previous step (a copy of
-    the batch to the GPU before it is not the model's) to the backward's first launch."""
+    it (where there is none, the update the forwards tell: :func:`_updates_before_forwards`),
+    forward = from the main thread's first kernel launch after the previous step (a copy of the
+    batch to the GPU before it is not the model's) to the backward's first launch."""
     rows = []
     launched = ops[ops["launch_start_ns"].to_numpy() >= 0]
     for pid, mine in launched.groupby("pid", sort=True):
@@ -1095,18 +1138,20 @@ def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
         edges = np.flatnonzero(np.diff(np.r_[0, other.astype(np.int8), 0]))
         runs = list(zip(edges[::2], edges[1::2] - 1))
         runs = _merge_close_runs(runs, other)
-        previous_end = -1
+        previous_end, passes = -1, []
         for first, last in runs:
             forward = np.flatnonzero(~other[:first] & kernel[:first] & (times[:first] > previous_end))
             optimizer = _optimizer_run(names, other, last + 1)
+            passes.append([forward, first, last, optimizer])
+            previous_end = times[optimizer[1] if optimizer is not None else last]
+        if all(optimizer is None for *_, optimizer in passes):
+            _updates_before_forwards(passes, names, ~other & kernel)
+        for forward, first, last, optimizer in passes:
             if len(forward):  # up to the backward's first launch: the loss's launches are the forward's
                 rows.append((pid, main, "forward", times[forward[0]], times[first] - 1))
             rows.append((pid, tids[first], "backward", times[first], times[last]))
             if optimizer is not None:
                 rows.append((pid, main, "optimizer_step", times[optimizer[0]], times[optimizer[1]]))
-                previous_end = times[optimizer[1]]
-            else:
-                previous_end = times[last]
     windows = _made_windows(rows, ["pid", "tid", "name", "start_ns", "end_ns"])
     windows = windows.assign(range_id=np.arange(first_id, first_id + len(windows), dtype=np.int64),
                              range_name=windows["name"].map(lambda p: f"({p}, from kernels)"), parent_id=-1)
@@ -1174,6 +1219,40 @@ def _merge_close_runs(runs: list[tuple[int, int]], other: np.ndarray) -> list[tu
         else:
             merged.append((first, last))
     return merged
+
+
+# The fewest backward passes :func:`_updates_before_forwards` reads: a first forward and two later
+# ones alike.
+UPDATE_PREFIX_PASSES = 3
+
+
+def _updates_before_forwards(passes: list[list], names: np.ndarray, main_kernel: np.ndarray) -> None:
+    """Where no fused optimizer kernel follows any backward (a hand-written optimizer, a loop over
+    the parameters), the update told by the forwards' kernels: when every forward after the first
+    launches the same kernels, which end with at least half of the first forward's (its end: the
+    model's kernels, a set-up before them once), what comes before that end is the previous
+    iteration's update (``optimizer_step``), not the forward's; the last backward's own update is
+    the same sequence right after it, and none is where that sequence holds a communication kernel
+    (a gradient sync). ``passes`` ([forward positions, backward run's first and last position,
+    optimizer run]) are changed in place; ``main_kernel``: which positions are kernels launched
+    from the main thread."""
+    if len(passes) < UPDATE_PREFIX_PASSES:
+        return
+    first, later = names[passes[0][0]], names[passes[1][0]]
+    if any(len(forward) != len(later) or not np.array_equal(names[forward], later) for forward, *_ in passes[2:]):
+        return
+    shorter = min(len(first), len(later))
+    differ = np.flatnonzero(first[len(first) - shorter:][::-1] != later[len(later) - shorter:][::-1])
+    shared = int(differ[0]) if len(differ) else shorter  # the common end's length
+    extra = len(later) - shared
+    if extra <= 0 or 2 * shared < len(first) or any(map(is_communication, np.unique(later[:extra].astype(str)))):
+        return  # (a gradient sync before the next forward is no update)
+    last = passes[-1][2]
+    after = np.flatnonzero(main_kernel[last + 1:])[:extra] + last + 1
+    for before, this in zip(passes, passes[1:]):
+        before[3], this[0] = (int(this[0][0]), int(this[0][extra - 1])), this[0][extra:]
+    if len(after) == extra and np.array_equal(names[after], later[:extra]):
+        passes[-1][3] = (int(after[0]), int(after[-1]))
 
 
 def _optimizer_run(names: np.ndarray, other: np.ndarray, start: int) -> tuple[int, int] | None:
@@ -1318,10 +1397,11 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     optimizers = _contains(candidates, phases[phases["name"] == "optimizer_step"])
     held = _contains(candidates, phases)
     stems = candidates["family"].to_numpy()
+    pass_named = per_name(candidates["name"], _names_a_pass, dtype=bool)
     families, accumulating, several_models = {}, set(), {}
     for stem in pd.unique(stems):
         rows = np.flatnonzero(stems == stem)
-        if (held[rows] == 0).mean() > 0.5 or _overlapping(candidates.iloc[rows]) \
+        if pass_named[rows].all() or (held[rows] == 0).mean() > 0.5 or _overlapping(candidates.iloc[rows]) \
                 or (~_holding_whole(candidates.iloc[rows], phases)).mean() > 0.5:
             continue
         if (forwards[rows] <= 1).all() and (backwards[rows] <= 1).all():
@@ -2445,7 +2525,9 @@ def _timed_loop(steps: pd.DataFrame, ops: pd.DataFrame, calls: pd.DataFrame | No
       a side stream's are, tell nothing): the leading steps are the warm-up;
     - else leading steps that no wait for the GPU (``torch.cuda.synchronize()``, ``.item()``)
       follows, each of at least :data:`TIMED_LOOP_STEPS_MIN` later ones followed by one: the
-      leading steps are the warm-up.
+      leading steps are the warm-up; and so is the step after them where the later steps are
+      waited for twice between each two (before and after each) and it is followed by one wait
+      alone: the next step's.
 
     Every process with ``considered`` steps (each one's last run) must show the same pattern;
     else (every step measured, None)."""
@@ -2455,7 +2537,7 @@ def _timed_loop(steps: pd.DataFrame, ops: pd.DataFrame, calls: pd.DataFrame | No
     pids, starts, ends = (steps[c].to_numpy() for c in ("pid", "start_ns", "end_ns"))
     launch_pid, launch_start = ops["pid"].to_numpy(), ops["launch_start_ns"].to_numpy()
     call_pid, call_start, call = (calls[c].to_numpy() for c in ("pid", "start_ns", "call"))
-    gaps = {}  # each process's considered rows and, for each kind of call, which gaps hold one
+    gaps = {}  # each process's considered rows and, for each kind of call, how many each gap holds
     for pid in pd.unique(pids[considered]):
         rows = np.flatnonzero((pids == pid) & considered)
         launches = np.sort(launch_start[(launch_pid == pid) & (launch_start >= 0)])
@@ -2470,23 +2552,28 @@ def _timed_loop(steps: pd.DataFrame, ops: pd.DataFrame, calls: pd.DataFrame | No
         held = {}
         for kind in ("record", "sync"):
             times = np.sort(call_start[(call_pid == pid) & (call == kind)])
-            held[kind] = np.searchsorted(times, until, side="left") > np.searchsorted(times, bounds, side="right")
+            held[kind] = np.searchsorted(times, until, side="left") - np.searchsorted(times, bounds, side="right")
         gaps[pid] = rows, held
     leading = {}
     for pid, (rows, held) in gaps.items():
-        recorded = np.flatnonzero(held["record"])
+        recorded = np.flatnonzero(held["record"] > 0)
         if len(recorded) == 2 and 1 <= recorded[0] < len(rows) and recorded[1] == len(rows):
             leading[pid] = int(recorded[0])
     how = "CUDA events are recorded after them and after the last step alone (a timer around the loop, " \
           "torch.cuda.Event.record)"
     if len(leading) < len(gaps):
-        leading = {}
+        leading, around = {}, False
         for pid, (rows, held) in gaps.items():
             waited = held["sync"][1:]  # after each step
-            count = int(np.argmax(waited)) if waited.any() else len(rows)
-            if 1 <= count <= len(rows) - TIMED_LOOP_STEPS_MIN and waited[count:].all():
+            count = int(np.argmax(waited > 0)) if waited.any() else len(rows)
+            if 1 <= count <= len(rows) - TIMED_LOOP_STEPS_MIN and (waited[count:] > 0).all():
+                between = waited[count + 1:-1]  # between two later steps
+                if len(between) and waited[count] < between.min() >= 2:  # its wait: the next step's own
+                    count, around = count + 1, True
                 leading[pid] = count
-        how = "no wait for the GPU follows them, and one follows each later step (a timed loop's torch.cuda.synchronize)"
+        how = ("no wait for the GPU follows them but the next step's own: each later step is waited for before and "
+               "after (a timer around each, torch.cuda.synchronize)" if around else
+               "no wait for the GPU follows them, and one follows each later step (a timed loop's torch.cuda.synchronize)")
     if not gaps or len(leading) < len(gaps):
         return measured, None
     for pid, (rows, _) in gaps.items():

@@ -333,6 +333,30 @@ shubhav_fwd) prof s2026_shubhav_fwd 240 --trace=cuda,nvtx -- env PYTHONPATH=$SIT
 ethan98) prof s2025_ethan98 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/ethan98/cs336-basics:$F/ethan98:$SITE python3 $F/ethan98/cs336_systems/benchmark.py --model_name small --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --context_length 128 --batch_size 4 --warmup_steps 3 --timing_steps 5 --log_file /tmp/fw/ethan98.csv ;;
 ethan98_fwd) prof s2025_ethan98_fwd 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/shibuki_meta:$F/ethan98/cs336-basics:$F/ethan98:$SITE python3 $F/ethan98/cs336_systems/benchmark.py --model_name small --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --context_length 128 --batch_size 4 --warmup_steps 3 --timing_steps 5 --forward_only --log_file /tmp/fw/ethan98_fwd.csv ;;
 semioz) prof s2026_semioz 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/semioz/cs336-basics:$F/semioz:$SITE python3 $F/semioz/scripts/benchmark.py --model-size small --context-length 128 --batch-size 4 --mode train_step --warmup-steps 3 --measurement-steps 5 --annotate-attention --checkpoint-chunk-size 3 ;;
+# students25 jobs (one GPU each): deq (2025; unranged warm-up, `benchmark_iteration` around `step_<i>`), daihz and daihz_fwd
+# (2025; flat phase ranges, no step range), fang (2025; a 3-step loop called 8 times, `step_<i>` restarting), jlkazdan
+# (2025; `warmup pass <i>`, `pass <i>`), urreal (2025; attention ranges only), riyasu (2025; `backward:` holding the loss
+# and the optimizer step; $F/riyasu_stub holds tabulate 0.9.0), okazaki and okazaki_fwd (2026; one `measurement` range).
+deq) prof s2025_deq 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/deq/cs336-basics:$SITE python3 $F/deq/cs336_systems/nsys_benchmark.py ;;
+daihz) prof s2025_daihz 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/daihz/cs336-basics:$SITE python3 $F/daihz/cs336_systems/benchmarking_script.py --context-length 128 --sequence-length 128 --warmup-steps 3 --measure-steps 5 --mode forward_backward_optimizer ;;
+daihz_fwd) prof s2025_daihz_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/daihz/cs336-basics:$SITE python3 $F/daihz/cs336_systems/benchmarking_script.py --context-length 128 --sequence-length 128 --warmup-steps 3 --measure-steps 5 --mode forward ;;
+fang) prof s2025_fang 240 --trace=cuda,nvtx -- env PYTHONPATH=$F/fang/cs336-basics:$F/fang/cs336_systems:$SITE python3 $F/fang/cs336_systems/benchmarking_script.py ;;
+students25a) for j in deq daihz daihz_fwd fang; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+jlkazdan) prof s2025_jlkazdan 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/jlkazdan/cs336-basics:$SITE python3 $F/jlkazdan/cs336_systems/scripts/benchmarking_script.py --batch_size 4 --context_length 128 --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --warmup_steps 3 --steps_timed 5 ;;
+urreal) prof s2025_urreal 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/urreal/cs336-basics:$SITE python3 $F/urreal/cs336_systems/benchmarks/benchmark.py --size small --ctx_len 128 --batch_size 4 --warmup 3 --steps 5 --dtype bfloat16 ;;
+riyasu) prof s2025_riyasu 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/riyasu_stub:$F/riyasu/assignment2/cs336-basics:$SITE python3 $F/riyasu/assignment2/cs336_systems/bench_marking.py --mode fwd_bwd --model_size small --context_length 128 --batch_size 4 --warm_up_steps 3 --timing_steps 5 ;;
+okazaki) prof s2026_okazaki 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/okazaki/assignments/a2-systems/cs336-basics:$SITE python3 $F/okazaki/assignments/a2-systems/scripts/benchmark.py --model-size small --mode train --context-length 128 --warmup-steps 3 --measurement-steps 5 ;;
+okazaki_fwd) prof s2026_okazaki_fwd 150 --trace=cuda,nvtx -- env PYTHONPATH=$F/okazaki/assignments/a2-systems/cs336-basics:$SITE python3 $F/okazaki/assignments/a2-systems/scripts/benchmark.py --model-size small --mode forward --context-length 128 --warmup-steps 3 --measurement-steps 5 ;;
+students25c) for j in jlkazdan urreal riyasu okazaki okazaki_fwd; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+# students25b jobs (one GPU each): ayush (2025; `forward`, `backward`, `step` with no step range), abhi (2026; only
+# the attention ranges, cudaProfilerStart once and cudaProfilerStop after every backward), athrun and athrun_fwd (2025;
+# only the three attention parts), aidan (2025; `Benchmarking model` around an unranged warm-up and `step_<i>`;
+# $F/aidan_stub holds pydantic and tabulate, $F/aidan_meta the cs336_basics version).
+ayush) prof s2025_ayush 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/ayush/cs336-basics:$SITE python3 $F/ayush/cs336_systems/benchmarking_script.py --device cuda --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --context_length 128 --batch_size 4 --warmup_steps 3 --n_steps 5 --run_backward ;;
+abhi) prof s2026_abhi 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/abhi/cs336-basics:$SITE python3 $F/abhi/cs336_systems/benchmarking/benchmark_nsys.py --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --num_warmup 3 --benchmark_mode full --context_len 128 ;;
+athrun) prof s2025_athrun 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/athrun/cs336-basics:$SITE python3 $F/athrun/cs336_systems/benchmarking_script.py --context_length 128 --batch_size 4 --warmup_steps 3 --num_steps 5 ;;
+athrun_fwd) prof s2025_athrun_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/athrun/cs336-basics:$SITE python3 $F/athrun/cs336_systems/benchmarking_script.py --context_length 128 --batch_size 4 --warmup_steps 3 --num_steps 5 --forward_only true ;;
+aidan) prof s2025_aidan 200 --trace=cuda,nvtx -- bash -c "cd $F/aidan && exec env PYTHONPATH=$F/aidan_meta:$F/aidan/csc-basics:$F/aidan_stub:$SITE python3 cs336_systems/benchmark.py --size small --mode forward-backward --seq-len 128 --num-warmups 3 --num-trials 5" ;;
 # GPT-2 training benchmarks whose warm-up only their timing tells apart: no synchronize in the
 # warm-up and one after each timed step (timerhost, timerhost26), or CUDA events recorded around
 # the timed loop (timerev, timerev0).
