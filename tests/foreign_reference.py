@@ -484,7 +484,7 @@ def _steps_between_waits(proc: Process, con: sqlite3.Connection) -> tuple[list[R
         (proc.pid,))]
     steps, phases = [], {"forward": [], "backward": [], "optimizer": []}
     for low, high in zip([-1, *waits], waits):
-        body = [k for k in proc.kernels if low < k.launch < high]
+        body = proc.launched_in(low + 1, high - 1)
         other = [i for i, k in enumerate(body) if k.tid != proc.pid]
         if not other:
             continue

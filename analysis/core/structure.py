@@ -2517,33 +2517,60 @@ TIMED_LOOP_STEPS_MIN = 2
 def _timed_loop(steps: pd.DataFrame, ops: pd.DataFrame, calls: pd.DataFrame | None, considered: np.ndarray
                 ) -> tuple[np.ndarray, str | None]:
     """The warm-up of a benchmark that times its loop and leaves its warm-up untimed, told by the
-    program's calls between its steps (``calls``: :attr:`analysis.load.Trace.host_calls`; a gap
-    runs from a step's last launch to the next step's first, from any thread of its process):
+    program's calls between its steps (``calls``: :attr:`analysis.load.Trace.host_calls`; the
+    gaps: :func:`_calls_in_gaps`):
 
     - CUDA events recorded (``torch.cuda.Event.record()``) in two gaps alone, after some leading
       steps and after the last step (a timer around the loop; events recorded between steps, as
-      a side stream's are, tell nothing): the leading steps are the warm-up;
+      a side stream's are, tell nothing): the leading steps are the warm-up
+      (:func:`_steps_before_timer_events`);
     - else leading steps that no wait for the GPU (``torch.cuda.synchronize()``, ``.item()``)
       follows, each of at least :data:`TIMED_LOOP_STEPS_MIN` later ones followed by one: the
       leading steps are the warm-up; and so is the step after them where the later steps are
       waited for twice between each two (before and after each) and it is followed by one wait
-      alone: the next step's.
+      alone: the next step's (:func:`_steps_before_waited_steps`).
 
     Every process with ``considered`` steps (each one's last run) must show the same pattern;
     else (every step measured, None)."""
     measured = np.ones(len(steps), dtype=bool)
     if calls is None or not calls["call"].isin(("sync", "record")).any():
         return measured, None
+    gaps = _calls_in_gaps(steps, ops, calls, considered)
+    leading = {pid: _steps_before_timer_events(held["record"], len(rows)) for pid, (rows, held) in gaps.items()}
+    how = "CUDA events are recorded after them and after the last step alone (a timer around the loop, " \
+          "torch.cuda.Event.record)"
+    if None in leading.values():
+        waited = {pid: _steps_before_waited_steps(held["sync"], len(rows)) for pid, (rows, held) in gaps.items()}
+        leading = {pid: None if found is None else found[0] for pid, found in waited.items()}
+        around = any(found is not None and found[1] for found in waited.values())
+        how = ("no wait for the GPU follows them but the next step's own: each later step is waited for before and "
+               "after (a timer around each, torch.cuda.synchronize)" if around else
+               "no wait for the GPU follows them, and one follows each later step (a timed loop's torch.cuda.synchronize)")
+    if not gaps or None in leading.values():
+        return measured, None
+    for pid, (rows, _) in gaps.items():
+        measured[rows[:leading[pid]]] = False
+    left_out = int((~measured).sum())
+    return measured, f"{left_out} leading step{'s' if left_out != 1 else ''} before a timed loop: {how}"
+
+
+def _calls_in_gaps(steps: pd.DataFrame, ops: pd.DataFrame, calls: pd.DataFrame, considered: np.ndarray
+                   ) -> dict[int, tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """For each process with ``considered`` steps (sorted by start): their rows, and for each kind
+    of call (``record``, ``sync``) how many the gap before each step and the one after the last
+    hold. A gap runs from a step's last launch to the next step's first, from any thread of its
+    process (a step with no launch is bounded by its window); the first from the end of the
+    process's steps before these, the last to the end of time."""
     pids, starts, ends = (steps[c].to_numpy() for c in ("pid", "start_ns", "end_ns"))
     launch_pid, launch_start = ops["pid"].to_numpy(), ops["launch_start_ns"].to_numpy()
     call_pid, call_start, call = (calls[c].to_numpy() for c in ("pid", "start_ns", "call"))
-    gaps = {}  # each process's considered rows and, for each kind of call, how many each gap holds
+    gaps = {}
     for pid in pd.unique(pids[considered]):
         rows = np.flatnonzero((pids == pid) & considered)
         launches = np.sort(launch_start[(launch_pid == pid) & (launch_start >= 0)])
         first = np.searchsorted(launches, starts[rows], side="left")
         last = np.searchsorted(launches, ends[rows], side="right") - 1
-        own = first <= last  # a step with no launch is bounded by its window
+        own = first <= last
         first_launch, last_launch = starts[rows].copy(), ends[rows].copy()
         first_launch[own], last_launch[own] = launches[first[own]], launches[last[own]]
         before = ends[(pids == pid) & ~considered & (ends <= starts[rows[0]])]
@@ -2554,32 +2581,30 @@ def _timed_loop(steps: pd.DataFrame, ops: pd.DataFrame, calls: pd.DataFrame | No
             times = np.sort(call_start[(call_pid == pid) & (call == kind)])
             held[kind] = np.searchsorted(times, until, side="left") - np.searchsorted(times, bounds, side="right")
         gaps[pid] = rows, held
-    leading = {}
-    for pid, (rows, held) in gaps.items():
-        recorded = np.flatnonzero(held["record"] > 0)
-        if len(recorded) == 2 and 1 <= recorded[0] < len(rows) and recorded[1] == len(rows):
-            leading[pid] = int(recorded[0])
-    how = "CUDA events are recorded after them and after the last step alone (a timer around the loop, " \
-          "torch.cuda.Event.record)"
-    if len(leading) < len(gaps):
-        leading, around = {}, False
-        for pid, (rows, held) in gaps.items():
-            waited = held["sync"][1:]  # after each step
-            count = int(np.argmax(waited > 0)) if waited.any() else len(rows)
-            if 1 <= count <= len(rows) - TIMED_LOOP_STEPS_MIN and (waited[count:] > 0).all():
-                between = waited[count + 1:-1]  # between two later steps
-                if len(between) and waited[count] < between.min() >= 2:  # its wait: the next step's own
-                    count, around = count + 1, True
-                leading[pid] = count
-        how = ("no wait for the GPU follows them but the next step's own: each later step is waited for before and "
-               "after (a timer around each, torch.cuda.synchronize)" if around else
-               "no wait for the GPU follows them, and one follows each later step (a timed loop's torch.cuda.synchronize)")
-    if not gaps or len(leading) < len(gaps):
-        return measured, None
-    for pid, (rows, _) in gaps.items():
-        measured[rows[:leading[pid]]] = False
-    left_out = int((~measured).sum())
-    return measured, f"{left_out} leading step{'s' if left_out != 1 else ''} before a timed loop: {how}"
+    return gaps
+
+
+def _steps_before_timer_events(recorded: np.ndarray, steps: int) -> int | None:
+    """How many leading steps come before a timer around the loop: ``recorded`` (event records in
+    the gap before each of ``steps`` steps and after the last) in two gaps alone, one after some
+    leading steps and one after the last step; else None."""
+    holding = np.flatnonzero(recorded > 0)
+    return int(holding[0]) if len(holding) == 2 and 1 <= holding[0] < steps and holding[1] == steps else None
+
+
+def _steps_before_waited_steps(waits: np.ndarray, steps: int) -> tuple[int, bool] | None:
+    """How many leading steps no wait follows, before at least :data:`TIMED_LOOP_STEPS_MIN` steps
+    each followed by one (``waits``: in the gap before each of ``steps`` steps and after the
+    last), and whether the one after them is counted with them, its wait being the next step's
+    own (the later steps waited for before and after each); else None."""
+    waited = waits[1:]  # after each step
+    count = int(np.argmax(waited > 0)) if waited.any() else steps
+    if not (1 <= count <= steps - TIMED_LOOP_STEPS_MIN and (waited[count:] > 0).all()):
+        return None
+    between = waited[count + 1:-1]  # between two later steps
+    if len(between) and waited[count] < between.min() >= 2:  # its wait: the next step's own
+        return count + 1, True
+    return count, False
 
 
 def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) -> tuple[np.ndarray, str]:

@@ -269,9 +269,9 @@ def read_memops(conn: sqlite3.Connection, schema: dict) -> pd.DataFrame:
 
 def host_calls_of(start_ns: np.ndarray, tid: np.ndarray, name_id: np.ndarray, strings: StringTable | None) -> pd.DataFrame:
     """The program's calls of :data:`HOST_CALL_API` among API calls read (their start, globalTid
-    and name id, every name one of :data:`HOST_CALL_API`'s; no ``strings`` needed without calls): ``pid`` (the whole process key),
-    ``start_ns``, ``call`` (``start`` or ``stop`` for the profiler's, ``sync`` for a wait for
-    the GPU, ``record`` for an event's record), in time order."""
+    and name id, every name one of :data:`HOST_CALL_API`'s; no ``strings`` needed without calls):
+    ``pid`` (the whole process key), ``start_ns``, ``call`` (``start`` or ``stop`` for the
+    profiler's, ``sync`` for a wait for the GPU, ``record`` for an event's record), in time order."""
     ids, codes = np.unique(np.asarray(name_id, dtype=np.int64), return_inverse=True)
     kinds = np.array([_host_call_kind(name) for name in strings.lookup(ids)] if len(ids) else [], dtype=object)
     calls = pd.DataFrame({"pid": process_of(np.asarray(tid, dtype=np.int64)), "start_ns": np.asarray(start_ns, dtype=np.int64),
