@@ -82,6 +82,10 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   that holds a launch from another thread (the autograd thread) is a step, from its first launch to
   its last; its backward is those launches, its forward the main thread's before them, its
   optimizer step the main thread's after them (a script that synchronizes after each update).
+  With ``forward_only: true`` (a forward-only loop: no launch from another thread) each span
+  between two waits that holds launches is a step and its forward pass, from its first launch to
+  just before the next one's first launch, the last for the median of the others' lengths (up to
+  before the process's next launch); the span from the capture's start (the set-up) is none.
   ``group: K`` (any kind but ``ranges``; a script that updates K models in turn, each with its
   own optimizer): each K consecutive steps in time are one step, from the first's start to the
   K-th's end.
@@ -472,12 +476,14 @@ def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Rang
     return steps, phases
 
 
-def _steps_between_waits(proc: Process, con: sqlite3.Connection) -> tuple[list[Range], dict[str, list[Range]]]:
+def _steps_between_waits(proc: Process, con: sqlite3.Connection, forward_only: bool = False
+                         ) -> tuple[list[Range], dict[str, list[Range]]]:
     """Steps and phases of ``between_waits``: each span between two of the process's
     ``cudaDeviceSynchronize`` calls (the first from the capture's start) that holds a launch from
     another thread than the main one is a step, from its first launch to its last; its backward
     the other thread's launches, its forward the main thread's before them, its optimizer step the
-    main thread's after them."""
+    main thread's after them. ``forward_only``: each span between two waits that holds a launch is
+    a step and its forward pass."""
     waits = [start for (start,) in con.execute(
         """SELECT r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
         WHERE s.value LIKE 'cudaDeviceSynchronize%' AND ((r.globalTid >> 24) & 16777215) = ? ORDER BY r.start""",
@@ -485,6 +491,9 @@ def _steps_between_waits(proc: Process, con: sqlite3.Connection) -> tuple[list[R
     steps, phases = [], {"forward": [], "backward": [], "optimizer": []}
     for low, high in zip([-1, *waits], waits):
         body = proc.launched_in(low + 1, high - 1)
+        if forward_only and body and low >= 0:
+            steps.append(Range(body[0].launch, body[-1].launch, "between waits", proc.pid))
+            continue
         other = [i for i, k in enumerate(body) if k.tid != proc.pid]
         if not other:
             continue
@@ -496,6 +505,14 @@ def _steps_between_waits(proc: Process, con: sqlite3.Connection) -> tuple[list[R
         phases["backward"].append(Range(body[other[0]].launch, body[other[-1]].launch, "backward (autograd thread)", proc.pid))
         if after:
             phases["optimizer"].append(Range(after[0].launch, after[-1].launch, "update (main thread)", proc.pid))
+    if forward_only and steps:  # each call to the next one's first launch; the last for the median of the others
+        lengths = sorted(b.start - a.start - 1 for a, b in zip(steps, steps[1:]))
+        median = (lengths[(len(lengths) - 1) // 2] + lengths[len(lengths) // 2]) / 2 if lengths else 0
+        later = [k.launch for k in proc.kernels if k.launch > steps[-1].end]
+        last_end = max(steps[-1].end, min(int(steps[-1].start + median), min(later, default=steps[-1].end + int(median)) - 1))
+        steps = [Range(a.start, b.start - 1, a.name, a.tid) for a, b in zip(steps, steps[1:])] + \
+            [Range(steps[-1].start, last_end, steps[-1].name, steps[-1].tid)]
+        phases = {"forward": [Range(r.start, r.end, "forward (main thread)", r.tid) for r in steps]}
     return steps, phases
 
 
@@ -862,7 +879,7 @@ def _candidate_steps(proc: Process, entry: dict, con: sqlite3.Connection) -> tup
     elif kind == "optimizer_kernel_runs":
         steps, kernel_phases = _steps_from_kernels(proc)
     elif kind == "between_waits":
-        steps, kernel_phases = _steps_between_waits(proc, con)
+        steps, kernel_phases = _steps_between_waits(proc, con, spec.get("forward_only", False))
     else:
         raise ValueError(f"unknown steps kind {kind}")
     group = spec.get("group", 1)  # K models updated in turn: each K consecutive steps are one

@@ -1285,6 +1285,43 @@ def test_a_warmup_range_whose_first_call_differs_holds_as_many_calls_as_end_it(t
     assert int((~labelled.structure.steps["measured"]).sum()) == 3
 
 
+@pytest.mark.parametrize("after", [0, 2])
+def test_a_loop_of_calls_with_no_range_is_one_forward_pass_per_call(tmp_path, after):
+    """A forward-only benchmark with no range at all (``--trace=cuda``, or ranges around
+    attention parts alone), every kernel from the main thread: the model's set-up (4 fills), 8
+    calls of one sequence of 6 kernels, and ``after`` kernels of a summary after the loop. Each
+    call is a forward pass and a step, the set-up and the summary in none."""
+    script = Script()
+    script.kernel(name="fill_kernel", count=4)
+    script.range("attention", lambda: None)
+    forward_calls(script, 8)
+    script.kernel(name="reduce_kernel", count=after)
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps
+    assert len(steps) == 8 and labelled.structure.source == "kernels"
+    assert labelled.ops.groupby("step", sort=False).size().loc[steps["name"]].tolist() == [6] * 8
+    assert (labelled.ops.loc[labelled.ops["step"] != "", "phase"] == "forward").all()
+    outside = labelled.ops[labelled.ops["demangled_name"].isin(["fill_kernel", "reduce_kernel"])]
+    assert len(outside) == 4 + after and (outside["step"] == "").all() and (outside["phase"] == "").all()
+    assert any("repeat one sequence of 6 kernels 8 times over" in note for note in labelled.notes)
+
+
+@pytest.mark.parametrize("case", ["calls unalike", "a second thread", "one call"])
+def test_kernels_with_no_range_that_do_not_repeat_are_no_passes(tmp_path, case):
+    """No forward pass is made from kernels with no range where the calls differ (each launches
+    one more kernel than the last), where a second thread launches too (a backward on the autograd
+    thread: the training rules' case), or where the model is called once."""
+    script = Script()
+    for call in range(1 if case == "one call" else 6):
+        forward_calls(script, 1)
+        script.kernel(name="extra_kernel", count=call if case == "calls unalike" else 0)
+        if case == "a second thread":
+            script.kernel(tid=AUTOGRAD, name="backward_kernel", count=4)
+    labelled = script.labelled(tmp_path)
+    assert not any("repeat one sequence" in note for note in labelled.notes)
+    assert "forward" not in labelled.measured_passes or case == "a second thread"
+
+
 @pytest.mark.parametrize("case", ["one call", "calls unalike", "a second thread"])
 def test_a_forward_range_whose_kernels_do_not_repeat_alone_stays_one_pass(tmp_path, case):
     """The range stays one pass where its kernels are one call's, where the last call launches one
