@@ -85,7 +85,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   With ``forward_only: true`` (a forward-only loop: no launch from another thread) each span
   between two waits that holds launches is a step and its forward pass, from its first launch to
   just before the next one's first launch, the last for the median of the others' lengths (up to
-  before the process's next launch); the span from the capture's start (the set-up) is none.
+  before the process's next launch); the span from the capture's start (the set-up) is none, or
+  with ``first_span_call: true`` (a script that waits after each call only) its last as many
+  kernels as the next span holds are the first call.
   ``group: K`` (any kind but ``ranges``; a script that updates K models in turn, each with its
   own optimizer): each K consecutive steps in time are one step, from the first's start to the
   K-th's end.
@@ -476,14 +478,15 @@ def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Rang
     return steps, phases
 
 
-def _steps_between_waits(proc: Process, con: sqlite3.Connection, forward_only: bool = False
-                         ) -> tuple[list[Range], dict[str, list[Range]]]:
+def _steps_between_waits(proc: Process, con: sqlite3.Connection, forward_only: bool = False,
+                         first_span_call: bool = False) -> tuple[list[Range], dict[str, list[Range]]]:
     """Steps and phases of ``between_waits``: each span between two of the process's
     ``cudaDeviceSynchronize`` calls (the first from the capture's start) that holds a launch from
     another thread than the main one is a step, from its first launch to its last; its backward
     the other thread's launches, its forward the main thread's before them, its optimizer step the
     main thread's after them. ``forward_only``: each span between two waits that holds a launch is
-    a step and its forward pass."""
+    a step and its forward pass; with ``first_span_call`` the first span's last as many kernels as
+    the second span holds are one too."""
     waits = [start for (start,) in con.execute(
         """SELECT r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
         WHERE s.value LIKE 'cudaDeviceSynchronize%' AND ((r.globalTid >> 24) & 16777215) = ? ORDER BY r.start""",
@@ -493,6 +496,11 @@ def _steps_between_waits(proc: Process, con: sqlite3.Connection, forward_only: b
         body = proc.launched_in(low + 1, high - 1)
         if forward_only and body and low >= 0:
             steps.append(Range(body[0].launch, body[-1].launch, "between waits", proc.pid))
+            continue
+        if forward_only and body and first_span_call:  # the set-up, then the first call: as many kernels as the next
+            after = proc.launched_in(high + 1, waits[1] - 1) if len(waits) > 1 else []
+            call = body[len(body) - len(after):] if 0 < len(after) <= len(body) else []
+            steps += [Range(call[0].launch, call[-1].launch, "between waits", proc.pid)] if call else []
             continue
         other = [i for i, k in enumerate(body) if k.tid != proc.pid]
         if not other:
@@ -879,7 +887,8 @@ def _candidate_steps(proc: Process, entry: dict, con: sqlite3.Connection) -> tup
     elif kind == "optimizer_kernel_runs":
         steps, kernel_phases = _steps_from_kernels(proc)
     elif kind == "between_waits":
-        steps, kernel_phases = _steps_between_waits(proc, con, spec.get("forward_only", False))
+        steps, kernel_phases = _steps_between_waits(proc, con, spec.get("forward_only", False),
+                                                    spec.get("first_span_call", False))
     else:
         raise ValueError(f"unknown steps kind {kind}")
     group = spec.get("group", 1)  # K models updated in turn: each K consecutive steps are one

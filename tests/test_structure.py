@@ -839,7 +839,8 @@ def test_loss_names_with_a_verb(tmp_path, tag):
 def export_with_host_calls(tmp_path, script: Script, calls: list[tuple[str, int]]):
     """The script's trace with runtime rows for the program's own calls (name, time): the
     profiler's start and stop, waits for the GPU, event records."""
-    path = build_export(tmp_path / "trace.sqlite", kernels=script.kernels, ranges=script.ranges, strings=KERNELS)
+    strings = tuple(dict.fromkeys(KERNELS + tuple(kernel[-1] for kernel in script.kernels)))
+    path = build_export(tmp_path / "trace.sqlite", kernels=script.kernels, ranges=script.ranges, strings=strings)
     conn = sqlite3.connect(path)
     for k, (name, time) in enumerate(calls):
         conn.execute(f"INSERT INTO {STRINGS.name} VALUES (?, ?)", (100 + k, name))
@@ -1288,9 +1289,10 @@ def test_a_warmup_range_whose_first_call_differs_holds_as_many_calls_as_end_it(t
 @pytest.mark.parametrize("after", [0, 2])
 def test_a_loop_of_calls_with_no_range_is_one_forward_pass_per_call(tmp_path, after):
     """A forward-only benchmark with no range at all (``--trace=cuda``, or ranges around
-    attention parts alone), every kernel from the main thread: the model's set-up (4 fills), 8
-    calls of one sequence of 6 kernels, and ``after`` kernels of a summary after the loop. Each
-    call is a forward pass and a step, the set-up and the summary in none."""
+    attention parts alone), every kernel from the main thread, no wait for the GPU: the model's
+    set-up (4 fills), 8 calls of one sequence of 6 kernels (most of the kernels), and ``after``
+    kernels of a summary after the loop. Each call is a forward pass and a step, the set-up and
+    the summary in none."""
     script = Script()
     script.kernel(name="fill_kernel", count=4)
     script.range("attention", lambda: None)
@@ -1304,6 +1306,33 @@ def test_a_loop_of_calls_with_no_range_is_one_forward_pass_per_call(tmp_path, af
     outside = labelled.ops[labelled.ops["demangled_name"].isin(["fill_kernel", "reduce_kernel"])]
     assert len(outside) == 4 + after and (outside["step"] == "").all() and (outside["phase"] == "").all()
     assert any("repeat one sequence of 6 kernels 8 times over" in note for note in labelled.notes)
+
+
+@pytest.mark.parametrize("waits", [True, False])
+def test_a_loop_of_calls_after_a_long_setup_is_read_where_each_call_is_waited_for(tmp_path, waits):
+    """A compiled model's benchmark: 60 kernels of set-up (a compile's autotuning), a first call
+    whose first kernel differs, then 6 alike calls. With a synchronize after each call, the calls
+    are the 6 alike (the first is none: counted back from the loop's end); with none, a sequence
+    that repeats in a fifth of the kernels is not taken for the model's call."""
+    script, calls = Script(), []
+    for i in range(30):
+        script.kernel(name="autotune_kernel" if i % 3 else "fill_kernel", count=2)
+    script.kernel(name="compile_kernel")
+    forward_calls(script, 1)
+    script.kernels[-6] = (*script.kernels[-6][:-1], "embedding_first_kernel")  # the first call's own
+    for _ in range(6):
+        forward_calls(script, 1)
+        calls += [("cudaDeviceSynchronize_v3020", script.now)] * waits
+        script.now += 40
+    labelled = label_ops(load_trace(export_with_host_calls(tmp_path, script, calls), RangeFilter()))
+    if waits:
+        assert len(labelled.structure.steps) == 6 and labelled.measured_passes["forward"] >= 5
+        kernels = labelled.ops[labelled.ops["step"] != ""].groupby("step", sort=False).size()
+        assert kernels.tolist() == [6] * 6
+        assert any("with a wait for the GPU between every two" in note for note in labelled.notes)
+    else:
+        assert len(labelled.structure.steps) == 0
+        assert not any("repeat one sequence" in note for note in labelled.notes)
 
 
 @pytest.mark.parametrize("case", ["calls unalike", "a second thread", "one call"])

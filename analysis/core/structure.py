@@ -241,7 +241,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     step_ranges = steps is not None
     if not step_ranges and not several_runs and source == "none" and names.phases is None:
         # no range, label or thread marks a pass or a step: a forward-only loop's calls, if its kernels repeat
-        phases = _repeated_calls(ops, notes, first_id=len(ranges))
+        phases = _repeated_calls(ops, host_calls, notes, first_id=len(ranges))
         source, training = ("kernels" if len(phases) else "none"), _training_forwards(phases)
         inference = np.zeros(len(phases), dtype=bool)
     if steps is None:
@@ -878,14 +878,16 @@ def _measured_calls(own: pd.DataFrame, ops: pd.DataFrame, notes: list[str], firs
     return calls[calls["range_id"].to_numpy() >= first_id].reset_index(drop=True)
 
 
-def _repeated_calls(ops: pd.DataFrame, notes: list[str], first_id: int) -> pd.DataFrame:
+def _repeated_calls(ops: pd.DataFrame, host_calls: pd.DataFrame | None, notes: list[str], first_id: int) -> pd.DataFrame:
     """Forward passes (ids from ``first_id``) of a process that launches its kernels from one
-    thread, where no range, label or thread marks a pass or a step: where a stretch of its kernels
-    repeats one sequence k >= 2 times back to back (:func:`_periodic_stretch`) and holds at least
-    :data:`CALLS_SHARE_MIN` of them, a loop of calls, each repeat is a forward pass. A call runs
-    from its first launch to the next call's; the last one as long as the median before it, up to
-    the process's next launch after the loop. A note says how the passes were found. Empty where
-    no process has such a loop."""
+    thread, where no range, label or thread marks a pass or a step: where its kernels end with a
+    stretch that repeats one sequence k >= 2 times back to back (:func:`_periodic_stretch`), a loop
+    of calls, each repeat is a forward pass, if the program waits for the GPU (``host_calls``)
+    between every two calls, as a benchmark's timed loop does, or the stretch
+    holds at least :data:`CALLS_SHARE_MIN` of the process's kernels. A call runs from its first
+    launch to the next call's; the last one as long as the median before it, up to the process's
+    next launch after the loop. A note says how the passes were found. Empty where no process has
+    such a loop."""
     rows = []
     launched = ops[ops["launch_start_ns"].to_numpy() >= 0]
     for pid, mine in launched.groupby("pid", sort=True):
@@ -896,17 +898,23 @@ def _repeated_calls(ops: pd.DataFrame, notes: list[str], first_id: int) -> pd.Da
             continue
         codes, names = value_codes(mine["demangled_name"])
         stretch = _periodic_stretch(codes, _least_call_kernels(names[np.unique(codes[codes >= 0])]))
-        if stretch is None or stretch[1] * stretch[2] < CALLS_SHARE_MIN * len(codes):
+        if stretch is None:
             continue
         first, period, count = stretch
         times = mine["launch_start_ns"].to_numpy()
         starts, lasts = times[first:first + period * count:period], times[first + period - 1:first + period * count:period]
+        waits = np.empty(0, dtype=np.int64) if host_calls is None else \
+            host_calls.loc[(host_calls["pid"].to_numpy() == pid) & (host_calls["call"] == "sync").to_numpy(), "start_ns"].to_numpy()
+        waited = np.searchsorted(waits, starts[1:]) > np.searchsorted(waits, lasts[:-1])  # a wait in each gap
+        if not waited.all() and period * count < CALLS_SHARE_MIN * len(codes):
+            continue
         after = np.searchsorted(launches, lasts[-1], side="right")
         limit = launches[after] - 1 if after < len(launches) else np.iinfo(np.int64).max
         last_end = max(int(lasts[-1]), min(int(starts[-1] + np.median(np.diff(starts) - 1)), int(limit)))
         rows += [(pid, int(tids[0]), "forward", int(start), int(end)) for start, end in zip(starts, [*(starts[1:] - 1), last_end])]
-        notes.append(f"no range or label marks a pass and no kernel is launched from a second thread: {period * count} of "
-                     f"the {len(codes)} kernels of process {pid} repeat one sequence of {period} kernels {count} times over, "
+        notes.append(f"no range or label marks a pass and no kernel is launched from a second thread: the last "
+                     f"{period * count} of the {len(codes)} kernels of process {pid} repeat one sequence of {period} "
+                     f"kernels {count} times over{', with a wait for the GPU between every two' if waited.all() else ''}: "
                      "a loop of calls of the model, each taken for a forward pass")
     windows = _made_windows(rows, ["pid", "tid", "name", "start_ns", "end_ns"])
     windows = windows.assign(range_id=np.arange(first_id, first_id + len(windows), dtype=np.int64),
@@ -914,9 +922,9 @@ def _repeated_calls(ops: pd.DataFrame, notes: list[str], first_id: int) -> pd.Da
     return windows[WINDOW_COLUMNS].reset_index(drop=True)
 
 
-# The least share of a process's kernels a loop of calls holds: a benchmark's calls are most of its
-# kernels, the model's set-up (initializing its parameters) the rest; a sequence that repeats in a
-# smaller part (a block of a larger model, a loop inside one call) is not the model's call.
+# The least share of a process's kernels a loop of calls with no wait between them holds: such a
+# benchmark's calls are most of its kernels, the model's set-up the rest; a sequence repeated in a
+# smaller part (the blocks of a larger model) is not the model's call.
 CALLS_SHARE_MIN = 0.75
 
 
@@ -925,34 +933,32 @@ PERIODS_TRIED = 16
 
 
 def _periodic_stretch(codes: np.ndarray, least: int) -> tuple[int, int, int] | None:
-    """The longest stretch of ``codes`` (kernel names' codes in launch order) that repeats one
-    sequence of ``least`` codes or more at least twice back to back: ``(first, period, count)``,
-    its first position, the sequence's length and how many whole repeats it holds; else None. The
-    sequences tried are the spacings of names that recur at one spacing throughout (a name
-    launched once a call), the :data:`PERIODS_TRIED` most names agree on."""
+    """The loop of calls that ends ``codes`` (kernel names' codes in launch order): the longest
+    stretch that repeats one sequence of ``least`` codes or more at least twice back to back and
+    leaves fewer codes after it than the sequence holds (a summary after the loop, not another
+    part of the run), as ``(first, period, count)``: its first whole repeat's position, the
+    sequence's length and how many whole repeats it holds; else None. The repeats are counted back
+    from the stretch's end: a first call that differs at its start (a compile's or a library's
+    first run) is not one. The sequences tried are the spacings of names that recur at one spacing
+    throughout (a name launched once a call), the :data:`PERIODS_TRIED` most names agree on."""
     order = np.argsort(codes, kind="stable")
     same = codes[order][1:] == codes[order][:-1]
-    spacing = np.diff(order)
-    code_of = codes[order][1:]
-    spacings = pd.DataFrame({"code": code_of[same], "spacing": spacing[same]})
+    spacings = pd.DataFrame({"code": codes[order][1:][same], "spacing": np.diff(order)[same]})
     steady = spacings.groupby("code")["spacing"].agg(["min", "max"])
     steady = steady[(steady["min"] == steady["max"]) & (steady["min"] >= least) & (steady["min"] <= len(codes) // 2)]
-    periods = steady["min"].value_counts().index[:PERIODS_TRIED]
     best = None
-    for period in sorted(int(p) for p in periods):
+    for period in sorted(int(p) for p in steady["min"].value_counts().index[:PERIODS_TRIED]):
         matches = np.r_[False, codes[period:] == codes[:-period], False]
         edges = np.flatnonzero(np.diff(matches.astype(np.int8)))
         if not len(edges):
             continue
-        runs = edges[1::2] - edges[::2]
-        longest = int(np.argmax(runs))
-        covered = int(runs[longest]) + period
-        if covered >= 2 * period and (best is None or covered > best[2]):
-            best = (int(edges[::2][longest]), period, covered)
+        start, covered = int(edges[-2]), int(edges[-1] - edges[-2]) + period  # the last stretch
+        if covered >= 2 * period and len(codes) - start - covered < period and (best is None or covered > best[2]):
+            best = (start, period, covered)
     if best is None:
         return None
     start, period, covered = best
-    return start, period, covered // period
+    return start + covered % period, period, covered // period
 
 
 def _least_call_kernels(names) -> int:

@@ -357,6 +357,15 @@ abhi) prof s2026_abhi 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/abhi/cs336-basi
 athrun) prof s2025_athrun 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/athrun/cs336-basics:$SITE python3 $F/athrun/cs336_systems/benchmarking_script.py --context_length 128 --batch_size 4 --warmup_steps 3 --num_steps 5 ;;
 athrun_fwd) prof s2025_athrun_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/athrun/cs336-basics:$SITE python3 $F/athrun/cs336_systems/benchmarking_script.py --context_length 128 --batch_size 4 --warmup_steps 3 --num_steps 5 --forward_only true ;;
 aidan) prof s2025_aidan 200 --trace=cuda,nvtx -- bash -c "cd $F/aidan && exec env PYTHONPATH=$F/aidan_meta:$F/aidan/csc-basics:$F/aidan_stub:$SITE python3 cs336_systems/benchmark.py --size small --mode forward-backward --seq-len 128 --num-warmups 3 --num-trials 5" ;;
+# Forward-only loops with nothing that marks a call: the inference loop under --trace=cuda (a
+# synchronize after each call, or one after each loop; compiled; replayed as CUDA graphs), under the
+# 2026 option set, and generate calls with no range.
+inferloop0) prof gpt2_inferloop_no_nvtx 150 --trace=cuda -- python3 $F/hf/gpt2_infer_loop.py --sync ;;
+inferloop0_nosync) prof gpt2_inferloop_nosync_no_nvtx 150 --trace=cuda -- python3 $F/hf/gpt2_infer_loop.py ;;
+inferloop0_compiled) prof gpt2_inferloop_compiled_no_nvtx 300 --trace=cuda -- python3 $F/hf/gpt2_infer_loop.py --sync --compile-mode default --warmup 3 ;;
+inferloop0_graphs) prof gpt2_inferloop_graphs_no_nvtx 300 --trace=cuda -- python3 $F/hf/gpt2_infer_loop.py --sync --compile-mode reduce-overhead --warmup 3 ;;
+inferloop26) prof gpt2_inferloop_flags2026 200 $G26B -- python3 $F/hf/gpt2_infer_loop.py --sync ;;
+generate0) prof gpt2_generate_no_nvtx 150 --trace=cuda -- python3 $F/hf/gpt2_generate.py ;;
 # GPT-2 training benchmarks whose warm-up only their timing tells apart: no synchronize in the
 # warm-up and one after each timed step (timerhost, timerhost26), or CUDA events recorded around
 # the timed loop (timerev, timerev0).
