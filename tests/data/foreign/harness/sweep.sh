@@ -357,6 +357,19 @@ abhi) prof s2026_abhi 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/abhi/cs336-basi
 athrun) prof s2025_athrun 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/athrun/cs336-basics:$SITE python3 $F/athrun/cs336_systems/benchmarking_script.py --context_length 128 --batch_size 4 --warmup_steps 3 --num_steps 5 ;;
 athrun_fwd) prof s2025_athrun_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/athrun/cs336-basics:$SITE python3 $F/athrun/cs336_systems/benchmarking_script.py --context_length 128 --batch_size 4 --warmup_steps 3 --num_steps 5 --forward_only true ;;
 aidan) prof s2025_aidan 200 --trace=cuda,nvtx -- bash -c "cd $F/aidan && exec env PYTHONPATH=$F/aidan_meta:$F/aidan/csc-basics:$F/aidan_stub:$SITE python3 cs336_systems/benchmark.py --size small --mode forward-backward --seq-len 128 --num-warmups 3 --num-trials 5" ;;
+# students26b jobs (one GPU each, 2025 handout; train and forward-only modes): eku (`warmup` around 5
+# unranged iterations, `step_<i>` around `forward_pass`, `backward_pass` with the loss inside, no
+# optimizer), xrlexpert (`warmup` around iterations named after the mode, `measure` around unindexed
+# `forward pass`, `backward pass`, `optimizer step`; attention parts), yangliu (set-up ranges,
+# `warm up` around iterations named as the measured ones, steps misspelt `trail_<i>`; its `__main__`
+# is fixed to the 2.7B model on the CPU, so the job calls the script's functions).
+b26eku) prof s2025_eku 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/b26eku/cs336-basics:$SITE python3 $F/b26eku/cs336_systems/benchmark/benchmark.py --context_length 128 --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --warmup_steps 5 --num_steps 10 ;;
+b26eku_fwd) prof s2025_eku_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/b26eku/cs336-basics:$SITE python3 $F/b26eku/cs336_systems/benchmark/benchmark.py --context_length 128 --d_model 768 --num_layers 12 --num_heads 12 --d_ff 3072 --warmup_steps 5 --num_steps 10 --forward_only ;;
+b26xrl) prof s2025_xrlexpert 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/b26xrl/cs336-basics:$SITE python3 $F/b26xrl/cs336_systems/benchmark_script.py --model_size small --mode full_steps --context_length 128 --warm_up_steps 3 --measure_steps 5 --profile_attention ;;
+b26xrl_fwd) prof s2025_xrlexpert_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/b26xrl/cs336-basics:$SITE python3 $F/b26xrl/cs336_systems/benchmark_script.py --model_size small --mode forward --context_length 128 --warm_up_steps 3 --measure_steps 5 --profile_attention ;;
+b26yang) prof s2025_yangliu 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/b26yang_meta:$F/b26yang/cs336-basics:$F/b26yang:$SITE python3 -c "from cs336_systems.benchmark import run_basic_lm_model, benchmark, get_model_specs; s = get_model_specs()['small']; s['context_length'] = 128; print(benchmark(run_basic_lm_model(**s, device='cuda', enable_backward=True), warmup_steps=3, num_trials=5, device='cuda'))" ;;
+b26yang_fwd) prof s2025_yangliu_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/b26yang_meta:$F/b26yang/cs336-basics:$F/b26yang:$SITE python3 -c "from cs336_systems.benchmark import run_basic_lm_model, benchmark, get_model_specs; s = get_model_specs()['small']; s['context_length'] = 128; print(benchmark(run_basic_lm_model(**s, device='cuda', enable_backward=False), warmup_steps=3, num_trials=5, device='cuda'))" ;;
+students26b) for j in b26eku b26eku_fwd b26xrl b26xrl_fwd b26yang b26yang_fwd; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 # Forward-only loops with nothing that marks a call: the inference loop under --trace=cuda (a
 # synchronize after each call, or one after each loop; compiled; replayed as CUDA graphs), under the
 # 2026 option set, and generate calls with no range.
