@@ -187,7 +187,7 @@ def test_innermost_range_walks_up_past_closed_siblings():
 
 
 def test_no_step_ranges_means_whole_capture(external_trace):
-    labelled = label_ops(load_trace(external_trace("mfu_2gpu_after.sqlite")), RangeNames())
+    labelled = label_ops(load_trace(external_trace("h100_2gpu_1s.sqlite")), RangeNames())
     assert not labelled.has_steps
     assert labelled.ops["measured"].all()
     assert any("whole capture" in note for note in labelled.notes)

@@ -200,8 +200,7 @@ FROM k GROUP BY pid, device ORDER BY device, pid
 """
 
 
-@pytest.mark.parametrize("name", ["h100_2gpu_1s.sqlite", "mfu_2gpu_before.sqlite",
-                                  "mfu_2gpu_after.sqlite"])
+@pytest.mark.parametrize("name", ["h100_2gpu_1s.sqlite"])
 def test_real_two_gpu_exports_match_sql(external_trace, name):
     path = external_trace(name)
     trace = load_trace(path)
@@ -219,6 +218,41 @@ def test_real_two_gpu_exports_match_sql(external_trace, name):
         assert whole["communication_ms_per_pass"] == pytest.approx((comm_ns or 0) / 1e6, abs=1e-9)
         assert whole["exposed_communication_ms_per_pass"] == pytest.approx(
             ((comm_ns or 0) - covered_ns) / 1e6, abs=1e-9)
+
+
+# Independent of the analyzer: each process's kernels in launch order (the launch call of the same
+# correlation id and process), with their duration and whether they are NCCL's.
+LAUNCH_ORDER_SQL = """
+SELECT (k.globalPid >> 24) & 16777215 AS pid, k.demangledName, k."end" - k.start, s.value LIKE '%nccl%'
+FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName
+JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
+  AND (r.globalTid >> 24) & 16777215 = (k.globalPid >> 24) & 16777215
+ORDER BY pid, r.start
+"""
+
+
+@pytest.mark.parametrize("name, calls", [("mfu_2gpu_before.sqlite", 16), ("mfu_2gpu_after.sqlite", 15)])
+def test_real_two_gpu_forward_loops_match_sql(external_trace, name, calls):
+    """Two ranks of a forward-only job with no range of their own: each rank's kernels end with
+    ``calls`` repeats of one sequence of 119 (two flash attentions and two NCCL send/receives a
+    call). Each repeat is one forward pass; its figures are those of the last calls x 119 kernels
+    in launch order."""
+    path = external_trace(name)
+    trace = load_trace(path)
+    summary = communication_summary(trace, label_ops(trace))
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        rows = conn.execute(LAUNCH_ORDER_SQL).fetchall()
+    assert len(summary["ranks"]) == 2
+    for rank in summary["ranks"]:
+        loop = [row for row in rows if row[0] == rank["pid"]][-calls * 119:]
+        names = [row[1] for row in loop]
+        assert names[119:] == names[:-119] and names[:119] != names[1:120]  # a period of 119 kernels
+        forward = rank["phases"]["forward"]
+        assert rank["passes"] == forward["passes"] == calls
+        assert forward["kernels_per_pass"] == 119
+        assert forward["kernel_ms_per_pass"] == pytest.approx(sum(row[2] for row in loop) / calls / 1e6, abs=1e-9)
+        assert forward["communication_ms_per_pass"] == pytest.approx(
+            sum(row[2] for row in loop if row[3]) / calls / 1e6, abs=1e-9)
 
 
 def _add_allreduce_payloads(path, calls):

@@ -109,7 +109,7 @@ def _ranks(summary: dict) -> list[dict]:
 def _step_source(a: dict, b: dict) -> str:
     """What the step time of the two traces is, as the headline names it."""
     if _ranks(a) and _ranks(b):
-        return "step GPU span (mean over ranks, gradient synchronisation included)"
+        return "step GPU span (mean over ranks, communication included)"
     return "measured step"
 
 
