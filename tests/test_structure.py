@@ -70,6 +70,18 @@ def measured_steps(labelled) -> list[str]:
     return list(steps.loc[steps["measured"], "name"])
 
 
+def test_a_range_only_inside_the_warmup_is_the_warmups_not_unused(tmp_path):
+    """``warmup`` around 3 ``full_steps`` (warm-up iterations named after the mode, no phase
+    range inside), then 5 ``step_<i>``: ``full_steps`` lies only in the warm-up, so it is the
+    warm-up's, not a name left unused; a range also in the measured steps still is."""
+    script = Script()
+    script.range("warmup", lambda: [script.range("full_steps", lambda: script.kernel(count=9)) for _ in range(3)])
+    for i in range(5):
+        script.range(f"step_{i}", lambda: (script.iteration(), script.range("log_metrics", lambda: None)))
+    structure = script.labelled(tmp_path).structure
+    assert "full_steps" not in structure.unused and "log_metrics" in structure.unused
+
+
 def test_a_warmup_range_around_steps_named_with_a_space(tmp_path):
     script = Script()
     script.range("warmup", lambda: [script.range(f"step {i}", script.iteration) for i in range(3)])

@@ -296,8 +296,13 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     used = set().union(*map(pd.unique, (
         steps["range_name"], phases["range_name"], inference_windows["range_name"], region_range_names,
         containers["name"], name_of.reindex(block_ranges.index).dropna(), pd.Series(marking, dtype=object))))
-    if has_steps:  # ranges named warm-up: outside the measured steps whatever they hold
-        used |= set(own.loc[_named(WARMUP_FAMILY, own["name"]), "name"])
+    if has_steps:  # ranges named warm-up, and those only inside them: outside the measured steps whatever they hold
+        warm = _named(WARMUP_FAMILY, own["name"])
+        used |= set(own.loc[warm, "name"])
+        if warm.any():
+            inside = pd.Series(_inside_any(own, _outermost_by_time(own[warm])), index=own.index)
+            only_inside = inside.groupby(own["name"].to_numpy()).all()
+            used |= set(only_inside.index[only_inside.to_numpy()])
     left = set(pd.unique(own["name"])) - used - {contract.MEASURED_STEPS_RANGE, contract.ATTENTION_RANGE}
     held = _held_by_phases(own[own["name"].isin(left)], phases) if names.phases is None else []
     left -= {name for entry in held for name in entry["names"]}
