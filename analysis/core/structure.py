@@ -888,11 +888,11 @@ def _repeated_calls(ops: pd.DataFrame, host_calls: pd.DataFrame | None, notes: l
     thread, where no range, label or thread marks a pass or a step: where its kernels end with a
     stretch that repeats one sequence k >= 2 times back to back (:func:`_periodic_stretch`), a loop
     of calls, each repeat is a forward pass, if the program waits for the GPU (``host_calls``)
-    between every two calls, as a benchmark's timed loop does, or the stretch
-    holds at least :data:`CALLS_SHARE_MIN` of the process's kernels. A call runs from its first
-    launch to the next call's; the last one as long as the median before it, up to the process's
-    next launch after the loop. A note says how the passes were found. Empty where no process has
-    such a loop."""
+    between every two calls, as a benchmark's timed loop does, or the stretch holds at least
+    :data:`CALLS_SHARE_MIN` of the process's kernels. A call runs from its first launch to the
+    next call's; the last one as long as the median before it, up to the process's next launch
+    after the loop. A note says how the passes were found. Empty where no process has such a
+    loop."""
     rows = []
     launched = ops[ops["launch_start_ns"].to_numpy() >= 0]
     for pid, mine in launched.groupby("pid", sort=True):
