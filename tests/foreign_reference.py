@@ -85,7 +85,7 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   With ``forward_only: true`` (a forward-only loop: no launch from another thread) each span
   between two waits that holds launches is a step and its forward pass, from its first launch to
   just before the next one's first launch, the last for the median of the others' lengths (up to
-  before the process's next launch); the span from the capture's start (the set-up) is none, or
+  before the process's next kernel launch); the span from the capture's start (the set-up) is none, or
   with ``first_span_call: true`` (a script that waits after each call only) its last as many
   kernels as the next span holds are the first call.
   ``group: K`` (any kind but ``ranges``; a script that updates K models in turn, each with its
@@ -514,10 +514,10 @@ def _steps_between_waits(proc: Process, con: sqlite3.Connection, forward_only: b
         if after:
             phases["optimizer"].append(Range(after[0].launch, after[-1].launch, "update (main thread)", proc.pid))
     if forward_only and steps:  # each call to the next one's first launch; the last for the median of the others
-        lengths = sorted(b.start - a.start - 1 for a, b in zip(steps, steps[1:]))
-        median = (lengths[(len(lengths) - 1) // 2] + lengths[len(lengths) // 2]) / 2 if lengths else 0
-        later = [k.launch for k in proc.kernels if k.launch > steps[-1].end]
-        last_end = max(steps[-1].end, min(int(steps[-1].start + median), min(later, default=steps[-1].end + int(median)) - 1))
+        median = statistics.median(b.start - a.start - 1 for a, b in zip(steps, steps[1:])) if len(steps) > 1 else 0
+        later = bisect.bisect_right(proc.launches, steps[-1].end)  # the first kernel after the loop
+        limit = proc.launches[later] - 1 if later < len(proc.launches) else steps[-1].end + int(median)
+        last_end = max(steps[-1].end, min(int(steps[-1].start + median), limit))
         steps = [Range(a.start, b.start - 1, a.name, a.tid) for a, b in zip(steps, steps[1:])] + \
             [Range(steps[-1].start, last_end, steps[-1].name, steps[-1].tid)]
         phases = {"forward": [Range(r.start, r.end, "forward (main thread)", r.tid) for r in steps]}

@@ -890,16 +890,15 @@ def _repeated_calls(ops: pd.DataFrame, host_calls: pd.DataFrame | None, notes: l
     of calls, each repeat is a forward pass, if the program waits for the GPU (``host_calls``)
     between every two calls, as a benchmark's timed loop does, or the stretch holds at least
     :data:`CALLS_SHARE_MIN` of the process's kernels. A call runs from its first launch to the
-    next call's; the last one as long as the median before it, up to the process's next launch
-    after the loop. A note says how the passes were found. Empty where no process has such a
+    next call's; the last one as long as the median before it, up to the process's first kernel
+    launch after the loop. A note says how the passes were found. Empty where no process has such a
     loop."""
     rows = []
-    launched = ops[ops["launch_start_ns"].to_numpy() >= 0]
-    for pid, mine in launched.groupby("pid", sort=True):
-        launches = np.sort(mine["launch_start_ns"].to_numpy())
-        mine = mine[(mine["op_kind"] == "kernel").to_numpy()].sort_values("launch_start_ns", kind="stable")
+    kernels = ops[(ops["op_kind"] == "kernel").to_numpy() & (ops["launch_start_ns"].to_numpy() >= 0)]
+    for pid, mine in kernels.groupby("pid", sort=True):
+        mine = mine.sort_values("launch_start_ns", kind="stable")
         tids = mine["launch_tid"].to_numpy()
-        if not len(mine) or tids.min() != tids.max():
+        if tids.min() != tids.max():
             continue
         codes, names = value_codes(mine["demangled_name"])
         stretch = _periodic_stretch(codes, _least_call_kernels(names[np.unique(codes[codes >= 0])]))
@@ -913,8 +912,8 @@ def _repeated_calls(ops: pd.DataFrame, host_calls: pd.DataFrame | None, notes: l
         waited = np.searchsorted(waits, starts[1:]) > np.searchsorted(waits, lasts[:-1])  # a wait in each gap
         if not waited.all() and period * count < CALLS_SHARE_MIN * len(codes):
             continue
-        after = np.searchsorted(launches, lasts[-1], side="right")
-        limit = launches[after] - 1 if after < len(launches) else np.iinfo(np.int64).max
+        after = first + period * count  # the first kernel after the loop, if any
+        limit = times[after] - 1 if after < len(times) else np.iinfo(np.int64).max
         last_end = max(int(lasts[-1]), min(int(starts[-1] + np.median(np.diff(starts) - 1)), int(limit)))
         rows += [(pid, int(tids[0]), "forward", int(start), int(end)) for start, end in zip(starts, [*(starts[1:] - 1), last_end])]
         notes.append(f"no range or label marks a pass and no kernel is launched from a second thread: the last "
@@ -947,8 +946,9 @@ def _periodic_stretch(codes: np.ndarray, least: int) -> tuple[int, int, int] | N
     first run) is not one. The sequences tried are the spacings of names that recur at one spacing
     throughout (a name launched once a call), the :data:`PERIODS_TRIED` most names agree on."""
     order = np.argsort(codes, kind="stable")
-    same = codes[order][1:] == codes[order][:-1]
-    spacings = pd.DataFrame({"code": codes[order][1:][same], "spacing": np.diff(order)[same]})
+    grouped = codes[order]
+    same = grouped[1:] == grouped[:-1]
+    spacings = pd.DataFrame({"code": grouped[1:][same], "spacing": np.diff(order)[same]})
     steady = spacings.groupby("code")["spacing"].agg(["min", "max"])
     steady = steady[(steady["min"] == steady["max"]) & (steady["min"] >= least) & (steady["min"] <= len(codes) // 2)]
     best = None
