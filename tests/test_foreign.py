@@ -60,8 +60,11 @@ def test_steps_and_warmup(name):
 @pytest.mark.parametrize("name", SINGLE)
 def test_passes_and_phase_kernels(name):
     reference, found = single(name), summary(name)
-    assert found["measured_passes_by_phase"] == {PHASE[p]: n for p, n in reference["passes"].items()}
+    # a phase the measured steps never run (an update in the warm-up alone, or none) is no phase of theirs
+    assert found["measured_passes_by_phase"] == {PHASE[p]: n for p, n in reference["passes"].items() if n}
     for phase, figures in reference["phases"].items():
+        if figures is None:  # no measured pass: the count above says the summary has none either
+            continue
         mine = found["phases"][PHASE[phase]]
         assert close(mine["kernel_ms_per_pass"], figures["kernel_ms_per_pass"]), phase
         assert mine["kernels_per_pass"] == pytest.approx(figures["kernels_per_pass"]), phase

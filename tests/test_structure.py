@@ -986,6 +986,69 @@ def test_an_update_with_no_fused_kernel_is_told_by_the_forwards_that_follow_it(t
     assert not forward["demangled_name"].str.contains("elementwise").any()
 
 
+def warmup_updates_then_plain_iterations(tmp_path, wait_after_update: bool):
+    """No NVTX: 3 warm-up iterations that take the student's loss and step a hand-written optimizer
+    (a loop over the parameters: elementwise kernels, no ``multi_tensor_apply``), then 5 timed
+    ones with another loss and no update; a synchronize after each iteration, or (else) one after
+    each loss, before the backward (a ``.item()``). Their labelled ops."""
+    script, calls = Script(), []
+    for i in range(8):
+        script.kernel(count=3)
+        script.kernel(name="student_loss_kernel" if i < 3 else "cross_entropy_kernel")
+        if not wait_after_update:
+            calls.append(("cudaStreamSynchronize_v3020", script.now))
+            script.now += 40
+        script.kernel(tid=AUTOGRAD, count=6)
+        if i < 3:
+            script.kernel(name="adam_elementwise_kernel", count=4)
+            script.kernel(name="sqrt_elementwise_kernel", count=2)
+        if wait_after_update:
+            calls.append(("cudaDeviceSynchronize_v3020", script.now))
+        script.now += 1000
+    return label_ops(load_trace(export_with_host_calls(tmp_path, script, calls), RangeFilter()))
+
+
+def test_an_update_in_the_warmup_alone_is_told_by_the_wait_after_it(tmp_path):
+    """Warm-up iterations that update, then timed ones that do not (a benchmark that steps its
+    optimizer only while warming up), a synchronize after each: the forwards differ (two losses),
+    so they cannot tell the update; the wait after each update does. Each iteration is a step (the
+    timed ones are no micro-batches of one update: more passes follow the last update than any
+    update took), the warm-up steps hold their update, and no forward holds one."""
+    labelled = warmup_updates_then_plain_iterations(tmp_path, wait_after_update=True)
+    kernels = labelled.ops.groupby("step", sort=False).size()
+    assert kernels.tolist() == [16] * 3 + [10] * 5
+    updates = labelled.ops[labelled.ops["phase"] == "optimizer_step"]
+    assert len(updates) == 18 and updates["demangled_name"].str.contains("elementwise").all()
+    forward = labelled.ops[labelled.ops["phase"] == "forward"]
+    assert not forward["demangled_name"].str.contains("elementwise").any()
+    assert list(labelled.structure.steps.sort_values("start_ns")["measured"]) == [False] * 3 + [True] * 5
+
+
+def test_passes_after_the_last_update_fewer_than_an_update_took_are_its_micro_batches(tmp_path):
+    """No NVTX; gradient accumulation, 3 forward and backward passes to each fused update, 4
+    updates, then 2 more passes the capture ends before updating: fewer than an update took, so
+    they are one step's micro-batches, not two steps: 5 steps."""
+    script = Script()
+    for update in range(5):
+        for _ in range(3 if update < 4 else 2):
+            script.kernel(count=3)
+            script.kernel(tid=AUTOGRAD, count=4)
+        if update < 4:
+            script.kernel(name=OPTIMIZER_KERNEL, count=2)
+    labelled = script.labelled(tmp_path)
+    assert labelled.ops.groupby("step", sort=False).size().tolist() == [23] * 4 + [14]
+
+
+def test_a_wait_before_each_backward_tells_no_update(tmp_path):
+    """The same iterations with the wait after each loss instead (a ``.item()`` before the
+    backward): the kernels after it are no forward, so what comes before it is no update; no
+    optimizer step is found, and no forward is cut short."""
+    labelled = warmup_updates_then_plain_iterations(tmp_path, wait_after_update=False)
+    assert "optimizer_step" not in set(labelled.ops["phase"])
+    forward = labelled.ops[labelled.ops["phase"] == "forward"]
+    assert forward["demangled_name"].isin(["student_loss_kernel", "cross_entropy_kernel"]).sum() == 8
+
+
 def test_a_region_named_after_the_backward_around_the_loss_backward_and_update_is_no_pass(tmp_path):
     """``forward stage of llm``, then ``backward:`` around ``compute loss``, ``loss.backward
     compute:`` and ``optimize step:``: the region is no backward and no step; the ranges inside
@@ -1318,6 +1381,25 @@ def test_a_loop_of_calls_with_no_range_is_one_forward_pass_per_call(tmp_path, af
     outside = labelled.ops[labelled.ops["demangled_name"].isin(["fill_kernel", "reduce_kernel"])]
     assert len(outside) == 4 + after and (outside["step"] == "").all() and (outside["phase"] == "").all()
     assert any("repeat one sequence of 6 kernels 8 times over" in note for note in labelled.notes)
+
+
+def test_a_loop_of_calls_whose_every_kernel_recurs_in_a_call_is_read(tmp_path):
+    """A forward-only loop with no range whose call launches no kernel name once (each recurs in
+    every layer, the embedding's and the head's too): 3 layers of a matmul and a softmax, then two
+    adds, 8 calls and a synchronize after each. No name keeps one spacing to its next launch; the
+    matmul keeps one to its third next, the call's length: 8 passes of 8 kernels."""
+    script, calls = Script(), []
+    for _ in range(8):
+        for _ in range(3):
+            script.kernel(name="gemm_kernel")
+            script.kernel(name="softmax_warp_forward")
+        script.kernel(name="add_kernel", count=2)
+        calls.append(("cudaDeviceSynchronize_v3020", script.now))
+        script.now += 40
+    labelled = label_ops(load_trace(export_with_host_calls(tmp_path, script, calls), RangeFilter()))
+    assert labelled.structure.source == "kernels" and len(labelled.structure.steps) == 8
+    assert labelled.ops.groupby("step", sort=False).size().tolist() == [8] * 8
+    assert any("repeat one sequence of 8 kernels 8 times over" in note for note in labelled.notes)
 
 
 @pytest.mark.parametrize("waits", [True, False])

@@ -233,7 +233,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     (:attr:`analysis.load.Trace.host_calls`)."""
     own, labels = _own_and_labels(ranges)
     notes: list[str] = []
-    phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges))
+    phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges), waits=_waits(host_calls))
     training = _training_forwards(phases)
     training |= _measured_after_training_warmup(phases, training, own, notes)
     inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
@@ -372,9 +372,10 @@ def _own_scopes(own: pd.DataFrame) -> pd.DataFrame:
 
 
 def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: RangeNames, notes: list[str],
-            first_id: int) -> tuple[pd.DataFrame, str]:
+            first_id: int, waits: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """Phase windows from the user's ranges, the phases they lack from PyTorch's labels, and from
-    the kernels when neither has any or neither has the backward (the phases still lacking);
+    the kernels when neither has any or neither has the backward (the phases still lacking; the
+    program's ``waits`` for the GPU tell a hand-written update from the next forward);
     overlapping windows of one phase merged; the source's name."""
     phases, source = _own_phases(own, names, notes), "ranges"
     if names.phases is None:
@@ -390,13 +391,13 @@ def _phases(own: pd.DataFrame, labels: pd.DataFrame, ops: pd.DataFrame, names: R
             phases = pd.concat([phases, from_labels], ignore_index=True).sort_values("start_ns", kind="stable")
     from_kernels = phases.iloc[:0]  # the phases found from the kernels beside the ranges
     if phases.empty and names.phases is None:
-        phases = _forwards_from_model_ranges(_kernel_phases(ops, first_id), own)
+        phases = _forwards_from_model_ranges(_kernel_phases(ops, first_id, waits), own)
         if phases.empty:
             phases = _measured_calls(own, ops, notes, first_id)
         source = "kernels" if len(phases) else "none"
     elif names.phases is None and {"backward", "optimizer_step"} - set(phases["name"]):
         # a backward with no range, or an optimizer step with none (found by its fused kernels)
-        every = _kernel_phases(ops, first_id)
+        every = _kernel_phases(ops, first_id, waits)
         from_kernels = every[~every["name"].isin(phases["name"])]
         if (phases["name"] == "backward").any():
             from_kernels = _after_a_ranged_backward(from_kernels, every, phases)
@@ -934,6 +935,9 @@ CALLS_SHARE_MIN = 0.75
 
 # Of the sequences that may be a call's, how many are tried: those most kernels' spacings agree on.
 PERIODS_TRIED = 16
+# The most launches of one name a call may hold for their spacing to tell the call's length: a
+# model whose every kernel name recurs in each layer launches its rarest about once a layer.
+LAUNCHES_PER_CALL_TRIED = 64
 
 
 def _periodic_stretch(codes: np.ndarray, least: int) -> tuple[int, int, int] | None:
@@ -943,16 +947,43 @@ def _periodic_stretch(codes: np.ndarray, least: int) -> tuple[int, int, int] | N
     part of the run), as ``(first, period, count)``: its first whole repeat's position, the
     sequence's length and how many whole repeats it holds; else None. The repeats are counted back
     from the stretch's end: a first call that differs at its start (a compile's or a library's
-    first run) is not one. The sequences tried are the spacings of names that recur at one spacing
-    throughout (a name launched once a call), the :data:`PERIODS_TRIED` most names agree on."""
+    first run) is not one. The sequences tried are the spacings of names whose launches recur at
+    one spacing throughout, each m launches after the one before (a name launched m times a call),
+    the :data:`PERIODS_TRIED` most names agree on; m from 1 up to :data:`LAUNCHES_PER_CALL_TRIED`,
+    the first m whose sequences find a stretch."""
     order = np.argsort(codes, kind="stable")
     grouped = codes[order]
-    same = grouped[1:] == grouped[:-1]
-    spacings = pd.DataFrame({"code": grouped[1:][same], "spacing": np.diff(order)[same]})
-    steady = spacings.groupby("code")["spacing"].agg(["min", "max"])
-    steady = steady[(steady["min"] == steady["max"]) & (steady["min"] >= least) & (steady["min"] <= len(codes) // 2)]
+    firsts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])  # where each name's launches start
+    launches = np.diff(np.r_[firsts, len(codes)])
+    for apart in range(1, LAUNCHES_PER_CALL_TRIED + 1):
+        if not (launches > apart).any():
+            return None
+        found = _longest_stretch(codes, _steady_spacings(order, grouped, firsts, apart, least))
+        if found is not None:
+            return found
+    return None
+
+
+def _steady_spacings(order: np.ndarray, grouped: np.ndarray, firsts: np.ndarray, apart: int, least: int) -> list[int]:
+    """The :data:`PERIODS_TRIED` spacings that most names keep between each launch and the one
+    ``apart`` launches later, throughout (``order``: positions sorted by name code, stably;
+    ``grouped``: the codes in that order; ``firsts``: where each code starts in it), of at least
+    ``least`` and at most half the sequence, ascending."""
+    spacing = order[apart:] - order[:-apart]
+    same = grouped[apart:] == grouped[:-apart]
+    starts = firsts[firsts < len(spacing)]
+    low = np.minimum.reduceat(np.where(same, spacing, np.iinfo(np.int64).max), starts)
+    high = np.maximum.reduceat(np.where(same, spacing, -1), starts)
+    steady = low[(low == high) & (low >= least) & (low <= len(order) // 2)]
+    return sorted(int(p) for p in pd.Series(steady).value_counts().index[:PERIODS_TRIED])
+
+
+def _longest_stretch(codes: np.ndarray, periods: list[int]) -> tuple[int, int, int] | None:
+    """Of the stretches that end ``codes`` repeating a sequence of one of ``periods`` codes at
+    least twice, leaving fewer codes after them than the sequence holds, the longest (the shorter
+    sequence of equals), as :func:`_periodic_stretch` gives it; else None."""
     best = None
-    for period in sorted(int(p) for p in steady["min"].value_counts().index[:PERIODS_TRIED]):
+    for period in periods:
         matches = np.r_[False, codes[period:] == codes[:-period], False]
         edges = np.flatnonzero(np.diff(matches.astype(np.int8)))
         if not len(edges):
@@ -1210,12 +1241,13 @@ def _after_a_ranged_backward(found: pd.DataFrame, every: pd.DataFrame, phases: p
     return found[keep]
 
 
-def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
+def _kernel_phases(ops: pd.DataFrame, first_id: int, waits: pd.DataFrame | None = None) -> pd.DataFrame:
     """Phase windows from kernel launches alone: backward = each run of launches from a thread
     other than the main one, optimizer = the run of ``multi_tensor_apply_kernel`` launches after
-    it (where there is none, the update the forwards tell: :func:`_updates_before_forwards`),
-    forward = from the main thread's first kernel launch after the previous step (a copy of the
-    batch to the GPU before it is not the model's) to the backward's first launch."""
+    it (where there is none, the update the forwards tell, :func:`_updates_before_forwards`, or
+    the program's ``waits`` for the GPU, :func:`_waits` and :func:`_updates_before_waits`, where
+    known), forward = from the main thread's first kernel launch after the previous step (a copy
+    of the batch to the GPU before it is not the model's) to the backward's first launch."""
     rows = []
     launched = ops[ops["launch_start_ns"].to_numpy() >= 0]
     for pid, mine in launched.groupby("pid", sort=True):
@@ -1239,6 +1271,9 @@ def _kernel_phases(ops: pd.DataFrame, first_id: int) -> pd.DataFrame:
             previous_end = times[optimizer[1] if optimizer is not None else last]
         if all(optimizer is None for *_, optimizer in passes):
             _updates_before_forwards(passes, names, ~other & kernel)
+        if all(optimizer is None for *_, optimizer in passes) and waits is not None:
+            _updates_before_waits(passes, names, ~other & kernel, times,
+                                  waits.loc[waits["pid"].to_numpy() == pid, "start_ns"].to_numpy())
         for forward, first, last, optimizer in passes:
             if len(forward):  # up to the backward's first launch: the loss's launches are the forward's
                 rows.append((pid, main, "forward", times[forward[0]], times[first] - 1))
@@ -1317,6 +1352,52 @@ def _merge_close_runs(runs: list[tuple[int, int]], other: np.ndarray) -> list[tu
 # The fewest backward passes :func:`_updates_before_forwards` reads: a first forward and two later
 # ones alike.
 UPDATE_PREFIX_PASSES = 3
+
+
+def _waits(host_calls: pd.DataFrame | None) -> pd.DataFrame:
+    """The program's waits for the GPU (``torch.cuda.synchronize()``, ``.item()``) among
+    ``host_calls`` (:attr:`analysis.load.Trace.host_calls`): ``pid`` and ``start_ns``, in time
+    order; none where the calls are not known."""
+    if host_calls is None:
+        return pd.DataFrame({"pid": np.empty(0, dtype=np.int64), "start_ns": np.empty(0, dtype=np.int64)})
+    return host_calls.loc[(host_calls["call"] == "sync").to_numpy(), ["pid", "start_ns"]]
+
+
+# What a hand-written update launches, against the backward before it: it touches every parameter,
+# as the backward does, with a few kernels each (a data copy or a random draw before a wait is none).
+UPDATE_SHARE_OF_BACKWARD = 0.1
+
+
+def _updates_before_waits(passes: list[list], names: np.ndarray, main_kernel: np.ndarray, times: np.ndarray,
+                         waits: np.ndarray) -> None:
+    """Where no fused optimizer kernel follows any backward and the forwards do not tell the update
+    (:func:`_updates_before_forwards`), the updates that the program's waits for the GPU
+    (``waits``, sorted times) tell: where a wait lies among a forward's kernels (the main thread's
+    since the last backward), those after the last such wait are the forward's if they are at
+    least half as many as the first forward's (the model's forward, not the loss's last kernels
+    after a ``.item()``), and those before it the last backward's update if they are at least
+    :data:`UPDATE_SHARE_OF_BACKWARD` of its kernels (a script that steps its own optimizer, then
+    synchronizes). The last backward's update is the main thread's kernels after it up to the next
+    wait, where they launch the same kernels as the update before. ``passes`` ([forward positions,
+    backward run's first and last position, optimizer run]) are changed in place."""
+    for before, this in zip(passes, passes[1:]):
+        forward = this[0]
+        between = waits[(waits > times[forward[0]]) & (waits < times[this[1]])] if len(forward) else waits[:0]
+        if not len(between):
+            continue
+        model = forward[times[forward] > between[-1]]
+        update = forward[times[forward] < between[-1]]
+        if 2 * len(model) >= len(passes[0][0]) and len(update) >= UPDATE_SHARE_OF_BACKWARD * (before[2] - before[1] + 1):
+            before[3], this[0] = (int(update[0]), int(update[-1])), model
+    if len(passes) < 2 or passes[-2][3] is None:
+        return
+    last, (first_update, last_update) = passes[-1][2], passes[-2][3]
+    later = np.flatnonzero(main_kernel[last + 1:]) + last + 1
+    wait = waits[waits > times[last]]
+    update = later[times[later] < wait[0]] if len(wait) else later[:0]
+    previous = np.flatnonzero(main_kernel[first_update:last_update + 1]) + first_update
+    if len(update) and len(update) == len(previous) and np.array_equal(names[update], names[previous]):
+        passes[-1][3] = (int(update[0]), int(update[-1]))
 
 
 def _updates_before_forwards(passes: list[list], names: np.ndarray, main_kernel: np.ndarray) -> None:
@@ -2061,7 +2142,9 @@ def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int
     """Steps made from the phases: each training forward (each forward in a forward-only run)
     starts a step that runs to the end of the last phase before the next forward. In a process
     with optimizer steps, a training forward with no optimizer step since the previous one
-    continues that step (gradient accumulation: several passes, then one update)."""
+    continues that step (gradient accumulation: several passes, then one update), unless it
+    follows the last update with more passes than any update took (iterations with no update,
+    timed after a warm-up that updated: each is a step)."""
     rows = []
     for pid, mine in phases.assign(training=training).groupby("pid", sort=True):
         mine = mine.sort_values("start_ns", kind="stable")
@@ -2070,6 +2153,9 @@ def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int
         updates = np.cumsum((mine["name"] == "optimizer_step").to_numpy())  # optimizer steps so far
         if updates[-1] and len(starts) > 1:
             continuing = starts[1:][updates[starts[1:]] == updates[starts[:-1]]]
+            updated = updates[starts][updates[starts] < updates[-1]]
+            if len(updated) and (updates[starts] == updates[-1]).sum() > np.bincount(updated).max():
+                continuing = continuing[updates[continuing] < updates[-1]]
             starts = np.setdiff1d(starts, continuing)
             is_forward[continuing] = False
         bounds = np.r_[np.flatnonzero(is_forward), len(mine)]

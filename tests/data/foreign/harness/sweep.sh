@@ -373,13 +373,14 @@ students26b) for j in b26eku b26eku_fwd b26xrl b26xrl_fwd b26yang b26yang_fwd; d
 # students26c jobs (one GPU each, 2025 handout; train and forward-only modes), no NVTX call in any
 # script: CompareSan (warm-up iterations differ from the timed ones: the student's loss and AdamW
 # against F.cross_entropy and no update), chatrdh (a synchronize before and after each timed call),
-# Echo-minn (foreach AdamW, a synchronize after each step).
-c26cmp_fwd) prof s2025_c26cmp_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26cmp_meta:$F/c26cmp/cs336-basics:$SITE python3 $F/c26cmp/cs336_systems/benchmarking.py --context_len 128 --warmup_steps 3 --n_steps 6 --forward_only ;;
-c26cmp) prof s2025_c26cmp 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26cmp_meta:$F/c26cmp/cs336-basics:$SITE python3 $F/c26cmp/cs336_systems/benchmarking.py --context_len 128 --warmup_steps 3 --n_steps 6 ;;
-c26chat_fwd) prof s2025_c26chat_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26chat/cs336-basics:$SITE python3 $F/c26chat/cs336_systems/benchmarking.py --mode forward --context-length 128 --seq-length 128 --num-warmup 4 --num-runs 6 ;;
-c26chat) prof s2025_c26chat 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26chat/cs336-basics:$SITE python3 $F/c26chat/cs336_systems/benchmarking.py --mode both --context-length 128 --seq-length 128 --num-warmup 4 --num-runs 6 ;;
-c26echo_fwd) prof s2025_c26echo_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26echo/cs336-basics:$SITE python3 $F/c26echo/cs336_systems/benchmarking_script.py --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --context_length 128 --num_warmups 2 --num_steps 5 --forward_only ;;
-c26echo) prof s2025_c26echo 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26echo/cs336-basics:$SITE python3 $F/c26echo/cs336_systems/benchmarking_script.py --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --context_length 128 --num_warmups 2 --num_steps 5 ;;
+# Echo-minn (foreach AdamW, a synchronize after each step). $F/c26cmp_meta holds
+# harness/chargiway_cs336_basics.METADATA as cs336_basics-1.0.3.dist-info/METADATA.
+c26cmp_fwd) prof s2025_comparesan_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26cmp_meta:$F/c26cmp/cs336-basics:$SITE python3 $F/c26cmp/cs336_systems/benchmarking.py --context_len 128 --warmup_steps 3 --n_steps 6 --forward_only ;;
+c26cmp) prof s2025_comparesan 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26cmp_meta:$F/c26cmp/cs336-basics:$SITE python3 $F/c26cmp/cs336_systems/benchmarking.py --context_len 128 --warmup_steps 3 --n_steps 6 ;;
+c26chat_fwd) prof s2025_chatrdh_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26chat/cs336-basics:$SITE python3 $F/c26chat/cs336_systems/benchmarking.py --mode forward --context-length 128 --seq-length 128 --num-warmup 4 --num-runs 6 ;;
+c26chat) prof s2025_chatrdh 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26chat/cs336-basics:$SITE python3 $F/c26chat/cs336_systems/benchmarking.py --mode both --context-length 128 --seq-length 128 --num-warmup 4 --num-runs 6 ;;
+c26echo_fwd) prof s2025_echominn_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26echo/cs336-basics:$SITE python3 $F/c26echo/cs336_systems/benchmarking_script.py --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --context_length 128 --num_warmups 2 --num_steps 5 --forward_only ;;
+c26echo) prof s2025_echominn 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26echo/cs336-basics:$SITE python3 $F/c26echo/cs336_systems/benchmarking_script.py --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --context_length 128 --num_warmups 2 --num_steps 5 ;;
 students26c) for j in c26cmp c26cmp_fwd c26chat c26chat_fwd c26echo c26echo_fwd; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 # Forward-only loops with nothing that marks a call: the inference loop under --trace=cuda (a
 # synchronize after each call, or one after each loop; compiled; replayed as CUDA graphs), under the
