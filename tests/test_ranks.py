@@ -149,14 +149,18 @@ def test_a_model_split_across_two_gpus_is_one_pass_over_both(tmp_path):
 
 
 def test_one_process_on_two_gpus_with_no_phase_range(tmp_path):
-    """Kernels on two GPUs, all from the main thread, and no range at all: no phase holds an op,
-    nothing is split, the labelling goes on."""
+    """Kernels on two GPUs, all from the main thread, and no range at all: three alike iterations
+    of a matmul and an all-reduce on each GPU. They are a loop of three calls (each name launched
+    twice a call, once a GPU), and one thread launching onto both GPUs makes each call one pass of
+    a model split across them, holding both GPUs' kernels, not a pass per GPU."""
     _, _, kernels = rank_process(100, 0, 0, 0, [])
     kernels = [k for k in kernels if k[4] == 1]
     replica = [(*k[:5], k[5] + 500, k[6], 1, k[8]) for k in kernels]
     path = build_export(tmp_path / "bare.sqlite", kernels=kernels + replica, strings=(GEMM, ALL_REDUCE))
     labelled = label_ops(load_trace(path))
-    assert (labelled.ops["phase_range_id"] < 0).all() and labelled.phase_ranges.empty
+    assert labelled.split_models == (100,) and labelled.measured_passes == {"forward": 3}
+    passes = labelled.ops.groupby("phase_range_id")["device_id"].agg(["size", "nunique"])
+    assert passes["size"].tolist() == [4] * 3 and passes["nunique"].tolist() == [2] * 3
 
 
 def test_a_process_per_gpu_is_no_process_on_several(tmp_path):

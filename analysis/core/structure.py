@@ -950,7 +950,8 @@ def _periodic_stretch(codes: np.ndarray, least: int) -> tuple[int, int, int] | N
     first run) is not one. The sequences tried are the spacings of names whose launches recur at
     one spacing throughout, each m launches after the one before (a name launched m times a call),
     the :data:`PERIODS_TRIED` most names agree on; m from 1 up to :data:`LAUNCHES_PER_CALL_TRIED`,
-    the first m whose sequences find a stretch."""
+    the first m whose sequences find a stretch. A sequence that is itself a shorter one repeated
+    (one layer's kernels over and over, every call alike to the others) is no call: None."""
     order = np.argsort(codes, kind="stable")
     grouped = codes[order]
     firsts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])  # where each name's launches start
@@ -959,8 +960,8 @@ def _periodic_stretch(codes: np.ndarray, least: int) -> tuple[int, int, int] | N
         if not (launches > apart).any():
             return None
         found = _longest_stretch(codes, _steady_spacings(order, grouped, firsts, apart, least))
-        if found is not None:
-            return found
+        if found is not None:  # a sequence that repeats a shorter one is that one's repeats: no call
+            return found if _repeats(codes[found[0]:found[0] + found[1]], least=1) == 1 else None
     return None
 
 
