@@ -969,14 +969,18 @@ def _steady_spacings(order: np.ndarray, grouped: np.ndarray, firsts: np.ndarray,
     """The :data:`PERIODS_TRIED` spacings that most names keep between each launch and the one
     ``apart`` launches later, throughout (``order``: positions sorted by name code, stably;
     ``grouped``: the codes in that order; ``firsts``: where each code starts in it), of at least
-    ``least`` and at most half the sequence, ascending."""
-    spacing = order[apart:] - order[:-apart]
-    same = grouped[apart:] == grouped[:-apart]
-    starts = firsts[firsts < len(spacing)]
-    low = np.minimum.reduceat(np.where(same, spacing, np.iinfo(np.int64).max), starts)
-    high = np.maximum.reduceat(np.where(same, spacing, -1), starts)
-    steady = low[(low == high) & (low >= least) & (low <= len(order) // 2)]
-    return sorted(int(p) for p in pd.Series(steady).value_counts().index[:PERIODS_TRIED])
+    ``least`` and at most half the sequence, ascending. A name's first, middle and last spacings
+    are compared first, and only those that agree read whole, so a trace with no loop costs a few
+    reads a name."""
+    ends = np.r_[firsts[1:], len(order)]
+    spaced = np.flatnonzero(ends - firsts > apart)  # names with a launch ``apart`` after another
+    low, high = firsts[spaced], ends[spaced] - apart  # their spacings' span: order[k + apart] - order[k], k in [low, high)
+    middle = (low + high) // 2
+    first, last = order[low + apart] - order[low], order[high - 1 + apart] - order[high - 1]
+    agree = (first == last) & (order[middle + apart] - order[middle] == first) & (first >= least) & (first <= len(order) // 2)
+    steady = [int(first[k]) for k in np.flatnonzero(agree)
+              if high[k] - low[k] <= 3 or (order[low[k] + apart:high[k] + apart] - order[low[k]:high[k]] == first[k]).all()]
+    return sorted(int(p) for p in pd.Series(steady, dtype=np.int64).value_counts().index[:PERIODS_TRIED])
 
 
 def _longest_stretch(codes: np.ndarray, periods: list[int]) -> tuple[int, int, int] | None:
