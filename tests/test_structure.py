@@ -293,6 +293,20 @@ def test_runs_one_after_another_under_one_name_measure_the_last(tmp_path, second
     assert labelled.structure.warmup_rule.startswith("the steps form 2 runs one after another")
 
 
+def test_a_new_runs_first_step_nearer_its_run_starts_it(tmp_path):
+    """Three steps of 10 kernels, then seven of 6, the first of which launches 7 (a first step that
+    departs a little from its run, as a loop's first timed step that still adds into the warm-up's
+    gradients does): the second run starts at that step, so it is the second run's departing
+    warm-up step, not a step of the first run."""
+    script = Script()
+    for i in range(10):
+        timed_step(script, "train_step", extra=7 if i < 3 else (1 if i == 3 else 0))
+    labelled = script.labelled(tmp_path)
+    assert list(labelled.structure.steps.sort_values("start_ns")["measured"]) == [False] * 4 + [True] * 6
+    assert labelled.structure.warmup_rule.startswith("the steps form 2 runs one after another (16, then 9 kernels")
+    assert "its warm-up: 1 leading step whose kernel count" in labelled.structure.warmup_rule
+
+
 def test_an_inference_forward_is_never_averaged_with_training_forwards(tmp_path):
     script = Script()
     for i in range(4):

@@ -2643,10 +2643,7 @@ def _runs(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) ->
     processes = [rows[considered[rows]] for rows in steps.groupby("pid", sort=False).indices.values()]
     last_starts = set()
     for rows in processes:
-        bounds = list(np.flatnonzero(_apart(count[rows], time[rows])) + RUN_STEPS_MIN)
-        # Both p - 1 and p pass where run p starts (p - 1's later group holds p's): the last of
-        # each stretch of neighbouring bounds is the run's first step.
-        bounds = [p for i, p in enumerate(bounds) if i + 1 == len(bounds) or bounds[i + 1] != p + 1]
+        bounds = _run_starts(list(np.flatnonzero(_apart(count[rows], time[rows])) + RUN_STEPS_MIN), count[rows])
         bounds = [p for i, p in enumerate(bounds) if not i or p - bounds[i - 1] >= RUN_STEPS_MIN]
         last_starts.add(bounds[-1] if bounds else 0)
         if bounds:
@@ -2663,6 +2660,23 @@ def _runs(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.ndarray) ->
     return Runs(last, f"the steps form {most} runs one after another ({kernels} kernels a step; {times} ms of kernels"
                       f"{_without_communication(figures)}; "
                       f"medians), as a script that trains several configurations in turn does{LAST_RUN_MEASURED}")
+
+
+def _run_starts(bounds: list[int], count: np.ndarray) -> list[int]:
+    """The first step of each run among ``bounds`` (ascending steps p where the steps before p and
+    those after it are apart, :func:`_apart`), given the steps' kernel ``count``: both p - 1 and p
+    pass where run p starts (p - 1's later group holds p's), so of each stretch of neighbouring
+    bounds the run starts at the last, or at an earlier one whose step's count lies nearer the
+    median of the steps after it than of those before it (a new run's first step that departs a
+    little from the rest of its run, and alike to the steps before it in nothing)."""
+    starts: list[int] = []
+    if not bounds:
+        return starts
+    for stretch in np.split(np.asarray(bounds, dtype=np.int64), np.flatnonzero(np.diff(bounds) != 1) + 1):
+        nearer_after = [abs(count[p] - np.median(count[p + 1:p + 1 + RUN_STEPS_MIN]))
+                        < abs(count[p] - np.median(count[p - RUN_STEPS_MIN:p])) for p in stretch[:-1]]
+        starts.append(int(stretch[nearer_after.index(True)] if True in nearer_after else stretch[-1]))
+    return starts
 
 
 def _apart(count: np.ndarray, time: np.ndarray) -> np.ndarray:
