@@ -382,6 +382,13 @@ c26chat) prof s2025_chatrdh 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26chat/c
 c26echo_fwd) prof s2025_echominn_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26echo/cs336-basics:$SITE python3 $F/c26echo/cs336_systems/benchmarking_script.py --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --context_length 128 --num_warmups 2 --num_steps 5 --forward_only ;;
 c26echo) prof s2025_echominn 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/c26echo/cs336-basics:$SITE python3 $F/c26echo/cs336_systems/benchmarking_script.py --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --context_length 128 --num_warmups 2 --num_steps 5 ;;
 students26c) for j in c26cmp c26cmp_fwd c26chat c26chat_fwd c26echo c26echo_fwd; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+# March2424 (2026 handout; no NVTX call: the script imports its package's NVTX helper and never
+# calls it): one benchmark in its three modes, the model called on one input, a synchronize after
+# each call (warm-up and timed alike) and one between the loops; the staff AdamW in `full`.
+e28march) prof s2026_march2424 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/e28march/cs336-basics:$SITE python3 $F/e28march/cs336_systems/Benchmark.py --seq_len 128 --warmup_steps 3 --measure_steps 5 --mode full ;;
+e28march_fb) prof s2026_march2424_fb 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/e28march/cs336-basics:$SITE python3 $F/e28march/cs336_systems/Benchmark.py --seq_len 128 --warmup_steps 3 --measure_steps 5 --mode fwd_bwd ;;
+e28march_fwd) prof s2026_march2424_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/e28march/cs336-basics:$SITE python3 $F/e28march/cs336_systems/Benchmark.py --seq_len 128 --warmup_steps 3 --measure_steps 5 --mode fwd ;;
+students28) for j in e28march e28march_fb e28march_fwd; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 # Forward-only loops with nothing that marks a call: the inference loop under --trace=cuda (a
 # synchronize after each call, or one after each loop; compiled; replayed as CUDA graphs), under the
 # 2026 option set, and generate calls with no range.
