@@ -40,7 +40,10 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   iterations carry the same phase ranges and no step range); ``warmup_before: autograd_runs``
   counts as warm-up iterations the runs of launches from the autograd thread (the backward
   passes, :func:`_backward_runs`) that start before the first step, measured or not, a range or
-  made from the phases (a script whose warm-up iterations have no step or phase range). A forward outside every step (an inference pass,
+  made from the phases (a script whose warm-up iterations have no step or phase range);
+  ``warmup_before: call_repeats`` counts as warm-up calls the back-to-back repeats of the last
+  step's kernel names that end the kernels launched before the first step (a forward-only
+  benchmark whose warm-up calls have no range). A forward outside every step (an inference pass,
   ``inference_forward``) is not measured.
   ``phase_sequence``: no step ranges; a step runs from each ``first`` phase range to the end of
   the next ``last`` phase range (a later ``first`` range before that same ``last`` one is in the
@@ -356,7 +359,7 @@ def _steps_from_ranges(proc: Process, spec: dict, first_n: int, phase_rules: dic
         for region in proc.named(spec["warmup_region"]):
             inner = [r for r in proc.ranges if region.start <= r.start and r.end <= region.end and count_re.search(r.name)]
             warm_names += [f"{region.name}/{r.name}" for r in outermost(inner)]
-    warm_names += _autograd_runs_before(proc, spec, steps)
+    warm_names += _iterations_before(proc, spec, steps)
     if spec.get("warmup_count_outside"):
         count_re = re.compile(spec["warmup_count_outside"])
         outside = [r for r in proc.ranges if count_re.search(r.name) and not _inside_any(r.start, measured)]
@@ -364,14 +367,25 @@ def _steps_from_ranges(proc: Process, spec: dict, first_n: int, phase_rules: dic
     return measured, warm_names
 
 
-def _autograd_runs_before(proc: Process, spec: dict, steps: list[Range]) -> list[str]:
-    """With ``warmup_before: autograd_runs``, a warm-up name for each backward run
-    (:func:`_backward_runs`) that starts before the first of ``steps``."""
-    if spec.get("warmup_before") != "autograd_runs":
-        return []
+def _iterations_before(proc: Process, spec: dict, steps: list[Range]) -> list[str]:
+    """A warm-up name for each iteration with no range before the first of ``steps``: with
+    ``warmup_before: autograd_runs``, each backward run (:func:`_backward_runs`) that starts
+    before it; with ``warmup_before: call_repeats`` (a forward-only benchmark), each of the
+    back-to-back repeats of the last step's kernel names, in launch order, that end the kernels
+    launched before it."""
     first = min((r.start for r in steps), default=1 << 62)
-    runs = _backward_runs(proc.kernels, proc.pid)
-    return [f"(before steps) #{i}" for i, (start, _) in enumerate(runs) if proc.kernels[start].launch < first]
+    if spec.get("warmup_before") == "autograd_runs":
+        runs = _backward_runs(proc.kernels, proc.pid)
+        return [f"(before steps) #{i}" for i, (start, _) in enumerate(runs) if proc.kernels[start].launch < first]
+    if spec.get("warmup_before") == "call_repeats" and steps:
+        call = [k.name for k in _kernels_of(proc, [max(steps, key=lambda r: r.start)])]
+        before = [k.name for k in proc.kernels if k.launch < first]
+        count = 0
+        while call and (count + 1) * len(call) <= len(before) and \
+                before[len(before) - (count + 1) * len(call):len(before) - count * len(call)] == call:
+            count += 1
+        return [f"(calls before steps) #{i}" for i in range(count)]
+    return []
 
 
 def _departing(proc: Process, steps: list[Range]) -> int:
@@ -925,7 +939,7 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
             measured = steps[first_n:]
         for region in proc.named(spec.get("warmup_region", [])):  # iterations with no phase range inside it
             warm_names += [f"{region.name} #{i}" for i in range(spec["warmup_count"])]
-        warm_names += _autograd_runs_before(proc, spec, steps)
+        warm_names += _iterations_before(proc, spec, steps)
     cut = _cut_last(con, proc, measured) if spec.get("capture_cut") else []
     measured = [r for r in measured if r not in cut]
     windows = measured

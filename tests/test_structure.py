@@ -1375,6 +1375,26 @@ def test_a_warmup_range_whose_first_call_differs_holds_as_many_calls_as_end_it(t
     assert int((~labelled.structure.steps["measured"]).sum()) == 3
 
 
+@pytest.mark.parametrize("warmup_calls", [3, 0])
+def test_unranged_calls_before_a_forward_only_benchmarks_steps_are_its_warmup(tmp_path, warmup_calls):
+    """A forward-only benchmark: the model's set-up (4 fills), ``warmup_calls`` calls of the model
+    with no range, then 5 calls each in a ``forward`` range. The kernels before the first step end
+    with that many repeats of a measured call's: each is a warm-up iteration, and the set-up none."""
+    script = Script()
+    script.kernel(name="fill_kernel", count=4)
+    forward_calls(script, warmup_calls)
+    for _ in range(5):
+        script.range("forward", lambda: forward_calls(script, 1))
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps.sort_values("start_ns")
+    assert list(steps["measured"]) == [False] * warmup_calls + [True] * 5
+    assert labelled.measured_passes == {"forward": 5}
+    if warmup_calls:
+        assert labelled.structure.warmup_rule.startswith("the 3 iterations before the first step, with no step or phase range")
+        warm = labelled.ops[labelled.ops["step"].str.startswith("(iteration with no step range)")]
+        assert len(warm) == 6 * 3 and not warm["demangled_name"].eq("fill_kernel").any()
+
+
 @pytest.mark.parametrize("after", [0, 2])
 def test_a_loop_of_calls_with_no_range_is_one_forward_pass_per_call(tmp_path, after):
     """A forward-only benchmark with no range at all (``--trace=cuda``, or ranges around

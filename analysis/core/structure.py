@@ -2057,6 +2057,9 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
             if named == WARMUP_ITERATION or (before["name"] == "backward").to_numpy().any():  # not a model's set-up alone
                 made = _steps_from_phases(before, _training_forwards(before), 0)
         rows = list(zip(made["pid"], made["tid"], made["start_ns"], made["end_ns"], [named] * len(made)))
+        if not rows and not (phases["name"] == "backward").any():  # a forward-only benchmark's calls before its steps
+            rows = [(pid, tid, start, end, UNRANGED_ITERATION)
+                    for pid, tid, start, end in _calls_before_steps(steps, launches, first_step)]
         rule = "the iterations before the step ranges, whose phases ran outside every step" \
             if rows and named == WARMUP_ITERATION else ""
     found = _made_windows(rows, ["pid", "tid", "start_ns", "end_ns", "range_name"])
@@ -2092,15 +2095,41 @@ def _calls_after_a_first(kernels: pd.DataFrame, call: pd.DataFrame) -> list[int]
     one: the range holds t calls, the kernels before the repeats the first call's (a first call
     compiles, tunes or initialises before it runs; a model replayed as a CUDA graph whose first
     calls run eagerly is counted short). Empty otherwise."""
+    starts = _trailing_call_starts(kernels, call, before=1)
+    return starts[1:]
+
+
+def _trailing_call_starts(kernels: pd.DataFrame, call: pd.DataFrame, before: int) -> list[int]:
+    """The launch times that start each of the t back-to-back repeats of ``call``'s kernel
+    sequence (:data:`LEAST_PASS_KERNELS` kernels or more, or a CUDA graph's execution) that end
+    ``kernels``, leaving at least ``before`` kernels before them; empty where none does."""
     names = kernels.sort_values("launch_start_ns", kind="stable")["demangled_name"].astype(str).to_numpy()
     one = call.sort_values("launch_start_ns", kind="stable")["demangled_name"].astype(str).to_numpy()
     if not len(one) or len(one) < _least_call_kernels(one):
         return []
     repeats = 0
-    while len(names) > (repeats + 1) * len(one) and (names[len(names) - (repeats + 1) * len(one):][:len(one)] == one).all():
+    while len(names) - (repeats + 1) * len(one) >= before and \
+            (names[len(names) - (repeats + 1) * len(one):][:len(one)] == one).all():
         repeats += 1
     launched = np.sort(kernels["launch_start_ns"].to_numpy())
-    return [int(launched[len(names) - j * len(one)]) for j in range(repeats - 1, 0, -1)]
+    return [int(launched[len(names) - j * len(one)]) for j in range(repeats, 0, -1)]
+
+
+def _calls_before_steps(steps: pd.DataFrame, launches: pd.DataFrame, first_step: pd.Series) -> list[tuple[int, int, int, int]]:
+    """A forward-only benchmark's calls of the model before each process's first step with no
+    range of their own (its warm-up, where a range marks the measured calls alone): the
+    back-to-back repeats of the kernel sequence of the process's last step that end the kernels
+    launched before its first step (``first_step``: start by process), each as (process, thread,
+    start, end), from its first launch to the next call's, the last to the first step's start."""
+    calls = []
+    launched, pids = launches["launch_start_ns"].to_numpy(), launches["pid"].to_numpy()
+    kernel = (launches["op_kind"] == "kernel").to_numpy()
+    for pid, first in first_step.items():
+        starts = _trailing_call_starts(launches[(pids == pid) & kernel & (launched < first)],
+                                       _last_step_kernels(pid, steps, launches), before=0)
+        tid = int(steps.loc[steps["pid"].to_numpy() == pid, "tid"].iat[0])
+        calls += [(int(pid), tid, start, end - 1) for start, end in zip(starts, [*starts[1:], int(first)])]
+    return calls
 
 
 def _forward_iterations(window, own: pd.DataFrame, steps: pd.DataFrame, launched: np.ndarray) -> list[int]:
