@@ -389,6 +389,17 @@ e28march) prof s2026_march2424 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/e28mar
 e28march_fb) prof s2026_march2424_fb 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/e28march/cs336-basics:$SITE python3 $F/e28march/cs336_systems/Benchmark.py --seq_len 128 --warmup_steps 3 --measure_steps 5 --mode fwd_bwd ;;
 e28march_fwd) prof s2026_march2424_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/e28march/cs336-basics:$SITE python3 $F/e28march/cs336_systems/Benchmark.py --seq_len 128 --warmup_steps 3 --measure_steps 5 --mode fwd ;;
 students28) for j in e28march e28march_fb e28march_fwd; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+# students28d jobs (one GPU each, 2025 handout): yishuaili (`warmup` around 3 iterations named as
+# the 5 measured ones, no step range; attention parts), nxdxml (four sessions in one process: small
+# and medium, each forward-only then train; the loss, zero_grad and update inside `backward pass`),
+# rlagofla (flat `forward`, `backward`, `optimize`; warm-up with no range and no synchronize).
+# $F/d28nxdxml_meta and $F/d28rlag_meta hold harness/chargiway_cs336_basics.METADATA and
+# harness/melody_cs336_basics.METADATA as cs336_basics-1.0.3 and 1.0.6 .dist-info/METADATA.
+d28yishuai) prof s2025_yishuaili 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/d28yishuai/cs336-basics:$SITE python3 $F/d28yishuai/cs336_systems/benchmarking_lm.py --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --context_length 128 --batch_size 4 --warmup_iters 3 --num_runs 1 --benchmarking_iters 5 ;;
+d28yishuai_fwd) prof s2025_yishuaili_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/d28yishuai/cs336-basics:$SITE python3 $F/d28yishuai/cs336_systems/benchmarking_lm.py --d_model 768 --d_ff 3072 --num_layers 12 --num_heads 12 --context_length 128 --batch_size 4 --warmup_iters 3 --num_runs 1 --benchmarking_iters 5 --inference_only ;;
+d28nxdxml) prof s2025_nxdxml 240 --trace=cuda,nvtx -- bash -c "cd $F/d28nxdxml && exec env PYTHONPATH=$F/d28nxdxml_meta:$F/d28nxdxml:$SITE python3 -m cs336_basics.benchmarking" ;;
+d28rlag) prof s2025_rlagofla 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/d28rlag_meta:$F/d28rlag/assignment1-basics:$SITE python3 $F/d28rlag/assignment2-systems/cs336_systems/nsys_profile.py --context_length 128 --warm-up 3 --max_iters 5 ;;
+students28d) for j in d28yishuai d28yishuai_fwd d28nxdxml d28rlag; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
 # Forward-only loops with nothing that marks a call: the inference loop under --trace=cuda (a
 # synchronize after each call, or one after each loop; compiled; replayed as CUDA graphs), under the
 # 2026 option set, and generate calls with no range.
