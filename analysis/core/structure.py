@@ -233,7 +233,8 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     (:attr:`analysis.load.Trace.host_calls`)."""
     own, labels = _own_and_labels(ranges)
     notes: list[str] = []
-    phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges), waits=_waits(host_calls))
+    waits = _waits(host_calls)
+    phases, source = _phases(own, labels, ops, names, notes, first_id=len(ranges), waits=waits)
     training = _training_forwards(phases)
     training |= _measured_after_training_warmup(phases, training, own, notes)
     inference = (phases["name"] == "forward").to_numpy() & ~training if training.any() else np.zeros(len(phases), bool)
@@ -241,7 +242,7 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
     step_ranges = steps is not None
     if not step_ranges and not several_runs and source == "none" and names.phases is None:
         # no range, label or thread marks a pass or a step: a forward-only loop's calls, if its kernels repeat
-        phases = _repeated_calls(ops, host_calls, notes, first_id=len(ranges))
+        phases = _repeated_calls(ops, waits, notes, first_id=len(ranges))
         source, training = ("kernels" if len(phases) else "none"), _training_forwards(phases)
         inference = np.zeros(len(phases), dtype=bool)
     if steps is None:
@@ -884,11 +885,11 @@ def _measured_calls(own: pd.DataFrame, ops: pd.DataFrame, notes: list[str], firs
     return calls[calls["range_id"].to_numpy() >= first_id].reset_index(drop=True)
 
 
-def _repeated_calls(ops: pd.DataFrame, host_calls: pd.DataFrame | None, notes: list[str], first_id: int) -> pd.DataFrame:
+def _repeated_calls(ops: pd.DataFrame, waits: pd.DataFrame, notes: list[str], first_id: int) -> pd.DataFrame:
     """Forward passes (ids from ``first_id``) of a process that launches its kernels from one
     thread, where no range, label or thread marks a pass or a step: where its kernels end with a
     stretch that repeats one sequence k >= 2 times back to back (:func:`_periodic_stretch`), a loop
-    of calls, each repeat is a forward pass, if the program waits for the GPU (``host_calls``)
+    of calls, each repeat is a forward pass, if the program waits for the GPU (``waits``, :func:`_waits`)
     between every two calls, as a benchmark's timed loop does, or the stretch holds at least
     :data:`CALLS_SHARE_MIN` of the process's kernels. A call runs from its first launch to the
     next call's; the last one as long as the median before it, up to the process's first kernel
@@ -908,9 +909,8 @@ def _repeated_calls(ops: pd.DataFrame, host_calls: pd.DataFrame | None, notes: l
         first, period, count = stretch
         times = mine["launch_start_ns"].to_numpy()
         starts, lasts = times[first:first + period * count:period], times[first + period - 1:first + period * count:period]
-        waits = np.empty(0, dtype=np.int64) if host_calls is None else \
-            host_calls.loc[(host_calls["pid"].to_numpy() == pid) & (host_calls["call"] == "sync").to_numpy(), "start_ns"].to_numpy()
-        waited = np.searchsorted(waits, starts[1:]) > np.searchsorted(waits, lasts[:-1])  # a wait in each gap
+        held = _waits_of(waits, pid)
+        waited = np.searchsorted(held, starts[1:]) > np.searchsorted(held, lasts[:-1])  # a wait in each gap
         if not waited.all() and period * count < CALLS_SHARE_MIN * len(codes):
             continue
         after = first + period * count  # the first kernel after the loop, if any
@@ -955,24 +955,23 @@ def _periodic_stretch(codes: np.ndarray, least: int) -> tuple[int, int, int] | N
     order = np.argsort(codes, kind="stable")
     grouped = codes[order]
     firsts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])  # where each name's launches start
-    launches = np.diff(np.r_[firsts, len(codes)])
+    ends = np.r_[firsts[1:], len(codes)]
     for apart in range(1, LAUNCHES_PER_CALL_TRIED + 1):
-        if not (launches > apart).any():
+        if not (ends - firsts > apart).any():
             return None
-        found = _longest_stretch(codes, _steady_spacings(order, grouped, firsts, apart, least))
+        found = _longest_stretch(codes, _steady_spacings(order, firsts, ends, apart, least))
         if found is not None:  # a sequence that repeats a shorter one is that one's repeats: no call
             return found if _repeats(codes[found[0]:found[0] + found[1]], least=1) == 1 else None
     return None
 
 
-def _steady_spacings(order: np.ndarray, grouped: np.ndarray, firsts: np.ndarray, apart: int, least: int) -> list[int]:
+def _steady_spacings(order: np.ndarray, firsts: np.ndarray, ends: np.ndarray, apart: int, least: int) -> list[int]:
     """The :data:`PERIODS_TRIED` spacings that most names keep between each launch and the one
     ``apart`` launches later, throughout (``order``: positions sorted by name code, stably;
-    ``grouped``: the codes in that order; ``firsts``: where each code starts in it), of at least
+    ``firsts`` and ``ends``: where each code's launches start and end in it), of at least
     ``least`` and at most half the sequence, ascending. A name's first, middle and last spacings
     are compared first, and only those that agree read whole, so a trace with no loop costs a few
     reads a name."""
-    ends = np.r_[firsts[1:], len(order)]
     spaced = np.flatnonzero(ends - firsts > apart)  # names with a launch ``apart`` after another
     low, high = firsts[spaced], ends[spaced] - apart  # their spacings' span: order[k + apart] - order[k], k in [low, high)
     middle = (low + high) // 2
@@ -1277,8 +1276,7 @@ def _kernel_phases(ops: pd.DataFrame, first_id: int, waits: pd.DataFrame | None 
         if all(optimizer is None for *_, optimizer in passes):
             _updates_before_forwards(passes, names, ~other & kernel)
         if all(optimizer is None for *_, optimizer in passes) and waits is not None:
-            _updates_before_waits(passes, names, ~other & kernel, times,
-                                  waits.loc[waits["pid"].to_numpy() == pid, "start_ns"].to_numpy())
+            _updates_before_waits(passes, names, ~other & kernel, times, _waits_of(waits, pid))
         for forward, first, last, optimizer in passes:
             if len(forward):  # up to the backward's first launch: the loss's launches are the forward's
                 rows.append((pid, main, "forward", times[forward[0]], times[first] - 1))
@@ -1366,6 +1364,11 @@ def _waits(host_calls: pd.DataFrame | None) -> pd.DataFrame:
     if host_calls is None:
         return pd.DataFrame({"pid": np.empty(0, dtype=np.int64), "start_ns": np.empty(0, dtype=np.int64)})
     return host_calls.loc[(host_calls["call"] == "sync").to_numpy(), ["pid", "start_ns"]]
+
+
+def _waits_of(waits: pd.DataFrame, pid: int) -> np.ndarray:
+    """The start times of process ``pid``'s waits for the GPU among ``waits`` (:func:`_waits`), sorted."""
+    return waits.loc[waits["pid"].to_numpy() == pid, "start_ns"].to_numpy()
 
 
 # What a hand-written update launches, against the backward before it: it touches every parameter,
@@ -2187,8 +2190,9 @@ def _steps_from_phases(phases: pd.DataFrame, training: np.ndarray, first_id: int
         updates = np.cumsum((mine["name"] == "optimizer_step").to_numpy())  # optimizer steps so far
         if updates[-1] and len(starts) > 1:
             continuing = starts[1:][updates[starts[1:]] == updates[starts[:-1]]]
-            updated = updates[starts][updates[starts] < updates[-1]]
-            if len(updated) and (updates[starts] == updates[-1]).sum() > np.bincount(updated).max():
+            at_start = updates[starts]  # each forward's optimizer steps so far
+            updated = at_start[at_start < updates[-1]]
+            if len(updated) and (at_start == updates[-1]).sum() > np.bincount(updated).max():
                 continuing = continuing[updates[continuing] < updates[-1]]
             starts = np.setdiff1d(starts, continuing)
             is_forward[continuing] = False
