@@ -400,6 +400,11 @@ d28yishuai_fwd) prof s2025_yishuaili_fwd 200 --trace=cuda,nvtx -- env PYTHONPATH
 d28nxdxml) prof s2025_nxdxml 240 --trace=cuda,nvtx -- bash -c "cd $F/d28nxdxml && exec env PYTHONPATH=$F/d28nxdxml_meta:$F/d28nxdxml:$SITE python3 -m cs336_basics.benchmarking" ;;
 d28rlag) prof s2025_rlagofla 200 --trace=cuda,nvtx -- env PYTHONPATH=$F/d28rlag_meta:$F/d28rlag/assignment1-basics:$SITE python3 $F/d28rlag/assignment2-systems/cs336_systems/nsys_profile.py --context_length 128 --warm-up 3 --max_iters 5 ;;
 students28d) for j in d28yishuai d28yishuai_fwd d28nxdxml d28rlag; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh)"; done ;;
+# The students' benchmarks again under the handout's 2026 option set, PyTorch's labels beside the
+# students' own ranges (or alone, where a script calls no NVTX): each job's line with
+# `--trace=cuda,nvtx` replaced by $G26B, its trace named <name>_f26.
+flags26a) for j in c26echo e28march c26cmp deq riyasu ayush b26eku jsun; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
+flags26b) for j in jlkazdan b26xrl d28rlag ethan98 semioz clueing igear ab2163; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
 # Forward-only loops with nothing that marks a call: the inference loop under --trace=cuda (a
 # synchronize after each call, or one after each loop; compiled; replayed as CUDA graphs), under the
 # 2026 option set, and generate calls with no range.
