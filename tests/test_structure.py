@@ -1631,6 +1631,32 @@ def test_an_optimizer_step_after_the_step_range_is_its_steps(tmp_path, ranged):
     assert any("the step ranges leave out" in note for note in labelled.notes)
 
 
+def test_ranges_around_the_warmup_iterations_alone_are_no_steps_that_the_measured_passes_follow(tmp_path):
+    """A benchmark under PyTorch's labels: ``full_steps`` around each of 3 warm-up iterations
+    (labels alone inside), the 5 measured ones after them in ``measure``, each ``forward pass``,
+    ``backward pass``, ``optimizer step``. The loss label makes ``full_steps`` hold a phase, but the
+    measured passes all follow the last of them: they are no steps (before, that last one took
+    the 5 iterations as one measured step). The steps come from the phases, the warm-up from
+    ``warmup``."""
+    script = Script()
+
+    def labelled_iteration():
+        script.range("torch.nn.modules.Module.__call__", lambda: script.kernel(count=3))
+        script.range("torch.nn.functional.cross_entropy", lambda: script.kernel())
+        script.range("torch.autograd.backward", lambda: script.kernel(tid=AUTOGRAD, count=4))
+        script.range("torch.optim.Adam.step", lambda: script.kernel(name=OPTIMIZER_KERNEL, count=2))
+
+    script.range("warmup", lambda: [script.range("full_steps", labelled_iteration) for _ in range(3)])
+    script.range("measure", lambda: [script.iteration("forward pass", "backward pass", "optimizer step")
+                                     for _ in range(5)])
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps
+    assert not labelled.structure.step_ranges
+    assert len(measured_steps(labelled)) == 5 and (~steps["measured"]).sum() == 3
+    assert labelled.measured_passes == {"forward": 5, "backward": 5, "optimizer_step": 5}
+    assert any(note.startswith("`full_steps` ranges are no steps") for note in labelled.notes)
+
+
 def test_a_range_that_names_two_phases_is_no_step(tmp_path):
     """``bwd+opt`` around the backward and the optimizer step holds both (from the kernels), but it
     is part of a step, not one: the ``step_<i>`` ranges around it are the steps."""

@@ -1637,6 +1637,8 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     steps = _windows(candidates.iloc[rows], "step")
     steps["name"] = _step_labels(steps)
     steps = _with_trailing_phases(steps, phases, notes)
+    if steps is None:  # the passes pile up after one of them: they hold no pass of the run's loop
+        return None, "no range holds one pass of the phases", _containers(candidates, held), False
     containers = _containers(candidates, held)
     containers = containers[~containers["range_id"].isin(steps["range_id"])]
     shown = shown_families(steps["range_name"])
@@ -1651,11 +1653,16 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
     return steps.assign(measured=True), rule, containers, False
 
 
-def _with_trailing_phases(steps: pd.DataFrame, phases: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+def _with_trailing_phases(steps: pd.DataFrame, phases: pd.DataFrame, notes: list[str]) -> pd.DataFrame | None:
     """Step ranges that leave out a phase every one of whose windows lies after a step and before
     the next (``train_step`` around the forward and backward, ``optimizer`` after it): each step
     runs on to the end of those of its windows that follow it, so that they are its iteration's and
-    measured with it. A note names the phases. A phase with a window inside a step stays as is."""
+    measured with it. A note names the phases. A phase with a window inside a step stays as is.
+
+    None where such a phase follows fewer than half of a process's steps and several of its windows
+    follow one of them: the ranges (``full_steps`` around each warm-up iteration, the measured
+    passes after the last of them in a range of their own) hold no pass of the run's loop, and a
+    note says so."""
     inside = _inside_any(phases, steps)
     trailing = [name for name in pd.unique(phases["name"]) if not inside[(phases["name"] == name).to_numpy()].any()]
     if not trailing:
@@ -1667,11 +1674,19 @@ def _with_trailing_phases(steps: pd.DataFrame, phases: pd.DataFrame, notes: list
         starts = steps["start_ns"].to_numpy()[rows]
         following = np.append(starts[1:], np.iinfo(np.int64).max)
         mine = phases[(phases["pid"].to_numpy() == pid) & phases["name"].isin(trailing).to_numpy()]
-        for start, end, name in zip(mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy(), mine["range_name"].to_numpy()):
-            at = np.searchsorted(starts, start, side="right") - 1  # the last step that starts before it
-            if at >= 0 and ends[rows[at]] < start < following[at]:
-                ends[rows[at]] = max(ends[rows[at]], end)
-                extended.add(str(name))
+        at = np.searchsorted(starts, mine["start_ns"].to_numpy(), side="right") - 1  # the last step before each
+        follows = (at >= 0) & (mine["start_ns"].to_numpy() < following[np.maximum(at, 0)])
+        follows &= ends[rows[np.maximum(at, 0)]] < mine["start_ns"].to_numpy()
+        for phase in trailing:
+            after = np.bincount(at[follows & (mine["name"] == phase).to_numpy()], minlength=len(rows))
+            if 2 * (after > 0).sum() < len(rows) and after.max() > 1:
+                shown = f"`{family_label(str(steps['range_name'].iat[rows[0]]))}`"
+                notes.append(f"{shown} ranges are no steps: the {phase} passes after them follow only "
+                             f"{(after > 0).sum()} of the {len(rows)}, up to {after.max()} after one")
+                return None
+        for step, end, name in zip(at[follows], mine["end_ns"].to_numpy()[follows], mine["range_name"].to_numpy()[follows]):
+            ends[rows[step]] = max(ends[rows[step]], end)
+            extended.add(str(name))
     if not extended:
         return steps
     shown = ", ".join(f"`{family_label(name)}`" for name in name_families(sorted(extended)))
