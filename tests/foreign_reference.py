@@ -116,6 +116,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   another range of the same phase is not a separate pass. ``closure`` (an optimizer step that runs
   its step's passes: ``optimizer.step(closure)``, as PyTorch Lightning does) names the pass ranges
   it may hold; an optimizer range holding any of them starts 1 ns after the last of them ends.
+  ``ends_before: PHASE`` (a ``Backward`` range around ``loss.backward()`` and the optimizer step):
+  each of the phase's windows ends 1 ns before the first window of PHASE that starts inside it.
   ``calls`` (one range around a loop of model calls) names the range that opens each call: the
   range is cut into one pass per call, from each such range's start to just before the next's
   (the first from the range's start, the last to its end). ``calls_count: K`` (one range around
@@ -952,6 +954,11 @@ def _process_reference(proc: Process, con: sqlite3.Connection, entry: dict, firs
         for name, rule in phase_rules.items():
             phases[name] = _per_gpu(proc, [r for r in _phase_ranges(proc, rule) if _inside_any(r.start, windows)],
                                     entry.get("split_model", False))
+        for name, rule in phase_rules.items():
+            if rule.get("ends_before"):  # a later phase's window inside one of this phase's ends it
+                later = phases[rule["ends_before"]]
+                phases[name] = [Range(r.start, min([r.end, *(o.start - 1 for o in later if r.start < o.start <= r.end)]),
+                                      r.name, r.tid, r.device) for r in phases[name]]
 
     res: dict = {
         "pid": proc.pid,

@@ -1715,6 +1715,23 @@ def test_a_later_phase_inside_an_earlier_ones_range_is_a_pass_of_its_own(tmp_pat
     assert kernels["forward"] == 12
 
 
+def test_an_update_with_no_range_inside_the_backwards_range_is_a_pass_of_its_own(tmp_path):
+    """``Backward`` around ``loss.backward()`` and ``optimizer.step()``, the update's fused kernels
+    launched from the main thread after the backward's: the update is found from those kernels and
+    the backward ends before it (before, the backward's figures held the update's kernels, though
+    the same run under PyTorch's labels split them)."""
+    script = Script()
+    for i in range(4):
+        script.range(f"step_{i}", lambda: [script.range("Forward", lambda: script.kernel(count=3)),
+                                          script.range("Backward", lambda: [script.kernel(tid=AUTOGRAD, count=4),
+                                                                            script.kernel(name=OPTIMIZER_KERNEL, count=2)])])
+    labelled = script.labelled(tmp_path)
+    kernels = labelled.ops[labelled.ops["measured"]].groupby("phase", observed=True).size().to_dict()
+    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+    assert kernels == {"forward": 12, "backward": 16, "optimizer_step": 8}
+    assert labelled.structure.phase_names["optimizer_step"] == ["(optimizer_step, from kernels)"]
+
+
 def test_no_nvtx_at_all(tmp_path):
     script = Script()
     for _ in range(4):

@@ -1032,13 +1032,15 @@ def _cut_at_later_phases(windows: pd.DataFrame, kernels_from: int) -> pd.DataFra
     ``loss.backward()``, ``backward`` around the optimizer step) end just before the first such
     range they hold, which is a pass of its own; an earlier phase inside a later one (a forward
     recomputed in the backward) and a later one's closure are left to :func:`_outside_other_phases`
-    and :func:`_updates_after_closures`. Windows made from the kernels (``range_id`` from
-    ``kernels_from`` on) cut nothing: a launch from another thread inside a forward range is the
-    forward's."""
+    and :func:`_updates_after_closures`. Of the windows made from the kernels (``range_id`` from
+    ``kernels_from`` on) only an update cuts (its fused kernels launched after the backward's, inside
+    a ``Backward`` range around ``loss.backward()`` and ``optimizer.step()``): a launch from another
+    thread inside a forward range is the forward's."""
     if windows.empty or not windows["name"].isin(LATER_PHASES).any():
         return windows
     rank = windows["name"].map({phase: i for i, phase in enumerate(PHASES)}).fillna(-1).to_numpy()
-    names = np.where(windows["range_id"].to_numpy() < kernels_from, windows["name"].to_numpy(), "")
+    names = windows["name"].to_numpy()
+    names = np.where((windows["range_id"].to_numpy() < kernels_from) | (names == "optimizer_step"), names, "")
     pids = windows["pid"].to_numpy()
     starts, ends = windows["start_ns"].to_numpy(), windows["end_ns"].to_numpy()
     cut = ends.copy()
