@@ -405,6 +405,7 @@ students28d) for j in d28yishuai d28yishuai_fwd d28nxdxml d28rlag; do eval "$(se
 # `--trace=cuda,nvtx` replaced by $G26B, its trace named <name>_f26.
 flags26a) for j in c26echo e28march c26cmp deq riyasu ayush b26eku jsun; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
 flags26b) for j in jlkazdan b26xrl d28rlag ethan98 semioz clueing igear ab2163; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
+flags26c) for j in urreal kzhou mocibb heng supernova aupc gaoyue yuanyi aidan okazaki daihz hniii srliu rohan; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
 # Forward-only loops with nothing that marks a call: the inference loop under --trace=cuda (a
 # synchronize after each call, or one after each loop; compiled; replayed as CUDA graphs), under the
 # 2026 option set, and generate calls with no range.
