@@ -82,6 +82,32 @@ def test_a_range_only_inside_the_warmup_is_the_warmups_not_unused(tmp_path):
     assert "full_steps" not in structure.unused and "log_metrics" in structure.unused
 
 
+def test_the_warmup_iterations_in_one_range_each_keep_their_own_hand_written_update(tmp_path):
+    """``warmup`` around 3 iterations with no range: the forward and the loss (4 kernels), the
+    backward from the autograd thread (4), a hand-written update from the main thread (5 kernels,
+    none fused); then 4 ``step_<i>`` alike, ranged. Each warm-up iteration starts where its forward
+    does, as many launches before its backward as a measured one's: 13 kernels each. Before, each
+    ended with its backward, so the first lacked its update and the last held two (7, 13, 19)."""
+    script = Script()
+
+    def iteration():
+        script.kernel(count=4)
+        script.kernel(tid=AUTOGRAD, count=4)
+        script.kernel(name="update_elementwise", count=5)
+
+    script.range("warmup", lambda: [iteration() for _ in range(3)])
+    for i in range(4):
+        script.range(f"step_{i}", lambda: [script.range("forward", lambda: script.kernel(count=3)),
+                                          script.range("loss", lambda: script.kernel()),
+                                          script.range("backward", lambda: script.kernel(tid=AUTOGRAD, count=4)),
+                                          script.range("optimizer", lambda: script.kernel(name="update_elementwise",
+                                                                                          count=5))])
+    labelled = script.labelled(tmp_path)
+    table = labelled.structure.step_table
+    assert [row["kernels"] for row in table if not row["measured"]] == [13, 13, 13]
+    assert [row["kernels"] for row in table if row["measured"]] == [13] * 4
+
+
 def test_a_warmup_range_around_steps_named_with_a_space(tmp_path):
     script = Script()
     script.range("warmup", lambda: [script.range(f"step {i}", script.iteration) for i in range(3)])

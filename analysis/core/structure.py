@@ -2027,6 +2027,51 @@ def _unranged_measured_iterations(own: pd.DataFrame, steps: pd.DataFrame, ops: p
     return phases, steps
 
 
+def _launches_before_backward(phases: pd.DataFrame, launches: pd.DataFrame) -> int:
+    """The median number of operations the main thread launches from a training iteration's
+    forward start to its backward's first launch from another thread (the forward, the loss, and
+    what ``loss.backward()`` launches itself before the autograd thread takes over), over the
+    backward windows of ``phases`` each with the latest forward of its process before it; 0 where
+    there is none."""
+    counts = []
+    for pid, mine in phases[phases["name"].isin(("forward", "backward"))].groupby("pid", sort=False):
+        mine = mine.sort_values("start_ns", kind="stable")
+        own = launches[launches["pid"].to_numpy() == pid].sort_values("launch_start_ns", kind="stable")
+        times, tids = own["launch_start_ns"].to_numpy(), own["launch_tid"].to_numpy()
+        if not len(times):
+            continue
+        main = tids == _main_thread(pid, tids)
+        other_times = times[~main]
+        main_times = times[main]
+        forward_start = None
+        for name, start in zip(mine["name"].to_numpy(), mine["start_ns"].to_numpy()):
+            if name == "forward":
+                forward_start = start
+            elif forward_start is not None:
+                first_other = other_times[np.searchsorted(other_times, start)] if (other_times >= start).any() else start
+                counts.append(int(np.searchsorted(main_times, first_other) - np.searchsorted(main_times, forward_start)))
+                forward_start = None
+    return int(np.median(counts)) if counts else 0
+
+
+def _iteration_starts(inside: pd.DataFrame, found: pd.DataFrame, ends: np.ndarray, lead: int) -> list[int]:
+    """Where the warm-up iterations after the first start, in a warm-up range holding several:
+    after each of ``ends`` (the last backward run of an iteration, :func:`_kernel_phases`' windows
+    ``found`` from the range's launches ``inside``), at the ``lead``-th main-thread launch before
+    the next backward run's first (the launches before a measured iteration's backward,
+    :func:`_launches_before_backward`), so that an update with no fused kernel, launched between
+    the two, stays its own iteration's; right after the end where fewer launches lie between."""
+    backward_starts = np.sort(found.loc[found["name"] == "backward", "start_ns"].to_numpy())
+    tids, times = inside["launch_tid"].to_numpy(), inside["launch_start_ns"].to_numpy()
+    main = np.sort(times[tids == _main_thread(int(inside["pid"].iat[0]), tids)]) if len(inside) else times
+    starts = []
+    for end in ends:
+        following = backward_starts[np.searchsorted(backward_starts, end, side="right"):]
+        between = main[(main > end) & (main < following[0])] if len(following) else main[:0]
+        starts.append(int(between[-lead]) if 0 < lead <= len(between) else int(end))
+    return starts
+
+
 def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame,
                        first_id: int, inference: pd.DataFrame, before_steps: bool = True) -> tuple[pd.DataFrame, str]:
     """Warm-up steps beside the steps, and the rule that found them: ranges named warm-up that
@@ -2047,6 +2092,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     rows = []
     launches = ops[list(KERNEL_PHASE_COLUMNS)]  # the rows kept per window: of these columns only, not every op column
     launched, pids = launches["launch_start_ns"].to_numpy(), launches["pid"].to_numpy()
+    lead = _launches_before_backward(phases, launches) if len(warm) else 0
     for window in warm.itertuples():
         inside = launches[(pids == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
         found = _kernel_phases(inside, 0)
@@ -2055,7 +2101,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
         if len(updates):  # an iteration ends with the last backward run before each update
             ends = np.unique(ends[np.maximum(np.searchsorted(ends, updates) - 1, 0)])
         if len(ends) > 1:
-            bounds = [window.start_ns, *ends[:-1], window.end_ns]
+            bounds = [window.start_ns, *_iteration_starts(inside, found, ends[:-1], lead), window.end_ns]
         else:  # no backward run, or one: forward iterations counted by ranges of the model, if any
             starts = (_forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy())
                       or _unranged_call_starts(inside, window.pid, steps, launches)) if not len(ends) else []
