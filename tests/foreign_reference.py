@@ -103,6 +103,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   forward of the next micro-batch, with gradient accumulation); each backward runs from its first
   to its last such launch, each forward from the first main-thread launch after the step's start
   or the previous backward to before its backward's first launch; optimizer = the run.
+  ``phases_by_name`` (with steps from the kernels or the waits) takes the phases from the
+  manifest's ``phases`` rules instead (PyTorch's labels, where the script has no range); a step
+  between waits then starts right after the wait before it, where its labels open.
 - Phases (manifest ``phases``): ranges with one of the listed names (``outermost``: not inside
   another range of the same name; ``main_thread``: on the main thread only), or for a backward
   with no range (``autograd_thread``) each run of launches from threads other than the main one,
@@ -495,14 +498,15 @@ def _steps_from_kernels(proc: Process) -> tuple[list[Range], dict[str, list[Rang
 
 
 def _steps_between_waits(proc: Process, con: sqlite3.Connection, forward_only: bool = False,
-                         first_span_call: bool = False) -> tuple[list[Range], dict[str, list[Range]]]:
+                         first_span_call: bool = False, from_wait: bool = False) -> tuple[list[Range], dict[str, list[Range]]]:
     """Steps and phases of ``between_waits``: each span between two of the process's
     ``cudaDeviceSynchronize`` calls (the first from the capture's start) that holds a launch from
     another thread than the main one is a step, from its first launch to its last; its backward
     the other thread's launches, its forward the main thread's before them, its optimizer step the
     main thread's after them. ``forward_only``: each span between two waits that holds a launch is
     a step and its forward pass; with ``first_span_call`` the first span's last as many kernels as
-    the second span holds are one too."""
+    the second span holds are one too; with ``from_wait`` a step with a backward starts right after
+    the wait before it (where phases come from labels, which open before their first launch)."""
     waits = [start for (start,) in con.execute(
         """SELECT r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
         WHERE s.value LIKE 'cudaDeviceSynchronize%' AND ((r.globalTid >> 24) & 16777215) = ? ORDER BY r.start""",
@@ -521,7 +525,8 @@ def _steps_between_waits(proc: Process, con: sqlite3.Connection, forward_only: b
         other = [i for i, k in enumerate(body) if k.tid != proc.pid]
         if not other:
             continue
-        steps.append(Range(body[0].launch, body[-1].launch, "between waits", proc.pid))
+        # from the wait before (its phases' labels open before their first launch), else the first launch
+        steps.append(Range(low + 1 if from_wait else body[0].launch, body[-1].launch, "between waits", proc.pid))
         before = [k for k in body[:other[0]] if k.tid == proc.pid]
         after = [k for k in body[other[-1] + 1:] if k.tid == proc.pid]
         if before:
@@ -904,9 +909,11 @@ def _candidate_steps(proc: Process, entry: dict, con: sqlite3.Connection) -> tup
         steps, kernel_phases = _steps_from_kernels(proc)
     elif kind == "between_waits":
         steps, kernel_phases = _steps_between_waits(proc, con, spec.get("forward_only", False),
-                                                    spec.get("first_span_call", False))
+                                                    spec.get("first_span_call", False), spec.get("phases_by_name", False))
     else:
         raise ValueError(f"unknown steps kind {kind}")
+    if spec.get("phases_by_name"):  # steps from the kernels, phases from the manifest's rules (PyTorch's labels)
+        kernel_phases = None
     group = spec.get("group", 1)  # K models updated in turn: each K consecutive steps are one
     steps = [Range(steps[i].start, steps[i + group - 1].end, steps[i].name, steps[i].tid)
              for i in range(0, len(steps) - group + 1, group)]
