@@ -406,6 +406,9 @@ students28d) for j in d28yishuai d28yishuai_fwd d28nxdxml d28rlag; do eval "$(se
 flags26a) for j in c26echo e28march c26cmp deq riyasu ayush b26eku jsun; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
 flags26b) for j in jlkazdan b26xrl d28rlag ethan98 semioz clueing igear ab2163; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
 flags26c) for j in urreal kzhou mocibb heng supernova aupc gaoyue yuanyi aidan okazaki daihz hniii srliu rohan; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
+# The same students' benchmarks with NVTX left out of the trace (`--trace=cuda`, as when a user
+# forgets it), each trace named <name>_cuda: steps, warm-up and phases from the kernels alone.
+nonvtx) for j in deq riyasu ayush b26eku jsun jlkazdan b26xrl d28rlag semioz clueing igear ab2163 aidan daihz rohan supernova; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_cuda 200 --trace=cuda/')"; done ;;
 # Forward-only loops with nothing that marks a call: the inference loop under --trace=cuda (a
 # synchronize after each call, or one after each loop; compiled; replayed as CUDA graphs), under the
 # 2026 option set, and generate calls with no range.
