@@ -1089,6 +1089,51 @@ def test_a_wait_before_each_backward_tells_no_update(tmp_path):
     assert forward["demangled_name"].isin(["student_loss_kernel", "cross_entropy_kernel"]).sum() == 8
 
 
+def test_an_update_is_told_by_the_wait_after_it_though_another_follows_the_forward(tmp_path):
+    """No NVTX; 3 warm-up iterations whose update clips the gradients first (2 more kernels, so
+    the forwards cannot tell the update), then 5 alike; a synchronize after each update and another
+    after each forward, before the loss (a script timing its phases). The update is what comes
+    before the wait that leaves the model's kernels after it, not before the last one, which leaves
+    the loss alone (before, no update was found and every forward held the previous one)."""
+    script, calls = Script(), []
+    for i in range(8):
+        script.kernel(count=3)
+        calls.append(("cudaDeviceSynchronize_v3020", script.now))
+        script.now += 40
+        script.kernel(name="cross_entropy_kernel")
+        script.kernel(tid=AUTOGRAD, count=6)
+        if i < 3:
+            script.kernel(name="clip_elementwise_kernel", count=2)
+        script.kernel(name="adam_elementwise_kernel", count=4)
+        calls.append(("cudaDeviceSynchronize_v3020", script.now))
+        script.now += 1000
+    labelled = label_ops(load_trace(export_with_host_calls(tmp_path, script, calls), RangeFilter()))
+    updates = labelled.ops[labelled.ops["phase"] == "optimizer_step"]
+    assert len(updates) == 3 * 6 + 5 * 4 and updates["demangled_name"].str.contains("elementwise").all()
+    forward = labelled.ops[labelled.ops["phase"] == "forward"]
+    assert not forward["demangled_name"].str.contains("elementwise").any()
+
+
+def test_an_update_is_told_by_the_forwards_after_a_set_up_longer_than_the_model(tmp_path):
+    """No NVTX; the weights initialized on the GPU (12 kernels) before the first forward (3), then
+    6 iterations, each a hand-written update (4 elementwise kernels) after its backward (6): every
+    forward after the first launches the previous update, then the model's 3 kernels, the end it
+    shares with the first forward. That end is the model though shorter than half the first
+    forward (the set-up is longer), since the backward launches no more than four times as many:
+    every update is found (before, none was)."""
+    script = Script()
+    script.kernel(name="init_kernel", count=12)
+    for _ in range(6):
+        script.kernel(count=3)
+        script.kernel(tid=AUTOGRAD, count=6)
+        script.kernel(name="adam_elementwise_kernel", count=4)
+    labelled = script.labelled(tmp_path)
+    updates = labelled.ops[labelled.ops["phase"] == "optimizer_step"]
+    assert len(updates) == 6 * 4 and (updates["demangled_name"] == "adam_elementwise_kernel").all()
+    forward = labelled.ops[labelled.ops["phase"] == "forward"]
+    assert not forward["demangled_name"].str.contains("elementwise").any()
+
+
 def test_a_region_named_after_the_backward_around_the_loss_backward_and_update_is_no_pass(tmp_path):
     """``forward stage of llm``, then ``backward:`` around ``compute loss``, ``loss.backward
     compute:`` and ``optimize step:``: the region is no backward and no step; the ranges inside

@@ -1357,6 +1357,9 @@ def _merge_close_runs(runs: list[tuple[int, int]], other: np.ndarray) -> list[tu
 # The fewest backward passes :func:`_updates_before_forwards` reads: a first forward and two later
 # ones alike.
 UPDATE_PREFIX_PASSES = 3
+# What a model's forward launches at least, against its backward (which launches about one to two
+# times as many): a common end of the forwards this long is the model's, not a loss's last kernels.
+MODEL_SHARE_OF_BACKWARD = 0.25
 
 
 def _waits(host_calls: pd.DataFrame | None) -> pd.DataFrame:
@@ -1383,29 +1386,31 @@ def _updates_before_waits(passes: list[list], names: np.ndarray, main_kernel: np
     """Where no fused optimizer kernel follows any backward and the forwards do not tell the update
     (:func:`_updates_before_forwards`), the updates that the program's waits for the GPU
     (``waits``, sorted times) tell: where a wait lies among a forward's kernels (the main thread's
-    since the last backward), those after the last such wait are the forward's if they are at
-    least half as many as the first forward's (the model's forward, not the loss's last kernels
-    after a ``.item()``), and those before it the last backward's update if they are at least
+    since the last backward), those after the last such wait that leaves half to twice as many as
+    the first forward's after it are the forward's (the model's forward: not the loss's last kernels
+    after a ``.item()`` or a wait between the forward and the backward, nor an update cut by a wait
+    inside it), and those before it the last backward's update if they are at least
     :data:`UPDATE_SHARE_OF_BACKWARD` of its kernels (a script that steps its own optimizer, then
-    synchronizes). The last backward's update is the main thread's kernels after it up to the next
-    wait, where they launch the same kernels as the update before. ``passes`` ([forward positions,
+    synchronizes). The last backward's update is as many of the main thread's kernels after it as
+    the update before launched, where they are the same kernels (a wait inside an update, as a
+    gradient clipping's ``.item()``, cuts none). ``passes`` ([forward positions,
     backward run's first and last position, optimizer run]) are changed in place."""
     for before, this in zip(passes, passes[1:]):
         forward = this[0]
         between = waits[(waits > times[forward[0]]) & (waits < times[this[1]])] if len(forward) else waits[:0]
-        if not len(between):
+        after = np.searchsorted(times[forward], between, side="right")  # the forward's kernels before each wait
+        model = len(forward) - after  # the model's kernels after each wait: half to twice the first forward's
+        split = np.flatnonzero((2 * model >= len(passes[0][0])) & (model <= 2 * len(passes[0][0])))
+        if not len(split):
             continue
-        model = forward[times[forward] > between[-1]]
-        update = forward[times[forward] < between[-1]]
-        if 2 * len(model) >= len(passes[0][0]) and len(update) >= UPDATE_SHARE_OF_BACKWARD * (before[2] - before[1] + 1):
+        model, update = forward[after[split[-1]]:], forward[:after[split[-1]]]
+        if len(update) >= UPDATE_SHARE_OF_BACKWARD * (before[2] - before[1] + 1):
             before[3], this[0] = (int(update[0]), int(update[-1])), model
     if len(passes) < 2 or passes[-2][3] is None:
         return
     last, (first_update, last_update) = passes[-1][2], passes[-2][3]
-    later = np.flatnonzero(main_kernel[last + 1:]) + last + 1
-    wait = waits[waits > times[last]]
-    update = later[times[later] < wait[0]] if len(wait) else later[:0]
     previous = np.flatnonzero(main_kernel[first_update:last_update + 1]) + first_update
+    update = (np.flatnonzero(main_kernel[last + 1:]) + last + 1)[:len(previous)]
     if len(update) and len(update) == len(previous) and np.array_equal(names[update], names[previous]):
         passes[-1][3] = (int(update[0]), int(update[-1]))
 
@@ -1414,7 +1419,8 @@ def _updates_before_forwards(passes: list[list], names: np.ndarray, main_kernel:
     """Where no fused optimizer kernel follows any backward (a hand-written optimizer, a loop over
     the parameters), the update told by the forwards' kernels: when every forward after the first
     launches the same kernels, which end with at least half of the first forward's (its end: the
-    model's kernels, a set-up before them once), what comes before that end is the previous
+    model's kernels, a set-up before them once) or with at least :data:`MODEL_SHARE_OF_BACKWARD`
+    of the first backward's (a set-up longer than the model), what comes before that end is the previous
     iteration's update (``optimizer_step``), not the forward's; the last backward's own update is
     the same sequence right after it, and none is where that sequence holds a communication kernel
     (a gradient sync). ``passes`` ([forward positions, backward run's first and last position,
@@ -1429,7 +1435,8 @@ def _updates_before_forwards(passes: list[list], names: np.ndarray, main_kernel:
     differ = np.flatnonzero(first[len(first) - shorter:][::-1] != later[len(later) - shorter:][::-1])
     shared = int(differ[0]) if len(differ) else shorter  # the common end's length
     extra = len(later) - shared
-    if extra <= 0 or 2 * shared < len(first) or any(map(is_communication, np.unique(later[:extra].astype(str)))):
+    model = 2 * shared >= len(first) or shared >= MODEL_SHARE_OF_BACKWARD * (passes[0][2] - passes[0][1] + 1)
+    if extra <= 0 or not model or any(map(is_communication, np.unique(later[:extra].astype(str)))):
         return  # (a gradient sync before the next forward is no update)
     last = passes[-1][2]
     after = np.flatnonzero(main_kernel[last + 1:])[:extra] + last + 1
