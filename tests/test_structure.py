@@ -1728,17 +1728,25 @@ def test_ranges_around_the_warmup_iterations_alone_are_no_steps_that_the_measure
     assert any(note.startswith("`full_steps` ranges are no steps") for note in labelled.notes)
 
 
-def test_a_range_that_names_two_phases_is_no_step(tmp_path):
-    """``bwd+opt`` around the backward and the optimizer step holds both (from the kernels), but it
-    is part of a step, not one: the ``step_<i>`` ranges around it are the steps."""
+@pytest.mark.parametrize("forward, outer", [("forward", "bwd+opt"), ("Forward", "Backward")])
+def test_an_update_with_no_range_after_the_backward_in_one_range_is_a_pass_of_its_own(tmp_path, forward, outer):
+    """``step_<i>`` around a forward and a range around the backward and the optimizer step, the
+    update's fused kernels launched from the main thread after the backward's. ``bwd+opt`` names two
+    phases: it is part of a step, not one, and the phases it holds come from the kernels.
+    ``Backward`` around ``loss.backward()`` and ``optimizer.step()`` is the backward, which ends
+    where the update found from its kernels starts (before, the backward's figures held the
+    update's kernels, though the same run under PyTorch's labels split them)."""
     script = Script()
     for i in range(4):
-        script.range(f"step_{i}", lambda: [script.range("forward", lambda: script.kernel(count=3)),
-                                          script.range("bwd+opt", lambda: [script.kernel(tid=AUTOGRAD, count=4),
-                                                                           script.kernel(name=OPTIMIZER_KERNEL, count=2)])])
+        script.range(f"step_{i}", lambda: [script.range(forward, lambda: script.kernel(count=3)),
+                                          script.range(outer, lambda: [script.kernel(tid=AUTOGRAD, count=4),
+                                                                       script.kernel(name=OPTIMIZER_KERNEL, count=2)])])
     labelled = script.labelled(tmp_path)
+    kernels = labelled.ops[labelled.ops["measured"]].groupby("phase", observed=True).size().to_dict()
     assert measured_steps(labelled) == [f"step_{i}" for i in range(4)]
     assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
+    assert kernels == {"forward": 12, "backward": 16, "optimizer_step": 8}
+    assert labelled.structure.phase_names["optimizer_step"] == ["(optimizer_step, from kernels)"]
 
 
 def test_names_in_other_scripts(tmp_path):
@@ -1784,23 +1792,6 @@ def test_a_later_phase_inside_an_earlier_ones_range_is_a_pass_of_its_own(tmp_pat
     assert labelled.measured_passes["backward"] == 4 and kernels["backward"] == 16
     assert labelled.measured_passes["optimizer_step"] == 4 and kernels["optimizer_step"] == 8
     assert kernels["forward"] == 12
-
-
-def test_an_update_with_no_range_inside_the_backwards_range_is_a_pass_of_its_own(tmp_path):
-    """``Backward`` around ``loss.backward()`` and ``optimizer.step()``, the update's fused kernels
-    launched from the main thread after the backward's: the update is found from those kernels and
-    the backward ends before it (before, the backward's figures held the update's kernels, though
-    the same run under PyTorch's labels split them)."""
-    script = Script()
-    for i in range(4):
-        script.range(f"step_{i}", lambda: [script.range("Forward", lambda: script.kernel(count=3)),
-                                          script.range("Backward", lambda: [script.kernel(tid=AUTOGRAD, count=4),
-                                                                            script.kernel(name=OPTIMIZER_KERNEL, count=2)])])
-    labelled = script.labelled(tmp_path)
-    kernels = labelled.ops[labelled.ops["measured"]].groupby("phase", observed=True).size().to_dict()
-    assert labelled.measured_passes == {"forward": 4, "backward": 4, "optimizer_step": 4}
-    assert kernels == {"forward": 12, "backward": 16, "optimizer_step": 8}
-    assert labelled.structure.phase_names["optimizer_step"] == ["(optimizer_step, from kernels)"]
 
 
 def test_no_nvtx_at_all(tmp_path):
