@@ -409,6 +409,9 @@ flags26c) for j in urreal kzhou mocibb heng supernova aupc gaoyue yuanyi aidan o
 # The same students' benchmarks with NVTX left out of the trace (`--trace=cuda`, as when a user
 # forgets it), each trace named <name>_cuda: steps, warm-up and phases from the kernels alone.
 nonvtx) for j in deq riyasu ayush b26eku jsun jlkazdan b26xrl d28rlag semioz clueing igear ab2163 aidan daihz rohan supernova; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_cuda 200 --trace=cuda/')"; done ;;
+# The same students' benchmarks with PyTorch's autograd ranges (`--pytorch=autograd-nvtx`: a range
+# per ATen op and autograd node beside the students' own), each trace named <name>_agnvtx.
+agnvtx) for j in riyasu ayush jsun b26xrl d28rlag semioz clueing ab2163 aidan supernova jlkazdan b26eku; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_agnvtx 200 --trace=cuda,nvtx --pytorch=autograd-nvtx/')"; done ;;
 # Forward-only loops with nothing that marks a call: the inference loop under --trace=cuda (a
 # synchronize after each call, or one after each loop; compiled; replayed as CUDA graphs), under the
 # 2026 option set, and generate calls with no range.
