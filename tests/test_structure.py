@@ -70,6 +70,23 @@ def measured_steps(labelled) -> list[str]:
     return list(steps.loc[steps["measured"], "name"])
 
 
+def test_a_phase_only_the_warmup_runs_is_said_to_be_in_no_measured_step(tmp_path):
+    """A forward-only benchmark whose warm-up iterations train (``Warm-up Step <i>`` around
+    ``Forward`` and ``Backward``), the 5 measured ones ``Forward`` alone: the structure line lists
+    the backward it found, and says that no measured step holds one."""
+    script = Script()
+    for i in range(3):
+        script.range(f"Warm-up Step {i}", lambda: [script.range("Forward", lambda: script.kernel(count=3)),
+                                                   script.range("Backward", lambda: script.kernel(tid=AUTOGRAD, count=4))])
+    for i in range(5):
+        script.range(f"step_{i}", lambda: script.range("Forward", lambda: script.kernel(count=3)))
+    labelled = script.labelled(tmp_path)
+    line = describe(labelled.structure.record(), labelled.measured_passes)
+    assert labelled.measured_passes == {"forward": 5}
+    assert "forward `Forward`, backward `Backward` (none in the measured steps)" in line
+    assert "(none in the measured steps)" not in describe(labelled.structure.record())
+
+
 def test_a_range_only_inside_the_warmup_is_the_warmups_not_unused(tmp_path):
     """``warmup`` around 3 ``full_steps`` (warm-up iterations named after the mode, no phase
     range inside), then 5 ``step_<i>``: ``full_steps`` lies only in the warm-up, so it is the

@@ -430,7 +430,7 @@ def _print_structures(summaries: list[dict], verbose: bool) -> None:
         record = summary.get("structure")
         if not record:
             continue
-        say(f"{summary['trace']}: {describe(record)}")
+        say(f"{summary['trace']}: {describe(record, summary.get('measured_passes_by_phase'))}")
         if verbose:
             for line in describe_steps(record):
                 say(line)

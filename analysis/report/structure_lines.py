@@ -5,9 +5,10 @@ from __future__ import annotations
 from analysis.core.structure_text import family_label, name_families
 
 
-def describe(record: dict) -> str:
+def describe(record: dict, measured_passes: dict[str, int] | None = None) -> str:
     """One line from a structure record: where the structure came from, the roles found and the
-    names behind them, and the names left unused."""
+    names behind them (a phase none of whose passes the measured steps hold said so, where
+    ``measured_passes``, the summary's passes per phase, is given), and the names left unused."""
     if not record["steps"]:
         steps = f"no steps ({record['step_rule']})"
     else:
@@ -17,7 +18,9 @@ def describe(record: dict) -> str:
         cut = f", {record['cut_steps']} cut off by the capture's end" if record.get("cut_steps") else ""
         steps = (f"steps {names} ×{record['steps']}{each}: {record['warmup_steps']} warm-up "
                  f"({record['warmup_rule']}), {record['measured_steps']} measured{cut}")
+    outside = set(record["phase_names"]) - set(measured_passes) if record["steps"] and measured_passes else set()
     phases = ", ".join(f"{phase} " + "/".join(f"`{shortened(n)}`" for n in names)
+                       + (" (none in the measured steps)" if phase in outside else "")
                        for phase, names in record["phase_names"].items() if names)
     parts = [steps, phases or "no phases"]
     holders = dict.fromkeys(held["inside"] for held in record.get("held_names", []))
