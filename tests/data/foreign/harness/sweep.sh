@@ -406,6 +406,7 @@ students28d) for j in d28yishuai d28yishuai_fwd d28nxdxml d28rlag; do eval "$(se
 flags26a) for j in c26echo e28march c26cmp deq riyasu ayush b26eku jsun; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
 flags26b) for j in jlkazdan b26xrl d28rlag ethan98 semioz clueing igear ab2163; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
 flags26c) for j in urreal kzhou mocibb heng supernova aupc gaoyue yuanyi aidan okazaki daihz hniii srliu rohan; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
+flags26fwd) for j in c26echo_fwd c26cmp_fwd c26chat_fwd e28march_fwd d28yishuai_fwd b26xrl_fwd jsun_fwd okazaki_fwd rohanfwd ab2163_fwd daihz_fwd supernovafwd; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_f26 300 $G26B/')"; done ;;
 # The same students' benchmarks with NVTX left out of the trace (`--trace=cuda`, as when a user
 # forgets it), each trace named <name>_cuda: steps, warm-up and phases from the kernels alone.
 nonvtx) for j in deq riyasu ayush b26eku jsun jlkazdan b26xrl d28rlag semioz clueing igear ab2163 aidan daihz rohan supernova; do eval "$(sed -n "s/^$j) \(.*\) ;;\$/\1/p" $F/sweep.sh | sed 's/^prof \([^ ]*\) [0-9]* --trace=cuda,nvtx/prof \1_cuda 200 --trace=cuda/')"; done ;;
