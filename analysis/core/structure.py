@@ -2055,7 +2055,8 @@ def _launches_before_backward(phases: pd.DataFrame, launches: pd.DataFrame) -> i
             if name == "forward":
                 forward_start = start
             elif forward_start is not None:
-                first_other = other_times[np.searchsorted(other_times, start)] if (other_times >= start).any() else start
+                at = np.searchsorted(other_times, start)
+                first_other = other_times[at] if at < len(other_times) else start
                 counts.append(int(np.searchsorted(main_times, first_other) - np.searchsorted(main_times, forward_start)))
                 forward_start = None
     return int(np.median(counts)) if counts else 0
@@ -2074,7 +2075,8 @@ def _iteration_starts(inside: pd.DataFrame, found: pd.DataFrame, ends: np.ndarra
     starts = []
     for end in ends:
         following = backward_starts[np.searchsorted(backward_starts, end, side="right"):]
-        between = main[(main > end) & (main < following[0])] if len(following) else main[:0]
+        low = np.searchsorted(main, end, side="right")
+        between = main[low:np.searchsorted(main, following[0])] if len(following) else main[:0]
         starts.append(int(between[-lead]) if 0 < lead <= len(between) else int(end))
     return starts
 
