@@ -1151,6 +1151,24 @@ def test_an_update_is_told_by_the_forwards_after_a_set_up_longer_than_the_model(
     assert not forward["demangled_name"].str.contains("elementwise").any()
 
 
+def test_the_last_update_is_told_though_a_kernel_of_it_runs_as_another_variant(tmp_path):
+    """No NVTX; 5 iterations, each a hand-written update of 10 elementwise kernels after the
+    backward; in the last, one of them runs as PyTorch's other variant of the same kernel
+    (``vectorized_elementwise_kernel``, as a tensor's alignment decides). The forwards tell the
+    updates before them; the last iteration's, after its backward, is 9 in 10 alike: it is its
+    update too (before, its step held no update)."""
+    script = Script()
+    for i in range(5):
+        script.kernel(count=3)
+        script.kernel(tid=AUTOGRAD, count=6)
+        script.kernel(name="adam_elementwise_kernel", count=9)
+        script.kernel(name="vectorized_elementwise_kernel" if i == 4 else "adam_elementwise_kernel")
+    labelled = script.labelled(tmp_path)
+    updates = labelled.ops[labelled.ops["phase"] == "optimizer_step"]
+    assert len(updates) == 5 * 10
+    assert labelled.ops.groupby("step", sort=False).size().tolist()[1:] == [19] * 4
+
+
 def test_a_region_named_after_the_backward_around_the_loss_backward_and_update_is_no_pass(tmp_path):
     """``forward stage of llm``, then ``backward:`` around ``compute loss``, ``loss.backward
     compute:`` and ``optimize step:``: the region is no backward and no step; the ranges inside

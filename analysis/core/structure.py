@@ -1392,8 +1392,8 @@ def _updates_before_waits(passes: list[list], names: np.ndarray, main_kernel: np
     inside it), and those before it the last backward's update if they are at least
     :data:`UPDATE_SHARE_OF_BACKWARD` of its kernels (a script that steps its own optimizer, then
     synchronizes). The last backward's update is as many of the main thread's kernels after it as
-    the update before launched, where they are the same kernels (a wait inside an update, as a
-    gradient clipping's ``.item()``, cuts none). ``passes`` ([forward positions,
+    the update before launched, where they are alike (:func:`_alike_launches`; a wait inside an
+    update, as a gradient clipping's ``.item()``, cuts none). ``passes`` ([forward positions,
     backward run's first and last position, optimizer run]) are changed in place."""
     for before, this in zip(passes, passes[1:]):
         forward = this[0]
@@ -1411,8 +1411,19 @@ def _updates_before_waits(passes: list[list], names: np.ndarray, main_kernel: np
     last, (first_update, last_update) = passes[-1][2], passes[-2][3]
     previous = np.flatnonzero(main_kernel[first_update:last_update + 1]) + first_update
     update = (np.flatnonzero(main_kernel[last + 1:]) + last + 1)[:len(previous)]
-    if len(update) and len(update) == len(previous) and np.array_equal(names[update], names[previous]):
+    if len(update) and _alike_launches(names[update], names[previous]):
         passes[-1][3] = (int(update[0]), int(update[-1]))
+
+
+# The share of an update's kernels the last iteration's must launch by the same names, one by one:
+# a kernel's vectorized or plain variant follows its tensors' alignment, which may change.
+ALIKE_LAUNCH_SHARE = 0.9
+
+
+def _alike_launches(these: np.ndarray, those: np.ndarray) -> bool:
+    """Whether two runs of kernel names are one sequence: as many, and at least
+    :data:`ALIKE_LAUNCH_SHARE` of them alike position by position."""
+    return len(these) == len(those) > 0 and (these == those).mean() >= ALIKE_LAUNCH_SHARE
 
 
 def _updates_before_forwards(passes: list[list], names: np.ndarray, main_kernel: np.ndarray) -> None:
@@ -1422,7 +1433,7 @@ def _updates_before_forwards(passes: list[list], names: np.ndarray, main_kernel:
     model's kernels, a set-up before them once) or with at least :data:`MODEL_SHARE_OF_BACKWARD`
     of the first backward's (a set-up longer than the model), what comes before that end is the previous
     iteration's update (``optimizer_step``), not the forward's; the last backward's own update is
-    the same sequence right after it, and none is where that sequence holds a communication kernel
+    that sequence again right after it (:func:`_alike_launches`), and none is where that sequence holds a communication kernel
     (a gradient sync). ``passes`` ([forward positions, backward run's first and last position,
     optimizer run]) are changed in place; ``main_kernel``: which positions are kernels launched
     from the main thread."""
@@ -1442,7 +1453,7 @@ def _updates_before_forwards(passes: list[list], names: np.ndarray, main_kernel:
     after = np.flatnonzero(main_kernel[last + 1:])[:extra] + last + 1
     for before, this in zip(passes, passes[1:]):
         before[3], this[0] = (int(this[0][0]), int(this[0][extra - 1])), this[0][extra:]
-    if len(after) == extra and np.array_equal(names[after], later[:extra]):
+    if _alike_launches(names[after], later[:extra]):
         passes[-1][3] = (int(after[0]), int(after[-1]))
 
 
