@@ -1694,9 +1694,9 @@ def _with_trailing_phases(steps: pd.DataFrame, phases: pd.DataFrame, notes: list
         starts = steps["start_ns"].to_numpy()[rows]
         following = np.append(starts[1:], np.iinfo(np.int64).max)
         mine = phases[(phases["pid"].to_numpy() == pid) & phases["name"].isin(trailing).to_numpy()]
-        at = np.searchsorted(starts, mine["start_ns"].to_numpy(), side="right") - 1  # the last step before each
-        follows = (at >= 0) & (mine["start_ns"].to_numpy() < following[np.maximum(at, 0)])
-        follows &= ends[rows[np.maximum(at, 0)]] < mine["start_ns"].to_numpy()
+        begins = mine["start_ns"].to_numpy()
+        at = np.searchsorted(starts, begins, side="right") - 1  # the last step that starts before each
+        follows = (at >= 0) & (begins < following[np.maximum(at, 0)]) & (ends[rows[np.maximum(at, 0)]] < begins)
         for phase in trailing:
             after = np.bincount(at[follows & (mine["name"] == phase).to_numpy()], minlength=len(rows))
             if 2 * (after > 0).sum() < len(rows) and after.max() > 1:
@@ -2112,7 +2112,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     rows = []
     launches = ops[list(KERNEL_PHASE_COLUMNS)]  # the rows kept per window: of these columns only, not every op column
     launched, pids = launches["launch_start_ns"].to_numpy(), launches["pid"].to_numpy()
-    lead = _launches_before_backward(phases, launches) if len(warm) else 0
+    lead = None  # read from the measured iterations once a warm-up range holds several
     for window in warm.itertuples():
         inside = launches[(pids == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
         found = _kernel_phases(inside, 0)
@@ -2121,6 +2121,7 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
         if len(updates):  # an iteration ends with the last backward run before each update
             ends = np.unique(ends[np.maximum(np.searchsorted(ends, updates) - 1, 0)])
         if len(ends) > 1:
+            lead = _launches_before_backward(phases, launches) if lead is None else lead
             bounds = [window.start_ns, *_iteration_starts(inside, found, ends[:-1], lead), window.end_ns]
         else:  # no backward run, or one: forward iterations counted by ranges of the model, if any
             starts = (_forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy())
