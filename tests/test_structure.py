@@ -277,6 +277,57 @@ def test_phase_ranges_inside_another_phase_are_named_as_held_not_unused(tmp_path
            "unused: `zero_grad`" in describe(record)
 
 
+def test_an_empty_warmup_range_runs_no_warmup(tmp_path):
+    """A benchmark run with no warm-up iteration still opens its warm-up range, around nothing:
+    that range is no warm-up step, and the steps after it are the measured ones, the first (cold,
+    with more kernels) among them."""
+    script = Script()
+    script.range("warmup")
+    for i in range(3):
+        script.range(f"step_{i}", lambda: script.iteration(extra_kernels=8 if i == 0 else 0))
+    labelled = script.labelled(tmp_path)
+    assert list(labelled.structure.steps["name"]) == [f"step_{i}" for i in range(3)]
+    assert measured_steps(labelled) == [f"step_{i}" for i in range(3)]
+    assert labelled.structure.warmup_rule == "the steps after `warmup`, which holds none of them: every step is measured"
+
+
+@pytest.mark.parametrize("warmup", [0, 1])
+def test_a_step_from_the_kernels_is_in_the_measure_range_that_holds_most_of_it(tmp_path, warmup):
+    """Iterations with no range of their own, each making its inputs first, the measured ones
+    inside a ``measurement`` range whose first inputs were made before it: the first measured
+    iteration found from the kernels begins with those launches, before the range, and is still
+    one of the measured (with a warm-up iteration before them, that one alone is warm-up)."""
+    script = Script()
+
+    def iteration(inputs=True):
+        if inputs:
+            script.kernel(name="distribution_elementwise_grid_stride_kernel", count=2)
+        unranged_iteration(script)
+
+    for _ in range(warmup):
+        iteration()
+    script.kernel(name="distribution_elementwise_grid_stride_kernel", count=2)
+    script.range("measurement", lambda: [iteration(inputs=i > 0) for i in range(3)])
+    labelled = script.labelled(tmp_path)
+    assert list(labelled.structure.steps["measured"]) == [False] * warmup + [True] * 3
+    assert labelled.measured_passes == {"forward": 3, "backward": 3, "optimizer_step": 3}
+    rule = labelled.structure.warmup_rule
+    assert rule.startswith("outside `measurement`") if warmup else rule.startswith("no leading step departs")
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_a_leading_step_departs_only_from_two_later_steps_or_the_last_of_two(tmp_path, count):
+    """Steps whose kernel counts fall, the first the most: of three, the first departs from the
+    two after it, and the second is measured, though its count differs from the last's (one step
+    is no steady state to depart from); of two, the first departs from the last."""
+    script = Script()
+    for i, extra in enumerate([12, 2, 0][-count:]):
+        script.range(f"step_{i}", lambda: script.iteration(extra_kernels=extra))
+    labelled = script.labelled(tmp_path)
+    assert measured_steps(labelled) == [f"step_{i}" for i in range(1, count)]
+    assert labelled.structure.warmup_rule.startswith("1 leading step whose kernel count")
+
+
 def test_steps_that_differ_among_themselves_leave_out_only_the_step_that_stands_out(tmp_path):
     """Batches of varying length: the later steps' kernel counts and times differ several-fold
     among themselves, so a step like one of them is measured; only the first, with more kernels
@@ -2000,7 +2051,7 @@ def test_a_name_of_joined_parts_is_the_one_phase_they_name(tmp_path, name, phase
     assert (names.get(phase) == [name]) if phase else all(name not in found for found in names.values())
 
 
-def unranged_iteration(script, sync_range=None):
+def iteration_with_embed_range(script, sync_range=None):
     """A training iteration with no phase ranges, a non-fused optimizer (plain kernels on the main
     thread) and, optionally, a range around the gradient sync between the backward and the optimizer."""
     script.range("embed", lambda: script.kernel(count=3))
@@ -2037,7 +2088,7 @@ def test_a_range_only_the_later_iterations_hold_tells_their_warmup(tmp_path):
     warm-up. A short range that a phase found from the kernels merely starts in is no step."""
     script = Script()
     for i in range(6):
-        unranged_iteration(script, sync_range="grad_all_reduce" if i >= 2 else None)
+        iteration_with_embed_range(script, sync_range="grad_all_reduce" if i >= 2 else None)
     labelled = script.labelled(tmp_path)
     structure = labelled.structure
     assert list(structure.steps["range_name"].unique()) == ["(iteration)"] and len(structure.steps) == 6
@@ -2054,7 +2105,7 @@ def test_a_range_only_the_later_iterations_hold_tells_their_warmup(tmp_path):
 def test_a_range_in_some_later_iterations_only_tells_nothing(tmp_path):
     script = Script()
     for i in range(6):
-        unranged_iteration(script, sync_range="grad_all_reduce" if i in (2, 4, 5) else None)
+        iteration_with_embed_range(script, sync_range="grad_all_reduce" if i in (2, 4, 5) else None)
     structure = script.labelled(tmp_path).structure
     assert not structure.warmup_rule.startswith("the steps before")
 

@@ -59,7 +59,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from analysis.core.classify import is_communication
 from analysis.core.codes import distinct, lookup, per_name, run_starts, run_sums, value_codes
-from analysis.core.intervals import within_earlier
+from analysis.core.intervals import covered_ns, within_earlier
 from analysis.core.range_names import RangeNames
 from analysis.core.structure_text import (
     INDEXED,
@@ -160,6 +160,10 @@ OPTIMIZER_KERNEL = "multi_tensor_apply_kernel"
 WARMUP_TIME_FACTOR = 1.5
 # ... and lies further above that median than this many median absolute deviations of theirs.
 WARMUP_SPREAD_MADS = 3
+# The later steps a leading step is compared with are at least this many where there are more
+# steps (one step is no steady state: with one left, any difference would make the one before
+# it depart); of two steps, the first may depart from the second.
+WARMUP_STEADY_STEPS = 2
 
 WINDOW_COLUMNS = ["range_id", "name", "range_name", "pid", "tid", "start_ns", "end_ns", "parent_id"]
 
@@ -1568,6 +1572,21 @@ def _inside_any(rows: pd.DataFrame, windows: pd.DataFrame) -> np.ndarray:
     return ops_in_windows(starts, windows) >= 0
 
 
+def _mostly_inside(rows: pd.DataFrame, windows: pd.DataFrame) -> np.ndarray:
+    """Whether more than half of each row's span lies inside ``windows`` (same process); a row of
+    no length, whether it starts inside one. A step made from the kernels begins with the set-up
+    launches before its forward, which may precede the range around the measured loop."""
+    inside = _inside_any(rows, windows)
+    pids, starts, ends = (rows[c].to_numpy() for c in ("pid", "start_ns", "end_ns"))
+    spans = ends - starts
+    for pid in np.unique(pids[spans > 0]):
+        mine = (pids == pid) & (spans > 0)
+        theirs = windows[windows["pid"].to_numpy() == pid]
+        covered = covered_ns(starts[mine], ends[mine], theirs["start_ns"].to_numpy(), theirs["end_ns"].to_numpy())
+        inside[mine] = 2 * covered > spans[mine]
+    return inside
+
+
 def _overlapping(windows: pd.DataFrame) -> bool:
     """Whether two of ``windows`` of one process overlap (steps follow each other; nested ranges
     of one name are not steps)."""
@@ -2115,6 +2134,8 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
     lead = None  # read from the measured iterations once a warm-up range holds several
     for window in warm.itertuples():
         inside = launches[(pids == window.pid) & (launched >= window.start_ns) & (launched < window.end_ns)]
+        if not (inside["op_kind"] == "kernel").to_numpy().any():  # nothing ran on the GPU: no warm-up was run
+            continue
         found = _kernel_phases(inside, 0)
         ends = found.loc[found["name"] == "backward", "end_ns"].to_numpy()
         updates = found.loc[found["name"] == "optimizer_step", "start_ns"].to_numpy()
@@ -2560,7 +2581,7 @@ def _named_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.nda
         return ~own_name, f"named {shown}"
     for family, warm_inside in ((WARMUP_FAMILY, True), (MEASURED_FAMILY, False)):
         named = containers[_named(family, containers["name"])]
-        inside = _inside_any(steps, named)
+        inside = _mostly_inside(steps, named)
         if inside.any() and not inside.all():
             where = "inside" if warm_inside else "outside"
             shown = shown_families(named["name"])
@@ -2683,18 +2704,21 @@ def _late_range_warmup(steps: pd.DataFrame, own: pd.DataFrame) -> tuple[np.ndarr
 def _tail_range_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[np.ndarray, str | None]:
     """Warm-up steps told by a range of the user's around each process's last steps (a benchmark
     that wraps its measured iterations, whatever it names the range: ``naive_ddp``,
-    ``bucketed_ddp_10MB``): in every process with steps, one range (of ``containers``) holds the
-    starts of its last two or more steps and of none before them, and no other range of its family
-    holds those; the steps before are warm-up. None where a process has no such range."""
+    ``bucketed_ddp_10MB``): in every process with steps, one range (of ``containers``) holds
+    most of the span of its last two or more steps and of none before them, and no other range
+    of its family holds those; the steps before are warm-up. None where a process has no such
+    range."""
     if containers.empty:
         return np.ones(len(steps), dtype=bool), None
     measured = np.ones(len(steps), dtype=bool)
     held_by = set()
     c_pid, c_start, c_end, c_family = (containers[c].to_numpy() for c in ("pid", "start_ns", "end_ns", "family"))
-    starts = steps["start_ns"].to_numpy()
+    starts, ends = steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
 
-    def held(c: int, rows: np.ndarray) -> np.ndarray:
-        return (starts[rows] >= c_start[c]) & (starts[rows] <= c_end[c])
+    def held(c: int, rows: np.ndarray) -> np.ndarray:  # as in _mostly_inside
+        covered = np.clip(np.minimum(ends[rows], c_end[c]) - np.maximum(starts[rows], c_start[c]), 0, None)
+        return np.where(ends[rows] > starts[rows], 2 * covered > ends[rows] - starts[rows],
+                        (starts[rows] >= c_start[c]) & (starts[rows] <= c_end[c]))
 
     for pid, rows in steps.groupby("pid", sort=False).indices.items():  # rows in start order
         tail = None
@@ -2926,7 +2950,8 @@ def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.
     """The leading steps of each process that depart from the steady state: a kernel count outside
     the later steps' range of counts, or a kernel time (communication kernels left out: their time
     holds a rank's wait for the others) or CPU span that stands out from theirs
-    (:func:`_stands_out`); the last step is always measured. Only the ``considered`` steps are
+    (:func:`_stands_out`); the last :data:`WARMUP_STEADY_STEPS` steps (the last of two) are always
+    measured. Only the ``considered`` steps are
     read (each process's last run, :func:`_runs`); the others stay True here.
     Processes with as many steps each (the ranks of one job) leave out as many: the most any of
     them does, so that every rank's figures cover the same steps."""
@@ -2937,7 +2962,8 @@ def _departing_steps(steps: pd.DataFrame, figures: pd.DataFrame, considered: np.
     departing = []
     for rows in processes:
         leading = 0
-        for position in range(len(rows) - 1):
+        steady = WARMUP_STEADY_STEPS if len(rows) > WARMUP_STEADY_STEPS else 1
+        for position in range(len(rows) - steady):
             here, later = rows[position], rows[position + 1:]
             if not (not count[later].min() <= count[here] <= count[later].max()
                     or _stands_out(time[here], time[later]) or _stands_out(span[here], span[later])):
