@@ -1182,6 +1182,32 @@ def test_an_update_is_told_by_the_wait_after_it_though_another_follows_the_forwa
     assert not forward["demangled_name"].str.contains("elementwise").any()
 
 
+def test_three_passes_whose_first_update_is_untold_are_still_a_loop(tmp_path):
+    """No NVTX; 1 warm-up and 2 timed iterations of a hand-written update (its first run makes
+    the optimizer's state: 2 more kernels, so the forwards cannot tell the update), a synchronize
+    after each timed iteration only: the waits tell the timed updates, not the warm-up's, so the
+    first step made from the phases holds two passes. Three training passes are a loop: the
+    steps are kept (before, two steps were "too few" and the trace had none), the last measured."""
+    script, calls = Script(), []
+    for i in range(3):
+        script.kernel(count=3)
+        script.kernel(name="cross_entropy_kernel")
+        script.kernel(tid=AUTOGRAD, count=6)
+        if i == 0:
+            script.kernel(name="zeros_like_kernel", count=2)
+        script.kernel(name="adam_elementwise_kernel", count=4)
+        if i > 0:
+            calls.append(("cudaDeviceSynchronize_v3020", script.now))
+        script.now += 1000
+    labelled = label_ops(load_trace(export_with_host_calls(tmp_path, script, calls), RangeFilter()))
+    steps = labelled.structure.steps
+    assert "too few" not in labelled.structure.step_rule
+    assert list(steps["measured"]) == [False, True]
+    assert labelled.measured_passes == {"forward": 1, "backward": 1, "optimizer_step": 1}
+    measured = labelled.ops[labelled.ops["measured"]]
+    assert len(measured) == 4 + 6 + 4
+
+
 def test_an_update_is_told_by_the_forwards_after_a_set_up_longer_than_the_model(tmp_path):
     """No NVTX; the weights initialized on the GPU (12 kernels) before the first forward (3), then
     6 iterations, each a hand-written update (4 elementwise kernels) after its backward (6): every

@@ -259,7 +259,10 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
             backward = (phases["name"] == "backward").to_numpy().any()  # else every forward is one (inference)
             step_rule = ("made from the phases: each training forward starts a step" if backward
                          else "made from the phases: each forward is a step (no backward: an inference run)")
-        if source == "kernels" and 0 < (most := _most_per_process(steps)) < UNPHASED_STEPS_MIN:
+        # iterations: the steps, or the training passes where a step holds several (the first
+        # iterations' hand-written updates untold, their passes joined to the first update told)
+        most = max(_most_per_process(steps), _most_per_process(phases[training]))
+        if source == "kernels" and 0 < most < UNPHASED_STEPS_MIN:
             # phases found from the kernels, left out with their steps: the source stays "kernels"
             step_rule = (f"the kernels alone give {most} iteration{'s' if most > 1 else ''} at most in a process: too few "
                          "to be a loop's steps, as when a benchmark's repeated calls run together; no phase is taken either")
