@@ -399,7 +399,7 @@ def _departing(proc: Process, steps: list[Range]) -> int:
     counts of the steps after it, or its kernel time (NCCL kernels left out: theirs is mostly a
     rank's wait for the others) or CPU span is over 1.5 times the median of theirs and over 3
     median absolute deviations of theirs above that median; counting stops at the first step
-    that does not; the last step never."""
+    that does not; the last two steps never, or of two steps the last."""
     figures = []
     for step in steps:
         kernels = _kernels_of(proc, [step])
@@ -411,7 +411,7 @@ def _departing(proc: Process, steps: list[Range]) -> int:
         return value > 1.5 * median and value > median + 3 * statistics.median(abs(v - median) for v in values)
 
     count = 0
-    for position in range(len(steps) - 1):
+    for position in range(len(steps) - (2 if len(steps) > 2 else 1)):
         later = figures[position + 1:]
         kernels, time, span = figures[position]
         counts = [f[0] for f in later]
