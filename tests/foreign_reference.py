@@ -87,7 +87,8 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   optimizer step the main thread's after them (a script that synchronizes after each update).
   With ``forward_only: true`` (a forward-only loop: no launch from another thread) each span
   between two waits that holds launches is a step and its forward pass, from its first launch to
-  just before the next one's first launch, the last for the median of the others' lengths (up to
+  just before the next one's first launch, the last for the median of the others' lengths, the
+  first's left out where there are two others or more (up to
   before the process's next kernel launch); the span from the capture's start (the set-up) is none, or
   with ``first_span_call: true`` (a script that waits after each call only) its last as many
   kernels as the next span holds are the first call.
@@ -534,8 +535,9 @@ def _steps_between_waits(proc: Process, con: sqlite3.Connection, forward_only: b
         phases["backward"].append(Range(body[other[0]].launch, body[other[-1]].launch, "backward (autograd thread)", proc.pid))
         if after:
             phases["optimizer"].append(Range(after[0].launch, after[-1].launch, "update (main thread)", proc.pid))
-    if forward_only and steps:  # each call to the next one's first launch; the last for the median of the others
-        median = statistics.median(b.start - a.start - 1 for a, b in zip(steps, steps[1:])) if len(steps) > 1 else 0
+    if forward_only and steps:  # each call to the next one's first launch; the last for the median of the others'
+        lengths = [b.start - a.start - 1 for a, b in zip(steps, steps[1:])]
+        median = statistics.median(lengths[1:] if len(lengths) > 1 else lengths) if lengths else 0
         later = bisect.bisect_right(proc.launches, steps[-1].end)  # the first kernel after the loop
         limit = proc.launches[later] - 1 if later < len(proc.launches) else steps[-1].end + int(median)
         last_end = max(steps[-1].end, min(int(steps[-1].start + median), limit))

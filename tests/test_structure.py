@@ -1600,6 +1600,35 @@ def test_a_loop_of_calls_with_no_range_is_one_forward_pass_per_call(tmp_path, af
     assert any("repeat one sequence of 6 kernels 8 times over" in note for note in labelled.notes)
 
 
+def test_the_last_of_three_calls_is_as_long_as_the_calls_before_it_but_the_first(tmp_path):
+    """Three calls of the model with no range (1 warm-up and 2 timed), the first slow on the
+    host (a cold start: 5,000 ns after its kernels' launches): the last call, whose end no next call
+    marks, is as long as the middle one; the first, left out, would make it half as long as
+    itself (the median of two), and the last call would then seem to depart from nothing."""
+    script = Script()
+    script.kernel(name="fill_kernel", count=4)
+    forward_calls(script, 1)
+    script.now += 5_000
+    forward_calls(script, 2)
+    script.now += 100_000  # the script's report after the loop launches nothing
+    labelled = script.labelled(tmp_path)
+    steps = labelled.structure.steps.sort_values("start_ns")
+    spans = (steps["end_ns"] - steps["start_ns"]).tolist()
+    assert len(spans) == 3 and spans[2] == spans[1]
+
+
+def test_two_calls_in_a_measured_range_after_one_with_no_range_are_steps(tmp_path):
+    """``measurement`` around 2 calls of the model, none with a range of its own, after 1 warm-up
+    call: the range of yours tells the calls, so two are not too few to be steps (kernels alone,
+    with no range, would be); the call before it is the warm-up."""
+    script = Script()
+    forward_calls(script, 1)
+    script.range("measurement", lambda: forward_calls(script, 2))
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 2}
+    assert labelled.structure.steps.sort_values("start_ns")["measured"].tolist() == [False, True, True]
+
+
 def test_a_loop_of_calls_whose_every_kernel_recurs_in_a_call_is_read(tmp_path):
     """A forward-only loop with no range whose call launches no kernel name once (each recurs in
     every layer, the embedding's and the head's too): 3 layers of a matmul and a softmax, then two

@@ -262,7 +262,9 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
         # iterations: the steps, or the training passes where a step holds several (the first
         # iterations' hand-written updates untold, their passes joined to the first update told)
         most = max(_most_per_process(steps), _most_per_process(phases[training]))
-        if source == "kernels" and 0 < most < UNPHASED_STEPS_MIN:
+        # calls that a range of yours named for measuring holds are yours to count, not a guess
+        yours = _named(MEASURED_FAMILY, phases["range_name"]).any()
+        if source == "kernels" and 0 < most < UNPHASED_STEPS_MIN and not yours:
             # phases found from the kernels, left out with their steps: the source stays "kernels"
             step_rule = (f"the kernels alone give {most} iteration{'s' if most > 1 else ''} at most in a process: too few "
                          "to be a loop's steps, as when a benchmark's repeated calls run together; no phase is taken either")
@@ -899,8 +901,9 @@ def _repeated_calls(ops: pd.DataFrame, waits: pd.DataFrame, notes: list[str], fi
     of calls, each repeat is a forward pass, if the program waits for the GPU (``waits``, :func:`_waits`)
     between every two calls, as a benchmark's timed loop does, or the stretch holds at least
     :data:`CALLS_SHARE_MIN` of the process's kernels. A call runs from its first launch to the
-    next call's; the last one as long as the median before it, up to the process's first kernel
-    launch after the loop. A note says how the passes were found. Empty where no process has such a
+    next call's; the last one as long as the median of those before it, the first left out where
+    there are others (a first call that compiles or warms up is longer: of three calls, it would
+    be the median), up to the process's first kernel launch after the loop. A note says how the passes were found. Empty where no process has such a
     loop."""
     rows = []
     kernels = ops[(ops["op_kind"] == "kernel").to_numpy() & (ops["launch_start_ns"].to_numpy() >= 0)]
@@ -922,7 +925,9 @@ def _repeated_calls(ops: pd.DataFrame, waits: pd.DataFrame, notes: list[str], fi
             continue
         after = first + period * count  # the first kernel after the loop, if any
         limit = times[after] - 1 if after < len(times) else np.iinfo(np.int64).max
-        last_end = max(int(lasts[-1]), min(int(starts[-1] + np.median(np.diff(starts) - 1)), int(limit)))
+        lengths = np.diff(starts) - 1  # the first call's left out where others are: it may compile or warm up
+        last_end = max(int(lasts[-1]), min(int(starts[-1] + np.median(lengths[1:] if len(lengths) > 1 else lengths)),
+                                           int(limit)))
         rows += [(pid, int(tids[0]), "forward", int(start), int(end)) for start, end in zip(starts, [*(starts[1:] - 1), last_end])]
         notes.append(f"no range or label marks a pass and no kernel is launched from a second thread: the last "
                      f"{period * count} of the {len(codes)} kernels of process {pid} repeat one sequence of {period} "
