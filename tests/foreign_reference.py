@@ -87,9 +87,9 @@ Definitions (every figure is per process: a DDP trace has one entry per rank):
   optimizer step the main thread's after them (a script that synchronizes after each update).
   With ``forward_only: true`` (a forward-only loop: no launch from another thread) each span
   between two waits that holds launches is a step and its forward pass, from its first launch to
-  just before the next one's first launch, the last for the median of the others' lengths, the
-  first's left out where there are two others or more (up to
-  before the process's next kernel launch); the span from the capture's start (the set-up) is none, or
+  just before the next one's first launch, the last for the median of the others' lengths (the
+  first's left out where there are two others or more), up to before the process's next kernel
+  launch; the span from the capture's start (the set-up) is none, or
   with ``first_span_call: true`` (a script that waits after each call only) its last as many
   kernels as the next span holds are the first call.
   ``group: K`` (any kind but ``ranges``; a script that updates K models in turn, each with its

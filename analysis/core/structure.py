@@ -903,8 +903,8 @@ def _repeated_calls(ops: pd.DataFrame, waits: pd.DataFrame, notes: list[str], fi
     :data:`CALLS_SHARE_MIN` of the process's kernels. A call runs from its first launch to the
     next call's; the last one as long as the median of those before it, the first left out where
     there are others (a first call that compiles or warms up is longer: of three calls, it would
-    be the median), up to the process's first kernel launch after the loop. A note says how the passes were found. Empty where no process has such a
-    loop."""
+    be the median), up to the process's first kernel launch after the loop. A note says how the
+    passes were found. Empty where no process has such a loop."""
     rows = []
     kernels = ops[(ops["op_kind"] == "kernel").to_numpy() & (ops["launch_start_ns"].to_numpy() >= 0)]
     for pid, mine in kernels.groupby("pid", sort=True):
@@ -1581,18 +1581,22 @@ def _inside_any(rows: pd.DataFrame, windows: pd.DataFrame) -> np.ndarray:
 
 
 def _mostly_inside(rows: pd.DataFrame, windows: pd.DataFrame) -> np.ndarray:
-    """Whether more than half of each row's span lies inside ``windows`` (same process); a row of
-    no length, whether it starts inside one. A step made from the kernels begins with the set-up
+    """Whether more than half of each row's span lies inside ``windows`` (same process; a row of
+    no length: whether it starts inside one). A step made from the kernels begins with the set-up
     launches before its forward, which may precede the range around the measured loop."""
-    inside = _inside_any(rows, windows)
     pids, starts, ends = (rows[c].to_numpy() for c in ("pid", "start_ns", "end_ns"))
-    spans = ends - starts
-    for pid in np.unique(pids[spans > 0]):
-        mine = (pids == pid) & (spans > 0)
+    covered = np.zeros(len(rows), dtype=np.int64)
+    for pid in np.unique(pids):
+        mine = pids == pid
         theirs = windows[windows["pid"].to_numpy() == pid]
-        covered = covered_ns(starts[mine], ends[mine], theirs["start_ns"].to_numpy(), theirs["end_ns"].to_numpy())
-        inside[mine] = 2 * covered > spans[mine]
-    return inside
+        covered[mine] = covered_ns(starts[mine], ends[mine], theirs["start_ns"].to_numpy(), theirs["end_ns"].to_numpy())
+    return _most_of_span(starts, ends, covered, _inside_any(rows, windows))
+
+
+def _most_of_span(starts: np.ndarray, ends: np.ndarray, covered: np.ndarray, starts_inside: np.ndarray) -> np.ndarray:
+    """Whether more than half of each span is ``covered`` (ns), or, for a span of no length,
+    whether it starts inside (``starts_inside``)."""
+    return np.where(ends > starts, 2 * covered > ends - starts, starts_inside)
 
 
 def _overlapping(windows: pd.DataFrame) -> bool:
@@ -2723,10 +2727,9 @@ def _tail_range_warmup(steps: pd.DataFrame, containers: pd.DataFrame) -> tuple[n
     c_pid, c_start, c_end, c_family = (containers[c].to_numpy() for c in ("pid", "start_ns", "end_ns", "family"))
     starts, ends = steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
 
-    def held(c: int, rows: np.ndarray) -> np.ndarray:  # as in _mostly_inside
+    def held(c: int, rows: np.ndarray) -> np.ndarray:
         covered = np.clip(np.minimum(ends[rows], c_end[c]) - np.maximum(starts[rows], c_start[c]), 0, None)
-        return np.where(ends[rows] > starts[rows], 2 * covered > ends[rows] - starts[rows],
-                        (starts[rows] >= c_start[c]) & (starts[rows] <= c_end[c]))
+        return _most_of_span(starts[rows], ends[rows], covered, (starts[rows] >= c_start[c]) & (starts[rows] <= c_end[c]))
 
     for pid, rows in steps.groupby("pid", sort=False).indices.items():  # rows in start order
         tail = None
