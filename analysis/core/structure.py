@@ -2157,9 +2157,9 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
             lead = _launches_before_backward(phases, launches) if lead is None else lead
             bounds = [window.start_ns, *_iteration_starts(inside, found, ends[:-1], lead), window.end_ns]
         else:  # no backward run, or one: forward iterations counted by ranges of the model, if any
-            starts = (_forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy())
-                      or _unranged_call_starts(inside, window.pid, steps, launches)) if not len(ends) else []
-            if not before_steps and not len(ends) and not starts:  # no pass in it: no iteration to count
+            told = _forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy()) if not len(ends) else []
+            starts = (told or _unranged_call_starts(inside, window.pid, steps, launches)) if not len(ends) else []
+            if not before_steps and not len(ends) and not starts and told is None:  # no pass in it: none to count
                 continue
             bounds = [window.start_ns, *starts, window.end_ns]
         rows += [(window.pid, window.tid, start, end, window.name) for start, end in zip(bounds[:-1], bounds[1:])]
@@ -2252,29 +2252,31 @@ def _calls_before_steps(steps: pd.DataFrame, launches: pd.DataFrame, first_step:
     return calls
 
 
-def _forward_iterations(window, own: pd.DataFrame, steps: pd.DataFrame, launched: np.ndarray) -> list[int]:
-    """Where a warm-up range with no backward run holds several forward iterations: the start of
-    each after the first, told by the user's ranges that each step of its process holds k >= 1
+def _forward_iterations(window, own: pd.DataFrame, steps: pd.DataFrame, launched: np.ndarray) -> list[int] | None:
+    """Where a warm-up range with no backward run holds forward iterations: the start of each
+    after the first, told by the user's ranges that each step of its process holds k >= 1
     times alike (the model's attention ranges, 12 a pass): the range holds n = c / k iterations
     when each such family occurs c times in it, a multiple of k, and every family gives the same n
-    (``warmup`` around 3 calls of a model with 12 attention ranges holds 36). An iteration starts
-    at the launch that opens its share of the range's ``launched`` times where they divide by n
-    (alike iterations launch alike kernels), else at its first range of the family that opens
-    soonest. Empty otherwise."""
+    (``warmup`` around 3 calls of a model with 12 attention ranges holds 36; around one call, 12:
+    no start after the first). An iteration starts at the launch that opens its share of the
+    range's ``launched`` times where they divide by n (alike iterations launch alike kernels),
+    else at its first range of the family that opens soonest. None where the ranges tell nothing."""
     mine = own[(own["pid"].to_numpy() == window.pid) & ~own["range_id"].isin(steps["range_id"]).to_numpy()]
     measured = steps[steps["pid"].to_numpy() == window.pid]
     inside = (mine["start_ns"].to_numpy() >= window.start_ns) & (mine["end_ns"].to_numpy() <= window.end_ns)
     if not len(measured) or not inside.any():
-        return []
+        return None
     counts, starts = {}, {}
     for family, rows in mine.groupby("family", sort=True).indices.items():
         per_step = _contains(measured, mine.iloc[rows])
         held = np.sort(mine["start_ns"].to_numpy()[rows][inside[rows]])
         if per_step[0] >= 1 and (per_step == per_step[0]).all() and len(held) and len(held) % per_step[0] == 0:
             counts[family], starts[family] = len(held) // per_step[0], held[::per_step[0]]
-    if len(set(counts.values())) != 1 or next(iter(counts.values())) < 2:
-        return []
+    if len(set(counts.values())) != 1 or next(iter(counts.values())) < 1:
+        return None
     n = next(iter(counts.values()))
+    if n == 1:
+        return []
     if len(launched) % n == 0:
         return [int(start) for start in np.sort(launched)[len(launched) // n::len(launched) // n]]
     first = min(starts.values(), key=lambda held: held[0])  # the family that opens each iteration soonest
