@@ -1736,6 +1736,32 @@ def test_forwards_after_a_training_warmup_are_the_measured_passes(tmp_path, warm
         assert not any("warmed up by training" in note for note in labelled.notes)
 
 
+@pytest.mark.parametrize("warmup_steps", [1, 3])
+def test_a_range_around_a_training_warmup_and_the_timed_forwards_is_no_step(tmp_path, warmup_steps):
+    """``Run Benchmark`` around the whole run: ``Warm-up`` around ``warmup_steps`` training
+    iterations (``Forward``, ``Backward``, a fused update), then ``Benchmark Forward Only`` around 2
+    timed ``Forward`` calls that no backward takes. With one warm-up iteration, ``Run Benchmark``
+    holds 3 forwards, 1 backward and 1 update: no gradient accumulation step (its forwards lack
+    their backwards), so the timed forwards are the measured steps, as with three."""
+    script = Script()
+
+    def run():
+        def warmup():
+            for i in range(warmup_steps):
+                script.range(f"Warm-up Step {i + 1}", lambda: (
+                    script.range("Forward", lambda: script.kernel(count=3)),
+                    script.range("Backward", lambda: script.kernel(tid=AUTOGRAD, count=4)),
+                    script.kernel(name=OPTIMIZER_KERNEL, count=2)))
+        script.range("Warm-up", warmup)
+        script.range("Benchmark Forward Only", lambda: [script.range("Forward", lambda: script.kernel(count=3))
+                                                        for _ in range(2)])
+    script.range("Run Benchmark", run)
+    labelled = script.labelled(tmp_path)
+    assert labelled.measured_passes == {"forward": 2}
+    assert int((~labelled.structure.steps["measured"]).sum()) == warmup_steps
+    assert "Run Benchmark" not in set(labelled.structure.steps["range_name"])
+
+
 def test_a_region_named_after_a_benchmark_of_two_phases_is_no_phase(tmp_path):
     """``Benchmark Forward+Backward`` around 5 iterations of ``Forward`` and ``Backward`` (no step
     range), after ``Warm-up`` around 3 ``Warm-up Step <i>``: a timing word before ``forward``

@@ -1646,7 +1646,9 @@ def _steps(own: pd.DataFrame, phases: pd.DataFrame, ops: pd.DataFrame, names: Ra
                 notes.append(f"`{family_label(candidates['name'].iat[rows[0]])}` is no step: {why}")
                 continue
             families[stem] = rows
-        elif (optimizers[rows][held[rows] > 0] == 1).all():  # gradient accumulation: passes, then one update
+        elif ((optimizers[rows] == 1) & (backwards[rows] >= forwards[rows]))[held[rows] > 0].all():
+            # gradient accumulation: passes, each with its backward, then one update (forwards with no backward
+            # after one training pass are a benchmark's timed calls, not micro-batches)
             families[stem] = rows
             accumulating.add(stem)
         elif not _named(WARMUP_FAMILY, candidates["name"].iloc[rows[:1]])[0] \
