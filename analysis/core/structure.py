@@ -2159,10 +2159,12 @@ def _warmup_iterations(own: pd.DataFrame, steps: pd.DataFrame, phases: pd.DataFr
             lead = _launches_before_backward(phases, launches) if lead is None else lead
             bounds = [window.start_ns, *_iteration_starts(inside, found, ends[:-1], lead), window.end_ns]
         else:  # no backward run, or one: forward iterations counted by ranges of the model, if any
-            told = _forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy()) if not len(ends) else []
-            starts = (told or _unranged_call_starts(inside, window.pid, steps, launches)) if not len(ends) else []
-            if not before_steps and not len(ends) and not starts and told is None:  # no pass in it: none to count
-                continue
+            starts = []
+            if not len(ends):
+                told = _forward_iterations(window, own, steps, inside["launch_start_ns"].to_numpy())
+                starts = told or _unranged_call_starts(inside, window.pid, steps, launches)
+                if not before_steps and not starts and told is None:  # no pass in it: none to count
+                    continue
             bounds = [window.start_ns, *starts, window.end_ns]
         rows += [(window.pid, window.tid, start, end, window.name) for start, end in zip(bounds[:-1], bounds[1:])]
     rule = "inside " + ", ".join(f"`{n}`" for n in name_families(sorted(set(warm["name"])))) if rows else ""
@@ -2274,7 +2276,7 @@ def _forward_iterations(window, own: pd.DataFrame, steps: pd.DataFrame, launched
         held = np.sort(mine["start_ns"].to_numpy()[rows][inside[rows]])
         if per_step[0] >= 1 and (per_step == per_step[0]).all() and len(held) and len(held) % per_step[0] == 0:
             counts[family], starts[family] = len(held) // per_step[0], held[::per_step[0]]
-    if len(set(counts.values())) != 1 or next(iter(counts.values())) < 1:
+    if len(set(counts.values())) != 1:
         return None
     n = next(iter(counts.values()))
     if n == 1:
