@@ -260,11 +260,10 @@ def find_structure(ranges: pd.DataFrame, ops: pd.DataFrame, names: RangeNames = 
             step_rule = ("made from the phases: each training forward starts a step" if backward
                          else "made from the phases: each forward is a step (no backward: an inference run)")
         # iterations: the steps, or the training passes where a step holds several (the first
-        # iterations' hand-written updates untold, their passes joined to the first update told)
-        most = max(_most_per_process(steps), _most_per_process(phases[training]))
+        # iterations' hand-written updates untold, their passes joined to the first update told);
         # calls that a range of yours named for measuring holds are yours to count, not a guess
-        yours = _named(MEASURED_FAMILY, phases["range_name"]).any()
-        if source == "kernels" and 0 < most < UNPHASED_STEPS_MIN and not yours:
+        if source == "kernels" and not _named(MEASURED_FAMILY, phases["range_name"]).any() \
+                and 0 < (most := max(_most_per_process(steps), _most_per_process(phases[training]))) < UNPHASED_STEPS_MIN:
             # phases found from the kernels, left out with their steps: the source stays "kernels"
             step_rule = (f"the kernels alone give {most} iteration{'s' if most > 1 else ''} at most in a process: too few "
                          "to be a loop's steps, as when a benchmark's repeated calls run together; no phase is taken either")
